@@ -1,0 +1,168 @@
+# cats - Computing-Aware Traffic Steering toolkit.
+#
+#   make                build everything (build/)
+#   make check          install missing Debian packages, build, run every test
+#   make SAN=1 check    the same with ASan + UBSan (build-san/)
+#   make fuzz           libFuzzer targets with clang, each run FUZZ_SECONDS
+#   make bench          benchmarks, ratios against their baselines
+#   make demo           the whole loop in network namespaces
+#   make install PREFIX=/usr/local DESTDIR=
+#   make deps           install the Debian 12 packages the build and tests need
+#
+# Sources are found by name: lib/*.c is libcats, cmd/cats-*.c one tool each,
+# tests/unit/test_*.c one unit test each, tests/tools/*.c test helpers,
+# fuzz/fuzz_*.c one fuzz target each, bench/bench_*.c one benchmark each.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man
+FUZZ_SECONDS ?= 20
+
+# The one list of Debian packages the build, the tests, the fuzzers, the
+# benchmarks and the demo need.
+DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
+	libcbor-dev libsodium-dev libevent-dev libcurl4-openssl-dev \
+	libjansson-dev libigraph-dev bats jq curl iproute2 procps psmisc \
+	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
+	netsniff-ng valgrind kmod
+
+CC ?= cc
+ifeq ($(SAN),1)
+BUILD ?= build-san
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+OPT = -O1 -g
+else
+BUILD ?= build
+SANFLAGS =
+OPT = -O2 -g
+endif
+
+PKGS = libcbor libsodium libevent libcurl jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ifeq ($(PKG_LIBS),)
+PKG_LIBS = -lcbor -lsodium -levent -lcurl -ljansson
+endif
+
+WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+CFLAGS ?= $(OPT)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 $(WARN) $(CFLAGS) \
+	$(SANFLAGS) -Ilib $(PKG_CFLAGS) -MMD -MP
+LDLIBS = $(PKG_LIBS) -lm
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+
+LIB_SRC := $(sort $(wildcard lib/*.c))
+CMD_SRC := $(sort $(wildcard cmd/cats-*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIBCATS := $(BUILD)/libcats.a
+BINS := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
+UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOLS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
+BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+MANPAGES := $(sort $(wildcard man/*.[1-8]))
+
+.PHONY: all check check-unit check-bats deps install uninstall clean fuzz \
+	fuzz-build bench demo
+.DEFAULT_GOAL := all
+.SECONDARY:
+
+all: $(BINS) $(UNITS) $(TOOLS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBCATS): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/cmd/%.o $(LIBCATS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCATS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
+
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIBCATS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
+
+# Benchmarks may use igraph (the PCE baseline).
+BENCH_LIBS = $(shell pkg-config --libs igraph 2>/dev/null)
+BENCH_CFLAGS = $(shell pkg-config --cflags igraph 2>/dev/null)
+$(BUILD)/bench/%.o: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(BENCH_CFLAGS) -c -o $@ $<
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBCATS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS) $(BENCH_LIBS)
+
+# Install what is missing; a no-op when everything is there.
+deps:
+	@sh tests/deps.sh $(DEB_PACKAGES)
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) sh tests/run.sh
+
+check-unit: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) UNIT_ONLY=1 sh tests/run.sh
+
+# libFuzzer targets are built with clang, ASan and UBSan, in build-fuzz/.
+FUZZ_BUILD = build-fuzz
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZERS := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -c -o $@ $<
+$(FUZZ_BUILD)/libcats.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/libcats.a
+	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+fuzz-build: deps
+	@$(MAKE) --no-print-directory $(FUZZERS)
+fuzz: fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh fuzz/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCHES)
+	@BUILD=$(BUILD) sh bench/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash examples/demo/demo.sh
+
+install: $(BINS)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
+	@for m in $(MANPAGES); do \
+		s=$${m##*.}; \
+		install -d $(DESTDIR)$(MANDIR)/man$$s; \
+		echo install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \
+		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \
+	done
+
+uninstall:
+	rm -f $(BINS:$(BUILD)/bin/%=$(DESTDIR)$(BINDIR)/%)
+	@for m in $(MANPAGES); do \
+		s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; \
+	done
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CMD_SRC:%.c=$(BUILD)/%.d) \
+	$(UNIT_SRC:%.c=$(BUILD)/%.d) $(TOOL_SRC:%.c=$(BUILD)/%.d)

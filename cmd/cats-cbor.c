@@ -1,0 +1,415 @@
+/*
+ * cats-cbor - CBOR Sequences to JSON Lines and back, and record checking.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "json.h"
+#include "log.h"
+#include "seq.h"
+#include "tool.h"
+
+static const char usage_text[] =
+    "usage: cats-cbor decode [-s] [-m size] [file]\n"
+    "       cats-cbor encode [-s] [file]\n"
+    "       cats-cbor check [-jqs] [-m size] [-t type] [file]\n"
+    "       cats-cbor schema [type]\n";
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(CATS_EXIT_USAGE);
+}
+
+struct opts {
+	bool json;
+	bool quiet;
+	bool strict;
+	int type;		/* -1: any */
+	struct cats_limits lim;
+};
+
+static int
+open_input(const char *path)
+{
+	if (path == NULL || strcmp(path, "-") == 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cats_errorx("%s: %s", path, strerror(errno));
+		exit(CATS_EXIT_NOINPUT);
+	}
+	return fd;
+}
+
+static void
+write_out(const void *p, size_t n)
+{
+	if (fwrite(p, 1, n, stdout) != n) {
+		cats_errorx("write error: %s", strerror(errno));
+		exit(CATS_EXIT_IOERR);
+	}
+}
+
+static void
+report_bad(uint64_t index, const struct cats_err *e)
+{
+	char msg[400];
+	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
+}
+
+/* Feed the reader until an item or the end; returns cats_seq_next's code. */
+static int
+read_item(struct cats_seq_reader *rd, int fd, const uint8_t **p, size_t *n,
+    struct cats_err *e)
+{
+	for (;;) {
+		int r = cats_seq_next(rd, p, n, e);
+		if (r != CATS_SEQ_NEED || rd->eof)
+			return r;
+		ssize_t got = cats_seq_read_fd(rd, fd);
+		if (got < 0 && errno != EINTR) {
+			cats_errorx("read error: %s", strerror(errno));
+			exit(CATS_EXIT_FAIL);
+		}
+	}
+}
+
+static int
+do_decode(const struct opts *o, int fd)
+{
+	struct cats_seq_reader rd;
+	const uint8_t *p;
+	size_t n;
+	int bad = 0;
+	cats_seq_reader_init(&rd, &o->lim);
+	for (;;) {
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		int r = read_item(&rd, fd, &p, &n, &e);
+		if (r == CATS_SEQ_NEED)
+			break;
+		if (r == CATS_SEQ_BAD) {
+			report_bad(rd.index - 1, &e);
+			bad++;
+			if (o->strict)
+				break;
+			continue;
+		}
+		json_t *j = cats_toks_to_json(rd.toks.t, 0);
+		char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		if (s == NULL) {
+			cats_errorx("out of memory");
+			exit(CATS_EXIT_FAIL);
+		}
+		write_out(s, strlen(s));
+		write_out("\n", 1);
+		free(s);
+		json_decref(j);
+	}
+	cats_seq_reader_free(&rd);
+	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+}
+
+static int
+do_encode(const struct opts *o, int fd)
+{
+	FILE *in = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t lineno = 0;
+	int bad = 0;
+	struct cats_buf out = { 0 };
+	if (in == NULL) {
+		cats_errorx("%s", strerror(errno));
+		return CATS_EXIT_FAIL;
+	}
+	while ((len = getline(&line, &cap, in)) > 0) {
+		lineno++;
+		json_error_t je;
+		char *s = line + strspn(line, " \t\r\n");
+		if (*s == '\0')
+			continue;
+		json_t *j = json_loadb(line, (size_t)len, JSON_DECODE_ANY |
+		    JSON_ALLOW_NUL, &je);
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		cats_buf_reset(&out);
+		if (j == NULL) {
+			cats_errorx("line %" PRIu64 ": %s", lineno, je.text);
+		} else if (cats_json_to_cbor(j, &out, &e) < 0) {
+			cats_errorx("line %" PRIu64 ": %s%s%s", lineno, e.field,
+			    e.field[0] ? ": " : "", e.reason);
+		} else {
+			write_out(out.p, out.len);
+			json_decref(j);
+			continue;
+		}
+		json_decref(j);
+		bad++;
+		if (o->strict)
+			break;
+	}
+	free(line);
+	cats_buf_free(&out);
+	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+}
+
+static int
+check_one(const struct opts *o, const struct cats_rec *r, uint64_t index)
+{
+	if (o->type >= 0 && (int)r->type != o->type) {
+		struct cats_err e;
+		cats_err_set(&e, "type", "is %s, expected %s",
+		    cats_type_name(r->type), cats_type_name(o->type));
+		report_bad(index, &e);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+do_check(const struct opts *o, int fd)
+{
+	struct cats_dec d;
+	struct cats_rec r;
+	uint64_t records = 0, bad = 0;
+	cats_dec_init(&d, &o->lim);
+	if (o->json) {
+		FILE *in = fdopen(fd, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t len;
+		while (in != NULL && (len = getline(&line, &cap, in)) > 0) {
+			char *s = line + strspn(line, " \t\r\n");
+			if (*s == '\0')
+				continue;
+			uint64_t index = records++;
+			json_error_t je;
+			json_t *j = json_loadb(line, (size_t)len,
+			    JSON_DECODE_ANY, &je);
+			struct cats_err e;
+			memset(&e, 0, sizeof(e));
+			if (j == NULL) {
+				cats_err_set(&e, "", "not JSON: %s", je.text);
+				report_bad(index, &e);
+				bad++;
+			} else if (cats_rec_from_json(&d, j, &r, &e) < 0) {
+				report_bad(index, &e);
+				bad++;
+			} else {
+				bad += check_one(o, &r, index);
+			}
+			json_decref(j);
+			if (bad && o->strict)
+				break;
+		}
+		free(line);
+	} else {
+		struct cats_seq_reader rd;
+		cats_seq_reader_init(&rd, &o->lim);
+		for (;;) {
+			struct cats_err e;
+			memset(&e, 0, sizeof(e));
+			int s = cats_seq_next_rec(&rd, &d, &r, &e);
+			if (s == CATS_SEQ_NEED) {
+				if (rd.eof)
+					break;
+				if (cats_seq_read_fd(&rd, fd) < 0 &&
+				    errno != EINTR) {
+					cats_errorx("read error: %s",
+					    strerror(errno));
+					exit(CATS_EXIT_FAIL);
+				}
+				continue;
+			}
+			records++;
+			if (s == CATS_SEQ_BAD) {
+				report_bad(rd.index - 1, &e);
+				bad++;
+			} else {
+				bad += check_one(o, &r, rd.index - 1);
+			}
+			if (bad && o->strict)
+				break;
+		}
+		cats_seq_reader_free(&rd);
+	}
+	cats_dec_free(&d);
+	if (!o->quiet)
+		fprintf(stderr, "cats-cbor: %" PRIu64 " records, %" PRIu64
+		    " valid, %" PRIu64 " invalid\n", records, records - bad, bad);
+	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+}
+
+static const char *
+kind_text(const struct cats_field *f)
+{
+	switch (f->kind) {
+	case CATS_F_U64: return "uint";
+	case CATS_F_BOOL: return "bool";
+	case CATS_F_TEXT: return "text";
+	case CATS_F_BYTES: return "bytes";
+	case CATS_F_ENUM: return "enum";
+	case CATS_F_ADDR: return "address";
+	case CATS_F_MAP: return "map";
+	case CATS_F_ARR_U64: return "[uint]";
+	case CATS_F_ARR_TEXT: return "[text]";
+	case CATS_F_ARR_ADDR: return "[address]";
+	case CATS_F_ARR_MAP: return "[map]";
+	default: return "{text: uint}";
+	}
+}
+
+static void
+print_schema(const struct cats_schema *s, bool top)
+{
+	printf("%s %s: %s\n", top ? "record" : "map", s->name, s->doc);
+	for (size_t i = 0; i < s->nfields; i++) {
+		const struct cats_field *f = &s->fields[i];
+		printf("  %-15s %-11s %s", f->name, kind_text(f),
+		    f->required ? "required" : "optional");
+		if (f->kind == CATS_F_U64)
+			printf(" %" PRIu64 "..%" PRIu64, f->min, f->max);
+		else if (f->kind == CATS_F_TEXT || f->kind == CATS_F_BYTES ||
+		    f->kind >= CATS_F_ARR_U64)
+			printf(" max %" PRIu64, f->max);
+		if (f->unit && f->unit[0])
+			printf(" %s", f->unit);
+		if (f->sub)
+			printf(" (%s)", f->sub->name);
+		if (f->enums) {
+			printf(" (");
+			for (size_t k = 0; f->enums[k]; k++)
+				printf("%s%s", k ? "|" : "", f->enums[k]);
+			printf(")");
+		}
+		printf(" - %s\n", f->doc);
+	}
+}
+
+static int
+do_schema(const char *type)
+{
+	static const struct cats_schema *const maps[] = {
+		&cats_schema_address, &cats_schema_bind_fwd,
+		&cats_schema_bind_rev, &cats_schema_constraints,
+		&cats_schema_decision, &cats_schema_entry, &cats_schema_flow,
+		&cats_schema_segment, &cats_schema_site,
+	};
+	bool found = false;
+	for (int t = 0; t < CATS_T__N; t++) {
+		const struct cats_schema *s = cats_type_schema(t);
+		if (type == NULL || strcmp(type, s->name) == 0) {
+			print_schema(s, true);
+			found = true;
+		}
+	}
+	for (size_t i = 0; i < CATS_ARRAY_LEN(maps); i++) {
+		if (type == NULL || strcmp(type, maps[i]->name) == 0) {
+			print_schema(maps[i], false);
+			found = true;
+		}
+	}
+	if (!found) {
+		cats_errorx("unknown record type or map \"%s\"", type);
+		return CATS_EXIT_USAGE;
+	}
+	return CATS_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "max-record", required_argument, NULL, 'm' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "type", required_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .type = -1, .lim = cats_limits_default };
+	char err[256];
+	uint64_t v;
+	int ch;
+
+	cats_tool_init(argv[0]);
+	while ((ch = getopt_long(argc, argv, "hjm:qst:V", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return CATS_EXIT_OK;
+		case 'j':
+			o.json = true;
+			break;
+		case 'm':
+			if (cats_parse_size(optarg, &v, err, sizeof(err)) < 0 ||
+			    v < 16 || v > (64u << 20)) {
+				cats_errorx("--max-record: %s", v < 16 ? err :
+				    "between 16 and 64M");
+				return CATS_EXIT_USAGE;
+			}
+			o.lim.max_record = v;
+			if (o.lim.max_string > v)
+				o.lim.max_string = v;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 's':
+			o.strict = true;
+			break;
+		case 't':
+			o.type = cats_type_from_name(optarg, strlen(optarg));
+			if (o.type < 0) {
+				cats_errorx("--type: unknown record type \"%s\"",
+				    optarg);
+				return CATS_EXIT_USAGE;
+			}
+			break;
+		case 'V':
+			cats_tool_version();
+			return CATS_EXIT_OK;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage();
+	const char *cmd = argv[0];
+	if (strcmp(cmd, "schema") == 0) {
+		if (argc > 2)
+			usage();
+		return do_schema(argc == 2 ? argv[1] : NULL);
+	}
+	if (argc > 2)
+		usage();
+	int rc;
+	if (strcmp(cmd, "decode") == 0)
+		rc = do_decode(&o, open_input(argv[1]));
+	else if (strcmp(cmd, "encode") == 0)
+		rc = do_encode(&o, open_input(argv[1]));
+	else if (strcmp(cmd, "check") == 0)
+		rc = do_check(&o, open_input(argv[1]));
+	else
+		usage();
+	if (fflush(stdout) != 0) {
+		cats_errorx("write error: %s", strerror(errno));
+		return CATS_EXIT_IOERR;
+	}
+	return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * ep.h - the one endpoint syntax of every cats tool:
+ *
+ *   -                stdin (reading) or stdout (writing)
+ *   file:PATH        a file
+ *   unix:PATH        a unix stream socket
+ *   tcp:HOST:PORT    TCP (HOST may be [v6addr])
+ *   udp:HOST:PORT    UDP, one record per datagram
+ *   http://...       HTTP (libcurl clients, evhttp servers)
+ *   https://...      HTTPS
+ *
+ * A tool that listens says --listen ENDPOINT; one that sends says
+ * --to ENDPOINT.
+ */
+#ifndef CATS_EP_H
+#define CATS_EP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum cats_ep_kind {
+	CATS_EP_STDIO,
+	CATS_EP_FILE,
+	CATS_EP_UNIX,
+	CATS_EP_TCP,
+	CATS_EP_UDP,
+	CATS_EP_HTTP,
+	CATS_EP_HTTPS,
+};
+
+struct cats_ep {
+	int kind;
+	char host[256];
+	char port[8];
+	char path[4096];	/* file and unix paths; the URL for http(s) */
+};
+
+/* Parse an endpoint; -1 with the reason in err. */
+int cats_ep_parse(const char *s, struct cats_ep *ep, char *err, size_t errlen);
+/* Back to text. */
+const char *cats_ep_str(const struct cats_ep *ep, char *buf, size_t len);
+bool cats_ep_is_dgram(const struct cats_ep *ep);
+
+/*
+ * Open for listening: a listening stream socket (unix, tcp; a stale unix
+ * socket file is replaced) or a bound datagram socket (udp).  Non-blocking,
+ * close-on-exec.  Returns the fd or -1 with err set.
+ */
+int cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen);
+/*
+ * Open for talking: stdin/stdout (for_write picks which), a file (read, or
+ * write/create/truncate), or a connected socket (blocking connect, then
+ * non-blocking).  Returns the fd or -1 with err set.
+ */
+int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
+    size_t errlen);
+
+int cats_fd_nonblock(int fd);
+
+#endif

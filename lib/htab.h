@@ -1,0 +1,42 @@
+/*
+ * htab.h - one open-addressing hash table for every keyed lookup in cats.
+ *
+ * The table stores (hash, item) pairs; items and their keys belong to the
+ * caller, who passes an equality test at lookup.  Hashes come from
+ * cats_hash(), SipHash-2-4 with a per-process random key, so that remote
+ * input (CSCI-IDs, flow keys) cannot force collisions.  Deletion shifts
+ * entries back, so no tombstones build up.
+ */
+#ifndef CATS_HTAB_H
+#define CATS_HTAB_H
+
+#include "cats.h"
+
+struct cats_hslot {
+	uint64_t h;	/* 0 marks an empty slot; cats_hash never returns 0 */
+	void *item;
+};
+
+struct cats_htab {
+	struct cats_hslot *s;
+	size_t cap;	/* power of two */
+	size_t n;
+};
+
+typedef bool (*cats_eq_fn)(const void *item, const void *key);
+
+uint64_t cats_hash(const void *p, size_t n);
+uint64_t cats_hash_str(const char *s);
+
+void *cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
+    const void *key);
+/* Insert an item whose key is not in the table; -1 on allocation failure. */
+int cats_htab_put(struct cats_htab *t, uint64_t h, void *item);
+/* Remove and return the item with this key, or NULL. */
+void *cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq,
+    const void *key);
+void cats_htab_free(struct cats_htab *t);
+
+/* Iterate: for (size_t i = 0; i < t.cap; i++) if (t.s[i].h) use(t.s[i].item) */
+
+#endif

@@ -1,0 +1,1032 @@
+/*
+ * rec.c - record schema tables, table-driven decoding, validation and
+ * deterministic encoding (libcbor's encoders).
+ */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbor.h>
+
+#include "rec.h"
+
+const char *const cats_health_names[] = { "HEALTHY", "DEGRADED", "UNHEALTHY",
+	"UNKNOWN", NULL };
+const char *const cats_sci_state_names[] = { "ACTIVE", "HEALTHY", "STALE",
+	"FAILED", NULL };
+const char *const cats_metric_op_names[] = { "full", "delta", "withdraw",
+	"heartbeat", "refresh", NULL };
+const char *const cats_sync_mode_names[] = { "none", "full", "incremental",
+	NULL };
+const char *const cats_ack_result_names[] = { "ok", "stale", "replay",
+	"unauthorized", "bad", "resync", NULL };
+const char *const cats_net_scope_names[] = { "link", "path", "node", NULL };
+const char *const cats_addr_kind_names[] = { "virtual", "anycast",
+	"dedicated", NULL };
+const char *const cats_affinity_names[] = { "5tuple", "client",
+	"tenant-client", NULL };
+const char *const cats_on_failure_names[] = { "fail", "reconnect", NULL };
+const char *const cats_dataplane_names[] = { "ip", "ipip", "srv6", "srmpls",
+	NULL };
+const char *const cats_path_metric_names[] = { "igp", "te", "delay", "hops",
+	NULL };
+const char *const cats_path_status_names[] = { "ok", "no-path", "error",
+	NULL };
+const char *const cats_seg_kind_names[] = { "node", "adj", NULL };
+const char *const cats_bind_op_names[] = { "install", "refresh", "remove",
+	NULL };
+const char *const cats_flow_state_names[] = { "ABSENT", "PENDING",
+	"DESTINATION_SELECTED", "BINDING_READY", "ACTIVE", "DRAINING", "FAILED",
+	"RECONNECT_REQUIRED", NULL };
+const char *const cats_status_event_names[] = { "installed", "refreshed",
+	"failed", "expired", "removed", "hello", "path-down", "path-up", NULL };
+const char *const cats_req_mode_names[] = { "none", "a", "b", NULL };
+
+/* ---- cross-field rules ---- */
+
+static int
+check_flow(const void *p, struct cats_err *e)
+{
+	const struct cats_flow *f = p;
+	if (f->src.af != f->dst.af)
+		return cats_err_set(e, "dst",
+		    "source and destination are of different families");
+	return 0;
+}
+
+static int
+check_segment(const void *p, struct cats_err *e)
+{
+	const struct cats_segment *s = p;
+	if (!CATS_HAS(s, SEG, label) && s->sid.af == 0)
+		return cats_err_set(e, "label", "a segment needs a label or a sid");
+	if (s->sid.af == 4)
+		return cats_err_set(e, "sid", "an SRv6 SID is an IPv6 address");
+	return 0;
+}
+
+static int
+check_bind_fwd(const void *p, struct cats_err *e)
+{
+	const struct cats_bind_fwd *f = p;
+	if (f->encap == CATS_DP_SRV6 && f->sids.n == 0)
+		return cats_err_set(e, "sids", "srv6 encapsulation needs sids");
+	if (f->encap == CATS_DP_SRMPLS && f->labels.n == 0)
+		return cats_err_set(e, "labels", "srmpls needs labels");
+	if (f->encap == CATS_DP_IPIP && f->tunnel_dst.af == 0)
+		return cats_err_set(e, "tunnel_dst", "ipip needs tunnel_dst");
+	for (size_t i = 0; i < f->sids.n; i++)
+		if (f->sids.v[i].af != 6)
+			return cats_err_set(e, "sids",
+			    "an SRv6 SID is an IPv6 address");
+	return 0;
+}
+
+static int
+check_metric(const void *p, struct cats_err *e)
+{
+	const struct cats_metric *m = p;
+	if (CATS_HAS(m, MET, part) != CATS_HAS(m, MET, parts))
+		return cats_err_set(e, "parts", "part and parts go together");
+	if (CATS_HAS(m, MET, part) && m->part > m->parts)
+		return cats_err_set(e, "part", "part %" PRIu64 " of %" PRIu64,
+		    m->part, m->parts);
+	if (m->op == CATS_OP_WITHDRAW && m->entries.n == 0)
+		return cats_err_set(e, "entries", "withdraw names no entry");
+	return 0;
+}
+
+static int
+check_net(const void *p, struct cats_err *e)
+{
+	const struct cats_net *n = p;
+	if (n->scope == CATS_NET_NODE) {
+		if (n->node == NULL)
+			return cats_err_set(e, "node", "required for scope node");
+	} else {
+		if (n->src == NULL)
+			return cats_err_set(e, "src", "required for scope %s",
+			    cats_net_scope_names[n->scope]);
+		if (n->dst == NULL)
+			return cats_err_set(e, "dst", "required for scope %s",
+			    cats_net_scope_names[n->scope]);
+	}
+	return 0;
+}
+
+static int
+check_path_rep(const void *p, struct cats_err *e)
+{
+	const struct cats_path_rep *r = p;
+	if (r->status == CATS_PATH_OK && r->endpoint == NULL)
+		return cats_err_set(e, "endpoint", "required when status is ok");
+	if (r->status != CATS_PATH_OK && r->reason == NULL)
+		return cats_err_set(e, "reason", "required when status is %s",
+		    cats_path_status_names[r->status]);
+	return 0;
+}
+
+static int
+check_binding(const void *p, struct cats_err *e)
+{
+	const struct cats_binding *b = p;
+	if (b->op != CATS_BIND_REMOVE) {
+		if (!CATS_HAS(b, BND, fwd))
+			return cats_err_set(e, "fwd", "required for %s",
+			    cats_bind_op_names[b->op]);
+		if (!CATS_HAS(b, BND, rev))
+			return cats_err_set(e, "rev", "required for %s",
+			    cats_bind_op_names[b->op]);
+	}
+	return 0;
+}
+
+/* ---- schema tables, generated from the field lists of rec.h ---- */
+
+#define CATS_X_FIELD(P, fname, K, ctype, req, lo, hi, subs, en, un, dc) \
+	{ .name = #fname, .kind = CATS_F_##K, .required = req, \
+	  .off = offsetof(CATS_STRUCT_##P, fname), .min = lo, .max = hi, \
+	  .sub = subs, .enums = en, .unit = un, .doc = dc },
+
+#define CATS_STRUCT_CON struct cats_constraints
+#define CATS_STRUCT_FLOW struct cats_flow
+#define CATS_STRUCT_ENT struct cats_entry
+#define CATS_STRUCT_SITE struct cats_site
+#define CATS_STRUCT_ADR struct cats_address
+#define CATS_STRUCT_DEC struct cats_decision
+#define CATS_STRUCT_SEG struct cats_segment
+#define CATS_STRUCT_BFW struct cats_bind_fwd
+#define CATS_STRUCT_BRV struct cats_bind_rev
+#define CATS_STRUCT_SCI struct cats_sci_report
+#define CATS_STRUCT_MET struct cats_metric
+#define CATS_STRUCT_SYNC struct cats_sync
+#define CATS_STRUCT_ACK struct cats_ack
+#define CATS_STRUCT_NET struct cats_net
+#define CATS_STRUCT_SVC struct cats_service
+#define CATS_STRUCT_REQ struct cats_request
+#define CATS_STRUCT_PRQ struct cats_path_req
+#define CATS_STRUCT_PRP struct cats_path_rep
+#define CATS_STRUCT_BND struct cats_binding
+#define CATS_STRUCT_STA struct cats_status
+#define CATS_STRUCT_ERR struct cats_error
+#define CATS_STRUCT_STS struct cats_stats
+
+#define CATS_SCHEMA(var, P, label, chk, dc) \
+	static const struct cats_field var##_fields[] = { \
+		CATS_##P##_FIELDS(CATS_X_FIELD) }; \
+	const struct cats_schema var = { label, sizeof(CATS_STRUCT_##P), \
+		CATS_ARRAY_LEN(var##_fields), var##_fields, chk, dc };
+
+CATS_SCHEMA(cats_schema_constraints, CON, "constraints", NULL,
+    "hard constraints of a service, request or path request")
+CATS_SCHEMA(cats_schema_flow, FLOW, "flow", check_flow, "a flow key")
+CATS_SCHEMA(cats_schema_entry, ENT, "entry", NULL,
+    "one SCI in a metric advertisement")
+CATS_SCHEMA(cats_schema_site, SITE, "site", NULL, "a site aggregate per CS-ID")
+CATS_SCHEMA(cats_schema_address, ADR, "address", NULL, "a service address")
+CATS_SCHEMA(cats_schema_decision, DEC, "decision", NULL,
+    "the C-PS service decision")
+CATS_SCHEMA(cats_schema_segment, SEG, "segment", check_segment,
+    "one segment of a path")
+CATS_SCHEMA(cats_schema_bind_fwd, BFW, "fwd", check_bind_fwd,
+    "forward half of a binding")
+CATS_SCHEMA(cats_schema_bind_rev, BRV, "rev", NULL,
+    "reverse half of a binding")
+CATS_SCHEMA(schema_sci, SCI, "sci-report", NULL, "an SCI report to the C-SMA")
+CATS_SCHEMA(schema_metric, MET, "metric", check_metric,
+    "a C-SMA advertisement to the C-PS")
+CATS_SCHEMA(schema_sync, SYNC, "sync", NULL, "the C-PS asks for a sync")
+CATS_SCHEMA(schema_ack, ACK, "ack", NULL, "the C-PS acknowledges")
+CATS_SCHEMA(schema_net, NET, "net", check_net, "network or path metrics")
+CATS_SCHEMA(schema_service, SVC, "service", NULL, "a service context")
+CATS_SCHEMA(schema_request, REQ, "request", NULL,
+    "an ingress forwarder's service request")
+CATS_SCHEMA(schema_path_req, PRQ, "path-req", NULL, "a path request")
+CATS_SCHEMA(schema_path_rep, PRP, "path-rep", check_path_rep, "a path reply")
+CATS_SCHEMA(schema_binding, BND, "binding", check_binding,
+    "a steering binding")
+CATS_SCHEMA(schema_status, STA, "status", NULL, "a forwarder's binding status")
+CATS_SCHEMA(schema_error, ERR, "error", NULL, "a failed transaction or record")
+CATS_SCHEMA(schema_stats, STS, "stats", NULL, "a tool's counters")
+
+static const struct cats_schema *const type_schemas[CATS_T__N] = {
+	[CATS_T_SCI_REPORT] = &schema_sci,
+	[CATS_T_METRIC] = &schema_metric,
+	[CATS_T_SYNC] = &schema_sync,
+	[CATS_T_ACK] = &schema_ack,
+	[CATS_T_NET] = &schema_net,
+	[CATS_T_SERVICE] = &schema_service,
+	[CATS_T_REQUEST] = &schema_request,
+	[CATS_T_PATH_REQ] = &schema_path_req,
+	[CATS_T_PATH_REP] = &schema_path_rep,
+	[CATS_T_BINDING] = &schema_binding,
+	[CATS_T_STATUS] = &schema_status,
+	[CATS_T_ERROR] = &schema_error,
+	[CATS_T_STATS] = &schema_stats,
+};
+
+const struct cats_schema *
+cats_type_schema(enum cats_type t)
+{
+	return (unsigned)t < CATS_T__N ? type_schemas[t] : NULL;
+}
+
+const char *
+cats_type_name(enum cats_type t)
+{
+	return (unsigned)t < CATS_T__N ? type_schemas[t]->name : "?";
+}
+
+int
+cats_type_from_name(const char *s, size_t n)
+{
+	for (int t = 0; t < CATS_T__N; t++) {
+		const char *name = type_schemas[t]->name;
+		if (strlen(name) == n && memcmp(name, s, n) == 0)
+			return t;
+	}
+	return -1;
+}
+
+int
+cats_enum_index(const char *const *names, const char *s, size_t n)
+{
+	for (int i = 0; names[i] != NULL; i++)
+		if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- addresses ---- */
+
+int
+cats_ip_parse(const char *s, size_t n, struct cats_ip *ip)
+{
+	char buf[INET6_ADDRSTRLEN];
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	memset(ip, 0, sizeof(*ip));
+	if (memchr(buf, ':', n) != NULL) {
+		if (inet_pton(AF_INET6, buf, ip->a) != 1)
+			return -1;
+		ip->af = 6;
+	} else {
+		if (inet_pton(AF_INET, buf, ip->a) != 1)
+			return -1;
+		ip->af = 4;
+	}
+	return 0;
+}
+
+const char *
+cats_ip_fmt(const struct cats_ip *ip, char *buf, size_t len)
+{
+	if (ip->af == 0 || inet_ntop(ip->af == 4 ? AF_INET : AF_INET6, ip->a,
+	    buf, (socklen_t)len) == NULL)
+		cats_strlcpy(buf, "-", len);
+	return buf;
+}
+
+bool
+cats_ip_eq(const struct cats_ip *a, const struct cats_ip *b)
+{
+	return a->af == b->af &&
+	    memcmp(a->a, b->a, a->af == 4 ? 4 : 16) == 0;
+}
+
+/* ---- decoding ---- */
+
+void
+cats_dec_init(struct cats_dec *d, const struct cats_limits *lim)
+{
+	memset(d, 0, sizeof(*d));
+	d->lim = lim ? *lim : cats_limits_default;
+	/* A record never needs more arena than a few times its size. */
+	d->arena.cap = d->lim.max_record * 16 + (1u << 20);
+}
+
+void
+cats_dec_free(struct cats_dec *d)
+{
+	cats_toks_free(&d->toks);
+	cats_arena_free(&d->arena);
+	cats_buf_free(&d->scratch);
+}
+
+void
+cats_rec_init(struct cats_rec *r, enum cats_type t)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = t;
+}
+
+struct walk {
+	struct cats_dec *d;
+	const struct cats_tok *t;
+	struct cats_err *err;
+	char path[96];
+};
+
+static const char *
+kind_name(uint8_t k)
+{
+	switch (k) {
+	case CATS_TK_UINT: return "unsigned integer";
+	case CATS_TK_NINT: return "negative integer";
+	case CATS_TK_BYTES: return "byte string";
+	case CATS_TK_TEXT: return "text";
+	case CATS_TK_ARRAY: return "array";
+	case CATS_TK_MAP: return "map";
+	case CATS_TK_TAG: return "tag";
+	case CATS_TK_FALSE: case CATS_TK_TRUE: return "boolean";
+	case CATS_TK_NULL: return "null";
+	case CATS_TK_UNDEF: return "undefined";
+	case CATS_TK_FLOAT: return "float";
+	default: return "simple value";
+	}
+}
+
+/* Append ".name" or "[i]" to the error path; returns the old length. */
+static size_t
+path_push(struct walk *w, const char *name, long idx)
+{
+	size_t len = strlen(w->path);
+	if (idx < 0 && (name == NULL || name[0] == '\0'))
+		return len;
+	if (idx >= 0)
+		snprintf(w->path + len, sizeof(w->path) - len, "[%ld]", idx);
+	else
+		snprintf(w->path + len, sizeof(w->path) - len, "%s%s",
+		    len ? "." : "", name);
+	return len;
+}
+
+static int
+fail(struct walk *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+fail(struct walk *w, const char *fmt, ...)
+{
+	char reason[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	return cats_err_set(w->err, w->path, "%s", reason);
+}
+
+static int
+want(struct walk *w, size_t i, uint8_t kind)
+{
+	uint8_t k = w->t[i].kind;
+	if (k == kind || (kind == CATS_TK_TRUE && k == CATS_TK_FALSE))
+		return 0;
+	return fail(w, "expected %s, got %s", kind_name(kind), kind_name(k));
+}
+
+static int
+get_u64(struct walk *w, size_t i, const struct cats_field *f, uint64_t *out)
+{
+	if (want(w, i, CATS_TK_UINT) < 0)
+		return -1;
+	uint64_t v = w->t[i].v.u;
+	if (v < f->min || v > f->max)
+		return fail(w, "%" PRIu64 " is out of range %" PRIu64 "..%" PRIu64,
+		    v, f->min, f->max);
+	*out = v;
+	return 0;
+}
+
+static int
+get_text(struct walk *w, size_t i, uint64_t minlen, uint64_t maxlen,
+    const char **out)
+{
+	if (want(w, i, CATS_TK_TEXT) < 0)
+		return -1;
+	const struct cats_tok *k = &w->t[i];
+	if (k->n < minlen)
+		return fail(w, "empty");
+	if (k->n > maxlen)
+		return fail(w, "%u bytes exceed the limit of %" PRIu64, k->n,
+		    maxlen);
+	if (memchr(k->v.p, '\0', k->n) != NULL)
+		return fail(w, "text contains a NUL character");
+	*out = cats_arena_strndup(&w->d->arena, (const char *)k->v.p, k->n);
+	return *out ? 0 : fail(w, "out of memory");
+}
+
+static int
+get_addr(struct walk *w, size_t i, struct cats_ip *ip)
+{
+	if (want(w, i, CATS_TK_TEXT) < 0)
+		return -1;
+	const struct cats_tok *k = &w->t[i];
+	if (cats_ip_parse((const char *)k->v.p, k->n, ip) < 0)
+		return fail(w, "\"%.*s\" is not an IPv4 or IPv6 address",
+		    k->n > 48 ? 48 : (int)k->n, (const char *)k->v.p);
+	return 0;
+}
+
+static int
+get_enum(struct walk *w, size_t i, const char *const *names, int *out)
+{
+	if (want(w, i, CATS_TK_TEXT) < 0)
+		return -1;
+	const struct cats_tok *k = &w->t[i];
+	int v = cats_enum_index(names, (const char *)k->v.p, k->n);
+	if (v < 0) {
+		char list[128] = "";
+		for (int j = 0; names[j] != NULL; j++) {
+			size_t len = strlen(list);
+			snprintf(list + len, sizeof(list) - len, "%s%s",
+			    j ? ", " : "", names[j]);
+		}
+		return fail(w, "\"%.*s\" is not one of %s",
+		    k->n > 32 ? 32 : (int)k->n, (const char *)k->v.p, list);
+	}
+	*out = v;
+	return 0;
+}
+
+static int decode_map(struct walk *w, size_t i, const struct cats_schema *s,
+    void *out);
+
+/* Decode the array at token i into a freshly allocated vector. */
+static int
+decode_array(struct walk *w, size_t i, const struct cats_field *f, void *slot)
+{
+	if (want(w, i, CATS_TK_ARRAY) < 0)
+		return -1;
+	size_t n = w->t[i].n;
+	if (n > f->max)
+		return fail(w, "%zu elements exceed the limit of %" PRIu64, n,
+		    f->max);
+	size_t elem;
+	switch (f->kind) {
+	case CATS_F_ARR_U64: elem = sizeof(uint64_t); break;
+	case CATS_F_ARR_TEXT: elem = sizeof(char *); break;
+	case CATS_F_ARR_ADDR: elem = sizeof(struct cats_ip); break;
+	default: elem = f->sub->size; break;
+	}
+	/* n is bounded by the token count, so this is bounded by the input. */
+	uint8_t *v = n ? cats_arena_alloc(&w->d->arena, n * elem) : NULL;
+	if (n && v == NULL)
+		return fail(w, "out of memory");
+	if (n)
+		memset(v, 0, n * elem);
+	size_t j = i + 1;
+	for (size_t k = 0; k < n; k++) {
+		size_t saved = path_push(w, NULL, (long)k);
+		int r;
+		void *e = v + k * elem;
+		switch (f->kind) {
+		case CATS_F_ARR_U64: {
+			struct cats_field one = *f;
+			one.min = 0;
+			one.max = UINT64_MAX;
+			r = get_u64(w, j, &one, e);
+			break;
+		}
+		case CATS_F_ARR_TEXT:
+			r = get_text(w, j, 0, CATS_ID * 2, e);
+			break;
+		case CATS_F_ARR_ADDR:
+			r = get_addr(w, j, e);
+			break;
+		default:
+			r = decode_map(w, j, f->sub, e);
+			break;
+		}
+		if (r < 0)
+			return -1;
+		w->path[saved] = '\0';
+		j = w->t[j].next;
+	}
+	struct { void *v; size_t n; } *arr = slot;
+	arr->v = v;
+	arr->n = n;
+	return 0;
+}
+
+static int
+decode_kv(struct walk *w, size_t i, const struct cats_field *f,
+    struct cats_arr_kv *out)
+{
+	if (want(w, i, CATS_TK_MAP) < 0)
+		return -1;
+	size_t n = w->t[i].n;
+	if (n > f->max)
+		return fail(w, "%zu entries exceed the limit of %" PRIu64, n,
+		    f->max);
+	struct cats_kv *v = n ? cats_arena_alloc(&w->d->arena, n * sizeof(*v))
+	    : NULL;
+	if (n && v == NULL)
+		return fail(w, "out of memory");
+	size_t j = i + 1;
+	for (size_t k = 0; k < n; k++) {
+		size_t val = w->t[j].next;
+		if (get_text(w, j, 1, CATS_ID, &v[k].k) < 0)
+			return -1;
+		for (size_t m = 0; m < k; m++)
+			if (strcmp(v[m].k, v[k].k) == 0)
+				return fail(w, "duplicate key \"%s\"", v[k].k);
+		size_t saved = path_push(w, v[k].k, -1);
+		if (want(w, val, CATS_TK_UINT) < 0)
+			return -1;
+		w->path[saved] = '\0';
+		v[k].v = w->t[val].v.u;
+		j = w->t[val].next;
+	}
+	out->v = v;
+	out->n = n;
+	return 0;
+}
+
+static int
+decode_field(struct walk *w, size_t i, const struct cats_field *f, void *base)
+{
+	void *slot = (char *)base + f->off;
+	switch (f->kind) {
+	case CATS_F_U64:
+		return get_u64(w, i, f, slot);
+	case CATS_F_BOOL:
+		if (want(w, i, CATS_TK_TRUE) < 0)
+			return -1;
+		*(bool *)slot = w->t[i].kind == CATS_TK_TRUE;
+		return 0;
+	case CATS_F_TEXT:
+		return get_text(w, i, f->min, f->max, slot);
+	case CATS_F_BYTES: {
+		if (want(w, i, CATS_TK_BYTES) < 0)
+			return -1;
+		const struct cats_tok *k = &w->t[i];
+		if (k->n > f->max)
+			return fail(w, "%u bytes exceed the limit of %" PRIu64,
+			    k->n, f->max);
+		struct cats_bytes *b = slot;
+		b->p = cats_arena_memdup(&w->d->arena, k->v.p, k->n);
+		b->n = k->n;
+		return b->p ? 0 : fail(w, "out of memory");
+	}
+	case CATS_F_ENUM:
+		return get_enum(w, i, f->enums, slot);
+	case CATS_F_ADDR:
+		return get_addr(w, i, slot);
+	case CATS_F_MAP:
+		return decode_map(w, i, f->sub, slot);
+	case CATS_F_KV:
+		return decode_kv(w, i, f, slot);
+	default:
+		return decode_array(w, i, f, slot);
+	}
+}
+
+static int decode_auth(struct walk *w, size_t i, struct cats_auth *a);
+
+/*
+ * Decode the map at token i into the struct out of schema s.  At the top
+ * level, rec is set and "type"/"auth" are handled by the caller.
+ */
+static int
+decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
+    void *out, struct cats_rec *rec)
+{
+	if (want(w, i, CATS_TK_MAP) < 0)
+		return -1;
+	uint64_t *has = out;
+	size_t j = i + 1;
+	for (uint32_t p = 0; p < w->t[i].n; p++) {
+		size_t key = j, val = w->t[j].next;
+		j = w->t[val].next;
+		if (w->t[key].kind != CATS_TK_TEXT)
+			continue;	/* unknown key */
+		const char *k = (const char *)w->t[key].v.p;
+		size_t kn = w->t[key].n;
+		if (rec != NULL && kn == 4 && memcmp(k, "type", 4) == 0)
+			continue;
+		if (rec != NULL && kn == 4 && memcmp(k, "auth", 4) == 0) {
+			if (rec->auth.alg != CATS_ALG_NONE)
+				return cats_err_set(w->err, "auth",
+				    "duplicate key");
+			size_t saved = path_push(w, "auth", -1);
+			if (decode_auth(w, val, &rec->auth) < 0)
+				return -1;
+			w->path[saved] = '\0';
+			continue;
+		}
+		for (size_t fi = 0; fi < s->nfields; fi++) {
+			const struct cats_field *f = &s->fields[fi];
+			if (strlen(f->name) != kn || memcmp(f->name, k, kn) != 0)
+				continue;
+			size_t saved = path_push(w, f->name, -1);
+			if (*has & (UINT64_C(1) << fi))
+				return fail(w, "duplicate key");
+			if (decode_field(w, val, f, out) < 0)
+				return -1;
+			*has |= UINT64_C(1) << fi;
+			w->path[saved] = '\0';
+			break;
+		}
+	}
+	for (size_t fi = 0; fi < s->nfields; fi++) {
+		if (s->fields[fi].required && !(*has & (UINT64_C(1) << fi))) {
+			size_t saved = path_push(w, s->fields[fi].name, -1);
+			fail(w, "required field missing");
+			w->path[saved] = '\0';
+			return -1;
+		}
+	}
+	if (s->check != NULL) {
+		struct cats_err e2;
+		memset(&e2, 0, sizeof(e2));
+		if (s->check(out, &e2) < 0) {
+			size_t saved = path_push(w, e2.field, -1);
+			fail(w, "%s", e2.reason);
+			w->path[saved] = '\0';
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+decode_map(struct walk *w, size_t i, const struct cats_schema *s, void *out)
+{
+	return decode_fields(w, i, s, out, NULL);
+}
+
+/*
+ * auth = [protected: bstr .cbor {1: alg, 4: kid}, unprotected: {},
+ *         payload: null, tag: bstr]
+ */
+static int
+decode_auth(struct walk *w, size_t i, struct cats_auth *a)
+{
+	const struct cats_tok *t = w->t;
+	if (want(w, i, CATS_TK_ARRAY) < 0)
+		return -1;
+	if (t[i].n != 4)
+		return fail(w, "expected [protected, unprotected, null, tag]");
+	size_t prot = i + 1, unprot = t[prot].next, payload = t[unprot].next,
+	    tag = t[payload].next;
+	if (t[prot].kind != CATS_TK_BYTES || t[unprot].kind != CATS_TK_MAP ||
+	    t[payload].kind != CATS_TK_NULL || t[tag].kind != CATS_TK_BYTES)
+		return fail(w, "expected [protected, unprotected, null, tag]");
+	/* The protected header is itself a small CBOR map. */
+	struct cats_toks ht = { 0 };
+	struct cats_limits hl = { .max_record = 64, .max_depth = 2,
+		.max_tokens = 16, .max_string = 32, .max_count = 8 };
+	struct cats_err e2;
+	size_t used = 0;
+	memset(&e2, 0, sizeof(e2));
+	int64_t alg = 0;
+	bool have_kid = false;
+	int r = cats_scan(t[prot].v.p, t[prot].n, true, &hl, &ht, NULL, &used,
+	    NULL, &e2);
+	if (r != CATS_SCAN_OK || used != t[prot].n || ht.t[0].kind != CATS_TK_MAP) {
+		cats_toks_free(&ht);
+		return fail(w, "protected header is not a CBOR map");
+	}
+	size_t j = 1;
+	for (uint32_t p = 0; p < ht.t[0].n; p++) {
+		const struct cats_tok *k = &ht.t[j], *v = &ht.t[k->next];
+		if (k->kind == CATS_TK_UINT && k->v.u == 1) {
+			if (v->kind == CATS_TK_UINT && v->v.u < 256)
+				alg = (int64_t)v->v.u;
+			else if (v->kind == CATS_TK_NINT && v->v.u < 256)
+				alg = -1 - (int64_t)v->v.u;
+		} else if (k->kind == CATS_TK_UINT && k->v.u == 4 &&
+		    v->kind == CATS_TK_BYTES && v->n == CATS_KID_LEN) {
+			memcpy(a->kid, v->v.p, CATS_KID_LEN);
+			have_kid = true;
+		}
+		j = v->next;
+	}
+	cats_toks_free(&ht);
+	if (alg != CATS_ALG_HMAC256 && alg != CATS_ALG_EDDSA)
+		return fail(w, "unsupported algorithm %lld (5 HMAC 256/256, "
+		    "-8 EdDSA)", (long long)alg);
+	if (!have_kid)
+		return fail(w, "protected header has no %d-byte kid",
+		    CATS_KID_LEN);
+	size_t taglen = alg == CATS_ALG_HMAC256 ? 32 : 64;
+	if (t[tag].n != taglen)
+		return fail(w, "tag of %u bytes, expected %zu", t[tag].n, taglen);
+	a->alg = (int)alg;
+	memcpy(a->tag, t[tag].v.p, t[tag].n);
+	a->tag_len = t[tag].n;
+	return 0;
+}
+
+int
+cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
+{
+	struct walk w = { .d = d, .t = d->toks.t, .err = err };
+	const struct cats_tok *t = d->toks.t;
+	memset(r, 0, sizeof(*r));
+	if (t[0].kind != CATS_TK_MAP)
+		return cats_err_set(err, "", "a record is a map, got %s",
+		    kind_name(t[0].kind));
+	int type = -1;
+	size_t j = 1;
+	for (uint32_t p = 0; p < t[0].n; p++) {
+		size_t val = t[j].next;
+		if (t[j].kind == CATS_TK_TEXT && t[j].n == 4 &&
+		    memcmp(t[j].v.p, "type", 4) == 0) {
+			if (type != -1)
+				return cats_err_set(err, "type", "duplicate key");
+			if (t[val].kind != CATS_TK_TEXT)
+				return cats_err_set(err, "type",
+				    "expected text, got %s",
+				    kind_name(t[val].kind));
+			type = cats_type_from_name((const char *)t[val].v.p,
+			    t[val].n);
+			if (type < 0)
+				return cats_err_set(err, "type",
+				    "unknown record type \"%.*s\"",
+				    t[val].n > 32 ? 32 : (int)t[val].n,
+				    (const char *)t[val].v.p);
+		}
+		j = t[val].next;
+	}
+	if (type < 0)
+		return cats_err_set(err, "type", "required field missing");
+	r->type = (enum cats_type)type;
+	return decode_fields(&w, 0, type_schemas[type], &r->u, r);
+}
+
+int
+cats_rec_decode(struct cats_dec *d, const uint8_t *p, size_t n,
+    struct cats_rec *r, struct cats_err *err)
+{
+	size_t used = 0;
+	cats_arena_reset(&d->arena);
+	if (n > d->lim.max_record)
+		return cats_err_set(err, "", "record of %zu bytes exceeds the "
+		    "%zu-byte limit", n, d->lim.max_record);
+	int s = cats_scan(p, n, true, &d->lim, &d->toks, &d->arena, &used,
+	    NULL, err);
+	if (s != CATS_SCAN_OK)
+		return -1;
+	if (used != n)
+		return cats_err_set(err, "", "%zu bytes after the record",
+		    n - used);
+	return cats_rec_from_toks(d, r, err);
+}
+
+/* ---- encoding ---- */
+
+/* Each libcbor encoder writes at most 9 bytes of head. */
+#define HEAD 9
+
+static int
+enc_head(struct cats_buf *b, size_t (*fn)(size_t, unsigned char *, size_t),
+    size_t n)
+{
+	if (cats_buf_reserve(b, HEAD) < 0)
+		return -1;
+	b->len += fn(n, b->p + b->len, HEAD);
+	return 0;
+}
+
+static int
+enc_uint(struct cats_buf *b, uint64_t v)
+{
+	if (cats_buf_reserve(b, HEAD) < 0)
+		return -1;
+	b->len += cbor_encode_uint(v, b->p + b->len, HEAD);
+	return 0;
+}
+
+static int
+enc_text(struct cats_buf *b, const char *s, size_t n)
+{
+	if (enc_head(b, cbor_encode_string_start, n) < 0)
+		return -1;
+	return cats_buf_add(b, s, n);
+}
+
+static int
+enc_cstr(struct cats_buf *b, const char *s)
+{
+	return enc_text(b, s, strlen(s));
+}
+
+static int
+enc_bytes(struct cats_buf *b, const uint8_t *p, size_t n)
+{
+	if (enc_head(b, cbor_encode_bytestring_start, n) < 0)
+		return -1;
+	return cats_buf_add(b, p, n);
+}
+
+static int
+enc_addr(struct cats_buf *b, const struct cats_ip *ip)
+{
+	char s[INET6_ADDRSTRLEN];
+	return enc_cstr(b, cats_ip_fmt(ip, s, sizeof(s)));
+}
+
+static int enc_map(struct cats_buf *b, const struct cats_schema *s,
+    const void *in, const struct cats_rec *rec, bool with_auth);
+
+/* Is field f of the struct at base present (to be encoded)? */
+static bool
+field_present(const struct cats_field *f, size_t fi, const void *base)
+{
+	const void *slot = (const char *)base + f->off;
+	uint64_t has = *(const uint64_t *)base;
+	switch (f->kind) {
+	case CATS_F_TEXT:
+		return *(const char *const *)slot != NULL;
+	case CATS_F_BYTES:
+		return ((const struct cats_bytes *)slot)->p != NULL;
+	case CATS_F_ADDR:
+		return ((const struct cats_ip *)slot)->af != 0;
+	case CATS_F_ARR_U64: case CATS_F_ARR_TEXT: case CATS_F_ARR_ADDR:
+	case CATS_F_ARR_MAP: case CATS_F_KV:
+		return ((const struct cats_arr_u64 *)slot)->n != 0;
+	default:
+		return f->required || ((has >> fi) & 1);
+	}
+}
+
+static int
+enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
+{
+	const void *slot = (const char *)base + f->off;
+	switch (f->kind) {
+	case CATS_F_U64:
+		return enc_uint(b, *(const uint64_t *)slot);
+	case CATS_F_BOOL:
+		if (cats_buf_reserve(b, 1) < 0)
+			return -1;
+		b->len += cbor_encode_bool(*(const bool *)slot, b->p + b->len, 1);
+		return 0;
+	case CATS_F_TEXT:
+		return enc_cstr(b, *(const char *const *)slot);
+	case CATS_F_BYTES: {
+		const struct cats_bytes *x = slot;
+		return enc_bytes(b, x->p, x->n);
+	}
+	case CATS_F_ENUM: {
+		int v = *(const int *)slot;
+		int n = 0;
+		while (f->enums[n] != NULL)
+			n++;
+		if (v < 0 || v >= n)
+			return -1;
+		return enc_cstr(b, f->enums[v]);
+	}
+	case CATS_F_ADDR:
+		return enc_addr(b, slot);
+	case CATS_F_MAP:
+		return enc_map(b, f->sub, slot, NULL, false);
+	case CATS_F_KV: {
+		const struct cats_arr_kv *kv = slot;
+		if (enc_head(b, cbor_encode_map_start, kv->n) < 0)
+			return -1;
+		for (size_t i = 0; i < kv->n; i++)
+			if (enc_cstr(b, kv->v[i].k) < 0 ||
+			    enc_uint(b, kv->v[i].v) < 0)
+				return -1;
+		return 0;
+	}
+	default: {
+		const struct { const void *v; size_t n; } *arr = slot;
+		if (enc_head(b, cbor_encode_array_start, arr->n) < 0)
+			return -1;
+		for (size_t i = 0; i < arr->n; i++) {
+			int r;
+			switch (f->kind) {
+			case CATS_F_ARR_U64:
+				r = enc_uint(b, ((const uint64_t *)arr->v)[i]);
+				break;
+			case CATS_F_ARR_TEXT:
+				r = enc_cstr(b, ((const char *const *)arr->v)[i]);
+				break;
+			case CATS_F_ARR_ADDR:
+				r = enc_addr(b, &((const struct cats_ip *)arr->v)[i]);
+				break;
+			default:
+				r = enc_map(b, f->sub, (const char *)arr->v +
+				    i * f->sub->size, NULL, false);
+				break;
+			}
+			if (r < 0)
+				return -1;
+		}
+		return 0;
+	}
+	}
+}
+
+static int
+enc_auth(struct cats_buf *b, const struct cats_auth *a)
+{
+	uint8_t prot[32];
+	size_t n = cats_cose_protected(a->alg, a->kid, prot, sizeof(prot));
+	if (n == 0 || enc_head(b, cbor_encode_array_start, 4) < 0 ||
+	    enc_bytes(b, prot, n) < 0 || enc_head(b, cbor_encode_map_start, 0) < 0)
+		return -1;
+	if (cats_buf_reserve(b, 1) < 0)
+		return -1;
+	b->len += cbor_encode_null(b->p + b->len, 1);
+	return enc_bytes(b, a->tag, a->tag_len);
+}
+
+static int
+enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
+    const struct cats_rec *rec, bool with_auth)
+{
+	size_t n = 0;
+	for (size_t fi = 0; fi < s->nfields; fi++)
+		n += field_present(&s->fields[fi], fi, in);
+	bool auth = rec != NULL && with_auth && rec->auth.alg != CATS_ALG_NONE;
+	if (rec != NULL)
+		n += 1 + auth;
+	if (enc_head(b, cbor_encode_map_start, n) < 0)
+		return -1;
+	if (rec != NULL && (enc_cstr(b, "type") < 0 || enc_cstr(b, s->name) < 0))
+		return -1;
+	for (size_t fi = 0; fi < s->nfields; fi++) {
+		const struct cats_field *f = &s->fields[fi];
+		if (!field_present(f, fi, in))
+			continue;
+		if (enc_cstr(b, f->name) < 0 || enc_field(b, f, in) < 0)
+			return -1;
+	}
+	if (auth && (enc_cstr(b, "auth") < 0 || enc_auth(b, &rec->auth) < 0))
+		return -1;
+	return 0;
+}
+
+int
+cats_rec_encode(const struct cats_rec *r, struct cats_buf *out, bool with_auth)
+{
+	const struct cats_schema *s = cats_type_schema(r->type);
+	if (s == NULL)
+		return -1;
+	size_t start = out->len;
+	if (enc_map(out, s, &r->u, r, with_auth) < 0) {
+		out->len = start;
+		return -1;
+	}
+	return 0;
+}
+
+size_t
+cats_cose_protected(int alg, const uint8_t kid[CATS_KID_LEN], uint8_t *out,
+    size_t cap)
+{
+	/* {1: alg, 4: kid} */
+	size_t n = 0;
+	if (cap < 16)
+		return 0;
+	n += cbor_encode_map_start(2, out + n, cap - n);
+	n += cbor_encode_uint(1, out + n, cap - n);
+	if (alg < 0)
+		n += cbor_encode_negint((uint64_t)(-1 - alg), out + n, cap - n);
+	else
+		n += cbor_encode_uint((uint64_t)alg, out + n, cap - n);
+	n += cbor_encode_uint(4, out + n, cap - n);
+	n += cbor_encode_bytestring_start(CATS_KID_LEN, out + n, cap - n);
+	if (cap - n < CATS_KID_LEN)
+		return 0;
+	memcpy(out + n, kid, CATS_KID_LEN);
+	return n + CATS_KID_LEN;
+}
+
+int
+cats_rec_validate(const struct cats_rec *r, struct cats_err *err)
+{
+	struct cats_buf b = { 0 };
+	struct cats_dec d;
+	struct cats_rec copy;
+	int rc;
+	if (cats_rec_encode(r, &b, true) < 0) {
+		cats_buf_free(&b);
+		return cats_err_set(err, "", "record cannot be encoded "
+		    "(an enum value out of range?)");
+	}
+	cats_dec_init(&d, NULL);
+	rc = cats_rec_decode(&d, b.p, b.len, &copy, err);
+	cats_dec_free(&d);
+	cats_buf_free(&b);
+	return rc;
+}
+
+const char *
+cats_err_fmt(const struct cats_err *e, uint64_t index, char *buf, size_t len)
+{
+	if (e->field[0])
+		snprintf(buf, len, "record %" PRIu64 ": %s: %s", index, e->field,
+		    e->reason);
+	else
+		snprintf(buf, len, "record %" PRIu64 ": %s", index, e->reason);
+	return buf;
+}
