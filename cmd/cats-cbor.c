@@ -266,7 +266,7 @@ kind_text(const struct cats_field *f)
 	case CATS_F_ARR_TEXT: return "[text]";
 	case CATS_F_ARR_ADDR: return "[address]";
 	case CATS_F_ARR_MAP: return "[map]";
-	default: return "{text: uint}";
+	default: return "{text:uint}";
 	}
 }
 

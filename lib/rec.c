@@ -146,7 +146,7 @@ check_binding(const void *p, struct cats_err *e)
 /* ---- schema tables, generated from the field lists of rec.h ---- */
 
 #define CATS_X_FIELD(P, fname, K, ctype, req, lo, hi, subs, en, un, dc) \
-	{ .name = #fname, .kind = CATS_F_##K, .required = req, \
+	{ .name = #fname, .namelen = sizeof(#fname) - 1, .kind = CATS_F_##K, .required = req, \
 	  .off = offsetof(CATS_STRUCT_##P, fname), .min = lo, .max = hi, \
 	  .sub = subs, .enums = en, .unit = un, .doc = dc },
 
@@ -285,6 +285,19 @@ cats_ip_parse(const char *s, size_t n, struct cats_ip *ip)
 const char *
 cats_ip_fmt(const struct cats_ip *ip, char *buf, size_t len)
 {
+	if (ip->af == 4 && len >= 16) {
+		char *p = buf;
+		for (int i = 0; i < 4; i++) {
+			unsigned v = ip->a[i];
+			if (v >= 100)
+				*p++ = (char)('0' + v / 100);
+			if (v >= 10)
+				*p++ = (char)('0' + v / 10 % 10);
+			*p++ = (char)('0' + v % 10);
+			*p++ = i < 3 ? '.' : '\0';
+		}
+		return buf;
+	}
 	if (ip->af == 0 || inet_ntop(ip->af == 4 ? AF_INET : AF_INET6, ip->a,
 	    buf, (socklen_t)len) == NULL)
 		cats_strlcpy(buf, "-", len);
@@ -324,11 +337,17 @@ cats_rec_init(struct cats_rec *r, enum cats_type t)
 	r->type = t;
 }
 
+/*
+ * The walk keeps the path to the current field as a stack of names and
+ * indexes; the text "entries[2].gas" is only built when something fails.
+ */
 struct walk {
 	struct cats_dec *d;
 	const struct cats_tok *t;
 	struct cats_err *err;
-	char path[96];
+	unsigned depth;
+	const char *name[24];
+	long idx[24];
 };
 
 static const char *
@@ -350,19 +369,38 @@ kind_name(uint8_t k)
 	}
 }
 
-/* Append ".name" or "[i]" to the error path; returns the old length. */
+/* Enter a field (name) or an array element (idx >= 0); returns the depth. */
 static size_t
 path_push(struct walk *w, const char *name, long idx)
 {
-	size_t len = strlen(w->path);
+	size_t depth = w->depth;
 	if (idx < 0 && (name == NULL || name[0] == '\0'))
-		return len;
-	if (idx >= 0)
-		snprintf(w->path + len, sizeof(w->path) - len, "[%ld]", idx);
-	else
-		snprintf(w->path + len, sizeof(w->path) - len, "%s%s",
-		    len ? "." : "", name);
-	return len;
+		return depth;
+	if (w->depth < CATS_ARRAY_LEN(w->name)) {
+		w->name[w->depth] = name;
+		w->idx[w->depth] = idx;
+	}
+	w->depth++;
+	return depth;
+}
+
+/* Leave back to a depth path_push() returned. */
+#define path_pop(w, saved) ((w)->depth = (unsigned)(saved))
+
+static void
+path_text(const struct walk *w, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < w->depth && i < CATS_ARRAY_LEN(w->name); i++) {
+		if (n >= len)
+			break;
+		if (w->idx[i] >= 0)
+			n += (size_t)snprintf(buf + n, len - n, "[%ld]", w->idx[i]);
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+			    n ? "." : "", w->name[i]);
+	}
 }
 
 static int
@@ -376,7 +414,9 @@ fail(struct walk *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	return cats_err_set(w->err, w->path, "%s", reason);
+	char path[96];
+	path_text(w, path, sizeof(path));
+	return cats_err_set(w->err, path, "%s", reason);
 }
 
 static int
@@ -503,7 +543,7 @@ decode_array(struct walk *w, size_t i, const struct cats_field *f, void *slot)
 		}
 		if (r < 0)
 			return -1;
-		w->path[saved] = '\0';
+		path_pop(w, saved);
 		j = w->t[j].next;
 	}
 	struct { void *v; size_t n; } *arr = slot;
@@ -537,7 +577,7 @@ decode_kv(struct walk *w, size_t i, const struct cats_field *f,
 		size_t saved = path_push(w, v[k].k, -1);
 		if (want(w, val, CATS_TK_UINT) < 0)
 			return -1;
-		w->path[saved] = '\0';
+		path_pop(w, saved);
 		v[k].v = w->t[val].v.u;
 		j = w->t[val].next;
 	}
@@ -598,7 +638,7 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 	if (want(w, i, CATS_TK_MAP) < 0)
 		return -1;
 	uint64_t *has = out;
-	size_t j = i + 1;
+	size_t j = i + 1, cursor = 0;
 	for (uint32_t p = 0; p < w->t[i].n; p++) {
 		size_t key = j, val = w->t[j].next;
 		j = w->t[val].next;
@@ -615,20 +655,26 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 			size_t saved = path_push(w, "auth", -1);
 			if (decode_auth(w, val, &rec->auth) < 0)
 				return -1;
-			w->path[saved] = '\0';
+			path_pop(w, saved);
 			continue;
 		}
-		for (size_t fi = 0; fi < s->nfields; fi++) {
+		/*
+		 * Our encoder writes fields in schema order, so try the field
+		 * after the last one found first.
+		 */
+		for (size_t step = 0; step < s->nfields; step++) {
+			size_t fi = (cursor + step) % s->nfields;
 			const struct cats_field *f = &s->fields[fi];
-			if (strlen(f->name) != kn || memcmp(f->name, k, kn) != 0)
+			if (f->namelen != kn || memcmp(f->name, k, kn) != 0)
 				continue;
+			cursor = fi + 1;
 			size_t saved = path_push(w, f->name, -1);
 			if (*has & (UINT64_C(1) << fi))
 				return fail(w, "duplicate key");
 			if (decode_field(w, val, f, out) < 0)
 				return -1;
 			*has |= UINT64_C(1) << fi;
-			w->path[saved] = '\0';
+			path_pop(w, saved);
 			break;
 		}
 	}
@@ -636,7 +682,7 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		if (s->fields[fi].required && !(*has & (UINT64_C(1) << fi))) {
 			size_t saved = path_push(w, s->fields[fi].name, -1);
 			fail(w, "required field missing");
-			w->path[saved] = '\0';
+			path_pop(w, saved);
 			return -1;
 		}
 	}
@@ -646,7 +692,7 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		if (s->check(out, &e2) < 0) {
 			size_t saved = path_push(w, e2.field, -1);
 			fail(w, "%s", e2.reason);
-			w->path[saved] = '\0';
+			path_pop(w, saved);
 			return -1;
 		}
 	}
@@ -957,7 +1003,7 @@ enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
 		const struct cats_field *f = &s->fields[fi];
 		if (!field_present(f, fi, in))
 			continue;
-		if (enc_cstr(b, f->name) < 0 || enc_field(b, f, in) < 0)
+		if (enc_text(b, f->name, f->namelen) < 0 || enc_field(b, f, in) < 0)
 			return -1;
 	}
 	if (auth && (enc_cstr(b, "auth") < 0 || enc_auth(b, &rec->auth) < 0))

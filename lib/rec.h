@@ -486,6 +486,7 @@ struct cats_schema;
 
 struct cats_field {
 	const char *name;
+	uint8_t namelen;
 	uint8_t kind;		/* enum cats_fkind */
 	uint8_t required;
 	uint16_t off;		/* offset in the struct */

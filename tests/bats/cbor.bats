@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# cats-cbor: decode, encode, check, schema; bad input never stops a stream.
+
+load helper
+
+setup() { T=$(mktemp -d); }
+teardown() { rm -rf "$T"; }
+
+@test "cbor: encode | decode gives back the same JSON for every record type" {
+	cats-cbor encode "$TOP/examples/records.jsonl" > "$T/r.cbor"
+	cats-cbor decode "$T/r.cbor" > "$T/r.jsonl"
+	diff <(jq -cS . "$TOP/examples/records.jsonl") <(jq -cS . "$T/r.jsonl")
+	n=$(jq -r .type "$TOP/examples/records.jsonl" | sort -u | wc -l)
+	[ "$n" -eq 13 ]
+}
+
+@test "cbor: works as a filter on pipes" {
+	run bash -c "cat '$TOP/examples/records.jsonl' | cats-cbor encode | cats-cbor decode | jq -r .type | head -1"
+	[ "$status" -eq 0 ]
+	[ "$output" = "sci-report" ]
+}
+
+@test "cbor: check accepts the examples, CBOR and JSON" {
+	cats-cbor encode "$TOP/examples/records.jsonl" | cats-cbor check -q
+	cats-cbor check -jq "$TOP/examples/records.jsonl"
+}
+
+@test "cbor: check names record, field and reason, and goes on" {
+	cats-cbor encode "$DATA/cbor/bad.jsonl" > "$T/bad.cbor"
+	run cats-cbor check "$T/bad.cbor"
+	[ "$status" -eq 65 ]
+	diff <(echo "$output") "$DATA/cbor/bad.expected"
+}
+
+@test "cbor: check --strict stops at the first bad record" {
+	cats-cbor encode "$DATA/cbor/bad.jsonl" > "$T/bad.cbor"
+	run cats-cbor check --strict "$T/bad.cbor"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"2 records, 1 valid, 1 invalid"* ]]
+}
+
+@test "cbor: check --type insists on one record type" {
+	run bash -c "cats-cbor encode '$TOP/examples/records.jsonl' | cats-cbor check -q -t metric"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"record 0: type: is sci-report, expected metric"* ]]
+}
+
+@test "cbor: byte strings are {\"\$bytes\": base64url} both ways" {
+	printf '\x43\x01\x02\xff' > "$T/b.cbor"
+	run cats-cbor decode "$T/b.cbor"
+	[ "$output" = '{"$bytes":"AQL_"}' ]
+	run bash -c "echo '{\"\$bytes\":\"AQL_\"}' | cats-cbor encode | od -An -tx1"
+	[ "$(echo $output)" = "43 01 02 ff" ]
+}
+
+@test "cbor: malformed items get one line each and the stream goes on" {
+	{ echo '{"type":"error","code":"a"}' | cats-cbor encode
+	  printf '\x1c\xff'
+	  echo '{"type":"error","code":"b"}' | cats-cbor encode
+	  printf '\x9a\x10\x00\x00\x00'
+	  echo '{"type":"error","code":"c"}' | cats-cbor encode; } > "$T/mixed.cbor"
+	run cats-cbor decode "$T/mixed.cbor"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"record 1: reserved additional information 28 at offset 0"* ]]
+	[[ "$output" == *"record 3: array of 268435456 elements exceeds the limit of 4096"* ]]
+	[ "$(echo "$output" | grep -c '"code"')" -eq 3 ]
+}
+
+@test "cbor: bombs and deep nesting are refused without a big allocation" {
+	ulimit -v 262144
+	printf '\x9b\x00\x00\x00\x01\x00\x00\x00\x00' > "$T/bomb"
+	run cats-cbor decode "$T/bomb"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"exceeds the limit"* ]]
+	python3 -c "import sys; sys.stdout.buffer.write(b'\x81'*3000+b'\x00')" > "$T/deep"
+	run cats-cbor decode "$T/deep"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"nesting deeper than 16"* ]]
+	printf '\x5a\x7f\xff\xff\xff' > "$T/str"
+	run cats-cbor check "$T/str"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"record limit"* || "$output" == *"exceeds"* ]]
+}
+
+@test "cbor: --max-record lowers the record cap" {
+	echo '{"type":"error","code":"x","msg":"0123456789012345678901234567890123456789"}' |
+		cats-cbor encode > "$T/r.cbor"
+	run cats-cbor check -m 32 "$T/r.cbor"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"32-byte"* ]]
+}
+
+@test "cbor: truncated input at the end is reported" {
+	echo '{"type":"error","code":"x"}' | cats-cbor encode | head -c 10 > "$T/t.cbor"
+	run cats-cbor decode "$T/t.cbor"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"record 0: truncated"* || "$output" == *"cannot fit"* || "$output" == *"left"* ]]
+}
+
+@test "cbor: encode reports bad JSON lines and goes on" {
+	printf '{"a":1}\nnot json\n{"b":{"$bytes":"!!"}}\n{"c":3}\n' > "$T/in.jsonl"
+	run cats-cbor encode "$T/in.jsonl"
+	[ "$status" -eq 65 ]
+	[[ "$output" == *"line 2:"* ]]
+	[[ "$output" == *"line 3: \$bytes: not base64url"* ]]
+	cats-cbor encode "$T/in.jsonl" 2>/dev/null | cats-cbor decode > "$T/out"
+	[ "$(cat "$T/out")" = '{"a":1}
+{"c":3}' ]
+}
+
+@test "cbor: schema documents every type" {
+	run cats-cbor schema
+	[ "$status" -eq 0 ]
+	for t in sci-report metric sync ack net service request path-req path-rep binding status error stats; do
+		[[ "$output" == *"record $t:"* ]]
+	done
+	run cats-cbor schema nosuch
+	[ "$status" -eq 2 ]
+}
+
+@test "cbor: cats-records(5) lists exactly the schema (regenerate with man/records.sh)" {
+	diff <(sh "$TOP/man/records.sh") \
+	     <(sed -n '/^\.\\" BEGIN SCHEMA/,/^\.\\" END SCHEMA/p' "$TOP/man/cats-records.5")
+}
+
+@test "cbor: usage errors exit 2; missing input exits 66; --help and --version" {
+	run cats-cbor
+	[ "$status" -eq 2 ]
+	run cats-cbor frob
+	[ "$status" -eq 2 ]
+	run cats-cbor decode "$T/nope"
+	[ "$status" -eq 66 ]
+	[[ "$output" == "cats-cbor: $T/nope: No such file or directory" ]]
+	run cats-cbor --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == usage:* ]]
+	run cats-cbor --version
+	[[ "$output" == "cats-cbor (cats) "* ]]
+}
+
+@test "cbor: --help equals the man page SYNOPSIS" {
+	diff <(cats-cbor --help | sed 's/^usage: //; s/^ *//') \
+	     <(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$TOP/man/cats-cbor.1" | grep -v '^\.' | sed 's/\\-/-/g; s/^ *//')
+}

@@ -1,0 +1,194 @@
+/*
+ * test_crypto.c - key files, tokens, replay guard.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "token.h"
+#include "t.h"
+
+static char dir[] = "/tmp/cats-test-crypto-XXXXXX";
+
+static const char *
+path(const char *name)
+{
+	static char buf[256];
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	return buf;
+}
+
+static void
+test_key_files(void)
+{
+	struct cats_key sk, pk, loaded;
+	char err[512];
+	cats_key_gen_ed25519(&sk, "issuer-1");
+	cats_key_public(&sk, &pk);
+	T_OK(cats_key_save(&sk, path("a.key"), 0600, err, sizeof(err)) == 0,
+	    "secret key saved");
+	T_OK(cats_key_save(&pk, path("a.pub"), 0644, err, sizeof(err)) == 0,
+	    "public key saved");
+	struct stat st;
+	stat(path("a.key"), &st);
+	T_OK((st.st_mode & 0777) == 0600, "secret key file is 0600");
+	T_OK(cats_key_load(&loaded, path("a.key"), CATS_KEY_ED25519_SECRET, err,
+	    sizeof(err)) == 0 && memcmp(loaded.pk, sk.pk, 32) == 0 &&
+	    memcmp(loaded.kid, sk.kid, CATS_KID_LEN) == 0 &&
+	    strcmp(loaded.name, "issuer-1") == 0, "secret key loads back");
+	T_OK(cats_key_load(&loaded, path("a.pub"), CATS_KEY_ED25519_PUBLIC, err,
+	    sizeof(err)) == 0 && memcmp(loaded.kid, sk.kid, CATS_KID_LEN) == 0,
+	    "public key has the same kid");
+	chmod(path("a.key"), 0640);
+	T_OK(cats_key_load(&loaded, path("a.key"), -1, err, sizeof(err)) < 0 &&
+	    strstr(err, "readable by group or others"),
+	    "group-readable secret refused: %s", err);
+	chmod(path("a.key"), 0604);
+	T_OK(cats_key_load(&loaded, path("a.key"), -1, err, sizeof(err)) < 0,
+	    "world-readable secret refused");
+	T_OK(cats_key_load(&loaded, path("a.pub"), CATS_KEY_ED25519_SECRET, err,
+	    sizeof(err)) < 0 && strstr(err, "expected ed25519-secret"),
+	    "wrong kind refused: %s", err);
+	T_OK(cats_key_load(&loaded, path("missing"), -1, err, sizeof(err)) < 0 &&
+	    strstr(err, "No such file"), "missing file: %s", err);
+	FILE *f = fopen(path("bad"), "w");
+	fputs("cats-key v1 psk AAAA\n", f);
+	fclose(f);
+	chmod(path("bad"), 0600);
+	T_OK(cats_key_load(&loaded, path("bad"), -1, err, sizeof(err)) < 0 &&
+	    strstr(err, ":1:"), "short key refused with its line: %s", err);
+	/* A keyring of several keys. */
+	f = fopen(path("ring"), "w");
+	fputs("# keyring\n", f);
+	fclose(f);
+	struct cats_keyring kr = { 0 };
+	T_OK(cats_keyring_load(&kr, path("ring"), err, sizeof(err)) < 0,
+	    "empty keyring refused");
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "cat %s/a.pub %s/a.pub > %s/ring", dir, dir,
+	    dir);
+	T_OK(system(cmd) == 0, "keyring written");
+	T_OK(cats_keyring_load(&kr, path("ring"), err, sizeof(err)) == 0 &&
+	    kr.n == 2 && cats_keyring_find(&kr, sk.kid) != NULL,
+	    "keyring of two keys; find by kid");
+	cats_keyring_free(&kr);
+}
+
+static void
+test_tokens(void)
+{
+	struct cats_key sk, pk, other;
+	struct cats_token c, out;
+	struct cats_buf b = { 0 };
+	struct cats_err e;
+	cats_key_gen_ed25519(&sk, "site-ca");
+	cats_key_public(&sk, &pk);
+	cats_key_gen_ed25519(&other, "site-ca");
+	struct cats_keyring kr = { &pk, 1 };
+	memset(&c, 0, sizeof(c));
+	strcpy(c.iss, "site-ca");
+	strcpy(c.sub, "188.3.67.3:67");
+	c.iat = 1000;
+	c.exp = 2000;
+	c.ncs = 2;
+	strcpy(c.cs[0], "ARS");
+	strcpy(c.cs[1], "VRS");
+	memset(c.cti, 7, sizeof(c.cti));
+	T_OK(cats_token_make(&c, &sk, &b) == 0, "token made");
+	enum cats_token_status st = cats_token_verify(b.p, b.len, &kr, 1500000,
+	    0, &out, &e);
+	T_OK(st == CATS_TOKEN_OK && strcmp(out.sub, c.sub) == 0 &&
+	    out.ncs == 2 && cats_token_allows(&out, "VRS") &&
+	    !cats_token_allows(&out, "LLMS") && !out.has_cnf,
+	    "token verifies and says what it authorizes");
+	st = cats_token_verify(b.p, b.len, &kr, 2000000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_EXPIRED, "expired at exp");
+	st = cats_token_verify(b.p, b.len, &kr, 900000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_NOT_YET_VALID, "issued in the future");
+	st = cats_token_verify(b.p, b.len, &kr, 900000, 200000, &out, &e);
+	T_OK(st == CATS_TOKEN_OK, "within the clock skew");
+	b.p[b.len - 3] ^= 0x40;
+	st = cats_token_verify(b.p, b.len, &kr, 1500000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_BAD_SIGNATURE, "tampered signature");
+	b.p[b.len - 3] ^= 0x40;
+	/* Change a claim byte inside the payload: "ARS" -> "BRS". */
+	for (size_t i = 0; i + 3 < b.len; i++)
+		if (memcmp(b.p + i, "ARS", 3) == 0)
+			b.p[i] = 'B';
+	st = cats_token_verify(b.p, b.len, &kr, 1500000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_BAD_SIGNATURE, "tampered claims");
+	cats_buf_reset(&b);
+	cats_token_make(&c, &other, &b);
+	st = cats_token_verify(b.p, b.len, &kr, 1500000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_UNKNOWN_KEY, "signed by another key");
+	/* Issuer name must match the verifying key's name. */
+	cats_buf_reset(&b);
+	strcpy(c.iss, "mallory");
+	cats_token_make(&c, &sk, &b);
+	st = cats_token_verify(b.p, b.len, &kr, 1500000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_WRONG_ISSUER, "wrong issuer: %s", e.reason);
+	/* A confirmation key travels. */
+	cats_buf_reset(&b);
+	strcpy(c.iss, "site-ca");
+	c.has_cnf = true;
+	memset(c.cnf, 9, 32);
+	cats_token_make(&c, &sk, &b);
+	st = cats_token_verify(b.p, b.len, &kr, 1500000, 0, &out, &e);
+	T_OK(st == CATS_TOKEN_OK && out.has_cnf && out.cnf[31] == 9,
+	    "cnf key carried");
+	/* Garbage and truncations never verify. */
+	for (size_t n = 0; n < b.len; n++) {
+		st = cats_token_verify(b.p, n, &kr, 1500000, 0, &out, &e);
+		if (st == CATS_TOKEN_OK)
+			break;
+		if (n + 1 == b.len)
+			T_OK(1, "no truncation verifies");
+	}
+	cats_buf_free(&b);
+}
+
+static void
+test_replay(void)
+{
+	struct cats_replay *g = cats_replay_new(30000);
+	uint64_t now = 1000000;
+	T_OK(cats_replay_check(g, "sma-1", now, 10, now) == CATS_REPLAY_OK,
+	    "first nonce accepted");
+	T_OK(cats_replay_check(g, "sma-1", now, 10, now) == CATS_REPLAY_NONCE,
+	    "repeated nonce refused");
+	T_OK(cats_replay_check(g, "sma-1", now, 9, now) == CATS_REPLAY_NONCE,
+	    "older nonce refused");
+	T_OK(cats_replay_check(g, "sma-2", now, 9, now) == CATS_REPLAY_OK,
+	    "nonces are per sender");
+	T_OK(cats_replay_check(g, "sma-1", now + 30001, 11, now) ==
+	    CATS_REPLAY_WINDOW, "31 s in the future refused");
+	T_OK(cats_replay_check(g, "sma-1", now - 30001, 11, now) ==
+	    CATS_REPLAY_WINDOW, "31 s in the past refused");
+	T_OK(cats_replay_check(g, "sma-1", now - 30000, 11, now) ==
+	    CATS_REPLAY_OK, "30 s is within the window");
+	T_OK(cats_replay_last(g, "sma-1") == 11, "last nonce remembered");
+	T_OK(cats_replay_check(g, "sma-1", now + 30001, 12, now) ==
+	    CATS_REPLAY_WINDOW && cats_replay_last(g, "sma-1") == 11,
+	    "a refused record does not move the nonce");
+	cats_replay_free(g);
+	T_OK(cats_ct_equal("abc", "abc", 3) && !cats_ct_equal("abc", "abd", 3),
+	    "constant-time compare");
+}
+
+int
+main(void)
+{
+	cats_crypto_init();
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	test_key_files();
+	test_tokens();
+	test_replay();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	return t_done();
+}

@@ -1,0 +1,215 @@
+/*
+ * test_misc.c - configuration syntax, value parsers, endpoints, hash table,
+ * arena, clock.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "ep.h"
+#include "htab.h"
+#include "t.h"
+
+static void
+test_conf(void)
+{
+	struct cats_conf c;
+	char err[256];
+	const char *text =
+	    "# site agent\n"
+	    "id = sma-1\n"
+	    "ttl = 2s   # comment\n"
+	    "\n"
+	    "[sci \"188.3.67.3:67\"]\n"
+	    "url = \"http://127.0.0.1:8080/m#x\"\n"
+	    "cs = ARS\n"
+	    "cs = VRS\n"
+	    "[limits]\n"
+	    "max = 64k\n";
+	T_OK(cats_conf_parse(&c, "t.conf", text, strlen(text), err,
+	    sizeof(err)) == 0, "config parses");
+	T_OK(c.n == 6, "six entries (%zu)", c.n);
+	T_OK(strcmp(c.v[1].val, "2s") == 0 && c.v[1].line == 3,
+	    "trailing comment stripped, line kept");
+	T_OK(strcmp(c.v[2].section, "sci") == 0 &&
+	    strcmp(c.v[2].arg, "188.3.67.3:67") == 0 &&
+	    strcmp(c.v[2].val, "http://127.0.0.1:8080/m#x") == 0,
+	    "section argument and quoted value");
+	T_OK(strcmp(c.v[4].val, "VRS") == 0, "repeated keys kept in order");
+	uint64_t v;
+	T_OK(cats_parse_size(c.v[5].val, &v, err, sizeof(err)) == 0 &&
+	    v == 65536, "64k");
+	cats_conf_errf(&c, &c.v[5], err, sizeof(err), "too big");
+	T_OK(strcmp(err, "t.conf:10: max: too big") == 0, "error names "
+	    "file:line: key (%s)", err);
+	cats_conf_free(&c);
+	static const struct { const char *text, *where; } bad[] = {
+		{ "[sci\n", "t.conf:1:" },
+		{ "a = 1\nnovalue\n", "t.conf:2:" },
+		{ "= 1\n", "t.conf:1:" },
+		{ "a b = 1\n", "t.conf:1:" },
+		{ "[sci x]\n", "t.conf:1:" },
+		{ "a = \"open\n", "t.conf:1:" },
+		{ "[]\n", "t.conf:1:" },
+	};
+	for (size_t i = 0; i < CATS_ARRAY_LEN(bad); i++) {
+		int rc = cats_conf_parse(&c, "t.conf", bad[i].text,
+		    strlen(bad[i].text), err, sizeof(err));
+		T_OK(rc < 0 && strncmp(err, bad[i].where,
+		    strlen(bad[i].where)) == 0, "bad config %zu: %s", i, err);
+	}
+}
+
+static void
+test_parsers(void)
+{
+	uint64_t v;
+	bool b;
+	char err[128];
+	T_OK(cats_parse_ms("250ms", &v, err, sizeof(err)) == 0 && v == 250,
+	    "250ms");
+	T_OK(cats_parse_ms("2s", &v, err, sizeof(err)) == 0 && v == 2000, "2s");
+	T_OK(cats_parse_ms("5m", &v, err, sizeof(err)) == 0 && v == 300000,
+	    "5m");
+	T_OK(cats_parse_ms("100", &v, err, sizeof(err)) == 0 && v == 100,
+	    "bare ms");
+	T_OK(cats_parse_ms("2x", &v, err, sizeof(err)) < 0, "bad unit");
+	T_OK(cats_parse_ms("-1s", &v, err, sizeof(err)) < 0, "negative");
+	T_OK(cats_parse_ms("99999999999999999999h", &v, err, sizeof(err)) < 0,
+	    "overflow");
+	T_OK(cats_parse_u64("70000", 0, 65535, &v, err, sizeof(err)) < 0 &&
+	    strstr(err, "out of range"), "range: %s", err);
+	T_OK(cats_parse_bool("off", &b, err, sizeof(err)) == 0 && !b, "off");
+	T_OK(cats_parse_ppm("0.8", 1000000, &v, err, sizeof(err)) == 0 &&
+	    v == 800000, "0.8 = 800000 ppm");
+	T_OK(cats_parse_ppm("1.5", 1000000, &v, err, sizeof(err)) < 0,
+	    "above the maximum");
+	T_OK(cats_parse_ppm(".5", 1000000, &v, err, sizeof(err)) < 0,
+	    "needs a leading digit");
+}
+
+static void
+test_endpoints(void)
+{
+	struct cats_ep ep;
+	char err[256], buf[300];
+	T_OK(cats_ep_parse("-", &ep, err, sizeof(err)) == 0 &&
+	    ep.kind == CATS_EP_STDIO, "-");
+	T_OK(cats_ep_parse("unix:/run/cats/bind.sock", &ep, err,
+	    sizeof(err)) == 0 && ep.kind == CATS_EP_UNIX &&
+	    strcmp(ep.path, "/run/cats/bind.sock") == 0, "unix:PATH");
+	T_OK(cats_ep_parse("tcp:127.0.0.1:9000", &ep, err, sizeof(err)) == 0 &&
+	    strcmp(ep.host, "127.0.0.1") == 0 && strcmp(ep.port, "9000") == 0,
+	    "tcp:HOST:PORT");
+	T_OK(cats_ep_parse("udp:[::1]:53", &ep, err, sizeof(err)) == 0 &&
+	    ep.kind == CATS_EP_UDP && strcmp(ep.host, "::1") == 0 &&
+	    strcmp(cats_ep_str(&ep, buf, sizeof(buf)), "udp:[::1]:53") == 0,
+	    "udp:[v6]:PORT and back");
+	T_OK(cats_ep_parse("https://cps.example/metrics", &ep, err,
+	    sizeof(err)) == 0 && ep.kind == CATS_EP_HTTPS, "https URL");
+	T_OK(cats_ep_parse("file:/tmp/x", &ep, err, sizeof(err)) == 0 &&
+	    ep.kind == CATS_EP_FILE, "file:PATH");
+	static const char *const bad[] = { "tcp:1.2.3.4", "tcp::80",
+		"tcp:host:99999", "udp:::1:53", "unix:", "ftp://x", "tcp:h:8x",
+		"/tmp/sock" };
+	for (size_t i = 0; i < CATS_ARRAY_LEN(bad); i++)
+		T_OK(cats_ep_parse(bad[i], &ep, err, sizeof(err)) < 0,
+		    "refused \"%s\": %s", bad[i], err);
+	/* Listen and connect on a unix socket. */
+	T_OK(cats_ep_parse("unix:/tmp/cats-test-ep.sock", &ep, err,
+	    sizeof(err)) == 0, "parse");
+	int l = cats_ep_listen(&ep, err, sizeof(err));
+	int c = cats_ep_open(&ep, true, err, sizeof(err));
+	T_OK(l >= 0 && c >= 0, "listen and connect on unix");
+	close(c);
+	close(l);
+	l = cats_ep_listen(&ep, err, sizeof(err));
+	T_OK(l >= 0, "a stale socket file is replaced");
+	close(l);
+	unlink("/tmp/cats-test-ep.sock");
+	T_OK(cats_ep_parse("udp:127.0.0.1:0", &ep, err, sizeof(err)) == 0 &&
+	    (l = cats_ep_listen(&ep, err, sizeof(err))) >= 0, "udp bind");
+	close(l);
+}
+
+struct item {
+	uint64_t key;
+};
+
+static bool
+item_eq(const void *a, const void *key)
+{
+	return ((const struct item *)a)->key == *(const uint64_t *)key;
+}
+
+static void
+test_htab(void)
+{
+	struct cats_htab t = { 0 };
+	enum { N = 20000 };
+	struct item *items = calloc(N, sizeof(*items));
+	for (uint64_t i = 0; i < N; i++) {
+		items[i].key = i * 7919;
+		cats_htab_put(&t, cats_hash(&items[i].key, 8), &items[i]);
+	}
+	T_OK(t.n == N, "%d items in", N);
+	int found = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		uint64_t k = i * 7919;
+		found += cats_htab_get(&t, cats_hash(&k, 8), item_eq, &k) ==
+		    &items[i];
+	}
+	T_OK(found == N, "all found");
+	/* Delete every other one; the rest stay reachable. */
+	for (uint64_t i = 0; i < N; i += 2) {
+		uint64_t k = i * 7919;
+		cats_htab_del(&t, cats_hash(&k, 8), item_eq, &k);
+	}
+	found = 0;
+	int gone = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		uint64_t k = i * 7919;
+		void *p = cats_htab_get(&t, cats_hash(&k, 8), item_eq, &k);
+		if (i % 2)
+			found += p == &items[i];
+		else
+			gone += p == NULL;
+	}
+	T_OK(found == N / 2 && gone == N / 2 && t.n == N / 2,
+	    "backward-shift deletion keeps the rest reachable");
+	cats_htab_free(&t);
+	free(items);
+}
+
+static void
+test_arena_clock(void)
+{
+	struct cats_arena a = { .cap = 1 << 16 };
+	T_OK(cats_arena_alloc(&a, 1 << 17) == NULL, "arena cap holds");
+	char *s = cats_arena_strndup(&a, "hello", 5);
+	T_OK(s && strcmp(s, "hello") == 0, "strndup");
+	cats_arena_reset(&a);
+	T_OK(a.used == 0, "reset");
+	cats_arena_free(&a);
+	cats_clock_set_mode(CATS_CLOCK_REPLAY);
+	cats_clock_set(100);
+	cats_clock_observe(90);
+	T_OK(cats_clock_now() == 100, "replay clock never goes back");
+	cats_clock_observe(150);
+	T_OK(cats_clock_now() == 150, "replay clock follows records");
+	cats_clock_set_mode(CATS_CLOCK_REAL);
+	T_OK(cats_clock_now() > 1700000000000ull, "real clock in ms");
+}
+
+int
+main(void)
+{
+	test_conf();
+	test_parsers();
+	test_endpoints();
+	test_htab();
+	test_arena_clock();
+	return t_done();
+}

@@ -1,0 +1,345 @@
+/*
+ * test_rec.c - every record type round-trips; every validation rule
+ * rejects what it must, naming the field.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "json.h"
+#include "t.h"
+
+/* Decode a JSON text as a record; returns 0 or -1 with e set. */
+static int
+from_json(struct cats_dec *d, const char *text, struct cats_rec *r,
+    struct cats_err *e)
+{
+	json_error_t je;
+	json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+	memset(e, 0, sizeof(*e));
+	if (j == NULL) {
+		cats_err_set(e, "", "bad JSON in test: %s", je.text);
+		return -1;
+	}
+	int rc = cats_rec_from_json(d, j, r, e);
+	json_decref(j);
+	return rc;
+}
+
+static void
+test_examples_round_trip(void)
+{
+	FILE *f = fopen("examples/records.jsonl", "r");
+	T_OK(f != NULL, "examples/records.jsonl opens");
+	if (f == NULL)
+		return;
+	bool seen[CATS_T__N] = { false };
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0;
+	struct cats_dec d, d2;
+	cats_dec_init(&d, NULL);
+	cats_dec_init(&d2, NULL);
+	while (getline(&line, &cap, f) > 0) {
+		lineno++;
+		struct cats_rec r, r2;
+		struct cats_err e;
+		if (from_json(&d, line, &r, &e) < 0) {
+			T_OK(0, "line %d decodes: %s: %s", lineno, e.field,
+			    e.reason);
+			continue;
+		}
+		seen[r.type] = true;
+		/* CBOR -> record -> CBOR is byte-identical. */
+		struct cats_buf a = { 0 }, b = { 0 };
+		cats_rec_encode(&r, &a, true);
+		int rc = cats_rec_decode(&d2, a.p, a.len, &r2, &e);
+		cats_rec_encode(&r2, &b, true);
+		T_OK(rc == 0 && a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
+		    "line %d (%s) round-trips byte for byte", lineno,
+		    cats_type_name(r.type));
+		/* record -> JSON equals the input JSON. */
+		json_error_t je;
+		json_t *in = json_loads(line, 0, &je);
+		json_t *out = cats_rec_to_json(&r2);
+		T_OK(json_equal(in, out), "line %d JSON round-trips", lineno);
+		json_decref(in);
+		json_decref(out);
+		T_OK(cats_rec_validate(&r2, &e) == 0, "line %d validates",
+		    lineno);
+		cats_buf_free(&a);
+		cats_buf_free(&b);
+	}
+	for (int t = 0; t < CATS_T__N; t++)
+		T_OK(seen[t], "examples have a %s record", cats_type_name(t));
+	free(line);
+	fclose(f);
+	cats_dec_free(&d);
+	cats_dec_free(&d2);
+}
+
+#define SCI "{\"type\":\"sci-report\",\"csci_id\":\"a:1\",\"cs_id\":\"S\"," \
+	"\"seq\":1,\"ts\":1,\"health\":\"HEALTHY\""
+#define FLOW "{\"proto\":6,\"src\":\"192.0.2.1\",\"dst\":\"192.0.2.2\"}"
+#define DECISION "{\"cs_id\":\"S\",\"csci_id\":\"c\",\"locator\":\"198.51.100.1\"," \
+	"\"egress\":\"E\",\"ts\":1}"
+
+static const struct {
+	const char *json, *field, *why;
+} rejects[] = {
+	{ "[]", "", "a record is a map" },
+	{ "{\"csci_id\":\"x\"}", "type", "required" },
+	{ "{\"type\":7}", "type", "expected text" },
+	{ "{\"type\":\"bogus\"}", "type", "unknown record type" },
+	{ "{\"type\":\"sci-report\",\"cs_id\":\"S\",\"seq\":1,\"ts\":1,"
+	  "\"health\":\"HEALTHY\"}", "csci_id", "required field missing" },
+	{ SCI ",\"gas\":4294967296}", "gas", "out of range" },
+	{ SCI ",\"gas\":-1}", "gas", "expected unsigned integer" },
+	{ SCI ",\"gas\":1.5}", "gas", "expected unsigned integer" },
+	{ SCI ",\"gas\":\"400\"}", "gas", "expected unsigned integer" },
+	{ SCI ",\"reputation\":256}", "reputation", "out of range" },
+	{ SCI ",\"seq\":9007199254740992}", "seq", "out of range" },
+	{ SCI ",\"port\":65536}", "port", "out of range" },
+	{ "{\"type\":\"sci-report\",\"csci_id\":\"\",\"cs_id\":\"S\",\"seq\":1,"
+	  "\"ts\":1,\"health\":\"HEALTHY\"}", "csci_id", "empty" },
+	{ SCI ",\"locator\":\"198.51.100\"}", "locator", "not an IPv4 or IPv6" },
+	{ SCI ",\"locator\":\"2001:db8:zz::1\"}", "locator", "not an IPv4" },
+	{ SCI ",\"locator\":7}", "locator", "expected text" },
+	{ "{\"type\":\"sci-report\",\"csci_id\":\"a\",\"cs_id\":\"S\",\"seq\":1,"
+	  "\"ts\":1,\"health\":\"OK\"}", "health", "is not one of" },
+	{ SCI ",\"ext\":{\"a\":\"b\"}}", "ext.a", "expected unsigned integer" },
+	{ SCI ",\"ext\":[1]}", "ext", "expected map" },
+	{ SCI ",\"token\":\"abc\"}", "token", "expected byte string" },
+	{ SCI ",\"interval_ms\":true}", "interval_ms", "expected unsigned" },
+	{ "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1,\"entries\":[{\"csci_id\":\"a\",\"cs_id\":\"S\","
+	  "\"gas\":5000000000}]}", "entries[0].gas", "out of range" },
+	{ "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1,\"entries\":[{\"csci_id\":\"a\"}]}",
+	  "entries[0].cs_id", "required" },
+	{ "{\"type\":\"metric\",\"op\":\"withdraw\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1}", "entries", "withdraw names no entry" },
+	{ "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1,\"part\":3,\"parts\":2}", "part", "part 3 of 2" },
+	{ "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1,\"part\":1}", "parts", "go together" },
+	{ "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m\",\"epoch\":1,"
+	  "\"seq\":1,\"ts\":1,\"entries\":[{\"csci_id\":\"a\",\"cs_id\":\"S\","
+	  "\"flags\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\"]}]}",
+	  "entries[0].flags", "exceed the limit" },
+	{ "{\"type\":\"net\",\"scope\":\"link\",\"ts\":1,\"src\":\"A\"}", "dst",
+	  "required for scope link" },
+	{ "{\"type\":\"net\",\"scope\":\"node\",\"ts\":1}", "node",
+	  "required for scope node" },
+	{ "{\"type\":\"request\",\"txn\":0,\"ingress\":\"I\",\"ts\":1,\"flow\":"
+	  FLOW "}", "txn", "out of range" },
+	{ "{\"type\":\"request\",\"txn\":1,\"ingress\":\"I\",\"ts\":1,\"flow\":"
+	  "{\"proto\":6,\"src\":\"192.0.2.1\",\"dst\":\"2001:db8::1\"}}",
+	  "flow.dst", "different families" },
+	{ "{\"type\":\"request\",\"txn\":1,\"ingress\":\"I\",\"ts\":1,\"flow\":"
+	  "{\"proto\":6,\"src\":\"192.0.2.1\",\"dst\":\"192.0.2.2\","
+	  "\"dport\":70000}}", "flow.dport", "out of range" },
+	{ "{\"type\":\"path-req\",\"txn\":1,\"ts\":1,\"headend\":\"I\","
+	  "\"endpoint\":\"E\",\"dataplane\":\"srv6\"}", "decision",
+	  "required field missing" },
+	{ "{\"type\":\"path-req\",\"txn\":1,\"ts\":1,\"headend\":\"I\","
+	  "\"endpoint\":\"E\",\"dataplane\":\"mpls\",\"decision\":" DECISION "}",
+	  "dataplane", "is not one of" },
+	{ "{\"type\":\"path-req\",\"txn\":1,\"ts\":1,\"headend\":\"I\","
+	  "\"endpoint\":\"E\",\"dataplane\":\"srv6\",\"decision\":{\"cs_id\":"
+	  "\"S\",\"csci_id\":\"c\",\"egress\":\"E\",\"ts\":1}}",
+	  "decision.locator", "required" },
+	{ "{\"type\":\"path-rep\",\"txn\":1,\"ts\":1,\"status\":\"no-path\"}",
+	  "reason", "required when status is no-path" },
+	{ "{\"type\":\"path-rep\",\"txn\":1,\"ts\":1,\"status\":\"ok\"}",
+	  "endpoint", "required when status is ok" },
+	{ "{\"type\":\"path-rep\",\"txn\":1,\"ts\":1,\"status\":\"ok\","
+	  "\"endpoint\":\"E\",\"segments\":[{\"kind\":\"node\"}]}",
+	  "segments[0].label", "needs a label or a sid" },
+	{ "{\"type\":\"path-rep\",\"txn\":1,\"ts\":1,\"status\":\"ok\","
+	  "\"endpoint\":\"E\",\"segments\":[{\"kind\":\"node\",\"label\":3}]}",
+	  "segments[0].label", "out of range" },
+	{ "{\"type\":\"path-rep\",\"txn\":1,\"ts\":1,\"status\":\"ok\","
+	  "\"endpoint\":\"E\",\"segments\":[{\"kind\":\"node\","
+	  "\"sid\":\"10.0.0.1\"}]}", "segments[0].sid", "IPv6" },
+	{ "{\"type\":\"binding\",\"id\":1,\"version\":1,\"epoch\":1,"
+	  "\"op\":\"install\",\"ts\":1}", "fwd", "required for install" },
+	{ "{\"type\":\"binding\",\"id\":1,\"version\":1,\"epoch\":1,"
+	  "\"op\":\"install\",\"ts\":1,\"fwd\":{\"match\":" FLOW ",\"locator\":"
+	  "\"198.51.100.1\",\"encap\":\"srv6\"},\"rev\":{\"match\":" FLOW
+	  ",\"restore_src\":\"192.0.2.2\"}}", "fwd.sids", "srv6 encapsulation" },
+	{ "{\"type\":\"binding\",\"id\":1,\"version\":1,\"epoch\":1,"
+	  "\"op\":\"install\",\"ts\":1,\"fwd\":{\"match\":" FLOW ",\"locator\":"
+	  "\"198.51.100.1\",\"encap\":\"ipip\"},\"rev\":{\"match\":" FLOW
+	  ",\"restore_src\":\"192.0.2.2\"}}", "fwd.tunnel_dst", "ipip" },
+	{ "{\"type\":\"status\",\"fwd\":\"F\",\"event\":\"exploded\",\"ts\":1}",
+	  "event", "is not one of" },
+	{ "{\"type\":\"error\",\"ts\":1}", "code", "required" },
+	{ "{\"type\":\"error\",\"code\":\"x\",\"msg\":\"a\\u0000b\"}", "msg",
+	  "NUL" },
+	{ "{\"type\":\"stats\",\"tool\":\"t\",\"ts\":1,\"counters\":"
+	  "{\"a\":1,\"a\":2}}", "", "" },	/* jansson keeps the last "a" */
+	{ "{\"type\":\"error\",\"code\":\"x\",\"auth\":[1,2,3]}", "auth",
+	  "expected [protected" },
+	{ "{\"type\":\"error\",\"code\":\"x\",\"auth\":[{\"$bytes\":\"oQEn\"},{},"
+	  "null,{\"$bytes\":\"AA\"}]}", "auth", "no 8-byte kid" },
+	{ "{\"type\":\"error\",\"code\":\"x\",\"auth\":[{\"$bytes\":\"oQEA\"},{},"
+	  "null,{\"$bytes\":\"AA\"}]}", "auth", "unsupported algorithm" },
+};
+
+static void
+test_rejects(void)
+{
+	struct cats_dec d;
+	cats_dec_init(&d, NULL);
+	for (size_t i = 0; i < CATS_ARRAY_LEN(rejects); i++) {
+		struct cats_rec r;
+		struct cats_err e;
+		int rc = from_json(&d, rejects[i].json, &r, &e);
+		if (rejects[i].why[0] == '\0') {
+			T_OK(rc == 0, "case %zu accepted", i);
+			continue;
+		}
+		T_OK(rc < 0 && strcmp(e.field, rejects[i].field) == 0 &&
+		    strstr(e.reason, rejects[i].why) != NULL,
+		    "case %zu refused at \"%s\" (%s): got \"%s\" (%s)", i,
+		    rejects[i].field, rejects[i].why, e.field, e.reason);
+	}
+	cats_dec_free(&d);
+}
+
+static void
+test_cbor_level(void)
+{
+	struct cats_dec d;
+	struct cats_rec r;
+	struct cats_err e;
+	cats_dec_init(&d, NULL);
+	/* {"type":"error","code":"x"} then one stray byte. */
+	uint8_t trailing[] = { 0xa2, 0x64, 't', 'y', 'p', 'e', 0x65, 'e', 'r',
+		'r', 'o', 'r', 0x64, 'c', 'o', 'd', 'e', 0x61, 'x', 0x00 };
+	T_OK(cats_rec_decode(&d, trailing, sizeof(trailing), &r, &e) < 0 &&
+	    strstr(e.reason, "after the record"), "trailing bytes refused");
+	T_OK(cats_rec_decode(&d, trailing, sizeof(trailing) - 1, &r, &e) == 0,
+	    "the record alone decodes");
+	/* An unknown key, and a non-text key, are ignored. */
+	uint8_t unknown[] = { 0xa4, 0x64, 't', 'y', 'p', 'e', 0x65, 'e', 'r',
+		'r', 'o', 'r', 0x64, 'c', 'o', 'd', 'e', 0x61, 'x', 0x63, 'n',
+		'e', 'w', 0x82, 1, 2, 0x01, 0x02 };
+	T_OK(cats_rec_decode(&d, unknown, sizeof(unknown), &r, &e) == 0,
+	    "unknown keys are ignored");
+	/* A key given twice, in CBOR. */
+	uint8_t dup[] = { 0xa3, 0x64, 't', 'y', 'p', 'e', 0x65, 'e', 'r', 'r',
+		'o', 'r', 0x64, 'c', 'o', 'd', 'e', 0x61, 'x', 0x64, 'c', 'o',
+		'd', 'e', 0x61, 'y' };
+	T_OK(cats_rec_decode(&d, dup, sizeof(dup), &r, &e) < 0 &&
+	    strcmp(e.field, "code") == 0 && strstr(e.reason, "duplicate"),
+	    "duplicate key refused");
+	uint8_t duptype[] = { 0xa3, 0x64, 't', 'y', 'p', 'e', 0x65, 'e', 'r',
+		'r', 'o', 'r', 0x64, 't', 'y', 'p', 'e', 0x65, 'e', 'r', 'r',
+		'o', 'r', 0x64, 'c', 'o', 'd', 'e', 0x61, 'x' };
+	T_OK(cats_rec_decode(&d, duptype, sizeof(duptype), &r, &e) < 0 &&
+	    strstr(e.reason, "duplicate"), "duplicate type refused");
+	/* A record bigger than the cap is refused before scanning. */
+	struct cats_limits small = cats_limits_default;
+	small.max_record = 16;
+	struct cats_dec d2;
+	cats_dec_init(&d2, &small);
+	T_OK(cats_rec_decode(&d2, unknown, sizeof(unknown), &r, &e) < 0 &&
+	    strstr(e.reason, "limit"), "record size cap: %s", e.reason);
+	cats_dec_free(&d2);
+	cats_dec_free(&d);
+}
+
+static void
+test_build_and_set(void)
+{
+	struct cats_rec r;
+	struct cats_err e;
+	cats_rec_init(&r, CATS_T_SCI_REPORT);
+	r.u.sci.csci_id = "a:1";
+	r.u.sci.cs_id = "S";
+	r.u.sci.seq = 3;
+	r.u.sci.ts = 10;
+	r.u.sci.health = CATS_DEGRADED;
+	CATS_SET(&r.u.sci, SCI, gas, 0);
+	T_OK(cats_rec_validate(&r, &e) == 0, "built record validates");
+	struct cats_buf b = { 0 };
+	cats_rec_encode(&r, &b, true);
+	struct cats_dec d;
+	struct cats_rec back;
+	cats_dec_init(&d, NULL);
+	T_OK(cats_rec_decode(&d, b.p, b.len, &back, &e) == 0 &&
+	    CATS_HAS(&back.u.sci, SCI, gas) && back.u.sci.gas == 0 &&
+	    !CATS_HAS(&back.u.sci, SCI, price),
+	    "an optional zero survives; an absent field stays absent");
+	r.u.sci.health = 9;
+	T_OK(cats_rec_validate(&r, &e) < 0, "an enum out of range is refused");
+	cats_dec_free(&d);
+	cats_buf_free(&b);
+}
+
+static void
+test_auth(void)
+{
+	struct cats_key sk, pk, psk;
+	struct cats_keyring kr = { 0 };
+	struct cats_rec r, back;
+	struct cats_err e;
+	struct cats_dec d;
+	const struct cats_key *who = NULL;
+	cats_crypto_init();
+	cats_key_gen_ed25519(&sk, "sma-1");
+	cats_key_public(&sk, &pk);
+	cats_key_gen_psk(&psk, "fwd-1");
+	struct cats_key keys[2] = { pk, psk };
+	kr.v = keys;
+	kr.n = 2;
+	cats_dec_init(&d, NULL);
+	for (int k = 0; k < 2; k++) {
+		const struct cats_key *key = k ? &psk : &sk;
+		cats_rec_init(&r, CATS_T_ERROR);
+		r.u.error.code = "x";
+		CATS_SET(&r.u.error, ERR, txn, 5);
+		T_OK(cats_rec_sign(&r, key) == 0, "%s signs", k ? "psk" : "ed25519");
+		struct cats_buf b = { 0 };
+		cats_rec_encode(&r, &b, true);
+		T_OK(cats_rec_decode(&d, b.p, b.len, &back, &e) == 0 &&
+		    cats_rec_verify(&back, &kr, &who, &e) == 0 &&
+		    strcmp(who->name, k ? "fwd-1" : "sma-1") == 0,
+		    "%s verifies and names its sender",
+		    k ? "COSE_Mac0" : "COSE_Sign1");
+		/* Change one field: the tag no longer verifies. */
+		back.u.error.txn = 6;
+		T_OK(cats_rec_verify(&back, &kr, NULL, &e) < 0 &&
+		    strstr(e.reason, "does not verify"), "tampered record: %s",
+		    e.reason);
+		/* Flip a bit of the tag. */
+		b.p[b.len - 1] ^= 1;
+		T_OK(cats_rec_decode(&d, b.p, b.len, &back, &e) == 0 &&
+		    cats_rec_verify(&back, &kr, NULL, &e) < 0,
+		    "tampered tag refused");
+		cats_buf_free(&b);
+	}
+	struct cats_keyring empty = { 0 };
+	cats_rec_init(&r, CATS_T_ERROR);
+	r.u.error.code = "x";
+	cats_rec_sign(&r, &psk);
+	T_OK(cats_rec_verify(&r, &empty, NULL, &e) < 0 &&
+	    strstr(e.reason, "unknown key"), "unknown key id refused");
+	cats_rec_init(&r, CATS_T_ERROR);
+	r.u.error.code = "x";
+	T_OK(cats_rec_verify(&r, &kr, NULL, &e) < 0, "unsigned record refused");
+	cats_dec_free(&d);
+}
+
+int
+main(void)
+{
+	test_examples_round_trip();
+	test_rejects();
+	test_cbor_level();
+	test_build_and_set();
+	test_auth();
+	return t_done();
+}
