@@ -10,7 +10,6 @@
 
 #include <event2/event.h>
 
-#include "ep.h"
 #include "seq.h"
 
 #define READ_CHUNK 65536
@@ -195,7 +194,21 @@ struct cats_stream {
 	struct cats_stream_cbs cbs;
 	void *arg;
 	struct cats_stream_stats st;
+	int rflags, wflags;	/* file status flags to restore, or -1 */
 };
+
+/*
+ * Make fd non-blocking, remembering its flags: stdin and stdout may be
+ * shared with the shell, which must get them back as they were.
+ */
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && !(fl & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	return fl;
+}
 
 static void stream_destroy(struct cats_stream *s);
 
@@ -407,6 +420,7 @@ cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
 	s->base = base;
 	s->rfd = rfd;
 	s->wfd = wfd;
+	s->rflags = s->wflags = -1;
 	s->dgram = dgram;
 	s->high = out_high ? out_high : (1u << 20);
 	s->low = s->high / 4;
@@ -425,7 +439,7 @@ cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
 				goto fail;
 		}
 		if (!s->rfile)
-			cats_fd_nonblock(rfd);
+			s->rflags = set_nonblock(rfd);
 		s->rev = s->rfile ? event_new(base, -1, 0, on_read, s)
 		    : event_new(base, rfd, EV_READ | EV_PERSIST, on_read, s);
 		if (s->rev == NULL)
@@ -438,7 +452,7 @@ cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
 	if (wfd >= 0) {
 		s->wfile = is_regular(wfd);
 		if (!s->wfile) {
-			cats_fd_nonblock(wfd);
+			s->wflags = set_nonblock(wfd);
 			s->wev = event_new(base, wfd, EV_WRITE | EV_PERSIST,
 			    on_write, s);
 			if (s->wev == NULL)
@@ -588,6 +602,11 @@ stream_destroy(struct cats_stream *s)
 			close(s->rfd);
 		if (s->wfd >= 0 && s->wfd != s->rfd)
 			close(s->wfd);
+	} else {
+		if (s->rflags >= 0)
+			fcntl(s->rfd, F_SETFL, s->rflags);
+		if (s->wflags >= 0 && s->wfd != s->rfd)
+			fcntl(s->wfd, F_SETFL, s->wflags);
 	}
 	cats_seq_reader_free(&s->rd);
 	cats_buf_free(&s->out);
