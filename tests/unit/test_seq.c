@@ -42,6 +42,7 @@ test_reader_partial(void)
 		needs += s == CATS_SEQ_NEED;
 	}
 	T_OK(items == 2, "byte-by-byte feed yields 2 items (got %d)", items);
+	T_OK(needs > 0, "partial input asked for more (%d times)", needs);
 	r.eof = true;
 	T_OK(cats_seq_next(&r, &p, &n, &e) == CATS_SEQ_NEED, "then nothing");
 	cats_seq_reader_free(&r);
