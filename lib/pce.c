@@ -1,0 +1,253 @@
+/*
+ * pce.c - path requests to path replies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pce.h"
+
+int
+cats_pce_init(struct cats_pce *p, struct cats_te *te)
+{
+	memset(p, 0, sizeof(*p));
+	p->te = te;
+	p->ws = cats_cspf_ws_new();
+	return p->ws ? 0 : -1;
+}
+
+void
+cats_pce_free(struct cats_pce *p)
+{
+	cats_te_free(p->te);
+	cats_cspf_ws_free(p->ws);
+	memset(p, 0, sizeof(*p));
+}
+
+void
+cats_pce_set_te(struct cats_pce *p, struct cats_te *te)
+{
+	cats_te_free(p->te);
+	p->te = te;
+}
+
+int
+cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
+    struct cats_cspf_req *out, struct cats_arena *arena)
+{
+	cats_cspf_req_init(out, cats_te_node(te, rq->headend),
+	    cats_te_node(te, rq->endpoint));
+	out->dataplane = rq->dataplane;
+	if (!CATS_HAS(rq, PRQ, constraints))
+		return 0;
+	const struct cats_constraints *k = &rq->constraints;
+	if (CATS_HAS(k, CON, metric))
+		out->metric = k->metric;
+	if (CATS_HAS(k, CON, max_delay_us))
+		out->max_delay_us = k->max_delay_us;
+	if (CATS_HAS(k, CON, max_hops))
+		out->max_hops = (uint32_t)k->max_hops;
+	if (CATS_HAS(k, CON, min_bw))
+		out->min_bw = k->min_bw;
+	if (CATS_HAS(k, CON, include_any))
+		out->include_any = (uint32_t)k->include_any;
+	if (CATS_HAS(k, CON, include_all))
+		out->include_all = (uint32_t)k->include_all;
+	if (CATS_HAS(k, CON, exclude_any))
+		out->exclude_any = (uint32_t)k->exclude_any;
+	size_t n = k->exclude_nodes.n + k->exclude_links.n +
+	    k->exclude_srlgs.n;
+	if (n == 0)
+		return 0;
+	uint32_t *a = cats_arena_alloc(arena, n * sizeof(uint32_t));
+	if (a == NULL)
+		return -1;
+	uint32_t *p = a;
+	out->ex_nodes = p;
+	for (size_t i = 0; i < k->exclude_nodes.n; i++) {
+		uint32_t v = cats_te_node(te, k->exclude_nodes.v[i]);
+		if (v != CATS_TE_NONE)
+			p[out->n_ex_nodes++] = v;
+	}
+	p += out->n_ex_nodes;
+	out->ex_links = p;
+	for (size_t i = 0; i < k->exclude_links.n; i++) {
+		uint32_t l = cats_te_link(te, k->exclude_links.v[i]);
+		if (l != CATS_TE_NONE)
+			p[out->n_ex_links++] = l;
+	}
+	p += out->n_ex_links;
+	out->ex_srlgs = p;
+	for (size_t i = 0; i < k->exclude_srlgs.n; i++)
+		if (k->exclude_srlgs.v[i] <= UINT32_MAX)
+			p[out->n_ex_srlgs++] = (uint32_t)k->exclude_srlgs.v[i];
+	return 0;
+}
+
+/* A stable identifier of a path: FNV-1a over its directions and data
+ * plane, within 53 bits, never 0. */
+static uint64_t
+path_id(const struct cats_te *te, const struct cats_cspf_res *r, int dp)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	uint32_t x[2] = { (uint32_t)dp, r->nodes ? r->nodes[0] : 0 };
+	for (int k = 0; k < 2; k++)
+		for (int b = 0; b < 4; b++) {
+			h ^= (x[k] >> (8 * b)) & 0xff;
+			h *= UINT64_C(1099511628211);
+		}
+	for (uint32_t i = 0; i < r->hops; i++) {
+		/* Link ids and direction heads: stable across reloads of
+		 * the same file, unlike direction indexes. */
+		const char *s = cats_te_link_id(te, te->link[r->edges[i]]);
+		const char *d = cats_te_node_id(te, te->dst[r->edges[i]]);
+		for (; *s; s++) {
+			h ^= (uint8_t)*s;
+			h *= UINT64_C(1099511628211);
+		}
+		h ^= 0xff;
+		h *= UINT64_C(1099511628211);
+		for (; *d; d++) {
+			h ^= (uint8_t)*d;
+			h *= UINT64_C(1099511628211);
+		}
+		h ^= 0xfe;
+		h *= UINT64_C(1099511628211);
+	}
+	h &= CATS_U53;
+	return h ? h : 1;
+}
+
+static int
+fill_segments(const struct cats_te *te, const struct cats_cspf_res *r, int dp,
+    struct cats_path_rep *o, struct cats_arena *a)
+{
+	if (r->nsegs == 0)
+		return 0;
+	struct cats_segment *s = cats_arena_alloc(a, r->nsegs * sizeof(*s));
+	if (s == NULL)
+		return -1;
+	memset(s, 0, r->nsegs * sizeof(*s));
+	for (size_t i = 0; i < r->nsegs; i++) {
+		const struct cats_cspf_seg *g = &r->segs[i];
+		s[i].node = cats_te_node_id(te, g->node);
+		if (g->adj) {
+			s[i].kind = CATS_SEG_ADJ;
+			s[i].remote = cats_te_node_id(te, te->dst[g->edge]);
+			if (dp == CATS_DP_SRMPLS)
+				CATS_SET(&s[i], SEG, label,
+				    te->adj_label[g->edge]);
+			else {
+				s[i].sid.af = 6;
+				memcpy(s[i].sid.a, te->adj6[g->edge], 16);
+			}
+		} else {
+			s[i].kind = CATS_SEG_NODE;
+			if (dp == CATS_DP_SRMPLS)
+				CATS_SET(&s[i], SEG, label, te->label[g->node]);
+			else {
+				s[i].sid.af = 6;
+				memcpy(s[i].sid.a, te->sid6[g->node], 16);
+			}
+		}
+	}
+	o->segments.v = s;
+	o->segments.n = r->nsegs;
+	return 0;
+}
+
+/* The longest path a reply can name node by node (cats-records(5)). */
+#define PATH_NODES_MAX 1024
+#define HOPS_MAX 4096
+
+int
+cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
+    uint64_t now, struct cats_rec *rep, struct cats_arena *a)
+{
+	const struct cats_te *te = p->te;
+	cats_rec_init(rep, CATS_T_PATH_REP);
+	struct cats_path_rep *o = &rep->u.prep;
+	o->txn = rq->txn;
+	o->ts = now;
+	o->headend = rq->headend;
+	o->endpoint = rq->endpoint;
+	CATS_SET(o, PRP, dataplane, rq->dataplane);
+	if (CATS_HAS(rq, PRQ, decision)) {
+		o->decision = rq->decision;
+		o->has |= UINT64_C(1) << CATS_PRP_decision;
+	}
+	if (CATS_HAS(rq, PRQ, flow)) {
+		o->flow = rq->flow;
+		o->has |= UINT64_C(1) << CATS_PRP_flow;
+	}
+	o->ingress = rq->ingress;
+	if (CATS_HAS(rq, PRQ, deadline))
+		CATS_SET(o, PRP, deadline, rq->deadline);
+	p->c.requests++;
+	if (te != NULL)
+		CATS_SET(o, PRP, gen, cats_te_gen(te));
+	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline <= now) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "deadline";
+		p->c.expired++;
+		p->c.errors++;
+		return 0;
+	}
+	if (te == NULL) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "no-database";
+		p->c.errors++;
+		return 0;
+	}
+	struct cats_cspf_req q;
+	if (cats_pce_request(te, rq, &q, a) < 0)
+		return -1;
+	q.max_labels = p->max_labels;
+	struct cats_cspf_res r;
+	if (cats_cspf(te, p->ws, &q, &r) < 0)
+		return -1;
+	p->c.settled += r.settled;
+	p->c.labels += r.labels;
+	p->c.exact_searches += r.exact_search;
+	if (r.status == CATS_CSPF_OK && r.hops > HOPS_MAX) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "path-too-long";
+		p->c.errors++;
+		return 0;
+	}
+	if (r.status == CATS_CSPF_OK) {
+		o->status = CATS_PATH_OK;
+		p->c.ok++;
+	} else if (cats_cspf_status_is_nopath(r.status)) {
+		o->status = CATS_PATH_NO_PATH;
+		o->reason = cats_cspf_status_name(r.status);
+		p->c.no_path++;
+	} else {
+		o->status = CATS_PATH_ERROR;
+		o->reason = cats_cspf_status_name(r.status);
+		p->c.errors++;
+	}
+	if (r.status == CATS_CSPF_NO_PATH)
+		o->pruned = cats_cspf_prune_name(r.pruned);
+	if (r.nodes == NULL || r.hops > HOPS_MAX)
+		return 0;
+	/* A path: the answer, or the path that could not be realized. */
+	CATS_SET(o, PRP, cost, r.cost);
+	CATS_SET(o, PRP, delay_us, r.delay_us);
+	CATS_SET(o, PRP, hops, r.hops);
+	if (r.hops + 1 <= PATH_NODES_MAX) {
+		const char **names = cats_arena_alloc(a, (r.hops + 1) *
+		    sizeof(*names));
+		if (names == NULL)
+			return -1;
+		for (uint32_t i = 0; i <= r.hops; i++)
+			names[i] = cats_te_node_id(te, r.nodes[i]);
+		o->path.v = names;
+		o->path.n = r.hops + 1;
+	}
+	if (r.status != CATS_CSPF_OK)
+		return 0;
+	CATS_SET(o, PRP, path_id, path_id(te, &r, rq->dataplane));
+	if (te->router_id != NULL && te->router_id[q.dst].af != 0)
+		o->endpoint_addr = te->router_id[q.dst];
+	return fill_segments(te, &r, rq->dataplane, o, a);
+}

@@ -1,0 +1,43 @@
+/*
+ * pce.h - the PCE function: a path request in, a path reply out
+ * (cats-pce(1)).  The tool is a thin loop around cats_pce_answer().
+ */
+#ifndef CATS_PCE_H
+#define CATS_PCE_H
+
+#include "cspf.h"
+
+struct cats_pce_counters {
+	uint64_t requests, ok, no_path, errors, expired;
+	uint64_t exact_searches, labels, settled;
+};
+
+struct cats_pce {
+	struct cats_te *te;		/* owned */
+	struct cats_cspf_ws *ws;
+	size_t max_labels;		/* 0: default */
+	struct cats_pce_counters c;
+};
+
+/* A PCE over te (taken over; may be NULL until cats_pce_set_te()). */
+int cats_pce_init(struct cats_pce *p, struct cats_te *te);
+void cats_pce_free(struct cats_pce *p);
+/* Replace the database (the old one is freed). */
+void cats_pce_set_te(struct cats_pce *p, struct cats_te *te);
+
+/*
+ * Answer a path request: rep becomes a path-rep carrying the request's
+ * txn, decision, flow, ingress and deadline.  A request whose deadline is
+ * not after now gets status error, reason "deadline".  Strings and arrays
+ * of rep live in the database and in arena until either changes.  Returns
+ * 0, or -1 when out of memory.
+ */
+int cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
+    uint64_t now, struct cats_rec *rep, struct cats_arena *arena);
+
+/* Translate a request's constraints; exclusions naming no node or link of
+ * the database are dropped (nothing to avoid).  Arrays live in arena. */
+int cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
+    struct cats_cspf_req *out, struct cats_arena *arena);
+
+#endif
