@@ -1013,17 +1013,24 @@ ip_path(struct ctx *c)
 		return 0;
 	}
 	int worst = PASS;
+	if (c->f.ban_nodes && c->ws->NB.seen[c->rq->src] == c->ws->NB.cur)
+		worst = CATS_PRUNE_EXCLUDE_NODES;
 	for (uint32_t i = 0; i < c->res->hops; i++) {
 		uint32_t e = ws->pedges[i];
 		int p = prune(te, &c->f, e, te->dst[e]);
 		if (p < worst)
 			worst = p;
 	}
-	if (worst == PASS && c->res->hops > c->rq->max_hops)
+	/* PASS is also the value of max_hops: say "broken" apart. */
+	bool broken = worst != PASS;
+	if (!broken && c->res->hops > c->rq->max_hops) {
 		worst = CATS_PRUNE_MAX_HOPS;
-	else if (worst == PASS && c->res->delay_us > c->rq->max_delay_us)
+		broken = true;
+	} else if (!broken && c->res->delay_us > c->rq->max_delay_us) {
 		worst = CATS_PRUNE_MAX_DELAY;
-	if (worst != PASS) {
+		broken = true;
+	}
+	if (broken) {
 		no_path(c, worst);
 		return 0;
 	}
@@ -1076,12 +1083,10 @@ cats_cspf(const struct cats_te *te, struct cats_cspf_ws *ws,
 			if (rq->ex_nodes[i] < te->n)
 				ws->NB.seen[rq->ex_nodes[i]] = ws->NB.cur;
 		f->ban_nodes = true;
-		if (ws->NB.seen[rq->src] == ws->NB.cur ||
-		    ws->NB.seen[rq->dst] == ws->NB.cur) {
-			no_path(&c, CATS_PRUNE_EXCLUDE_NODES);
-			return 0;
-		}
 	}
+	bool ends_banned = f->ban_nodes &&
+	    (ws->NB.seen[rq->src] == ws->NB.cur ||
+	    ws->NB.seen[rq->dst] == ws->NB.cur);
 	if (rq->n_ex_links) {
 		st_reset(&ws->LB, ws->lcap);
 		for (size_t i = 0; i < rq->n_ex_links; i++)
@@ -1099,6 +1104,14 @@ cats_cspf(const struct cats_te *te, struct cats_cspf_ws *ws,
 
 	if (rq->dataplane != CATS_DP_SRMPLS && rq->dataplane != CATS_DP_SRV6)
 		return ip_path(&c);
+	/* An excluded headend or endpoint: no path, but name the constraint
+	 * in order (no path at all, or none with the data plane, first). */
+	if (ends_banned) {
+		int k = diagnose_filters(&c);
+		no_path(&c, k < CATS_PRUNE_EXCLUDE_NODES ? k :
+		    CATS_PRUNE_EXCLUDE_NODES);
+		return 0;
+	}
 
 	/* Phase one: the plain shortest path over the filtered graph. */
 	struct sp s = { .te = te, .ws = ws, .f = f, .S = &ws->A,

@@ -767,8 +767,9 @@ cats_te_build(struct cats_te_builder *b, uint64_t gen, char *err,
 		te->avail_bw[k] = e->avail_bw;
 		te->ag[k] = e->ag;
 		te->srlg_row[k] = so;
-		memcpy(te->srlg + so, b->srlg + e->srlg_off,
-		    e->nsrlg * sizeof(uint32_t));
+		if (e->nsrlg)
+			memcpy(te->srlg + so, b->srlg + e->srlg_off,
+			    e->nsrlg * sizeof(uint32_t));
 		so += e->nsrlg;
 		te->adj_label[k] = e->adj_label;
 		if (e->has6)
