@@ -11,6 +11,7 @@
 
 #include "cspf.h"
 #include "nst_te.h"
+#include "te_synth.h"
 #include "t.h"
 
 #define LAB "tests/data/pce/lab.json"
@@ -24,8 +25,8 @@ static struct cats_cspf_ws *ws;
  * number of shortest paths (saturating at 2) and one predecessor.
  */
 static void
-igp_spf(const struct cats_te *te, uint32_t s, uint64_t *dist, int *np,
-    uint32_t *pe)
+spf_w(const struct cats_te *te, uint32_t s, const uint32_t *w, uint64_t *dist,
+    int *np, uint32_t *pe)
 {
 	bool *done = calloc(te->n, 1);
 	for (uint32_t v = 0; v < te->n; v++) {
@@ -48,7 +49,7 @@ igp_spf(const struct cats_te *te, uint32_t s, uint64_t *dist, int *np,
 			if (!te->up[e])
 				continue;
 			uint32_t v = te->dst[e];
-			uint64_t nd = dist[u] + te->w[CATS_TE_W_IGP][e];
+			uint64_t nd = dist[u] + (w ? w[e] : 1);
 			if (nd < dist[v]) {
 				dist[v] = nd;
 				np[v] = np[u];
@@ -59,6 +60,13 @@ igp_spf(const struct cats_te *te, uint32_t s, uint64_t *dist, int *np,
 		}
 	}
 	free(done);
+}
+
+static void
+igp_spf(const struct cats_te *te, uint32_t s, uint64_t *dist, int *np,
+    uint32_t *pe)
+{
+	spf_w(te, s, te->w[CATS_TE_W_IGP], dist, np, pe);
 }
 
 /*
@@ -1082,6 +1090,130 @@ test_dp(int graphs)
 	    searched, fails, first);
 }
 
+/* The converted Topology Zoo networks. */
+static void
+test_real(void)
+{
+	static const char *const files[] = { "abilene", "nsfnet",
+		"arpanet19728", "geant2012", "uninett2010", "cogentco" };
+	for (size_t i = 0; i < CATS_ARRAY_LEN(files); i++) {
+		char path[128], err[600];
+		bool missing;
+		snprintf(path, sizeof(path), "tests/topologies/%s.json",
+		    files[i]);
+		struct cats_te *te = cats_te_load(path, NULL, 1, &missing, err,
+		    sizeof(err));
+		if (!T_OK(te != NULL, "%s loads (%s)", files[i], te ? "" : err))
+			continue;
+		uint64_t *dist = malloc(te->n * 8);
+		int *np = malloc(te->n * sizeof(int));
+		uint32_t *pe = malloc(te->n * 4);
+		int n = 0, ok = 0, bad = 0, exact = 0;
+		char first[300] = "";
+		for (int k = 0; k < 150; k++) {
+			struct cats_cspf_req q;
+			uint32_t exn[4], exl[4], exs[4];
+			random_req(te, &q, k % 3 == 0, exn, exl, exs);
+			if (q.dataplane == CATS_DP_IP)
+				q.dataplane = CATS_DP_SRV6;
+			if (q.max_delay_us != UINT64_MAX)
+				q.max_delay_us = 2000 + rnd(30000);
+			q.ex_srlgs = NULL;
+			q.n_ex_srlgs = 0;
+			struct cats_cspf_res r;
+			cats_cspf(te, ws, &q, &r);
+			n++;
+			exact += r.exact_search;
+			const char *why = NULL;
+			if (r.status == CATS_CSPF_OK) {
+				ok++;
+				why = replay(te, &r, q.dataplane);
+				if (why == NULL && level(te, &q, r.nodes, r.edges,
+				    r.hops) != CATS_PRUNE__N)
+					why = "the path breaks a constraint";
+			}
+			if (why == NULL && k % 3 == 0) {
+				const uint32_t *w = q.metric == CATS_METRIC_HOPS ?
+				    NULL : te->w[q.metric == CATS_METRIC_IGP ?
+				    CATS_TE_W_IGP : q.metric == CATS_METRIC_DELAY ?
+				    CATS_TE_W_DELAY : CATS_TE_W_TE];
+				spf_w(te, q.src, w, dist, np, pe);
+				if (dist[q.dst] == UINT64_MAX ? r.status !=
+				    CATS_CSPF_NO_PATH : (r.nodes == NULL ||
+				    r.cost != dist[q.dst]))
+					why = "unconstrained cost differs from "
+					    "Dijkstra";
+			}
+			if (why != NULL && bad++ == 0)
+				snprintf(first, sizeof(first), "case %d: %s", k,
+				    why);
+		}
+		T_OK(bad == 0 && ok > 30, "%s: %d requests, %d paths (%d exact "
+		    "searches), all replay and check %s", files[i], n, ok,
+		    exact, first);
+		free(dist);
+		free(np);
+		free(pe);
+		cats_te_free(te);
+	}
+}
+
+/* The synthetic generator: connected, carrier-like, deterministic. */
+static void
+test_synth(void)
+{
+	char err[300];
+	struct cats_synth p = { .nodes = 3000, .seed = 7 };
+	struct cats_te *te = cats_te_synth_build(&p, err, sizeof(err));
+	if (!T_OK(te != NULL, "synthetic 3000 nodes (%s)", te ? "" : err))
+		return;
+	uint64_t *c = malloc(te->n * 8), *d = malloc(te->n * 8);
+	uint32_t *h = malloc(te->n * 4), far = 0;
+	bool connected = true;
+	cats_cspf_tree(te, ws, 0, CATS_METRIC_HOPS, c, d, h);
+	for (uint32_t v = 0; v < te->n; v++) {
+		connected &= h[v] != UINT32_MAX;
+		if (h[v] != UINT32_MAX && h[v] > far)
+			far = h[v];
+	}
+	double deg = 2.0 * te->nlinks / te->n;
+	T_OK(connected && far < 40 && deg > 2.0 && deg < 3.0,
+	    "synthetic: connected, %u hops to the farthest node, average "
+	    "degree %.2f", far, deg);
+	struct cats_te *again = cats_te_synth_build(&p, err, sizeof(err));
+	p.seed = 8;
+	struct cats_te *other = cats_te_synth_build(&p, err, sizeof(err));
+	T_OK(again && again->m == te->m && memcmp(again->dst, te->dst,
+	    te->m * 4) == 0 && memcmp(again->w[CATS_TE_W_DELAY],
+	    te->w[CATS_TE_W_DELAY], te->m * 4) == 0,
+	    "synthetic: same seed, same network");
+	T_OK(other && (other->m != te->m || memcmp(other->w[CATS_TE_W_DELAY],
+	    te->w[CATS_TE_W_DELAY], te->m * 4) != 0),
+	    "synthetic: another seed, another network");
+	/* Paths on it replay, constrained or not. */
+	int bad = 0, ok = 0;
+	for (int k = 0; k < 40; k++) {
+		struct cats_cspf_req q;
+		cats_cspf_req_init(&q, rnd(te->n), rnd(te->n));
+		q.dataplane = k % 2 ? CATS_DP_SRV6 : CATS_DP_SRMPLS;
+		if (k % 3 == 0)
+			q.exclude_any = 4;
+		struct cats_cspf_res r;
+		cats_cspf(te, ws, &q, &r);
+		if (r.status == CATS_CSPF_OK) {
+			ok++;
+			bad += replay(te, &r, q.dataplane) != NULL;
+		}
+	}
+	T_OK(bad == 0 && ok > 10, "synthetic: %d paths, segments replay", ok);
+	free(c);
+	free(d);
+	free(h);
+	cats_te_free(te);
+	cats_te_free(again);
+	cats_te_free(other);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1103,6 +1235,8 @@ main(int argc, char **argv)
 	test_brute(150, 8, false);
 	test_dp(150);
 	test_dominance();
+	test_synth();
+	test_real();
 	cats_cspf_ws_free(ws);
 	return t_done();
 }
