@@ -25,7 +25,8 @@
 
 static const char usage_text[] =
     "usage: cats-pce -t file [-v] [--listen endpoint | --to endpoint]\n"
-    "                [--max-labels n] [--replay] [--stats] [--strict]\n"
+    "                [--cache n] [--max-labels n] [--replay] [--stats]\n"
+    "                [--strict]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -194,14 +195,17 @@ peek_type(const struct cats_tok *tk)
 	return -1;
 }
 
+/* Count a bad record; with --strict, read nothing more. */
 static void
-count_bad(struct pce_tool *t)
+count_bad(struct pce_tool *t, struct cats_stream *s)
 {
 	t->bad++;
 	if (t->exit_code == 0)
 		t->exit_code = CATS_EXIT_DATAERR;
-	if (t->strict)
-		event_base_loopbreak(t->base);
+	if (t->strict) {
+		cats_stream_pause(s);
+		event_base_loopexit(t->base, NULL);
+	}
 }
 
 static void
@@ -224,7 +228,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		    NULL, &e2) == CATS_SCAN_OK)
 			type = peek_type(t->toks.t);
 		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
-		count_bad(t);
+		count_bad(t, s);
 		if (type == CATS_T_PATH_REQ)
 			bad_request(s, peer, t->toks.t, index, &e);
 		else if (type >= 0)
@@ -278,7 +282,7 @@ on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	(void)arg;
 	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
 	T.records++;
-	count_bad(&T);
+	count_bad(&T, s);
 }
 
 static void
@@ -375,6 +379,7 @@ print_stats(struct pce_tool *t)
 		{ "no_path", c->no_path }, { "errors", c->errors },
 		{ "expired", c->expired }, { "exact_searches", c->exact_searches },
 		{ "labels", c->labels }, { "settled", c->settled },
+		{ "cache_hits", c->cache_hits },
 		{ "passed", t->passed }, { "net_applied", t->net_applied },
 		{ "net_refused", t->net_refused }, { "reloads", t->reloads },
 		{ "reload_failed", t->reload_failed },
@@ -460,6 +465,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "cache", required_argument, NULL, 'C' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -476,15 +482,24 @@ main(int argc, char **argv)
 	struct pce_tool *t = &T;
 	const char *listen_ep = NULL, *to_ep = NULL;
 	bool check = false;
+	size_t cache = CATS_PCE_CACHE_DEFAULT;
 	int verbose = 1, ch;
 	uint64_t v;
 	char err[512];
 
 	cats_tool_init(argv[0]);
 	t->lfd = -1;
-	while ((ch = getopt_long(argc, argv, "chl:L:rSso:t:vV", longopts,
+	while ((ch = getopt_long(argc, argv, "C:chl:L:rSso:t:vV", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'C':
+			if (cats_parse_u64(optarg, 0, 1000000, &v, err,
+			    sizeof(err)) < 0) {
+				cats_errorx("--cache: %s", err);
+				return CATS_EXIT_USAGE;
+			}
+			cache = (size_t)v;
+			break;
 		case 'c':
 			check = true;
 			break;
@@ -546,6 +561,7 @@ main(int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	t->pce.max_labels = max_labels;
+	t->pce.cache_max = cache;
 	if (t->replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);
 	cats_dec_init(&t->dec, NULL);

@@ -1152,7 +1152,8 @@ cats_cspf(const struct cats_te *te, struct cats_cspf_ws *ws,
 		path_sums(&c);
 	}
 	res->status = CATS_CSPF_OK;
-	compress(&c);
+	if (!rq->path_only)
+		compress(&c);
 	return 0;
 }
 

@@ -100,6 +100,7 @@ struct cats_cspf_req {
 	const uint32_t *ex_srlgs;
 	size_t n_ex_srlgs;
 	size_t max_labels;		/* 0: CATS_CSPF_MAX_LABELS_DEFAULT */
+	bool path_only;			/* no segment list (benchmarks) */
 };
 
 /* Fill r with "no constraints": metric te, data plane ip. */

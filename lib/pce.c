@@ -6,18 +6,80 @@
 
 #include "pce.h"
 
+/* A cached answer: the computation's result with its own path arrays. */
+struct pce_cent {
+	uint8_t *key;
+	size_t klen;
+	uint64_t h;
+	struct cats_cspf_res res;
+	uint32_t *nodes, *edges;
+	struct pce_cent *prev, *next;	/* LRU, most recent first */
+};
+
 int
 cats_pce_init(struct cats_pce *p, struct cats_te *te)
 {
 	memset(p, 0, sizeof(*p));
 	p->te = te;
+	p->cache_max = CATS_PCE_CACHE_DEFAULT;
 	p->ws = cats_cspf_ws_new();
 	return p->ws ? 0 : -1;
+}
+
+static void
+cent_free(struct pce_cent *c)
+{
+	free(c->key);
+	free(c->nodes);
+	free(c->edges);
+	free(c);
+}
+
+static void
+lru_unlink(struct cats_pce *p, struct pce_cent *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		p->lru = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		p->lru_tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void
+lru_front(struct cats_pce *p, struct pce_cent *c)
+{
+	c->prev = NULL;
+	c->next = p->lru;
+	if (p->lru)
+		p->lru->prev = c;
+	p->lru = c;
+	if (p->lru_tail == NULL)
+		p->lru_tail = c;
+}
+
+void
+cats_pce_cache_clear(struct cats_pce *p)
+{
+	struct pce_cent *c = p->lru;
+	while (c != NULL) {
+		struct pce_cent *n = c->next;
+		cent_free(c);
+		c = n;
+	}
+	p->lru = p->lru_tail = NULL;
+	p->ncache = 0;
+	cats_htab_free(&p->cache);
 }
 
 void
 cats_pce_free(struct cats_pce *p)
 {
+	cats_pce_cache_clear(p);
+	cats_buf_free(&p->key);
 	cats_te_free(p->te);
 	cats_cspf_ws_free(p->ws);
 	memset(p, 0, sizeof(*p));
@@ -26,8 +88,139 @@ cats_pce_free(struct cats_pce *p)
 void
 cats_pce_set_te(struct cats_pce *p, struct cats_te *te)
 {
+	cats_pce_cache_clear(p);
 	cats_te_free(p->te);
 	p->te = te;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The request in canonical form: exclusion lists sorted. */
+static int
+make_key(struct cats_buf *k, struct cats_cspf_req *q)
+{
+	k->len = 0;
+	struct {
+		uint32_t src, dst;
+		int32_t metric, dataplane;
+		uint64_t max_delay, min_bw, max_labels;
+		uint32_t max_hops, ia, il, xa;
+		uint32_t nn, nl, ns, pad;
+	} h;
+	memset(&h, 0, sizeof(h));
+	h.src = q->src;
+	h.dst = q->dst;
+	h.metric = q->metric;
+	h.dataplane = q->dataplane;
+	h.max_delay = q->max_delay_us;
+	h.min_bw = q->min_bw;
+	h.max_labels = q->max_labels;
+	h.max_hops = q->max_hops;
+	h.ia = q->include_any;
+	h.il = q->include_all;
+	h.xa = q->exclude_any;
+	h.nn = (uint32_t)q->n_ex_nodes;
+	h.nl = (uint32_t)q->n_ex_links;
+	h.ns = (uint32_t)q->n_ex_srlgs;
+	/* The arrays live in the request's arena: sorting them is fine. */
+	qsort((void *)q->ex_nodes, q->n_ex_nodes, 4, cmp_u32);
+	qsort((void *)q->ex_links, q->n_ex_links, 4, cmp_u32);
+	qsort((void *)q->ex_srlgs, q->n_ex_srlgs, 4, cmp_u32);
+	if (cats_buf_add(k, &h, sizeof(h)) < 0 ||
+	    cats_buf_add(k, q->ex_nodes, q->n_ex_nodes * 4) < 0 ||
+	    cats_buf_add(k, q->ex_links, q->n_ex_links * 4) < 0 ||
+	    cats_buf_add(k, q->ex_srlgs, q->n_ex_srlgs * 4) < 0)
+		return -1;
+	return 0;
+}
+
+static bool
+cent_eq(const void *item, const void *key)
+{
+	const struct pce_cent *c = item;
+	const struct cats_buf *k = key;
+	return c->klen == k->len && memcmp(c->key, k->p, k->len) == 0;
+}
+
+/* Remember a computed answer (best effort: a failure only skips it). */
+static void
+cache_put(struct cats_pce *p, uint64_t h, const struct cats_cspf_res *r)
+{
+	struct pce_cent *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return;
+	c->h = h;
+	c->klen = p->key.len;
+	c->key = malloc(p->key.len);
+	c->res = *r;
+	if (r->nodes != NULL) {
+		c->nodes = malloc((r->hops + 1) * sizeof(uint32_t));
+		c->edges = malloc((r->hops + 1) * sizeof(uint32_t));
+	}
+	if (c->key == NULL || (r->nodes != NULL && (c->nodes == NULL ||
+	    c->edges == NULL))) {
+		cent_free(c);
+		return;
+	}
+	memcpy(c->key, p->key.p, p->key.len);
+	if (r->nodes != NULL) {
+		memcpy(c->nodes, r->nodes, (r->hops + 1) * sizeof(uint32_t));
+		memcpy(c->edges, r->edges, r->hops * sizeof(uint32_t));
+		c->res.nodes = c->nodes;
+		c->res.edges = c->edges;
+	}
+	if (cats_htab_put(&p->cache, h, c) < 0) {
+		cent_free(c);
+		return;
+	}
+	lru_front(p, c);
+	if (++p->ncache > p->cache_max) {
+		struct pce_cent *old = p->lru_tail;
+		struct cats_buf k = { .p = old->key, .len = old->klen };
+		cats_htab_del(&p->cache, old->h, cent_eq, &k);
+		lru_unlink(p, old);
+		cent_free(old);
+		p->ncache--;
+	}
+}
+
+/* Compute, or take the cached answer. */
+static int
+compute(struct cats_pce *p, struct cats_cspf_req *q, struct cats_cspf_res *r)
+{
+	const struct cats_te *te = p->te;
+	if (p->cache_max == 0)
+		return cats_cspf(te, p->ws, q, r);
+	if (p->cache_uid != cats_te_uid(te) ||
+	    p->cache_gen != cats_te_gen(te)) {
+		cats_pce_cache_clear(p);
+		p->cache_uid = cats_te_uid(te);
+		p->cache_gen = cats_te_gen(te);
+	}
+	if (make_key(&p->key, q) < 0)
+		return cats_cspf(te, p->ws, q, r);
+	uint64_t h = cats_hash(p->key.p, p->key.len);
+	struct pce_cent *c = cats_htab_get(&p->cache, h, cent_eq, &p->key);
+	if (c != NULL) {
+		*r = c->res;
+		r->settled = r->labels = 0;
+		r->exact_search = false;
+		lru_unlink(p, c);
+		lru_front(p, c);
+		p->c.cache_hits++;
+		return 0;
+	}
+	if (cats_cspf(te, p->ws, q, r) < 0)
+		return -1;
+	/* Out of budget is no property of the request: do not keep it. */
+	if (r->status != CATS_CSPF_BUDGET)
+		cache_put(p, h, r);
+	return 0;
 }
 
 int
@@ -203,7 +396,7 @@ cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
 		return -1;
 	q.max_labels = p->max_labels;
 	struct cats_cspf_res r;
-	if (cats_cspf(te, p->ws, &q, &r) < 0)
+	if (compute(p, &q, &r) < 0)
 		return -1;
 	p->c.settled += r.settled;
 	p->c.labels += r.labels;

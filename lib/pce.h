@@ -7,23 +7,45 @@
 
 #include "cspf.h"
 
+#include "htab.h"
+
 struct cats_pce_counters {
 	uint64_t requests, ok, no_path, errors, expired;
 	uint64_t exact_searches, labels, settled;
+	uint64_t cache_hits;
 };
 
+struct pce_cent;
+
+/*
+ * The answer to a request is a function of the request and the database
+ * (object and generation): answers are cached, least recently used out,
+ * and the cache empties when the database changes.  Flows between the same
+ * ingress and egress under the same constraints share a path.
+ */
 struct cats_pce {
 	struct cats_te *te;		/* owned */
 	struct cats_cspf_ws *ws;
 	size_t max_labels;		/* 0: default */
+	size_t cache_max;		/* answers kept; 0: no cache */
 	struct cats_pce_counters c;
+	/* the cache */
+	struct cats_htab cache;
+	struct pce_cent *lru, *lru_tail;
+	size_t ncache;
+	uint64_t cache_uid, cache_gen;
+	struct cats_buf key;
 };
+
+#define CATS_PCE_CACHE_DEFAULT 4096
 
 /* A PCE over te (taken over; may be NULL until cats_pce_set_te()). */
 int cats_pce_init(struct cats_pce *p, struct cats_te *te);
 void cats_pce_free(struct cats_pce *p);
 /* Replace the database (the old one is freed). */
 void cats_pce_set_te(struct cats_pce *p, struct cats_te *te);
+/* Drop every cached answer. */
+void cats_pce_cache_clear(struct cats_pce *p);
 
 /*
  * Answer a path request: rep becomes a path-rep carrying the request's
