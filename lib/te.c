@@ -39,6 +39,10 @@ errf(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	/* Ids and keys come from the file: keep the message one line. */
+	for (char *p = err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 }
 
 /* ---- id tables: items are index + 1, keys name a string in a pool ---- */

@@ -261,6 +261,9 @@ test_refused(void)
 	T_OK(te == NULL && strstr(err, "exceeds the 10-byte limit"),
 	    "file size cap (%s)", err);
 	refused("[1,2]", "line 1: expected an object");
+	/* Found by fuzz_topology: a key with a newline stays on one line. */
+	refused("{\"li\\nse\":1,\"nodes\":[{\"id\":\"A\"}]}",
+	    "line 1: li?se: unknown key");
 	refused("{\"nodes\":{}}", "nodes: expected an array");
 	refused("{\"version\":2,\"nodes\":[{\"id\":\"A\"}]}",
 	    "only version 1");
