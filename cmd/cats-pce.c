@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "crypto.h"
 #include "ep.h"
 #include "json.h"
 #include "log.h"
@@ -25,8 +26,9 @@
 
 static const char usage_text[] =
     "usage: cats-pce -t file [-v] [--listen endpoint | --to endpoint]\n"
-    "                [--cache n] [--max-labels n] [--replay] [--stats]\n"
-    "                [--strict]\n"
+    "                [--keys keyring [--window duration]] [--key key]\n"
+    "                [--insecure] [--cache n] [--max-labels n] [--replay]\n"
+    "                [--stats] [--strict]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -52,9 +54,13 @@ struct pce_tool {
 	struct cats_dec dec;
 	struct cats_arena arena;
 	struct cats_toks toks;
+	/* channel security */
+	struct cats_keyring keys;	/* accepted senders; n == 0: none */
+	struct cats_key sign;		/* kind -1: do not sign */
+	struct cats_pce_guard *guard;
 	/* counters */
 	uint64_t records, bad, passed, net_applied, net_refused, reloads,
-	    reload_failed, sessions;
+	    reload_failed, sessions, unauthorized;
 	int exit_code;
 };
 
@@ -91,9 +97,15 @@ reply(struct cats_stream *from, const struct cats_peer *peer,
 
 static void
 reply_rec(struct cats_stream *from, const struct cats_peer *peer,
-    const struct cats_rec *r)
+    const struct cats_rec *r0)
 {
 	struct cats_buf b = { 0 };
+	struct cats_rec copy = *r0;
+	const struct cats_rec *r = &copy;
+	if (T.sign.kind >= 0 && cats_rec_sign(&copy, &T.sign) < 0) {
+		cats_errorx("cannot sign a %s record", cats_type_name(r->type));
+		return;
+	}
 	if (cats_rec_encode(r, &b, true) < 0) {
 		cats_errorx("cannot encode a %s record", cats_type_name(r->type));
 	} else {
@@ -208,6 +220,57 @@ count_bad(struct pce_tool *t, struct cats_stream *s)
 	}
 }
 
+/*
+ * A path request or net record on an authenticated channel: verified
+ * against the keyring, inside the time window, not seen before.  A request
+ * that fails gets an "unauthorized" error (fail closed: no path), and the
+ * failure is audited.
+ */
+static bool
+authentic(struct pce_tool *t, struct cats_stream *s,
+    const struct cats_peer *peer, const struct cats_rec *r, uint64_t index)
+{
+	struct cats_err e;
+	const struct cats_key *who = NULL;
+	const char *why;
+	memset(&e, 0, sizeof(e));
+	uint64_t ts = r->type == CATS_T_PATH_REQ ? r->u.preq.ts : r->u.net.ts;
+	if (cats_rec_verify(r, &t->keys, &who, &e) < 0) {
+		why = e.reason;
+	} else {
+		int g = cats_pce_guard_check(t->guard, r, ts, cats_clock_now());
+		if (g == CATS_GUARD_OK)
+			return true;
+		why = cats_pce_guard_reason(g);
+	}
+	t->unauthorized++;
+	cats_warnx("record %" PRIu64 ": %s refused: %s", index,
+	    cats_type_name(r->type), why);
+	cats_audit("auth-failure", "record=%" PRIu64 " type=%s sender=%s "
+	    "reason=\"%s\"", index, cats_type_name(r->type),
+	    who && who->name[0] ? who->name : "-", why);
+	if (r->type != CATS_T_PATH_REQ)
+		return false;
+	const struct cats_path_req *q = &r->u.preq;
+	struct cats_rec er;
+	char msg[300];
+	cats_rec_init(&er, CATS_T_ERROR);
+	er.u.error.code = "unauthorized";
+	CATS_SET(&er.u.error, ERR, ts, cats_clock_now());
+	CATS_SET(&er.u.error, ERR, txn, q->txn);
+	CATS_SET(&er.u.error, ERR, index, index);
+	er.u.error.stage = "cats-pce";
+	snprintf(msg, sizeof(msg), "path request refused: %s", why);
+	er.u.error.msg = msg;
+	er.u.error.ingress = q->ingress ? q->ingress : q->headend;
+	if (CATS_HAS(q, PRQ, flow)) {
+		er.u.error.flow = q->flow;
+		er.u.error.has |= UINT64_C(1) << CATS_ERR_flow;
+	}
+	reply_rec(s, peer, &er);
+	return false;
+}
+
 static void
 on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
     const struct cats_peer *peer, void *arg)
@@ -242,6 +305,14 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		else if (r.type == CATS_T_NET)
 			ts = r.u.net.ts;
 		cats_clock_observe(ts);
+	}
+	if (t->keys.n > 0 && (r.type == CATS_T_PATH_REQ ||
+	    r.type == CATS_T_NET) && !authentic(t, s, peer, &r, index)) {
+		/* An unauthenticated net record is not applied; it is not
+		 * ours to drop either. */
+		if (r.type == CATS_T_NET)
+			reply(s, peer, p, n);
+		return;
 	}
 	if (r.type == CATS_T_PATH_REQ) {
 		struct cats_rec rep;
@@ -384,6 +455,7 @@ print_stats(struct pce_tool *t)
 		{ "net_refused", t->net_refused }, { "reloads", t->reloads },
 		{ "reload_failed", t->reload_failed },
 		{ "sessions", t->sessions },
+		{ "unauthorized", t->unauthorized },
 		{ "generation", t->pce.te ? cats_te_gen(t->pce.te) : 0 },
 	};
 	struct cats_rec r;
@@ -468,6 +540,9 @@ main(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'C' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "insecure", no_argument, NULL, 'I' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "keys", required_argument, NULL, 'k' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "max-labels", required_argument, NULL, 'L' },
 		{ "replay", no_argument, NULL, 'r' },
@@ -477,11 +552,14 @@ main(int argc, char **argv)
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pce_tool *t = &T;
 	const char *listen_ep = NULL, *to_ep = NULL;
-	bool check = false;
+	bool check = false, insecure = false;
+	const char *keys_path = NULL, *key_path = NULL;
+	uint64_t window = 30000;
 	size_t cache = CATS_PCE_CACHE_DEFAULT;
 	int verbose = 1, ch;
 	uint64_t v;
@@ -489,7 +567,7 @@ main(int argc, char **argv)
 
 	cats_tool_init(argv[0]);
 	t->lfd = -1;
-	while ((ch = getopt_long(argc, argv, "C:chl:L:rSso:t:vV", longopts,
+	while ((ch = getopt_long(argc, argv, "C:chIK:k:l:L:rSso:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'C':
@@ -506,6 +584,15 @@ main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return CATS_EXIT_OK;
+		case 'I':
+			insecure = true;
+			break;
+		case 'K':
+			key_path = optarg;
+			break;
+		case 'k':
+			keys_path = optarg;
+			break;
 		case 'l':
 			listen_ep = optarg;
 			break;
@@ -538,6 +625,14 @@ main(int argc, char **argv)
 		case 'V':
 			cats_tool_version();
 			return CATS_EXIT_OK;
+		case 'w':
+			if (cats_parse_ms(optarg, &window, err,
+			    sizeof(err)) < 0 || window == 0) {
+				cats_errorx("--window: %s", window ? err :
+				    "must be positive");
+				return CATS_EXIT_USAGE;
+			}
+			break;
 		default:
 			usage();
 		}
@@ -547,6 +642,35 @@ main(int argc, char **argv)
 	cats_log_verbosity(verbose);
 	if (check)
 		return check_only(t->tedb);
+	t->sign.kind = -1;
+	if (keys_path != NULL) {
+		if (cats_keyring_load(&t->keys, keys_path, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("--keys: %s", err);
+			return CATS_EXIT_NOPERM;
+		}
+		if (t->keys.n == 0) {
+			cats_errorx("--keys: %s: no key", keys_path);
+			return CATS_EXIT_NOPERM;
+		}
+		t->guard = cats_pce_guard_new(window, (size_t)1 << 20);
+		if (t->guard == NULL) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
+	}
+	if (key_path != NULL) {
+		if (cats_key_load(&t->sign, key_path, -1, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("--key: %s", err);
+			return CATS_EXIT_NOPERM;
+		}
+		if (t->sign.kind == CATS_KEY_ED25519_PUBLIC) {
+			cats_errorx("--key: %s: a public key cannot sign",
+			    key_path);
+			return CATS_EXIT_NOPERM;
+		}
+	}
 
 	size_t max_labels = t->pce.max_labels;
 	bool missing;
@@ -587,6 +711,12 @@ main(int argc, char **argv)
 		    ep.kind != CATS_EP_UDP) {
 			cats_errorx("--listen: %s: expected unix:, tcp: or udp:",
 			    listen_ep);
+			return CATS_EXIT_USAGE;
+		}
+		/* A network channel to the C-PS must be authenticated. */
+		if (ep.kind != CATS_EP_UNIX && keys_path == NULL && !insecure) {
+			cats_errorx("--listen: %s: a network channel needs "
+			    "--keys (or --insecure)", listen_ep);
 			return CATS_EXIT_USAGE;
 		}
 		t->lfd = cats_ep_listen(&ep, err, sizeof(err));
@@ -665,6 +795,8 @@ main(int argc, char **argv)
 	if (t->lfd >= 0)
 		close(t->lfd);
 	cats_pce_free(&t->pce);
+	cats_pce_guard_free(t->guard);
+	cats_keyring_free(&t->keys);
 	cats_dec_free(&t->dec);
 	cats_arena_free(&t->arena);
 	cats_toks_free(&t->toks);

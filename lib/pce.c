@@ -444,3 +444,114 @@ cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
 		o->endpoint_addr = te->router_id[q.dst];
 	return fill_segments(te, &r, rq->dataplane, o, a);
 }
+
+/* ---- replay protection ---- */
+
+struct gent {
+	uint64_t expire;
+	uint64_t h;
+	uint8_t tag[64];
+	uint8_t len;
+	bool live;
+};
+
+struct cats_pce_guard {
+	uint64_t window;
+	struct gent *ring;	/* insertion order = expiry order */
+	size_t cap, head, n;
+	struct cats_htab seen;
+};
+
+struct cats_pce_guard *
+cats_pce_guard_new(uint64_t window_ms, size_t max)
+{
+	struct cats_pce_guard *g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	g->window = window_ms;
+	g->cap = max ? max : 1;
+	g->ring = calloc(g->cap, sizeof(*g->ring));
+	if (g->ring == NULL) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void
+cats_pce_guard_free(struct cats_pce_guard *g)
+{
+	if (g == NULL)
+		return;
+	cats_htab_free(&g->seen);
+	free(g->ring);
+	free(g);
+}
+
+struct gkey {
+	const uint8_t *tag;
+	size_t len;
+};
+
+static bool
+gent_eq(const void *item, const void *key)
+{
+	const struct gent *e = item;
+	const struct gkey *k = key;
+	return e->len == k->len && memcmp(e->tag, k->tag, k->len) == 0;
+}
+
+const char *
+cats_pce_guard_reason(int code)
+{
+	switch (code) {
+	case CATS_GUARD_OK:
+		return "ok";
+	case CATS_GUARD_WINDOW:
+		return "timestamp outside the accepted window";
+	case CATS_GUARD_REPLAY:
+		return "replayed record";
+	case CATS_GUARD_FULL:
+		return "too many records in the replay window";
+	default:
+		return "record is not authenticated";
+	}
+}
+
+int
+cats_pce_guard_check(struct cats_pce_guard *g, const struct cats_rec *r,
+    uint64_t ts, uint64_t now)
+{
+	if (r->auth.alg == CATS_ALG_NONE || r->auth.tag_len == 0)
+		return CATS_GUARD_UNAUTH;
+	if (ts + g->window < now || ts > now + g->window)
+		return CATS_GUARD_WINDOW;
+	/* Forget tags whose records can no longer pass the window. */
+	while (g->n > 0 && g->ring[g->head].expire < now) {
+		struct gent *e = &g->ring[g->head];
+		struct gkey k = { e->tag, e->len };
+		cats_htab_del(&g->seen, e->h, gent_eq, &k);
+		e->live = false;
+		g->head = (g->head + 1) % g->cap;
+		g->n--;
+	}
+	struct gkey k = { r->auth.tag, r->auth.tag_len };
+	uint64_t h = cats_hash(r->auth.tag, r->auth.tag_len);
+	if (cats_htab_get(&g->seen, h, gent_eq, &k) != NULL)
+		return CATS_GUARD_REPLAY;
+	if (g->n == g->cap)
+		return CATS_GUARD_FULL;
+	struct gent *e = &g->ring[(g->head + g->n) % g->cap];
+	/* A record with ts <= now + window stops passing after ts + window,
+	 * that is by now + 2 window at the latest: expiry follows the
+	 * order of insertion. */
+	e->expire = now + 2 * g->window;
+	e->h = h;
+	e->len = (uint8_t)r->auth.tag_len;
+	memcpy(e->tag, r->auth.tag, r->auth.tag_len);
+	e->live = true;
+	if (cats_htab_put(&g->seen, h, e) < 0)
+		return CATS_GUARD_FULL;
+	g->n++;
+	return CATS_GUARD_OK;
+}
