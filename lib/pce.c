@@ -128,9 +128,12 @@ make_key(struct cats_buf *k, struct cats_cspf_req *q)
 	h.nl = (uint32_t)q->n_ex_links;
 	h.ns = (uint32_t)q->n_ex_srlgs;
 	/* The arrays live in the request's arena: sorting them is fine. */
-	qsort((void *)q->ex_nodes, q->n_ex_nodes, 4, cmp_u32);
-	qsort((void *)q->ex_links, q->n_ex_links, 4, cmp_u32);
-	qsort((void *)q->ex_srlgs, q->n_ex_srlgs, 4, cmp_u32);
+	if (q->n_ex_nodes)
+		qsort((void *)q->ex_nodes, q->n_ex_nodes, 4, cmp_u32);
+	if (q->n_ex_links)
+		qsort((void *)q->ex_links, q->n_ex_links, 4, cmp_u32);
+	if (q->n_ex_srlgs)
+		qsort((void *)q->ex_srlgs, q->n_ex_srlgs, 4, cmp_u32);
 	if (cats_buf_add(k, &h, sizeof(h)) < 0 ||
 	    cats_buf_add(k, q->ex_nodes, q->n_ex_nodes * 4) < 0 ||
 	    cats_buf_add(k, q->ex_links, q->n_ex_links * 4) < 0 ||

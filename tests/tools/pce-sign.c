@@ -80,6 +80,9 @@ main(int argc, char **argv)
 			return 1;
 		cats_buf_free(&b);
 	}
+	cats_seq_reader_free(&rd);
+	cats_dec_free(&d);
+	cats_keyring_free(&kr);
 	return bad ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: pce-sign -k key | -v keyring\n");
