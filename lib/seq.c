@@ -322,7 +322,14 @@ on_read(evutil_socket_t fd, short what, void *arg)
 			stream_destroy(s);
 		return;
 	}
+	/* deliver() may run a callback that frees the stream. */
+	s->busy++;
 	deliver(s);
+	s->busy--;
+	if (s->dead && s->busy == 0) {
+		stream_destroy(s);
+		return;
+	}
 	if (s->rfile && !s->rd.eof && !s->paused && !s->dead)
 		event_active(s->rev, EV_READ, 0);
 }
@@ -335,7 +342,13 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (s->dgram)
 		return;
+	s->busy++;
 	deliver(s);
+	s->busy--;
+	if (s->dead && s->busy == 0) {
+		stream_destroy(s);
+		return;
+	}
 	if (!s->dead && !s->paused && !s->rd.eof) {
 		if (s->rfile)
 			event_active(s->rev, EV_READ, 0);
