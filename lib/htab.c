@@ -31,6 +31,19 @@ cats_hash_str(const char *s)
 	return cats_hash(s, strlen(s));
 }
 
+uint64_t
+cats_hash_pair(const char *a, const char *b)
+{
+	char buf[512];
+	size_t x = strlen(a), y = strlen(b);
+	if (x + y + 1 > sizeof(buf))
+		return cats_hash_str(a) ^ (cats_hash_str(b) * 31);
+	memcpy(buf, a, x);
+	buf[x] = '\0';
+	memcpy(buf + x + 1, b, y);
+	return cats_hash(buf, x + y + 1);
+}
+
 void *
 cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key)

@@ -27,6 +27,8 @@ typedef bool (*cats_eq_fn)(const void *item, const void *key);
 
 uint64_t cats_hash(const void *p, size_t n);
 uint64_t cats_hash_str(const char *s);
+/* A key of two strings (a, b): the hash of "a\0b". */
+uint64_t cats_hash_pair(const char *a, const char *b);
 
 void *cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);
