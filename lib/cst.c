@@ -303,7 +303,10 @@ write_fields(struct cats_cst_entry *e, const struct cats_entry *in,
 {
 	if (replace) {
 		e->has = 0;
-		e->locator.af = 0;
+		e->health = e->state = 0;
+		e->gas = e->comp_time_ms = e->price = e->reputation = 0;
+		e->security_level = e->port = e->sci_gen = e->sci_ts = 0;
+		memset(&e->locator, 0, sizeof(e->locator));
 		free_ext(e);
 	}
 #define W(name, dst) \
