@@ -309,9 +309,14 @@ on_read(evutil_socket_t fd, short what, void *arg)
 			stream_destroy(s);
 		return;
 	}
+	/* deliver() may free s (a callback frees its stream): hold it. */
+	s->busy++;
 	deliver(s);
 	if (s->rfile && !s->rd.eof && !s->paused && !s->dead)
 		event_active(s->rev, EV_READ, 0);
+	s->busy--;
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
 }
 
 static void
@@ -322,11 +327,15 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (s->dgram)
 		return;
+	s->busy++;
 	deliver(s);
 	if (!s->dead && !s->paused && !s->rd.eof) {
 		if (s->rfile)
 			event_active(s->rev, EV_READ, 0);
 	}
+	s->busy--;
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
 }
 
 static size_t
