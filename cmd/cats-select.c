@@ -100,6 +100,8 @@ struct app {
 	uint64_t since_purge;
 	uint64_t last_stats_ts, last_decisions;
 	struct event *timer;
+	struct event *sev[5];
+	struct cats_conf cf;
 	int rc;
 	/* Counters of the tool (the selector has its own). */
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
@@ -1135,8 +1137,8 @@ setup_listeners(struct app *a)
 	return CATS_EXIT_OK;
 }
 
-int
-main(int argc, char **argv)
+static int
+run(struct app *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "audit", required_argument, NULL, 'A' },
@@ -1172,8 +1174,6 @@ main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct app app;
-	struct app *a = &app;
 	struct opts *o = &a->o;
 	char err[512];
 	int ch, rc;
@@ -1241,8 +1241,7 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
-	struct cats_conf cf = { 0 };
-	if (o->config != NULL && (rc = load_config(o, &cf)) != CATS_EXIT_OK)
+	if (o->config != NULL && (rc = load_config(o, &a->cf)) != CATS_EXIT_OK)
 		return rc;
 	cats_log_verbosity(o->verbose);
 	if (o->log != NULL && cats_log_open(o->log) < 0) {
@@ -1331,11 +1330,10 @@ main(int argc, char **argv)
 	if ((rc = setup_listeners(a)) != CATS_EXIT_OK)
 		return rc;
 	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
-	struct event *sev[5];
 	for (size_t i = 0; i < 5; i++) {
-		sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
-		if (sev[i] != NULL)
-			event_add(sev[i], NULL);
+		a->sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+		if (a->sev[i] != NULL)
+			event_add(a->sev[i], NULL);
 	}
 	if (a->daemon && !o->replay) {
 		struct timeval tv = { 1, 0 };
@@ -1361,9 +1359,16 @@ main(int argc, char **argv)
 	}
 	if (a->stats != a->out && cats_stream_flush(a->stats) < 0 && a->rc == 0)
 		a->rc = CATS_EXIT_IOERR;
+	return a->rc;
+}
+
+/* Release everything run() made, whichever way it returned. */
+static void
+cleanup(struct app *a)
+{
 	for (size_t i = 0; i < 5; i++)
-		if (sev[i] != NULL)
-			event_free(sev[i]);
+		if (a->sev[i] != NULL)
+			event_free(a->sev[i]);
 	if (a->timer != NULL)
 		event_free(a->timer);
 	while (a->conns != NULL)
@@ -1378,7 +1383,8 @@ main(int argc, char **argv)
 	if (a->stats != a->out)
 		cats_stream_free(a->stats);
 	cats_stream_free(a->out);
-	event_base_free(a->base);
+	if (a->base != NULL)
+		event_base_free(a->base);
 	cats_sel_free(a->sel);
 	cats_nst_free(&a->nst);
 	cats_cst_free(a->cst);
@@ -1387,6 +1393,14 @@ main(int argc, char **argv)
 	cats_dec_free(&a->dec);
 	cats_toks_free(&a->peek);
 	cats_buf_free(&a->obuf);
-	cats_conf_free(&cf);
-	return a->rc;
+	cats_conf_free(&a->cf);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct app app;
+	int rc = run(&app, argc, argv);
+	cleanup(&app);
+	return rc;
 }
