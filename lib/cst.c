@@ -18,6 +18,7 @@ struct plist {
 struct bucket {
 	char *cs_id;
 	struct plist l;
+	uint64_t gen;		/* changes with any entry of the CS-ID */
 };
 
 struct sma {
@@ -37,6 +38,7 @@ struct cats_cst {
 	uint64_t default_ttl;
 	uint64_t gen;
 	uint64_t snap_ctr;
+	uint64_t bucket_ctr;
 };
 
 struct ekey {
@@ -131,7 +133,6 @@ free_entry(struct cats_cst_entry *e)
 	free(e->csci_id);
 	free(e->sma_id);
 	free(e->site);
-	free(e->egress);
 	free(e);
 }
 
@@ -207,6 +208,7 @@ remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 	cats_htab_del(&t->byk, cats_hash_pair(e->cs_id, e->csci_id), eq_entry, &k);
 	struct bucket *b = get_bucket(t, e->cs_id, false);
 	if (b != NULL) {
+		b->gen = ++t->bucket_ctr;
 		plist_del_cs(&b->l, e->cs_pos);
 		if (b->l.n == 0) {
 			cats_htab_del(&t->bycs, cats_hash_str(b->cs_id),
@@ -425,9 +427,12 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 	if (replace || m->site != NULL)
 		if (set_str(&e->site, m->site) < 0)
 			return -1;
-	if (replace || m->egress != NULL)
-		if (set_str(&e->egress, m->egress) < 0)
-			return -1;
+	if (replace || m->egress != NULL) {
+		/* Inline: the selector reads it for every candidate. */
+		e->egress = m->egress ? e->egress_buf : NULL;
+		cats_strlcpy(e->egress_buf, m->egress ? m->egress : "",
+		    sizeof(e->egress_buf));
+	}
 	e->epoch = m->epoch;
 	e->base = c->base;
 	e->ttl_ms = entry_ttl(c, in);
@@ -435,6 +440,9 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 	e->snap = snap;
 	e->memo = 0;
 	e->gen = t->gen + 1;
+	struct bucket *b = get_bucket(t, e->cs_id, false);
+	if (b != NULL)
+		b->gen = ++t->bucket_ctr;
 	c->changed = true;
 	c->res->applied++;
 	return 0;
@@ -646,17 +654,27 @@ cats_cst_expire(struct cats_cst *t, uint64_t now, uint64_t grace_ms)
 }
 
 size_t
-cats_cst_lookup(const struct cats_cst *t, const char *cs_id,
-    struct cats_cst_entry *const **v)
+cats_cst_candidates(const struct cats_cst *t, const char *cs_id,
+    struct cats_cst_entry *const **v, uint64_t *gen)
 {
 	const struct bucket *b = cats_htab_get(&t->bycs, cats_hash_str(cs_id),
 	    eq_bucket, cs_id);
 	if (b == NULL) {
 		*v = NULL;
+		*gen = 0;
 		return 0;
 	}
 	*v = b->l.v;
+	*gen = b->gen;
 	return b->l.n;
+}
+
+size_t
+cats_cst_lookup(const struct cats_cst *t, const char *cs_id,
+    struct cats_cst_entry *const **v)
+{
+	uint64_t gen;
+	return cats_cst_candidates(t, cs_id, v, &gen);
 }
 
 const struct cats_cst_entry *

@@ -71,6 +71,7 @@ struct cats_cst_entry {
 	/* Internal. */
 	uint64_t snap;
 	size_t cs_pos, sma_pos;
+	char egress_buf[CATS_ID + 1];
 };
 
 /* What a C-SMA's stream looks like from the table. */
@@ -117,6 +118,13 @@ cats_cst_fresh(const struct cats_cst_entry *e, uint64_t now)
  * change of the table. */
 size_t cats_cst_lookup(const struct cats_cst *t, const char *cs_id,
     struct cats_cst_entry *const **v);
+/*
+ * The same, with the CS-ID's generation: it changes whenever an entry of
+ * the CS-ID is inserted, updated or removed (not on refresh), and never
+ * repeats, so that a cache of per-CS-ID results can check it.
+ */
+size_t cats_cst_candidates(const struct cats_cst *t, const char *cs_id,
+    struct cats_cst_entry *const **v, uint64_t *gen);
 const struct cats_cst_entry *cats_cst_get(const struct cats_cst *t,
     const char *cs_id, const char *csci_id);
 /* A C-SMA's position (epoch, sequence); false if it never advertised. */

@@ -102,6 +102,7 @@ struct rpath {
 	bool has_delay, has_bw, has_max_bw, has_hops;
 	uint64_t delay_us, avail_bw, max_bw, hops;
 	uint64_t pgen;		/* provider generation of the last change */
+	char key[];		/* src and dst, inline: one fetch per compare */
 };
 
 struct cats_nst_rec {
@@ -137,8 +138,6 @@ cats_nst_rec_new(uint64_t default_ttl_ms, size_t max_paths)
 static void
 free_path(struct rpath *p)
 {
-	free(p->src);
-	free(p->dst);
 	free(p->source);
 	free(p);
 }
@@ -190,12 +189,13 @@ cats_nst_rec_apply(struct cats_nst_rec *r, const struct cats_net *m,
 		if (r->n >= r->max)
 			return cats_err_set(err, "dst", "the NST is full (%zu "
 			    "paths)", r->max);
-		if ((p = calloc(1, sizeof(*p))) == NULL ||
-		    (p->src = strdup(m->src)) == NULL ||
-		    (p->dst = strdup(m->dst)) == NULL ||
-		    cats_htab_put(&r->t, h, p) < 0) {
-			if (p)
-				free_path(p);
+		size_t ls = strlen(m->src) + 1, ld = strlen(m->dst) + 1;
+		if ((p = calloc(1, sizeof(*p) + ls + ld)) == NULL)
+			return cats_err_set(err, "", "out of memory");
+		p->src = memcpy(p->key, m->src, ls);
+		p->dst = memcpy(p->key + ls, m->dst, ld);
+		if (cats_htab_put(&r->t, h, p) < 0) {
+			free_path(p);
 			return cats_err_set(err, "", "out of memory");
 		}
 		r->n++;

@@ -56,8 +56,42 @@ struct kbucket {
 struct cand {
 	struct cats_cst_entry *e;
 	uint64_t lat_us;	/* UINT64_MAX: unknown */
-	uint64_t key;		/* tie-break, computed on demand */
-	bool has_key;
+	uint64_t gas, price;	/* copies: ranking touches no entry */
+};
+
+/*
+ * The eligibility cache: the eligible candidates of a (service, headend,
+ * constraints) with their latency, and the rejection counts, valid while
+ * the catalogue, the CS-ID's CST generation and the NST generation stay and
+ * until the earliest soft-state expiry among what was evaluated.  Ranking
+ * (seeded per request) runs on every request; only the per-candidate
+ * eligibility and NST work is reused.  At most cache_max entries: a new key
+ * in a full cache evicts one at a pseudo-random slot.
+ */
+#define ECACHE_MAX 65536
+
+/* The constraint fields eligibility reads. */
+#define ELIG_CON ((UINT64_C(1) << CATS_CON_max_delay_us) | \
+	(UINT64_C(1) << CATS_CON_max_comp_ms) | \
+	(UINT64_C(1) << CATS_CON_max_price) | \
+	(UINT64_C(1) << CATS_CON_min_reputation) | \
+	(UINT64_C(1) << CATS_CON_min_security) | \
+	(UINT64_C(1) << CATS_CON_min_bw) | (UINT64_C(1) << CATS_CON_max_hops))
+
+struct ekey {
+	const struct cats_svc *svc;
+	uint64_t has;
+	uint64_t v[7];
+	char headend[CATS_ID + 1];
+};
+
+struct eslot {
+	struct ekey k;
+	uint64_t memo_epoch, bgen, ngen, until;
+	int furthest;
+	uint32_t rej[CATS_REJ__N];
+	struct cand *v;
+	size_t n, cap;
 };
 
 struct cats_sel {
@@ -74,6 +108,8 @@ struct cats_sel {
 	/* Authorization memo: valid while the catalogue and its gen stay. */
 	const struct cats_svc_cat *memo_cat;
 	uint64_t memo_gen, memo_epoch;
+	struct cats_htab cache;
+	uint64_t evict;
 	struct cats_sel_counters c;
 };
 
@@ -181,6 +217,14 @@ cats_sel_free(struct cats_sel *s)
 	free_kb(&s->tenants);
 	free_kb(&s->clients);
 	free(s->cands);
+	for (size_t i = 0; i < s->cache.cap; i++) {
+		if (s->cache.s[i].h) {
+			struct eslot *e = s->cache.s[i].item;
+			free(e->v);
+			free(e);
+		}
+	}
+	cats_htab_free(&s->cache);
 	free(s);
 }
 
@@ -570,6 +614,7 @@ struct rctx {
 	uint64_t now;
 	uint64_t seed;
 	uint64_t memo_tag;
+	uint64_t until;		/* earliest soft-state change seen by eval */
 	struct cats_sel_out *out;
 };
 
@@ -603,6 +648,8 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 		return CATS_REJ_INCOMPLETE;
 	if (!lenient && c->now >= sat_add(e->expires, o->stale_ms))
 		return CATS_REJ_CST_STALE;
+	if (e->expires < c->until)
+		c->until = e->expires;
 	if (!EHAS(e, health) || (e->health != CATS_HEALTHY &&
 	    e->health != CATS_DEGRADED))
 		return CATS_REJ_UNHEALTHY;
@@ -636,6 +683,9 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 	} else {
 		int st = cats_nst_lookup(c->s->nst, c->rq->ingress, e->egress,
 		    c->now, &p);
+		if ((st == CATS_NST_OK || st == CATS_NST_DOWN) &&
+		    p.expires < c->until)
+			c->until = p.expires;
 		if (st == CATS_NST_UNKNOWN || st == CATS_NST_DOWN)
 			return CATS_REJ_UNREACHABLE;
 		if (st == CATS_NST_STALE) {
@@ -653,7 +703,8 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 	if (CATS_HAS(k, CON, max_hops) && p.has_hops && p.hops > k->max_hops)
 		return CATS_REJ_MAX_HOPS;
 	cd->e = e;
-	cd->has_key = false;
+	cd->gas = e->gas;
+	cd->price = e->price;
 	cd->lat_us = p.has_delay && EHAS(e, comp_time_ms) ?
 	    p.delay_us + e->comp_time_ms * 1000 : UINT64_MAX;
 	if (!lenient) {
@@ -666,55 +717,51 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 }
 
 static uint64_t
-tie_key(const struct rctx *c, struct cand *cd)
+tie_key(const struct rctx *c, const struct cand *cd)
 {
-	if (!cd->has_key) {
-		cd->key = cats_mix64(c->seed ^ cats_fnv1a(cd->e->csci_id));
-		cd->has_key = true;
-	}
-	return cd->key;
+	return cats_mix64(c->seed ^ cats_fnv1a(cd->e->csci_id));
 }
 
 /* Is a better than b: lower latency, then more GAS, then the lower key. */
 static bool
-better_lat(const struct rctx *c, struct cand *a, struct cand *b)
+better_lat(const struct rctx *c, const struct cand *a, const struct cand *b)
 {
 	if (a->lat_us != b->lat_us)
 		return a->lat_us < b->lat_us;
-	if (a->e->gas != b->e->gas)
-		return a->e->gas > b->e->gas;
+	if (a->gas != b->gas)
+		return a->gas > b->gas;
 	return tie_key(c, a) < tie_key(c, b);
 }
 
 static bool
-better_price(const struct rctx *c, struct cand *a, struct cand *b)
+better_price(const struct rctx *c, const struct cand *a, const struct cand *b)
 {
-	if (a->e->price != b->e->price)
-		return a->e->price < b->e->price;
+	if (a->price != b->price)
+		return a->price < b->price;
 	return better_lat(c, a, b);
 }
 
 /* Two GAS-weighted draws without replacement; the better of the two. */
 static size_t
-pick_p2c(const struct rctx *c, struct cand *v, size_t n)
+pick_p2c(const struct rctx *c, const struct cand *v, size_t n)
 {
 	if (n == 1)
 		return 0;
 	uint64_t st = c->seed, total = 0;
 	for (size_t i = 0; i < n; i++)
-		total += v[i].e->gas;
+		total += v[i].gas;
 	uint64_t r = rng_below(&st, total);
 	size_t a = 0;
-	while (r >= v[a].e->gas)
-		r -= v[a++].e->gas;
-	r = rng_below(&st, total - v[a].e->gas);
+	while (r >= v[a].gas)
+		r -= v[a++].gas;
+	r = rng_below(&st, total - v[a].gas);
 	size_t b = 0;
 	for (;; b++) {
 		if (b == a)
 			continue;
-		if (r < v[b].e->gas)
+		if (r < v[b].gas)
 			break;
-		r -= v[b].e->gas;
+		r -= v[b].gas;
 	}
 	return better_lat(c, &v[b], &v[a]) ? b : a;
 }
@@ -735,6 +782,67 @@ reason_code(int furthest)
 	}
 }
 
+static void
+ekey_make(const struct rctx *c, struct ekey *k)
+{
+	const struct cats_constraints *x = &c->con;
+	memset(k, 0, sizeof(*k));
+	k->svc = c->svc;
+	k->has = x->has & ELIG_CON;
+#define K(i, f) if (CATS_HAS(x, CON, f)) k->v[i] = x->f;
+	K(0, max_delay_us)
+	K(1, max_comp_ms)
+	K(2, max_price)
+	K(3, min_reputation)
+	K(4, min_security)
+	K(5, min_bw)
+	K(6, max_hops)
+#undef K
+	cats_strlcpy(k->headend, c->rq->ingress, sizeof(k->headend));
+}
+
+static bool
+eq_eslot(const void *item, const void *key)
+{
+	return memcmp(&((const struct eslot *)item)->k, key,
+	    sizeof(struct ekey)) == 0;
+}
+
+static void
+free_eslot(struct eslot *e)
+{
+	free(e->v);
+	free(e);
+}
+
+/* The cache slot of a key, made (evicting another if full) if absent. */
+static struct eslot *
+cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
+{
+	struct eslot *e = cats_htab_get(&s->cache, h, eq_eslot, k);
+	if (e != NULL)
+		return e;
+	size_t max = s->conf.cache_max ? s->conf.cache_max : ECACHE_MAX;
+	if (s->cache.n >= max) {
+		size_t mask = s->cache.cap - 1;
+		size_t i = cats_mix64(++s->evict) & mask;
+		while (s->cache.s[i].h == 0)
+			i = (i + 1) & mask;
+		struct eslot *victim = s->cache.s[i].item;
+		cats_htab_del(&s->cache, s->cache.s[i].h, eq_eslot, &victim->k);
+		free_eslot(victim);
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return NULL;
+	e->k = *k;
+	e->bgen = UINT64_MAX;	/* not valid yet */
+	if (cats_htab_put(&s->cache, h, e) < 0) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
 /* One selection pass; *best is the choice when CATS_SEL_OK. */
 static int
 select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
@@ -742,19 +850,51 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 {
 	struct cats_sel *s = c->s;
 	struct cats_cst_entry *const *v;
-	size_t n = cats_cst_lookup(s->cst, c->svc->cs_id, &v);
+	uint64_t bgen, ngen = 0;
+	size_t n = cats_cst_candidates(s->cst, c->svc->cs_id, &v, &bgen);
+	bool cacheable = o->count && o->only == NULL && o->stale_ms == 0 &&
+	    o->relax == 0 && !s->conf.no_cache &&
+	    strlen(c->rq->ingress) <= CATS_ID;
+	struct eslot *slot = NULL;
+	const struct cand *cv;
+	size_t ne = 0;
 	*furthest = CATS_REJ_OK;
+	if (cacheable) {
+		struct ekey key;
+		ngen = cats_nst_gen(s->nst);
+		ekey_make(c, &key);
+		slot = cache_slot(s, &key, cats_hash(&key, sizeof(key)));
+		if (slot != NULL && slot->memo_epoch == s->memo_epoch &&
+		    slot->bgen == bgen && slot->ngen == ngen &&
+		    c->now < slot->until) {
+			for (int i = 0; i < CATS_REJ__N; i++) {
+				c->out->rej[i] += slot->rej[i];
+				s->c.reject[i] += slot->rej[i];
+			}
+			s->c.cache_hits++;
+			*furthest = slot->furthest;
+			cv = slot->v;
+			ne = slot->n;
+			goto pick;
+		}
+	}
 	if (n > s->ncap) {
 		struct cand *nc = realloc(s->cands, n * sizeof(*nc));
-		if (nc == NULL)
+		if (nc == NULL) {
 			n = s->ncap;
-		else {
+			slot = NULL;	/* a partial result is not cached */
+		} else {
 			s->cands = nc;
 			s->ncap = n;
 		}
 	}
-	size_t ne = 0;
+	c->until = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
+		/* The entries are scattered: ask for the next ones early. */
+		if (i + 4 < n) {
+			__builtin_prefetch(v[i + 4]);
+			__builtin_prefetch(v[i + 4]->egress_buf);
+		}
 		if (o->only != NULL && strcmp(v[i]->csci_id, o->only) != 0)
 			continue;
 		int why = eval(c, v[i], o, &s->cands[ne]);
@@ -769,21 +909,42 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 		}
 		ne++;
 	}
+	cv = s->cands;
+	if (slot != NULL) {
+		slot->bgen = UINT64_MAX;	/* invalid unless stored whole */
+		if (ne > slot->cap) {
+			struct cand *nv = realloc(slot->v, ne * sizeof(*nv));
+			if (nv == NULL)
+				goto pick;
+			slot->v = nv;
+			slot->cap = ne;
+		}
+		if (ne > 0)
+			memcpy(slot->v, s->cands, ne * sizeof(*slot->v));
+		slot->n = ne;
+		slot->memo_epoch = s->memo_epoch;
+		slot->bgen = bgen;
+		slot->ngen = ngen;
+		slot->until = c->until;
+		slot->furthest = *furthest;
+		memcpy(slot->rej, c->out->rej, sizeof(slot->rej));
+	}
+pick:
 	if (ne == 0)
 		return reason_code(*furthest);
 	size_t bi = 0;
 	if (c->policy == CATS_POL_P2C_GAS && o->only == NULL) {
-		bi = pick_p2c(c, s->cands, ne);
+		bi = pick_p2c(c, cv, ne);
 	} else {
 		for (size_t i = 1; i < ne; i++) {
 			bool b = c->policy == CATS_POL_CHEAPEST && o->only == NULL
-			    ? better_price(c, &s->cands[i], &s->cands[bi])
-			    : better_lat(c, &s->cands[i], &s->cands[bi]);
+			    ? better_price(c, &cv[i], &cv[bi])
+			    : better_lat(c, &cv[i], &cv[bi]);
 			if (b)
 				bi = i;
 		}
 	}
-	*best = s->cands[bi];
+	*best = cv[bi];
 	return CATS_SEL_OK;
 }
 

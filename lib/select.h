@@ -109,6 +109,8 @@ struct cats_sel_conf {
 	int dataplane;			/* when neither service nor request says */
 	uint64_t window_ms;		/* request timestamp window, 0: off */
 	bool insecure;			/* accept unauthenticated requests */
+	bool no_cache;			/* evaluate every candidate every time */
+	size_t cache_max;		/* eligibility cache entries (0: 65536) */
 	const struct cats_keyring *keys;	/* forwarder keys (names = ids) */
 	struct cats_rate rate_global, rate_tenant, rate_client;
 };
@@ -140,6 +142,7 @@ struct cats_sel_counters {
 	uint64_t decisions;
 	uint64_t fallbacks;
 	uint64_t precedence;	/* disagreements settled by precedence */
+	uint64_t cache_hits;	/* eligibility reused (see select.c) */
 	uint64_t fail[CATS_SEL__N];
 	uint64_t reject[CATS_REJ__N];
 };

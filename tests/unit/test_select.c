@@ -40,9 +40,9 @@ parse(const char *text)
 	return &rec;
 }
 
-/* Feed a service, metric or net record. */
+/* Feed a service, metric or net record at time now. */
 static void
-feed(struct world *w, const char *text)
+feed_at(struct world *w, const char *text, uint64_t now)
 {
 	const struct cats_rec *r = parse(text);
 	struct cats_err e;
@@ -51,9 +51,15 @@ feed(struct world *w, const char *text)
 	    &e) < 0)
 		printf("# service refused: %s\n", e.reason);
 	if (r->type == CATS_T_METRIC)
-		cats_cst_apply(w->cst, &r->u.metric, T0, &res);
+		cats_cst_apply(w->cst, &r->u.metric, now, &res);
 	if (r->type == CATS_T_NET)
-		cats_nst_rec_apply(w->nrec, &r->u.net, T0, &e);
+		cats_nst_rec_apply(w->nrec, &r->u.net, now, &e);
+}
+
+static void
+feed(struct world *w, const char *text)
+{
+	feed_at(w, text, T0);
 }
 
 /* The three instances of the bats base (cases.txt). */
@@ -481,6 +487,107 @@ test_never_unauthorized(void)
 	world_free(&w);
 }
 
+/*
+ * The eligibility cache changes no answer: two worlds fed the same random
+ * stream of requests, metric updates, path updates and clock steps (past
+ * soft-state expiry too), one with the cache and one without, answer alike.
+ */
+static void
+test_cache_equivalence(void)
+{
+	struct cats_sel_conf conf;
+	struct world a, b;
+	cats_sel_conf_init(&conf);
+	conf.insecure = true;
+	conf.window_ms = 0;
+	world_init(&a, &conf);
+	conf.no_cache = true;
+	world_init(&b, &conf);
+	const char *cands[] = { "A", "B", "C" };
+	const char *sites[] = { "EF-1", "EF-2", "EF-3" };
+	const char *smas[] = { "m1", "m2", "m3" };
+	uint64_t seq[3] = { 1, 1, 1 }, ngen = 1, now = T0 + 1000, st = 5;
+	int same = 1, hits = 0, n = 4000, fails = 0;
+	char text[1024];
+	for (int i = 0; i < n; i++) {
+		uint64_t r = cats_mix64(st++);
+		int what = (int)(r % 10);
+		if (what == 0) {
+			int c = (int)((r >> 8) % 3);
+			snprintf(text, sizeof(text), "{\"type\":\"metric\","
+			    "\"op\":\"delta\",\"sma_id\":\"%s\",\"epoch\":1,"
+			    "\"seq\":%llu,\"ts\":%llu,\"ttl_ms\":%llu,"
+			    "\"entries\":[{\"csci_id\":\"%s\",\"cs_id\":\"S1\","
+			    "\"health\":\"%s\",\"gas\":%llu,\"comp_time_ms\":"
+			    "%llu}]}", smas[c], (unsigned long long)++seq[c],
+			    (unsigned long long)now,
+			    (unsigned long long)(2000 + (r >> 16) % 20000),
+			    cands[c], (r >> 24) % 5 ? "HEALTHY" : "UNHEALTHY",
+			    (unsigned long long)((r >> 28) % 4 * 100),
+			    (unsigned long long)((r >> 32) % 10));
+			feed_at(&a, text, now);
+			feed_at(&b, text, now);
+		} else if (what == 1) {
+			snprintf(text, sizeof(text), "{\"type\":\"net\","
+			    "\"scope\":\"path\",\"ts\":%llu,\"gen\":%llu,"
+			    "\"ttl_ms\":%llu,\"src\":\"IF-%d\",\"dst\":\"%s\","
+			    "\"delay_us\":%llu,\"up\":%s}",
+			    (unsigned long long)now, (unsigned long long)++ngen,
+			    (unsigned long long)(2000 + (r >> 16) % 20000),
+			    1 + (int)((r >> 8) % 2), sites[(r >> 12) % 3],
+			    (unsigned long long)((r >> 24) % 15000),
+			    (r >> 40) % 6 ? "true" : "false");
+			feed_at(&a, text, now);
+			feed_at(&b, text, now);
+		} else if (what == 2) {
+			now += (r >> 8) % 1500;
+		} else if (what == 3 && (r >> 8) % 4 == 0) {
+			/* A new service version authorizes a subset. */
+			static const char *const subsets[] = { "\"A\",\"B\","
+			    "\"C\"", "\"A\",\"C\"", "\"B\"", "\"C\",\"B\"" };
+			snprintf(text, sizeof(text), "{\"type\":\"service\","
+			    "\"cs_id\":\"S1\",\"version\":%d,\"tenant\":\"t1\","
+			    "\"addresses\":[{\"addr\":\"192.0.2.100\"}],"
+			    "\"authorized\":[%s],\"policy\":\"%s\"}", 10 + i,
+			    subsets[(r >> 12) % 4], (r >> 16) % 2 ? "p2c-gas" :
+			    "min-latency");
+			feed_at(&a, text, now);
+			feed_at(&b, text, now);
+		} else {
+			const char *ing = (r >> 8) % 3 ? "IF-1" : "IF-2";
+			char extra[256];
+			snprintf(extra, sizeof(extra), "\"ingress\":\"%s\"%s",
+			    ing, (r >> 12) % 4 == 0 ?
+			    ",\"constraints\":{\"max_delay_us\":7000}" : "");
+			struct cats_rec q = *request((uint64_t)i + 1, now, extra);
+			int ca = cats_sel_request(a.sel, &q, NULL, now, &a.out);
+			q = *request((uint64_t)i + 1, now, extra);
+			int cb = cats_sel_request(b.sel, &q, NULL, now, &b.out);
+			fails += ca != CATS_SEL_OK;
+			if (ca != cb || strcmp(chosen(&a), chosen(&b)) != 0 ||
+			    (ca != CATS_SEL_OK && strcmp(a.out.msg, b.out.msg)
+			    != 0) || (ca == CATS_SEL_OK &&
+			    a.out.rec.u.preq.decision.cost_us !=
+			    b.out.rec.u.preq.decision.cost_us)) {
+				if (same)
+					printf("# step %d: %s (%s) vs %s (%s)\n", i,
+					    chosen(&a), a.out.msg, chosen(&b),
+					    b.out.msg);
+				same = 0;
+			}
+		}
+	}
+	hits = (int)cats_sel_counters(a.sel)->cache_hits;
+	T_OK(same, "with and without the cache, every answer is the same");
+	T_OK(hits > 100 && fails > 100 && fails < n / 2,
+	    "the cache was used (%d hits), and answers varied (%d failures)",
+	    hits, fails);
+	T_OK(cats_sel_counters(b.sel)->cache_hits == 0,
+	    "no_cache means no hits");
+	world_free(&a);
+	world_free(&b);
+}
+
 int
 main(void)
 {
@@ -495,6 +602,7 @@ main(void)
 	test_limits();
 	test_constraints_and_records();
 	test_never_unauthorized();
+	test_cache_equivalence();
 	cats_dec_free(&dec);
 	cats_dec_free(&reqdec);
 	return t_done();
