@@ -97,7 +97,9 @@ struct app {
 	struct cats_sel *sel;
 	struct cats_sel_out sout;
 	struct cats_buf obuf;
-	uint64_t since_purge;
+	uint64_t last_purge;
+	struct cats_buf pend;	/* output of this loop turn */
+	struct event *flush_ev;
 	uint64_t last_stats_ts, last_decisions;
 	struct event *timer;
 	struct event *sev[5];
@@ -126,9 +128,13 @@ struct conn {
 static void pause_inputs(struct app *a);
 
 /* Stop reading and leave the loop (the output is flushed after it). */
+static void flush_pend(struct app *a);
+
 static void
 stop(struct app *a, int rc)
 {
+	if (rc != CATS_EXIT_IOERR)
+		flush_pend(a);
 	if (a->rc == 0)
 		a->rc = rc;
 	a->done = true;
@@ -137,7 +143,7 @@ stop(struct app *a, int rc)
 }
 
 static void
-send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+send_now(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 {
 	int r = cats_stream_send(s, p, n);
 	if (r < 0) {
@@ -145,6 +151,45 @@ send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 		stop(a, CATS_EXIT_IOERR);
 	} else if (r > 0) {
 		pause_inputs(a);
+	}
+}
+
+/* Hand the records of this loop turn to the output stream at once. */
+static void
+flush_pend(struct app *a)
+{
+	if (a->pend.len == 0)
+		return;
+	send_now(a, a->out, a->pend.p, a->pend.len);
+	cats_buf_reset(&a->pend);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_pend(arg);
+}
+
+/*
+ * Records for the main output gather during a turn of the loop (a read
+ * delivers many) and leave in one write; the order is kept.
+ */
+static void
+send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	if (s != a->out || a->flush_ev == NULL) {
+		send_now(a, s, p, n);
+		return;
+	}
+	if (a->pend.len == 0)
+		event_active(a->flush_ev, 0, 0);
+	if (cats_buf_add(&a->pend, p, n) < 0) {
+		flush_pend(a);
+		send_now(a, s, p, n);
+	} else if (a->pend.len >= 256 * 1024) {
+		flush_pend(a);
 	}
 }
 
@@ -206,6 +251,7 @@ emit_stats(struct app *a)
 	KV("decision_rate", rate);
 	KV("fallbacks", c->fallbacks);
 	KV("precedence", c->precedence);
+	KV("cache_hits", c->cache_hits);
 	for (int i = 1; i < CATS_SEL__N; i++) {
 		counter_name(names[i], sizeof(names[i]), "fail_",
 		    cats_sel_code_names[i]);
@@ -511,8 +557,9 @@ handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 		a->passed++;
 		send_raw(a, a->out, p, n);
 	}
-	if (a->o.replay && ++a->since_purge >= 4096) {
-		a->since_purge = 0;
+	/* In replay, purge once a replayed second (the timer's job live). */
+	if (a->o.replay && now >= a->last_purge + 1000) {
+		a->last_purge = now;
 		purge(a, now);
 	}
 }
@@ -1304,6 +1351,7 @@ run(struct app *a, int argc, char **argv)
 	if (a->out == NULL)
 		return CATS_EXIT_FAIL;
 	a->stats = a->out;
+	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
 	if (o->stats_to != NULL) {
 		if (open_output(o->stats_to, &sfd) < 0)
 			return CATS_EXIT_IOERR;
@@ -1351,6 +1399,7 @@ run(struct app *a, int argc, char **argv)
 	else
 		event_base_dispatch(a->base);
 
+	flush_pend(a);
 	if (a->bad > 0 && a->rc == 0 && !a->daemon)
 		a->rc = CATS_EXIT_DATAERR;
 	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {
@@ -1371,6 +1420,9 @@ cleanup(struct app *a)
 			event_free(a->sev[i]);
 	if (a->timer != NULL)
 		event_free(a->timer);
+	if (a->flush_ev != NULL)
+		event_free(a->flush_ev);
+	cats_buf_free(&a->pend);
 	while (a->conns != NULL)
 		conn_free(a->conns);
 	for (size_t i = 0; i < a->nls; i++) {

@@ -1074,8 +1074,9 @@ resolve(struct cats_sel *s, const struct cats_request *rq, const char *tenant,
 			ambiguous = false;
 			ad = ex;
 		}
-	char dst[64];
-	cats_ip_fmt(&rq->flow.dst, dst, sizeof(dst));
+	/* The destination as text, for the error messages only. */
+	char dst[64] = "";
+#define DST (dst[0] ? dst : cats_ip_fmt(&rq->flow.dst, dst, sizeof(dst)))
 	if (ex != NULL && (ad != NULL || ambiguous)) {
 		if (ad == ex) {
 			svc = ex;
@@ -1090,13 +1091,13 @@ resolve(struct cats_sel *s, const struct cats_request *rq, const char *tenant,
 				if (ambiguous)
 					return fail(s, out, rq, now,
 					    CATS_SEL_AMBIGUOUS, "flow.dst",
-					    "%s maps to several services", dst);
+					    "%s maps to several services", DST);
 				svc = ad;
 				break;
 			default:
 				return fail(s, out, rq, now, CATS_SEL_CONFLICT,
 				    "cs_id", "explicit CS-ID %s and destination "
-				    "%s (%s) disagree", ex->cs_id, dst, as);
+				    "%s (%s) disagree", ex->cs_id, DST, as);
 			}
 			s->c.precedence++;
 			cats_audit("select-precedence", "txn=%" PRIu64
@@ -1112,19 +1113,20 @@ resolve(struct cats_sel *s, const struct cats_request *rq, const char *tenant,
 		svc = ad;
 	} else if (ambiguous) {
 		return fail(s, out, rq, now, CATS_SEL_AMBIGUOUS, "flow.dst",
-		    "%s maps to several services", dst);
+		    "%s maps to several services", DST);
 	} else if (m.tenant_excluded) {
 		return fail(s, out, rq, now, CATS_SEL_TENANT, "tenant",
-		    "%s is a service address of another tenant", dst);
+		    "%s is a service address of another tenant", DST);
 	} else {
 		return fail(s, out, rq, now, CATS_SEL_UNRESOLVED, "flow.dst",
-		    "no CS-ID and %s is no service address", dst);
+		    "no CS-ID and %s is no service address", DST);
 	}
 	if (svc->tenant != NULL && (tenant == NULL ||
 	    strcmp(svc->tenant, tenant) != 0))
 		return fail(s, out, rq, now, CATS_SEL_TENANT, "tenant",
 		    "service %s belongs to tenant %s, not %s", svc->cs_id,
 		    svc->tenant, tenant ? tenant : "(none)");
+#undef DST
 	*out_svc = svc;
 	return CATS_SEL_OK;
 }
