@@ -543,8 +543,12 @@ test_cache_equivalence(void)
 			now += (r >> 8) % 1500;
 		} else if (what == 3 && (r >> 8) % 4 == 0) {
 			/* A new service version authorizes a subset. */
-			static const char *const subsets[] = { "\"A\",\"B\","
-			    "\"C\"", "\"A\",\"C\"", "\"B\"", "\"C\",\"B\"" };
+			static const char *const subsets[] = {
+				"\"A\",\"B\",\"C\"",
+				"\"A\",\"C\"",
+				"\"B\"",
+				"\"C\",\"B\"",
+			};
 			snprintf(text, sizeof(text), "{\"type\":\"service\","
 			    "\"cs_id\":\"S1\",\"version\":%d,\"tenant\":\"t1\","
 			    "\"addresses\":[{\"addr\":\"192.0.2.100\"}],"
