@@ -28,10 +28,11 @@
 #include "tool.h"
 
 static const char usage_text[] =
-    "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE] [--dataplane DP]\n"
-    "                   [--domain NAME] [--dump-at-end] [--id NAME]\n"
-    "                   [--keys KEYRING] [--limit SCOPE=RATE[:BURST]]\n"
-    "                   [--listen ENDPOINT] [--log SPEC] [--metric-ttl DURATION]\n"
+    "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"
+    "                   [--dataplane DP] [--domain NAME] [--dump-at-end]\n"
+    "                   [--id NAME] [--keys KEYRING]\n"
+    "                   [--limit SCOPE=RATE[:BURST]] [--listen ENDPOINT]\n"
+    "                   [--log SPEC] [--metric-ttl DURATION]\n"
     "                   [--metrics FILE] [--net FILE] [--net-ttl DURATION]\n"
     "                   [--no-auth] [--peercred ID=UID] [--policy NAME]\n"
     "                   [--precedence reject|explicit|address] [--replay]\n"
@@ -119,7 +120,7 @@ struct conn {
 	struct cats_stream *s;
 	bool peercred;
 	uint32_t uid;
-	bool listener;		/* a datagram socket's stream: not freed on EOF */
+	bool listener;		/* a datagram listener: kept at EOF */
 	struct conn *next, **prevp;
 };
 
@@ -198,7 +199,8 @@ send_rec(struct app *a, struct cats_stream *s, const struct cats_rec *r)
 {
 	cats_buf_reset(&a->obuf);
 	if (cats_rec_encode(r, &a->obuf, true) < 0) {
-		cats_errorx("cannot encode a %s record", cats_type_name(r->type));
+		cats_errorx("cannot encode a %s record",
+		    cats_type_name(r->type));
 		return;
 	}
 	send_raw(a, s, a->obuf.p, a->obuf.len);
@@ -482,10 +484,10 @@ handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
 		if (code == CATS_SEL_UNAUTHENTICATED ||
 		    code == CATS_SEL_UNAUTHORIZED || code == CATS_SEL_REPLAY ||
 		    code == CATS_SEL_STALE_GEN)
-			cats_audit("request-refused", "txn=%" PRIu64 " ingress=%s"
-			    " code=%s reason=\"%s\"", r->u.request.txn,
-			    r->u.request.ingress, cats_sel_code_names[code],
-			    out->msg);
+			cats_audit("request-refused", "txn=%" PRIu64
+			    " ingress=%s code=%s reason=\"%s\"",
+			    r->u.request.txn, r->u.request.ingress,
+			    cats_sel_code_names[code], out->msg);
 	}
 	send_rec(a, a->out, &out->rec);
 }
@@ -847,15 +849,16 @@ load_file(struct app *a, const char *path, int type, struct cats_svc_cat *cat)
 			memset(&e, 0, sizeof(e));
 			json_t *j = json_loadb(line, (size_t)len, 0, &je);
 			if (j == NULL) {
-				cats_errorx("%s: record %" PRIu64 ": not JSON: %s",
-				    path, index, je.text);
+				cats_errorx("%s: record %" PRIu64
+				    ": not JSON: %s", path, index, je.text);
 				bad++;
 			} else if (cats_rec_from_json(&a->dec, j, &r, &e) < 0) {
 				char msg[400];
 				cats_errorx("%s: %s", path, cats_err_fmt(&e,
 				    index, msg, sizeof(msg)));
 				bad++;
-			} else if (load_rec(a, &r, type, index, path, cat) < 0) {
+			} else if (load_rec(a, &r, type, index, path,
+			    cat) < 0) {
 				bad++;
 			}
 			json_decref(j);
@@ -978,7 +981,8 @@ set_value(struct opts *o, const char *key, const char *v, bool from_conf,
 #define ONCE(flag) if (from_conf && o->flag) return 0; o->flag = true;
 	if (strcmp(key, "precedence") == 0) {
 		ONCE(set_prec)
-		if (parse_enum_opt(cats_precedence_names, v, &c->precedence) < 0)
+		if (parse_enum_opt(cats_precedence_names, v,
+		    &c->precedence) < 0)
 			goto bad_enum;
 	} else if (strcmp(key, "policy") == 0) {
 		ONCE(set_policy)
@@ -1094,7 +1098,8 @@ load_config(struct opts *o, struct cats_conf *cf)
 		} else if (strcmp(e->key, "tenants") == 0) {
 			p->tenants = (char *)e->val;
 		} else {
-			snprintf(why, sizeof(why), "unknown key (uid, tenants)");
+			snprintf(why, sizeof(why),
+			    "unknown key (uid, tenants)");
 			goto bad;
 		}
 		continue;
@@ -1304,7 +1309,8 @@ run(struct app *a, int argc, char **argv)
 	a->daemon = o->nlisten > 0;
 
 	if (o->keys != NULL) {
-		if (cats_keyring_load(&a->keys, o->keys, err, sizeof(err)) < 0) {
+		if (cats_keyring_load(&a->keys, o->keys, err,
+		    sizeof(err)) < 0) {
 			cats_errorx("%s", err);
 			return CATS_EXIT_NOPERM;
 		}
@@ -1335,7 +1341,8 @@ run(struct app *a, int argc, char **argv)
 	if (o->metrics != NULL &&
 	    (rc = load_file(a, o->metrics, CATS_T_METRIC, NULL)) != 0)
 		return rc;
-	if (o->net != NULL && (rc = load_file(a, o->net, CATS_T_NET, NULL)) != 0)
+	if (o->net != NULL &&
+	    (rc = load_file(a, o->net, CATS_T_NET, NULL)) != 0)
 		return rc;
 
 	a->base = event_base_new();
@@ -1391,7 +1398,8 @@ run(struct app *a, int argc, char **argv)
 	}
 	a->last_stats_ts = cats_clock_now();
 	if (a->daemon)
-		cats_info("serving %zu listeners, %zu services, %zu CST entries",
+		cats_info("serving %zu listeners, %zu services, "
+		    "%zu CST entries",
 		    a->nls, cats_svc_count(a->cat), cats_cst_count(a->cst));
 
 	if (a->in == NULL && !a->daemon)

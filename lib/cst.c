@@ -191,7 +191,8 @@ get_sma(struct cats_cst *t, const char *id, bool create)
 	struct sma *s = cats_htab_get(&t->bysma, h, eq_sma, id);
 	if (s != NULL || !create)
 		return s;
-	if ((s = calloc(1, sizeof(*s))) == NULL || (s->id = strdup(id)) == NULL ||
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->id = strdup(id)) == NULL ||
 	    cats_htab_put(&t->bysma, h, s) < 0) {
 		if (s)
 			free(s->id);
@@ -205,7 +206,8 @@ static void
 remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 {
 	struct ekey k = { e->cs_id, e->csci_id };
-	cats_htab_del(&t->byk, cats_hash_pair(e->cs_id, e->csci_id), eq_entry, &k);
+	cats_htab_del(&t->byk, cats_hash_pair(e->cs_id, e->csci_id), eq_entry,
+	    &k);
 	struct bucket *b = get_bucket(t, e->cs_id, false);
 	if (b != NULL) {
 		b->gen = ++t->bucket_ctr;
@@ -526,7 +528,7 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 		for (size_t i = 0; i < m->entries.n && rc == 0; i++)
 			rc = upsert(&c, &m->entries.v[i], true, snap);
 		if (rc == 0 && s->snap_active && part == parts) {
-			/* The snapshot is complete: drop what it did not name. */
+			/* The snapshot is whole: drop what it did not name. */
 			for (size_t i = 0; i < s->l.n;) {
 				struct cats_cst_entry *e = s->l.v[i];
 				if (e->snap != s->snap_id) {
@@ -551,9 +553,9 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 			for (size_t i = 0; i < m->entries.n; i++) {
 				const struct cats_entry *in = &m->entries.v[i];
 				struct ekey k = { in->cs_id, in->csci_id };
-				struct cats_cst_entry *e = cats_htab_get(&t->byk,
-				    cats_hash_pair(in->cs_id, in->csci_id), eq_entry,
-				    &k);
+				struct cats_cst_entry *e = cats_htab_get(
+				    &t->byk, cats_hash_pair(in->cs_id,
+				    in->csci_id), eq_entry, &k);
 				if (e == NULL)
 					continue;
 				if (strcmp(e->sma_id, s->id) != 0) {
@@ -575,7 +577,8 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 					    in->csci_id };
 					struct cats_cst_entry *e =
 					    cats_htab_get(&t->byk,
-					    cats_hash_pair(in->cs_id, in->csci_id),
+					    cats_hash_pair(in->cs_id,
+					    in->csci_id),
 					    eq_entry, &k);
 					if (e == NULL ||
 					    strcmp(e->sma_id, s->id) != 0) {
@@ -681,7 +684,8 @@ const struct cats_cst_entry *
 cats_cst_get(const struct cats_cst *t, const char *cs_id, const char *csci_id)
 {
 	struct ekey k = { cs_id, csci_id };
-	return cats_htab_get(&t->byk, cats_hash_pair(cs_id, csci_id), eq_entry, &k);
+	return cats_htab_get(&t->byk, cats_hash_pair(cs_id, csci_id), eq_entry,
+	    &k);
 }
 
 bool
@@ -734,7 +738,8 @@ static bool
 same_group(const struct cats_cst_entry *a, const struct cats_cst_entry *b)
 {
 	return strcmp(a->sma_id, b->sma_id) == 0 &&
-	    cmp_opt(a->site, b->site) == 0 && cmp_opt(a->egress, b->egress) == 0;
+	    cmp_opt(a->site, b->site) == 0 &&
+	    cmp_opt(a->egress, b->egress) == 0;
 }
 
 static void

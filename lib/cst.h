@@ -88,7 +88,7 @@ struct cats_cst_result {
 	bool resync;		/* ask this C-SMA for a full sync */
 	size_t applied;		/* entries inserted, updated or refreshed */
 	size_t removed;
-	size_t refused;		/* table full, owned by another C-SMA, expired */
+	size_t refused;		/* table full, another C-SMA's, expired */
 	uint64_t epoch, seq;	/* the C-SMA's position after this record */
 	char reason[160];
 };

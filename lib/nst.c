@@ -227,8 +227,8 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
 {
 	struct cats_nst_rec *r = ctx;
 	struct pkey k = { headend, egress };
-	const struct rpath *p = cats_htab_get(&r->t, cats_hash_pair(headend, egress),
-	    eq_path, &k);
+	const struct rpath *p = cats_htab_get(&r->t,
+	    cats_hash_pair(headend, egress), eq_path, &k);
 	if (p == NULL)
 		return CATS_NST_UNKNOWN;
 	out->has_delay = p->has_delay;

@@ -41,7 +41,7 @@ struct cats_nst_path {
 	uint64_t avail_bw;	/* bit/s */
 	uint64_t hops;
 	uint64_t ts;		/* measurement time */
-	uint64_t expires;	/* fresh while now < expires; UINT64_MAX: always */
+	uint64_t expires;	/* fresh while now < expires (UINT64_MAX) */
 	uint64_t gen;		/* provider generation of this view */
 	const char *provider;	/* the provider's name */
 };

@@ -293,7 +293,8 @@ utf8_trim(char *s)
 	if (i == 0)
 		return;
 	uint8_t lead = (uint8_t)s[i - 1];
-	size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 :
+	    lead >= 0xc0 ? 2 : 1;
 	if (n - (i - 1) < want)
 		s[i - 1] = '\0';
 }
@@ -383,8 +384,8 @@ sweep(struct cats_htab *t, const struct cats_rate *r, uint64_t now)
 		struct kbucket *idle = NULL;
 		for (size_t i = 0; i < t->cap && idle == NULL; i++) {
 			struct kbucket *k = t->s[i].item;
-			if (t->s[i].h && (now - k->b.last) * r->per_s + k->b.milli
-			    >= cap)
+			if (t->s[i].h &&
+			    (now - k->b.last) * r->per_s + k->b.milli >= cap)
 				idle = k;
 		}
 		if (idle == NULL)
@@ -572,7 +573,8 @@ merge_constraints(const struct cats_constraints *sv, bool has_sv,
 #undef ORF
 	/* A link must carry a group of each include_any set: their meet. */
 	if (CATS_HAS(sv, CON, include_any) && CATS_HAS(rq, CON, include_any))
-		CATS_SET(o, CON, include_any, sv->include_any & rq->include_any);
+		CATS_SET(o, CON, include_any,
+		    sv->include_any & rq->include_any);
 	else if (CATS_HAS(sv, CON, include_any))
 		CATS_SET(o, CON, include_any, sv->include_any);
 	else if (CATS_HAS(rq, CON, include_any))
@@ -621,7 +623,7 @@ struct rctx {
 struct eopts {
 	uint64_t stale_ms;	/* tolerated age past expiry (stale:) */
 	uint64_t relax;		/* computing constraints dropped (relax:) */
-	const char *only;	/* evaluate this CSCI-ID only, leniently (csci:) */
+	const char *only;	/* this CSCI-ID only, leniently (csci:) */
 	bool count;		/* count rejections (the first pass only) */
 };
 
@@ -661,7 +663,8 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 			return CATS_REJ_GAS_ZERO;
 		uint64_t on = k->has & ~o->relax;
 		if (((on >> CATS_CON_max_comp_ms) & 1) &&
-		    (!EHAS(e, comp_time_ms) || e->comp_time_ms > k->max_comp_ms))
+		    (!EHAS(e, comp_time_ms) ||
+		    e->comp_time_ms > k->max_comp_ms))
 			return CATS_REJ_MAX_COMP;
 		if (((on >> CATS_CON_max_price) & 1) &&
 		    (!EHAS(e, price) || e->price > k->max_price))
@@ -689,7 +692,8 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 		if (st == CATS_NST_UNKNOWN || st == CATS_NST_DOWN)
 			return CATS_REJ_UNREACHABLE;
 		if (st == CATS_NST_STALE) {
-			if (lenient || c->now >= sat_add(p.expires, o->stale_ms))
+			if (lenient ||
+			    c->now >= sat_add(p.expires, o->stale_ms))
 				return CATS_REJ_NST_STALE;
 			if (!p.up)
 				return CATS_REJ_UNREACHABLE;
@@ -911,7 +915,7 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	}
 	cv = s->cands;
 	if (slot != NULL) {
-		slot->bgen = UINT64_MAX;	/* invalid unless stored whole */
+		slot->bgen = UINT64_MAX;	/* invalid until whole */
 		if (ne > slot->cap) {
 			struct cand *nv = realloc(slot->v, ne * sizeof(*nv));
 			if (nv == NULL)
@@ -937,9 +941,10 @@ pick:
 		bi = pick_p2c(c, cv, ne);
 	} else {
 		for (size_t i = 1; i < ne; i++) {
-			bool b = c->policy == CATS_POL_CHEAPEST && o->only == NULL
-			    ? better_price(c, &cv[i], &cv[bi])
-			    : better_lat(c, &cv[i], &cv[bi]);
+			bool b = c->policy == CATS_POL_CHEAPEST &&
+			    o->only == NULL ?
+			    better_price(c, &cv[i], &cv[bi]) :
+			    better_lat(c, &cv[i], &cv[bi]);
 			if (b)
 				bi = i;
 		}
@@ -1096,7 +1101,8 @@ resolve(struct cats_sel *s, const struct cats_request *rq, const char *tenant,
 				break;
 			default:
 				return fail(s, out, rq, now, CATS_SEL_CONFLICT,
-				    "cs_id", "explicit CS-ID %s and destination "
+				    "cs_id", "explicit CS-ID %s and "
+				    "destination "
 				    "%s (%s) disagree", ex->cs_id, DST, as);
 			}
 			s->c.precedence++;
@@ -1221,7 +1227,8 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 	int dp = sdp ? svc->dataplane : rdp ? rq->dataplane :
 	    s->conf.dataplane;
 
-	struct rctx c = { .s = s, .rq = rq, .svc = svc, .now = now, .out = out };
+	struct rctx c = { .s = s, .rq = rq, .svc = svc, .now = now,
+	    .out = out };
 	c.policy = CATS_HAS(svc, SVC, policy) ? svc->policy : s->conf.policy;
 	const char *over = merge_constraints(&svc->con,
 	    CATS_HAS(svc, SVC, constraints), &rq->constraints,

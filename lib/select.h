@@ -69,18 +69,18 @@ extern const char *const cats_sel_code_names[];
  */
 enum cats_rej {
 	CATS_REJ_OK,
-	CATS_REJ_UNAUTHORIZED,	/* not in the service's authorized CSCI-IDs/sites */
+	CATS_REJ_UNAUTHORIZED,	/* CSCI-ID or site not authorized */
 	CATS_REJ_INCOMPLETE,	/* no locator or no egress */
 	CATS_REJ_CST_STALE,	/* soft state expired */
-	CATS_REJ_UNHEALTHY,	/* health not HEALTHY/DEGRADED, or state FAILED/STALE */
+	CATS_REJ_UNHEALTHY,	/* not HEALTHY/DEGRADED, or FAILED/STALE */
 	CATS_REJ_GAS_ZERO,	/* GAS 0 or not reported */
-	CATS_REJ_MAX_COMP,	/* computing time above max_comp_ms, or unknown */
+	CATS_REJ_MAX_COMP,	/* computing time over max_comp_ms, unknown */
 	CATS_REJ_MAX_PRICE,
 	CATS_REJ_MIN_REPUTATION,
 	CATS_REJ_MIN_SECURITY,
 	CATS_REJ_UNREACHABLE,	/* no NST view of headend -> egress, or down */
 	CATS_REJ_NST_STALE,	/* the NST view expired */
-	CATS_REJ_MAX_DELAY,	/* network delay above max_delay_us, or unknown */
+	CATS_REJ_MAX_DELAY,	/* network delay over max_delay_us, unknown */
 	CATS_REJ_MIN_BW,	/* known available bandwidth below min_bw */
 	CATS_REJ_MAX_HOPS,	/* known hop count above max_hops */
 	CATS_REJ_METRIC,	/* lacks a metric the policy ranks on */
@@ -106,12 +106,12 @@ struct cats_sel_conf {
 	int policy;			/* when the service names none */
 	uint64_t seed;
 	const char *domain;		/* routing domain of path requests */
-	int dataplane;			/* when neither service nor request says */
+	int dataplane;			/* when neither service nor request */
 	uint64_t window_ms;		/* request timestamp window, 0: off */
 	bool insecure;			/* accept unauthenticated requests */
-	bool no_cache;			/* evaluate every candidate every time */
-	size_t cache_max;		/* eligibility cache entries (0: 65536) */
-	const struct cats_keyring *keys;	/* forwarder keys (names = ids) */
+	bool no_cache;			/* no eligibility cache */
+	size_t cache_max;		/* cache entries (0: 65536) */
+	const struct cats_keyring *keys;	/* names = forwarder ids */
 	struct cats_rate rate_global, rate_tenant, rate_client;
 };
 
@@ -126,7 +126,7 @@ struct cats_sel_origin {
 /* The answer to one request; records point into out, the request, the
  * catalogue and the tables, valid until any of them changes. */
 struct cats_sel_out {
-	int code;		/* CATS_SEL_OK: rec is a path-req; else an error */
+	int code;		/* CATS_SEL_OK: a path-req; else an error */
 	bool fallback;		/* a configured fallback was used */
 	bool routable;		/* the error names ingress and flow */
 	struct cats_rec rec;

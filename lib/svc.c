@@ -124,12 +124,14 @@ parse_relax(const char *s, size_t n, uint64_t *bits, struct cats_err *err)
 		size_t len = plus ? (size_t)(plus - s) : n;
 		int f = -1;
 		for (size_t i = 0; i < cats_schema_constraints.nfields; i++) {
-			const char *name = cats_schema_constraints.fields[i].name;
+			const char *name =
+			    cats_schema_constraints.fields[i].name;
 			if (strlen(name) == len && memcmp(name, s, len) == 0)
 				f = (int)i;
 		}
 		if (f < 0 || !((CATS_FB_RELAXABLE >> f) & 1))
-			return cats_err_set(err, "fallback", "relax: \"%.*s\" is "
+			return cats_err_set(err, "fallback",
+			    "relax: \"%.*s\" is "
 			    "not max_comp_ms, max_price, min_reputation or "
 			    "min_security", (int)len, s);
 		*bits |= UINT64_C(1) << f;
@@ -158,9 +160,10 @@ fb_parse(const char *text, struct cats_fb_term *v, size_t *n,
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
 		const char *colon = memchr(s, ':', len);
 		if (*n == CATS_FB_MAX)
-			return cats_err_set(err, "fallback", "more than %d terms",
-			    CATS_FB_MAX);
-		if (colon == NULL || colon == s || (size_t)(colon - s) + 1 == len)
+			return cats_err_set(err, "fallback",
+			    "more than %d terms", CATS_FB_MAX);
+		if (colon == NULL || colon == s ||
+		    (size_t)(colon - s) + 1 == len)
 			return cats_err_set(err, "fallback", "\"%.*s\" is not "
 			    "KIND:VALUE", (int)len, s);
 		size_t klen = (size_t)(colon - s);
@@ -276,7 +279,8 @@ build(const struct cats_service *r, struct cats_err *err)
 			o->has_proto = CATS_HAS(a, ADR, proto);
 			o->proto = a->proto;
 			s->naddrs++;
-			if (a->tenant && (o->tenant = strdup(a->tenant)) == NULL)
+			if (a->tenant &&
+			    (o->tenant = strdup(a->tenant)) == NULL)
 				goto oom;
 		}
 	}
@@ -310,7 +314,8 @@ build(const struct cats_service *r, struct cats_err *err)
 			    sizeof(uint64_t))) == NULL)
 				goto oom;
 			memcpy(s->con.exclude_srlgs.v,
-			    r->constraints.exclude_srlgs.v, n * sizeof(uint64_t));
+			    r->constraints.exclude_srlgs.v,
+			    n * sizeof(uint64_t));
 			s->con.exclude_srlgs.n = n;
 		}
 	}

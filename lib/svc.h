@@ -31,8 +31,8 @@ int cats_policy_from_name(const char *s);
 
 /* Fallback terms, tried in order when a selection fails (cats-select(1)). */
 enum cats_fb_kind {
-	CATS_FB_STALE,		/* stale:DURATION - accept recently expired data */
-	CATS_FB_RELAX,		/* relax:FIELD[+FIELD] - drop computing limits */
+	CATS_FB_STALE,		/* stale:DURATION: recently expired data */
+	CATS_FB_RELAX,		/* relax:FIELD[+FIELD]: drop computing limits */
 	CATS_FB_CSCI,		/* csci:ID - a designated authorized instance */
 };
 extern const char *const cats_fb_kind_names[];
@@ -67,7 +67,7 @@ struct cats_svc_addr {
 struct cats_svc {
 	char *cs_id;
 	uint64_t version;
-	uint64_t has;		/* presence of the optional fields: CATS_SVC_* */
+	uint64_t has;		/* optional fields present: CATS_SVC_* bits */
 	char *tenant;		/* NULL: every tenant */
 	struct cats_svc_addr *addrs;
 	size_t naddrs;
