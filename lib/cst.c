@@ -627,27 +627,25 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 	return res->result;
 }
 
+/* now and grace of a purge, for the selection of dead entries */
+struct purge {
+	uint64_t now, grace;
+};
+
+static bool
+entry_dead(const void *item, void *arg)
+{
+	const struct purge *p = arg;
+	return sat_add(((const struct cats_cst_entry *)item)->expires,
+	    p->grace) <= p->now;
+}
+
 size_t
 cats_cst_expire(struct cats_cst *t, uint64_t now, uint64_t grace_ms)
 {
-	struct cats_cst_entry **dead = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < t->byk.cap; i++) {
-		if (t->byk.s[i].h == 0)
-			continue;
-		struct cats_cst_entry *e = t->byk.s[i].item;
-		if (sat_add(e->expires, grace_ms) > now)
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			void *v = realloc(dead, nc * sizeof(*dead));
-			if (v == NULL)
-				break;
-			dead = v;
-			cap = nc;
-		}
-		dead[n++] = e;
-	}
+	struct purge p = { now, grace_ms };
+	size_t n;
+	void **dead = cats_htab_select(&t->byk, entry_dead, &p, &n);
 	for (size_t i = 0; i < n; i++)
 		remove_entry(t, dead[i]);
 	free(dead);

@@ -122,6 +122,29 @@ cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq, const void *key)
 	return item;
 }
 
+void **
+cats_htab_select(const struct cats_htab *t,
+    bool (*keep)(const void *item, void *arg), void *arg, size_t *n)
+{
+	void **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (t->s[i].h == 0 || !keep(t->s[i].item, arg))
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			void **nv = realloc(v, nc * sizeof(*v));
+			if (nv == NULL)
+				return v;
+			v = nv;
+			cap = nc;
+		}
+		v[(*n)++] = t->s[i].item;
+	}
+	return v;
+}
+
 void
 cats_htab_free(struct cats_htab *t)
 {

@@ -39,6 +39,14 @@ void *cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);
 void cats_htab_free(struct cats_htab *t);
 
+/*
+ * The items for which keep(item, arg) is true, in a malloc'd array (*n of
+ * them; NULL when none, or when memory ran out: then *n counts the ones
+ * found so far).  The table may be changed after: the array is a copy.
+ */
+void **cats_htab_select(const struct cats_htab *t,
+    bool (*keep)(const void *item, void *arg), void *arg, size_t *n);
+
 /* Iterate: for (size_t i = 0; i < t.cap; i++) if (t.s[i].h) use(t.s[i].item) */
 
 #endif

@@ -305,28 +305,26 @@ rec_dump(const void *ctx, uint64_t now,
 	return rc;
 }
 
+struct purge {
+	uint64_t now, grace;
+};
+
+static bool
+path_dead(const void *item, void *arg)
+{
+	const struct purge *p = arg;
+	return sat_add(((const struct rpath *)item)->expires, p->grace) <=
+	    p->now;
+}
+
 static size_t
 rec_expire(void *ctx, uint64_t now, uint64_t grace_ms)
 {
 	struct cats_nst_rec *r = ctx;
-	struct rpath **dead = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < r->t.cap; i++) {
-		if (r->t.s[i].h == 0)
-			continue;
-		struct rpath *p = r->t.s[i].item;
-		if (sat_add(p->expires, grace_ms) > now)
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			void *v = realloc(dead, nc * sizeof(*dead));
-			if (v == NULL)
-				break;
-			dead = v;
-			cap = nc;
-		}
-		dead[n++] = p;
-	}
+	struct purge pg = { now, grace_ms };
+	size_t n;
+	struct rpath **dead = (struct rpath **)cats_htab_select(&r->t,
+	    path_dead, &pg, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct pkey k = { dead[i]->src, dead[i]->dst };
 		cats_htab_del(&r->t, cats_hash_pair(k.src, k.dst), eq_path, &k);
