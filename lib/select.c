@@ -65,10 +65,13 @@ struct cand {
  * the catalogue, the CS-ID's CST generation and the NST generation stay and
  * until the earliest soft-state expiry among what was evaluated.  Ranking
  * (seeded per request) runs on every request; only the per-candidate
- * eligibility and NST work is reused.  At most cache_max entries: a new key
- * in a full cache evicts one at a pseudo-random slot.
+ * eligibility and NST work is reused.  At most cache_max entries and
+ * ECACHE_CANDS candidates in all: a new key in a full cache evicts entries
+ * at pseudo-random slots.
  */
 #define ECACHE_MAX 65536
+/* Candidates held by the whole cache at most (32 bytes each). */
+#define ECACHE_CANDS (2u << 20)
 
 /* The constraint fields eligibility reads. */
 #define ELIG_CON ((UINT64_C(1) << CATS_CON_max_delay_us) | \
@@ -109,6 +112,7 @@ struct cats_sel {
 	const struct cats_svc_cat *memo_cat;
 	uint64_t memo_gen, memo_epoch;
 	struct cats_htab cache;
+	size_t cached;		/* candidates held by the cache */
 	uint64_t evict;
 	struct cats_sel_counters c;
 };
@@ -819,6 +823,20 @@ free_eslot(struct eslot *e)
 	free(e);
 }
 
+/* Drop the entry at a pseudo-random slot, unless it is keep. */
+static void
+evict_one(struct cats_sel *s, const struct eslot *keep)
+{
+	size_t mask = s->cache.cap - 1;
+	size_t i = cats_mix64(++s->evict) & mask;
+	while (s->cache.s[i].h == 0 || s->cache.s[i].item == keep)
+		i = (i + 1) & mask;
+	struct eslot *victim = s->cache.s[i].item;
+	cats_htab_del(&s->cache, s->cache.s[i].h, eq_eslot, &victim->k);
+	s->cached -= victim->cap;
+	free_eslot(victim);
+}
+
 /* The cache slot of a key, made (evicting another if full) if absent. */
 static struct eslot *
 cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
@@ -827,15 +845,8 @@ cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
 	if (e != NULL)
 		return e;
 	size_t max = s->conf.cache_max ? s->conf.cache_max : ECACHE_MAX;
-	if (s->cache.n >= max) {
-		size_t mask = s->cache.cap - 1;
-		size_t i = cats_mix64(++s->evict) & mask;
-		while (s->cache.s[i].h == 0)
-			i = (i + 1) & mask;
-		struct eslot *victim = s->cache.s[i].item;
-		cats_htab_del(&s->cache, s->cache.s[i].h, eq_eslot, &victim->k);
-		free_eslot(victim);
-	}
+	if (s->cache.n >= max)
+		evict_one(s, NULL);
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return NULL;
 	e->k = *k;
@@ -916,10 +927,16 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	cv = s->cands;
 	if (slot != NULL) {
 		slot->bgen = UINT64_MAX;	/* invalid until whole */
+		if (ne > ECACHE_CANDS / 4)
+			goto pick;
+		while (ne > slot->cap && s->cached - slot->cap + ne >
+		    ECACHE_CANDS && s->cache.n > 1)
+			evict_one(s, slot);
 		if (ne > slot->cap) {
 			struct cand *nv = realloc(slot->v, ne * sizeof(*nv));
 			if (nv == NULL)
 				goto pick;
+			s->cached += ne - slot->cap;
 			slot->v = nv;
 			slot->cap = ne;
 		}

@@ -496,11 +496,13 @@ static void
 test_cache_equivalence(void)
 {
 	struct cats_sel_conf conf;
-	struct world a, b;
+	struct world a, b, c;
 	cats_sel_conf_init(&conf);
 	conf.insecure = true;
 	conf.window_ms = 0;
 	world_init(&a, &conf);
+	conf.cache_max = 2;	/* evicts all the time */
+	world_init(&c, &conf);
 	conf.no_cache = true;
 	world_init(&b, &conf);
 	const char *cands[] = { "A", "B", "C" };
@@ -513,20 +515,21 @@ test_cache_equivalence(void)
 		uint64_t r = cats_mix64(st++);
 		int what = (int)(r % 10);
 		if (what == 0) {
-			int c = (int)((r >> 8) % 3);
+			int k = (int)((r >> 8) % 3);
 			snprintf(text, sizeof(text), "{\"type\":\"metric\","
 			    "\"op\":\"delta\",\"sma_id\":\"%s\",\"epoch\":1,"
 			    "\"seq\":%llu,\"ts\":%llu,\"ttl_ms\":%llu,"
 			    "\"entries\":[{\"csci_id\":\"%s\",\"cs_id\":\"S1\","
 			    "\"health\":\"%s\",\"gas\":%llu,\"comp_time_ms\":"
-			    "%llu}]}", smas[c], (unsigned long long)++seq[c],
+			    "%llu}]}", smas[k], (unsigned long long)++seq[k],
 			    (unsigned long long)now,
 			    (unsigned long long)(2000 + (r >> 16) % 20000),
-			    cands[c], (r >> 24) % 5 ? "HEALTHY" : "UNHEALTHY",
+			    cands[k], (r >> 24) % 5 ? "HEALTHY" : "UNHEALTHY",
 			    (unsigned long long)((r >> 28) % 4 * 100),
 			    (unsigned long long)((r >> 32) % 10));
 			feed_at(&a, text, now);
 			feed_at(&b, text, now);
+			feed_at(&c, text, now);
 		} else if (what == 1) {
 			snprintf(text, sizeof(text), "{\"type\":\"net\","
 			    "\"scope\":\"path\",\"ts\":%llu,\"gen\":%llu,"
@@ -539,6 +542,7 @@ test_cache_equivalence(void)
 			    (r >> 40) % 6 ? "true" : "false");
 			feed_at(&a, text, now);
 			feed_at(&b, text, now);
+			feed_at(&c, text, now);
 		} else if (what == 2) {
 			now += (r >> 8) % 1500;
 		} else if (what == 3 && (r >> 8) % 4 == 0) {
@@ -557,6 +561,7 @@ test_cache_equivalence(void)
 			    "min-latency");
 			feed_at(&a, text, now);
 			feed_at(&b, text, now);
+			feed_at(&c, text, now);
 		} else {
 			const char *ing = (r >> 8) % 3 ? "IF-1" : "IF-2";
 			char extra[256];
@@ -567,7 +572,11 @@ test_cache_equivalence(void)
 			int ca = cats_sel_request(a.sel, &q, NULL, now, &a.out);
 			q = *request((uint64_t)i + 1, now, extra);
 			int cb = cats_sel_request(b.sel, &q, NULL, now, &b.out);
+			q = *request((uint64_t)i + 1, now, extra);
+			int cc = cats_sel_request(c.sel, &q, NULL, now, &c.out);
 			fails += ca != CATS_SEL_OK;
+			if (cc != cb || strcmp(chosen(&c), chosen(&b)) != 0)
+				same = 0;
 			if (ca != cb || strcmp(chosen(&a), chosen(&b)) != 0 ||
 			    (ca != CATS_SEL_OK && strcmp(a.out.msg, b.out.msg)
 			    != 0) || (ca == CATS_SEL_OK &&
@@ -582,7 +591,8 @@ test_cache_equivalence(void)
 		}
 	}
 	hits = (int)cats_sel_counters(a.sel)->cache_hits;
-	T_OK(same, "with and without the cache, every answer is the same");
+	T_OK(same, "with the cache, a 2-entry cache and none, every answer is "
+	    "the same");
 	T_OK(hits > 100 && fails > 100 && fails < n / 2,
 	    "the cache was used (%d hits), and answers varied (%d failures)",
 	    hits, fails);
@@ -590,6 +600,7 @@ test_cache_equivalence(void)
 	    "no_cache means no hits");
 	world_free(&a);
 	world_free(&b);
+	world_free(&c);
 }
 
 int
