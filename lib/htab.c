@@ -31,6 +31,19 @@ cats_hash_str(const char *s)
 	return cats_hash(s, strlen(s));
 }
 
+uint64_t
+cats_hash_pair(const char *a, const char *b)
+{
+	char buf[512];
+	size_t x = strlen(a), y = strlen(b);
+	if (x + y + 1 > sizeof(buf))
+		return cats_hash_str(a) ^ (cats_hash_str(b) * 31);
+	memcpy(buf, a, x);
+	buf[x] = '\0';
+	memcpy(buf + x + 1, b, y);
+	return cats_hash(buf, x + y + 1);
+}
+
 void *
 cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key)
@@ -107,6 +120,29 @@ cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq, const void *key)
 	t->s[hole].item = NULL;
 	t->n--;
 	return item;
+}
+
+void **
+cats_htab_select(const struct cats_htab *t,
+    bool (*keep)(const void *item, void *arg), void *arg, size_t *n)
+{
+	void **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (t->s[i].h == 0 || !keep(t->s[i].item, arg))
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			void **nv = realloc(v, nc * sizeof(*v));
+			if (nv == NULL)
+				return v;
+			v = nv;
+			cap = nc;
+		}
+		v[(*n)++] = t->s[i].item;
+	}
+	return v;
 }
 
 void

@@ -27,6 +27,8 @@ typedef bool (*cats_eq_fn)(const void *item, const void *key);
 
 uint64_t cats_hash(const void *p, size_t n);
 uint64_t cats_hash_str(const char *s);
+/* A key of two strings (a, b): the hash of "a\0b". */
+uint64_t cats_hash_pair(const char *a, const char *b);
 
 void *cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);
@@ -36,6 +38,14 @@ int cats_htab_put(struct cats_htab *t, uint64_t h, void *item);
 void *cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);
 void cats_htab_free(struct cats_htab *t);
+
+/*
+ * The items for which keep(item, arg) is true, in a malloc'd array (*n of
+ * them; NULL when none, or when memory ran out: then *n counts the ones
+ * found so far).  The table may be changed after: the array is a copy.
+ */
+void **cats_htab_select(const struct cats_htab *t,
+    bool (*keep)(const void *item, void *arg), void *arg, size_t *n);
 
 /* Iterate: for (size_t i = 0; i < t.cap; i++) if (t.s[i].h) use(t.s[i].item) */
 

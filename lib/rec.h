@@ -196,7 +196,8 @@ extern const char *const cats_req_mode_names[];
  X(DEC, fallback, BOOL, bool, CATS_OPT, 0, 0, NULL, NULL, "", "a configured fallback was used") \
  X(DEC, on_failure, ENUM, int, CATS_OPT, 0, 0, NULL, cats_on_failure_names, "", "what an instance failure does to the flow") \
  X(DEC, idle_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "binding idle lifetime") \
- X(DEC, hard_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "binding hard lifetime")
+ X(DEC, hard_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "binding hard lifetime") \
+ X(DEC, affinity, ENUM, int, CATS_OPT, 0, 0, NULL, cats_affinity_names, "", "flow key the service's affinity needs: 5tuple, client or tenant-client")
 
 /* One segment of a path: a node SID or an adjacency SID. */
 #define CATS_SEG_FIELDS(X) \

@@ -1,0 +1,1466 @@
+/*
+ * cats-select - the C-PS service selection stage: service, metric and net
+ * records build the catalogue, the CST and the NST; forwarders' requests
+ * become path requests carrying the decision, or errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "crypto.h"
+#include "ep.h"
+#include "json.h"
+#include "log.h"
+#include "select.h"
+#include "seq.h"
+#include "tool.h"
+
+static const char usage_text[] =
+    "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"
+    "                   [--dataplane DP] [--domain NAME] [--dump-at-end]\n"
+    "                   [--id NAME] [--keys KEYRING]\n"
+    "                   [--limit SCOPE=RATE[:BURST]] [--listen ENDPOINT]\n"
+    "                   [--log SPEC] [--metric-ttl DURATION]\n"
+    "                   [--metrics FILE] [--net FILE] [--net-ttl DURATION]\n"
+    "                   [--no-auth] [--peercred ID=UID] [--policy NAME]\n"
+    "                   [--precedence reject|explicit|address] [--replay]\n"
+    "                   [--seed N] [--services FILE] [--stats-at-end]\n"
+    "                   [--stats-interval DURATION] [--stats-to ENDPOINT]\n"
+    "                   [--to ENDPOINT] [--window DURATION]\n";
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(CATS_EXIT_USAGE);
+}
+
+#define MAX_LISTEN 8
+#define MAX_CONNS 1024
+#define MAX_PEERCRED 64
+
+struct peercred {
+	char id[CATS_ID + 1];
+	uint32_t uid;
+	char *tenants;		/* config: space-separated, or NULL */
+};
+
+struct opts {
+	const char *config, *services, *metrics, *net, *keys, *to, *stats_to;
+	const char *audit, *log, *id;
+	const char *listen[MAX_LISTEN];
+	size_t nlisten;
+	struct peercred pc[MAX_PEERCRED];
+	size_t npc;
+	struct cats_sel_conf sel;
+	bool set_prec, set_policy, set_seed, set_dp, set_window, set_insecure;
+	uint64_t metric_ttl, net_ttl, purge_ms, stats_ms;
+	bool set_metric_ttl, set_net_ttl, set_purge, set_stats_ms;
+	bool replay, dump_at_end, stats_at_end, strict;
+	int verbose;
+};
+
+struct conn;
+
+struct app {
+	struct opts o;
+	struct event_base *base;
+	struct cats_stream *in, *out, *stats;
+	struct {
+		int fd;
+		bool dgram, unix_sock;
+		struct event *ev;
+		struct conn *dconn;
+	} ls[MAX_LISTEN];
+	size_t nls;
+	struct conn *conns;
+	size_t nconns;
+	bool paused, daemon, done;
+	struct cats_dec dec;
+	struct cats_toks peek;
+	struct cats_keyring keys;
+	struct cats_svc_cat *cat;
+	struct cats_cst *cst;
+	struct cats_nst nst;
+	struct cats_nst_rec *nrec;
+	struct cats_sel *sel;
+	struct cats_sel_out sout;
+	struct cats_buf obuf;
+	uint64_t last_purge;
+	struct cats_buf pend;	/* output of this loop turn */
+	struct event *flush_ev;
+	uint64_t last_stats_ts, last_decisions;
+	struct event *timer;
+	struct event *sev[5];
+	struct cats_conf cf;
+	int rc;
+	/* Counters of the tool (the selector has its own). */
+	uint64_t records, bad, passed, fwd_dropped, conns_refused;
+	uint64_t svc_applied, svc_ignored, svc_refused;
+	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
+	    met_removed, met_refused;
+	uint64_t net_applied, net_ignored, net_refused;
+	uint64_t purged;
+};
+
+struct conn {
+	struct app *app;
+	struct cats_stream *s;
+	bool peercred;
+	uint32_t uid;
+	bool listener;		/* a datagram listener: kept at EOF */
+	struct conn *next, **prevp;
+};
+
+/* ---- output ---- */
+
+static void pause_inputs(struct app *a);
+
+/* Stop reading and leave the loop (the output is flushed after it). */
+static void flush_pend(struct app *a);
+
+static void
+stop(struct app *a, int rc)
+{
+	if (rc != CATS_EXIT_IOERR)
+		flush_pend(a);
+	if (a->rc == 0)
+		a->rc = rc;
+	a->done = true;
+	pause_inputs(a);
+	event_base_loopbreak(a->base);
+}
+
+static void
+send_now(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	int r = cats_stream_send(s, p, n);
+	if (r < 0) {
+		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
+		stop(a, CATS_EXIT_IOERR);
+	} else if (r > 0) {
+		pause_inputs(a);
+	}
+}
+
+/* Hand the records of this loop turn to the output stream at once. */
+static void
+flush_pend(struct app *a)
+{
+	if (a->pend.len == 0)
+		return;
+	send_now(a, a->out, a->pend.p, a->pend.len);
+	cats_buf_reset(&a->pend);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_pend(arg);
+}
+
+/*
+ * Records for the main output gather during a turn of the loop (a read
+ * delivers many) and leave in one write; the order is kept.
+ */
+static void
+send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	if (s != a->out || a->flush_ev == NULL) {
+		send_now(a, s, p, n);
+		return;
+	}
+	if (a->pend.len == 0)
+		event_active(a->flush_ev, 0, 0);
+	if (cats_buf_add(&a->pend, p, n) < 0) {
+		flush_pend(a);
+		send_now(a, s, p, n);
+	} else if (a->pend.len >= 256 * 1024) {
+		flush_pend(a);
+	}
+}
+
+static void
+send_rec(struct app *a, struct cats_stream *s, const struct cats_rec *r)
+{
+	cats_buf_reset(&a->obuf);
+	if (cats_rec_encode(r, &a->obuf, true) < 0) {
+		cats_errorx("cannot encode a %s record",
+		    cats_type_name(r->type));
+		return;
+	}
+	send_raw(a, s, a->obuf.p, a->obuf.len);
+}
+
+static int
+dump_one(const struct cats_rec *r, void *arg)
+{
+	struct app *a = arg;
+	send_rec(a, a->stats, r);
+	return a->done ? -1 : 0;
+}
+
+static void
+emit_dump(struct app *a)
+{
+	uint64_t now = cats_clock_now();
+	cats_cst_dump(a->cst, now, dump_one, a);
+	cats_nst_dump(&a->nst, now, dump_one, a);
+}
+
+static void
+counter_name(char *dst, size_t len, const char *prefix, const char *name)
+{
+	snprintf(dst, len, "%s%s", prefix, name);
+	for (char *p = dst; *p; p++)
+		if (*p == '-')
+			*p = '_';
+}
+
+static void
+emit_stats(struct app *a)
+{
+	static char names[CATS_SEL__N + CATS_REJ__N][48];
+	struct cats_kv kv[96];
+	size_t n = 0;
+	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
+	uint64_t now = cats_clock_now();
+	uint64_t dt = now > a->last_stats_ts ? now - a->last_stats_ts : 0;
+	uint64_t rate = dt ? (c->decisions - a->last_decisions) * 1000 / dt : 0;
+	a->last_stats_ts = now;
+	a->last_decisions = c->decisions;
+#define KV(name, val) do { kv[n].k = (name); kv[n].v = (val); n++; } while (0)
+	KV("requests", c->requests);
+	KV("decisions", c->decisions);
+	uint64_t errors = 0;
+	for (int i = 1; i < CATS_SEL__N; i++)
+		errors += c->fail[i];
+	KV("errors", errors);
+	KV("decision_rate", rate);
+	KV("fallbacks", c->fallbacks);
+	KV("precedence", c->precedence);
+	KV("cache_hits", c->cache_hits);
+	for (int i = 1; i < CATS_SEL__N; i++) {
+		counter_name(names[i], sizeof(names[i]), "fail_",
+		    cats_sel_code_names[i]);
+		KV(names[i], c->fail[i]);
+	}
+	for (int i = 1; i < CATS_REJ__N; i++) {
+		char *nm = names[CATS_SEL__N + i];
+		counter_name(nm, 48, "reject_", cats_rej_names[i]);
+		KV(nm, c->reject[i]);
+	}
+	KV("records", a->records);
+	KV("bad_records", a->bad);
+	KV("passed", a->passed);
+	KV("fwd_dropped", a->fwd_dropped);
+	KV("connections", a->nconns);
+	KV("connections_refused", a->conns_refused);
+	KV("services", cats_svc_count(a->cat));
+	KV("service_records", a->svc_applied);
+	KV("service_ignored", a->svc_ignored);
+	KV("service_refused", a->svc_refused);
+	KV("metric_records", a->met_records);
+	KV("metric_stale", a->met_stale);
+	KV("metric_bad", a->met_bad);
+	KV("metric_resync", a->met_resync);
+	KV("metric_entries_applied", a->met_applied);
+	KV("metric_entries_removed", a->met_removed);
+	KV("metric_entries_refused", a->met_refused);
+	KV("net_applied", a->net_applied);
+	KV("net_ignored", a->net_ignored);
+	KV("net_refused", a->net_refused);
+	KV("purged", a->purged);
+	KV("cst_entries", cats_cst_count(a->cst));
+	KV("cst_gen", cats_cst_gen(a->cst));
+	KV("nst_paths", cats_nst_rec_count(a->nrec));
+	KV("nst_gen", cats_nst_gen(&a->nst));
+#undef KV
+	struct cats_rec r;
+	cats_stats_rec(&r, "cats-select", a->o.id, kv, n, now);
+	send_rec(a, a->stats, &r);
+}
+
+/* ---- inputs ---- */
+
+static void
+for_each_input(struct app *a, void (*fn)(struct cats_stream *))
+{
+	if (a->in != NULL)
+		fn(a->in);
+	for (struct conn *c = a->conns; c != NULL; c = c->next)
+		fn(c->s);
+}
+
+static void
+pause_inputs(struct app *a)
+{
+	if (a->paused)
+		return;
+	a->paused = true;
+	for_each_input(a, cats_stream_pause);
+	for (size_t i = 0; i < a->nls; i++)
+		if (a->ls[i].ev != NULL)
+			event_del(a->ls[i].ev);
+}
+
+static void
+on_drained(struct cats_stream *s, void *arg)
+{
+	struct app *a = arg;
+	(void)s;
+	if (!a->paused)
+		return;
+	a->paused = false;
+	for_each_input(a, cats_stream_resume);
+	for (size_t i = 0; i < a->nls; i++)
+		if (a->ls[i].ev != NULL)
+			event_add(a->ls[i].ev, NULL);
+}
+
+static void
+purge(struct app *a, uint64_t now)
+{
+	uint64_t grace = a->o.purge_ms;
+	uint64_t st = cats_svc_max_stale(a->cat);
+	if (st > grace)
+		grace = st;
+	a->purged += cats_cst_expire(a->cst, now, grace);
+	a->purged += cats_nst_expire(&a->nst, now, grace);
+}
+
+static uint64_t
+rec_ts(const struct cats_rec *r, bool *has)
+{
+	*has = true;
+	switch (r->type) {
+	case CATS_T_REQUEST:
+		return r->u.request.ts;
+	case CATS_T_METRIC:
+		return r->u.metric.ts;
+	case CATS_T_NET:
+		return r->u.net.ts;
+	case CATS_T_SERVICE:
+		*has = CATS_HAS(&r->u.service, SVC, ts);
+		return r->u.service.ts;
+	default:
+		*has = false;
+		return 0;
+	}
+}
+
+static void
+apply_service(struct app *a, const struct cats_service *s, uint64_t index,
+    const char *where)
+{
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	int r = cats_svc_apply(a->cat, s, &e);
+	if (r > 0) {
+		a->svc_applied++;
+	} else if (r == 0) {
+		a->svc_ignored++;
+		cats_info("%s: record %" PRIu64 ": service %s version %" PRIu64
+		    " is older than the catalogue's", where, index, s->cs_id,
+		    s->version);
+	} else {
+		char msg[400];
+		a->svc_refused++;
+		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
+		    sizeof(msg)));
+		cats_audit("service-refused", "cs_id=%s reason=%s", s->cs_id,
+		    e.reason);
+	}
+}
+
+static void
+apply_metric(struct app *a, const struct cats_metric *m, uint64_t now,
+    uint64_t index, const char *where)
+{
+	struct cats_cst_result res;
+	a->met_records++;
+	cats_cst_apply(a->cst, m, now, &res);
+	a->met_applied += res.applied;
+	a->met_removed += res.removed;
+	a->met_refused += res.refused;
+	if (res.resync)
+		a->met_resync++;
+	if (res.result == CATS_ACK_STALE) {
+		a->met_stale++;
+		cats_info("%s: record %" PRIu64 ": metric from %s ignored: %s",
+		    where, index, m->sma_id, res.reason);
+	} else if (res.result != CATS_ACK_OK) {
+		a->met_bad++;
+		cats_warnx("%s: record %" PRIu64 ": metric from %s: %s", where,
+		    index, m->sma_id, res.reason);
+	} else if (res.resync) {
+		cats_info("%s: record %" PRIu64 ": metric from %s: %s; a full "
+		    "sync is needed", where, index, m->sma_id, res.reason);
+	}
+}
+
+static void
+apply_net(struct app *a, const struct cats_net *m, uint64_t now,
+    uint64_t index, const char *where)
+{
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	int r = cats_nst_rec_apply(a->nrec, m, now, &e);
+	if (r > 0) {
+		a->net_applied++;
+	} else if (r == 0) {
+		a->net_ignored++;
+	} else {
+		char msg[400];
+		a->net_refused++;
+		cats_warnx("%s: %s", where, cats_err_fmt(&e, index, msg,
+		    sizeof(msg)));
+	}
+}
+
+/* The type and transaction id of an item that did not decode, if any. */
+static bool
+peek_request(struct app *a, const uint8_t *p, size_t n, bool *has_txn,
+    uint64_t *txn)
+{
+	size_t used;
+	struct cats_err e;
+	bool req = false;
+	*has_txn = false;
+	if (cats_scan(p, n, true, &a->dec.lim, &a->peek, NULL, &used, NULL,
+	    &e) != CATS_SCAN_OK)
+		return false;
+	const struct cats_tok *t = a->peek.t;
+	if (t[0].kind != CATS_TK_MAP)
+		return false;
+	size_t i = 1;
+	for (uint32_t k = 0; k < t[0].n; k++) {
+		const struct cats_tok *key = &t[i], *val = &t[i + 1];
+		if (key->kind == CATS_TK_TEXT && key->n == 4 &&
+		    memcmp(key->v.p, "type", 4) == 0 &&
+		    val->kind == CATS_TK_TEXT && val->n == 7 &&
+		    memcmp(val->v.p, "request", 7) == 0)
+			req = true;
+		if (key->kind == CATS_TK_TEXT && key->n == 3 &&
+		    memcmp(key->v.p, "txn", 3) == 0 &&
+		    val->kind == CATS_TK_UINT && val->v.u >= 1 &&
+		    val->v.u <= CATS_U53) {
+			*has_txn = true;
+			*txn = val->v.u;
+		}
+		i = val->next;
+	}
+	return req;
+}
+
+static void
+handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
+    uint64_t now)
+{
+	struct cats_sel_origin o = { 0 };
+	if (c != NULL && c->peercred) {
+		o.peercred = true;
+		o.uid = c->uid;
+	}
+	struct cats_sel_out *out = &a->sout;
+	int code = cats_sel_request(a->sel, r, &o, now, out);
+	if (code != CATS_SEL_OK) {
+		cats_debug("txn %" PRIu64 " from %s: %s: %s", r->u.request.txn,
+		    r->u.request.ingress, cats_sel_code_names[code], out->msg);
+		if (code == CATS_SEL_UNAUTHENTICATED ||
+		    code == CATS_SEL_UNAUTHORIZED || code == CATS_SEL_REPLAY ||
+		    code == CATS_SEL_STALE_GEN)
+			cats_audit("request-refused", "txn=%" PRIu64
+			    " ingress=%s code=%s reason=\"%s\"",
+			    r->u.request.txn, r->u.request.ingress,
+			    cats_sel_code_names[code], out->msg);
+	}
+	send_rec(a, a->out, &out->rec);
+}
+
+/*
+ * One item from stdin (c NULL: the trusted control stream) or from a
+ * forwarder connection.
+ */
+static void
+handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
+    struct conn *c)
+{
+	struct cats_rec r;
+	struct cats_err e;
+	const char *where = c ? "forwarder" : "input";
+	memset(&e, 0, sizeof(e));
+	a->records++;
+	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
+		char msg[400];
+		a->bad++;
+		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
+		    sizeof(msg)));
+		bool has_txn;
+		uint64_t txn = 0;
+		if (peek_request(a, p, n, &has_txn, &txn) || c != NULL) {
+			cats_sel_malformed(a->sel, &e, index, has_txn, txn,
+			    cats_clock_now(), &a->sout);
+			send_rec(a, a->out, &a->sout.rec);
+		}
+		if (a->o.strict && c == NULL)
+			stop(a, CATS_EXIT_DATAERR);
+		return;
+	}
+	bool has_ts;
+	uint64_t ts = rec_ts(&r, &has_ts);
+	if (a->o.replay && has_ts)
+		cats_clock_observe(ts);
+	uint64_t now = cats_clock_now();
+	if (c != NULL && r.type != CATS_T_REQUEST) {
+		/* Forwarders send requests; nothing else is theirs to say. */
+		a->fwd_dropped++;
+		cats_warnx("forwarder: record %" PRIu64 ": a %s record from a "
+		    "forwarder connection is dropped", index,
+		    cats_type_name(r.type));
+		cats_audit("forwarder-record-dropped", "type=%s",
+		    cats_type_name(r.type));
+		return;
+	}
+	switch (r.type) {
+	case CATS_T_REQUEST:
+		handle_request(a, &r, c, now);
+		break;
+	case CATS_T_SERVICE:
+		apply_service(a, &r.u.service, index, where);
+		break;
+	case CATS_T_METRIC:
+		apply_metric(a, &r.u.metric, now, index, where);
+		break;
+	case CATS_T_NET:
+		/* Link and node records are the PCE's: passed on. */
+		if (r.u.net.scope == CATS_NET_PATH) {
+			apply_net(a, &r.u.net, now, index, where);
+			break;
+		}
+		a->passed++;
+		send_raw(a, a->out, p, n);
+		break;
+	default:
+		a->passed++;
+		send_raw(a, a->out, p, n);
+	}
+	/* In replay, purge once a replayed second (the timer's job live). */
+	if (a->o.replay && now >= a->last_purge + 1000) {
+		a->last_purge = now;
+		purge(a, now);
+	}
+}
+
+static void
+on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct conn *c = arg;
+	(void)s;
+	(void)peer;
+	handle_item(c->app, p, n, index, c);
+}
+
+static void
+on_in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	(void)s;
+	(void)peer;
+	handle_item(arg, p, n, index, NULL);
+}
+
+static void
+report_bad_item(struct app *a, const char *where, uint64_t index,
+    const struct cats_err *e, bool from_fwd)
+{
+	char msg[400];
+	a->records++;
+	a->bad++;
+	cats_errorx("%s: %s", where, cats_err_fmt(e, index, msg, sizeof(msg)));
+	if (from_fwd) {
+		cats_sel_malformed(a->sel, e, index, false, 0, cats_clock_now(),
+		    &a->sout);
+		send_rec(a, a->out, &a->sout.rec);
+	}
+}
+
+static void
+on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct conn *c = arg;
+	(void)s;
+	report_bad_item(c->app, "forwarder", index, e, true);
+}
+
+static void
+on_in_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct app *a = arg;
+	(void)s;
+	report_bad_item(a, "input", index, e, false);
+	if (a->o.strict)
+		stop(a, CATS_EXIT_DATAERR);
+}
+
+static void
+conn_free(struct conn *c)
+{
+	struct app *a = c->app;
+	*c->prevp = c->next;
+	if (c->next)
+		c->next->prevp = c->prevp;
+	a->nconns--;
+	cats_stream_free(c->s);
+	free(c);
+}
+
+static void
+on_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct conn *c = arg;
+	(void)s;
+	if (error != 0)
+		cats_debug("forwarder connection: %s", strerror(error));
+	if (!c->listener)
+		conn_free(c);
+}
+
+static void
+finish(struct app *a)
+{
+	uint64_t now = cats_clock_now();
+	purge(a, now);
+	if (a->o.stats_at_end)
+		emit_stats(a);
+	if (a->o.dump_at_end)
+		emit_dump(a);
+	stop(a, CATS_EXIT_OK);
+}
+
+static void
+on_in_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct app *a = arg;
+	(void)s;
+	if (error != 0) {
+		cats_errorx("input: %s", strerror(error));
+		a->rc = CATS_EXIT_FAIL;
+	}
+	if (!a->daemon)
+		finish(a);
+}
+
+static struct conn *
+conn_new(struct app *a, int fd, bool dgram, bool listener)
+{
+	static const struct cats_stream_cbs cbs = { .item = on_item,
+		.bad = on_bad, .eof = on_eof };
+	struct conn *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->app = a;
+	c->listener = listener;
+	c->s = cats_stream_new(a->base, fd, -1, dgram, &a->dec.lim, 0, &cbs, c);
+	if (c->s == NULL) {
+		free(c);
+		return NULL;
+	}
+	c->next = a->conns;
+	if (a->conns)
+		a->conns->prevp = &c->next;
+	c->prevp = &a->conns;
+	a->conns = c;
+	a->nconns++;
+	if (a->paused)
+		cats_stream_pause(c->s);
+	return c;
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct app *a = arg;
+	(void)what;
+	for (int i = 0; i < 16; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (a->nconns >= MAX_CONNS) {
+			a->conns_refused++;
+			cats_warnx("refusing a forwarder connection: %d open",
+			    MAX_CONNS);
+			close(fd);
+			continue;
+		}
+		struct conn *c = conn_new(a, fd, false, false);
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		cats_stream_own(c->s);
+		struct ucred uc;
+		socklen_t len = sizeof(uc);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 &&
+		    len == sizeof(uc)) {
+			bool unix_sock = false;
+			for (size_t k = 0; k < a->nls; k++)
+				if (a->ls[k].fd == lfd)
+					unix_sock = a->ls[k].unix_sock;
+			c->peercred = unix_sock;
+			c->uid = uc.uid;
+		}
+	}
+}
+
+/* ---- timers and signals ---- */
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct app *a = arg;
+	(void)fd;
+	(void)what;
+	uint64_t now = cats_clock_now();
+	purge(a, now);
+	if (a->o.stats_ms > 0 && now >= a->last_stats_ts + a->o.stats_ms)
+		emit_stats(a);
+}
+
+static int load_file(struct app *a, const char *path, int type,
+    struct cats_svc_cat *cat);
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct app *a = arg;
+	(void)what;
+	switch (sig) {
+	case SIGUSR1:
+		emit_stats(a);
+		break;
+	case SIGUSR2:
+		emit_dump(a);
+		break;
+	case SIGHUP: {
+		if (a->o.services == NULL)
+			break;
+		struct cats_svc_cat *cat = cats_svc_cat_new(0);
+		if (cat == NULL || load_file(a, a->o.services, CATS_T_SERVICE,
+		    cat) != CATS_EXIT_OK) {
+			cats_errorx("%s: not reloaded; the old catalogue stays",
+			    a->o.services);
+			cats_svc_cat_free(cat);
+			break;
+		}
+		cats_sel_set_catalogue(a->sel, cat);
+		cats_svc_cat_free(a->cat);
+		a->cat = cat;
+		cats_info("%s: reloaded, %zu services", a->o.services,
+		    cats_svc_count(cat));
+		cats_audit("services-reloaded", "services=%zu",
+		    cats_svc_count(cat));
+		break;
+	}
+	default:
+		stop(a, CATS_EXIT_OK);
+	}
+}
+
+/* ---- files ---- */
+
+/* Apply one record of a start-up file; -1 if it is refused. */
+static int
+load_rec(struct app *a, const struct cats_rec *r, int type, uint64_t index,
+    const char *path, struct cats_svc_cat *cat)
+{
+	if ((int)r->type != type) {
+		cats_errorx("%s: record %" PRIu64 ": a %s record, expected %s",
+		    path, index, cats_type_name(r->type), cats_type_name(type));
+		return -1;
+	}
+	bool has_ts;
+	uint64_t ts = rec_ts(r, &has_ts);
+	if (a->o.replay && has_ts)
+		cats_clock_observe(ts);
+	uint64_t now = cats_clock_now();
+	if (type == CATS_T_SERVICE) {
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		if (cats_svc_apply(cat, &r->u.service, &e) < 0) {
+			char msg[400];
+			cats_errorx("%s: %s", path, cats_err_fmt(&e, index, msg,
+			    sizeof(msg)));
+			return -1;
+		}
+	} else if (type == CATS_T_METRIC) {
+		apply_metric(a, &r->u.metric, now, index, path);
+	} else {
+		apply_net(a, &r->u.net, now, index, path);
+	}
+	return 0;
+}
+
+/*
+ * Load a start-up file: a CBOR Sequence, or JSON Lines (the first byte
+ * tells: records are maps, and no CBOR map starts with '{' or a blank).
+ */
+static int
+load_file(struct app *a, const char *path, int type, struct cats_svc_cat *cat)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cats_errorx("%s: %s", path, strerror(errno));
+		return CATS_EXIT_NOINPUT;
+	}
+	uint8_t first = 0;
+	ssize_t got = pread(fd, &first, 1, 0);
+	int bad = 0;
+	uint64_t index = 0;
+	struct cats_rec r;
+	if (got == 1 && (first == '{' || first == ' ' || first == '\n' ||
+	    first == '\t' || first == '\r')) {
+		FILE *f = fdopen(fd, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t len;
+		while (f != NULL && (len = getline(&line, &cap, f)) > 0) {
+			if (line[strspn(line, " \t\r\n")] == '\0')
+				continue;
+			json_error_t je;
+			struct cats_err e;
+			memset(&e, 0, sizeof(e));
+			json_t *j = json_loadb(line, (size_t)len, 0, &je);
+			if (j == NULL) {
+				cats_errorx("%s: record %" PRIu64
+				    ": not JSON: %s", path, index, je.text);
+				bad++;
+			} else if (cats_rec_from_json(&a->dec, j, &r, &e) < 0) {
+				char msg[400];
+				cats_errorx("%s: %s", path, cats_err_fmt(&e,
+				    index, msg, sizeof(msg)));
+				bad++;
+			} else if (load_rec(a, &r, type, index, path,
+			    cat) < 0) {
+				bad++;
+			}
+			json_decref(j);
+			index++;
+		}
+		free(line);
+		if (f != NULL)
+			fclose(f);
+		else
+			close(fd);
+	} else {
+		struct cats_seq_reader rd;
+		cats_seq_reader_init(&rd, &a->dec.lim);
+		for (;;) {
+			struct cats_err e;
+			memset(&e, 0, sizeof(e));
+			int s = cats_seq_next_rec(&rd, &a->dec, &r, &e);
+			if (s == CATS_SEQ_NEED) {
+				if (rd.eof)
+					break;
+				if (cats_seq_read_fd(&rd, fd) < 0 &&
+				    errno != EINTR) {
+					cats_errorx("%s: %s", path,
+					    strerror(errno));
+					bad++;
+					break;
+				}
+				continue;
+			}
+			if (s == CATS_SEQ_BAD) {
+				char msg[400];
+				cats_errorx("%s: %s", path, cats_err_fmt(&e,
+				    rd.index - 1, msg, sizeof(msg)));
+				bad++;
+			} else if (load_rec(a, &r, type, rd.index - 1, path,
+			    cat) < 0) {
+				bad++;
+			}
+		}
+		cats_seq_reader_free(&rd);
+		close(fd);
+	}
+	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+}
+
+/* ---- options and configuration ---- */
+
+static int
+parse_limit(const char *s, struct cats_sel_conf *c, char *err, size_t errlen)
+{
+	const char *eq = strchr(s, '=');
+	struct cats_rate *r;
+	if (eq == NULL) {
+		snprintf(err, errlen, "expected SCOPE=RATE[:BURST]");
+		return -1;
+	}
+	size_t n = (size_t)(eq - s);
+	if (n == 6 && strncmp(s, "global", 6) == 0)
+		r = &c->rate_global;
+	else if (n == 6 && strncmp(s, "tenant", 6) == 0)
+		r = &c->rate_tenant;
+	else if (n == 6 && strncmp(s, "client", 6) == 0)
+		r = &c->rate_client;
+	else {
+		snprintf(err, errlen, "scope is global, tenant or client");
+		return -1;
+	}
+	char buf[64];
+	cats_strlcpy(buf, eq + 1, sizeof(buf));
+	char *colon = strchr(buf, ':');
+	if (colon != NULL)
+		*colon++ = '\0';
+	if (cats_parse_u64(buf, 1, 1000000000, &r->per_s, err, errlen) < 0)
+		return -1;
+	r->burst = r->per_s;
+	if (colon != NULL &&
+	    cats_parse_u64(colon, 1, 1000000000, &r->burst, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+parse_peercred(const char *s, struct opts *o, char *err, size_t errlen)
+{
+	const char *eq = strrchr(s, '=');
+	uint64_t uid;
+	if (eq == NULL || eq == s || (size_t)(eq - s) > CATS_ID) {
+		snprintf(err, errlen, "expected FORWARDER-ID=UID");
+		return -1;
+	}
+	if (cats_parse_u64(eq + 1, 0, UINT32_MAX - 1, &uid, err, errlen) < 0)
+		return -1;
+	if (o->npc == MAX_PEERCRED) {
+		snprintf(err, errlen, "at most %d forwarders", MAX_PEERCRED);
+		return -1;
+	}
+	struct peercred *p = &o->pc[o->npc++];
+	memset(p, 0, sizeof(*p));
+	memcpy(p->id, s, (size_t)(eq - s));
+	p->uid = (uint32_t)uid;
+	return 0;
+}
+
+static int
+parse_enum_opt(const char *const *names, const char *v, int *out)
+{
+	int i = cats_enum_index(names, v, strlen(v));
+	if (i < 0)
+		return -1;
+	*out = i;
+	return 0;
+}
+
+/* A value of the config file or of the command line. */
+static int
+set_value(struct opts *o, const char *key, const char *v, bool from_conf,
+    char *err, size_t errlen)
+{
+	struct cats_sel_conf *c = &o->sel;
+#define ONCE(flag) if (from_conf && o->flag) return 0; o->flag = true;
+	if (strcmp(key, "precedence") == 0) {
+		ONCE(set_prec)
+		if (parse_enum_opt(cats_precedence_names, v,
+		    &c->precedence) < 0)
+			goto bad_enum;
+	} else if (strcmp(key, "policy") == 0) {
+		ONCE(set_policy)
+		if (parse_enum_opt(cats_policy_names, v, &c->policy) < 0)
+			goto bad_enum;
+	} else if (strcmp(key, "dataplane") == 0) {
+		ONCE(set_dp)
+		if (parse_enum_opt(cats_dataplane_names, v, &c->dataplane) < 0)
+			goto bad_enum;
+	} else if (strcmp(key, "seed") == 0) {
+		ONCE(set_seed)
+		return cats_parse_u64(v, 0, UINT64_MAX, &c->seed, err, errlen);
+	} else if (strcmp(key, "window") == 0) {
+		ONCE(set_window)
+		return cats_parse_ms(v, &c->window_ms, err, errlen);
+	} else if (strcmp(key, "metric-ttl") == 0) {
+		ONCE(set_metric_ttl)
+		return cats_parse_ms(v, &o->metric_ttl, err, errlen);
+	} else if (strcmp(key, "net-ttl") == 0) {
+		ONCE(set_net_ttl)
+		return cats_parse_ms(v, &o->net_ttl, err, errlen);
+	} else if (strcmp(key, "purge-after") == 0) {
+		ONCE(set_purge)
+		return cats_parse_ms(v, &o->purge_ms, err, errlen);
+	} else if (strcmp(key, "stats-interval") == 0) {
+		ONCE(set_stats_ms)
+		return cats_parse_ms(v, &o->stats_ms, err, errlen);
+	} else if (strcmp(key, "insecure") == 0) {
+		ONCE(set_insecure)
+		return cats_parse_bool(v, &c->insecure, err, errlen);
+	} else if (strcmp(key, "limit") == 0) {
+		return parse_limit(v, c, err, errlen);
+	} else if (strcmp(key, "listen") == 0) {
+		if (o->nlisten == MAX_LISTEN) {
+			snprintf(err, errlen, "at most %d", MAX_LISTEN);
+			return -1;
+		}
+		o->listen[o->nlisten++] = v;
+	} else {
+		const char **slot = strcmp(key, "domain") == 0 ? &c->domain
+		    : strcmp(key, "keys") == 0 ? &o->keys
+		    : strcmp(key, "services") == 0 ? &o->services
+		    : strcmp(key, "metrics") == 0 ? &o->metrics
+		    : strcmp(key, "net") == 0 ? &o->net
+		    : strcmp(key, "to") == 0 ? &o->to
+		    : strcmp(key, "stats-to") == 0 ? &o->stats_to
+		    : strcmp(key, "audit") == 0 ? &o->audit
+		    : strcmp(key, "log") == 0 ? &o->log
+		    : strcmp(key, "id") == 0 ? &o->id : NULL;
+		if (slot == NULL) {
+			snprintf(err, errlen, "unknown key");
+			return -1;
+		}
+		if (from_conf && *slot != NULL)
+			return 0;
+		if (strcmp(key, "domain") == 0 && strlen(v) > CATS_ID) {
+			snprintf(err, errlen, "longer than %d bytes", CATS_ID);
+			return -1;
+		}
+		*slot = v;
+	}
+	return 0;
+#undef ONCE
+bad_enum:
+	snprintf(err, errlen, "unknown value \"%s\"", v);
+	return -1;
+}
+
+static int
+load_config(struct opts *o, struct cats_conf *cf)
+{
+	char err[512];
+	if (cats_conf_load(cf, o->config, err, sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_CONFIG;
+	}
+	for (size_t i = 0; i < cf->n; i++) {
+		const struct cats_conf_ent *e = &cf->v[i];
+		char why[256];
+		if (e->section[0] == '\0') {
+			if (set_value(o, e->key, e->val, true, why,
+			    sizeof(why)) < 0)
+				goto bad;
+			continue;
+		}
+		if (strcmp(e->section, "forwarder") != 0 || e->arg[0] == '\0' ||
+		    strlen(e->arg) > CATS_ID) {
+			snprintf(why, sizeof(why), "unknown section [%s] (use "
+			    "[forwarder \"ID\"])", e->section);
+			goto bad;
+		}
+		struct peercred *p = NULL;
+		for (size_t k = 0; k < o->npc; k++)
+			if (strcmp(o->pc[k].id, e->arg) == 0)
+				p = &o->pc[k];
+		if (p == NULL) {
+			if (o->npc == MAX_PEERCRED) {
+				snprintf(why, sizeof(why), "at most %d "
+				    "forwarders", MAX_PEERCRED);
+				goto bad;
+			}
+			p = &o->pc[o->npc++];
+			memset(p, 0, sizeof(*p));
+			cats_strlcpy(p->id, e->arg, sizeof(p->id));
+			p->uid = UINT32_MAX;
+		}
+		if (strcmp(e->key, "uid") == 0) {
+			uint64_t uid;
+			if (cats_parse_u64(e->val, 0, UINT32_MAX - 1, &uid, why,
+			    sizeof(why)) < 0)
+				goto bad;
+			p->uid = (uint32_t)uid;
+		} else if (strcmp(e->key, "tenants") == 0) {
+			p->tenants = (char *)e->val;
+		} else {
+			snprintf(why, sizeof(why),
+			    "unknown key (uid, tenants)");
+			goto bad;
+		}
+		continue;
+bad:
+		cats_conf_errf(cf, e, err, sizeof(err), "%s", why);
+		cats_errorx("%s", err);
+		return CATS_EXIT_CONFIG;
+	}
+	return CATS_EXIT_OK;
+}
+
+static int
+setup_forwarders(struct app *a)
+{
+	for (size_t i = 0; i < a->o.npc; i++) {
+		struct peercred *p = &a->o.pc[i];
+		const char *tv[64];
+		size_t nt = 0;
+		char *copy = p->tenants ? strdup(p->tenants) : NULL;
+		if (p->tenants != NULL && copy == NULL)
+			return -1;
+		for (char *save = NULL, *t = copy ? strtok_r(copy, " \t,",
+		    &save) : NULL; t != NULL && nt < 64;
+		    t = strtok_r(NULL, " \t,", &save))
+			tv[nt++] = t;
+		int rc = cats_sel_forwarder(a->sel, p->id, p->uid != UINT32_MAX,
+		    p->uid, tv, nt);
+		free(copy);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+open_output(const char *spec, int *fd)
+{
+	struct cats_ep ep;
+	char err[512];
+	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0 ||
+	    (*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
+		cats_errorx("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+setup_listeners(struct app *a)
+{
+	for (size_t i = 0; i < a->o.nlisten; i++) {
+		struct cats_ep ep;
+		char err[512];
+		if (cats_ep_parse(a->o.listen[i], &ep, err, sizeof(err)) < 0) {
+			cats_errorx("--listen: %s", err);
+			return CATS_EXIT_USAGE;
+		}
+		if (ep.kind != CATS_EP_UNIX && ep.kind != CATS_EP_TCP &&
+		    ep.kind != CATS_EP_UDP) {
+			cats_errorx("--listen: %s: unix, tcp or udp",
+			    a->o.listen[i]);
+			return CATS_EXIT_USAGE;
+		}
+		int fd = cats_ep_listen(&ep, err, sizeof(err));
+		if (fd < 0) {
+			cats_errorx("%s", err);
+			return CATS_EXIT_FAIL;
+		}
+		a->ls[a->nls].fd = fd;
+		a->ls[a->nls].unix_sock = ep.kind == CATS_EP_UNIX;
+		if (ep.kind == CATS_EP_UDP) {
+			a->ls[a->nls].dgram = true;
+			struct conn *c = conn_new(a, fd, true, true);
+			if (c == NULL)
+				return CATS_EXIT_FAIL;
+			cats_stream_own(c->s);
+			a->ls[a->nls].dconn = c;
+		} else {
+			a->ls[a->nls].ev = event_new(a->base, fd,
+			    EV_READ | EV_PERSIST, on_accept, a);
+			if (a->ls[a->nls].ev == NULL)
+				return CATS_EXIT_FAIL;
+			event_add(a->ls[a->nls].ev, NULL);
+		}
+		a->nls++;
+	}
+	return CATS_EXIT_OK;
+}
+
+static int
+run(struct app *a, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "audit", required_argument, NULL, 'A' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "dataplane", required_argument, NULL, 'D' },
+		{ "domain", required_argument, NULL, 'd' },
+		{ "dump-at-end", no_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "id", required_argument, NULL, 'I' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "limit", required_argument, NULL, 'L' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "log", required_argument, NULL, 'G' },
+		{ "metric-ttl", required_argument, NULL, 'T' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "net", required_argument, NULL, 'n' },
+		{ "net-ttl", required_argument, NULL, 'N' },
+		{ "no-auth", no_argument, NULL, 'a' },
+		{ "peercred", required_argument, NULL, 'P' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "precedence", required_argument, NULL, 'e' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "replay", no_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "services", required_argument, NULL, 'F' },
+		{ "stats-at-end", no_argument, NULL, 'Z' },
+		{ "stats-interval", required_argument, NULL, 'i' },
+		{ "stats-to", required_argument, NULL, 'O' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "to", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "window", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts *o = &a->o;
+	char err[512];
+	int ch, rc;
+
+	cats_tool_init(argv[0]);
+	cats_sel_conf_init(&o->sel);
+	o->metric_ttl = 180000;
+	o->net_ttl = 30000;
+	o->purge_ms = 600000;
+	o->verbose = 1;
+	while ((ch = getopt_long(argc, argv, "hqsvV", longopts, NULL)) != -1) {
+		const char *key = NULL;
+		switch (ch) {
+		case 'A': key = "audit"; break;
+		case 'c': o->config = optarg; break;
+		case 'D': key = "dataplane"; break;
+		case 'd': key = "domain"; break;
+		case 'G': key = "log"; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return CATS_EXIT_OK;
+		case 'I': key = "id"; break;
+		case 'i': key = "stats-interval"; break;
+		case 'k': key = "keys"; break;
+		case 'L': key = "limit"; break;
+		case 'l': key = "listen"; break;
+		case 'm': key = "metrics"; break;
+		case 'N': key = "net-ttl"; break;
+		case 'n': key = "net"; break;
+		case 'O': key = "stats-to"; break;
+		case 'o': key = "to"; break;
+		case 'P':
+			if (parse_peercred(optarg, o, err, sizeof(err)) < 0) {
+				cats_errorx("--peercred: %s", err);
+				return CATS_EXIT_USAGE;
+			}
+			break;
+		case 'p': key = "policy"; break;
+		case 'e': key = "precedence"; break;
+		case 'q': o->verbose = 0; break;
+		case 'r': o->replay = true; break;
+		case 'S': key = "seed"; break;
+		case 's': o->strict = true; break;
+		case 'F': key = "services"; break;
+		case 'T': key = "metric-ttl"; break;
+		case 'U': o->dump_at_end = true; break;
+		case 'V':
+			cats_tool_version();
+			return CATS_EXIT_OK;
+		case 'v': o->verbose++; break;
+		case 'w': key = "window"; break;
+		case 'Z': o->stats_at_end = true; break;
+		case 'a':
+			o->sel.insecure = true;
+			o->set_insecure = true;
+			break;
+		default:
+			usage();
+		}
+		if (key != NULL && set_value(o, key, optarg, false, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("--%s: %s", key, err);
+			return CATS_EXIT_USAGE;
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (o->config != NULL && (rc = load_config(o, &a->cf)) != CATS_EXIT_OK)
+		return rc;
+	cats_log_verbosity(o->verbose);
+	if (o->log != NULL && cats_log_open(o->log) < 0) {
+		cats_errorx("--log: stderr or syslog");
+		return CATS_EXIT_USAGE;
+	}
+	if (o->audit != NULL && cats_audit_open(o->audit) < 0) {
+		cats_errorx("--audit: cannot open %s", o->audit);
+		return CATS_EXIT_USAGE;
+	}
+	if (o->replay)
+		cats_clock_set_mode(CATS_CLOCK_REPLAY);
+	a->daemon = o->nlisten > 0;
+
+	if (o->keys != NULL) {
+		if (cats_keyring_load(&a->keys, o->keys, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("%s", err);
+			return CATS_EXIT_NOPERM;
+		}
+		o->sel.keys = &a->keys;
+	}
+	if (o->keys == NULL && o->npc == 0 && !o->sel.insecure)
+		cats_warnx("no --keys, --peercred or --no-auth: every request "
+		    "will be refused as unauthenticated");
+
+	cats_dec_init(&a->dec, NULL);
+	a->cat = cats_svc_cat_new(0);
+	a->cst = cats_cst_new(o->metric_ttl, 0);
+	a->nrec = cats_nst_rec_new(o->net_ttl, 0);
+	cats_nst_init(&a->nst);
+	if (a->cat == NULL || a->cst == NULL || a->nrec == NULL ||
+	    cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	a->sel = cats_sel_new(&o->sel, a->cat, a->cst, &a->nst);
+	if (a->sel == NULL || setup_forwarders(a) < 0) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	if (o->services != NULL &&
+	    (rc = load_file(a, o->services, CATS_T_SERVICE, a->cat)) != 0)
+		return rc;
+	if (o->metrics != NULL &&
+	    (rc = load_file(a, o->metrics, CATS_T_METRIC, NULL)) != 0)
+		return rc;
+	if (o->net != NULL &&
+	    (rc = load_file(a, o->net, CATS_T_NET, NULL)) != 0)
+		return rc;
+
+	a->base = event_base_new();
+	if (a->base == NULL) {
+		cats_errorx("cannot create the event loop");
+		return CATS_EXIT_FAIL;
+	}
+	int ofd = 1, sfd = -1;
+	if (o->to != NULL && open_output(o->to, &ofd) < 0)
+		return CATS_EXIT_IOERR;
+	static const struct cats_stream_cbs outcbs = { .drained = on_drained };
+	a->out = cats_stream_new(a->base, -1, ofd, false, NULL, 0, &outcbs, a);
+	if (a->out == NULL)
+		return CATS_EXIT_FAIL;
+	a->stats = a->out;
+	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
+	if (o->stats_to != NULL) {
+		if (open_output(o->stats_to, &sfd) < 0)
+			return CATS_EXIT_IOERR;
+		a->stats = cats_stream_new(a->base, -1, sfd, false, NULL, 0,
+		    &outcbs, a);
+		if (a->stats == NULL)
+			return CATS_EXIT_FAIL;
+	}
+	static const struct cats_stream_cbs incbs = { .item = on_in_item,
+		.bad = on_in_bad, .eof = on_in_eof };
+	/*
+	 * A character device that is no terminal (/dev/null) cannot be
+	 * watched by epoll and holds nothing: the input is empty.
+	 */
+	struct stat st;
+	bool empty_in = fstat(0, &st) == 0 && S_ISCHR(st.st_mode) &&
+	    !isatty(0);
+	if (!empty_in) {
+		a->in = cats_stream_new(a->base, 0, -1, false, &a->dec.lim, 0,
+		    &incbs, a);
+		if (a->in == NULL)
+			return CATS_EXIT_FAIL;
+	}
+	if ((rc = setup_listeners(a)) != CATS_EXIT_OK)
+		return rc;
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
+	for (size_t i = 0; i < 5; i++) {
+		a->sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+		if (a->sev[i] != NULL)
+			event_add(a->sev[i], NULL);
+	}
+	if (a->daemon && !o->replay) {
+		struct timeval tv = { 1, 0 };
+		a->timer = event_new(a->base, -1, EV_PERSIST, on_timer, a);
+		if (a->timer != NULL)
+			event_add(a->timer, &tv);
+	}
+	a->last_stats_ts = cats_clock_now();
+	if (a->daemon)
+		cats_info("serving %zu listeners, %zu services, "
+		    "%zu CST entries",
+		    a->nls, cats_svc_count(a->cat), cats_cst_count(a->cst));
+
+	if (a->in == NULL && !a->daemon)
+		finish(a);
+	else
+		event_base_dispatch(a->base);
+
+	flush_pend(a);
+	if (a->bad > 0 && a->rc == 0 && !a->daemon)
+		a->rc = CATS_EXIT_DATAERR;
+	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {
+		cats_errorx("output: %s", strerror(errno));
+		a->rc = CATS_EXIT_IOERR;
+	}
+	if (a->stats != a->out && cats_stream_flush(a->stats) < 0 && a->rc == 0)
+		a->rc = CATS_EXIT_IOERR;
+	return a->rc;
+}
+
+/* Release everything run() made, whichever way it returned. */
+static void
+cleanup(struct app *a)
+{
+	for (size_t i = 0; i < 5; i++)
+		if (a->sev[i] != NULL)
+			event_free(a->sev[i]);
+	if (a->timer != NULL)
+		event_free(a->timer);
+	if (a->flush_ev != NULL)
+		event_free(a->flush_ev);
+	cats_buf_free(&a->pend);
+	while (a->conns != NULL)
+		conn_free(a->conns);
+	for (size_t i = 0; i < a->nls; i++) {
+		if (a->ls[i].ev != NULL) {
+			event_free(a->ls[i].ev);
+			close(a->ls[i].fd);
+		}
+	}
+	cats_stream_free(a->in);
+	if (a->stats != a->out)
+		cats_stream_free(a->stats);
+	cats_stream_free(a->out);
+	if (a->base != NULL)
+		event_base_free(a->base);
+	cats_sel_free(a->sel);
+	cats_nst_free(&a->nst);
+	cats_cst_free(a->cst);
+	cats_svc_cat_free(a->cat);
+	cats_keyring_free(&a->keys);
+	cats_dec_free(&a->dec);
+	cats_toks_free(&a->peek);
+	cats_buf_free(&a->obuf);
+	cats_conf_free(&a->cf);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct app app;
+	int rc = run(&app, argc, argv);
+	cleanup(&app);
+	return rc;
+}
