@@ -146,7 +146,7 @@ int cats_cspf(const struct cats_te *te, struct cats_cspf_ws *ws,
  * The shortest-path tree from src on a metric over every link that is up
  * (no other constraint), all nodes, one run: cost[v], delay_us[v] and
  * hops[v] along the tree path; UINT64_MAX / UINT32_MAX when unreachable.
- * Arrays hold cats_te_nodes(te) entries.  Used by nst_te.c.
+ * Arrays hold cats_te_nodes(te) entries.  Used by tedist.c.
  */
 int cats_cspf_tree(const struct cats_te *te, struct cats_cspf_ws *ws,
     uint32_t src, int metric, uint64_t *cost, uint64_t *delay_us,

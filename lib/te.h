@@ -18,7 +18,7 @@
  * loading a new database: a reload builds a new one beside the old, and the
  * caller swaps them when the load succeeded.
  *
- * Stable API (used by cats-pce and by cats-select through nst_te.h):
+ * Stable API (used by cats-pce and by cats-select through tedist.h):
  * cats_te_load(), cats_te_free(), cats_te_apply_net(), cats_te_gen(),
  * cats_te_node(), cats_te_node_id(), cats_te_nodes().
  */
@@ -153,7 +153,7 @@ struct cats_te *cats_te_build(struct cats_te_builder *b, uint64_t gen,
     char *err, size_t errlen);
 void cats_te_builder_free(struct cats_te_builder *b);
 
-/* ---- the graph, for the path computation (cspf.c, nst_te.c) ---- */
+/* ---- the graph, for the path computation (cspf.c, tedist.c) ---- */
 
 enum { CATS_TE_W_IGP, CATS_TE_W_TE, CATS_TE_W_DELAY, CATS_TE_W__N };
 

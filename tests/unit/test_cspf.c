@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cspf.h"
-#include "nst_te.h"
+#include "tedist.h"
 #include "pce.h"
 #include "te_synth.h"
 #include "t.h"
@@ -500,26 +500,26 @@ test_lab_updates(struct lab *L)
 static void
 test_nst(struct lab *L)
 {
-	struct cats_nst *nst = cats_nst_new(2);
-	struct cats_nst_dist d;
+	struct cats_tedist *nst = cats_tedist_new(2);
+	struct cats_tedist_dist d;
 	uint64_t runs, hits;
-	int s = cats_nst_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d);
-	T_OK(s == CATS_NST_OK && d.cost == 750 && d.delay_us == 750 &&
+	int s = cats_tedist_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d);
+	T_OK(s == CATS_TEDIST_OK && d.cost == 750 && d.delay_us == 750 &&
 	    d.hops == 3, "NST: least delay IF-1 to EF-2 is 750 us in 3 hops");
-	s = cats_nst_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_TE, &d);
-	T_OK(s == CATS_NST_OK && d.cost == 30 && d.delay_us == 3000 &&
+	s = cats_tedist_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_TE, &d);
+	T_OK(s == CATS_TEDIST_OK && d.cost == 30 && d.delay_us == 3000 &&
 	    d.hops == 3 && d.gen == cats_te_gen(L->te),
 	    "NST: te metric 30, delay of that path 3000 us");
-	s = cats_nst_get(nst, L->te, "IF-1", "EF-3", CATS_METRIC_TE, &d);
-	cats_nst_counters(nst, &runs, &hits);
-	T_OK(s == CATS_NST_OK && d.cost == 110 && runs == 2 && hits == 1,
+	s = cats_tedist_get(nst, L->te, "IF-1", "EF-3", CATS_METRIC_TE, &d);
+	cats_tedist_counters(nst, &runs, &hits);
+	T_OK(s == CATS_TEDIST_OK && d.cost == 110 && runs == 2 && hits == 1,
 	    "NST: one run per headend and metric, then cached");
-	T_OK(cats_nst_get(nst, L->te, "IF-1", "ISO", CATS_METRIC_TE, &d) ==
-	    CATS_NST_UNREACHABLE, "NST: unreachable");
-	T_OK(cats_nst_get(nst, L->te, "IF-1", "nope", CATS_METRIC_TE, &d) ==
-	    CATS_NST_NO_EGRESS, "NST: unknown egress");
-	T_OK(cats_nst_get(nst, L->te, "nope", "EF-2", CATS_METRIC_TE, &d) ==
-	    CATS_NST_NO_HEADEND, "NST: unknown headend");
+	T_OK(cats_tedist_get(nst, L->te, "IF-1", "ISO", CATS_METRIC_TE, &d) ==
+	    CATS_TEDIST_UNREACHABLE, "NST: unreachable");
+	T_OK(cats_tedist_get(nst, L->te, "IF-1", "nope", CATS_METRIC_TE, &d) ==
+	    CATS_TEDIST_NO_EGRESS, "NST: unknown egress");
+	T_OK(cats_tedist_get(nst, L->te, "nope", "EF-2", CATS_METRIC_TE, &d) ==
+	    CATS_TEDIST_NO_HEADEND, "NST: unknown headend");
 	/* A net update invalidates. */
 	char err[300];
 	struct cats_net n;
@@ -529,44 +529,44 @@ test_nst(struct lab *L)
 	n.dst = "P7";
 	CATS_SET(&n, NET, delay_us, 1000);
 	cats_te_apply_net(L->te, &n, err, sizeof(err));
-	s = cats_nst_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d);
-	cats_nst_counters(nst, &runs, &hits);
-	T_OK(s == CATS_NST_OK && d.delay_us == 1000 && d.hops == 2 &&
+	s = cats_tedist_get(nst, L->te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d);
+	cats_tedist_counters(nst, &runs, &hits);
+	T_OK(s == CATS_TEDIST_OK && d.delay_us == 1000 && d.hops == 2 &&
 	    runs == 3 && d.gen == cats_te_gen(L->te),
 	    "NST: a new generation recomputes (now 1000 us, 2 hops)");
 	CATS_SET(&n, NET, delay_us, 250);
 	cats_te_apply_net(L->te, &n, err, sizeof(err));
 	/* Several egresses in one run; LRU of 2 entries. */
 	const char *eg[] = { "EF-2", "EF-3", "ISO", "zz" };
-	struct cats_nst_dist dd[4];
+	struct cats_tedist_dist dd[4];
 	int st[4];
-	int ok = cats_nst_get_many(nst, L->te, "P3", eg, 4, CATS_METRIC_IGP,
+	int ok = cats_tedist_get_many(nst, L->te, "P3", eg, 4, CATS_METRIC_IGP,
 	    dd, st);
-	T_OK(ok == 2 && st[0] == CATS_NST_OK && dd[0].cost == 20 &&
-	    st[1] == CATS_NST_OK && dd[1].cost == 50 &&
-	    st[2] == CATS_NST_UNREACHABLE && st[3] == CATS_NST_NO_EGRESS,
+	T_OK(ok == 2 && st[0] == CATS_TEDIST_OK && dd[0].cost == 20 &&
+	    st[1] == CATS_TEDIST_OK && dd[1].cost == 50 &&
+	    st[2] == CATS_TEDIST_UNREACHABLE && st[3] == CATS_TEDIST_NO_EGRESS,
 	    "NST: many egresses from one run");
-	cats_nst_get(nst, L->te, "P4", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_get(nst, L->te, "P3", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_counters(nst, &runs, &hits);
+	cats_tedist_get(nst, L->te, "P4", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_get(nst, L->te, "P3", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_counters(nst, &runs, &hits);
 	uint64_t r0 = runs;
-	cats_nst_get(nst, L->te, "P4", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_counters(nst, &runs, &hits);
+	cats_tedist_get(nst, L->te, "P4", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_counters(nst, &runs, &hits);
 	T_OK(runs == r0, "NST: the two most recent headends stay cached");
-	cats_nst_get(nst, L->te, "IF-9", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_get(nst, L->te, "P3", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_counters(nst, &runs, &hits);
+	cats_tedist_get(nst, L->te, "IF-9", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_get(nst, L->te, "P3", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_counters(nst, &runs, &hits);
 	T_OK(runs == r0 + 2, "NST: the least recently used one is evicted");
 	/* Another database object: recomputed even at the same generation. */
 	char e2[300];
 	bool missing;
 	struct cats_te *te2 = cats_te_load(LAB, NULL, cats_te_gen(L->te),
 	    &missing, e2, sizeof(e2));
-	cats_nst_get(nst, te2, "P3", "EF-2", CATS_METRIC_IGP, &d);
-	cats_nst_counters(nst, &runs, &hits);
+	cats_tedist_get(nst, te2, "P3", "EF-2", CATS_METRIC_IGP, &d);
+	cats_tedist_counters(nst, &runs, &hits);
 	T_OK(runs == r0 + 3 && d.cost == 20, "NST: a reload recomputes");
 	cats_te_free(te2);
-	cats_nst_free(nst);
+	cats_tedist_free(nst);
 }
 
 /*

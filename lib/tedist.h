@@ -1,5 +1,5 @@
 /*
- * nst_te.h - the Network Service Table view of a TE database (seed 001:
+ * tedist.h - the Network Service Table view of a TE database (seed 001:
  * "the NST ... MAY be derived from a TEDB"): the cost, delay and hop count
  * from one headend (an ingress forwarder) to every egress.
  *
@@ -19,59 +19,59 @@
  *
  * Usage (cats-select):
  *
- *	struct cats_nst *nst = cats_nst_new(0);
- *	struct cats_nst_dist d;
- *	switch (cats_nst_get(nst, te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d)) {
- *	case CATS_NST_OK:	use d.delay_us, d.cost, d.hops, d.gen
- *	case CATS_NST_UNREACHABLE: ... not a candidate
+ *	struct cats_tedist *nst = cats_tedist_new(0);
+ *	struct cats_tedist_dist d;
+ *	switch (cats_tedist_get(nst, te, "IF-1", "EF-2", CATS_METRIC_DELAY, &d)) {
+ *	case CATS_TEDIST_OK:	use d.delay_us, d.cost, d.hops, d.gen
+ *	case CATS_TEDIST_UNREACHABLE: ... not a candidate
  *	default:		unknown headend or egress, out of memory
  *	}
- *	cats_nst_free(nst);
+ *	cats_tedist_free(nst);
  *
  * The database must outlive the calls that pass it; the cache keeps no
  * pointer into it between calls.  Not thread-safe (one per thread).
  */
-#ifndef CATS_NST_TE_H
-#define CATS_NST_TE_H
+#ifndef CATS_TEDIST_H
+#define CATS_TEDIST_H
 
 #include "te.h"
 
-enum cats_nst_status {
-	CATS_NST_OK,
-	CATS_NST_UNREACHABLE,	/* no path over the links that are up */
-	CATS_NST_NO_HEADEND,	/* headend not in the database */
-	CATS_NST_NO_EGRESS,	/* egress not in the database */
-	CATS_NST_NOMEM,
+enum cats_tedist_status {
+	CATS_TEDIST_OK,
+	CATS_TEDIST_UNREACHABLE,	/* no path over the links that are up */
+	CATS_TEDIST_NO_HEADEND,	/* headend not in the database */
+	CATS_TEDIST_NO_EGRESS,	/* egress not in the database */
+	CATS_TEDIST_NOMEM,
 };
 
-struct cats_nst_dist {
+struct cats_tedist_dist {
 	uint64_t cost;		/* in the metric asked for */
 	uint64_t delay_us;	/* delay of that path */
 	uint32_t hops;		/* links of that path */
 	uint64_t gen;		/* database generation it was computed on */
 };
 
-struct cats_nst;
+struct cats_tedist;
 
 /* A cache of at most max_headends (headend, metric) runs; 0: 16. */
-struct cats_nst *cats_nst_new(unsigned max_headends);
-void cats_nst_free(struct cats_nst *nst);
+struct cats_tedist *cats_tedist_new(unsigned max_headends);
+void cats_tedist_free(struct cats_tedist *nst);
 
 /* Distance from headend to egress (node ids), computing the headend's
  * run if it is not cached for this database and generation. */
-int cats_nst_get(struct cats_nst *nst, const struct cats_te *te,
+int cats_tedist_get(struct cats_tedist *nst, const struct cats_te *te,
     const char *headend, const char *egress, int metric,
-    struct cats_nst_dist *out);
+    struct cats_tedist_dist *out);
 
 /* The same for n egresses at once (one run); returns the number of
- * egresses with CATS_NST_OK, or -1 when the headend is unknown or memory
+ * egresses with CATS_TEDIST_OK, or -1 when the headend is unknown or memory
  * is short.  status[i] gets each egress's status. */
-int cats_nst_get_many(struct cats_nst *nst, const struct cats_te *te,
+int cats_tedist_get_many(struct cats_tedist *nst, const struct cats_te *te,
     const char *headend, const char *const *egress, size_t n, int metric,
-    struct cats_nst_dist *out, int *status);
+    struct cats_tedist_dist *out, int *status);
 
 /* Counters: runs computed, lookups answered from the cache. */
-void cats_nst_counters(const struct cats_nst *nst, uint64_t *runs,
+void cats_tedist_counters(const struct cats_tedist *nst, uint64_t *runs,
     uint64_t *hits);
 
 #endif

@@ -1,11 +1,11 @@
 /*
- * nst_te.c - per-headend distance cache over a TE database (nst_te.h).
+ * tedist.c - per-headend distance cache over a TE database (tedist.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cspf.h"
-#include "nst_te.h"
+#include "tedist.h"
 
 struct nst_entry {
 	uint64_t uid, gen;	/* database the run belongs to; uid 0: free */
@@ -17,24 +17,24 @@ struct nst_entry {
 	uint32_t *hops;
 };
 
-struct cats_nst {
+struct cats_tedist {
 	struct nst_entry *e;
 	unsigned cap;
 	uint64_t clock, runs, hits;
 	struct cats_cspf_ws *ws;
 };
 
-struct cats_nst *
-cats_nst_new(unsigned max_headends)
+struct cats_tedist *
+cats_tedist_new(unsigned max_headends)
 {
-	struct cats_nst *c = calloc(1, sizeof(*c));
+	struct cats_tedist *c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return NULL;
 	c->cap = max_headends ? max_headends : 16;
 	c->e = calloc(c->cap, sizeof(*c->e));
 	c->ws = cats_cspf_ws_new();
 	if (c->e == NULL || c->ws == NULL) {
-		cats_nst_free(c);
+		cats_tedist_free(c);
 		return NULL;
 	}
 	return c;
@@ -50,7 +50,7 @@ entry_clear(struct nst_entry *e)
 }
 
 void
-cats_nst_free(struct cats_nst *c)
+cats_tedist_free(struct cats_tedist *c)
 {
 	if (c == NULL)
 		return;
@@ -62,7 +62,7 @@ cats_nst_free(struct cats_nst *c)
 }
 
 void
-cats_nst_counters(const struct cats_nst *c, uint64_t *runs, uint64_t *hits)
+cats_tedist_counters(const struct cats_tedist *c, uint64_t *runs, uint64_t *hits)
 {
 	*runs = c->runs;
 	*hits = c->hits;
@@ -70,7 +70,7 @@ cats_nst_counters(const struct cats_nst *c, uint64_t *runs, uint64_t *hits)
 
 /* The entry of (headend, metric) for this database, computed if needed. */
 static struct nst_entry *
-lookup(struct cats_nst *c, const struct cats_te *te, uint32_t h, int metric)
+lookup(struct cats_tedist *c, const struct cats_te *te, uint32_t h, int metric)
 {
 	uint64_t uid = cats_te_uid(te), gen = cats_te_gen(te);
 	struct nst_entry *victim = NULL;
@@ -118,39 +118,39 @@ lookup(struct cats_nst *c, const struct cats_te *te, uint32_t h, int metric)
 
 static int
 fill(const struct nst_entry *e, const struct cats_te *te, const char *egress,
-    struct cats_nst_dist *out)
+    struct cats_tedist_dist *out)
 {
 	uint32_t v = cats_te_node(te, egress);
 	memset(out, 0, sizeof(*out));
 	if (v == CATS_TE_NONE)
-		return CATS_NST_NO_EGRESS;
+		return CATS_TEDIST_NO_EGRESS;
 	out->gen = e->gen;
 	if (e->hops[v] == UINT32_MAX)
-		return CATS_NST_UNREACHABLE;
+		return CATS_TEDIST_UNREACHABLE;
 	out->cost = e->cost[v];
 	out->delay_us = e->delay[v];
 	out->hops = e->hops[v];
-	return CATS_NST_OK;
+	return CATS_TEDIST_OK;
 }
 
 int
-cats_nst_get(struct cats_nst *c, const struct cats_te *te, const char *headend,
-    const char *egress, int metric, struct cats_nst_dist *out)
+cats_tedist_get(struct cats_tedist *c, const struct cats_te *te, const char *headend,
+    const char *egress, int metric, struct cats_tedist_dist *out)
 {
 	uint32_t h = cats_te_node(te, headend);
 	memset(out, 0, sizeof(*out));
 	if (h == CATS_TE_NONE)
-		return CATS_NST_NO_HEADEND;
+		return CATS_TEDIST_NO_HEADEND;
 	struct nst_entry *e = lookup(c, te, h, metric);
 	if (e == NULL)
-		return CATS_NST_NOMEM;
+		return CATS_TEDIST_NOMEM;
 	return fill(e, te, egress, out);
 }
 
 int
-cats_nst_get_many(struct cats_nst *c, const struct cats_te *te,
+cats_tedist_get_many(struct cats_tedist *c, const struct cats_te *te,
     const char *headend, const char *const *egress, size_t n, int metric,
-    struct cats_nst_dist *out, int *status)
+    struct cats_tedist_dist *out, int *status)
 {
 	uint32_t h = cats_te_node(te, headend);
 	if (h == CATS_TE_NONE)
@@ -161,7 +161,7 @@ cats_nst_get_many(struct cats_nst *c, const struct cats_te *te,
 	int ok = 0;
 	for (size_t i = 0; i < n; i++) {
 		status[i] = fill(e, te, egress[i], &out[i]);
-		ok += status[i] == CATS_NST_OK;
+		ok += status[i] == CATS_TEDIST_OK;
 	}
 	return ok;
 }
