@@ -69,6 +69,7 @@ static struct {
 	struct event *flush_ev, *tick_ev, *listen_ev, *sig_term, *sig_int,
 	    *sig_usr1;
 	int listen_fd;
+	char sock_path[4096];	/* unix socket to remove at a clean stop */
 	struct cats_dec dec;
 	FILE *trace;
 	struct cats_key key;
@@ -993,6 +994,8 @@ main(int argc, char **argv)
 			cats_errorx("--listen %s: %s", listen_ep, err);
 			return CATS_EXIT_FAIL;
 		}
+		if (ep.kind == CATS_EP_UNIX)
+			cats_strlcpy(g.sock_path, ep.path, sizeof(g.sock_path));
 		g.listen_ev = event_new(g.base, g.listen_fd, EV_READ |
 		    EV_PERSIST, on_accept, NULL);
 		event_add(g.listen_ev, NULL);
@@ -1032,6 +1035,8 @@ main(int argc, char **argv)
 		event_free(g.listen_ev);
 	if (g.listen_fd >= 0)
 		close(g.listen_fd);
+	if (g.sock_path[0])
+		unlink(g.sock_path);
 	event_free(g.flush_ev);
 	event_free(g.tick_ev);
 	event_free(g.sig_term);
