@@ -14,6 +14,7 @@
  * and lifetimes sit on a hashed timing wheel (doubly linked through the
  * entries), so that a tick costs what is due, not the table size.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ slab_alloc(struct slab *s)
 			    malloc(bytes);
 			if (c == NULL)
 				return 0;
-			memset(c, 0, bytes);
+			/* Items are zeroed when handed out; pages stay untouched. */
 			memcpy(c, &s->nchunk, sizeof(uint32_t));
 			v[s->nchunk] = c;
 			s->nchunk++;
@@ -2808,6 +2809,82 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		t->kv[j++].v = k->refused[r];
 	*n = t->kv_n;
 	return t->kv;
+}
+
+/* ---- invariants ---- */
+
+int
+bind_check(const struct bind_table *t, char *why, size_t len)
+{
+	uint64_t states[S__N] = { 0 }, npend = 0, nbind = 0, live = 0;
+	for (uint32_t i = 1; i < t->ents.top; i++) {
+		if ((i & SLAB_MASK) == 0)
+			continue;
+		const struct bent *e = ent(t, i);
+		if (e->state == S_ABSENT)
+			continue;
+		live++;
+		states[e->state]++;
+		if (category(e->state) == 1)
+			npend++;
+		else if (category(e->state) == 2)
+			nbind++;
+		if (e->cls == 0 || e->client == 0) {
+			snprintf(why, len, "entry %u: no class or client", i);
+			return -1;
+		}
+		if (find_id(t, e->id) != i) {
+			snprintf(why, len, "entry %u: id %" PRIu64 " not indexed",
+			    i, e->id);
+			return -1;
+		}
+		if (e->flags & F_FLOWIDX) {
+			struct fkey k;
+			fkey_of(t, e, &k);
+			if (cidx_find(&t->by_flow, fkey_hash(&k), flow_eq, t,
+			    &k) != i) {
+				snprintf(why, len, "entry %u: flow not indexed", i);
+				return -1;
+			}
+		}
+		if ((e->flags & F_TXNIDX) && find_txn(t, e->txn) != e) {
+			snprintf(why, len, "entry %u: txn not indexed", i);
+			return -1;
+		}
+		if ((e->state == S_READY || e->state == S_ACTIVE) &&
+		    e->path == 0) {
+			snprintf(why, len, "entry %u: bound without a path", i);
+			return -1;
+		}
+		if (e->wprev != W_UNLINKED && !(e->wprev & W_HEAD) &&
+		    ent(t, e->wprev)->wnext != i) {
+			snprintf(why, len, "entry %u: wheel link broken", i);
+			return -1;
+		}
+		if (e->wnext && ent(t, e->wnext)->wprev != i) {
+			snprintf(why, len, "entry %u: wheel next broken", i);
+			return -1;
+		}
+	}
+	if (live != t->ents.live || t->by_id.n != live) {
+		snprintf(why, len, "%" PRIu64 " entries, %u live, %u indexed",
+		    live, t->ents.live, t->by_id.n);
+		return -1;
+	}
+	for (int s = 1; s < S__N; s++) {
+		if (states[s] != t->k.state[s]) {
+			snprintf(why, len, "state %s: %" PRIu64 " entries, "
+			    "counter %" PRIu64, cats_flow_state_names[s],
+			    states[s], t->k.state[s]);
+			return -1;
+		}
+	}
+	if (npend != t->npend || nbind != t->nbind) {
+		snprintf(why, len, "pending %" PRIu64 "/%" PRIu64 ", bindings %"
+		    PRIu64 "/%" PRIu64, npend, t->npend, nbind, t->nbind);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- restore ---- */

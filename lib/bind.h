@@ -228,6 +228,14 @@ const char *bind_edge_event(int from, int to);
  */
 int bind_try(struct bind_table *t, uint64_t id, int to, uint64_t now);
 
+/*
+ * Check the table's invariants (every entry found by its id and flow key,
+ * the counters by state and by client/tenant agree with the entries, the
+ * timing wheel is well linked); 0, or -1 with the first violation in why.
+ * For tests and fuzzers: it walks the whole table.
+ */
+int bind_check(const struct bind_table *t, char *why, size_t len);
+
 /* ---- restore (the journal reader applies records here) ---- */
 
 /*

@@ -229,6 +229,16 @@ table(int commit)
 	return t;
 }
 
+/* The table's invariants hold. */
+static void
+check(struct bind_table *t, const char *where)
+{
+	char why[256];
+	int rc = bind_check(t, why, sizeof(why));
+	T_OK(rc == 0, "invariants hold after %s%s%s", where, rc ? ": " : "",
+	    rc ? why : "");
+}
+
 static int
 state_of(struct bind_table *t, uint64_t id)
 {
@@ -312,6 +322,7 @@ test_absent_pending_ds(void)
 	const struct sent *s = last_sent(CATS_T_BINDING, "-");
 	T_OK(s && s->code[0] == 0 && s->nsids == 2 && s->version == 1,
 	    "it is a valid binding record with the reply's segment list");
+	check(t, "absent_pending_ds");
 	bind_free(t);
 }
 
@@ -339,6 +350,7 @@ test_ready_active_both(void)
 	T_OK(njournal == 2, "commit journaled (install + installed)");
 	const struct sent *s = last_sent(CATS_T_BINDING, "IF-1");
 	T_OK(s && s->epoch == 1 && s->id == id, "binding carries the epoch");
+	check(t, "ready_active_both");
 	bind_free(t);
 }
 
@@ -439,6 +451,7 @@ test_failures_before_active(void)
 	feed(t, 7001, status("EF-2", "removed", id, 7001));
 	T_OK(state_of(t, id) == ABSENT && traced(FAILED, ABSENT, 45),
 	    "FAILED -> ABSENT when the holder removed it");
+	check(t, "failures_before_active");
 	bind_free(t);
 }
 
@@ -531,6 +544,7 @@ test_active_edges(void)
 	bind_instance_down(t, "B", 40001);
 	T_OK(state_of(t, id) == FAILED && traced(ACTIVE, FAILED, 54),
 	    "ACTIVE -> FAILED on instance failure");
+	check(t, "active_edges");
 	bind_free(t);
 }
 
@@ -683,6 +697,7 @@ test_late_reply(void)
 	rc = feed(t, 1600, rep_ok(63, 63000, 1600, "fc00:2::100", ""));
 	T_OK(rc == BR_DUP_FLOW && bind_count(t) == n,
 	    "a duplicate reply: refused by its flow key");
+	check(t, "late_reply");
 	bind_free(t);
 }
 
@@ -744,6 +759,7 @@ test_join(void)
 	    "\"ingress\":\"IF-1\",\"deadline\":3000}"));
 	T_OK(rc == BR_PATH_CAPABILITY && traced(DS, FAILED, 76),
 	    "an SR-MPLS path without labels: path-capability");
+	check(t, "join");
 	bind_free(t);
 }
 
@@ -811,6 +827,7 @@ test_limits(void)
 	feed(t, 1001, status("IF-1", "expired", first, 1001));
 	rc[0] = feed(t, 1002, rep_ok(90, 8102, 1002, "fc00:2::100", ""));
 	T_OK(rc[0] == BR_OK, "a released binding frees the client's slot");
+	check(t, "limits");
 	bind_free(t);
 }
 
@@ -845,6 +862,7 @@ test_lifetimes(void)
 	bind_tick(t, 300000 + 3600 * 1000);
 	T_OK(state_of(t, id) == ABSENT || state_of(t, id) == DRAINING,
 	    "a long jump of the clock expires it");
+	check(t, "lifetimes");
 	bind_free(t);
 }
 
@@ -890,6 +908,7 @@ test_shared_and_resync(void)
 	    "the path goes with its last binding");
 	T_OK(bind_count(t) == 0 && bind_counters(t)->classes == 0 &&
 	    bind_counters(t)->clients == 0, "nothing left behind");
+	check(t, "shared_and_resync");
 	bind_free(t);
 }
 
