@@ -590,10 +590,13 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		emit_stats();
 		g.last_stats = now;
 	}
+	if (g.j != NULL && bj_snapshot_wait(g.j, false) < 0)
+		cats_errorx("journal: the background snapshot failed; the "
+		    "segments stay");
 	if (g.j != NULL && bj_snapshot_due(g.j)) {
 		char err[512] = "";
 		flush_all();
-		if (bj_snapshot(g.j, g.t, now, err, sizeof(err)) < 0)
+		if (bj_snapshot_async(g.j, g.t, now, err, sizeof(err)) < 0)
 			cats_errorx("%s", err);
 	}
 }

@@ -252,13 +252,22 @@ hvec_del(struct hvec *h, uint32_t i)
 	h->freed[h->nfreed++] = i;
 }
 
-/* ---- compact open-addressing index of entry numbers ---- */
+/* ---- compact open-addressing index of item numbers ---- */
 
 struct bind_table;
-typedef uint64_t (*cidx_hash_fn)(const struct bind_table *, uint32_t);
+
+/*
+ * A slot is an item number and the low 32 bits of its key's hash: probes
+ * compare the tag before touching the item, and growth and deletion need
+ * no rehashing (up to 2^32 slots).
+ */
+struct cslot {
+	uint32_t v;		/* item number, 0 empty */
+	uint32_t tag;
+};
 
 struct cidx {
-	uint32_t *s;		/* item number, 0 empty */
+	struct cslot *s;
 	uint32_t mask, n;
 };
 
@@ -268,29 +277,30 @@ cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *
 {
 	if (x->s == NULL)
 		return 0;
-	for (uint32_t i = (uint32_t)h & x->mask;; i = (i + 1) & x->mask) {
-		if (x->s[i] == 0)
+	uint32_t tag = (uint32_t)h;
+	for (uint32_t i = tag & x->mask;; i = (i + 1) & x->mask) {
+		if (x->s[i].v == 0)
 			return 0;
-		if (eq(t, x->s[i], key))
-			return x->s[i];
+		if (x->s[i].tag == tag && eq(t, x->s[i].v, key))
+			return x->s[i].v;
 	}
 }
 
 static int
-cidx_grow(const struct bind_table *t, struct cidx *x, cidx_hash_fn hf)
+cidx_grow(struct cidx *x)
 {
 	uint32_t cap = x->s ? (x->mask + 1) * 2 : 64;
 	if (cap == 0 || cap > (UINT32_C(1) << 31))
 		return -1;
-	uint32_t *s = calloc(cap, sizeof(*s));
+	struct cslot *s = calloc(cap, sizeof(*s));
 	if (s == NULL)
 		return -1;
 	if (x->s != NULL) {
 		for (uint32_t i = 0; i <= x->mask; i++) {
-			if (x->s[i] == 0)
+			if (x->s[i].v == 0)
 				continue;
-			uint32_t j = (uint32_t)hf(t, x->s[i]) & (cap - 1);
-			while (s[j] != 0)
+			uint32_t j = x->s[i].tag & (cap - 1);
+			while (s[j].v != 0)
 				j = (j + 1) & (cap - 1);
 			s[j] = x->s[i];
 		}
@@ -302,43 +312,44 @@ cidx_grow(const struct bind_table *t, struct cidx *x, cidx_hash_fn hf)
 }
 
 static int
-cidx_put(const struct bind_table *t, struct cidx *x, uint64_t h, uint32_t v,
-    cidx_hash_fn hf)
+cidx_put(struct cidx *x, uint64_t h, uint32_t v)
 {
 	if ((x->s == NULL || (uint64_t)(x->n + 1) * 4 > (uint64_t)(x->mask + 1) * 3)
-	    && cidx_grow(t, x, hf) < 0)
+	    && cidx_grow(x) < 0)
 		return -1;
-	uint32_t i = (uint32_t)h & x->mask;
-	while (x->s[i] != 0)
+	uint32_t tag = (uint32_t)h;
+	uint32_t i = tag & x->mask;
+	while (x->s[i].v != 0)
 		i = (i + 1) & x->mask;
-	x->s[i] = v;
+	x->s[i].v = v;
+	x->s[i].tag = tag;
 	x->n++;
 	return 0;
 }
 
 /* Remove item v (hash h); backward shift, no tombstones. */
 static void
-cidx_del(const struct bind_table *t, struct cidx *x, uint64_t h, uint32_t v,
-    cidx_hash_fn hf)
+cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 {
 	if (x->s == NULL)
 		return;
 	uint32_t i = (uint32_t)h & x->mask;
 	for (;; i = (i + 1) & x->mask) {
-		if (x->s[i] == 0)
+		if (x->s[i].v == 0)
 			return;
-		if (x->s[i] == v)
+		if (x->s[i].v == v)
 			break;
 	}
 	uint32_t hole = i;
-	for (uint32_t j = (i + 1) & x->mask; x->s[j] != 0; j = (j + 1) & x->mask) {
-		uint32_t home = (uint32_t)hf(t, x->s[j]) & x->mask;
+	for (uint32_t j = (i + 1) & x->mask; x->s[j].v != 0;
+	    j = (j + 1) & x->mask) {
+		uint32_t home = x->s[j].tag & x->mask;
 		if (((j - home) & x->mask) >= ((j - hole) & x->mask)) {
 			x->s[hole] = x->s[j];
 			hole = j;
 		}
 	}
-	x->s[hole] = 0;
+	x->s[hole].v = 0;
 	x->n--;
 }
 
@@ -421,7 +432,7 @@ struct bind_table {
 	struct bind_conf c;
 	struct bind_io io;
 	struct bind_counters k;
-	uint64_t epoch, next_id, id_seed;
+	uint64_t epoch, next_id;
 	struct cats_htab strs, classes, paths, txns, closed;
 	struct hvec hclass, hpath;
 	struct slab ents, clients;
@@ -433,6 +444,11 @@ struct bind_table {
 	size_t ring_pos;
 	uint64_t npend, nbind;
 	struct bstr *empty, *self;
+	struct bstr *mru[8];	/* recently interned strings */
+	unsigned mru_pos;
+	struct bclass *cmru[4];	/* recently used classes */
+	struct bpath *pmru[4];	/* recently used paths */
+	unsigned cmru_pos, pmru_pos;
 	char msg[256];
 	struct cats_kv *kv;
 	char *kv_names;
@@ -478,13 +494,37 @@ client_of(const struct bind_table *t, const struct bent *e)
 
 /* ---- strings ---- */
 
+/* The few forwarders and services come up again and again. */
+static struct bstr *
+mru_find(const struct bind_table *t, const char *s, size_t n)
+{
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++) {
+		const struct bstr *b = t->mru[i];
+		if (b != NULL && b->len == n && memcmp(b->s, s, n) == 0)
+			return (struct bstr *)b;
+	}
+	return NULL;
+}
+
+static void
+mru_add(struct bind_table *t, struct bstr *b)
+{
+	t->mru[t->mru_pos++ % CATS_ARRAY_LEN(t->mru)] = b;
+}
+
 static struct bstr *
 str_find(const struct bind_table *t, const char *s)
 {
 	if (s == NULL)
 		return NULL;
 	struct skey k = { s, strlen(s) };
-	return cats_htab_get(&t->strs, cats_hash(s, k.n), str_eq, &k);
+	struct bstr *b = mru_find(t, s, k.n);
+	if (b != NULL)
+		return b;
+	b = cats_htab_get(&t->strs, cats_hash(s, k.n), str_eq, &k);
+	if (b != NULL)
+		mru_add((struct bind_table *)t, b);
+	return b;
 }
 
 /* A reference to the interned s (created if new); NULL for NULL or OOM. */
@@ -494,8 +534,13 @@ str_get(struct bind_table *t, const char *s)
 	if (s == NULL)
 		return NULL;
 	struct skey k = { s, strlen(s) };
+	struct bstr *b = mru_find(t, s, k.n);
+	if (b != NULL) {
+		b->refs++;
+		return b;
+	}
 	uint64_t h = cats_hash(s, k.n);
-	struct bstr *b = cats_htab_get(&t->strs, h, str_eq, &k);
+	b = cats_htab_get(&t->strs, h, str_eq, &k);
 	if (b == NULL) {
 		b = calloc(1, sizeof(*b) + k.n + 1);
 		if (b == NULL)
@@ -509,6 +554,7 @@ str_get(struct bind_table *t, const char *s)
 		}
 		t->k.strings++;
 	}
+	mru_add(t, b);
 	b->refs++;
 	return b;
 }
@@ -520,6 +566,9 @@ str_put(struct bind_table *t, struct bstr *b)
 		return;
 	struct skey k = { b->s, b->len };
 	cats_htab_del(&t->strs, b->h, str_eq, &k);
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++)
+		if (t->mru[i] == b)
+			t->mru[i] = NULL;
 	t->k.strings--;
 	free(b);
 }
@@ -543,10 +592,19 @@ class_eq(const void *item, const void *key)
 static uint32_t
 class_get(struct bind_table *t, struct bclass_key *k)
 {
-	uint64_t h = cats_hash(k, sizeof(*k));
-	struct bclass *c = cats_htab_get(&t->classes, h, class_eq, k);
 	struct bstr *strs[] = { k->ingress, k->egress, k->cs_id, k->csci_id,
 		k->tenant };
+	struct bclass *c = NULL;
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->cmru) && c == NULL; i++)
+		if (t->cmru[i] != NULL && class_eq(t->cmru[i], k))
+			c = t->cmru[i];
+	uint64_t h = 0;
+	if (c == NULL) {
+		h = cats_hash(k, sizeof(*k));
+		c = cats_htab_get(&t->classes, h, class_eq, k);
+		if (c != NULL)
+			t->cmru[t->cmru_pos++ % CATS_ARRAY_LEN(t->cmru)] = c;
+	}
 	if (c != NULL) {
 		for (size_t i = 0; i < CATS_ARRAY_LEN(strs); i++)
 			str_put(t, strs[i]);
@@ -567,6 +625,7 @@ class_get(struct bind_table *t, struct bclass_key *k)
 		goto fail;
 	}
 	t->k.classes++;
+	t->cmru[t->cmru_pos++ % CATS_ARRAY_LEN(t->cmru)] = c;
 	return c->handle;
 fail:
 	free(c);
@@ -585,6 +644,9 @@ class_put(struct bind_table *t, uint32_t handle)
 		return;
 	cats_htab_del(&t->classes, c->h, class_eq, &c->k);
 	hvec_del(&t->hclass, handle);
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->cmru); i++)
+		if (t->cmru[i] == c)
+			t->cmru[i] = NULL;
 	str_put(t, c->k.ingress);
 	str_put(t, c->k.egress);
 	str_put(t, c->k.cs_id);
@@ -741,9 +803,17 @@ path_eq(const void *item, const void *key)
 static uint32_t
 path_get(struct bind_table *t, const struct pkey *k)
 {
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->pmru); i++) {
+		struct bpath *q = t->pmru[i];
+		if (q != NULL && path_eq(q, k)) {
+			q->refs++;
+			return q->handle;
+		}
+	}
 	uint64_t h = pkey_hash(k);
 	struct bpath *p = cats_htab_get(&t->paths, h, path_eq, k);
 	if (p != NULL) {
+		t->pmru[t->pmru_pos++ % CATS_ARRAY_LEN(t->pmru)] = p;
 		p->refs++;
 		return p->handle;
 	}
@@ -774,6 +844,7 @@ path_get(struct bind_table *t, const struct pkey *k)
 		return 0;
 	}
 	t->k.paths++;
+	t->pmru[t->pmru_pos++ % CATS_ARRAY_LEN(t->pmru)] = p;
 	return p->handle;
 }
 
@@ -790,6 +861,9 @@ path_put(struct bind_table *t, uint32_t handle)
 		p->tunnel_dst, p->path_id, p->gen };
 	cats_htab_del(&t->paths, p->h, path_eq, &k);
 	hvec_del(&t->hpath, handle);
+	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->pmru); i++)
+		if (t->pmru[i] == p)
+			t->pmru[i] = NULL;
 	t->k.paths--;
 	t->k.paths_released++;
 	free(p);
@@ -906,6 +980,35 @@ client_eq(const struct bind_table *t, uint32_t i, const void *key)
 	    memcmp(c->ip, k->ip, 16) == 0;
 }
 
+static uint32_t
+client_ref(struct bind_table *t, uint32_t i)
+{
+	((struct bclient *)slab_at(&t->clients, i))->refs++;
+	return i;
+}
+
+/* A new client for key k (hash h, not in the index); 0 on OOM. */
+static uint32_t
+client_new(struct bind_table *t, const struct ckey *k, uint64_t h)
+{
+	uint32_t i = slab_alloc(&t->clients);
+	if (i == 0)
+		return 0;
+	struct bclient *c = slab_at(&t->clients, i);
+	c->refs = 1;
+	c->tenant = (struct bstr *)k->tenant;
+	c->tenant->refs++;
+	c->af = k->af;
+	memcpy(c->ip, k->ip, 16);
+	if (cidx_put(&t->by_client, h, i) < 0) {
+		c->tenant->refs--;
+		slab_free(&t->clients, i);
+		return 0;
+	}
+	t->k.clients++;
+	return i;
+}
+
 /* A reference to the client (tenant, src); 0 on OOM. */
 static uint32_t
 client_get(struct bind_table *t, struct bstr *tenant, const struct cats_ip *src)
@@ -917,26 +1020,7 @@ client_get(struct bind_table *t, struct bstr *tenant, const struct cats_ip *src)
 	memcpy(k.ip, src->a, src->af == 4 ? 4 : 16);
 	uint64_t h = ckey_hash(&k);
 	uint32_t i = cidx_find(&t->by_client, h, client_eq, t, &k);
-	if (i != 0) {
-		((struct bclient *)slab_at(&t->clients, i))->refs++;
-		return i;
-	}
-	i = slab_alloc(&t->clients);
-	if (i == 0)
-		return 0;
-	struct bclient *c = slab_at(&t->clients, i);
-	c->refs = 1;
-	c->tenant = tenant;
-	tenant->refs++;
-	c->af = k.af;
-	memcpy(c->ip, k.ip, 16);
-	if (cidx_put(t, &t->by_client, h, i, client_hash) < 0) {
-		tenant->refs--;
-		slab_free(&t->clients, i);
-		return 0;
-	}
-	t->k.clients++;
-	return i;
+	return i ? client_ref(t, i) : client_new(t, &k, h);
 }
 
 static void
@@ -947,7 +1031,7 @@ client_put(struct bind_table *t, uint32_t i)
 	struct bclient *c = slab_at(&t->clients, i);
 	if (--c->refs > 0)
 		return;
-	cidx_del(t, &t->by_client, client_hash(t, i), i, client_hash);
+	cidx_del(&t->by_client, client_hash(t, i), i);
 	str_put(t, c->tenant);
 	slab_free(&t->clients, i);
 	t->k.clients--;
@@ -1002,20 +1086,15 @@ flow_eq(const struct bind_table *t, uint32_t i, const void *key)
 	return memcmp(&k, key, sizeof(k)) == 0;
 }
 
+/*
+ * Ids are ours, handed out in sequence, never chosen by the input: the id
+ * is its own hash, so that new bindings fill the index in order.
+ */
 static uint64_t
 id_mix(const struct bind_table *t, uint64_t id)
 {
-	/* Ids are ours, not the input's: a keyed mix is enough. */
-	uint64_t z = id ^ t->id_seed;
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static uint64_t
-id_hash(const struct bind_table *t, uint32_t i)
-{
-	return id_mix(t, ent(t, i)->id);
+	(void)t;
+	return id;
 }
 
 static bool
@@ -1065,7 +1144,7 @@ flow_unindex(struct bind_table *t, struct bent *e, uint32_t i)
 {
 	if (!(e->flags & F_FLOWIDX))
 		return;
-	cidx_del(t, &t->by_flow, flow_hash(t, i), i, flow_hash);
+	cidx_del(&t->by_flow, flow_hash(t, i), i);
 	e->flags &= (uint8_t)~F_FLOWIDX;
 }
 
@@ -1437,7 +1516,7 @@ entry_release(struct bind_table *t, struct bent *e)
 	wheel_unlink(t, e);
 	txn_unindex(t, e);
 	flow_unindex(t, e, i);
-	cidx_del(t, &t->by_id, id_mix(t, e->id), i, id_hash);
+	cidx_del(&t->by_id, id_mix(t, e->id), i);
 	path_put(t, e->path);
 	class_put(t, e->cls);
 	client_put(t, e->client);
@@ -1600,6 +1679,8 @@ static void
 journal_commit(struct bind_table *t, struct bent *e, uint64_t now)
 {
 	struct cats_rec r;
+	if (t->io.journal == NULL)
+		return;
 	cats_rec_init(&r, CATS_T_STATUS);
 	struct cats_status *s = &r.u.status;
 	s->fwd = t->self->s;
@@ -1722,39 +1803,46 @@ dup_flow(struct bind_table *t, struct bent *x, uint64_t now)
 }
 
 /*
- * ABSENT -> PENDING: a new transaction for a flow, with its deadline.
- * *out is the entry, or the flow's existing entry with BR_DUP_FLOW.
+ * ABSENT -> PENDING: a new transaction for a flow, with its deadline.  With
+ * the decision at hand (a reply that carries it), the entry's class is the
+ * decided one at once; the state still goes through PENDING.  *out is the
+ * entry, or the flow's existing entry with BR_DUP_FLOW.
  */
 static int
 new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
-    const struct cats_flow *f, uint64_t dl, uint64_t now, struct bent **out)
+    const struct cats_flow *f, const struct cats_decision *d, bool index_txn,
+    uint64_t dl, uint64_t now, struct bent **out)
 {
 	*out = NULL;
-	struct bent *x = find_flow(t, ingress, f);
-	if (x != NULL) {
-		*out = x;
-		return BR_DUP_FLOW;
-	}
 	if (f->src.af != f->dst.af)
 		return BR_BAD;
 	struct bclass_key k;
-	if (class_key(t, &k, ingress, f, NULL) < 0)
+	if (class_key(t, &k, ingress, f, d) < 0)
 		return BR_NOMEM;
+	struct fkey fk;
+	fkey_from(t, ingress, f, &fk);
+	uint64_t fh = fkey_hash(&fk);
+	uint32_t x = cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
+	if (x != 0) {
+		key_release(t, &k);
+		*out = ent(t, x);
+		return BR_DUP_FLOW;
+	}
 	/* The limits, before anything is allocated for the client. */
 	struct ckey ck;
 	memset(&ck, 0, sizeof(ck));
 	ck.tenant = k.tenant;
 	ck.af = f->src.af;
 	memcpy(ck.ip, f->src.a, f->src.af == 4 ? 4 : 16);
-	uint32_t ci = cidx_find(&t->by_client, ckey_hash(&ck), client_eq, t,
-	    &ck);
+	uint64_t ch = ckey_hash(&ck);
+	uint32_t ci = cidx_find(&t->by_client, ch, client_eq, t, &ck);
 	int lim = limit_pending(t, k.tenant, ci ? ((struct bclient *)
 	    slab_at(&t->clients, ci))->npend : 0);
 	if (lim != BR_OK) {
 		key_release(t, &k);
 		return lim;
 	}
-	uint32_t client = client_get(t, k.tenant, &f->src);
+	uint32_t client = ci ? client_ref(t, ci) : client_new(t, &ck, ch);
 	if (client == 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
@@ -1778,15 +1866,16 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 		e->flags |= F_SPORT;
 	}
 	e->state = S_ABSENT;
-	if (cidx_put(t, &t->by_id, id_mix(t, e->id), i, id_hash) < 0) {
+	if (cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
 		class_put(t, cl);
 		client_put(t, client);
 		slab_free(&t->ents, i);
 		return BR_NOMEM;
 	}
-	if (cidx_put(t, &t->by_flow, flow_hash(t, i), i, flow_hash) == 0)
+	if (cidx_put(&t->by_flow, fh, i) == 0)
 		e->flags |= F_FLOWIDX;
-	txn_index(t, e);
+	if (index_txn)
+		txn_index(t, e);
 	transition(t, e, S_PENDING, BR_OK, now);
 	t->k.created++;
 	e->t1 = dl;
@@ -1802,6 +1891,10 @@ decide(struct bind_table *t, struct bent *e, const struct cats_decision *d,
 {
 	struct cats_flow f;
 	struct bclass_key k;
+	if (cls(t, e)->k.has & K_DECIDED) {
+		transition(t, e, S_DS, BR_OK, now);
+		return BR_OK;
+	}
 	flow_of(t, e, &f);
 	if (d->locator.af != f.dst.af) {
 		snprintf(t->msg, sizeof(t->msg), "locator and flow are of "
@@ -1841,7 +1934,7 @@ bind_request(struct bind_table *t, const struct cats_request *r, uint64_t now)
 	if (f.tenant == NULL && r->tenant != NULL)
 		f.tenant = r->tenant;
 	struct bent *e;
-	int rc = new_txn(t, r->txn, r->ingress, &f, dl, now, &e);
+	int rc = new_txn(t, r->txn, r->ingress, &f, NULL, true, dl, now, &e);
 	if (rc == BR_DUP_FLOW)
 		return dup_flow(t, e, now);
 	if (rc != BR_OK) {
@@ -1869,8 +1962,8 @@ refuse_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 /* Find or create the transaction of a decision; PENDING or DS after. */
 static int
 txn_with_decision(struct bind_table *t, uint64_t txn, const char *ingress,
-    const struct cats_flow *f, const struct cats_decision *d, uint64_t dl,
-    uint64_t now, struct bent **out)
+    const struct cats_flow *f, const struct cats_decision *d, bool index_txn,
+    uint64_t dl, uint64_t now, struct bent **out)
 {
 	struct bent *e = find_txn(t, txn);
 	*out = NULL;
@@ -1884,7 +1977,10 @@ txn_with_decision(struct bind_table *t, uint64_t txn, const char *ingress,
 			return refuse(t, BR_NO_FLOW);
 		if (now >= dl)
 			return refuse_txn(t, txn, ingress, f, BR_LATE_REPLY, now);
-		int rc = new_txn(t, txn, ingress, f, dl, now, &e);
+		/* Decided at once when the locator fits the flow. */
+		const struct cats_decision *dd = d != NULL &&
+		    d->locator.af == f->dst.af ? d : NULL;
+		int rc = new_txn(t, txn, ingress, f, dd, index_txn, dl, now, &e);
 		if (rc == BR_DUP_FLOW)
 			return dup_flow(t, e, now);
 		if (rc != BR_OK)
@@ -1934,8 +2030,8 @@ bind_path_req(struct bind_table *t, const struct cats_path_req *r,
 		return refuse(t, BR_DUP_TXN);
 	uint64_t dl = txn_deadline(t, CATS_HAS(r, PRQ, deadline), r->deadline,
 	    r->decision.ts);
-	return txn_with_decision(t, r->txn, ingress, f, &r->decision, dl, now,
-	    &e);
+	return txn_with_decision(t, r->txn, ingress, f, &r->decision, true,
+	    dl, now, &e);
 }
 
 /* ACTIVE -- path repair --> ACTIVE: a new path to the same instance. */
@@ -2010,13 +2106,16 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 			return refuse(t, BR_BAD);
 		uint64_t dl = txn_deadline(t, CATS_HAS(r, PRP, deadline),
 		    r->deadline, d->ts);
-		int rc = txn_with_decision(t, r->txn, ingress, f, d, dl, now, &e);
+		/* Bound or failed before this returns: no txn index needed. */
+		int rc = txn_with_decision(t, r->txn, ingress, f, d, false, dl,
+		    now, &e);
 		if (rc != BR_OK)
 			return rc;
 	} else if (e->state == S_PENDING) {
 		if (d == NULL)
 			return refuse(t, BR_NO_DECISION);
-		int rc = txn_with_decision(t, r->txn, ingress, f, d, 0, now, &e);
+		int rc = txn_with_decision(t, r->txn, ingress, f, d, true, 0,
+		    now, &e);
 		if (rc != BR_OK)
 			return rc;
 	}
@@ -2077,11 +2176,14 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	t->k.bound++;
 	/* A bound txn needs no memory: its flow key refuses a duplicate. */
 	txn_unindex(t, e);
-	struct cats_rec rec;
 	e->epoch = (uint32_t)t->epoch;
-	make_binding(t, e, CATS_BIND_INSTALL, t->epoch, now, BR_OK, &rec);
-	journal_rec(t, &rec);
-	send_rec(t, &rec, NULL);
+	if (t->io.journal != NULL || t->io.send != NULL) {
+		struct cats_rec rec;
+		make_binding(t, e, CATS_BIND_INSTALL, t->epoch, now, BR_OK,
+		    &rec);
+		journal_rec(t, &rec);
+		send_rec(t, &rec, NULL);
+	}
 	if (t->c.commit == BIND_COMMIT_NONE) {
 		e->flags |= F_OK_ING | F_OK_EGR;
 		activate(t, e, now);
@@ -2509,7 +2611,6 @@ bind_new(const struct bind_conf *c, const struct bind_io *io)
 	t->ents.aligned = true;
 	t->clients.isz = sizeof(struct bclient);
 	t->next_id = 1;
-	t->id_seed = cats_hash("cats-bind-ids", 13);
 	t->wheel = calloc(W_SIZE, sizeof(uint32_t));
 	if (t->c.closed_memory)
 		t->ring = calloc(t->c.closed_memory, sizeof(uint64_t));
@@ -2617,7 +2718,7 @@ bind_mem(const struct bind_table *t)
 	    sizeof(void *));
 	m += ((t->by_id.s ? t->by_id.mask + 1 : 0) +
 	    (t->by_flow.s ? t->by_flow.mask + 1 : 0) +
-	    (t->by_client.s ? t->by_client.mask + 1 : 0)) * sizeof(uint32_t);
+	    (t->by_client.s ? t->by_client.mask + 1 : 0)) * sizeof(struct cslot);
 	m += htab_mem(&t->strs) + htab_mem(&t->classes) + htab_mem(&t->paths) +
 	    htab_mem(&t->txns) + htab_mem(&t->closed);
 	m += (size_t)t->k.classes * sizeof(struct bclass);
@@ -3028,11 +3129,11 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		e->sport = (uint16_t)fl.sport;
 		e->flags |= F_SPORT;
 	}
-	if (cidx_put(t, &t->by_id, id_mix(t, e->id), i, id_hash) < 0) {
+	if (cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
 		entry_release(t, e);
 		return BR_NOMEM;
 	}
-	if (cidx_put(t, &t->by_flow, flow_hash(t, i), i, flow_hash) == 0)
+	if (cidx_put(&t->by_flow, flow_hash(t, i), i) == 0)
 		e->flags |= F_FLOWIDX;
 	e->state = (uint8_t)state;
 	account(t, e, S_ABSENT, state);

@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bind_journal.h"
@@ -31,7 +32,8 @@ struct bj {
 	struct cats_buf out;
 	struct bj_stats st;
 	uint64_t snap_min;
-	const char *self;
+	pid_t child;		/* a snapshot being written in the background */
+	uint64_t child_seq;
 };
 
 static void
@@ -97,6 +99,7 @@ bj_close(struct bj *j)
 {
 	if (j == NULL)
 		return;
+	bj_snapshot_wait(j, true);
 	if (j->fd >= 0) {
 		bj_commit(j);
 		if (j->dirty && j->policy != BJ_FSYNC_NEVER)
@@ -484,31 +487,20 @@ snap_binding(void *arg, const struct cats_rec *r)
 	s->n++;
 }
 
-int
-bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
-    size_t errlen)
+/*
+ * Write the snapshot of t as of segment seq, then delete the segments it
+ * covers.  Returns 0 or an errno value.
+ */
+static int
+write_snapshot(struct bj *j, struct bind_table *t, uint64_t seq, uint64_t now,
+    uint64_t *records, uint64_t *size)
 {
 	struct snap s = { .fd = -1 };
 	struct cats_rec r;
-	if (j->readonly) {
-		seterr(err, errlen, "journal opened read-only");
-		return -1;
-	}
-	/* Everything so far is in segments <= seq; new records go after. */
-	if (bj_commit(j) < 0 || bj_sync(j) < 0 ||
-	    open_segment(j, j->seq + 1, err, errlen) < 0) {
-		if (!err[0])
-			seterr(err, errlen, "%s: %s", j->dir, strerror(errno));
-		return -1;
-	}
-	uint64_t seq = j->seq;
 	s.fd = openat(j->dirfd, "snapshot.tmp", O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0600);
-	if (s.fd < 0) {
-		seterr(err, errlen, "%s/snapshot.tmp: %s", j->dir,
-		    strerror(errno));
-		return -1;
-	}
+	if (s.fd < 0)
+		return errno;
 	hello_rec(&r, bind_self(t), bind_epoch(t), now);
 	snap_put(&s, &r);
 	bind_foreach(t, (1u << CATS_FS_BINDING_READY) |
@@ -520,14 +512,13 @@ bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 	cats_stats_rec(&r, "cats-bind", bind_self(t), kv, CATS_ARRAY_LEN(kv),
 	    now);
 	snap_put(&s, &r);
-	uint64_t size = 0;
 	if (!s.err && s.b.len > 0 && cats_write_all(s.fd, s.b.p, s.b.len) < 0)
 		s.err = errno;
 	struct stat sb;
 	if (!s.err && (fsync(s.fd) < 0 || fstat(s.fd, &sb) < 0))
 		s.err = errno;
 	else if (!s.err)
-		size = (uint64_t)sb.st_size;
+		*size = (uint64_t)sb.st_size;
 	close(s.fd);
 	cats_buf_free(&s.b);
 	if (!s.err && renameat(j->dirfd, "snapshot.tmp", j->dirfd,
@@ -537,8 +528,7 @@ bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 		s.err = errno;
 	if (s.err) {
 		unlinkat(j->dirfd, "snapshot.tmp", 0);
-		seterr(err, errlen, "%s/snapshot: %s", j->dir, strerror(s.err));
-		return -1;
+		return s.err;
 	}
 	/* The segments the snapshot covers go. */
 	uint64_t *segs;
@@ -553,9 +543,86 @@ bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 		}
 		free(segs);
 	}
+	*records = s.n;
+	return 0;
+}
+
+/* Everything so far is in segments <= seq; new records go after. */
+static int
+cut_segment(struct bj *j, char *err, size_t errlen)
+{
+	if (j->readonly) {
+		seterr(err, errlen, "journal opened read-only");
+		return -1;
+	}
+	if (bj_commit(j) < 0 || bj_sync(j) < 0) {
+		seterr(err, errlen, "%s: %s", j->dir, strerror(errno));
+		return -1;
+	}
+	return open_segment(j, j->seq + 1, err, errlen);
+}
+
+int
+bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
+    size_t errlen)
+{
+	uint64_t n = 0, size = 0;
+	bj_snapshot_wait(j, true);
+	if (cut_segment(j, err, errlen) < 0)
+		return -1;
+	int e = write_snapshot(j, t, j->seq, now, &n, &size);
+	if (e) {
+		seterr(err, errlen, "%s/snapshot: %s", j->dir, strerror(e));
+		return -1;
+	}
 	j->st.snapshots++;
-	j->st.snapshot_records = s.n;
+	j->st.snapshot_records = n;
 	j->st.snapshot_bytes = size;
 	j->st.since_snapshot = 0;
+	return 0;
+}
+
+int
+bj_snapshot_async(struct bj *j, struct bind_table *t, uint64_t now,
+    char *err, size_t errlen)
+{
+	if (j->child > 0)
+		return 0;	/* one at a time */
+	if (cut_segment(j, err, errlen) < 0)
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		/* No child: write it here and now. */
+		return bj_snapshot(j, t, now, err, errlen);
+	}
+	if (pid == 0) {
+		/* The child sees the table as of the cut, copy-on-write. */
+		uint64_t n = 0, size = 0;
+		_exit(write_snapshot(j, t, j->seq, now, &n, &size) ? 1 : 0);
+	}
+	j->child = pid;
+	j->child_seq = j->seq;
+	/* Its size is unknown here; assume what the table grew to. */
+	j->st.since_snapshot = 0;
+	return 0;
+}
+
+int
+bj_snapshot_wait(struct bj *j, bool block)
+{
+	int status;
+	if (j->child <= 0)
+		return 0;
+	pid_t r = waitpid(j->child, &status, block ? 0 : WNOHANG);
+	if (r == 0)
+		return 1;	/* still writing */
+	j->child = 0;
+	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	struct stat sb;
+	if (fstatat(j->dirfd, "snapshot", &sb, 0) == 0)
+		j->st.snapshot_bytes = (uint64_t)sb.st_size;
+	j->st.snapshots++;
 	return 0;
 }

@@ -78,8 +78,18 @@ int bj_commit(struct bj *j);
 /* fdatasync now if anything was written since the last one. */
 int bj_sync(struct bj *j);
 bool bj_snapshot_due(const struct bj *j);
+/* Write a snapshot now (waits for one in the background first). */
 int bj_snapshot(struct bj *j, struct bind_table *t, uint64_t now, char *err,
     size_t errlen);
+/*
+ * Start a snapshot in the background: a forked child writes the table as
+ * of now (copy-on-write) and deletes the segments it covers once it is
+ * renamed into place, while the caller goes on appending to a new segment.
+ */
+int bj_snapshot_async(struct bj *j, struct bind_table *t, uint64_t now,
+    char *err, size_t errlen);
+/* Reap the background snapshot: 1 running, 0 done or none, -1 it failed. */
+int bj_snapshot_wait(struct bj *j, bool block);
 
 /*
  * Apply the whole records of p[0..n) to t (bind_restore); stops at the

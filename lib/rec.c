@@ -285,6 +285,20 @@ cats_ip_parse(const char *s, size_t n, struct cats_ip *ip)
 const char *
 cats_ip_fmt(const struct cats_ip *ip, char *buf, size_t len)
 {
+	/* IPv4 by hand: inet_ntop formats it with sprintf (every record). */
+	if (ip->af == 4 && len >= INET_ADDRSTRLEN) {
+		char *p = buf;
+		for (int i = 0; i < 4; i++) {
+			unsigned v = ip->a[i];
+			if (v >= 100)
+				*p++ = (char)('0' + v / 100);
+			if (v >= 10)
+				*p++ = (char)('0' + v / 10 % 10);
+			*p++ = (char)('0' + v % 10);
+			*p++ = i < 3 ? '.' : '\0';
+		}
+		return buf;
+	}
 	if (ip->af == 0 || inet_ntop(ip->af == 4 ? AF_INET : AF_INET6, ip->a,
 	    buf, (socklen_t)len) == NULL)
 		cats_strlcpy(buf, "-", len);
@@ -354,14 +368,29 @@ kind_name(uint8_t k)
 static size_t
 path_push(struct walk *w, const char *name, long idx)
 {
-	size_t len = strlen(w->path);
+	/* Called for every field decoded: no snprintf here (hot). */
+	size_t len = strlen(w->path), cap = sizeof(w->path) - 1, n = len;
 	if (idx < 0 && (name == NULL || name[0] == '\0'))
 		return len;
-	if (idx >= 0)
-		snprintf(w->path + len, sizeof(w->path) - len, "[%ld]", idx);
-	else
-		snprintf(w->path + len, sizeof(w->path) - len, "%s%s",
-		    len ? "." : "", name);
+	if (idx >= 0) {
+		char d[24];
+		size_t k = 0;
+		do
+			d[k++] = (char)('0' + idx % 10);
+		while ((idx /= 10) > 0);
+		if (n < cap)
+			w->path[n++] = '[';
+		while (k > 0 && n < cap)
+			w->path[n++] = d[--k];
+		if (n < cap)
+			w->path[n++] = ']';
+	} else {
+		if (len && n < cap)
+			w->path[n++] = '.';
+		for (const char *c = name; *c && n < cap; c++)
+			w->path[n++] = *c;
+	}
+	w->path[n] = '\0';
 	return len;
 }
 
@@ -620,7 +649,9 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		}
 		for (size_t fi = 0; fi < s->nfields; fi++) {
 			const struct cats_field *f = &s->fields[fi];
-			if (strlen(f->name) != kn || memcmp(f->name, k, kn) != 0)
+			/* First character first: most fields differ there. */
+			if (kn == 0 || f->name[0] != k[0] ||
+			    strlen(f->name) != kn || memcmp(f->name, k, kn) != 0)
 				continue;
 			size_t saved = path_push(w, f->name, -1);
 			if (*has & (UINT64_C(1) << fi))
