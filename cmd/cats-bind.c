@@ -144,6 +144,8 @@ io_journal(void *arg, const struct cats_rec *r)
 		g.journal_errors++;
 		cats_errorx("journal: %s", strerror(errno));
 	}
+	/* Even a record no output waits for is written with this batch. */
+	event_active(g.flush_ev, 0, 0);
 }
 
 static void
