@@ -277,3 +277,31 @@ all_whole() {
 	has "$W/if" '.type == "error" and .code == "commit-failed" and
 	    .txn == 1'
 }
+
+@test "cats-bind: --keys: a forwarder must authenticate as itself; SIGUSR1 writes stats" {
+	cats-key psk -n IF-1 -o "$W/if1.psk"
+	cats-key psk -n EF-2 -o "$W/ef2.psk"
+	cat "$W/if1.psk" "$W/ef2.psk" >"$W/ring"
+	chmod 600 "$W/ring"
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --keys "$W/ring" <"$W/fifo" \
+	    >"$W/out" 2>"$W/err" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo"
+	wait_for 50 test -S "$W/sock"
+	# Signed by its own key: accepted, re-synced (the marker).
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/if1.psk" -t 3 -x 1 \
+	    >"$W/ok"
+	has "$W/ok" '.type == "status" and .event == "hello"'
+	# Unsigned, or signed with another forwarder's key: refused.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 2 -x 1 >"$W/bad1"
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/ef2.psk" -t 2 -x 1 \
+	    >"$W/bad2"
+	[ ! -s "$W/bad1" ] && [ ! -s "$W/bad2" ]
+	grep -q "event=auth-refused fwd=IF-1" "$W/err"
+	kill -USR1 "$BIND_PIDS"
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q stats"
+	dec "$W/out" >"$W/out.jsonl"
+	has "$W/out.jsonl" '.type == "stats" and .tool == "cats-bind" and
+	    .counters["auth.refused"] == 2 and .counters.resyncs == 1'
+}

@@ -5,10 +5,10 @@
  * -x records, at EOF, or after -t seconds.
  *
  *   bind_fwdsim -c ENDPOINT -n NAME [-e EPOCH] [-f] [-q] [-t SEC] [-x N]
- *               [-E ID]
+ *               [-E ID] [-k KEY]
  *
  * -q: do not answer (a forwarder that never commits).  -E ID: after the
- * first binding, report binding ID expired.
+ * first binding, report binding ID expired.  -k: sign (or MAC) what it sends.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,17 +18,26 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "crypto.h"
 #include "ep.h"
 #include "json.h"
 #include "seq.h"
 
 static int fd = -1;
+static struct cats_key key;
+static bool have_key;
 
 static void
-send_rec(const struct cats_rec *r)
+send_rec(const struct cats_rec *in)
 {
 	struct cats_buf b = { 0 };
-	if (cats_rec_encode(r, &b, false) < 0 ||
+	struct cats_rec copy = *in;
+	if (have_key && cats_rec_sign(&copy, &key) < 0) {
+		fprintf(stderr, "bind_fwdsim: cannot sign\n");
+		exit(1);
+	}
+	const struct cats_rec *r = &copy;
+	if (cats_rec_encode(r, &b, true) < 0 ||
 	    cats_write_all(fd, b.p, b.len) < 0) {
 		fprintf(stderr, "bind_fwdsim: send: %s\n", strerror(errno));
 		exit(1);
@@ -61,8 +70,18 @@ main(int argc, char **argv)
 	long max = -1, secs = 10;
 	bool fail = false, quiet = false;
 	int ch;
-	while ((ch = getopt(argc, argv, "c:e:E:fn:qt:x:")) != -1) {
+	char kerr[256];
+	cats_crypto_init();
+	while ((ch = getopt(argc, argv, "c:e:E:fk:n:qt:x:")) != -1) {
 		switch (ch) {
+		case 'k':
+			if (cats_key_load(&key, optarg, -1, kerr,
+			    sizeof(kerr)) < 0) {
+				fprintf(stderr, "bind_fwdsim: %s\n", kerr);
+				return 1;
+			}
+			have_key = true;
+			break;
 		case 'c': ep_s = optarg; break;
 		case 'e': epoch = strtoull(optarg, NULL, 10); break;
 		case 'E': expire = strtoull(optarg, NULL, 10); break;
