@@ -45,6 +45,7 @@ usage(void)
 }
 
 #define MAX_CONNS 1024
+#define AUTH_WINDOW_MS 30000
 #define HELD_FLUSH (1u << 20)
 #define CONN_QUEUE_MAX (UINT64_C(1) << 30)
 
@@ -486,6 +487,16 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	if (cats_clock_replay())
 		cats_clock_observe(st->ts);
 	uint64_t now = now_ms();
+	/* Authenticated channels: a recorded session replayed later is stale. */
+	if (g.keys.n > 0 && !cats_clock_replay() &&
+	    (st->ts + AUTH_WINDOW_MS < now || st->ts > now + AUTH_WINDOW_MS)) {
+		cats_audit("auth-refused", "fwd=%s reason=timestamp %" PRIu64
+		    " outside now +/- %d ms", st->fwd, st->ts, AUTH_WINDOW_MS);
+		g.auth_refused++;
+		if (c->fwd == NULL)
+			drop_conn(c);
+		return;
+	}
 	if (c->fwd == NULL) {
 		if (st->event != CATS_EV_HELLO) {
 			cats_warnx("connection: record %" PRIu64 ": the first "
