@@ -40,7 +40,16 @@ cats_utf8_valid(const uint8_t *s, size_t n)
 	while (i < n) {
 		uint8_t c = s[i];
 		if (c < 0x80) {
-			i++;
+			/* ASCII runs, eight bytes at a time. */
+			uint64_t w;
+			while (n - i >= 8) {
+				memcpy(&w, s + i, 8);
+				if (w & UINT64_C(0x8080808080808080))
+					break;
+				i += 8;
+			}
+			if (i < n && s[i] < 0x80)
+				i++;
 			continue;
 		}
 		size_t k;

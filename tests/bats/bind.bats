@@ -1,0 +1,307 @@
+#!/usr/bin/env bats
+# cats-bind: the filter in replay time, the journal across kill -9 and torn
+# tails, forwarders on the socket (commit order, re-sync, restart epoch).
+
+load helper
+
+setup() {
+	W=$(mktemp -d "${BATS_TMPDIR:-/tmp}/bind.$$.XXXXXX")
+	BIND_PIDS=""
+}
+
+teardown() {
+	for p in $BIND_PIDS; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	exec 7>&- 2>/dev/null || true
+	rm -rf "$W"
+}
+
+# N path replies (commit none makes each one ACTIVE at once).
+gen_reps() {
+	python3 - "$1" "${2:-1000}" <<'EOF'
+import sys
+n, ts = int(sys.argv[1]), int(sys.argv[2])
+for i in range(n):
+    src = "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
+    print('{"type":"path-rep","txn":%d,"ts":%d,"status":"ok","headend":"IF-1",'
+          '"endpoint":"EF-2","dataplane":"srv6","segments":[{"kind":"node",'
+          '"node":"EF-2","sid":"fc00:2::%x"}],"path_id":%d,"gen":3,'
+          '"decision":{"cs_id":"S1","csci_id":"B","locator":"198.51.100.21",'
+          '"egress":"EF-2","ts":%d,"cst_gen":5,"nst_gen":6},'
+          '"flow":{"proto":6,"src":"%s","sport":%d,"dst":"192.0.2.100",'
+          '"dport":443},"ingress":"IF-1","deadline":%d}'
+          % (i + 1, ts, i % 7 + 1, i % 7, ts, src, 1024 + i % 50000,
+             ts + 10 ** 9))
+EOF
+}
+
+# At least one JSON line of FILE satisfies COND (jq).
+has() {
+	[ "$(jq -c "select($2)" "$1" | wc -l)" -ge 1 ]
+}
+
+# Every binding of a dump is whole: both directions, validated.
+all_whole() {
+	cats-cbor check -q -t binding "$1" &&
+	[ "$(dec "$1" | jq -c 'select(.fwd == null or .rev == null or
+	    .fwd.match == null or .rev.match == null or .fwd.sids == null)' |
+	    wc -l)" -eq 0 ]
+}
+
+@test "cats-bind: --help is the synopsis of the man page; --version" {
+	run cats-bind --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == usage:\ cats-bind* ]]
+	# Each option of the usage is in the man page's SYNOPSIS.
+	for o in $(cats-bind --help | grep -o -- '--[a-z-]*' | sort -u); do
+		sed 's/\\-/-/g' "$TOP/man/cats-bind.1" | grep -q -- "$o"
+	done
+	run cats-bind --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "cats-bind (cats) "* ]]
+	run cats-bind --bogus
+	[ "$status" -eq 2 ]
+	run cats-bind --dump
+	[ "$status" -eq 2 ]
+}
+
+@test "cats-bind: replay fixture: join, commit, no-path, passed error, late reply, hard expiry" {
+	enc "$DATA/bind/replay.jsonl" >"$W/in"
+	cats-bind --replay -q --trace "$W/trace" <"$W/in" >"$W/out"
+	dec "$W/out" >"$W/out.jsonl"
+	diff -u "$DATA/bind/replay.out.jsonl" "$W/out.jsonl"
+	diff -u "$DATA/bind/replay.trace" "$W/trace"
+	# The same input gives the same output, byte for byte.
+	cats-bind --replay -q <"$W/in" | cmp - "$W/out"
+	# The binding: forward (match, locator, SRv6 segment list, egress) and
+	# reverse (service-side tuple, client, source restoration, owner).
+	has "$W/out.jsonl" '.op == "install" and .fwd.locator ==
+	    "198.51.100.21" and .fwd.sids == ["fc00:1::1", "fc00:2::100"] and
+	    .fwd.egress == "EF-2" and .rev.match.src == "198.51.100.21" and
+	    .rev.match.sport == 443 and .rev.match.dst == "192.0.2.10" and
+	    .rev.match.dport == 51000 and .rev.restore_src == "192.0.2.100" and
+	    .rev.owner == "IF-1" and .path_id == 7 and .cst_gen == 5 and
+	    .nst_gen == 6 and .epoch == 1 and .version == 1'
+	# The late reply made nothing; its transaction failed at the deadline.
+	[ "$(jq -c 'select(.txn == 4)' "$W/out.jsonl" | jq -r .code)" = timeout ]
+	grep -q 'txn=1 id=1 ACTIVE -> DRAINING (expiry) reason=hard' "$W/trace"
+}
+
+@test "cats-bind: stats counts the late reply, states and failures by reason" {
+	enc "$DATA/bind/replay.jsonl" | cats-bind --replay -q --stats |
+	    dec >"$W/out"
+	has "$W/out" '.type == "stats" and (.counters |
+	    .["refused.late-reply"] == 1 and .["fail.no-path"] == 1 and
+	    .["fail.timeout"] == 1 and .["fail.hard"] == 1 and
+	    .["expired.hard"] == 1 and .activated == 1 and .bindings == 0 and
+	    .["status.installed"] == 2 and .passed == 1)'
+}
+
+@test "cats-bind: bad input is one line each, counted, and the rest goes on" {
+	{
+		printf '\x1c\xff'
+		echo '{"type":"path-rep","txn":0,"ts":1,"status":"ok"}' | enc
+		echo '{"type":"status","fwd":"IF-1","event":"installed","id":99,"ts":5}' | enc
+		gen_reps 2 | enc
+	} >"$W/in"
+	run cats-bind --replay --commit none --stats <"$W/in"
+	[ "$status" -eq 65 ]
+	[ "$(echo "$output" | grep -c 'cats-bind: record [01]:')" -eq 2 ]
+	cats-bind --replay -q --commit none --stats <"$W/in" 2>/dev/null |
+	    dec >"$W/out"
+	has "$W/out" '.type == "stats" and (.counters | .["in.bad"] == 2 and
+	    .["refused.unknown-binding"] == 1 and .activated == 2)'
+	run cats-bind --replay --strict --commit none <"$W/in"
+	[ "$status" -eq 65 ]
+}
+
+@test "cats-bind: admission limits fail closed with a reason" {
+	gen_reps 3 | sed 's/"src":"10\.0\.0\.[0-9]*"/"src":"10.9.9.9"/' | enc >"$W/in"
+	cats-bind --replay -q --commit none --limit client-bindings=2 \
+	    <"$W/in" | dec >"$W/out"
+	[ "$(jq -c 'select(.type == "binding")' "$W/out" | wc -l)" -eq 2 ]
+	has "$W/out" '.type == "error" and .code == "limit-client" and .txn == 3'
+	[ "$(jq -c 'select(.type == "error")' "$W/out" | wc -l)" -eq 1 ]
+	gen_reps 3 | enc | cats-bind --replay -q --commit none \
+	    --limit bindings=1 | dec >"$W/out"
+	[ "$(jq -c 'select(.code == "limit-global")' "$W/out" | wc -l)" -eq 2 ]
+	run cats-bind --limit nonsense=1
+	[ "$status" -eq 2 ]
+}
+
+@test "cats-bind: restart restores from the journal; a torn tail is dropped whole" {
+	gen_reps 50 | enc >"$W/in"
+	cats-bind --replay -q --commit none --journal "$W/j" <"$W/in" >"$W/out1"
+	cats-bind --dump --journal "$W/j" >"$W/d1"
+	[ "$(dec "$W/d1" | wc -l)" -eq 50 ]
+	all_whole "$W/d1"
+	# The journal alone (no snapshot: killed, not stopped) restores the
+	# same table.
+	mkfifo "$W/fifo"
+	cats-bind --replay -q --commit none --journal "$W/j2" --listen \
+	    "unix:$W/sock" <"$W/fifo" >"$W/out2" &
+	BIND_PIDS=$!
+	cat "$W/in" >"$W/fifo"
+	wait_for 100 sh -c "[ \$(cats-cbor decode '$W/out2' | wc -l) -eq 50 ]"
+	kill -9 "$BIND_PIDS"
+	wait "$BIND_PIDS" || true
+	[ ! -e "$W/j2/snapshot" ]
+	cats-bind --dump --journal "$W/j2" >"$W/d2"
+	[ "$(dec "$W/d2" | wc -l)" -eq 50 ]
+	cmp "$W/d1" "$W/d2"
+	# Tear the tail of the last segment.
+	seg=$(ls "$W/j2"/journal.* | xargs ls -S | head -1)
+	size=$(stat -c %s "$seg")
+	truncate -s $((size - 9)) "$seg"
+	cats-bind --dump --journal "$W/j2" 2>"$W/err" >"$W/d3"
+	grep -q "torn tail of [0-9]* bytes" "$W/err"
+	# The torn record was the last commit: dropped whole, that binding is
+	# back as BINDING_READY (to be committed again), never half.
+	dec "$W/d3" >"$W/d3.jsonl"
+	[ "$(wc -l <"$W/d3.jsonl")" -eq 50 ]
+	[ "$(jq -c 'select(.state == "ACTIVE")' "$W/d3.jsonl" | wc -l)" -eq 49 ]
+	has "$W/d3.jsonl" '.id == 50 and .state == "BINDING_READY"'
+	all_whole "$W/d3"
+	# A restart truncates the torn record away, and the epoch grows.
+	e1=$(dec "$W/d3" | jq -s 'map(.epoch) | max')
+	echo -n | cats-bind --replay -q --journal "$W/j2" 2>"$W/err" >/dev/null
+	grep -q "dropped a torn tail of [0-9]* bytes" "$W/err"
+	cats-bind --dump --journal "$W/j2" 2>"$W/err" >"$W/d4"
+	grep -q "epoch $((e1 + 1))" "$W/err"
+	! grep -q torn "$W/err"
+	[ "$(dec "$W/d4" | wc -l)" -eq 50 ]
+}
+
+@test "cats-bind: kill -9 in the middle of a burst: every binding whole or absent" {
+	gen_reps 20000 | enc >"$W/in"
+	mkfifo "$W/fifo"
+	# Small snapshots: background snapshots run during the burst too.
+	cats-bind --replay -q --commit none --journal "$W/j" \
+	    --snapshot-size 256k <"$W/fifo" >"$W/out" 2>"$W/err" &
+	pid=$!
+	BIND_PIDS="$pid"
+	cat "$W/in" >"$W/fifo" &
+	# Wait until some bindings are out, then kill it mid-stream.
+	wait_for 100 test -s "$W/out"
+	kill -9 "$pid"
+	wait "$pid" || true
+	n_out=$(dec "$W/out" 2>/dev/null | jq -c 'select(.type == "binding")' |
+	    wc -l)
+	cats-bind --dump --journal "$W/j" >"$W/d" 2>"$W/err2"
+	n_dump=$(dec "$W/d" | wc -l)
+	echo "out $n_out dump $n_dump" >&3
+	[ "$n_dump" -ge 1 ] && [ "$n_dump" -le 20000 ]
+	all_whole "$W/d"
+	# Journal before output: whatever left the process is restored.
+	[ "$n_dump" -ge "$n_out" ]
+	dec "$W/out" 2>/dev/null | jq -r 'select(.type == "binding") | .id' |
+	    sort -n >"$W/ids.out"
+	dec "$W/d" | jq -r .id | sort -n >"$W/ids.dump"
+	[ -z "$(comm -23 "$W/ids.out" "$W/ids.dump")" ]
+	# And the next owner starts from there, one epoch later.
+	echo -n | cats-bind --replay --journal "$W/j" 2>"$W/err3" >/dev/null
+	grep -q "restored $n_dump bindings" "$W/err3"
+}
+
+@test "cats-bind: forwarders: egress first, then ingress; re-sync on reconnect" {
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --journal "$W/j" --trace "$W/trace" \
+	    <"$W/fifo" >"$W/out" 2>"$W/err" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo"
+	wait_for 50 test -S "$W/sock"
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -t 5 -x 2 >"$W/ef" &
+	efp=$!
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 5 -x 2 >"$W/if" &
+	ifp=$!
+	wait_for 50 grep -q "IF-1 connected" "$W/err"
+	wait_for 50 grep -q "EF-2 connected" "$W/err"
+	now=$(date +%s%3N)
+	gen_reps 1 "$now" | enc >&7
+	wait "$efp" "$ifp"
+	wait_for 50 grep -q "BINDING_READY -> ACTIVE" "$W/trace"
+	# Each got the end-of-sync marker at hello, then the binding.
+	has "$W/ef" '.type == "binding" and .id == 1 and .op == "install"'
+	has "$W/if" '.type == "binding" and .id == 1'
+	has "$W/if" '.type == "status" and .event == "hello" and
+	    .fwd == "cats-bind"'
+	# The egress had it before the ingress did.
+	t_ef=$(jq 'select(.type == "binding") | .ts' "$W/ef")
+	t_if=$(jq 'select(.type == "binding") | .ts' "$W/if")
+	[ "$t_ef" -le "$t_if" ]
+	# The ingress reconnects (a new forwarder epoch): it is re-synced.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -e 2 -t 5 -x 2 >"$W/if2"
+	has "$W/if2" '.type == "binding" and .id == 1 and .version == 1'
+	# The binding first, then the end-of-sync marker.
+	[ "$(jq -r .type "$W/if2" | tr '\n' ' ')" = "binding status " ]
+	# A clean stop, a restart: the binding is restored before any
+	# forwarder hears of the new epoch, and re-sent with it.
+	exec 7>&-
+	kill -TERM "$BIND_PIDS"
+	wait "$BIND_PIDS" || true
+	e1=$(jq 'select(.type == "binding") | .epoch' "$W/if2")
+	[ ! -e "$W/sock" ]
+	mkfifo "$W/fifo2"
+	cats-bind --listen "unix:$W/sock" --journal "$W/j" <"$W/fifo2" \
+	    >/dev/null 2>"$W/err2" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo2"
+	wait_for 50 test -S "$W/sock"
+	grep -q "restored 1 bindings" "$W/err2"
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -e 3 -t 5 -x 2 >"$W/ef3"
+	e2=$(jq 'select(.type == "binding") | .epoch' "$W/ef3")
+	[ "$e2" -eq $((e1 + 1)) ]
+	has "$W/ef3" '.type == "binding" and .id == 1 and .fwd.locator ==
+	    "198.51.100.21" and .rev.restore_src == "192.0.2.100" and
+	    .fwd.sids == ["fc00:2::1"] and .path_id == 0'
+}
+
+@test "cats-bind: a failed install at the egress: the ingress never sees it" {
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --trace "$W/trace" <"$W/fifo" \
+	    >"$W/out" 2>"$W/err" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo"
+	wait_for 50 test -S "$W/sock"
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -f -t 5 -x 2 >"$W/ef" &
+	efp=$!
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 3 -x 2 >"$W/if" &
+	ifp=$!
+	wait_for 50 grep -q "IF-1 connected" "$W/err"
+	wait_for 50 grep -q "EF-2 connected" "$W/err"
+	gen_reps 1 "$(date +%s%3N)" | enc >&7
+	wait "$efp" "$ifp"
+	wait_for 50 grep -q "BINDING_READY -> FAILED" "$W/trace"
+	! has "$W/if" '.type == "binding"'
+	has "$W/if" '.type == "error" and .code == "commit-failed" and
+	    .txn == 1'
+}
+
+@test "cats-bind: --keys: a forwarder must authenticate as itself; SIGUSR1 writes stats" {
+	cats-key psk -n IF-1 -o "$W/if1.psk"
+	cats-key psk -n EF-2 -o "$W/ef2.psk"
+	cat "$W/if1.psk" "$W/ef2.psk" >"$W/ring"
+	chmod 600 "$W/ring"
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --keys "$W/ring" <"$W/fifo" \
+	    >"$W/out" 2>"$W/err" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo"
+	wait_for 50 test -S "$W/sock"
+	# Signed by its own key: accepted, re-synced (the marker).
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/if1.psk" -t 3 -x 1 \
+	    >"$W/ok"
+	has "$W/ok" '.type == "status" and .event == "hello"'
+	# Unsigned, or signed with another forwarder's key: refused.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 2 -x 1 >"$W/bad1"
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/ef2.psk" -t 2 -x 1 \
+	    >"$W/bad2"
+	[ ! -s "$W/bad1" ] && [ ! -s "$W/bad2" ]
+	grep -q "event=auth-refused fwd=IF-1" "$W/err"
+	kill -USR1 "$BIND_PIDS"
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q stats"
+	dec "$W/out" >"$W/out.jsonl"
+	has "$W/out.jsonl" '.type == "stats" and .tool == "cats-bind" and
+	    .counters["auth.refused"] == 2 and .counters.resyncs == 1'
+}

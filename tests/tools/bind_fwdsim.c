@@ -1,0 +1,159 @@
+/*
+ * bind_fwdsim - a stand-in forwarder for cats-bind tests: connects, says
+ * hello, answers every binding (installed, or failed with -f; removed for a
+ * remove), prints every record it receives as a JSON line, and stops after
+ * -x records, at EOF, or after -t seconds.
+ *
+ *   bind_fwdsim -c ENDPOINT -n NAME [-e EPOCH] [-f] [-q] [-t SEC] [-x N]
+ *               [-E ID] [-k KEY]
+ *
+ * -q: do not answer (a forwarder that never commits).  -E ID: after the
+ * first binding, report binding ID expired.  -k: sign (or MAC) what it sends.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "crypto.h"
+#include "ep.h"
+#include "json.h"
+#include "seq.h"
+
+static int fd = -1;
+static struct cats_key key;
+static bool have_key;
+
+static void
+send_rec(const struct cats_rec *in)
+{
+	struct cats_buf b = { 0 };
+	struct cats_rec copy = *in;
+	if (have_key && cats_rec_sign(&copy, &key) < 0) {
+		fprintf(stderr, "bind_fwdsim: cannot sign\n");
+		exit(1);
+	}
+	const struct cats_rec *r = &copy;
+	if (cats_rec_encode(r, &b, true) < 0 ||
+	    cats_write_all(fd, b.p, b.len) < 0) {
+		fprintf(stderr, "bind_fwdsim: send: %s\n", strerror(errno));
+		exit(1);
+	}
+	cats_buf_free(&b);
+}
+
+static void
+status(const char *name, int event, uint64_t id, uint64_t version,
+    uint64_t epoch)
+{
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_STATUS);
+	r.u.status.fwd = name;
+	r.u.status.event = event;
+	r.u.status.ts = cats_clock_now();
+	if (id)
+		CATS_SET(&r.u.status, STA, id, id);
+	CATS_SET(&r.u.status, STA, epoch, epoch);
+	if (event != CATS_EV_HELLO)
+		CATS_SET(&r.u.status, STA, version, version);
+	send_rec(&r);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *ep_s = NULL, *name = NULL;
+	uint64_t epoch = 1, expire = 0;
+	long max = -1, secs = 10;
+	bool fail = false, quiet = false;
+	int ch;
+	char kerr[256];
+	cats_crypto_init();
+	while ((ch = getopt(argc, argv, "c:e:E:fk:n:qt:x:")) != -1) {
+		switch (ch) {
+		case 'k':
+			if (cats_key_load(&key, optarg, -1, kerr,
+			    sizeof(kerr)) < 0) {
+				fprintf(stderr, "bind_fwdsim: %s\n", kerr);
+				return 1;
+			}
+			have_key = true;
+			break;
+		case 'c': ep_s = optarg; break;
+		case 'e': epoch = strtoull(optarg, NULL, 10); break;
+		case 'E': expire = strtoull(optarg, NULL, 10); break;
+		case 'f': fail = true; break;
+		case 'n': name = optarg; break;
+		case 'q': quiet = true; break;
+		case 't': secs = strtol(optarg, NULL, 10); break;
+		case 'x': max = strtol(optarg, NULL, 10); break;
+		default:
+			fprintf(stderr, "usage: bind_fwdsim -c ep -n name [-e "
+			    "epoch] [-f] [-q] [-t sec] [-x n] [-E id]\n");
+			return 2;
+		}
+	}
+	if (ep_s == NULL || name == NULL)
+		return 2;
+	struct cats_ep ep;
+	char err[256];
+	if (cats_ep_parse(ep_s, &ep, err, sizeof(err)) < 0 ||
+	    (fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
+		fprintf(stderr, "bind_fwdsim: %s: %s\n", ep_s, err);
+		return 1;
+	}
+	status(name, CATS_EV_HELLO, 0, 0, epoch);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct cats_seq_reader rd;
+	struct cats_dec d;
+	cats_seq_reader_init(&rd, NULL);
+	cats_dec_init(&d, NULL);
+	uint64_t end = cats_clock_mono_ns() + (uint64_t)secs * 1000000000u;
+	long got = 0;
+	bool expired = false;
+	while (max < 0 || got < max) {
+		struct cats_rec r;
+		struct cats_err e;
+		int s = cats_seq_next_rec(&rd, &d, &r, &e);
+		if (s == CATS_SEQ_BAD) {
+			fprintf(stderr, "bind_fwdsim: bad record: %s\n", e.reason);
+			continue;
+		}
+		if (s == CATS_SEQ_NEED) {
+			if (rd.eof)
+				break;
+			uint64_t now = cats_clock_mono_ns();
+			if (now >= end)
+				break;
+			struct pollfd p = { fd, POLLIN, 0 };
+			if (poll(&p, 1, (int)((end - now) / 1000000 + 1)) <= 0)
+				continue;
+			if (cats_seq_read_fd(&rd, fd) < 0 && errno != EAGAIN &&
+			    errno != EINTR)
+				break;
+			continue;
+		}
+		got++;
+		cats_rec_print_json(&r, stdout);
+		if (quiet || r.type != CATS_T_BINDING)
+			continue;
+		const struct cats_binding *b = &r.u.binding;
+		if (b->op == CATS_BIND_REMOVE)
+			status(name, CATS_EV_REMOVED, b->id, b->version, b->epoch);
+		else
+			status(name, fail ? CATS_EV_FAILED : CATS_EV_INSTALLED,
+			    b->id, b->version, b->epoch);
+		if (expire && !expired) {
+			status(name, CATS_EV_EXPIRED, expire, b->version,
+			    b->epoch);
+			expired = true;
+		}
+	}
+	cats_seq_reader_free(&rd);
+	cats_dec_free(&d);
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,1225 @@
+/*
+ * test_bind.c - the binding table and the flow state machine (lib/bind.c),
+ * and the journal (lib/bind_journal.c).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bind.h"
+#include "bind_journal.h"
+#include "crypto.h"
+#include "json.h"
+#include "t.h"
+
+enum { ABSENT, PENDING, DS, READY, ACTIVE, DRAINING, FAILED, RECONNECT };
+
+/* ---- what the table sends, journals and traces ---- */
+
+struct sent {
+	int type, op, state;
+	char to[32], code[48], reason[48];
+	uint64_t id, txn, epoch, version;
+	size_t nsids;
+};
+
+static struct sent sent[4096];
+static size_t nsent;
+static struct cats_buf journal;
+static size_t njournal;
+static struct bind_trace traces[4096];
+static size_t ntraces;
+
+static void
+io_send(void *arg, const struct cats_rec *r, const char *to)
+{
+	(void)arg;
+	if (nsent == CATS_ARRAY_LEN(sent))
+		return;
+	struct sent *s = &sent[nsent++];
+	memset(s, 0, sizeof(*s));
+	s->type = r->type;
+	snprintf(s->to, sizeof(s->to), "%s", to ? to : "-");
+	if (r->type == CATS_T_BINDING) {
+		const struct cats_binding *b = &r->u.binding;
+		s->op = b->op;
+		s->id = b->id;
+		s->txn = b->txn;
+		s->epoch = b->epoch;
+		s->version = b->version;
+		s->state = b->state;
+		s->nsids = b->fwd.sids.n;
+		snprintf(s->reason, sizeof(s->reason), "%s",
+		    b->reason ? b->reason : "");
+		/* Every binding that leaves is a valid record. */
+		struct cats_err e;
+		if (cats_rec_validate(r, &e) < 0)
+			printf("# invalid binding: %s: %s\n", e.field, e.reason);
+		s->code[0] = cats_rec_validate(r, &e) < 0 ? '!' : 0;
+	} else if (r->type == CATS_T_ERROR) {
+		snprintf(s->code, sizeof(s->code), "%s", r->u.error.code);
+		s->txn = r->u.error.txn;
+	} else if (r->type == CATS_T_PATH_REQ) {
+		s->txn = r->u.preq.txn;
+		struct cats_err e;
+		s->code[0] = cats_rec_validate(r, &e) < 0 ? '!' : 0;
+	} else if (r->type == CATS_T_STATUS) {
+		s->epoch = r->u.status.epoch;
+	}
+}
+
+static void
+io_journal(void *arg, const struct cats_rec *r)
+{
+	(void)arg;
+	cats_rec_encode(r, &journal, false);
+	njournal++;
+}
+
+static void
+io_trace(void *arg, const struct bind_trace *tr)
+{
+	(void)arg;
+	if (ntraces < CATS_ARRAY_LEN(traces))
+		traces[ntraces++] = *tr;
+}
+
+static const struct bind_io io = { io_send, io_journal, io_trace, NULL };
+
+static void
+reset_io(void)
+{
+	nsent = 0;
+	ntraces = 0;
+	journal.len = 0;
+	njournal = 0;
+}
+
+/* How many records of type (and op, -1 any) went to `to` ("-" stdout). */
+static size_t
+count_sent(int type, int op, const char *to)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nsent; i++)
+		if (sent[i].type == type && (op < 0 || sent[i].op == op) &&
+		    (to == NULL || strcmp(sent[i].to, to) == 0))
+			n++;
+	return n;
+}
+
+static const struct sent *
+last_sent(int type, const char *to)
+{
+	for (size_t i = nsent; i-- > 0;)
+		if (sent[i].type == type && (to == NULL ||
+		    strcmp(sent[i].to, to) == 0))
+			return &sent[i];
+	return NULL;
+}
+
+static bool
+traced(int from, int to, uint64_t txn)
+{
+	for (size_t i = 0; i < ntraces; i++)
+		if (traces[i].from == from && traces[i].to == to &&
+		    traces[i].txn == txn && !traces[i].refused)
+			return true;
+	return false;
+}
+
+/* ---- records from JSON, through the one decoder ---- */
+
+static struct cats_dec dec;
+static struct cats_rec rec;
+
+static struct cats_rec *
+J(const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_error_t je;
+	json_t *j = json_loads(buf, 0, &je);
+	if (j == NULL) {
+		printf("# bad JSON: %s: %s\n", je.text, buf);
+		exit(1);
+	}
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	if (cats_rec_from_json(&dec, j, &rec, &e) < 0) {
+		printf("# invalid record: %s: %s: %s\n", e.field, e.reason, buf);
+		exit(1);
+	}
+	json_decref(j);
+	return &rec;
+}
+
+static int
+feed(struct bind_table *t, uint64_t now, const struct cats_rec *r)
+{
+	switch (r->type) {
+	case CATS_T_REQUEST:
+		return bind_request(t, &r->u.request, now);
+	case CATS_T_PATH_REQ:
+		return bind_path_req(t, &r->u.preq, now);
+	case CATS_T_PATH_REP:
+		return bind_path_rep(t, &r->u.prep, now);
+	case CATS_T_ERROR:
+		return bind_error(t, &r->u.error, now);
+	case CATS_T_STATUS:
+		return bind_status(t, &r->u.status, now);
+	case CATS_T_METRIC:
+		return bind_metric(t, &r->u.metric, now);
+	default:
+		return -1;
+	}
+}
+
+#define FLOW(sport) "{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":" #sport \
+	",\"dst\":\"192.0.2.100\",\"dport\":443}"
+#define DECISION(csci, extra) "{\"cs_id\":\"S1\",\"csci_id\":\"" csci "\"," \
+	"\"locator\":\"198.51.100.21\",\"egress\":\"EF-2\",\"ts\":1000," \
+	"\"cst_gen\":5,\"nst_gen\":6,\"idle_ms\":10000,\"hard_ms\":60000" extra "}"
+
+/* An ok SRv6 reply for txn, flow source port sport, at ts. */
+static uint64_t rep_deadline;	/* 0: ts + 2000 */
+
+static struct cats_rec *
+rep_ok(uint64_t txn, unsigned sport, uint64_t ts, const char *sid,
+    const char *dec_extra)
+{
+	return J("{\"type\":\"path-rep\",\"txn\":%" PRIu64 ",\"ts\":%" PRIu64
+	    ",\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-2\","
+	    "\"dataplane\":\"srv6\",\"segments\":[{\"kind\":\"node\","
+	    "\"node\":\"P-1\",\"sid\":\"fc00:1::1\"},{\"kind\":\"node\","
+	    "\"node\":\"EF-2\",\"sid\":\"%s\"}],\"path_id\":7,\"gen\":3,"
+	    "\"decision\":{\"cs_id\":\"S1\",\"csci_id\":\"B\",\"locator\":"
+	    "\"198.51.100.21\",\"egress\":\"EF-2\",\"ts\":1000,\"cst_gen\":5,"
+	    "\"nst_gen\":6,\"idle_ms\":10000,\"hard_ms\":60000%s},"
+	    "\"flow\":{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":%u,"
+	    "\"dst\":\"192.0.2.100\",\"dport\":443},\"ingress\":\"IF-1\","
+	    "\"deadline\":%" PRIu64 "}", txn, ts, sid, dec_extra, sport,
+	    rep_deadline ? rep_deadline : ts + 2000);
+}
+
+static struct cats_rec *
+status(const char *fwd, const char *event, uint64_t id, uint64_t ts)
+{
+	return J("{\"type\":\"status\",\"fwd\":\"%s\",\"event\":\"%s\","
+	    "\"id\":%" PRIu64 ",\"ts\":%" PRIu64 "}", fwd, event, id, ts);
+}
+
+static struct bind_table *
+table(int commit)
+{
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.commit = commit;
+	reset_io();
+	struct bind_table *t = bind_new(&c, &io);
+	bind_set_epoch(t, 1);
+	return t;
+}
+
+/* The table's invariants hold. */
+static void
+check(struct bind_table *t, const char *where)
+{
+	char why[256];
+	int rc = bind_check(t, why, sizeof(why));
+	T_OK(rc == 0, "invariants hold after %s%s%s", where, rc ? ": " : "",
+	    rc ? why : "");
+}
+
+static int
+state_of(struct bind_table *t, uint64_t id)
+{
+	struct bind_info in;
+	return bind_get(t, id, &in) < 0 ? ABSENT : in.state;
+}
+
+/* A binding made ACTIVE through both forwarders; returns its id. */
+static uint64_t
+make_active(struct bind_table *t, uint64_t txn, unsigned sport, uint64_t now)
+{
+	if (!bind_fwd_connected(t, "IF-1"))
+		bind_fwd_hello(t, "IF-1", 1, now);
+	if (!bind_fwd_connected(t, "EF-2"))
+		bind_fwd_hello(t, "EF-2", 1, now);
+	if (feed(t, now, rep_ok(txn, sport, now, "fc00:2::100", "")) != BR_OK)
+		return 0;
+	struct bind_info in;
+	if (bind_get_txn(t, txn, &in) == 0)
+		return 0;	/* still in flight: not bound */
+	uint64_t id = bind_next_id(t) - 1;
+	feed(t, now, status("EF-2", "installed", id, now));
+	feed(t, now, status("IF-1", "installed", id, now));
+	return state_of(t, id) == ACTIVE ? id : 0;
+}
+
+/* ---- the edge table ---- */
+
+static void
+test_edges(void)
+{
+	static const int legal[][2] = {
+		{ ABSENT, PENDING }, { PENDING, DS }, { PENDING, FAILED },
+		{ DS, FAILED }, { DS, READY }, { READY, ACTIVE },
+		{ READY, FAILED }, { ACTIVE, DRAINING }, { ACTIVE, ACTIVE },
+		{ ACTIVE, FAILED }, { ACTIVE, RECONNECT }, { DRAINING, ABSENT },
+		{ FAILED, ABSENT }, { RECONNECT, ABSENT },
+	};
+	int bad = 0, nlegal = 0;
+	for (int f = 0; f < 8; f++) {
+		for (int to = 0; to < 8; to++) {
+			bool want = false;
+			for (size_t i = 0; i < CATS_ARRAY_LEN(legal); i++)
+				if (legal[i][0] == f && legal[i][1] == to)
+					want = true;
+			nlegal += bind_edge_ok(f, to);
+			if (bind_edge_ok(f, to) != want)
+				bad++;
+		}
+	}
+	T_OK(bad == 0 && nlegal == 14, "edge table is 001's figure plus "
+	    "PENDING->FAILED and RECONNECT_REQUIRED->ABSENT (%d legal)", nlegal);
+	T_OK(!bind_edge_ok(-1, 0) && !bind_edge_ok(0, 8), "out of range refused");
+}
+
+/* ---- one test per legal transition, driven by records ---- */
+
+static void
+test_absent_pending_ds(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	int rc = feed(t, 1000, J("{\"type\":\"request\",\"txn\":11,"
+	    "\"ingress\":\"IF-1\",\"ts\":1000,\"flow\":" FLOW(51000) "}"));
+	struct bind_info in;
+	T_OK(rc == BR_OK && bind_get_txn(t, 11, &in) == 0 &&
+	    in.state == PENDING, "ABSENT -> PENDING on a request");
+	T_OK(traced(ABSENT, PENDING, 11), "transition logged with the txn");
+	rc = feed(t, 1100, J("{\"type\":\"path-req\",\"txn\":11,\"ts\":1100,"
+	    "\"headend\":\"IF-1\",\"endpoint\":\"EF-2\",\"dataplane\":\"srv6\","
+	    "\"decision\":" DECISION("B", "") ",\"flow\":" FLOW(51000) ","
+	    "\"ingress\":\"IF-1\"}"));
+	T_OK(rc == BR_OK && bind_get_txn(t, 11, &in) == 0 && in.state == DS &&
+	    strcmp(in.csci_id, "B") == 0,
+	    "PENDING -> DESTINATION_SELECTED on the decision");
+	T_OK(traced(PENDING, DS, 11), "logged");
+	rc = feed(t, 1200, rep_ok(11, 51000, 1200, "fc00:2::100", ""));
+	T_OK(rc == BR_OK && bind_get(t, in.id, &in) == 0 && in.state == READY,
+	    "DESTINATION_SELECTED -> BINDING_READY on the path reply");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "-") == 1 &&
+	    njournal == 1, "the binding is journaled and written out once");
+	const struct sent *s = last_sent(CATS_T_BINDING, "-");
+	T_OK(s && s->code[0] == 0 && s->nsids == 2 && s->version == 1,
+	    "it is a valid binding record with the reply's segment list");
+	check(t, "absent_pending_ds");
+	bind_free(t);
+}
+
+static void
+test_ready_active_both(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	bind_fwd_hello(t, "EF-2", 1, 1000);
+	feed(t, 1000, rep_ok(21, 51000, 1000, "fc00:2::100", ""));
+	uint64_t id = bind_next_id(t) - 1;
+	T_OK(state_of(t, id) == READY, "path reply alone: ABSENT .. READY");
+	T_OK(traced(ABSENT, PENDING, 21) && traced(PENDING, DS, 21) &&
+	    traced(DS, READY, 21), "each step logged");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 0,
+	    "commit both: the egress gets the binding first");
+	feed(t, 1010, status("EF-2", "installed", id, 1010));
+	T_OK(state_of(t, id) == READY &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1,
+	    "egress installed: now the ingress gets it, still READY");
+	feed(t, 1020, status("IF-1", "installed", id, 1020));
+	T_OK(state_of(t, id) == ACTIVE && traced(READY, ACTIVE, 21),
+	    "BINDING_READY -> ACTIVE on the forwarder commit");
+	T_OK(njournal == 2, "commit journaled (install + installed)");
+	const struct sent *s = last_sent(CATS_T_BINDING, "IF-1");
+	T_OK(s && s->epoch == 1 && s->id == id, "binding carries the epoch");
+	check(t, "ready_active_both");
+	bind_free(t);
+}
+
+static void
+test_commit_ingress_and_none(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_INGRESS);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	bind_fwd_hello(t, "EF-2", 1, 1000);
+	feed(t, 1000, rep_ok(31, 51000, 1000, "fc00:2::100", ""));
+	uint64_t id = bind_next_id(t) - 1;
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") == 1,
+	    "commit ingress: both get it at once");
+	feed(t, 1010, status("IF-1", "installed", id, 1010));
+	T_OK(state_of(t, id) == ACTIVE, "the ingress install commits");
+	bind_free(t);
+
+	t = table(BIND_COMMIT_NONE);
+	feed(t, 1000, rep_ok(32, 51000, 1000, "fc00:2::100", ""));
+	id = bind_next_id(t) - 1;
+	T_OK(state_of(t, id) == ACTIVE && traced(READY, ACTIVE, 32),
+	    "commit none: written out is committed");
+	bind_free(t);
+}
+
+static void
+test_failures_before_active(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	/* PENDING -> FAILED: the deadline, then cleanup. */
+	feed(t, 1000, J("{\"type\":\"request\",\"txn\":41,\"ingress\":\"IF-1\","
+	    "\"ts\":1000,\"deadline\":1500,\"flow\":" FLOW(41000) "}"));
+	bind_tick(t, 1499);
+	struct bind_info in;
+	T_OK(bind_get_txn(t, 41, &in) == 0, "pending until the deadline");
+	bind_tick(t, 1500);
+	T_OK(bind_get_txn(t, 41, &in) < 0 && traced(PENDING, FAILED, 41) &&
+	    traced(FAILED, ABSENT, 41), "PENDING -> FAILED -> ABSENT at it");
+	const struct sent *s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "timeout") == 0 && s->txn == 41,
+	    "the ingress gets an error that releases the packets");
+
+	/* PENDING -> FAILED: an upstream error (passed on, not doubled). */
+	reset_io();
+	feed(t, 2000, J("{\"type\":\"request\",\"txn\":42,\"ingress\":\"IF-1\","
+	    "\"ts\":2000,\"flow\":" FLOW(42000) "}"));
+	feed(t, 2001, J("{\"type\":\"error\",\"code\":\"unknown-cs-id\","
+	    "\"txn\":42,\"ingress\":\"IF-1\",\"stage\":\"cats-select\"}"));
+	T_OK(traced(PENDING, FAILED, 42) && bind_get_txn(t, 42, &in) < 0,
+	    "an upstream error fails the transaction");
+	T_OK(count_sent(CATS_T_ERROR, -1, "IF-1") == 1 &&
+	    count_sent(CATS_T_ERROR, -1, "-") == 1 &&
+	    strcmp(last_sent(CATS_T_ERROR, "IF-1")->code, "unknown-cs-id") == 0,
+	    "and is passed on once, to the output and the ingress");
+
+	/* DESTINATION_SELECTED -> FAILED: no path. */
+	reset_io();
+	feed(t, 3000, J("{\"type\":\"path-rep\",\"txn\":43,\"ts\":3000,"
+	    "\"status\":\"no-path\",\"reason\":\"unreachable\",\"pruned\":"
+	    "\"max_delay_us\",\"headend\":\"IF-1\",\"decision\":"
+	    DECISION("B", "") ",\"flow\":" FLOW(43000) ",\"ingress\":\"IF-1\","
+	    "\"deadline\":5000}"));
+	T_OK(traced(DS, FAILED, 43) && traced(FAILED, ABSENT, 43) &&
+	    bind_count(t) == 0, "DESTINATION_SELECTED -> FAILED on no path");
+	s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "no-path") == 0, "error no-path to ingress");
+	T_OK(bind_counters(t)->fail[BR_NO_PATH] == 1, "counted by reason");
+
+	/* BINDING_READY -> FAILED: a commit failure at the egress. */
+	reset_io();
+	bind_fwd_hello(t, "EF-2", 1, 4000);
+	feed(t, 4000, rep_ok(44, 44000, 4000, "fc00:2::100", ""));
+	uint64_t id = bind_next_id(t) - 1;
+	feed(t, 4001, J("{\"type\":\"status\",\"fwd\":\"EF-2\",\"event\":"
+	    "\"failed\",\"id\":%" PRIu64 ",\"ts\":4001,\"reason\":\"no-route\"}",
+	    id));
+	T_OK(traced(READY, FAILED, 44) && traced(FAILED, ABSENT, 44) &&
+	    state_of(t, id) == ABSENT, "BINDING_READY -> FAILED on a failed "
+	    "install");
+	T_OK(count_sent(CATS_T_BINDING, -1, "IF-1") == 0,
+	    "the ingress never saw half a binding");
+	s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "commit-failed") == 0, "error commit-failed");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "-") == 1,
+	    "the removal is written out (and journaled)");
+
+	/* BINDING_READY -> FAILED: commit timeout, removal at the holder. */
+	reset_io();
+	feed(t, 5000, rep_ok(45, 45000, 5000, "fc00:2::100", ""));
+	id = bind_next_id(t) - 1;
+	bind_tick(t, 5000 + 2000);
+	T_OK(traced(READY, FAILED, 45) && state_of(t, id) == FAILED,
+	    "commit timeout: FAILED, waiting for the egress to remove it");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "EF-2") == 1,
+	    "remove sent to the egress that holds it");
+	feed(t, 7001, status("EF-2", "removed", id, 7001));
+	T_OK(state_of(t, id) == ABSENT && traced(FAILED, ABSENT, 45),
+	    "FAILED -> ABSENT when the holder removed it");
+	check(t, "failures_before_active");
+	bind_free(t);
+}
+
+static void
+test_active_edges(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	uint64_t id = make_active(t, 51, 51000, 10000);
+	T_OK(id != 0, "active binding");
+
+	/* ACTIVE -> DRAINING -> ABSENT: the forwarder saw it idle. */
+	reset_io();
+	feed(t, 12000, status("IF-1", "expired", id, 12000));
+	T_OK(state_of(t, id) == DRAINING && traced(ACTIVE, DRAINING, 51),
+	    "ACTIVE -> DRAINING on the ingress' expiry");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "EF-2") == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "IF-1") == 0,
+	    "the other side is told to remove it");
+	feed(t, 12001, status("EF-2", "removed", id, 12001));
+	T_OK(state_of(t, id) == ABSENT && traced(DRAINING, ABSENT, 51),
+	    "DRAINING -> ABSENT on the reverse cleanup");
+	T_OK(bind_counters(t)->expired_idle == 1, "idle expiry counted");
+
+	/* ACTIVE -> ACTIVE: path repair, same instance, new path. */
+	id = make_active(t, 52, 52000, 20000);
+	struct bind_info in;
+	bind_get(t, id, &in);
+	uint64_t released = bind_counters(t)->paths_released;
+	reset_io();
+	feed(t, 21000, status("IF-1", "path-down", id, 21000));
+	T_OK(count_sent(CATS_T_PATH_REQ, -1, "-") == 1 &&
+	    last_sent(CATS_T_PATH_REQ, "-")->txn == 52 &&
+	    last_sent(CATS_T_PATH_REQ, "-")->code[0] == 0,
+	    "path down: a valid repair path request for the same txn");
+	feed(t, 21100, rep_ok(52, 52000, 21100, "fc00:2::200", ""));
+	bind_get(t, id, &in);
+	T_OK(in.state == ACTIVE && in.version == 2 && !in.repairing &&
+	    traced(ACTIVE, ACTIVE, 52), "ACTIVE -> ACTIVE: repaired, version 2");
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_REFRESH, "IF-1") == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_REFRESH, "EF-2") == 1,
+	    "refresh to both forwarders");
+	T_OK(bind_counters(t)->paths_released == released + 1,
+	    "the old path is released with its last binding");
+
+	/* A repair reply naming another instance never moves the flow. */
+	feed(t, 22000, status("IF-1", "path-down", id, 22000));
+	int rc = feed(t, 22100, J("{\"type\":\"path-rep\",\"txn\":52,\"ts\":"
+	    "22100,\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-3\","
+	    "\"dataplane\":\"ip\",\"decision\":{\"cs_id\":\"S1\",\"csci_id\":"
+	    "\"A\",\"locator\":\"198.51.100.11\",\"egress\":\"EF-3\",\"ts\":1},"
+	    "\"flow\":" FLOW(52000) ",\"ingress\":\"IF-1\"}"));
+	bind_get(t, id, &in);
+	T_OK(rc == BR_MOVE_REFUSED && in.state == ACTIVE &&
+	    strcmp(in.csci_id, "B") == 0, "another instance: refused, not moved");
+	/* ... and no repair in time: instance failure, FAILED (default). */
+	reset_io();
+	bind_tick(t, 22000 + 2000);
+	T_OK(state_of(t, id) == FAILED && traced(ACTIVE, FAILED, 52),
+	    "ACTIVE -> FAILED when the repair does not come");
+	const struct sent *s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "repair-failed") == 0, "error repair-failed");
+	feed(t, 24001, status("IF-1", "removed", id, 24001));
+	feed(t, 24002, status("EF-2", "removed", id, 24002));
+	T_OK(state_of(t, id) == ABSENT && traced(FAILED, ABSENT, 52),
+	    "FAILED -> ABSENT after both removed it");
+
+	/* ACTIVE -> RECONNECT_REQUIRED: the service says reconnect. */
+	bind_fwd_hello(t, "IF-1", 1, 30000);
+	feed(t, 30000, rep_ok(53, 53000, 30000, "fc00:2::100",
+	    ",\"on_failure\":\"reconnect\""));
+	id = bind_next_id(t) - 1;
+	feed(t, 30000, status("EF-2", "installed", id, 30000));
+	feed(t, 30000, status("IF-1", "installed", id, 30000));
+	T_OK(state_of(t, id) == ACTIVE, "active (on_failure reconnect)");
+	reset_io();
+	feed(t, 31000, J("{\"type\":\"metric\",\"op\":\"withdraw\","
+	    "\"sma_id\":\"sma-1\",\"epoch\":1,\"seq\":9,\"ts\":31000,"
+	    "\"entries\":[{\"csci_id\":\"B\",\"cs_id\":\"S1\"}]}"));
+	T_OK(state_of(t, id) == RECONNECT && traced(ACTIVE, RECONNECT, 53),
+	    "ACTIVE -> RECONNECT_REQUIRED on instance failure");
+	s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "reconnect-required") == 0,
+	    "the ingress is told the client must reconnect");
+	bind_tick(t, 31000 + 5000);
+	T_OK(state_of(t, id) == ABSENT && traced(RECONNECT, ABSENT, 53),
+	    "RECONNECT_REQUIRED -> ABSENT at the cleanup deadline");
+
+	/* ACTIVE -> FAILED on instance failure (on_failure fail). */
+	id = make_active(t, 54, 54000, 40000);
+	bind_instance_down(t, "B", 40001);
+	T_OK(state_of(t, id) == FAILED && traced(ACTIVE, FAILED, 54),
+	    "ACTIVE -> FAILED on instance failure");
+	check(t, "active_edges");
+	bind_free(t);
+}
+
+/* ---- every illegal transition is refused and counted ---- */
+
+static uint64_t
+reach(struct bind_table *t, int state, uint64_t txn)
+{
+	unsigned sport = (unsigned)(1000 + txn);
+	uint64_t now = 100000;
+	char flow[128];
+	snprintf(flow, sizeof(flow), "{\"proto\":6,\"src\":\"192.0.2.10\","
+	    "\"sport\":%u,\"dst\":\"192.0.2.100\",\"dport\":443}", sport);
+	uint64_t id;
+	switch (state) {
+	case PENDING:
+		feed(t, now, J("{\"type\":\"request\",\"txn\":%" PRIu64 ","
+		    "\"ingress\":\"IF-1\",\"ts\":%" PRIu64 ",\"flow\":%s}", txn,
+		    now, flow));
+		return bind_next_id(t) - 1;
+	case DS:
+		feed(t, now, J("{\"type\":\"path-req\",\"txn\":%" PRIu64 ","
+		    "\"ts\":%" PRIu64 ",\"headend\":\"IF-1\",\"endpoint\":"
+		    "\"EF-2\",\"dataplane\":\"ip\",\"decision\":"
+		    DECISION("B", "") ",\"flow\":%s,\"ingress\":\"IF-1\","
+		    "\"deadline\":%" PRIu64 "}", txn, now, flow, now + 1000));
+		return bind_next_id(t) - 1;
+	case READY:
+		bind_fwd_gone(t, "EF-2");
+		feed(t, now, rep_ok(txn, sport, now, "fc00:2::100", ""));
+		return bind_next_id(t) - 1;
+	case ACTIVE:
+		return make_active(t, txn, sport, now);
+	case DRAINING:
+		id = make_active(t, txn, sport, now);
+		feed(t, now, status("IF-1", "expired", id, now));
+		return id;
+	case FAILED:
+	case RECONNECT:
+		bind_fwd_hello(t, "IF-1", 1, now);
+		bind_fwd_hello(t, "EF-2", 1, now);
+		feed(t, now, rep_ok(txn, sport, now, "fc00:2::100",
+		    state == RECONNECT ? ",\"on_failure\":\"reconnect\"" : ""));
+		id = bind_next_id(t) - 1;
+		feed(t, now, status("EF-2", "installed", id, now));
+		feed(t, now, status("IF-1", "installed", id, now));
+		bind_instance_down(t, "B", now);
+		return id;
+	}
+	return 0;
+}
+
+static void
+test_illegal(void)
+{
+	int tried = 0, refused = 0, kept = 0;
+	for (int from = PENDING; from <= RECONNECT; from++) {
+		for (int to = 0; to < 8; to++) {
+			if (bind_edge_ok(from, to))
+				continue;
+			struct bind_table *t = table(BIND_COMMIT_BOTH);
+			uint64_t id = reach(t, from, 900 + (uint64_t)(from * 8 +
+			    to));
+			if (state_of(t, id) != from) {
+				printf("# could not reach %s\n",
+				    cats_flow_state_names[from]);
+				bind_free(t);
+				continue;
+			}
+			uint64_t ill = bind_counters(t)->illegal;
+			tried++;
+			refused += bind_try(t, id, to, 100001) < 0 &&
+			    bind_counters(t)->illegal == ill + 1;
+			kept += state_of(t, id) == from;
+			bind_free(t);
+		}
+	}
+	T_OK(tried == 43 && refused == tried && kept == tried,
+	    "each of the %d illegal transitions from a live state is refused, "
+	    "counted, and changes nothing (%d refused, %d kept)", tried,
+	    refused, kept);
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	int ok = 0;
+	for (int to = 0; to < 8; to++)
+		if (to != PENDING)
+			ok += bind_try(t, 0, to, 1) < 0;
+	T_OK(ok == 7 && bind_counters(t)->illegal == 7,
+	    "from ABSENT only PENDING is legal (7 refused)");
+	/* Records that would make illegal moves: refused, counted. */
+	uint64_t id = reach(t, DRAINING, 77);
+	uint64_t ill = bind_counters(t)->illegal;
+	feed(t, 100002, status("IF-1", "installed", id, 100002));
+	T_OK(state_of(t, id) == DRAINING && bind_counters(t)->illegal == ill + 1,
+	    "installed for a DRAINING binding: DRAINING -> ACTIVE refused");
+	int rc = feed(t, 100003, status("IF-1", "installed", 99999, 100003));
+	T_OK(rc == BR_UNKNOWN_BINDING &&
+	    bind_counters(t)->refused[BR_UNKNOWN_BINDING] == 1,
+	    "status for an unknown binding: refused, counted");
+	id = reach(t, ACTIVE, 78);
+	rc = feed(t, 100004, status("EF-9", "removed", id, 100004));
+	T_OK(rc == BR_NOT_OWNER && state_of(t, id) == ACTIVE,
+	    "status from a forwarder the binding does not name: refused");
+	rc = feed(t, 100005, J("{\"type\":\"status\",\"fwd\":\"IF-1\",\"event\":"
+	    "\"removed\",\"id\":%" PRIu64 ",\"epoch\":0,\"ts\":100005}", id));
+	T_OK(rc == BR_STALE_EPOCH && state_of(t, id) == ACTIVE,
+	    "status of an older owner epoch: refused");
+	bind_free(t);
+}
+
+/* ---- late replies never resurrect ---- */
+
+static void
+test_late_reply(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	feed(t, 1000, J("{\"type\":\"path-req\",\"txn\":61,\"ts\":1000,"
+	    "\"headend\":\"IF-1\",\"endpoint\":\"EF-2\",\"dataplane\":\"srv6\","
+	    "\"decision\":" DECISION("B", "") ",\"flow\":" FLOW(61000) ","
+	    "\"ingress\":\"IF-1\",\"deadline\":2000}"));
+	reset_io();
+	/* The reply comes at 2500: the deadline fires first, then it is late. */
+	int rc = feed(t, 2500, rep_ok(61, 61000, 2500, "fc00:2::100", ""));
+	T_OK(traced(DS, FAILED, 61), "the transaction timed out at its deadline");
+	T_OK(rc == BR_LATE_REPLY && bind_count(t) == 0 &&
+	    count_sent(CATS_T_BINDING, -1, NULL) == 0,
+	    "the late reply is refused: no binding");
+	T_OK(bind_counters(t)->refused[BR_LATE_REPLY] == 1, "counted");
+	/* Again, for a transaction long forgotten: its own deadline says so. */
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.closed_memory = 1;
+	bind_free(t);
+	reset_io();
+	t = bind_new(&c, &io);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	rep_deadline = 3000;
+	rc = feed(t, 3001, rep_ok(62, 62000, 3001, "fc00:2::100", ""));
+	T_OK(rc == BR_LATE_REPLY && bind_count(t) == 0,
+	    "a reply for an unknown transaction after its deadline: refused");
+	const struct sent *s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "late-reply") == 0 && s->txn == 62,
+	    "and the ingress is told once");
+	rc = feed(t, 3002, rep_ok(62, 62000, 3002, "fc00:2::100", ""));
+	T_OK(rc == BR_LATE_REPLY, "a second copy too");
+	rep_deadline = 0;
+	/* A duplicate of a reply already bound is not a second binding. */
+	rc = feed(t, 1500, rep_ok(63, 63000, 1500, "fc00:2::100", ""));
+	size_t n = bind_count(t);
+	rc = feed(t, 1600, rep_ok(63, 63000, 1600, "fc00:2::100", ""));
+	T_OK(rc == BR_DUP_FLOW && bind_count(t) == n,
+	    "a duplicate reply: refused by its flow key");
+	check(t, "late_reply");
+	bind_free(t);
+}
+
+/* ---- the join ---- */
+
+static void
+test_join(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	const char *preq = "{\"type\":\"path-req\",\"txn\":%d,\"ts\":1000,"
+	    "\"headend\":\"IF-1\",\"endpoint\":\"EF-2\",\"dataplane\":\"srv6\","
+	    "\"decision\":" DECISION("B", "") ",\"flow\":{\"proto\":6,\"src\":"
+	    "\"192.0.2.10\",\"sport\":%d,\"dst\":\"192.0.2.100\",\"dport\":443},"
+	    "\"ingress\":\"IF-1\",\"deadline\":3000}";
+	feed(t, 1000, J(preq, 71, 7100));
+	reset_io();
+	/* The reply's decision names another instance. */
+	int rc = feed(t, 1100, J("{\"type\":\"path-rep\",\"txn\":71,\"ts\":1100,"
+	    "\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-2\","
+	    "\"dataplane\":\"ip\",\"decision\":" DECISION("A", "") ","
+	    "\"flow\":" FLOW(7100) ",\"ingress\":\"IF-1\"}"));
+	T_OK(rc == BR_JOIN_MISMATCH && traced(DS, FAILED, 71) &&
+	    bind_count(t) == 0, "a reply that changes the instance fails the "
+	    "transaction (join-mismatch)");
+	T_OK(count_sent(CATS_T_BINDING, -1, NULL) == 0, "no binding");
+	/* The metric generations differ. */
+	feed(t, 1200, J(preq, 72, 7200));
+	rc = feed(t, 1300, J("{\"type\":\"path-rep\",\"txn\":72,\"ts\":1300,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"dataplane\":\"ip\","
+	    "\"decision\":{\"cs_id\":\"S1\",\"csci_id\":\"B\",\"locator\":"
+	    "\"198.51.100.21\",\"egress\":\"EF-2\",\"ts\":1000,\"cst_gen\":4,"
+	    "\"nst_gen\":6},\"ingress\":\"IF-1\"}"));
+	T_OK(rc == BR_JOIN_MISMATCH, "other metric generations: join-mismatch");
+	/* The path ends elsewhere than the selected egress. */
+	feed(t, 1400, J(preq, 73, 7300));
+	rc = feed(t, 1500, J("{\"type\":\"path-rep\",\"txn\":73,\"ts\":1500,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-3\",\"dataplane\":\"ip\","
+	    "\"ingress\":\"IF-1\"}"));
+	T_OK(rc == BR_JOIN_MISMATCH, "path endpoint is not the egress: refused");
+	/* Without a decision, a reply for a registered decision joins. */
+	feed(t, 1600, J(preq, 74, 7400));
+	rc = feed(t, 1700, J("{\"type\":\"path-rep\",\"txn\":74,\"ts\":1700,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"dataplane\":\"srv6\","
+	    "\"segments\":[{\"kind\":\"node\",\"sid\":\"fc00:2::1\"}]}"));
+	struct bind_info in;
+	T_OK(rc == BR_OK && bind_get(t, bind_next_id(t) - 1, &in) == 0 &&
+	    in.state == READY && strcmp(in.csci_id, "B") == 0,
+	    "a bare reply joins the recorded decision by txn");
+	/* A reply nobody decided: refused. */
+	rc = feed(t, 1800, J("{\"type\":\"path-rep\",\"txn\":75,\"ts\":1800,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\"}"));
+	T_OK(rc == BR_NO_DECISION, "a reply without a decision: refused");
+	/* A path the headend cannot realize is a path failure. */
+	rc = feed(t, 1900, J("{\"type\":\"path-rep\",\"txn\":76,\"ts\":1900,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"dataplane\":\"srmpls\","
+	    "\"segments\":[{\"kind\":\"node\",\"sid\":\"fc00:2::1\"}],"
+	    "\"decision\":" DECISION("B", "") ",\"flow\":" FLOW(7600) ","
+	    "\"ingress\":\"IF-1\",\"deadline\":3000}"));
+	T_OK(rc == BR_PATH_CAPABILITY && traced(DS, FAILED, 76),
+	    "an SR-MPLS path without labels: path-capability");
+	check(t, "join");
+	bind_free(t);
+}
+
+/* ---- admission limits ---- */
+
+static void
+test_limits(void)
+{
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.client_bindings = 2;
+	c.tenant_bindings = 3;
+	c.max_bindings = 4;
+	c.client_pending = 1;
+	c.commit = BIND_COMMIT_NONE;
+	reset_io();
+	struct bind_table *t = bind_new(&c, &io);
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	int rc[4];
+	for (int i = 0; i < 3; i++)
+		rc[i] = feed(t, 1000, rep_ok(81 + (uint64_t)i, 8100 +
+		    (unsigned)i, 1000, "fc00:2::100", ""));
+	T_OK(rc[0] == BR_OK && rc[1] == BR_OK && rc[2] == BR_LIMIT_CLIENT,
+	    "client cap of 2 bindings: the third fails closed");
+	const struct sent *s = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(s && strcmp(s->code, "limit-client") == 0 && s->txn == 83,
+	    "with reason limit-client to the ingress");
+	/* Another client of the same (default) tenant. */
+	rc[0] = feed(t, 1000, J("{\"type\":\"path-rep\",\"txn\":84,\"ts\":1000,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"decision\":"
+	    DECISION("B", "") ",\"flow\":{\"proto\":17,\"src\":\"192.0.2.11\","
+	    "\"dst\":\"192.0.2.100\"},\"ingress\":\"IF-1\",\"deadline\":3000}"));
+	rc[1] = feed(t, 1000, J("{\"type\":\"path-rep\",\"txn\":85,\"ts\":1000,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"decision\":"
+	    DECISION("B", "") ",\"flow\":{\"proto\":17,\"src\":\"192.0.2.12\","
+	    "\"dst\":\"192.0.2.100\"},\"ingress\":\"IF-1\",\"deadline\":3000}"));
+	T_OK(rc[0] == BR_OK && rc[1] == BR_LIMIT_TENANT,
+	    "tenant cap of 3: the fourth of the tenant fails (limit-tenant)");
+	rc[0] = feed(t, 1000, J("{\"type\":\"path-rep\",\"txn\":86,\"ts\":1000,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"decision\":"
+	    DECISION("B", "") ",\"flow\":{\"proto\":17,\"src\":\"192.0.2.13\","
+	    "\"dst\":\"192.0.2.100\",\"tenant\":\"t2\"},\"ingress\":\"IF-1\","
+	    "\"deadline\":3000}"));
+	rc[1] = feed(t, 1000, J("{\"type\":\"path-rep\",\"txn\":87,\"ts\":1000,"
+	    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"decision\":"
+	    DECISION("B", "") ",\"flow\":{\"proto\":17,\"src\":\"192.0.2.14\","
+	    "\"dst\":\"192.0.2.100\",\"tenant\":\"t2\"},\"ingress\":\"IF-1\","
+	    "\"deadline\":3000}"));
+	T_OK(rc[0] == BR_OK && rc[1] == BR_LIMIT_GLOBAL,
+	    "global cap of 4: the fifth fails (limit-global)");
+	T_OK(bind_counters(t)->fail[BR_LIMIT_CLIENT] == 1 &&
+	    bind_counters(t)->fail[BR_LIMIT_TENANT] == 1 &&
+	    bind_counters(t)->fail[BR_LIMIT_GLOBAL] == 1, "counted by reason");
+	/* Pending: one transaction in flight per client. */
+	rc[0] = feed(t, 1000, J("{\"type\":\"request\",\"txn\":88,\"ingress\":"
+	    "\"IF-1\",\"ts\":1000,\"flow\":{\"proto\":6,\"src\":\"192.0.2.50\","
+	    "\"sport\":1,\"dst\":\"192.0.2.100\"}}"));
+	rc[1] = feed(t, 1000, J("{\"type\":\"request\",\"txn\":89,\"ingress\":"
+	    "\"IF-1\",\"ts\":1000,\"flow\":{\"proto\":6,\"src\":\"192.0.2.50\","
+	    "\"sport\":2,\"dst\":\"192.0.2.100\"}}"));
+	T_OK(rc[0] == BR_OK && rc[1] == BR_LIMIT_CLIENT,
+	    "client pending cap of 1: the second request fails closed");
+	/* Freed capacity is usable again. */
+	uint64_t first = 1;
+	feed(t, 1001, status("IF-1", "expired", first, 1001));
+	rc[0] = feed(t, 1002, rep_ok(90, 8102, 1002, "fc00:2::100", ""));
+	T_OK(rc[0] == BR_OK, "a released binding frees the client's slot");
+	check(t, "limits");
+	bind_free(t);
+}
+
+/* ---- lifetimes in replay time ---- */
+
+static void
+test_lifetimes(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	/* idle_ms 10000, default grace = idle: cats-bind's backstop at 20 s. */
+	uint64_t id = make_active(t, 91, 9100, 100000);
+	bind_tick(t, 100000 + 19999);
+	T_OK(state_of(t, id) == ACTIVE, "idle backstop not yet at 19.999 s");
+	feed(t, 100000 + 15000, status("IF-1", "refreshed", id, 115000));
+	bind_tick(t, 100000 + 20000);
+	T_OK(state_of(t, id) == ACTIVE, "activity at 15 s moves it");
+	bind_tick(t, 115000 + 20000);
+	T_OK(state_of(t, id) == DRAINING && bind_counters(t)->expired_idle == 1,
+	    "idle expiry at 15 s + 20 s: DRAINING");
+	bind_tick(t, 135000 + 5000);
+	T_OK(state_of(t, id) == ABSENT, "and ABSENT after the drain timeout");
+	/* hard_ms 60000: expires even when busy. */
+	id = make_active(t, 92, 9200, 200000);
+	for (uint64_t s = 205000; s < 260000; s += 5000)
+		feed(t, s, status("IF-1", "refreshed", id, s));
+	T_OK(state_of(t, id) == ACTIVE, "busy for 59 s: active");
+	bind_tick(t, 260000);
+	T_OK(state_of(t, id) == DRAINING && bind_counters(t)->expired_hard == 1,
+	    "hard expiry at 60 s regardless of activity");
+	/* A jump of hours in replay time fires everything once. */
+	id = make_active(t, 93, 9300, 300000);
+	bind_tick(t, 300000 + 3600 * 1000);
+	T_OK(state_of(t, id) == ABSENT || state_of(t, id) == DRAINING,
+	    "a long jump of the clock expires it");
+	check(t, "lifetimes");
+	bind_free(t);
+}
+
+/* ---- shared paths, duplicate flows, re-sync ---- */
+
+static void
+test_shared_and_resync(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	uint64_t a = make_active(t, 101, 10100, 1000);
+	uint64_t b = make_active(t, 102, 10200, 1000);
+	struct bind_info in;
+	bind_get(t, a, &in);
+	T_OK(in.path_refs == 2 && bind_counters(t)->paths == 1,
+	    "two flows share one path (refs 2)");
+	feed(t, 2000, status("IF-1", "expired", a, 2000));
+	feed(t, 2000, status("EF-2", "removed", a, 2000));
+	bind_get(t, b, &in);
+	T_OK(state_of(t, a) == ABSENT && in.path_refs == 1 &&
+	    bind_counters(t)->paths == 1, "one ended: the path is kept");
+	/* A second transaction for a bound flow keeps the one binding. */
+	reset_io();
+	int rc = feed(t, 2100, rep_ok(103, 10200, 2100, "fc00:2::999", ""));
+	T_OK(rc == BR_DUP_FLOW && count_sent(CATS_T_BINDING,
+	    CATS_BIND_INSTALL, "IF-1") == 1 && last_sent(CATS_T_BINDING,
+	    "IF-1")->id == b, "a second txn for a bound flow: its binding is "
+	    "sent again, no new one");
+	/* The ingress reconnects: every binding naming it, then the marker. */
+	bind_fwd_gone(t, "IF-1");
+	T_OK(!bind_fwd_connected(t, "IF-1"), "gone");
+	bind_set_epoch(t, 2);
+	reset_io();
+	bind_fwd_hello(t, "IF-1", 7, 3000);
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1 &&
+	    last_sent(CATS_T_BINDING, "IF-1")->epoch == 2,
+	    "re-sync: the active binding, with the current epoch");
+	T_OK(nsent >= 2 && sent[nsent - 1].type == CATS_T_STATUS &&
+	    sent[nsent - 1].epoch == 2, "then the end-of-sync marker");
+	feed(t, 4000, status("IF-1", "expired", b, 4000));
+	feed(t, 4000, status("EF-2", "removed", b, 4000));
+	T_OK(bind_counters(t)->paths == 0 &&
+	    bind_counters(t)->paths_released == 1,
+	    "the path goes with its last binding");
+	T_OK(bind_count(t) == 0 && bind_counters(t)->classes == 0 &&
+	    bind_counters(t)->clients == 0, "nothing left behind");
+	check(t, "shared_and_resync");
+	bind_free(t);
+}
+
+/* ---- restore from the journal, with a torn tail ---- */
+
+struct dump {
+	struct cats_buf b;
+	size_t n;
+};
+
+static void
+dump_one(void *arg, const struct cats_rec *r)
+{
+	struct dump *d = arg;
+	struct cats_rec c = *r;
+	c.u.binding.epoch = 0;	/* compared apart from the epoch */
+	cats_rec_encode(&c, &d->b, false);
+	d->n++;
+}
+
+/* Both tables hold the same bindings, record for record (epoch aside). */
+static bool
+same_tables(struct bind_table *a, struct bind_table *b, size_t *n)
+{
+	struct cats_buf x = { 0 }, y = { 0 };
+	bool same = true;
+	*n = 0;
+	for (uint64_t id = 1; id < bind_next_id(a) || id < bind_next_id(b);
+	    id++) {
+		struct cats_rec ra, rb;
+		struct bind_info in;
+		if (bind_get(a, id, &in) == 0 && in.state != READY &&
+		    in.state != ACTIVE)
+			continue;	/* leaving: not established */
+		int ga = bind_record(a, id, CATS_BIND_INSTALL, 0, &ra);
+		int gb = bind_record(b, id, CATS_BIND_INSTALL, 0, &rb);
+		if (ga != gb) {
+			printf("# id %" PRIu64 " in one table only\n", id);
+			same = false;
+			continue;
+		}
+		if (ga < 0)
+			continue;
+		ra.u.binding.epoch = rb.u.binding.epoch = 0;
+		x.len = y.len = 0;
+		cats_rec_encode(&ra, &x, false);
+		cats_rec_encode(&rb, &y, false);
+		if (x.len != y.len || memcmp(x.p, y.p, x.len) != 0) {
+			printf("# id %" PRIu64 " differs\n", id);
+			same = false;
+		}
+		(*n)++;
+	}
+	cats_buf_free(&x);
+	cats_buf_free(&y);
+	return same;
+}
+
+static void
+test_restore(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	uint64_t ids[20];
+	for (int i = 0; i < 20; i++)
+		ids[i] = make_active(t, 200 + (uint64_t)i, 20000 + (unsigned)i,
+		    1000);
+	feed(t, 2000, status("IF-1", "expired", ids[3], 2000));
+	feed(t, 2000, status("IF-1", "path-down", ids[5], 2000));
+	feed(t, 2100, rep_ok(205, 20005, 2100, "fc00:2::555", ""));
+	feed(t, 2200, rep_ok(300, 30000, 2200, "fc00:2::100", ""));	/* READY */
+	struct dump before = { { 0 }, 0 };
+	bind_foreach(t, 1u << READY | 1u << ACTIVE, 0, dump_one, &before);
+	T_OK(before.n == 20, "19 active + 1 ready");
+
+	struct bind_conf c;
+	bind_conf_default(&c);
+	struct bind_table *r = bind_new(&c, NULL);
+	struct bj_stats st;
+	memset(&st, 0, sizeof(st));
+	int last;
+	size_t good = bj_replay(r, journal.p, journal.len, 5000, &st, &last,
+	    NULL, NULL);
+	struct dump after = { { 0 }, 0 };
+	bind_foreach(r, 1u << READY | 1u << ACTIVE, 0, dump_one, &after);
+	T_OK(good == journal.len && st.refused == 0, "whole journal replayed");
+	size_t nsame = 0;
+	bool same = same_tables(t, r, &nsame);
+	T_OK(after.n == before.n && same && nsame == 20,
+	    "restored table equals the original: destination, reverse tuple, "
+	    "path reference, version (%zu bindings)", nsame);
+	struct bind_info in;
+	bind_get(r, ids[5], &in);
+	T_OK(in.version == 2 && in.state == ACTIVE, "the repaired version");
+	T_OK(bind_next_id(r) == bind_next_id(t), "ids continue");
+	bind_free(r);
+
+	/* Torn tail: cut into the last record; it is dropped whole. */
+	for (size_t cut = 1; cut < 40; cut += 7) {
+		r = bind_new(&c, NULL);
+		memset(&st, 0, sizeof(st));
+		good = bj_replay(r, journal.p, journal.len - cut, 5000, &st,
+		    &last, NULL, NULL);
+		struct dump torn = { { 0 }, 0 };
+		bind_foreach(r, 1u << READY | 1u << ACTIVE, 0, dump_one, &torn);
+		bool ok = good < journal.len - cut && torn.n == 19 &&
+		    bind_get(r, bind_next_id(t) - 1, &in) < 0;
+		T_OK(ok, "torn tail (%zu bytes cut): dropped, the other 19 "
+		    "bindings whole", cut);
+		cats_buf_free(&torn.b);
+		bind_free(r);
+	}
+	/* Garbage after the last record: dropped too. */
+	struct cats_buf g = { 0 };
+	cats_buf_add(&g, journal.p, journal.len);
+	cats_buf_add(&g, "\0\0\0\0\xa3\x64type", 10);
+	r = bind_new(&c, NULL);
+	good = bj_replay(r, g.p, g.len, 5000, &st, &last, NULL, NULL);
+	T_OK(good == journal.len && bind_count(r) == 20, "zeros at the tail "
+	    "are not records: dropped");
+	bind_free(r);
+	cats_buf_free(&g);
+	cats_buf_free(&before.b);
+	cats_buf_free(&after.b);
+	bind_free(t);
+}
+
+/* ---- the journal on disk ---- */
+
+static char dir[200];
+
+static void
+rm_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[512];
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static struct bj *jr;
+
+static void
+io_journal_disk(void *arg, const struct cats_rec *r)
+{
+	(void)arg;
+	bj_append(jr, r);
+}
+
+static void
+test_journal_disk(void)
+{
+	char err[256];
+	snprintf(dir, sizeof(dir), "/tmp/test_bind.%d", (int)getpid());
+	rm_dir();
+	struct bind_conf c;
+	bind_conf_default(&c);
+	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL };
+	uint64_t epochs[3];
+	size_t counts[3];
+	for (int run = 0; run < 3; run++) {
+		jr = bj_open(dir, false, BJ_FSYNC_ALWAYS, err, sizeof(err));
+		T_OK(jr != NULL, "open %s (%s)", dir, jr ? "" : err);
+		if (jr == NULL)
+			return;
+		struct bj *other = bj_open(dir, false, BJ_FSYNC_ALWAYS, err,
+		    sizeof(err));
+		T_OK(other == NULL && strstr(err, "in use"),
+		    "a second owner is refused: %s", err);
+		struct bind_table *t = bind_new(&c, &dio);
+		T_OK(bj_restore(jr, t, 1000, err, sizeof(err)) == 0,
+		    "restore (%s)", err);
+		T_OK(bj_start(jr, t, 1000, err, sizeof(err)) == 0, "start");
+		epochs[run] = bind_epoch(t);
+		counts[run] = bind_count(t);
+		reset_io();
+		for (int i = 0; i < 10; i++)
+			make_active(t, 1000 * (uint64_t)(run + 1) + (uint64_t)i,
+			    (unsigned)(run * 100 + i), 1000);
+		bj_commit(jr);
+		if (run == 1) {
+			T_OK(bj_snapshot_async(jr, t, 1000, err, sizeof(err))
+			    == 0, "snapshot in the background (%s)", err);
+			/* The table goes on changing while the child writes. */
+			make_active(t, 5000, 5000, 1000);
+			bj_commit(jr);
+			T_OK(bj_snapshot_wait(jr, true) == 0 &&
+			    bj_stats(jr)->snapshots == 1, "the snapshot is done");
+		}
+		bj_close(jr);
+		bind_free(t);
+	}
+	T_OK(epochs[0] == 1 && epochs[1] == 2 && epochs[2] == 3,
+	    "the epoch grows on every restart (%" PRIu64 " %" PRIu64 " %"
+	    PRIu64 ")", epochs[0], epochs[1], epochs[2]);
+	T_OK(counts[0] == 0 && counts[1] == 10 && counts[2] == 21,
+	    "each start restores what the last left (%zu %zu %zu)", counts[0],
+	    counts[1], counts[2]);
+	/* Tear the last segment; restore drops the tail and truncates it. */
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char last[512] = "";
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "journal.", 8) == 0 &&
+		    strcmp(de->d_name, last + strlen(dir) + (last[0] ? 1 : 0)) > 0)
+			snprintf(last, sizeof(last), "%s/%s", dir, de->d_name);
+	closedir(d);
+	struct stat sb;
+	stat(last, &sb);
+	T_OK(truncate(last, sb.st_size - 5) == 0, "tear %s", last);
+	jr = bj_open(dir, true, BJ_FSYNC_ALWAYS, err, sizeof(err));
+	struct bind_table *t = bind_new(&c, NULL);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	struct bind_info in;
+	T_OK(bj_stats(jr)->torn == 1 && bind_count(t) == 31 &&
+	    bind_get(t, bind_next_id(t) - 1, &in) == 0 && in.state == READY &&
+	    bind_counters(t)->state[ACTIVE] == 30,
+	    "read-only restore: the torn record (the last commit) is dropped "
+	    "whole: that binding is back as BINDING_READY, 30 ACTIVE");
+	bj_close(jr);
+	bind_free(t);
+	jr = bj_open(dir, false, BJ_FSYNC_ALWAYS, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	stat(last, &sb);
+	off_t after = sb.st_size;
+	bj_close(jr);
+	bind_free(t);
+	jr = bj_open(dir, false, BJ_FSYNC_ALWAYS, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	T_OK(bj_stats(jr)->torn == 0 && bind_count(t) == 31,
+	    "after the truncation (%lld bytes) the journal is clean",
+	    (long long)after);
+	bj_close(jr);
+	bind_free(t);
+	/* A corrupt snapshot is refused, not half-used. */
+	char p[512];
+	snprintf(p, sizeof(p), "%s/snapshot", dir);
+	stat(p, &sb);
+	T_OK(truncate(p, sb.st_size / 2) == 0, "cut the snapshot in half");
+	jr = bj_open(dir, false, BJ_FSYNC_ALWAYS, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	T_OK(bj_restore(jr, t, 1000, err, sizeof(err)) < 0 &&
+	    strstr(err, "snapshot"), "a corrupt snapshot is refused: %s", err);
+	bj_close(jr);
+	bind_free(t);
+	rm_dir();
+}
+
+static void
+test_memory(void)
+{
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.commit = BIND_COMMIT_NONE;
+	c.client_bindings = 0;
+	c.client_pending = 0;
+	reset_io();
+	struct bind_table *t = bind_new(&c, NULL);
+	size_t base = bind_mem(t);
+	int n = 100000;
+	for (int i = 0; i < n; i++) {
+		char src[32];
+		int cl = i / 16;	/* 16 flows per client */
+		snprintf(src, sizeof(src), "10.%d.%d.%d", (cl >> 16) & 255,
+		    (cl >> 8) & 255, cl & 255);
+		feed(t, 1000, J("{\"type\":\"path-rep\",\"txn\":%d,\"ts\":1000,"
+		    "\"status\":\"ok\",\"endpoint\":\"EF-2\",\"dataplane\":"
+		    "\"srv6\",\"segments\":[{\"kind\":\"node\",\"sid\":"
+		    "\"fc00:2::1\"}],\"decision\":" DECISION("B", "") ","
+		    "\"flow\":{\"proto\":6,\"src\":\"%s\",\"sport\":%d,\"dst\":"
+		    "\"192.0.2.100\",\"dport\":443},\"ingress\":\"IF-1\","
+		    "\"deadline\":3000}", i + 1, src, 1024 + (i % 16)));
+	}
+	size_t per = (bind_mem(t) - base) / (size_t)n;
+	T_OK(bind_count(t) == (size_t)n && bind_counters(t)->state[ACTIVE] ==
+	    (uint64_t)n, "%d active bindings", n);
+	T_OK(per <= 128, "%zu bytes per binding, forward and reverse, 16 "
+	    "flows per client (goal 128)", per);
+	bind_free(t);
+}
+
+int
+main(void)
+{
+	cats_crypto_init();
+	cats_dec_init(&dec, NULL);
+	test_edges();
+	test_absent_pending_ds();
+	test_ready_active_both();
+	test_commit_ingress_and_none();
+	test_failures_before_active();
+	test_active_edges();
+	test_illegal();
+	test_late_reply();
+	test_join();
+	test_limits();
+	test_lifetimes();
+	test_shared_and_resync();
+	test_restore();
+	test_journal_disk();
+	test_memory();
+	cats_dec_free(&dec);
+	cats_buf_free(&journal);
+	return t_done();
+}
