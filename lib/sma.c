@@ -674,7 +674,7 @@ rej(struct sma_result *res, int status, const char *field, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(res->err.reason, sizeof(res->err.reason), fmt, ap);
 	va_end(ap);
-	return SMA_REJECTED;
+	return -1;
 }
 
 static int
@@ -760,7 +760,7 @@ authenticate(struct sma *s, const struct cats_rec *r, struct sma_entry *e,
 		if (strcmp(t.sub, sr->csci_id) != 0) {
 			char b[CATS_ID + 1];
 			return rej(res, 403, "csci_id", "the token is for "
-			    "CSCI-ID \"%s\"", sma_safe(t.sub, b, sizeof(b)));
+			    "CSCI-ID %s", sma_safe(t.sub, b, sizeof(b)));
 		}
 		if (!cats_token_allows(&t, sr->cs_id))
 			return rej(res, 403, "cs_id", "the token does not "
@@ -908,12 +908,16 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 	const struct cats_sci_report *sr = &r->u.sci;
 	char b[CATS_ID + 1];
 	struct cats_buf enc = { 0 };
-	if (s->c->quarantine_max == 0)
-		return rej(res, 409, "", "anomalous report and the quarantine "
-		    "holds nothing");
+	if (s->c->quarantine_max == 0) {
+		rej(res, 409, "", "anomalous report and the quarantine holds "
+		    "nothing");
+		return SMA_REJECTED;
+	}
 	if (raw == NULL) {
-		if (cats_rec_encode(r, &enc, true) < 0)
-			return rej(res, 503, "", "out of memory");
+		if (cats_rec_encode(r, &enc, true) < 0) {
+			rej(res, 503, "", "out of memory");
+			return SMA_REJECTED;
+		}
 		raw = enc.p;
 		rawlen = enc.len;
 	}
@@ -932,7 +936,8 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 		if (v != NULL)
 			s->q = v;
 		cats_buf_free(&enc);
-		return rej(res, 503, "", "out of memory");
+		rej(res, 503, "", "out of memory");
+		return SMA_REJECTED;
 	}
 	s->q = v;
 	memcpy(copy, raw, rawlen);
@@ -1196,13 +1201,13 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	/* The connection's identity, then the hard-state mapping. */
 	if (src->expect && strcmp(src->expect, sr->csci_id) != 0) {
 		rej(res, 403, "csci_id", "this connection belongs to CSCI-ID "
-		    "\"%s\"", src->expect);
+		    "%s", src->expect);
 		s->st.rej_auth++;
 		goto audit_auth;
 	}
 	const struct sma_cfg_sci *ci = sma_conf_sci(c, sr->csci_id);
 	if (ci && ci->cs_id && strcmp(ci->cs_id, sr->cs_id) != 0) {
-		rej(res, 403, "cs_id", "CSCI-ID is configured for CS-ID \"%s\"",
+		rej(res, 403, "cs_id", "CSCI-ID is configured for CS-ID %s",
 		    ci->cs_id);
 		s->st.rej_auth++;
 		goto audit_auth;
