@@ -61,6 +61,21 @@ sma_safe(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+const char *
+sma_quote(const char *s, char *buf, size_t len)
+{
+	size_t i = 0;
+	if (len == 0)
+		return "";
+	for (; s != NULL && s[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		buf[i] = ch == '"' ? '\'' : ch < 0x20 || ch == 0x7f ? '?'
+		    : (char)ch;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
 /* ---- lookups ---- */
 
 static bool
@@ -893,6 +908,18 @@ anomalies(const struct sma *s, const struct sma_entry *e,
 
 /* ---- quarantine ---- */
 
+/* "gas-jump,flap" */
+static const char *
+flag_list(uint8_t fl, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < SMA_NFLAGS; i++)
+		if (fl & (1 << i))
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s",
+			    buf[0] ? "," : "", sma_flag_names[i]);
+	return buf;
+}
+
 static void
 q_free_item(struct sma_qitem *q)
 {
@@ -953,11 +980,8 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 	q->len = rawlen;
 	if (sr->seq > e->qseq)
 		e->qseq = sr->seq;
-	char why[64] = "";
-	for (int i = 0; i < SMA_NFLAGS; i++)
-		if (fl & (1 << i))
-			snprintf(why + strlen(why), sizeof(why) - strlen(why),
-			    "%s%s", why[0] ? "," : "", sma_flag_names[i]);
+	char why[64];
+	flag_list(fl, why, sizeof(why));
 	cats_audit("quarantine", "id=%" PRIu64 " csci=%s cs=%s seq=%" PRIu64
 	    " anomaly=%s", q->id, sma_safe(sr->csci_id, b, sizeof(b)),
 	    e->svc->cs_id, sr->seq, why);
@@ -1185,7 +1209,7 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	const struct sma_conf *c = s->c;
 	const struct cats_sci_report *sr = &r->u.sci;
 	struct sma_src dsrc = { 0 };
-	char b1[CATS_ID + 1], b2[CATS_ID + 1];
+	char b1[CATS_ID + 1], b2[CATS_ID + 1], why[sizeof(res->err.reason)];
 	memset(res, 0, sizeof(*res));
 	if (src == NULL)
 		src = &dsrc;
@@ -1335,15 +1359,11 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	lru_touch(s, e);
 	reschedule(s, e);
 	if (fl & ANOMALIES) {
-		char why[64] = "";
-		for (int i = 0; i < SMA_NFLAGS; i++)
-			if (fl & ANOMALIES & (1 << i))
-				snprintf(why + strlen(why), sizeof(why) -
-				    strlen(why), "%s%s", why[0] ? "," : "",
-				    sma_flag_names[i]);
+		char list[64];
 		cats_audit("anomaly", "csci=%s cs=%s seq=%" PRIu64 " anomaly=%s "
 		    "action=flag", sma_safe(e->csci_id, b1, sizeof(b1)),
-		    v->cs_id, sr->seq, why);
+		    v->cs_id, sr->seq, flag_list(fl & ANOMALIES, list,
+		    sizeof(list)));
 	}
 	if (added || from == CATS_SCI_FAILED) {
 		struct sma_event ev = { .kind = SMA_EV_ADD, .now = now,
@@ -1367,20 +1387,22 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	return res->verdict;
 
 audit_auth:
+	sma_quote(res->err.reason, why, sizeof(why));
 	cats_audit("auth-fail", "csci=%s cs=%s src=%s index=%" PRIu64
 	    " status=%d field=%s reason=\"%s\"", sma_safe(sr->csci_id, b1,
 	    sizeof(b1)), sma_safe(sr->cs_id, b2, sizeof(b2)),
 	    src->peer ? src->peer : "-", src->index, res->status,
-	    res->err.field, res->err.reason);
+	    res->err.field, why);
 	s->st.rejected++;
 	return SMA_REJECTED;
 rejected:
+	sma_quote(res->err.reason, why, sizeof(why));
 	cats_audit("reject", "csci=%s cs=%s src=%s index=%" PRIu64
 	    " status=%d field=%s reason=\"%s\"", r->type == CATS_T_SCI_REPORT ?
 	    sma_safe(sr->csci_id, b1, sizeof(b1)) : "-",
 	    r->type == CATS_T_SCI_REPORT ? sma_safe(sr->cs_id, b2, sizeof(b2))
 	    : "-", src->peer ? src->peer : "-", src->index, res->status,
-	    res->err.field, res->err.reason);
+	    res->err.field, why);
 	s->st.rejected++;
 	return SMA_REJECTED;
 }
@@ -1400,10 +1422,12 @@ release_one(struct sma *s, size_t i, uint64_t now)
 		struct sma_src src = { .kind = SMA_SRC_RELEASE, .peer =
 			"quarantine", .index = q.id };
 		rc = sma_report(s, &r, q.raw, q.len, &src, now, &res);
-		cats_audit("release", "id=%" PRIu64 " csci=%s result=%s%s%s",
+		char why[sizeof(res.err.reason)];
+		cats_audit("release", "id=%" PRIu64 " csci=%s result=%s%s%s%s",
 		    q.id, q.csci_id, rc == SMA_REJECTED ? "refused" : "applied",
-		    rc == SMA_REJECTED ? " reason=" : "",
-		    rc == SMA_REJECTED ? res.err.reason : "");
+		    rc == SMA_REJECTED ? " reason=\"" : "",
+		    rc == SMA_REJECTED ? sma_quote(res.err.reason, why,
+		    sizeof(why)) : "", rc == SMA_REJECTED ? "\"" : "");
 	}
 	free(q.raw);
 	return rc;
@@ -1428,7 +1452,7 @@ to_failed(struct sma *s, struct sma_entry *e, uint64_t t)
 	cats_audit("state", "csci=%s cs=%s from=STALE to=FAILED "
 	    "reason=no-report-within-grace", sma_safe(e->csci_id, b, sizeof(b)),
 	    e->svc->cs_id);
-	cats_warnx("SCI %s (CS-ID %s) failed: no report since %" PRIu64,
+	cats_info("SCI %s (CS-ID %s) failed: no report since %" PRIu64,
 	    sma_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, e->updated);
 	withdraw_event(s, e, SMA_WD_FAILED, t);
 }
@@ -1703,7 +1727,7 @@ sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p, size_t n,
 		if (cats_scan(p + off, n - off, true, &d->lim, &d->toks,
 		    &d->arena, &used, NULL, &res.err) != CATS_SCAN_OK ||
 		    cats_rec_from_toks(d, &r, &res.err) < 0) {
-			char b[400];
+			char b[400], q[400];
 			res.verdict = SMA_REJECTED;
 			res.status = 400;
 			s->st.reports++;
@@ -1711,7 +1735,8 @@ sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p, size_t n,
 			s->st.rej_other++;
 			cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
 			    "reason=\"%s\"", sc.peer ? sc.peer : "-", sc.index,
-			    cats_err_fmt(&res.err, sc.index, b, sizeof(b)));
+			    sma_quote(cats_err_fmt(&res.err, sc.index, b,
+			    sizeof(b)), q, sizeof(q)));
 			if (fn)
 				fn(arg, sc.index, &res);
 			count++;

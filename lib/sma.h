@@ -470,5 +470,7 @@ size_t sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p,
 
 /* Copy text for an audit or log line: controls, spaces, quotes as '?'. */
 const char *sma_safe(const char *s, char *buf, size_t len);
+/* Copy text for a quoted audit value: '"' as "'", controls as '?'. */
+const char *sma_quote(const char *s, char *buf, size_t len);
 
 #endif

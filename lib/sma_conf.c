@@ -185,9 +185,10 @@ set_ppm(struct ctx *x, uint64_t *dst, uint64_t max)
 		memcpy(tmp, v, n - 1);
 		tmp[n - 1] = '\0';
 		uint64_t pct;
-		if (cats_parse_ppm(tmp, max / 100, &pct, why, sizeof(why)) < 0)
+		if (cats_parse_ppm(tmp, max > UINT64_MAX / 100 ? UINT64_MAX
+		    : max * 100, &pct, why, sizeof(why)) < 0)
 			return bad(x, why);
-		*dst = pct * 100;
+		*dst = pct / 100;
 		return 0;
 	}
 	if (cats_parse_ppm(v, max, dst, why, sizeof(why)) < 0)
