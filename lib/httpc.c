@@ -44,6 +44,7 @@ struct httpc_sse {
 	struct httpc_sse_parser p;
 	struct httpc_req *cur;
 	struct event *retry;
+	struct event *stall;		/* no byte for stall_ms: cut */
 	struct httpc_sse_cbs cbs;
 	void *arg;
 	uint64_t attempts;
@@ -621,6 +622,14 @@ sse_event(void *arg, const struct httpc_sse_event *ev)
 		s->cbs.event(s->arg, ev);
 }
 
+static void
+arm_stall(struct httpc_sse *s)
+{
+	struct timeval tv = { (time_t)(s->stall_ms / 1000),
+		(suseconds_t)(s->stall_ms % 1000) * 1000 };
+	evtimer_add(s->stall, &tv);
+}
+
 static size_t
 sse_write(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -629,6 +638,7 @@ sse_write(char *p, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	if (s == NULL || s->closing)
 		return 0;
+	arm_stall(s);
 	if (!s->connected) {
 		long status = 0;
 		char *ct = NULL;
@@ -661,6 +671,8 @@ sse_free(struct httpc_sse *s)
 {
 	if (s->retry)
 		event_free(s->retry);
+	if (s->stall)
+		event_free(s->stall);
 	httpc_sse_parser_free(&s->p);
 	for (size_t i = 0; i < s->nheaders; i++)
 		free(s->headers[i]);
@@ -698,6 +710,40 @@ sse_schedule(struct httpc_sse *s)
 		s->cbs.state(s->arg, false, s->why, delay);
 }
 
+/* The connection is gone: forget its half-read event, try again later. */
+static void
+sse_lost(struct httpc_sse *s)
+{
+	evtimer_del(s->stall);
+	s->connected = false;
+	s->p.line.len = 0;
+	s->p.data.len = 0;
+	s->p.type[0] = '\0';
+	s->p.cr = s->p.skip_line = s->p.skip_event = false;
+	s->p.started = false;
+	sse_schedule(s);
+}
+
+/*
+ * Nothing for stall_ms.  CURLOPT_LOW_SPEED_* would notice too, but only
+ * once its 5-second speed window has drained; this timer is exact.
+ */
+static void
+sse_stalled(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpc_sse *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->cur == NULL || s->closing)
+		return;
+	req_unlink(s->cur);
+	req_free(s->cur);
+	s->cur = NULL;
+	snprintf(s->why, sizeof(s->why), "stalled: nothing for %llu ms",
+	    (unsigned long long)s->stall_ms);
+	sse_lost(s);
+}
+
 static void
 sse_done(struct httpc_sse *s, struct httpc_req *r, CURLcode rc)
 {
@@ -717,14 +763,7 @@ sse_done(struct httpc_sse *s, struct httpc_req *r, CURLcode rc)
 			snprintf(s->why, sizeof(s->why), "the server ended the "
 			    "stream");
 	}
-	s->connected = false;
-	/* A half-read event is gone with its connection. */
-	s->p.line.len = 0;
-	s->p.data.len = 0;
-	s->p.type[0] = '\0';
-	s->p.cr = s->p.skip_line = s->p.skip_event = false;
-	s->p.started = false;
-	sse_schedule(s);
+	sse_lost(s);
 }
 
 static void
@@ -767,6 +806,7 @@ sse_connect(struct httpc_sse *s)
 		return;
 	}
 	s->cur = r;
+	arm_stall(s);
 }
 
 struct httpc_sse *
@@ -797,7 +837,9 @@ httpc_sse_open(struct httpc *c, const struct httpc_sse_opts *o,
 		nh++;
 	s->headers = calloc(nh ? nh : 1, sizeof(*s->headers));
 	s->retry = evtimer_new(c->base, sse_retry, s);
-	if (s->url == NULL || s->headers == NULL || s->retry == NULL) {
+	s->stall = evtimer_new(c->base, sse_stalled, s);
+	if (s->url == NULL || s->headers == NULL || s->retry == NULL ||
+	    s->stall == NULL) {
 		sse_free(s);
 		return NULL;
 	}
@@ -815,6 +857,7 @@ httpc_sse_close(struct httpc_sse *s)
 	if (s == NULL)
 		return;
 	evtimer_del(s->retry);
+	evtimer_del(s->stall);
 	if (s->cur == NULL) {
 		sse_free(s);
 		return;

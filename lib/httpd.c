@@ -84,9 +84,28 @@ httpd_new(struct event_base *base, const char *endpoint,
 	evhttp_set_gencb(h->http, not_found, NULL);
 	struct cats_ep lep = ep;
 	if (ep.kind == CATS_EP_HTTP) {
+		/* The endpoint keeps the URL; its authority is where to
+		 * listen. */
+		struct evhttp_uri *u = evhttp_uri_parse(ep.path);
+		const char *host = u ? evhttp_uri_get_host(u) : NULL;
+		if (host == NULL || host[0] == '\0') {
+			if (u)
+				evhttp_uri_free(u);
+			snprintf(err, errlen, "%s: no host in the URL", endpoint);
+			httpd_free(h);
+			return NULL;
+		}
+		size_t hl = strlen(host);
+		if (host[0] == '[' && hl > 2 && host[hl - 1] == ']')
+			snprintf(lep.host, sizeof(lep.host), "%.*s",
+			    (int)(hl - 2), host + 1);
+		else
+			cats_strlcpy(lep.host, host, sizeof(lep.host));
+		int port = evhttp_uri_get_port(u);
+		snprintf(lep.port, sizeof(lep.port), "%u",
+		    (unsigned)(port > 0 && port < 65536 ? port : 80));
+		evhttp_uri_free(u);
 		lep.kind = CATS_EP_TCP;
-		if (lep.port[0] == '\0')
-			cats_strlcpy(lep.port, "80", sizeof(lep.port));
 	}
 	int fd = cats_ep_listen(&lep, why, sizeof(why));
 	if (fd < 0) {
