@@ -562,10 +562,18 @@ end_line(struct httpc_sse_parser *p, httpc_sse_fn fn, void *arg)
 		p->line.len = 0;
 		return;
 	}
-	if (p->line.len == 0)
+	const char *l = (const char *)p->line.p;
+	size_t n = p->line.len;
+	/* One UTF-8 BOM may open the stream. */
+	if (!p->started && n >= 3 && memcmp(l, "\xef\xbb\xbf", 3) == 0) {
+		l += 3;
+		n -= 3;
+	}
+	p->started = true;
+	if (n == 0)
 		dispatch(p, fn, arg);
 	else
-		field(p, (const char *)p->line.p, p->line.len);
+		field(p, l, n);
 	p->line.len = 0;
 }
 
@@ -573,14 +581,7 @@ void
 httpc_sse_feed(struct httpc_sse_parser *p, const char *buf, size_t n,
     httpc_sse_fn fn, void *arg)
 {
-	size_t i = 0;
-	if (!p->started) {
-		/* One UTF-8 BOM may open the stream. */
-		if (n >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
-			i = 3;
-		p->started = n > 0;
-	}
-	for (; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char ch = buf[i];
 		if (ch == '\n' && p->cr) {
 			p->cr = false;

@@ -89,7 +89,7 @@ struct httpc_sse_parser {
 	bool cr;		/* the previous byte was a CR */
 	bool skip_line;		/* the current line is too long */
 	bool skip_event;	/* the current event is too long */
-	bool started;		/* past a leading BOM */
+	bool started;		/* past the first line (and a BOM) */
 	uint64_t retry_ms;	/* a retry field seen, 0 if none */
 	uint64_t events, overflows;
 };
