@@ -648,8 +648,9 @@ grace_of(const struct sma *s, const struct sma_entry *e)
 
 #define STATIC_HAS (SMA_HAS_PRICE | SMA_HAS_REPUTATION | SMA_HAS_SECURITY)
 
-static void
-reschedule(struct sma *s, struct sma_entry *e)
+/* When the entry's next timer is really due (0: none). */
+static uint64_t
+due_at(const struct sma *s, const struct sma_entry *e)
 {
 	uint64_t t = 0;
 	switch (e->state) {
@@ -669,7 +670,22 @@ reschedule(struct sma *s, struct sma_entry *e)
 		if (t == 0 || st < t)
 			t = st;
 	}
-	set_deadline(s, e, t);
+	return t;
+}
+
+/*
+ * The heap is lazy: a report that pushes the entry's deadline later leaves
+ * its heap key alone (the report path then touches no other entry); when
+ * the old key comes up, the timer finds nothing due and files the entry
+ * under its real deadline.  Keys are never later than the real deadline,
+ * so every timer still fires at its own time.
+ */
+static void
+reschedule(struct sma *s, struct sma_entry *e)
+{
+	uint64_t t = due_at(s, e);
+	if (t == 0 || e->heap == NO_HEAP || t < e->deadline)
+		set_deadline(s, e, t);
 }
 
 /* ---- authentication ---- */
@@ -1283,7 +1299,8 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 		fl |= SMA_FL_RELEASED;
 
 	/* Accepted: into the cache. */
-	struct sma_svc *v = svc_get(s, sr->cs_id, true);
+	struct sma_svc *v = e != NULL && strcmp(e->svc->cs_id, sr->cs_id) == 0 ?
+	    e->svc : svc_get(s, sr->cs_id, true);
 	if (v == NULL) {
 		rej(res, 503, "cs_id", "too many CS-IDs (max-services %" PRIu64
 		    ")", c->max_services);
@@ -1460,20 +1477,27 @@ to_failed(struct sma *s, struct sma_entry *e, uint64_t t)
 static void
 run_timer(struct sma *s, struct sma_entry *e, uint64_t t)
 {
-	struct adv old;
-	adv_of(e, &old);
-	/* Static metrics past their TTL go first. */
-	if (((e->has & STATIC_HAS) || e->next_n) &&
-	    e->static_at + e->ttl_static_ms <= t) {
-		account(e->svc, e, -1);
-		e->has &= (uint8_t)~STATIC_HAS;
-		clear_ext(e);
-		account(e->svc, e, 1);
-	}
+	bool static_due = ((e->has & STATIC_HAS) || e->next_n) &&
+	    e->state != CATS_SCI_FAILED && e->static_at + e->ttl_static_ms <= t;
 	bool stale_due = (e->state == CATS_SCI_ACTIVE ||
 	    e->state == CATS_SCI_HEALTHY) && e->updated + e->ttl_ms <= t;
 	bool fail_due = e->state == CATS_SCI_STALE &&
 	    e->since + grace_of(s, e) <= t;
+	if (!static_due && !stale_due && !fail_due) {
+		/* A lazy key: reports came; file it under its real time. */
+		set_deadline(s, e, due_at(s, e));
+		return;
+	}
+	struct adv old;
+	adv_of(e, &old);
+	/* Static metrics past their TTL go first. */
+	if (static_due) {
+		account(e->svc, e, -1);
+		e->has &= (uint8_t)~STATIC_HAS;
+		clear_ext(e);
+		account(e->svc, e, 1);
+		mark_dirty(s, e->svc);
+	}
 	if (stale_due) {
 		int from = e->state;
 		account(e->svc, e, -1);
@@ -1488,14 +1512,12 @@ run_timer(struct sma *s, struct sma_entry *e, uint64_t t)
 		struct sma_event ev = { .kind = SMA_EV_PULL, .now = t, .ent = e,
 			.svc = e->svc };
 		emit(s, &ev);
-		reschedule(s, e);
 	} else if (fail_due) {
 		to_failed(s, e, t);
 	} else {
-		mark_dirty(s, e->svc);
 		update_event(s, e, &old, t);
-		reschedule(s, e);
 	}
+	set_deadline(s, e, due_at(s, e));
 	commit(s, t);
 }
 

@@ -26,6 +26,7 @@
 
 #include "conf.h"
 #include "crypto.h"
+#include "htab.h"
 #include "rec.h"
 #include "token.h"
 
@@ -111,6 +112,7 @@ struct sma_conf {
 	size_t nscis;
 	struct sma_cfg_svc *svcs;
 	size_t nsvcs;
+	struct cats_htab sci_index;	/* scis by CSCI-ID */
 };
 
 /* The defaults of seed 000 (examples in the text) into c. */
@@ -123,6 +125,7 @@ int sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 int sma_conf_load(struct sma_conf *c, const char *path, char *err,
     size_t errlen);
 void sma_conf_free(struct sma_conf *c);
+/* The [sci] section of a CSCI-ID, O(1); NULL if none. */
 const struct sma_cfg_sci *sma_conf_sci(const struct sma_conf *c,
     const char *csci_id);
 

@@ -71,16 +71,23 @@ sma_conf_free(struct sma_conf *c)
 	for (size_t i = 0; i < c->nsvcs; i++)
 		free(c->svcs[i].cs_id);
 	free(c->svcs);
+	cats_htab_free(&c->sci_index);
 	memset(c, 0, sizeof(*c));
+}
+
+static bool
+sci_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct sma_cfg_sci *)item)->csci_id, key) == 0;
 }
 
 const struct sma_cfg_sci *
 sma_conf_sci(const struct sma_conf *c, const char *csci_id)
 {
-	for (size_t i = 0; i < c->nscis; i++)
-		if (strcmp(c->scis[i].csci_id, csci_id) == 0)
-			return &c->scis[i];
-	return NULL;
+	if (c->sci_index.n == 0)
+		return NULL;
+	return cats_htab_get(&c->sci_index, cats_hash_str(csci_id), sci_eq,
+	    csci_id);
 }
 
 /* ---- value parsers ---- */
@@ -539,6 +546,14 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 	}
 	if (c->id == NULL)
 		c->id = strdup("cats-sma");
+	/* The [sci] array is complete: index it. */
+	for (size_t j = 0; j < c->nscis; j++) {
+		if (c->scis[j].csci_id == NULL || cats_htab_put(&c->sci_index,
+		    cats_hash_str(c->scis[j].csci_id), &c->scis[j]) < 0) {
+			snprintf(err, errlen, "%s: out of memory", cf->path);
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	sma_conf_free(c);
