@@ -328,11 +328,11 @@ stream_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 	struct cats_err e;
 	memset(&e, 0, sizeof(e));
 	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
-		char msg[400];
+		char msg[400], q[400];
 		a->malformed++;
 		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
 		cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
-		    "reason=\"%s\"", peer, index, msg);
+		    "reason=\"%s\"", peer, index, sma_quote(msg, q, sizeof(q)));
 		if (a->strict)
 			stop_loop(a, CATS_EXIT_DATAERR);
 		return;
@@ -395,12 +395,12 @@ stdin_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
     void *arg)
 {
 	struct app *a = arg;
-	char msg[400];
+	char msg[400], q[400];
 	(void)s;
 	a->malformed++;
 	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
 	cats_audit("reject", "src=stdin index=%" PRIu64 " status=400 "
-	    "reason=\"%s\"", index, msg);
+	    "reason=\"%s\"", index, sma_quote(msg, q, sizeof(q)));
 	if (a->strict)
 		stop_loop(a, CATS_EXIT_DATAERR);
 }
@@ -458,12 +458,12 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
     void *arg)
 {
 	struct conn *c = arg;
-	char msg[400];
+	char msg[400], q[400];
 	struct cats_rec er;
 	c->app->malformed++;
 	cats_err_fmt(e, index, msg, sizeof(msg));
 	cats_audit("reject", "src=%s index=%" PRIu64 " status=400 reason=\"%s\"",
-	    c->peer, index, msg);
+	    c->peer, index, sma_quote(msg, q, sizeof(q)));
 	cats_rec_init(&er, CATS_T_ERROR);
 	er.u.error.code = "malformed";
 	er.u.error.stage = "cats-sma";
@@ -949,16 +949,20 @@ load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
 		return -1;
 	}
 	if (sma_conf_load(c, path, err, sizeof(err)) < 0) {
+		char q[600];
 		cats_errorx("%s", err);
-		cats_audit("config-refused", "file=%s reason=\"%s\"", path, err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
+		    sma_quote(err, q, sizeof(q)));
 		free(c);
 		free(k);
 		*code = CATS_EXIT_CONFIG;
 		return -1;
 	}
 	if (sma_keys_load(k, c, err, sizeof(err)) < 0) {
+		char q[600];
 		cats_errorx("%s", err);
-		cats_audit("config-refused", "file=%s reason=\"%s\"", path, err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
+		    sma_quote(err, q, sizeof(q)));
 		sma_conf_free(c);
 		free(c);
 		free(k);
