@@ -1290,8 +1290,13 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	uint8_t fl = 0;
 	if (!released)
 		fl = anomalies(s, e, sr);
-	if ((fl & ANOMALIES) && c->anomaly == SMA_ANOMALY_QUARANTINE)
-		return quarantine(s, e, r, raw, rawlen, fl, now, res);
+	if ((fl & ANOMALIES) && c->anomaly == SMA_ANOMALY_QUARANTINE) {
+		if (quarantine(s, e, r, raw, rawlen, fl, now, res) ==
+		    SMA_QUARANTINED)
+			return SMA_QUARANTINED;
+		s->st.rej_other++;
+		goto rejected;
+	}
 	if (CATS_HAS(sr, SCI, gas) && sr->gas > 0 &&
 	    CATS_HAS(sr, SCI, comp_time_ms) && sr->comp_time_ms == 0)
 		fl |= SMA_FL_CT_ZERO;

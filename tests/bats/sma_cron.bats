@@ -133,3 +133,12 @@ run_once() { # now, then the reports on stdin
 	dec < pout2 | jq -e -s '[.[] | .entries[] | select(.state ==
 	    "HEALTHY")] | length == 2'
 }
+
+@test "sma_cron: stdin at /dev/null (as under cron) ends the run" {
+	rep A 1 "$T" 20000 400 | run_once "$T" > /dev/null
+	run timeout 10 cats-sma -c sma.conf --once --replay --now $((T + 1000)) \
+	    -T state < /dev/null
+	[ "$status" -eq 0 ]
+	run timeout 10 cats-sma -c sma.conf --replay < /dev/null
+	[ "$status" -eq 0 ]
+}
