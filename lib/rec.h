@@ -159,7 +159,11 @@ extern const char *const cats_req_mode_names[];
  X(ENT, gen, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "update generation (the SCI report sequence)") \
  X(ENT, ts, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "time of the last SCI report") \
  X(ENT, ttl_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "soft-state lifetime of the entry") \
- X(ENT, flags, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 8, NULL, NULL, "", "warning flags (e.g. gas-jump, flap)")
+ X(ENT, flags, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 8, NULL, NULL, "", "warning flags (e.g. gas-jump, flap)") \
+ X(ENT, reported, ENUM, int, CATS_OPT, 0, 0, NULL, cats_health_names, "", "state files: health as last reported, before hysteresis") \
+ X(ENT, streak, U64, uint64_t, CATS_OPT, 0, 255, NULL, NULL, "reports", "state files: consecutive reports on the reported side of HEALTHY") \
+ X(ENT, confirmed, U64, uint64_t, CATS_OPT, 0, 255, NULL, NULL, "reports", "state files: reports since the SCI became ACTIVE") \
+ X(ENT, interval_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "state files: expected report interval")
 
 /* A site aggregate per CS-ID in a metric advertisement. */
 #define CATS_SITE_FIELDS(X) \

@@ -415,11 +415,17 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * Descriptors epoll cannot watch (regular files, and character devices
+ * such as /dev/null that are not terminals) are read and written directly.
+ */
 static bool
 is_regular(int fd)
 {
 	struct stat st;
-	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (fstat(fd, &st) != 0)
+		return false;
+	return S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) && !isatty(fd));
 }
 
 struct cats_stream *

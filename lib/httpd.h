@@ -1,0 +1,91 @@
+/*
+ * httpd.h - a small layer over libevent's evhttp for the cats servers:
+ * listening on an endpoint (ep.h: http://HOST:PORT/, tcp:HOST:PORT,
+ * unix:PATH), a body size limit and an idle timeout for every connection,
+ * one-line plain-text error bodies, and Server-Sent Events responses.
+ *
+ * Limits as libevent 2.1 enforces them: a body over max_body is refused by
+ * evhttp itself with 413 (its own short HTML body; 2.1 has no hook to
+ * replace it) before it is read; a connection that sends or accepts nothing
+ * for timeout_ms is closed.
+ */
+#ifndef CATS_HTTPD_H
+#define CATS_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct evhttp;
+struct evhttp_request;
+
+struct httpd_opts {
+	size_t max_body;	/* 0: 1 MiB */
+	uint64_t timeout_ms;	/* 0: 10 s */
+};
+
+typedef void (*httpd_fn)(struct evhttp_request *req, void *arg);
+
+struct httpd;
+
+/* Listen on an endpoint; NULL with the reason in err. */
+struct httpd *httpd_new(struct event_base *base, const char *endpoint,
+    const struct httpd_opts *o, char *err, size_t errlen);
+void httpd_free(struct httpd *h);
+struct evhttp *httpd_evhttp(struct httpd *h);
+/* The TCP port listened on (useful after port 0), 0 for unix sockets. */
+int httpd_port(const struct httpd *h);
+
+enum { HTTPD_GET = 1, HTTPD_POST = 2 };
+/*
+ * Call fn for requests on an exact path (query string aside) with one of the
+ * methods (HTTPD_GET | HTTPD_POST); another method gets 405.  Every other
+ * path gets 404.
+ */
+int httpd_route(struct httpd *h, const char *path, unsigned methods,
+    httpd_fn fn, void *arg);
+
+/* A reply with a body (copied). */
+void httpd_reply(struct evhttp_request *req, int code, const char *ctype,
+    const void *body, size_t n);
+/* A reply with a one-line text/plain body: the message and a newline. */
+void httpd_error(struct evhttp_request *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The request body in one piece (NULL and 0 when empty). */
+const uint8_t *httpd_body(struct evhttp_request *req, size_t *n);
+/* The media type of the body, lowercased, without parameters ("" if none). */
+const char *httpd_ctype(struct evhttp_request *req, char *buf, size_t len);
+/* A request header, or NULL. */
+const char *httpd_header(struct evhttp_request *req, const char *name);
+/* The peer as "ADDR:PORT". */
+const char *httpd_peer(struct evhttp_request *req, char *buf, size_t len);
+/* A query parameter into buf, or NULL. */
+const char *httpd_query(struct evhttp_request *req, const char *key,
+    char *buf, size_t len);
+
+/* ---- Server-Sent Events ---- */
+
+struct httpd_sse;
+
+/*
+ * Start an event stream on req (200, text/event-stream).  closed is called
+ * once when the client goes away; after that (or after httpd_sse_end) the
+ * handle is gone.
+ */
+struct httpd_sse *httpd_sse_start(struct evhttp_request *req,
+    void (*closed)(void *arg, struct httpd_sse *c), void *arg);
+/*
+ * Send one event (type and id may be NULL; data must not hold a newline).
+ * -1 when the client does not keep up (more than max_queue bytes waiting):
+ * the caller should end the stream.
+ */
+int httpd_sse_send(struct httpd_sse *c, const char *type, const char *id,
+    const char *data, size_t max_queue);
+/* A comment line, to keep the stream (and the client's stall timer) alive. */
+int httpd_sse_comment(struct httpd_sse *c, const char *text);
+/* End the stream (no closed callback). */
+void httpd_sse_end(struct httpd_sse *c);
+
+#endif

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# cats-sma in replay mode: each rule of seed 000 §4.2, §5 and §10.1 on a
+# recorded JSON Lines fixture, with the exact expected output beside it.
+load helper
+
+setup() {
+	D="$DATA/sma"
+	W="$BATS_TEST_TMPDIR"
+}
+
+# Run fixture $1: its output in $W/$1.out, stderr in $W/$1.err, status in
+# $W/$1.rc.  The whole output must equal $D/$1.out.jsonl and stderr
+# $D/$1.err (audit lines included: replay makes them exact).
+replay() {
+	local n=$1
+	cat "$D/base.conf" > "$W/$n.conf"
+	[ -f "$D/$n.conf" ] && cat "$D/$n.conf" >> "$W/$n.conf"
+	local args=""
+	[ -f "$D/$n.args" ] && args=$(cat "$D/$n.args")
+	enc "$D/$n.jsonl" > "$W/$n.cbor"
+	set +e
+	# shellcheck disable=SC2086
+	cats-sma -c "$W/$n.conf" --replay --epoch 1 $args < "$W/$n.cbor" \
+	    > "$W/$n.raw" 2> "$W/$n.err"
+	echo $? > "$W/$n.rc"
+	set -e
+	dec < "$W/$n.raw" > "$W/$n.out"
+	diff -u "$D/$n.out.jsonl" "$W/$n.out"
+	diff -u "$D/$n.err" "$W/$n.err"
+}
+
+# Field of the entry of record $2 (1-based) of fixture $1's output.
+ent() { sed -n "${2}p" "$W/$1.out" | jq -r ".entries[0].$3"; }
+site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
+
+# The SYNOPSIS of man page $1 and the --help of tool $2, words only.
+synopsis() {
+	sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$1" | grep -v '^\.' |
+	    sed 's/\\f[BIR]//g; s/\\-/-/g' | tr -s ' \n' '  '
+}
+usage_words() {
+	"$1" --help | sed 's/^usage: //' | tr -s ' \n' '  '
+}
+
+@test "sma: --help is the man page synopsis, --version" {
+	run cats-sma --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == "usage: cats-sma "* ]]
+	[ "$(synopsis "$TOP/man/cats-sma.1")" = "$(usage_words cats-sma)" ]
+	[ "$(synopsis "$TOP/man/cats-sci.1")" = "$(usage_words cats-sci)" ]
+	run cats-sma --version
+	[[ "$output" == "cats-sma (cats) "* ]]
+	run cats-sma
+	[ "$status" -eq 2 ]
+}
+
+@test "sma: start snapshot, site identity and egress on every record" {
+	replay ttl
+	head -1 "$W/ttl.out" | jq -e '.op == "full" and .epoch == 1 and
+	    .seq == 1 and .site == "site-a" and .egress == "EF-1"'
+	# Sequence numbers strictly increase.
+	jq -s -e '[.[].seq] | . == (sort) and (. | unique | length) ==
+	    length' "$W/ttl.out"
+}
+
+@test "sma: ranges: out-of-range metrics rejected, limits configurable" {
+	replay ranges
+	grep -q 'record 1: comp_time_ms: 3600001 is out of range 0..3600000' \
+	    "$W/ranges.err"
+	grep -q 'record 2: reputation: 11 is out of range 0..10' "$W/ranges.err"
+	grep -q 'record 3: security_level: 11 is out of range 0..10' \
+	    "$W/ranges.err"
+	# gas-max = 5000 in ranges.conf
+	grep -q 'record 4: gas: 5001 is out of range 0..5000' "$W/ranges.err"
+	[ "$(grep -c 'event=reject' "$W/ranges.err")" -eq 4 ]
+	# The boundary values are accepted; rejects leave no trace in output.
+	[ "$(ent ranges 3 price)" = 4294967295 ]
+	[ "$(ent ranges 4 comp_time_ms)" = 3600000 ]
+	[ "$(cat "$W/ranges.rc")" -eq 0 ]
+}
+
+@test "sma: sequence: duplicate, out-of-order and replayed reports discarded" {
+	replay sequence
+	grep -q 'record 1: seq: duplicate report' "$W/sequence.err"
+	grep -q 'record 2: seq: out-of-order or replayed' "$W/sequence.err"
+	grep -q 'record 4: ts: report time .* outside now' "$W/sequence.err"
+	# Nothing of 401, 402 or 403 reached the cache; 404 did.
+	! grep -q '"gas":40[123]' "$W/sequence.out"
+	[ "$(ent sequence 4 gas)" = 404 ]
+}
+
+@test "sma: hysteresis OK,OK,OK,FAIL,FAIL,FAIL,OK with N=M=3" {
+	replay hysteresis
+	# Deltas only on change: discovery (UNKNOWN), confirmation, HEALTHY
+	# after the third OK, UNHEALTHY after the third FAIL; the last OK
+	# alone changes nothing.
+	run jq -r 'select(.entries) | .entries[0] | "\(.health) \(.gas)"' "$W/hysteresis.out"
+	[ "${lines[0]}" = "UNKNOWN 0" ]
+	[ "${lines[1]}" = "UNKNOWN 0" ]
+	[ "${lines[2]}" = "HEALTHY 400" ]
+	[ "${lines[3]}" = "UNHEALTHY 0" ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(sed -n 4p "$W/hysteresis.out" | jq .entries[0].gen)" = 3 ]
+	[ "$(sed -n 5p "$W/hysteresis.out" | jq .entries[0].gen)" = 6 ]
+}
+
+@test "sma: TTL and grace: HEALTHY -> STALE -> FAILED, withdrawal, back via ACTIVE" {
+	replay ttl
+	# B's last report at +1010 ms, TTL 2 s (2 x 1 s): STALE at +3010.
+	sed -n 6p "$W/ttl.out" | jq -e '.ts == 1700000003010 and
+	    .entries[0].csci_id == "10.0.0.2:80" and
+	    .entries[0].state == "STALE"'
+	# Grace 2 s: FAILED at +5010, withdrawn, site GAS without it.
+	sed -n 7p "$W/ttl.out" | jq -e '.op == "withdraw" and
+	    .reason == "failed" and .ts == 1700000005010 and
+	    .entries[0].state == "FAILED" and .entries[0].gas == 0 and
+	    .sites[0].gas == 400'
+	grep -q 'event=state csci=10.0.0.2:80 cs=ARS from=STALE to=FAILED' \
+	    "$W/ttl.err"
+	# It comes back through ACTIVE, then HEALTHY.
+	[ "$(ent ttl 8 state)" = ACTIVE ]
+	[ "$(site ttl 8 gas)" = 900 ]
+	[ "$(ent ttl 9 state)" = HEALTHY ]
+	# --until runs the timers past the end of input.
+	tail -1 "$W/ttl.out" | jq -e '.op == "withdraw" and
+	    .sites[0].gas == 0 and .sites[0].health == "UNHEALTHY"'
+}
+
+@test "sma: replay is deterministic whatever the read size" {
+	replay ttl
+	cats-sma -c "$W/ttl.conf" --replay --epoch 1 --until +10s \
+	    < <(cat "$W/ttl.cbor") 2>/dev/null | dec > "$W/again"
+	diff -u "$W/ttl.out" "$W/again"
+}
+
+@test "sma: rate of change flagged: GAS > 50 % and computing time > 100 % in 1 s" {
+	replay jump
+	[ "$(ent jump 3 flags[0])" = gas-jump ]
+	[ "$(ent jump 4 flags[0])" = ct-jump ]
+	# 1.1 s later the same drop is fine; with a health change too.
+	[ "$(ent jump 5 flags)" = null ]
+	[ "$(ent jump 6 flags)" = null ]
+	[ "$(grep -c 'event=anomaly' "$W/jump.err")" -eq 2 ]
+}
+
+@test "sma: anomalous reports quarantined when so configured" {
+	replay quarantine
+	grep -q 'event=quarantine id=1 csci=10.0.0.1:80 cs=ARS seq=2 anomaly=gas-jump' \
+	    "$W/quarantine.err"
+	grep -q 'record 1: quarantined as 1' "$W/quarantine.err"
+	# Nothing quarantined reached the output.
+	[ "$(jq -s '[.[] | .entries[]? | select(.gen == 2 or .gen == 3)] |
+	    length' "$W/quarantine.out")" -eq 0 ]
+	[ "$(ent quarantine 3 gen)" = 4 ]
+}
+
+@test "sma: health flapping: the fourth transition within 10 s" {
+	replay flap
+	[ "$(ent flap 5 flags)" = null ]
+	[ "$(ent flap 6 flags[0])" = flap ]
+	grep -q 'event=anomaly csci=10.0.0.1:80 cs=ARS seq=5 anomaly=flap' \
+	    "$W/flap.err"
+	# After 10 quiet seconds no flag.
+	[ "$(ent flap 11 flags)" = null ]
+}
+
+@test "sma: cross-metric consistency: site GAS needs a HEALTHY SCI" {
+	replay consistency
+	# 400 (HEALTHY) + 600 (DEGRADED); computing time GAS-weighted: 8.
+	sed -n 3p "$W/consistency.out" | jq -e '.sites[0].gas == 1000 and
+	    .sites[0].comp_time_ms == 8 and .sites[0].health == "DEGRADED"'
+	# Only a DEGRADED SCI left: GAS 0.
+	sed -n 4p "$W/consistency.out" | jq -e '.sites[0].gas == 0 and
+	    .sites[0].healthy == 0'
+	# All UNHEALTHY: GAS 0, UNHEALTHY.
+	sed -n 5p "$W/consistency.out" | jq -e '.sites[0].gas == 0 and
+	    .sites[0].health == "UNHEALTHY"'
+	# GAS > 0 with computing time 0: flagged.
+	[ "$(ent consistency 6 flags[0])" = ct-zero ]
+}
+
+@test "sma: smoothing: moving average over 3 reports" {
+	replay smoothing
+	run jq -r 'select(.entries) | .entries[0] | "\(.gas) \(.comp_time_ms)"' "$W/smoothing.out"
+	[ "${lines[0]}" = "90 10" ]
+	[ "${lines[1]}" = "60 10" ]
+	[ "${lines[2]}" = "40 20" ]
+	[ "${lines[3]}" = "10 20" ]
+}
+
+@test "sma: LRU eviction at max-entries is a withdrawal" {
+	replay lru
+	sed -n 5p "$W/lru.out" | jq -e '.op == "withdraw" and
+	    .reason == "evicted" and .entries[0].csci_id == "10.0.0.2:80"'
+	grep -q 'event=evict csci=10.0.0.2:80' "$W/lru.err"
+	sed -n 6p "$W/lru.out" | jq -e '.entries[0].csci_id == "10.0.0.3:80"
+	    and (.sites | length) == 2'
+}
+
+@test "sma: a sync record asks for a full snapshot; other records pass" {
+	replay sync
+	sed -n 3p "$W/sync.out" | jq -e '.op == "full" and .ts == 1700000000100
+	    and (.entries | length) == 1'
+	sed -n 4p "$W/sync.out" | jq -e '.type == "error" and
+	    .code == "something"'
+}
+
+@test "sma: static metrics live on their own TTL" {
+	replay static
+	[ "$(ent static 3 price)" = 7 ]
+	# ttl-static 2.5 s after the last report that carried them.
+	sed -n 4p "$W/static.out" | jq -e '.ts == 1700000002500 and
+	    .entries[0].price == null and .entries[0].ext == null'
+	[ "$(ent static 5 price)" = 9 ]
+}
+
+@test "sma: malformed records: one line each, the stream goes on, exit 65" {
+	replay malformed
+	grep -q '^cats-sma: record 1: health: "FINE" is not one of' \
+	    "$W/malformed.err"
+	grep -q '^cats-sma: record 2: csci_id: required field missing' \
+	    "$W/malformed.err"
+	[ "$(cat "$W/malformed.rc")" -eq 65 ]
+	[ "$(ent malformed 3 gen)" = 2 ]
+	# --strict stops at the first.
+	run cats-sma -c "$W/malformed.conf" --replay --strict \
+	    < "$W/malformed.cbor"
+	[ "$status" -eq 65 ]
+}
+
+@test "sma: output failure exits 74" {
+	cat "$D/base.conf" > "$W/c.conf"
+	enc "$D/ttl.jsonl" > "$W/in.cbor"
+	run cats-sma -c "$W/c.conf" --replay --to file:/nonexistent/dir/out \
+	    < "$W/in.cbor"
+	[ "$status" -eq 74 ]
+}
+
+@test "sma: a bad configuration is refused with file:line, exit 78" {
+	printf 'id = x\n[validate]\ngas-jump = much\n' > "$W/bad.conf"
+	run cats-sma -c "$W/bad.conf" --replay < /dev/null
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"bad.conf:3: gas-jump: expected a decimal number"* ]]
+}
+
+@test "sma: --stats counts what happened" {
+	cat "$D/base.conf" > "$W/c.conf"
+	enc "$D/sequence.jsonl" > "$W/in.cbor"
+	cats-sma -c "$W/c.conf" --replay --stats < "$W/in.cbor" \
+	    2> "$W/err" > /dev/null
+	tail -1 "$W/err" | jq -e '.type == "stats" and
+	    .counters.reports == 6 and .counters.accepted == 3 and
+	    .counters.rejected_sequence == 3'
+}
