@@ -868,16 +868,25 @@ parse_mac(const char *s, uint8_t *mac)
 }
 
 static int
-ring_setup(int fd, int which, size_t fsz, size_t n, uint8_t **map)
+ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 {
+	size_t n = *np;
+	/* Blocks are whole pages holding whole frames, back to back. */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t bs = (fsz + pg - 1) / pg * pg;
+	if (bs % fsz)
+		bs = fsz * pg;
+	size_t fpb = bs / fsz;
+	n = (n + fpb - 1) / fpb * fpb;
 	struct tpacket_req req = {
-		.tp_block_size = (unsigned)fsz,
-		.tp_block_nr = (unsigned)n,
+		.tp_block_size = (unsigned)bs,
+		.tp_block_nr = (unsigned)(n / fpb),
 		.tp_frame_size = (unsigned)fsz,
 		.tp_frame_nr = (unsigned)n,
 	};
 	if (setsockopt(fd, SOL_PACKET, which, &req, sizeof(req)) < 0)
 		return -1;
+	*np = n;
 	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -1;
@@ -921,7 +930,7 @@ open_packet(struct port *pt, char *err, size_t errlen)
 	    sizeof(v2)) < 0 ||
 	    setsockopt(pt->rxfd, SOL_PACKET, PACKET_VNET_HDR, &one,
 	    sizeof(one)) < 0 ||
-	    ring_setup(pt->rxfd, PACKET_RX_RING, rxf, pt->rxn, &pt->rx) < 0) {
+	    ring_setup(pt->rxfd, PACKET_RX_RING, rxf, &pt->rxn, &pt->rx) < 0) {
 		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
@@ -930,7 +939,7 @@ open_packet(struct port *pt, char *err, size_t errlen)
 	    sizeof(one));
 	if (setsockopt(pt->txfd, SOL_PACKET, PACKET_VERSION, &v2,
 	    sizeof(v2)) < 0 ||
-	    ring_setup(pt->txfd, PACKET_TX_RING, txf, pt->txn, &pt->tx) < 0) {
+	    ring_setup(pt->txfd, PACKET_TX_RING, txf, &pt->txn, &pt->tx) < 0) {
 		snprintf(err, errlen, "%s: TX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
