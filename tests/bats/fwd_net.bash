@@ -72,17 +72,17 @@ fwd_down() {
 	if [ -n "$FWD_DIR" ] && [ -d "$FWD_DIR" ]; then
 		for f in "$FWD_DIR"/*.pid; do
 			[ -f "$f" ] || continue
-			kill "$(cat "$f")" 2>/dev/null
+			kill "$(cat "$f")" 2>/dev/null || true
 		done
 		sleep 0.2
 		for f in "$FWD_DIR"/*.pid; do
 			[ -f "$f" ] || continue
-			kill -9 "$(cat "$f")" 2>/dev/null
+			kill -9 "$(cat "$f")" 2>/dev/null || true
 		done
 	fi
 	for n in "$NC" "$NI" "$NE" "$NS"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$n" 2>/dev/null
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+		ip netns del "$n" 2>/dev/null || true
 	done
 	true
 }
@@ -159,6 +159,6 @@ start_web() {
 		bg "web$i" "$NS" $PY -m http.server 80 --bind "198.51.100.$i" \
 			--directory "$FWD_DIR/www$i"
 	done
-	wait_for 50 xs $PY -c 'import socket; socket.create_connection(("198.51.100.21", 80), 1)'
-	wait_for 50 xs $PY -c 'import socket; socket.create_connection(("198.51.100.11", 80), 1)'
+	wait_for 150 xs $PY -c 'import socket; socket.create_connection(("198.51.100.21", 80), 1)'
+	wait_for 150 xs $PY -c 'import socket; socket.create_connection(("198.51.100.11", 80), 1)'
 }
