@@ -99,7 +99,8 @@ pick(const struct cats_request *q, struct cats_ip *loc)
 {
 	if (q->cs_id != NULL) {
 		for (size_t i = 0; i < ncs; i++)
-			if (strcmp(csmap[i].cs, q->cs_id) == 0) {
+			if (strcmp(csmap[i].cs, q->cs_id) == 0 &&
+			    csmap[i].loc.af == q->flow.src.af) {
 				*loc = csmap[i].loc;
 				return true;
 			}
