@@ -346,6 +346,39 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 	out_ip(p_core, p, len);
 }
 
+/*
+ * Send a plain IP packet that may be a GSO super-packet (from a peer that
+ * offloads segmentation): segment it in software when it exceeds the port.
+ */
+static void
+out_big(struct port *pt, struct cats_pkt *pk, const struct rxmeta *m)
+{
+	uint32_t mtu = pt->mtu ? pt->mtu : 1500;
+	if (pk->len <= mtu) {
+		out_ip(pt, pk->p, pk->len);
+		return;
+	}
+	if (m != NULL && m->gso_size && pk->proto == 6) {
+		size_t hdr = l3l4_hdr(pk), mss = m->gso_size;
+		if (hdr + mss > mtu)
+			mss = mtu > hdr ? mtu - hdr : 0;
+		size_t lens[SEG_MAX];
+		unsigned n = mss ? cats_pkt_tso(pk->p, pk->len, (uint16_t)mss,
+		    segroom, SEG_STRIDE, SEG_MAX, lens) : 0;
+		if (n == 0) {
+			ctr[C_drop_gso]++;
+			return;
+		}
+		ctr[C_tso_segments] += n;
+		for (unsigned i = 0; i < n; i++)
+			out_ip(pt, segroom + (size_t)i * SEG_STRIDE, lens[i]);
+		return;
+	}
+	drop_pkt[CATS_DROP_TOO_BIG]++;
+	if (m != NULL && (pk->af == 6 || (pk->p[6] & 0x40)))
+		send_icmp(m->in, pk, CATS_ICMP_TOO_BIG, mtu);
+}
+
 static uint16_t
 clamp_for(const struct cats_encap *enc, uint8_t af)
 {
@@ -373,7 +406,7 @@ ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
 		ctr[C_mss_clamped]++;
 	ctr[C_fwd_pkts]++;
 	if (b->enc.kind == CATS_ENC_NONE)
-		out_ip(p_core, pk->p, pk->len);
+		out_big(p_core, pk, m);
 	else
 		send_encap(&b->enc, pk, m);
 }
@@ -632,7 +665,7 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 				return;
 			}
 			ctr[C_rev_pkts]++;
-			out_ip(p_client, pk->p, pk->len);
+			out_big(p_client, pk, m);
 			return;
 		}
 	}
@@ -673,10 +706,9 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 			return;
 		}
 		ctr[C_eg_fwd_pkts]++;
-		out_ip(p_site, pk->p, pk->len);
+		out_big(p_site, pk, m);
 		return;
 	}
-	(void)m;
 	ctr[C_drop_no_reverse_binding]++;
 }
 
@@ -708,7 +740,7 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		ctr[C_mss_clamped]++;
 	ctr[C_eg_rev_pkts]++;
 	if (b->renc.kind == CATS_ENC_NONE)
-		out_ip(p_core, pk->p, pk->len);
+		out_big(p_core, pk, m);
 	else
 		send_encap(&b->renc, pk, m);
 }
