@@ -712,6 +712,18 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 	ctr[C_drop_no_reverse_binding]++;
 }
 
+static void
+debug_pkt(const char *what, const struct cats_pkt *pk)
+{
+	char a[64], b[64];
+	struct cats_ip s = { .af = pk->af }, d = { .af = pk->af };
+	memcpy(s.a, cats_pkt_src(pk), pk->af == 4 ? 4 : 16);
+	memcpy(d.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
+	cats_debug("%s: proto %u %s:%u -> %s:%u", what, pk->proto,
+	    cats_ip_fmt(&s, a, sizeof(a)), pk->sport,
+	    cats_ip_fmt(&d, b, sizeof(b)), pk->dport);
+}
+
 /* An instance's reply at the egress. */
 static void
 on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
@@ -722,6 +734,7 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 	if (b == NULL) {
 		/* Never a selection, never to an arbitrary client. */
 		ctr[C_drop_no_reverse_binding]++;
+		debug_pkt("no reverse binding", pk);
 		return;
 	}
 	if (b->renc.kind != CATS_ENC_NONE && b->renc.nsids == 0 &&

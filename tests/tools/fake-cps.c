@@ -63,6 +63,8 @@ struct active {
 };
 static struct active act[4096];
 static size_t nact;
+static struct active waiting[256];	/* sent to the egress, not yet ingress */
+static size_t nwait;
 
 static void
 log_rec(const struct cats_rec *r)
@@ -80,6 +82,15 @@ send_to(const char *fwd, const uint8_t *p, size_t n)
 		if (conns[i].used && conns[i].fwd[0] &&
 		    strcmp(conns[i].fwd, fwd) == 0)
 			cats_stream_send(conns[i].s, p, n);
+}
+
+static bool
+connected(const char *fwd)
+{
+	for (size_t i = 0; i < CATS_ARRAY_LEN(conns); i++)
+		if (conns[i].used && strcmp(conns[i].fwd, fwd) == 0)
+			return true;
+	return false;
 }
 
 static void
@@ -232,9 +243,23 @@ on_request(const struct cats_rec *rr)
 		cats_rec_encode(&r, &a->enc, false);
 	}
 	cats_rec_encode(&r, &b, false);
-	send_to(q->ingress, b.p, b.len);
-	if (strcmp(egress, q->ingress) != 0)
+	/*
+	 * Commit the egress first: the ingress gets the binding (and releases
+	 * the held packets) once the egress reported it installed.
+	 */
+	if (strcmp(egress, q->ingress) != 0 && connected(egress) &&
+	    nwait < CATS_ARRAY_LEN(waiting)) {
+		struct active *w = &waiting[nwait++];
+		memset(w, 0, sizeof(*w));
+		w->id = bd->id;
+		cats_strlcpy(w->ingress, q->ingress, sizeof(w->ingress));
+		cats_buf_add(&w->enc, b.p, b.len);
 		send_to(egress, b.p, b.len);
+	} else {
+		send_to(q->ingress, b.p, b.len);
+		if (strcmp(egress, q->ingress) != 0)
+			send_to(egress, b.p, b.len);
+	}
 	cats_buf_free(&b);
 }
 
@@ -285,6 +310,17 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			cats_rec_encode(&h, &b, false);
 			cats_stream_send(c->s, b.p, b.len);
 			cats_buf_free(&b);
+		} else if ((st->event == CATS_EV_INSTALLED ||
+		    st->event == CATS_EV_FAILED) && CATS_HAS(st, STA, id)) {
+			for (size_t i = 0; i < nwait; i++) {
+				if (waiting[i].id != st->id)
+					continue;
+				send_to(waiting[i].ingress, waiting[i].enc.p,
+				    waiting[i].enc.len);
+				cats_buf_free(&waiting[i].enc);
+				waiting[i] = waiting[--nwait];
+				break;
+			}
 		} else if ((st->event == CATS_EV_EXPIRED ||
 		    st->event == CATS_EV_REMOVED) && CATS_HAS(st, STA, id)) {
 			for (size_t i = 0; i < nact; i++)
