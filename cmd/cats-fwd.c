@@ -37,16 +37,16 @@
 
 static const char usage_text[] =
     "usage: cats-fwd --id ID [--client PORT] [--core PORT] [--site PORT]\n"
-    "                [--select ENDPOINT] [--bind ENDPOINT] [--key FILE]\n"
-    "                [--peer-keys FILE] [--src4 ADDR] [--src6 ADDR]\n"
-    "                [--sid ADDR]... [--owns PREFIX]... [--service CSID=ADDR]...\n"
-    "                [--intercept ADDR]... [--affinity 5tuple|client]\n"
-    "                [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
-    "                [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
-    "                [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
-    "                [--pending-client N] [--pending-timeout MS] [--icmp-unreach]\n"
-    "                [--sync-timeout MS] [--epoch N] [--ring-frames N]\n"
-    "                [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
+    "         [--select ENDPOINT] [--bind ENDPOINT] [--key FILE]\n"
+    "         [--peer-keys FILE] [--src4 ADDR] [--src6 ADDR]\n"
+    "         [--sid ADDR]... [--owns PREFIX]... [--service CSID=ADDR]...\n"
+    "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
+    "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
+    "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
+    "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
+    "         [--pending-client N] [--pending-timeout MS] [--icmp-unreach]\n"
+    "         [--sync-timeout MS] [--epoch N] [--ring-frames N]\n"
+    "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
 static void
@@ -1131,6 +1131,32 @@ after_sync(uint64_t now)
 	free(v);
 }
 
+/*
+ * The end of a re-sync at manager epoch e: bindings of older epochs that
+ * were not sent again belong to a fenced owner and go.
+ */
+static void
+fence_older(uint64_t e)
+{
+	size_t n = 0;
+	struct cats_fbind **v = malloc((tab.st.bindings + 1) * sizeof(*v));
+	if (v == NULL)
+		return;
+	if (e > tab.epoch_max)
+		tab.epoch_max = e;
+	for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
+		struct cats_fbind *b = tab.bind_by_id.s[i].item;
+		if (tab.bind_by_id.s[i].h && b->epoch < e)
+			v[n++] = b;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ctr[C_bindings_removed]++;
+		send_status(v[i], CATS_EV_REMOVED, "fenced", 0, 0);
+		cats_fwd_remove(&tab, v[i]);
+	}
+	free(v);
+}
+
 static void
 on_binding(const struct cats_binding *b, uint64_t now)
 {
@@ -1202,10 +1228,14 @@ on_ctl_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	}
 	case CATS_T_STATUS:
 		/* cats-bind answers a hello after it re-sent the bindings. */
-		if (c->is_bind && r.u.status.event == CATS_EV_HELLO && !synced) {
-			synced = true;
-			cats_info("bindings fetched again; forwarding");
-			after_sync(now);
+		if (c->is_bind && r.u.status.event == CATS_EV_HELLO) {
+			if (CATS_HAS(&r.u.status, STA, epoch))
+				fence_older(r.u.status.epoch);
+			if (!synced) {
+				synced = true;
+				cats_info("bindings fetched again; forwarding");
+				after_sync(now);
+			}
 		}
 		break;
 	default:
@@ -1320,6 +1350,23 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		after_sync(now);
 	}
 	cats_fwd_expire(&tab, now, pend_expired, bind_expired, NULL);
+	/* Activity: a refreshed status for bindings that carried traffic. */
+	static uint64_t last_scan;
+	if (now - last_scan >= 1000 && ch_bind.s != NULL) {
+		last_scan = now;
+		for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
+			struct cats_fbind *b = tab.bind_by_id.s[i].item;
+			if (tab.bind_by_id.s[i].h == 0 ||
+			    b->pkts + b->rpkts == b->rep_pkts)
+				continue;
+			uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
+			if (now - b->reported < every)
+				continue;
+			b->reported = now;
+			b->rep_pkts = b->pkts + b->rpkts;
+			send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
+		}
+	}
 	for (int i = 0; i < nports; i++)
 		tx_flush(&ports[i]);
 }

@@ -658,7 +658,7 @@ cats_fwd_expire(struct cats_fwd *t, uint64_t now,
 		struct cats_fbind *b = v[i];
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
 		t->st.expired++;
-		bind_cb(b, hard ? "hard-lifetime" : "idle", arg);
+		bind_cb(b, hard ? "hard" : "idle", arg);
 		cats_fwd_remove(t, b);
 	}
 	free(v);

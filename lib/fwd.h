@@ -80,6 +80,8 @@ struct cats_fbind {
 	struct cats_encap renc;		/* reverse: toward the ingress */
 	bool renc_learn;		/* take the ingress from outer sources */
 	uint64_t pkts, bytes, rpkts, rbytes;
+	uint64_t reported;		/* last activity report (ms) */
+	uint64_t rep_pkts;		/* pkts + rpkts at that report */
 	char cs_id[CATS_ID + 1];
 };
 

@@ -209,7 +209,7 @@ test_bindings(void)
 		cats_fbind_count(b, 0, 1, now);
 	nbind_cb = 0;
 	cats_fwd_expire(&t, 9000, pend_cb, bind_cb, &t);
-	T_OK(nbind_cb == 1 && strcmp(last_why, "hard-lifetime") == 0,
+	T_OK(nbind_cb == 1 && strcmp(last_why, "hard") == 0,
 	    "hard lifetime ends a busy binding");
 	/* Remove. */
 	r = mkbind(3, 2, 6, "remove", 2001, "198.51.100.11", NULL);
