@@ -52,8 +52,10 @@ sleep 0.3
 xs nft -f - <<'EOF'
 table inet bench {
 	counter udp9 { }
-	chain pre { type filter hook prerouting priority -300;
-		udp dport 9 counter name udp9 drop }
+	chain pre {
+		type filter hook prerouting priority -300;
+		udp dport 9 counter name udp9 drop
+	}
 }
 EOF
 
@@ -62,8 +64,10 @@ kernel_up() {
 	xi sysctl -qw net.ipv6.conf.all.forwarding=1
 	xi nft -f - <<'EOF'
 table ip benchnat {
-	chain pre { type nat hook prerouting priority dstnat;
-		ip daddr 203.0.113.100 dnat to 198.51.100.11 }
+	chain pre {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.100 dnat to 198.51.100.11
+	}
 }
 EOF
 	xi ip -6 route add 2001:db8:2::/64 via 2001:db8:cc::2 dev i1
@@ -144,7 +148,7 @@ new_flows() {
 }
 
 latency() {
-	xc $PY "$UDP" ping 203.0.113.100 7 2000
+	xc timeout 60 $PY "$UDP" ping 203.0.113.100 7 2000 || echo "0 0 2000"
 }
 
 declare -A K C

@@ -45,6 +45,8 @@ def main(a):
                     rtt.append((time.perf_counter_ns() - t) / 1000)
             except socket.timeout:
                 lost += 1
+                if lost >= 20 and not rtt:
+                    break
         print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
     elif a[0] == "sink":
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -302,8 +302,15 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 {
 	size_t oh = cats_encap_overhead(enc);
 	uint32_t mtu = cf.mtu ? cf.mtu : p_core->mtu;
-	if (pk->len + oh > mtu) {
-		if (m != NULL && m->gso_size && pk->proto == 6) {
+	/*
+	 * A GSO super-packet is cut into the sender's segment size even when
+	 * it fits the core: the far side's links are no bigger than the
+	 * sender's.
+	 */
+	bool gso = m != NULL && m->gso_size && pk->proto == 6 &&
+	    pk->len > l3l4_hdr(pk) + m->gso_size;
+	if (pk->len + oh > mtu || gso) {
+		if (gso) {
 			size_t hdr = l3l4_hdr(pk);
 			size_t mss = m->gso_size;
 			if (hdr + oh + mss > mtu)
@@ -354,11 +361,13 @@ static void
 out_big(struct port *pt, struct cats_pkt *pk, const struct rxmeta *m)
 {
 	uint32_t mtu = pt->mtu ? pt->mtu : 1500;
-	if (pk->len <= mtu) {
+	bool gso = m != NULL && m->gso_size && pk->proto == 6 &&
+	    pk->len > l3l4_hdr(pk) + m->gso_size;
+	if (pk->len <= mtu && !gso) {
 		out_ip(pt, pk->p, pk->len);
 		return;
 	}
-	if (m != NULL && m->gso_size && pk->proto == 6) {
+	if (gso) {
 		size_t hdr = l3l4_hdr(pk), mss = m->gso_size;
 		if (hdr + mss > mtu)
 			mss = mtu > hdr ? mtu - hdr : 0;

@@ -69,7 +69,7 @@ fwd_up() {
 }
 
 fwd_down() {
-	if [ -n "$FWD_DIR" ] && [ -d "$FWD_DIR" ]; then
+	if [ -n "${FWD_DIR:-}" ] && [ -d "$FWD_DIR" ]; then
 		for f in "$FWD_DIR"/*.pid; do
 			[ -f "$f" ] || continue
 			kill "$(cat "$f")" 2>/dev/null || true
