@@ -45,7 +45,7 @@ static const char usage_text[] =
     "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
     "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
     "         [--pending-client N] [--pending-timeout MS] [--icmp-unreach]\n"
-    "         [--sync-timeout MS] [--epoch N] [--ring-frames N]\n"
+    "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -147,6 +147,7 @@ static struct {
 	int dataplane;
 	uint32_t mtu;
 	bool icmp_unreach;
+	bool jumbo;
 	uint64_t sync_ms;
 	uint64_t epoch;
 	unsigned ring_frames;
@@ -312,7 +313,7 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 	if (pk->len + oh > mtu || gso) {
 		if (gso) {
 			size_t hdr = l3l4_hdr(pk);
-			size_t mss = m->gso_size;
+			size_t mss = cf.jumbo ? mtu : m->gso_size;
 			if (hdr + oh + mss > mtu)
 				mss = mtu > hdr + oh ? mtu - hdr - oh : 0;
 			size_t lens[SEG_MAX];
@@ -367,8 +368,10 @@ out_big(struct port *pt, struct cats_pkt *pk, const struct rxmeta *m)
 		out_ip(pt, pk->p, pk->len);
 		return;
 	}
-	if (gso) {
-		size_t hdr = l3l4_hdr(pk), mss = m->gso_size;
+	/* A TCP segment cut to a jumbo core MTU is cut again to this port. */
+	if (gso || pk->proto == 6) {
+		size_t hdr = l3l4_hdr(pk);
+		size_t mss = gso ? m->gso_size : mtu;
 		if (hdr + mss > mtu)
 			mss = mtu > hdr ? mtu - hdr : 0;
 		size_t lens[SEG_MAX];
@@ -1562,7 +1565,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION };
+	O_ID, O_VERSION, O_JUMBO };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -1575,6 +1578,7 @@ static const struct option longopts[] = {
 	{ "icmp-unreach", no_argument, NULL, O_ICMP },
 	{ "id", required_argument, NULL, O_ID },
 	{ "intercept", required_argument, NULL, O_INTERCEPT },
+	{ "jumbo-core", no_argument, NULL, O_JUMBO },
 	{ "key", required_argument, NULL, O_KEY },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "mode-b", required_argument, NULL, O_MODEB },
@@ -1749,6 +1753,9 @@ main(int argc, char **argv)
 			break;
 		case O_ICMP:
 			cf.icmp_unreach = true;
+			break;
+		case O_JUMBO:
+			cf.jumbo = true;
 			break;
 		case O_SYNCTO:
 			cf.sync_ms = need_ms(optarg, "sync-timeout");
