@@ -66,7 +66,7 @@ usage(int code)
 	X(drop_no_reverse_binding) X(drop_not_owned) X(drop_no_return_path) \
 	X(drop_pending_timeout) X(drop_pending_error) X(drop_not_synced) \
 	X(drop_bad_modeb) X(drop_truncated_frame) X(drop_gso) X(ignored) \
-	X(icmp_sent) X(icmp_limited) X(mss_clamped) X(tso_segments) \
+	X(icmp_sent) X(icmp_limited) X(mss_clamped) X(tso_segments) X(gso_sends) \
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects)
@@ -93,6 +93,7 @@ struct port {
 	bool has_peer, fixed_peer;
 	uint32_t mtu;
 	int rxfd, txfd;
+	int gsofd;		/* vnet-header socket for GSO sends, or -1 */
 	uint8_t *rx, *tx;
 	size_t rxn, rxfsz, rxi, txn, txfsz, txi;
 	unsigned txq;
@@ -355,6 +356,54 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 }
 
 /*
+ * Hand a TCP super-packet to the kernel with a virtio-net header so that
+ * the port (or its peer) segments it: one send instead of one per segment.
+ * Returns 0, or -1 when the caller must segment in software.
+ */
+static int
+out_gso(struct port *pt, struct cats_pkt *pk, size_t mss)
+{
+	static uint8_t fb[sizeof(struct virtio_net_hdr) + 14 + 65536 + 64];
+	if (pt->kind != K_PACKET || pt->gsofd < 0 || pk->len > 65535 ||
+	    mss == 0 || mss > 65535)
+		return -1;
+	size_t hdr = l3l4_hdr(pk);
+	struct virtio_net_hdr *vh = (void *)fb;
+	memset(vh, 0, sizeof(*vh));
+	vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh->gso_type = pk->af == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 :
+	    VIRTIO_NET_HDR_GSO_TCPV6;
+	vh->gso_size = (uint16_t)mss;
+	vh->hdr_len = (uint16_t)(14 + hdr);
+	vh->csum_start = (uint16_t)(14 + pk->l4off);
+	vh->csum_offset = 16;
+	uint8_t *d = fb + sizeof(*vh);
+	if (pt->has_peer)
+		memcpy(d, pt->peer, 6);
+	else
+		memset(d, 0xff, 6);
+	memcpy(d + 6, pt->mac, 6);
+	d[12] = pk->af == 4 ? 0x08 : 0x86;
+	d[13] = pk->af == 4 ? 0x00 : 0xdd;
+	memcpy(d + 14, pk->p, pk->len);
+	/* CHECKSUM_PARTIAL: the field holds the pseudo-header sum. */
+	uint8_t *ip = d + 14;
+	size_t l4len = pk->len - pk->l4off, al = pk->af == 4 ? 4 : 16;
+	uint32_t ps = cats_csum_add(0, ip + (pk->af == 4 ? 12 : 8), 2 * al);
+	ps += 6 + (uint32_t)(l4len >> 16) + (uint32_t)(l4len & 0xffff);
+	uint16_t f = cats_csum_fold(ps);
+	ip[pk->l4off + 16] = (uint8_t)(f >> 8);
+	ip[pk->l4off + 17] = (uint8_t)f;
+	if (send(pt->gsofd, fb, sizeof(*vh) + 14 + pk->len, MSG_DONTWAIT) < 0)
+		return -1;
+	pt->tx_pkts++;
+	ctr[C_tx_pkts]++;
+	ctr[C_tx_bytes] += pk->len;
+	ctr[C_gso_sends]++;
+	return 0;
+}
+
+/*
  * Send a plain IP packet that may be a GSO super-packet (from a peer that
  * offloads segmentation): segment it in software when it exceeds the port.
  */
@@ -374,6 +423,8 @@ out_big(struct port *pt, struct cats_pkt *pk, const struct rxmeta *m)
 		size_t mss = gso ? m->gso_size : mtu;
 		if (hdr + mss > mtu)
 			mss = mtu > hdr ? mtu - hdr : 0;
+		if (out_gso(pt, pk, mss) == 0)
+			return;
 		size_t lens[SEG_MAX];
 		unsigned n = mss ? cats_pkt_tso(pk->p, pk->len, (uint16_t)mss,
 		    segroom, SEG_STRIDE, SEG_MAX, lens) : 0;
@@ -1002,6 +1053,20 @@ open_packet(struct port *pt, char *err, size_t errlen)
 		return -1;
 	}
 	setsockopt(pt->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	/* TCP super-packets go out whole through a vnet-header socket. */
+	pt->gsofd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (pt->gsofd >= 0 && (setsockopt(pt->gsofd, SOL_PACKET,
+	    PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    bind(pt->gsofd, (struct sockaddr *)&(struct sockaddr_ll){
+	    .sll_family = AF_PACKET, .sll_ifindex = pt->ifindex },
+	    sizeof(struct sockaddr_ll)) < 0)) {
+		close(pt->gsofd);
+		pt->gsofd = -1;
+	}
+	if (pt->gsofd >= 0) {
+		int sb = 4 << 20;
+		setsockopt(pt->gsofd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+	}
 	struct sockaddr_ll sa = { .sll_family = AF_PACKET,
 		.sll_protocol = htons(ETH_P_ALL), .sll_ifindex = pt->ifindex };
 	if (bind(pt->rxfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -1102,7 +1167,7 @@ port_get(const char *spec, int role)
 	pt->kind = kind;
 	pt->roles = role;
 	cats_strlcpy(pt->name, name, sizeof(pt->name));
-	pt->rxfd = pt->txfd = -1;
+	pt->rxfd = pt->txfd = pt->gsofd = -1;
 	if (peer[0]) {
 		if (parse_mac(peer, pt->peer) < 0) {
 			cats_errorx("%s: bad MAC address", peer);
