@@ -217,6 +217,34 @@ tx_flush(struct port *pt)
 	}
 }
 
+static void
+l2_header(const struct port *pt, uint8_t *d, int ipv)
+{
+	if (pt->has_peer)
+		memcpy(d, pt->peer, 6);
+	else
+		memset(d, 0xff, 6);
+	memcpy(d + 6, pt->mac, 6);
+	d[12] = ipv == 4 ? 0x08 : 0x86;
+	d[13] = ipv == 4 ? 0x00 : 0xdd;
+}
+
+/* Hand a filled transmit frame (IP length len) to the kernel. */
+static void
+tx_commit(struct port *pt, uint8_t *f, size_t len)
+{
+	struct tpacket2_hdr *h = (void *)f;
+	h->tp_len = (uint32_t)(len + 14);
+	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST,
+	    __ATOMIC_RELEASE);
+	pt->txi = (pt->txi + 1) % pt->txn;
+	pt->tx_pkts++;
+	ctr[C_tx_pkts]++;
+	ctr[C_tx_bytes] += len;
+	if (++pt->txq >= 128)
+		tx_flush(pt);
+}
+
 /* Send one IP packet out of a port. */
 static void
 out_ip(struct port *pt, const uint8_t *ip, size_t len)
@@ -236,22 +264,11 @@ out_ip(struct port *pt, const uint8_t *ip, size_t len)
 			ctr[C_tx_full]++;
 			return;
 		}
-		struct tpacket2_hdr *h = (void *)f;
 		uint8_t *d = f + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
-		if (pt->has_peer)
-			memcpy(d, pt->peer, 6);
-		else
-			memset(d, 0xff, 6);
-		memcpy(d + 6, pt->mac, 6);
-		d[12] = (ip[0] >> 4) == 4 ? 0x08 : 0x86;
-		d[13] = (ip[0] >> 4) == 4 ? 0x00 : 0xdd;
+		l2_header(pt, d, ip[0] >> 4);
 		memcpy(d + 14, ip, len);
-		h->tp_len = (uint32_t)(len + 14);
-		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST,
-		    __ATOMIC_RELEASE);
-		pt->txi = (pt->txi + 1) % pt->txn;
-		if (++pt->txq >= 64)
-			tx_flush(pt);
+		tx_commit(pt, f, len);
+		return;
 	}
 	pt->tx_pkts++;
 	ctr[C_tx_pkts]++;
@@ -343,6 +360,27 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 	}
 	uint8_t *p = pk->p;
 	size_t len = pk->len;
+	struct port *pt = p_core;
+	if (pt->kind == K_PACKET && len + oh + 14 <= pt->txfsz -
+	    TPACKET2_HDRLEN) {
+		/* Build the packet in the transmit frame: one copy. */
+		uint8_t *f = tx_frame(pt);
+		if (f == NULL) {
+			ctr[C_tx_full]++;
+			return;
+		}
+		uint8_t *d = f + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
+		uint8_t *q = d + 14 + oh;
+		memcpy(q, p, len);
+		int r = cats_encap_push(enc, &q, &len, ipid++);
+		if (r) {
+			drop_pkt[r]++;
+			return;
+		}
+		l2_header(pt, d, q[0] >> 4);
+		tx_commit(pt, f, len);
+		return;
+	}
 	if (p != wbuf) {
 		memcpy(wbuf, p, len);
 		p = wbuf;
@@ -352,7 +390,7 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 		drop_pkt[r]++;
 		return;
 	}
-	out_ip(p_core, p, len);
+	out_ip(pt, p, len);
 }
 
 /*

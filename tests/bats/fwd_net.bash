@@ -108,8 +108,10 @@ stop() {
 
 # The fake control plane.  Extra arguments are passed on.
 start_cps() {
+	local log="--log=$FWD_DIR/cps.log"
+	[ -n "${CPS_NOLOG:-}" ] && log=--epoch=1
 	bg cps "$NI" fake-cps --select "unix:$FWD_DIR/select.sock" \
-		--bind "unix:$FWD_DIR/bind.sock" --log "$FWD_DIR/cps.log" \
+		--bind "unix:$FWD_DIR/bind.sock" "$log" \
 		--key "$FWD_DIR/psk" "$@"
 	wait_for 30 test -S "$FWD_DIR/bind.sock"
 }
