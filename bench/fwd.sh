@@ -179,9 +179,10 @@ measure() {
 	R[tcp1]=$(tcp_gbps 1)
 	R[tcp4]=$(tcp_gbps 4)
 	R[pps1]=$(udp_pps 4242)
-	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
-	read -r R[flows] R[fp50] R[fp99] R[span] <<<"$(new_flows)"
 	read -r R[lat50] R[lat99] R[lost] <<<"$(latency)"
+	read -r R[flows] R[fp50] R[fp99] R[span] <<<"$(new_flows)"
+	# Last: random source ports fill the pending pool (new flows).
+	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
 }
 
 kernel_up
