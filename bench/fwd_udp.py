@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""UDP helpers for bench/fwd.sh (timestamps in the payload; one clock, the
+machine's, shared by every namespace).
+
+  fwd_udp.py echo ADDR PORT            echo server
+  fwd_udp.py ping DST PORT N           N request/reply round trips on one
+                                       flow: prints "p50_us p99_us lost"
+  fwd_udp.py sink ADDR PORT SECONDS    prints "flows p50_us p99_us span_s"
+                                       (first-packet one-way delay)
+  fwd_udp.py newflows SRC DST PORT N   N one-packet flows, distinct source
+                                       ports, as fast as possible (raw socket)
+"""
+import socket
+import struct
+import sys
+import time
+
+
+def pct(v, p):
+    if not v:
+        return 0
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p / 100))]
+
+
+def main(a):
+    if a[0] == "echo":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((a[1], int(a[2])))
+        while True:
+            d, peer = s.recvfrom(2048)
+            s.sendto(d, peer)
+    elif a[0] == "ping":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(0.5)
+        s.connect((a[1], int(a[2])))
+        rtt, lost = [], 0
+        for i in range(int(a[3])):
+            t = time.perf_counter_ns()
+            s.send(struct.pack("!Q", i))
+            try:
+                while struct.unpack("!Q", s.recv(64)[:8])[0] != i:
+                    pass
+                if i >= 10:     # the first ones wait for the binding
+                    rtt.append((time.perf_counter_ns() - t) / 1000)
+            except socket.timeout:
+                lost += 1
+                if lost >= 20 and not rtt:
+                    break
+        print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
+    elif a[0] == "sink":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((a[1], int(a[2])))
+        s.settimeout(0.2)
+        end = time.time() + float(a[3])
+        seen, delays, first, last = set(), [], None, None
+        while time.time() < end:
+            try:
+                d, peer = s.recvfrom(64)
+            except socket.timeout:
+                continue
+            now = time.time()
+            if peer in seen or len(d) < 8:
+                continue
+            seen.add(peer)
+            delays.append((now - struct.unpack("!d", d[:8])[0]) * 1e6)
+            first = first or now
+            last = now
+        span = (last - first) if first and last and last > first else 0
+        print("%d %d %d %.6f" % (len(seen), pct(delays, 50), pct(delays, 99), span))
+    elif a[0] == "newflows":
+        src, dst, port, n = a[1], a[2], int(a[3]), int(a[4])
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        sa, da = socket.inet_aton(src), socket.inet_aton(dst)
+        for i in range(n):
+            sport = 1024 + (i % 64000)
+            pay = struct.pack("!d", time.time())
+            udp = struct.pack("!HHHH", sport, port, 8 + len(pay), 0) + pay
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0,
+                             64, 17, 0, sa, da)
+            s.sendto(ip + udp, (dst, 0))
+    else:
+        sys.exit("unknown mode")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

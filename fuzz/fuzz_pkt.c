@@ -1,0 +1,69 @@
+/*
+ * fuzz_pkt.c - libFuzzer target for the packet parser and rewriter
+ * (lib/pkt.c): parse, then rewrite, encapsulate, decapsulate, segment and
+ * answer with ICMP; a packet whose checksums were right must stay right.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pkt.h"
+
+static uint8_t room[CATS_PKT_HEADROOM + 70000];
+static uint8_t segs[8 * 2048];
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct cats_pkt pk;
+	struct cats_req_meta m;
+	uint8_t *p = room + CATS_PKT_HEADROOM;
+	if (size > 66000)
+		return 0;
+	memset(&m, 0, sizeof(m));
+	cats_tlv_parse(data, size, &m);
+	memcpy(p, data, size);
+	if (cats_pkt_parse(&pk, p, size) != 0)
+		return 0;
+	bool ok = cats_pkt_csum_ok(&pk);
+	for (size_t off = 0; off < 16; off += 5)
+		cats_modeb_parse(&pk, off, &m);
+	uint8_t out[1400], src[16] = { 10, 0, 0, 1 };
+	cats_pkt_icmp_error(&pk, CATS_ICMP_TOO_BIG, 1280, src, out, sizeof(out));
+	size_t lens[8];
+	if (pk.proto == 6)
+		cats_pkt_tso(p, pk.len, 536, segs, 2048, 8, lens);
+	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+		11, 12 };
+	cats_pkt_set_dst(&pk, a, 8443);
+	uint8_t b[16] = { 10, 9, 8, 7 };
+	cats_pkt_set_src(&pk, b, 0);
+	cats_pkt_dec_ttl(&pk);
+	cats_pkt_clamp_mss(&pk, 1200);
+	if (ok && !cats_pkt_csum_ok(&pk))
+		abort();	/* a rewrite broke a right checksum */
+	uint8_t *inner;
+	size_t ilen;
+	uint8_t osrc[16];
+	if (cats_decap(&pk, &inner, &ilen, osrc) == 0) {
+		struct cats_pkt in;
+		cats_pkt_parse(&in, inner, ilen);
+	}
+	struct cats_encap e;
+	memset(&e, 0, sizeof(e));
+	e.kind = size & 1 ? CATS_ENC_SRV6 : CATS_ENC_IPIP;
+	e.outer_af = size & 2 ? 6 : 4;
+	if (e.kind == CATS_ENC_SRV6)
+		e.outer_af = 6;
+	e.nsids = 1 + (unsigned)(size % 3);
+	size_t len = pk.len;
+	uint8_t *q = p;
+	if (cats_encap_push(&e, &q, &len, 1) == 0) {
+		struct cats_pkt o;
+		if (cats_pkt_parse(&o, q, len) == 0 && cats_decap(&o, &inner,
+		    &ilen, osrc) == 0 && o.srh_off == 0 && ilen != pk.len)
+			abort();	/* decap(encap(x)) != x */
+	}
+	return 0;
+}

@@ -1,0 +1,166 @@
+# Network namespaces for the cats-fwd tests (load after helper).
+#
+#   client ns C --c0/i0-- ingress ns I --i1/e1 (core)-- egress ns E --e2/s0-- server ns S
+#
+# C 192.0.2.10/24 2001:db8:c1::10/64 -> I 192.0.2.1 2001:db8:c1::1
+# core: I 2001:db8:cc::1/64, E 2001:db8:cc::2/64
+# E 198.51.100.1/24 2001:db8:5::1/64 -> S .11 .21, 2001:db8:5::11 ::21
+# service addresses: 203.0.113.100 (S1), 2001:db8:100::100 (S1),
+# interception addresses 203.0.113.200, 2001:db8:100::200.
+# SIDs: ingress 2001:db8:1::1, egress 2001:db8:2::100.
+#
+# Names carry the PID of the bats run, so parallel runs do not collide;
+# fwd_down removes everything, also after a failure.
+
+FWD_ID=${FWD_ID:-$$}
+NC=fwdc$FWD_ID NI=fwdi$FWD_ID NE=fwde$FWD_ID NS=fwds$FWD_ID
+PY=/usr/bin/python3
+export NC NI NE NS PY
+
+xc() { ip netns exec "$NC" "$@"; }
+xi() { ip netns exec "$NI" "$@"; }
+xe() { ip netns exec "$NE" "$@"; }
+xs() { ip netns exec "$NS" "$@"; }
+
+mac_of() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
+
+fwd_up() {
+	fwd_down
+	for n in "$NC" "$NI" "$NE" "$NS"; do
+		ip netns add "$n"
+		ip netns exec "$n" ip link set lo up
+	done
+	ip link add c0 netns "$NC" type veth peer name i0 netns "$NI"
+	ip link add i1 netns "$NI" type veth peer name e1 netns "$NE"
+	ip link add e2 netns "$NE" type veth peer name s0 netns "$NS"
+	xc ip addr add 192.0.2.10/24 dev c0
+	xc ip addr add 2001:db8:c1::10/64 dev c0 nodad
+	xi ip addr add 192.0.2.1/24 dev i0
+	xi ip addr add 2001:db8:c1::1/64 dev i0 nodad
+	xi ip addr add 2001:db8:cc::1/64 dev i1 nodad
+	xe ip addr add 2001:db8:cc::2/64 dev e1 nodad
+	xe ip addr add 198.51.100.1/24 dev e2
+	xe ip addr add 2001:db8:5::1/64 dev e2 nodad
+	xs ip addr add 198.51.100.11/24 dev s0
+	xs ip addr add 198.51.100.21/24 dev s0
+	xs ip addr add 2001:db8:5::11/64 dev s0 nodad
+	xs ip addr add 2001:db8:5::21/64 dev s0 nodad
+	for x in "xc c0" "xi i0" "xi i1" "xe e1" "xe e2" "xs s0"; do
+		set -- $x
+		$1 ip link set "$2" up
+	done
+	xc ip route add default via 192.0.2.1
+	xc ip -6 route add default via 2001:db8:c1::1
+	xs ip route add default via 198.51.100.1
+	xs ip -6 route add default via 2001:db8:5::1
+	# The forwarders' own kernels must not forward what cats-fwd handles.
+	for n in "$NI" "$NE"; do
+		ip netns exec "$n" sysctl -qw net.ipv4.ip_forward=0
+		ip netns exec "$n" sysctl -qw net.ipv6.conf.all.forwarding=0
+	done
+	# Neighbours are known up front (cats-fwd sends to fixed peers).
+	xc ip neigh replace 192.0.2.1 lladdr "$(mac_of "$NI" i0)" dev c0
+	xc ip -6 neigh replace 2001:db8:c1::1 lladdr "$(mac_of "$NI" i0)" dev c0
+	xs ip neigh replace 198.51.100.1 lladdr "$(mac_of "$NE" e2)" dev s0
+	xs ip -6 neigh replace 2001:db8:5::1 lladdr "$(mac_of "$NE" e2)" dev s0
+	FWD_DIR=$(mktemp -d /tmp/fwd-test.XXXXXX)
+	export FWD_DIR
+	cats-key psk -n IF-1 -o "$FWD_DIR/psk" >/dev/null
+}
+
+fwd_down() {
+	if [ -n "${FWD_DIR:-}" ] && [ -d "$FWD_DIR" ]; then
+		for f in "$FWD_DIR"/*.pid; do
+			[ -f "$f" ] || continue
+			kill "$(cat "$f")" 2>/dev/null || true
+		done
+		sleep 0.2
+		for f in "$FWD_DIR"/*.pid; do
+			[ -f "$f" ] || continue
+			kill -9 "$(cat "$f")" 2>/dev/null || true
+		done
+	fi
+	for n in "$NC" "$NI" "$NE" "$NS"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+		ip netns del "$n" 2>/dev/null || true
+	done
+	true
+}
+
+# Run a daemon in the background in a namespace: bg NAME NS CMD...
+bg() {
+	local name=$1 ns=$2
+	shift 2
+	ip netns exec "$ns" "$@" >"$FWD_DIR/$name.out" 2>"$FWD_DIR/$name.err" &
+	echo $! >"$FWD_DIR/$name.pid"
+}
+
+stop() {
+	[ -f "$FWD_DIR/$1.pid" ] || return 0
+	kill "$(cat "$FWD_DIR/$1.pid")" 2>/dev/null
+	local n=30
+	while kill -0 "$(cat "$FWD_DIR/$1.pid")" 2>/dev/null && [ $n -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	rm -f "$FWD_DIR/$1.pid"
+}
+
+# The fake control plane.  Extra arguments are passed on.
+start_cps() {
+	local log="--log=$FWD_DIR/cps.log"
+	[ -n "${CPS_NOLOG:-}" ] && log=--epoch=1
+	bg cps "$NI" fake-cps --select "unix:$FWD_DIR/select.sock" \
+		--bind "unix:$FWD_DIR/bind.sock" "$log" \
+		--key "$FWD_DIR/psk" "$@"
+	wait_for 30 test -S "$FWD_DIR/bind.sock"
+}
+
+# The ingress forwarder IF-1.  Extra arguments are passed on.
+start_ingress() {
+	bg ingress "$NI" cats-fwd --id IF-1 -v \
+		--client "af_packet:i0,peer=$(mac_of "$NC" c0)" \
+		--core "af_packet:i1,peer=$(mac_of "$NE" e1)" \
+		--src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
+		--service S1=203.0.113.100 --service S1=2001:db8:100::100 \
+		--intercept 203.0.113.200 --intercept 2001:db8:100::200 \
+		--select "unix:$FWD_DIR/select.sock" \
+		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
+		--stats "file:$FWD_DIR/ingress.stats" --ring-frames 64 "$@"
+	wait_for 50 grep -q "forwarding" "$FWD_DIR/ingress.err"
+}
+
+# The egress forwarder EF-2.
+start_egress() {
+	bg egress "$NE" cats-fwd --id EF-2 -v \
+		--core "af_packet:e1,peer=$(mac_of "$NI" i1)" \
+		--site "af_packet:e2,peer=$(mac_of "$NS" s0)" \
+		--src6 2001:db8:2::100 --sid 2001:db8:2::100 \
+		--owns 198.51.100.0/24 --owns 2001:db8:5::/64 \
+		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
+		--stats "file:$FWD_DIR/egress.stats" --ring-frames 64 "$@"
+	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
+}
+
+# Counter NAME of a forwarder (ingress|egress), from a fresh stats dump.
+counter() {
+	local who=$1 name=$2
+	rm -f "$FWD_DIR/$who.stats"
+	kill -USR1 "$(cat "$FWD_DIR/$who.pid")"
+	wait_for 30 test -s "$FWD_DIR/$who.stats"
+	sleep 0.1
+	jq -r ".counters.$name" "$FWD_DIR/$who.stats" | tail -1
+}
+
+# Two web servers, one per instance address, each with its own page.
+start_web() {
+	for i in 11 21; do
+		mkdir -p "$FWD_DIR/www$i"
+		echo "instance 198.51.100.$i" >"$FWD_DIR/www$i/index.html"
+		head -c "${BIG_SIZE:-3000000}" /dev/urandom >"$FWD_DIR/www$i/big"
+		bg "web$i" "$NS" $PY -m http.server 80 --bind "198.51.100.$i" \
+			--directory "$FWD_DIR/www$i"
+	done
+	wait_for 150 xs $PY -c 'import socket; socket.create_connection(("198.51.100.21", 80), 1)'
+	wait_for 150 xs $PY -c 'import socket; socket.create_connection(("198.51.100.11", 80), 1)'
+}

@@ -1,0 +1,280 @@
+/*
+ * test_fwd.c - the flow and binding table: pending records and their
+ * limits, bindings (install, refresh, remove), epochs and fencing, idle and
+ * hard expiry with the time passed in (replay style, no sleeps).
+ */
+#include <string.h>
+
+#include "fwd.h"
+#include "json.h"
+#include "t.h"
+
+static struct cats_dec dec;
+
+/* A binding record from JSON (through the one decoder). */
+static const struct cats_binding *
+bind_json(const char *text)
+{
+	static struct cats_rec r;
+	json_error_t je;
+	struct cats_err e;
+	json_t *j = json_loads(text, 0, &je);
+	if (j == NULL || cats_rec_from_json(&dec, j, &r, &e) < 0) {
+		printf("# bad fixture: %s %s %s\n", j ? e.field : je.text,
+		    j ? e.reason : "", text);
+		json_decref(j);
+		return NULL;
+	}
+	json_decref(j);
+	return &r.u.binding;
+}
+
+static char jb[2048];
+
+static const struct cats_binding *
+mkbind(uint64_t id, uint64_t version, uint64_t epoch, const char *op,
+    int sport, const char *loc, const char *extra)
+{
+	snprintf(jb, sizeof(jb),
+	    "{\"type\":\"binding\",\"id\":%llu,\"version\":%llu,\"epoch\":%llu,"
+	    "\"op\":\"%s\",\"ts\":1,\"txn\":%llu,\"ingress\":\"IF-1\","
+	    "\"egress\":\"EF-2\","
+	    "\"fwd\":{\"match\":{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":%d,"
+	    "\"dst\":\"203.0.113.100\",\"dport\":80},\"locator\":\"%s\","
+	    "\"encap\":\"srv6\",\"sids\":[\"2001:db8:2::100\"]},"
+	    "\"rev\":{\"match\":{\"proto\":6,\"src\":\"%s\",\"sport\":80,"
+	    "\"dst\":\"192.0.2.10\",\"dport\":%d},\"restore_src\":\"203.0.113.100\","
+	    "\"restore_port\":80,\"sids\":[\"2001:db8:1::1\"]}%s}",
+	    (unsigned long long)id, (unsigned long long)version,
+	    (unsigned long long)epoch, op, (unsigned long long)(id + 1000),
+	    sport, loc, loc, sport, extra ? extra : "");
+	return bind_json(jb);
+}
+
+static void
+key4(struct cats_fkey *k, int sport)
+{
+	struct cats_flow f;
+	memset(&f, 0, sizeof(f));
+	f.proto = 6;
+	cats_ip_parse("192.0.2.10", 10, &f.src);
+	cats_ip_parse("203.0.113.100", 13, &f.dst);
+	CATS_SET(&f, FLOW, sport, (uint64_t)sport);
+	CATS_SET(&f, FLOW, dport, 80);
+	cats_fkey_from_flow(k, &f, CATS_DIR_IN_FWD);
+}
+
+static int npend_cb, nbind_cb;
+static char last_why[32];
+
+static void
+pend_cb(struct cats_pend *p, void *arg)
+{
+	struct cats_fwd *t = arg;
+	npend_cb++;
+	cats_fwd_held_free(t, cats_fwd_pend_take(t, p));
+}
+
+static void
+bind_cb(struct cats_fbind *b, const char *why, void *arg)
+{
+	(void)b;
+	(void)arg;
+	nbind_cb++;
+	cats_strlcpy(last_why, why, sizeof(last_why));
+}
+
+static void
+test_pending(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_conf c = { .id = "IF-1", .pend_pkts_flow = 3,
+		.pend_pkts = 10, .pend_flows = 4, .pend_client = 3,
+		.pend_ms = 500, .has_src6 = true };
+	T_OK(cats_fwd_init(&t, &c) == 0, "init");
+	struct cats_fkey k;
+	struct cats_pend *p, *p2;
+	uint8_t pkt[60] = { 0x45 };
+	key4(&k, 1000);
+	int rc = cats_fwd_hold(&t, &k, pkt, 60, 0, 100, &p);
+	T_OK(rc == CATS_PEND_NEW && p->txn > 0, "first packet: new pending record");
+	uint64_t txn = p->txn;
+	T_OK(cats_fwd_hold(&t, &k, pkt, 60, 0, 110, &p2) == CATS_PEND_JOINED &&
+	    p2 == p, "second packet joins (no second selection)");
+	cats_fwd_hold(&t, &k, pkt, 60, 0, 120, &p2);
+	T_OK(cats_fwd_hold(&t, &k, pkt, 60, 0, 130, &p2) ==
+	    -CATS_FR_PEND_FLOW_FULL && p->npkts == 3,
+	    "fourth packet over the per-flow limit");
+	/* Per-client limit: same source, other ports. */
+	key4(&k, 1001);
+	cats_fwd_hold(&t, &k, pkt, 60, 0, 140, &p2);
+	key4(&k, 1002);
+	cats_fwd_hold(&t, &k, pkt, 60, 0, 140, &p2);
+	key4(&k, 1003);
+	T_OK(cats_fwd_hold(&t, &k, pkt, 60, 0, 140, &p2) ==
+	    -CATS_FR_PEND_CLIENT_FULL, "per-client limit");
+	T_OK(t.st.pending == 3 && t.st.held == 5, "3 pending, 5 held");
+	/* Expiry at the deadline, driven by now. */
+	npend_cb = 0;
+	cats_fwd_expire(&t, 599, pend_cb, bind_cb, &t);
+	T_OK(npend_cb == 0, "nothing expires before the deadline");
+	cats_fwd_expire(&t, 600, pend_cb, bind_cb, &t);
+	T_OK(npend_cb == 1 && t.st.pending == 2 && t.st.held == 2,
+	    "the first record expires at created + pend_ms");
+	/* An error record ends a pending record by txn or by flow. */
+	key4(&k, 1000);
+	T_OK(cats_fwd_hold(&t, &k, pkt, 60, 0, 700, &p) == CATS_PEND_NEW &&
+	    p->txn != txn, "a new record after expiry gets a new txn");
+	struct cats_error e;
+	memset(&e, 0, sizeof(e));
+	CATS_SET(&e, ERR, txn, p->txn);
+	T_OK(cats_fwd_error(&t, &e) == p, "error finds the record by txn");
+	cats_fwd_held_free(&t, cats_fwd_pend_take(&t, p));
+	cats_fwd_free(&t);
+}
+
+static void
+test_bindings(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_conf c = { .id = "IF-1", .has_src6 = true };
+	cats_fwd_init(&t, &c);
+	struct cats_fkey k;
+	struct cats_pend *p;
+	struct cats_fbind *b = NULL;
+	struct cats_held *rel = NULL;
+	int ev;
+	uint8_t pkt[60] = { 0x45 };
+	key4(&k, 2000);
+	cats_fwd_hold(&t, &k, pkt, 60, 0, 1000, &p);
+	cats_fwd_hold(&t, &k, pkt, 40, 0, 1001, &p);
+	const struct cats_binding *r = mkbind(1, 1, 5, "install", 2000,
+	    "198.51.100.21", ",\"idle_ms\":3000,\"hard_ms\":10000");
+	T_OK(r != NULL && cats_fwd_apply(&t, r, 1002, &b, &rel, &ev) == 0 &&
+	    ev == CATS_EV_INSTALLED, "install");
+	T_OK(rel != NULL && rel->len == 60 && rel->next != NULL &&
+	    rel->next->len == 40 && rel->next->next == NULL &&
+	    t.st.pending == 0, "held packets released in order");
+	cats_fwd_held_free(&t, rel);
+	T_OK(cats_fwd_lookup(&t, &k) == b && b->ingress && !b->egress &&
+	    b->enc.kind == CATS_ENC_SRV6 && b->enc.nsids == 1,
+	    "forward state: ingress role, SRv6");
+	struct cats_fkey rk = b->keys[CATS_DIR_IN_REV];
+	T_OK(cats_fwd_lookup(&t, &rk) == b && b->restore_port == 80,
+	    "reverse state installed with the forward state");
+	/* Refresh: same epoch, higher version. */
+	r = mkbind(1, 2, 5, "refresh", 2000, "198.51.100.21",
+	    ",\"idle_ms\":3000,\"hard_ms\":10000");
+	T_OK(cats_fwd_apply(&t, r, 1500, &b, &rel, &ev) == 0 &&
+	    ev == CATS_EV_REFRESHED && b->version == 2, "refresh");
+	r = mkbind(1, 1, 5, "refresh", 2000, "198.51.100.21", NULL);
+	T_OK(cats_fwd_apply(&t, r, 1500, &b, &rel, &ev) ==
+	    CATS_FR_STALE_VERSION, "older version refused");
+	/* Another binding for the same flow is refused. */
+	r = mkbind(2, 1, 5, "install", 2000, "198.51.100.11", NULL);
+	T_OK(cats_fwd_apply(&t, r, 1500, &b, &rel, &ev) == CATS_FR_FLOW_BOUND,
+	    "a second binding for a bound flow is refused");
+	/* A newer epoch fences older ones. */
+	r = mkbind(3, 1, 6, "install", 2001, "198.51.100.11", NULL);
+	T_OK(cats_fwd_apply(&t, r, 1600, &b, &rel, &ev) == 0, "epoch 6");
+	r = mkbind(4, 1, 5, "install", 2002, "198.51.100.11", NULL);
+	T_OK(cats_fwd_apply(&t, r, 1600, &b, &rel, &ev) == CATS_FR_FENCED,
+	    "epoch 5 fenced after epoch 6");
+	T_OK(cats_fwd_by_id(&t, 1) != NULL,
+	    "bindings of the old epoch stay until refreshed or expired");
+	/* Not for this forwarder. */
+	r = mkbind(5, 1, 6, "install", 2003, "198.51.100.11", NULL);
+	struct cats_binding other = *r;
+	other.ingress = "IF-9";
+	other.egress = "EF-9";
+	other.fwd.egress = NULL;
+	T_OK(cats_fwd_apply(&t, &other, 1600, &b, &rel, &ev) ==
+	    CATS_FR_NOT_MINE, "a binding for other forwarders is refused");
+	/* Idle and hard expiry, driven by now. */
+	key4(&k, 2000);
+	b = cats_fwd_lookup(&t, &k);
+	cats_fbind_count(b, 0, 100, 4000);
+	nbind_cb = 0;
+	cats_fwd_expire(&t, 6999, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 0, "used at 4000: alive at 6999");
+	cats_fwd_expire(&t, 7000, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 1 && strcmp(last_why, "idle") == 0 &&
+	    cats_fwd_lookup(&t, &k) == NULL &&
+	    cats_fwd_lookup(&t, &rk) == NULL,
+	    "idle expiry at last + idle_ms removes both directions");
+	r = mkbind(6, 1, 6, "install", 2004, "198.51.100.11",
+	    ",\"hard_ms\":1000");
+	cats_fwd_apply(&t, r, 8000, &b, &rel, &ev);
+	for (uint64_t now = 8100; now < 9000; now += 100)
+		cats_fbind_count(b, 0, 1, now);
+	nbind_cb = 0;
+	cats_fwd_expire(&t, 9000, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 1 && strcmp(last_why, "hard") == 0,
+	    "hard lifetime ends a busy binding");
+	/* Remove. */
+	r = mkbind(3, 2, 6, "remove", 2001, "198.51.100.11", NULL);
+	T_OK(cats_fwd_apply(&t, r, 9100, &b, &rel, &ev) == 0 &&
+	    ev == CATS_EV_REMOVED && b->id == 3, "remove");
+	cats_fwd_remove(&t, b);
+	T_OK(cats_fwd_by_id(&t, 3) == NULL, "gone");
+	struct cats_rec sr;
+	r = mkbind(7, 1, 6, "install", 2005, "198.51.100.11", NULL);
+	cats_fwd_apply(&t, r, 9200, &b, &rel, &ev);
+	cats_fwd_status(&t, b, CATS_EV_INSTALLED, NULL, 9200, &sr);
+	struct cats_err e;
+	T_OK(cats_rec_validate(&sr, &e) == 0 && sr.u.status.id == 7 &&
+	    sr.u.status.epoch == 6, "status record valid");
+	cats_fwd_free(&t);
+}
+
+static void
+test_egress_and_affinity(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_conf c = { .id = "EF-2", .has_src6 = true };
+	cats_fwd_init(&t, &c);
+	struct cats_fbind *b = NULL;
+	struct cats_held *rel;
+	int ev;
+	/* Egress role, no reverse SIDs: the return tunnel is learned. */
+	const struct cats_binding *r = bind_json(
+	    "{\"type\":\"binding\",\"id\":9,\"version\":1,\"epoch\":1,"
+	    "\"op\":\"install\",\"ts\":1,\"ingress\":\"IF-1\",\"egress\":\"EF-2\","
+	    "\"fwd\":{\"match\":{\"proto\":17,\"src\":\"192.0.2.10\","
+	    "\"dst\":\"203.0.113.100\",\"dport\":53},\"locator\":\"198.51.100.21\","
+	    "\"port\":5353,\"encap\":\"srv6\",\"sids\":[\"2001:db8:2::100\"]},"
+	    "\"rev\":{\"match\":{\"proto\":17,\"src\":\"198.51.100.21\","
+	    "\"sport\":5353,\"dst\":\"192.0.2.10\"},"
+	    "\"restore_src\":\"203.0.113.100\",\"restore_port\":53}}");
+	T_OK(r != NULL && cats_fwd_apply(&t, r, 1, &b, &rel, &ev) == 0 &&
+	    b->egress && !b->ingress && b->renc_learn, "egress binding");
+	struct cats_fkey k;
+	memset(&k, 0, sizeof(k));
+	k.af = 4;
+	k.proto = 17;
+	k.dir = CATS_DIR_EG_FWD;
+	k.sport = 40000;
+	k.dport = 5353;
+	struct cats_ip a;
+	cats_ip_parse("192.0.2.10", 10, &a);
+	memcpy(k.src, a.a, 4);
+	cats_ip_parse("198.51.100.21", 13, &a);
+	memcpy(k.dst, a.a, 4);
+	T_OK(cats_fwd_lookup(&t, &k) == b,
+	    "any client port (client affinity) at the rewritten destination");
+	k.dport = 53;
+	T_OK(cats_fwd_lookup(&t, &k) == NULL,
+	    "the original port does not match at the egress");
+	cats_fwd_free(&t);
+}
+
+int
+main(void)
+{
+	cats_dec_init(&dec, NULL);
+	test_pending();
+	test_bindings();
+	test_egress_and_affinity();
+	cats_dec_free(&dec);
+	return t_done();
+}

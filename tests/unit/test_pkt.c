@@ -1,0 +1,407 @@
+/*
+ * test_pkt.c - packet parsing, rewriting with incremental checksums,
+ * encapsulation, Mode A / Mode B request carriage, ICMP errors, TSO.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pkt.h"
+#include "t.h"
+
+#define HR CATS_PKT_HEADROOM
+
+static uint8_t room[HR + 70000];
+static uint8_t *const buf = room + HR;
+
+static void
+a4(uint8_t *p, const char *s)
+{
+	inet_pton(AF_INET, s, p);
+}
+
+static void
+a6(uint8_t *p, const char *s)
+{
+	inet_pton(AF_INET6, s, p);
+}
+
+/* Fill the checksums of a plain IPv4 packet. */
+static void
+fill4(uint8_t *p, size_t len)
+{
+	struct cats_pkt pk;
+	memset(&pk, 0, sizeof(pk));
+	pk.p = p;
+	pk.af = 4;
+	pk.proto = p[9];
+	pk.l4off = (uint16_t)((p[0] & 0xf) * 4);
+	pk.len = len;
+	cats_pkt_csum_fill(&pk);
+}
+
+/* IPv4 + TCP or UDP with a payload of n bytes; checksums filled. */
+static size_t
+mk4(uint8_t *p, int proto, const char *src, const char *dst, uint16_t sp,
+    uint16_t dp, size_t n, uint8_t flags)
+{
+	size_t l4 = proto == 6 ? 20 : 8, len = 20 + l4 + n;
+	memset(p, 0, len);
+	p[0] = 0x45;
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+	p[6] = 0x40;
+	p[8] = 64;
+	p[9] = (uint8_t)proto;
+	a4(p + 12, src);
+	a4(p + 16, dst);
+	uint8_t *t = p + 20;
+	t[0] = (uint8_t)(sp >> 8); t[1] = (uint8_t)sp;
+	t[2] = (uint8_t)(dp >> 8); t[3] = (uint8_t)dp;
+	if (proto == 6) {
+		t[4] = 0x12; t[7] = 0x34;
+		t[12] = 0x50;
+		t[13] = flags;
+		t[14] = 0xff;
+	} else {
+		t[4] = (uint8_t)((8 + n) >> 8);
+		t[5] = (uint8_t)(8 + n);
+	}
+	for (size_t i = 0; i < n; i++)
+		p[20 + l4 + i] = (uint8_t)(i * 7 + 3);
+	fill4(p, len);
+	return len;
+}
+
+/* IPv6 + UDP, with an optional extension header of ext bytes in front. */
+static size_t
+mk6(uint8_t *p, const char *src, const char *dst, uint16_t sp, uint16_t dp,
+    const uint8_t *ext, size_t extn, size_t n)
+{
+	size_t len = 40 + extn + 8 + n;
+	memset(p, 0, len);
+	p[0] = 0x60;
+	p[4] = (uint8_t)((len - 40) >> 8);
+	p[5] = (uint8_t)(len - 40);
+	p[6] = extn ? 60 : 17;
+	p[7] = 64;
+	a6(p + 8, src);
+	a6(p + 24, dst);
+	if (extn)
+		memcpy(p + 40, ext, extn);
+	uint8_t *u = p + 40 + extn;
+	u[0] = (uint8_t)(sp >> 8); u[1] = (uint8_t)sp;
+	u[2] = (uint8_t)(dp >> 8); u[3] = (uint8_t)dp;
+	u[4] = (uint8_t)((8 + n) >> 8); u[5] = (uint8_t)(8 + n);
+	for (size_t i = 0; i < n; i++)
+		u[8 + i] = (uint8_t)i;
+	struct cats_pkt pk;
+	if (cats_pkt_parse(&pk, p, len) == 0)
+		cats_pkt_csum_fill(&pk);
+	return len;
+}
+
+static void
+test_parse_rewrite(void)
+{
+	struct cats_pkt pk;
+	size_t len = mk4(buf, 6, "192.0.2.10", "192.0.2.100", 51000, 443, 100,
+	    CATS_TCP_SYN);
+	T_OK(cats_pkt_parse(&pk, buf, len) == 0, "parse IPv4 TCP");
+	T_OK(pk.af == 4 && pk.proto == 6 && pk.sport == 51000 &&
+	    pk.dport == 443 && pk.l4off == 20, "fields");
+	T_OK(cats_pkt_csum_ok(&pk), "built checksums are right");
+	uint8_t loc[4];
+	a4(loc, "198.51.100.21");
+	cats_pkt_set_dst(&pk, loc, 8443);
+	T_OK(cats_pkt_csum_ok(&pk) && pk.dport == 8443 &&
+	    memcmp(buf + 16, loc, 4) == 0, "set_dst: checksums still right");
+	a4(loc, "192.0.2.100");
+	cats_pkt_set_src(&pk, loc, 443);
+	T_OK(cats_pkt_csum_ok(&pk), "set_src: checksums right");
+	T_OK(cats_pkt_dec_ttl(&pk) == 0 && buf[8] == 63 && cats_pkt_csum_ok(&pk),
+	    "ttl decrement keeps the header checksum");
+	buf[8] = 1;
+	cats_pkt_csum_fill(&pk);
+	T_OK(cats_pkt_dec_ttl(&pk) == CATS_DROP_TTL, "ttl 1 -> drop ttl");
+	uint8_t out[1500], me[4];
+	a4(me, "192.0.2.1");
+	size_t n = cats_pkt_icmp_error(&pk, CATS_ICMP_TIME_EXCEEDED, 0, me, out,
+	    sizeof(out));
+	struct cats_pkt e;
+	T_OK(n > 28 && cats_pkt_parse(&e, out, n) == 0 && e.proto == 1 &&
+	    out[20] == 11 && cats_pkt_csum_ok(&e),
+	    "ICMP time exceeded is valid");
+	T_OK(cats_pkt_icmp_error(&e, CATS_ICMP_UNREACH, 0, me, out + 600,
+	    600) == 0, "no ICMP error about an ICMP error");
+
+	/* UDP over IPv4 without a checksum keeps none. */
+	len = mk4(buf, 17, "192.0.2.10", "192.0.2.100", 5000, 53, 10, 0);
+	buf[26] = buf[27] = 0;
+	cats_pkt_parse(&pk, buf, len);
+	a4(loc, "10.9.8.7");
+	cats_pkt_set_dst(&pk, loc, 5353);
+	T_OK(buf[26] == 0 && buf[27] == 0 && cats_pkt_csum_ok(&pk),
+	    "UDP zero checksum stays zero");
+
+	/* IPv6 UDP: the pseudo-header. */
+	len = mk6(buf, "2001:db8::10", "2001:db8::100", 4000, 5000, NULL, 0, 33);
+	T_OK(cats_pkt_parse(&pk, buf, len) == 0 && cats_pkt_csum_ok(&pk),
+	    "IPv6 UDP parses");
+	uint8_t l6[16];
+	a6(l6, "2001:db8:99::21");
+	cats_pkt_set_dst(&pk, l6, 0);
+	T_OK(cats_pkt_csum_ok(&pk), "IPv6 set_dst keeps the UDP checksum");
+	T_OK(cats_pkt_dec_ttl(&pk) == 0 && buf[7] == 63, "hop limit");
+
+	/* Random rewrites never leave a wrong checksum. */
+	srand(7);
+	int bad = 0;
+	for (int i = 0; i < 2000; i++) {
+		char s[32], d[32];
+		snprintf(s, sizeof(s), "10.%d.%d.%d", rand() & 255, rand() & 255,
+		    rand() & 255);
+		snprintf(d, sizeof(d), "172.16.%d.%d", rand() & 255,
+		    rand() & 255);
+		len = mk4(buf, (i & 1) ? 6 : 17, s, d, (uint16_t)rand(),
+		    (uint16_t)rand(), (size_t)(rand() % 300), 0x10);
+		cats_pkt_parse(&pk, buf, len);
+		uint8_t x[4] = { (uint8_t)rand(), (uint8_t)rand(),
+		    (uint8_t)rand(), (uint8_t)rand() };
+		cats_pkt_set_dst(&pk, x, (uint16_t)rand());
+		cats_pkt_set_src(&pk, x, (uint16_t)rand());
+		cats_pkt_dec_ttl(&pk);
+		bad += !cats_pkt_csum_ok(&pk);
+	}
+	T_OK(bad == 0, "2000 random rewrites: checksums right (%d bad)", bad);
+}
+
+static void
+test_bad_input(void)
+{
+	struct cats_pkt pk;
+	size_t len = mk4(buf, 6, "192.0.2.10", "192.0.2.100", 1, 2, 0, 0);
+	T_OK(cats_pkt_parse(&pk, buf, 30) == CATS_DROP_BAD_LENGTH,
+	    "short buffer -> bad length");
+	buf[6] = 0x20;	/* MF */
+	fill4(buf, len);
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_FRAGMENT,
+	    "IPv4 fragment -> dropped");
+	len = mk4(buf, 6, "192.0.2.10", "192.0.2.100", 1, 2, 0, 0);
+	buf[10] ^= 1;
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_BAD_HDR_CSUM,
+	    "bad IPv4 header checksum");
+	len = mk4(buf, 6, "192.0.2.10", "192.0.2.100", 1, 2, 0, 0);
+	buf[32] = 0xf0;	/* data offset 60 > segment */
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_BAD_LENGTH,
+	    "TCP data offset past the end");
+	buf[0] = 0x55;
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_BAD_VERSION,
+	    "version 5");
+	len = mk4(buf, 47, "192.0.2.10", "192.0.2.100", 1, 2, 0, 0);
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_UNKNOWN_PROTO,
+	    "GRE -> unknown protocol");
+	/* IPv6 fragment header. */
+	uint8_t fr[8] = { 17, 0, 0, 1, 0, 0, 0, 1 };
+	len = mk6(buf, "2001:db8::1", "2001:db8::2", 1, 2, fr, 8, 4);
+	buf[6] = 44;
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_FRAGMENT,
+	    "IPv6 fragment -> dropped");
+	/* A chain of nine destination options headers. */
+	uint8_t chain[72];
+	for (int i = 0; i < 9; i++) {
+		chain[i * 8] = i < 8 ? 60 : 17;
+		chain[i * 8 + 1] = 0;
+		chain[i * 8 + 2] = 1;
+		chain[i * 8 + 3] = 4;
+		memset(chain + i * 8 + 4, 0, 4);
+	}
+	len = mk6(buf, "2001:db8::1", "2001:db8::2", 1, 2, chain, 72, 4);
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_TOO_MANY_EXT,
+	    "extension header chain over the cap");
+	/* An option whose length runs past its header. */
+	uint8_t bo[8] = { 17, 0, 0x1E, 9, 1, 1, 1, 'S' };
+	len = mk6(buf, "2001:db8::1", "2001:db8::2", 1, 2, bo, 8, 4);
+	T_OK(cats_pkt_parse(&pk, buf, len) == CATS_DROP_BAD_OPTION,
+	    "option length past the header");
+}
+
+static void
+test_mode_a_b(void)
+{
+	struct cats_req_meta m;
+	memset(&m, 0, sizeof(m));
+	strcpy(m.cs_id, "S1");
+	m.has = 1u << CATS_TLV_MAX_DELAY;
+	m.max_delay_us = 15000;
+	uint8_t ext[64];
+	size_t en = cats_modea_build(&m, 17, ext, sizeof(ext));
+	T_OK(en == 16 && ext[2] == 0x1E, "Mode A header of %zu bytes", en);
+	struct cats_pkt pk;
+	size_t len = mk6(buf, "2001:db8::10", "2001:db8::100", 4000, 5000, ext,
+	    en, 20);
+	T_OK(cats_pkt_parse(&pk, buf, len) == 0 && pk.proto == 17 &&
+	    pk.dport == 5000, "Mode A packet parses to UDP");
+	T_OK(pk.meta.present && strcmp(pk.meta.cs_id, "S1") == 0 &&
+	    pk.meta.max_delay_us == 15000, "CS-ID and constraint read");
+	T_OK(cats_pkt_csum_ok(&pk), "checksum over the options packet");
+	/* Duplicate CS-ID TLV. */
+	uint8_t tl[] = { 1, 2, 'S', '1', 1, 2, 'S', '2' };
+	memset(&m, 0, sizeof(m));
+	T_OK(cats_tlv_parse(tl, sizeof(tl), &m) < 0, "duplicate CS-ID refused");
+	uint8_t t2[] = { 2, 3, 0, 0, 1 };
+	memset(&m, 0, sizeof(m));
+	T_OK(cats_tlv_parse(t2, sizeof(t2), &m) < 0, "bad TLV length refused");
+	uint8_t t3[] = { 200, 1, 9, 1, 1, 'X' };
+	memset(&m, 0, sizeof(m));
+	T_OK(cats_tlv_parse(t3, sizeof(t3), &m) == 0 &&
+	    strcmp(m.cs_id, "X") == 0, "unknown TLV >= 128 skipped");
+	uint8_t t4[] = { 1, 2, 0xc3, 0x28 };
+	memset(&m, 0, sizeof(m));
+	T_OK(cats_tlv_parse(t4, sizeof(t4), &m) < 0, "non-UTF-8 CS-ID refused");
+
+	/* Mode B at UDP payload offset 0. */
+	len = mk4(buf, 17, "192.0.2.10", "192.0.2.100", 5000, 7000, 16, 0);
+	uint8_t env[] = { 0xCA, 0x75, 1, 4, 1, 2, 'S', '2' };
+	memcpy(buf + 28, env, sizeof(env));
+	cats_pkt_parse(&pk, buf, len);
+	memset(&m, 0, sizeof(m));
+	T_OK(cats_modeb_parse(&pk, 0, &m) == 1 && strcmp(m.cs_id, "S2") == 0,
+	    "Mode B envelope read");
+	T_OK(cats_modeb_parse(&pk, 4, &m) == 0, "no envelope elsewhere");
+	buf[31] = 40;
+	T_OK(cats_modeb_parse(&pk, 0, &m) == -1, "envelope length too long");
+}
+
+static void
+test_encap(void)
+{
+	struct cats_pkt pk;
+	size_t len = mk4(buf, 6, "192.0.2.10", "198.51.100.21", 51000, 443, 50,
+	    0x10);
+	uint8_t orig[200];
+	memcpy(orig, buf, len);
+	struct cats_encap e;
+	memset(&e, 0, sizeof(e));
+	e.kind = CATS_ENC_SRV6;
+	e.outer_af = 6;
+	a6(e.src, "2001:db8:1::1");
+	a6(e.sids[0], "2001:db8:a1::1");
+	a6(e.sids[1], "2001:db8:a2::1");
+	a6(e.sids[2], "2001:db8:e2::d4");
+	e.nsids = 3;
+	uint8_t *p = buf;
+	size_t n = len;
+	T_OK(cats_encap_push(&e, &p, &n, 0) == 0 && n == len + 96,
+	    "SRv6 encap adds 96 bytes");
+	T_OK(cats_pkt_parse(&pk, p, n) == 0 && pk.proto == 4 && pk.srh_off == 40,
+	    "outer IPv6 + SRH parses, next header IPv4");
+	T_OK(memcmp(p + 24, e.sids[0], 16) == 0 && p[43] == 2 &&
+	    memcmp(p + 48, e.sids[2], 16) == 0 &&
+	    memcmp(p + 80, e.sids[0], 16) == 0,
+	    "destination = first SID, segments left 2, list reversed");
+	uint8_t *in;
+	size_t inl;
+	uint8_t osrc[16];
+	T_OK(cats_decap(&pk, &in, &inl, osrc) == CATS_DROP_SEGMENTS_LEFT,
+	    "decap refuses segments left > 0");
+	p[43] = 0;
+	cats_pkt_parse(&pk, p, n);
+	T_OK(cats_decap(&pk, &in, &inl, osrc) == 0 && inl == len &&
+	    memcmp(in, orig, len) == 0 && memcmp(osrc, e.src, 16) == 0,
+	    "decap returns the inner packet and the outer source");
+
+	memcpy(buf, orig, len);
+	memset(&e, 0, sizeof(e));
+	e.kind = CATS_ENC_IPIP;
+	e.outer_af = 4;
+	a4(e.src, "10.0.0.1");
+	a4(e.dst, "10.0.0.2");
+	p = buf;
+	n = len;
+	T_OK(cats_encap_push(&e, &p, &n, 77) == 0 && n == len + 20,
+	    "IPv4-in-IPv4");
+	T_OK(cats_pkt_parse(&pk, p, n) == 0 && pk.proto == 4 &&
+	    cats_pkt_csum_ok(&pk) && (p[6] & 0x40), "outer header valid, DF");
+	T_OK(cats_decap(&pk, &in, &inl, osrc) == 0 &&
+	    memcmp(in, orig, len) == 0, "decap IPIP");
+
+	len = mk6(buf, "2001:db8::10", "2001:db8::100", 1, 2, NULL, 0, 9);
+	memcpy(orig, buf, len);
+	e.outer_af = 6;
+	a6(e.src, "2001:db8:c::1");
+	a6(e.dst, "2001:db8:c::2");
+	p = buf;
+	n = len;
+	T_OK(cats_encap_push(&e, &p, &n, 0) == 0 && p[6] == 41 &&
+	    cats_pkt_parse(&pk, p, n) == 0 && pk.proto == 41,
+	    "IPv6-in-IPv6");
+	T_OK(cats_decap(&pk, &in, &inl, osrc) == 0 && inl == len &&
+	    memcmp(in, orig, len) == 0, "decap IPv6-in-IPv6");
+	cats_pkt_parse(&pk, orig, len);
+	T_OK(cats_decap(&pk, &in, &inl, osrc) == CATS_DROP_NOT_TUNNEL,
+	    "plain UDP is not a tunnel");
+}
+
+static void
+test_mss_tso_partial(void)
+{
+	struct cats_pkt pk;
+	size_t len = mk4(buf, 6, "192.0.2.10", "192.0.2.100", 1000, 80, 0,
+	    CATS_TCP_SYN);
+	/* Give the SYN options: NOP, MSS 1460 at an odd offset, pad. */
+	memmove(buf + 44, buf + 40, 0);
+	buf[3] = 48;
+	buf[32] = 0x70;
+	uint8_t opt[8] = { 1, 2, 4, 0x05, 0xb4, 1, 1, 0 };
+	memcpy(buf + 40, opt, 8);
+	len = 48;
+	fill4(buf, len);
+	cats_pkt_parse(&pk, buf, len);
+	T_OK(cats_pkt_clamp_mss(&pk, 1400) == 1 && buf[43] == 0x05 &&
+	    buf[44] == 0x78 && cats_pkt_csum_ok(&pk),
+	    "MSS at an odd offset clamped to 1400, checksum right");
+	T_OK(cats_pkt_clamp_mss(&pk, 1440) == 0, "no clamp upward");
+
+	/* CHECKSUM_PARTIAL: the field holds the pseudo-header sum only. */
+	len = mk4(buf, 17, "192.0.2.10", "192.0.2.100", 5000, 53, 31, 0);
+	cats_pkt_parse(&pk, buf, len);
+	uint32_t ps = cats_csum_add(0, buf + 12, 8) + 17 + (len - 20);
+	uint16_t f = cats_csum_fold(ps);
+	buf[26] = (uint8_t)(f >> 8);
+	buf[27] = (uint8_t)f;
+	T_OK(!cats_pkt_csum_ok(&pk), "partial checksum is not final");
+	cats_pkt_csum_complete(buf, len, 20, 6);
+	T_OK(cats_pkt_csum_ok(&pk), "completed partial checksum is right");
+
+	/* Software segmentation. */
+	static uint8_t big[5000], segs[4 * 2048];
+	len = mk4(big, 6, "192.0.2.10", "192.0.2.100", 1000, 80, 4000, 0x18);
+	size_t lens[8];
+	unsigned ns = cats_pkt_tso(big, len, 1448, segs, 2048, 8, lens);
+	int ok = ns == 3;
+	uint32_t seq0 = 0x12000034;
+	for (unsigned i = 0; ok && i < ns; i++) {
+		struct cats_pkt s;
+		ok = cats_pkt_parse(&s, segs + i * 2048, lens[i]) == 0 &&
+		    cats_pkt_csum_ok(&s);
+		uint8_t *t = segs + i * 2048 + 20;
+		uint32_t seq = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 |
+		    (uint32_t)t[6] << 8 | t[7];
+		ok = ok && seq == seq0 + i * 1448;
+		ok = ok && ((t[13] & 0x08) != 0) == (i == ns - 1);
+	}
+	T_OK(ok && lens[2] == 40 + 4000 - 2 * 1448,
+	    "TSO: 3 valid segments, sequence numbers, PSH on the last");
+}
+
+int
+main(void)
+{
+	test_parse_rewrite();
+	test_bad_input();
+	test_mode_a_b();
+	test_encap();
+	test_mss_tso_partial();
+	return t_done();
+}
