@@ -49,8 +49,15 @@ tcount() {
 	echo "$n"
 }
 
+# Show the packets matching a filter (for the log of a failed test).
+tshow() {
+	for f in "$FWD_DIR"/cap*.pcap; do
+		tshark -r "$f" -V -Y "$1" 2>&1 | head -80
+	done
+}
+
 check_clean() {
-	[ "$(tcount '_ws.malformed')" -eq 0 ]
+	[ "$(tcount '_ws.malformed')" -eq 0 ] || { tshow '_ws.malformed'; false; }
 	# Expert info of severity error (PI_ERROR 0x00800000) and above.
 	[ "$(tcount '_ws.expert.severity >= 0x00800000')" -eq 0 ]
 	[ "$(tcount 'ip.checksum.status == "Bad" || tcp.checksum.status == "Bad" || udp.checksum.status == "Bad"')" -eq 0 ]
