@@ -103,6 +103,7 @@ struct scan {
 	size_t pos;
 	size_t need;
 	struct cats_err *err;
+	size_t tok_room;	/* tokens the array holds within the cap */
 };
 
 /* The bytes a stream may still bring for this item. */
@@ -137,8 +138,9 @@ avail(struct scan *s, size_t n, const char *what)
 	return 0;
 }
 
+/* The token array is full: grow it, or refuse at the cap. */
 static struct cats_tok *
-new_tok(struct scan *s, uint8_t kind)
+grow_toks(struct scan *s)
 {
 	struct cats_toks *t = s->toks;
 	if (t->n >= s->lim->max_tokens) {
@@ -158,10 +160,78 @@ new_tok(struct scan *s, uint8_t kind)
 		t->t = p;
 		t->cap = cap;
 	}
-	struct cats_tok *k = &t->t[t->n++];
-	memset(k, 0, sizeof(*k));
+	s->tok_room = t->cap < s->lim->max_tokens ? t->cap : s->lim->max_tokens;
+	return &t->t[t->n++];
+}
+
+static inline struct cats_tok *
+new_tok(struct scan *s, uint8_t kind)
+{
+	struct cats_toks *t = s->toks;
+	struct cats_tok *k;
+	if (t->n < s->tok_room)
+		k = &t->t[t->n++];
+	else if ((k = grow_toks(s)) == NULL)
+		return NULL;
 	k->kind = kind;
+	k->flags = 0;
+	k->n = 0;
+	k->next = 0;
+	k->v.u = 0;
 	return k;
+}
+
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/*
+ * The high bits of the bytes of p[0..n) (nonzero: not ASCII) and whether a
+ * zero byte occurs, by word loads that may overlap but never leave p[0..n).
+ */
+static inline uint64_t
+text_bits(const uint8_t *p, size_t n, bool *nul)
+{
+	uint64_t h = 0, z = 0, w;
+	if (n >= 8) {
+		size_t i = 0;
+		for (; n - i >= 8; i += 8) {
+			memcpy(&w, p + i, 8);
+			h |= w;
+			z |= (w - ONES) & ~w;
+		}
+		if (i < n) {
+			memcpy(&w, p + n - 8, 8);
+			h |= w;
+			z |= (w - ONES) & ~w;
+		}
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, p, 4);
+		memcpy(&b, p + n - 4, 4);
+		w = (uint64_t)a << 32 | b;
+		h = w;
+		z = (w - ONES) & ~w;
+	} else if (n > 0) {
+		/* The bytes not loaded are 0x01: ASCII, not zero. */
+		w = (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 |
+		    (uint64_t)p[n - 1] << 16 | UINT64_C(0x0101010101000000);
+		h = w;
+		z = (w - ONES) & ~w;
+	}
+	*nul = (z & HIGHS) != 0;
+	return h & HIGHS;
+}
+
+/* Check a text string: valid UTF-8 (false if not); *nul if it has a NUL. */
+static inline bool
+text_ok(const uint8_t *p, size_t n, bool *nul)
+{
+	if (text_bits(p, n, nul) == 0)
+		return true;
+	if (!cats_utf8_valid(p, n))
+		return false;
+	*nul = memchr(p, 0, n) != NULL;
+	return true;
 }
 
 static double
@@ -209,6 +279,27 @@ read_arg(struct scan *s, uint8_t ai, uint64_t *arg)
 	return 1;
 }
 
+/* read_arg() for a head whose bytes are all there: no call, no checks. */
+static inline int
+head_arg(struct scan *s, uint8_t ai, uint64_t *arg)
+{
+	if (ai < 24) {
+		*arg = ai;
+		s->pos += 1;
+		return 1;
+	}
+	size_t k = (size_t)1 << (ai - 24);
+	if (1 + k > s->len - s->pos)
+		return read_arg(s, ai, arg);
+	const uint8_t *p = s->buf + s->pos + 1;
+	uint64_t v = 0;
+	for (size_t i = 0; i < k; i++)
+		v = (v << 8) | p[i];
+	*arg = v;
+	s->pos += 1 + k;
+	return 1;
+}
+
 /* Scan a definite string of length n at pos (head already consumed). */
 static int
 scan_string(struct scan *s, uint8_t major, uint64_t n, struct cats_tok *k)
@@ -229,11 +320,14 @@ scan_string(struct scan *s, uint8_t major, uint64_t n, struct cats_tok *k)
 	if (r <= 0)
 		return r;
 	const uint8_t *p = s->buf + s->pos;
-	if (major == 3 && !cats_utf8_valid(p, (size_t)n))
+	bool nul = false;
+	if (major == 3 && !text_ok(p, (size_t)n, &nul))
 		return cats_err_set(s->err, NULL, "text string is not valid UTF-8");
 	if (k != NULL) {
 		k->n = (uint32_t)n;
 		k->v.p = p;
+		if (nul)
+			k->flags |= CATS_TKF_NUL;
 	}
 	s->pos += (size_t)n;
 	return 1;
@@ -292,6 +386,8 @@ scan_indef_string(struct scan *s, uint8_t major, struct cats_tok *k)
 		return cats_err_set(s->err, NULL, "text string is not valid UTF-8");
 	k->n = (uint32_t)total;
 	k->v.p = dst;
+	if (major == 3 && memchr(dst, 0, total) != NULL)
+		k->flags |= CATS_TKF_NUL;
 	return 1;
 }
 
@@ -311,14 +407,18 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 	if (max_depth > CATS_ARRAY_LEN(stack))
 		max_depth = CATS_ARRAY_LEN(stack);
 	toks->n = 0;
+	s.tok_room = toks->cap < s.lim->max_tokens ? toks->cap :
+	    s.lim->max_tokens;
 	if (need)
 		*need = 0;
 
 	for (;;) {
 		size_t here = s.pos;
-		int r = avail(&s, 1, "item");
-		if (r <= 0)
+		int r;
+		if (s.pos >= s.len) {
+			r = avail(&s, 1, "item");
 			goto stop;
+		}
 		uint8_t ib = buf[s.pos];
 		uint8_t major = ib >> 5, ai = ib & 31;
 		bool complete = true;	/* item finished at this step */
@@ -364,7 +464,7 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 		switch (major) {
 		case 0:
 		case 1:
-			if ((r = read_arg(&s, ai, &arg)) <= 0)
+			if ((r = head_arg(&s, ai, &arg)) <= 0)
 				goto stop;
 			if ((k = new_tok(&s, major ? CATS_TK_NINT
 			    : CATS_TK_UINT)) == NULL) {
@@ -383,11 +483,33 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 			if (ai == 31) {
 				s.pos++;
 				r = scan_indef_string(&s, major, k);
-			} else if ((r = read_arg(&s, ai, &arg)) > 0) {
-				r = scan_string(&s, major, arg, k);
+				if (r <= 0)
+					goto stop;
+				break;
 			}
-			if (r <= 0)
+			if ((r = head_arg(&s, ai, &arg)) <= 0)
 				goto stop;
+			if (arg > s.lim->max_string || arg > s.len - s.pos ||
+			    (!s.final && arg > room(&s))) {
+				/* Over a cap, or not all there: the long way. */
+				if ((r = scan_string(&s, major, arg, k)) <= 0)
+					goto stop;
+				break;
+			}
+			k->n = (uint32_t)arg;
+			k->v.p = buf + s.pos;
+			if (major == 3) {
+				bool nul;
+				if (!text_ok(k->v.p, (size_t)arg, &nul)) {
+					cats_err_set(err, NULL,
+					    "text string is not valid UTF-8");
+					r = -1;
+					goto stop;
+				}
+				if (nul)
+					k->flags = CATS_TKF_NUL;
+			}
+			s.pos += (size_t)arg;
 			break;
 		case 4:
 		case 5:
@@ -401,7 +523,7 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 			bool indef = ai == 31;
 			if (indef)
 				s.pos++;
-			else if ((r = read_arg(&s, ai, &arg)) <= 0)
+			else if ((r = head_arg(&s, ai, &arg)) <= 0)
 				goto stop;
 			uint8_t kind = major == 4 ? CATS_TK_ARRAY
 			    : major == 5 ? CATS_TK_MAP : CATS_TK_TAG;
@@ -463,7 +585,7 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 				k->v.u = ai;
 				break;
 			}
-			if ((r = read_arg(&s, ai, &arg)) <= 0)
+			if ((r = head_arg(&s, ai, &arg)) <= 0)
 				goto stop;
 			if (ai == 24) {
 				if (arg < 32) {

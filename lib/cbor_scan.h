@@ -32,6 +32,7 @@ enum cats_tk {
 
 struct cats_tok {
 	uint8_t kind;
+	uint8_t flags;	/* CATS_TKF_* */
 	uint32_t n;	/* ARRAY: items, MAP: pairs, BYTES/TEXT: length */
 	uint32_t next;	/* index of the first token after this item */
 	union {
@@ -40,6 +41,9 @@ struct cats_tok {
 		const uint8_t *p;
 	} v;
 };
+
+/* Token flags. */
+#define CATS_TKF_NUL 1	/* TEXT: the string contains a NUL character */
 
 /* Caps applied while scanning; see cats-records(5). */
 struct cats_limits {

@@ -261,46 +261,232 @@ cats_enum_index(const char *const *names, const char *s, size_t n)
 
 /* ---- addresses ---- */
 
+/*
+ * The address parsers and formatters below give exactly what inet_pton(3)
+ * and inet_ntop(3) of glibc give (tests/unit/test_rec.c compares them),
+ * without the copy, the locale-free sprintf and the calls.
+ */
+
+/* A dotted quad: four decimal parts 0..255, no leading zeros. */
+static bool
+parse_v4(const char *s, const char *end, uint8_t out[4])
+{
+	uint8_t tmp[4] = { 0 };
+	unsigned octets = 0, cur = 0;
+	bool digit = false;
+	while (s < end) {
+		unsigned char c = (unsigned char)*s++;
+		if (c >= '0' && c <= '9') {
+			if (digit && tmp[cur] == 0)
+				return false;
+			unsigned v = tmp[cur] * 10u + (c - '0');
+			if (v > 255)
+				return false;
+			tmp[cur] = (uint8_t)v;
+			if (!digit) {
+				if (++octets > 4)
+					return false;
+				digit = true;
+			}
+		} else if (c == '.' && digit) {
+			if (octets == 4)
+				return false;
+			tmp[++cur] = 0;
+			digit = false;
+		} else {
+			return false;
+		}
+	}
+	if (octets < 4)
+		return false;
+	memcpy(out, tmp, 4);
+	return true;
+}
+
+static int
+hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* RFC 4291 text: groups of up to four hex digits, one "::", a dotted tail. */
+static bool
+parse_v6(const char *s, const char *end, uint8_t out[16])
+{
+	uint8_t tmp[16] = { 0 }, *tp = tmp, *tend = tmp + 16, *colonp = NULL;
+	const char *curtok;
+	size_t xdigits = 0;
+	unsigned val = 0;
+	if (s == end)
+		return false;
+	if (*s == ':' && (++s == end || *s != ':'))
+		return false;
+	curtok = s;
+	while (s < end) {
+		unsigned char c = (unsigned char)*s++;
+		int d = hexval(c);
+		if (d >= 0) {
+			if (xdigits == 4)
+				return false;
+			val = (val << 4) | (unsigned)d;
+			xdigits++;
+			continue;
+		}
+		if (c == ':') {
+			curtok = s;
+			if (xdigits == 0) {
+				if (colonp != NULL)
+					return false;
+				colonp = tp;
+				continue;
+			}
+			if (s == end || tp + 2 > tend)
+				return false;
+			*tp++ = (uint8_t)(val >> 8);
+			*tp++ = (uint8_t)val;
+			xdigits = 0;
+			val = 0;
+			continue;
+		}
+		if (c == '.' && tp + 4 <= tend && parse_v4(curtok, end, tp)) {
+			tp += 4;
+			xdigits = 0;
+			break;
+		}
+		return false;
+	}
+	if (xdigits > 0) {
+		if (tp + 2 > tend)
+			return false;
+		*tp++ = (uint8_t)(val >> 8);
+		*tp++ = (uint8_t)val;
+	}
+	if (colonp != NULL) {
+		if (tp == tend)
+			return false;
+		size_t n = (size_t)(tp - colonp);
+		memmove(tend - n, colonp, n);
+		memset(colonp, 0, (size_t)(tend - n - colonp));
+		tp = tend;
+	}
+	if (tp != tend)
+		return false;
+	memcpy(out, tmp, 16);
+	return true;
+}
+
 int
 cats_ip_parse(const char *s, size_t n, struct cats_ip *ip)
 {
-	char buf[INET6_ADDRSTRLEN];
-	if (n == 0 || n >= sizeof(buf))
+	if (n == 0 || n >= INET6_ADDRSTRLEN)
 		return -1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
 	memset(ip, 0, sizeof(*ip));
-	if (memchr(buf, ':', n) != NULL) {
-		if (inet_pton(AF_INET6, buf, ip->a) != 1)
+	/* The family by a colon anywhere; the text ends at a NUL (C string). */
+	const char *nul = memchr(s, '\0', n);
+	const char *end = nul ? nul : s + n;
+	if (memchr(s, ':', n) != NULL) {
+		if (!parse_v6(s, end, ip->a))
 			return -1;
 		ip->af = 6;
 	} else {
-		if (inet_pton(AF_INET, buf, ip->a) != 1)
+		if (!parse_v4(s, end, ip->a))
 			return -1;
 		ip->af = 4;
 	}
 	return 0;
 }
 
+/* Dotted quad of a[0..4) at p; returns the end. */
+static char *
+fmt_v4(const uint8_t *a, char *p)
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned v = a[i];
+		if (v >= 100)
+			*p++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*p++ = (char)('0' + v / 10 % 10);
+		*p++ = (char)('0' + v % 10);
+		if (i < 3)
+			*p++ = '.';
+	}
+	*p = '\0';
+	return p;
+}
+
+/* RFC 5952 text as glibc writes it: the first longest zero run is "::". */
+static char *
+fmt_v6(const uint8_t *a, char *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned w[8];
+	int best = -1, blen = 0, cur = -1, clen = 0;
+	for (int i = 0; i < 8; i++) {
+		w[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
+		if (w[i] == 0) {
+			if (cur == -1)
+				cur = i, clen = 1;
+			else
+				clen++;
+		} else if (cur != -1) {
+			if (best == -1 || clen > blen)
+				best = cur, blen = clen;
+			cur = -1;
+		}
+	}
+	if (cur != -1 && (best == -1 || clen > blen))
+		best = cur, blen = clen;
+	if (best != -1 && blen < 2)
+		best = -1;
+	for (int i = 0; i < 8; i++) {
+		if (best != -1 && i >= best && i < best + blen) {
+			if (i == best)
+				*p++ = ':';
+			continue;
+		}
+		if (i != 0)
+			*p++ = ':';
+		if (i == 6 && best == 0 && (blen == 6 ||
+		    (blen == 5 && w[5] == 0xffff)))
+			return fmt_v4(a + 12, p);
+		bool lead = true;
+		for (int sh = 12; sh >= 0; sh -= 4) {
+			unsigned d = (w[i] >> sh) & 15;
+			if (lead && d == 0 && sh > 0)
+				continue;
+			lead = false;
+			*p++ = hex[d];
+		}
+	}
+	if (best != -1 && best + blen == 8)
+		*p++ = ':';
+	*p = '\0';
+	return p;
+}
+
 const char *
 cats_ip_fmt(const struct cats_ip *ip, char *buf, size_t len)
 {
-	if (ip->af == 4 && len >= 16) {
-		char *p = buf;
-		for (int i = 0; i < 4; i++) {
-			unsigned v = ip->a[i];
-			if (v >= 100)
-				*p++ = (char)('0' + v / 100);
-			if (v >= 10)
-				*p++ = (char)('0' + v / 10 % 10);
-			*p++ = (char)('0' + v % 10);
-			*p++ = i < 3 ? '.' : '\0';
-		}
+	char tmp[INET6_ADDRSTRLEN];
+	if (ip->af == 0) {
+		cats_strlcpy(buf, "-", len);
 		return buf;
 	}
-	if (ip->af == 0 || inet_ntop(ip->af == 4 ? AF_INET : AF_INET6, ip->a,
-	    buf, (socklen_t)len) == NULL)
+	if (ip->af == 4 && len >= 16) {
+		fmt_v4(ip->a, buf);
+		return buf;
+	}
+	char *e = ip->af == 4 ? fmt_v4(ip->a, tmp) : fmt_v6(ip->a, tmp);
+	size_t n = (size_t)(e - tmp);
+	if (n + 1 > len)
 		cats_strlcpy(buf, "-", len);
+	else
+		memcpy(buf, tmp, n + 1);
 	return buf;
 }
 

@@ -2,6 +2,7 @@
  * test_rec.c - every record type round-trips; every validation rule
  * rejects what it must, naming the field.
  */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,6 +334,149 @@ test_auth(void)
 	cats_dec_free(&d);
 }
 
+
+static uint64_t addr_rng = 0x9e3779b97f4a7c15;
+
+static uint64_t
+addr_rand(void)
+{
+	addr_rng ^= addr_rng << 13;
+	addr_rng ^= addr_rng >> 7;
+	addr_rng ^= addr_rng << 17;
+	return addr_rng;
+}
+
+/* What cats_ip_parse() must say: inet_pton(3) of the text up to a NUL. */
+static int
+ref_parse(const char *s, size_t n, struct cats_ip *ip)
+{
+	char buf[INET6_ADDRSTRLEN];
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	memset(ip, 0, sizeof(*ip));
+	int af = memchr(buf, ':', n) != NULL ? AF_INET6 : AF_INET;
+	if (inet_pton(af, buf, ip->a) != 1)
+		return -1;
+	ip->af = af == AF_INET6 ? 6 : 4;
+	return 0;
+}
+
+/*
+ * The hand-written address parser and formatter against inet_pton(3) and
+ * inet_ntop(3): fixed cases, then random texts and addresses that favour
+ * the corners (zero runs, embedded IPv4, leading zeros, stray separators).
+ */
+static void
+test_addresses(void)
+{
+	static const char *const fixed[] = {
+		"0.0.0.0", "255.255.255.255", "1.2.3.4", "01.2.3.4", "1.2.3",
+		"1.2.3.4.", "1.2.3.4.5", "256.1.1.1", "1..2.3", ".1.2.3.4",
+		"1.2.3.04", "1.2.3.4 ", "::", "::1", "1::", ":::", "::1:",
+		"1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::",
+		"::ffff:1.2.3.4", "::1.2.3.4", "1:2:3:4:5:6:1.2.3.4",
+		"1:2:3:4:5:6:7:1.2.3.4", "fe80::1%eth0", "FFFF::", "12345::",
+		"1::2::3", ":1::2", "1:2:3:4:5:6:7:8:", "::ffff:1.2.3", "0::0",
+		"0000:0000::00000", "1.2.3.4\0", "1.2.3.4\0:", "a:b\0c:d",
+		"::ffff:255.255.255.255", "1:2::3.4.5.6", "1:2:3:4:5::1.2.3.4",
+	};
+	int bad = 0;
+	for (size_t i = 0; i < CATS_ARRAY_LEN(fixed); i++) {
+		const char *s = fixed[i];
+		size_t n = strlen(s);
+		struct cats_ip a, b;
+		memset(&a, 0x5a, sizeof(a));
+		memset(&b, 0x5a, sizeof(b));
+		int ra = cats_ip_parse(s, n, &a), rb = ref_parse(s, n, &b);
+		if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof(a)) != 0)) {
+			bad++;
+			printf("# parse \"%s\": %d, inet_pton %d\n", s, ra, rb);
+		}
+	}
+	/* Texts with an embedded NUL: the C string ends there. */
+	struct cats_ip a, b;
+	T_OK(cats_ip_parse("1.2.3.4\0x", 9, &a) == 0 && a.af == 4 &&
+	    cats_ip_parse("1.2.3.4\0:", 9, &b) < 0,
+	    "an address ends at a NUL; a colon after it still means IPv6");
+	static const char alpha[] = "0123456789abcdefABCDEF:::::...x\0";
+	for (int i = 0; i < 400000; i++) {
+		char s[48];
+		size_t n = addr_rand() % 47;
+		uint64_t kind = addr_rand() % 4;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t r = addr_rand();
+			if (kind == 0)
+				s[j] = alpha[r % (sizeof(alpha) - 1)];
+			else if (kind == 1)
+				s[j] = "0123456789."[r % 11];
+			else
+				s[j] = "0f1:::.9"[r % 8];
+		}
+		if (kind == 3 && n > 0) {
+			/* A formatted address, damaged in one place. */
+			struct cats_ip x = { 6, { 0 } };
+			for (int k = 0; k < 16; k++)
+				x.a[k] = addr_rand() % 3 ? 0 : (uint8_t)addr_rand();
+			char t[INET6_ADDRSTRLEN];
+			inet_ntop(AF_INET6, x.a, t, sizeof(t));
+			n = strlen(t);
+			memcpy(s, t, n);
+			s[addr_rand() % n] = alpha[addr_rand() % (sizeof(alpha) - 1)];
+		}
+		memset(&a, 0x5a, sizeof(a));
+		memset(&b, 0x5a, sizeof(b));
+		int ra = cats_ip_parse(s, n, &a), rb = ref_parse(s, n, &b);
+		if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof(a)) != 0)) {
+			if (bad++ < 10)
+				printf("# parse \"%.*s\": %d, inet_pton %d\n",
+				    (int)n, s, ra, rb);
+		}
+	}
+	T_OK(bad == 0, "cats_ip_parse agrees with inet_pton (%d differ)", bad);
+	bad = 0;
+	for (int i = 0; i < 400000; i++) {
+		struct cats_ip x;
+		memset(&x, 0, sizeof(x));
+		x.af = i % 5 == 0 ? 4 : 6;
+		uint64_t pat = addr_rand();
+		for (int k = 0; k < 16; k += 2) {
+			/* Whole zero groups often, to make runs of every length. */
+			if ((pat >> k) & 1) {
+				x.a[k] = (uint8_t)addr_rand();
+				x.a[k + 1] = (uint8_t)addr_rand();
+				if (addr_rand() % 3 == 0)
+					x.a[k] = 0;
+			}
+		}
+		if (i % 7 == 0) {
+			memset(x.a, 0, 10);
+			x.a[10] = x.a[11] = i % 2 ? 0xff : 0;
+		}
+		char mine[INET6_ADDRSTRLEN], ref[INET6_ADDRSTRLEN];
+		size_t len = i % 11 == 0 ? addr_rand() % 48 : sizeof(mine);
+		memset(mine, 'x', sizeof(mine));
+		cats_ip_fmt(&x, mine, len);
+		if (inet_ntop(x.af == 4 ? AF_INET : AF_INET6, x.a, ref,
+		    (socklen_t)len) == NULL)
+			cats_strlcpy(ref, "-", len);
+		if (len > 0 && strcmp(mine, ref) != 0) {
+			if (bad++ < 10)
+				printf("# fmt: \"%s\", inet_ntop \"%s\"\n", mine,
+				    ref);
+		}
+		if (len == sizeof(mine)) {
+			struct cats_ip y;
+			if (cats_ip_parse(mine, strlen(mine), &y) < 0 ||
+			    !cats_ip_eq(&x, &y))
+				bad++;
+		}
+	}
+	T_OK(bad == 0, "cats_ip_fmt agrees with inet_ntop and parses back "
+	    "(%d differ)", bad);
+}
+
 int
 main(void)
 {
@@ -341,5 +485,6 @@ main(void)
 	test_cbor_level();
 	test_build_and_set();
 	test_auth();
+	test_addresses();
 	return t_done();
 }
