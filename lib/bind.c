@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bind.h"
 #include "htab.h"
@@ -109,6 +110,7 @@ struct bstr {
 	uint32_t refs, len;
 	uint32_t npend, nbind;	/* as a tenant */
 	uint64_t fwd_epoch;	/* as a forwarder */
+	uint32_t id;		/* handle, unique among live strings */
 	bool connected;
 	char s[];
 };
@@ -126,9 +128,59 @@ str_eq(const void *item, const void *key)
 	return b->len == k->n && memcmp(b->s, k->s, k->n) == 0;
 }
 
+/* ---- large zeroed arrays, on huge pages where the kernel has them ---- */
+
+#define HUGE_SIZE ((size_t)2 << 20)
+
+/* The bytes a big_alloc() of n takes. */
+static size_t
+big_size(size_t n)
+{
+	return n < HUGE_SIZE ? n : (n + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+}
+
+/*
+ * n zeroed bytes.  From 2 MiB up, a mapping aligned to 2 MiB and marked for
+ * transparent huge pages: a 1M-binding table then takes a few hundred page
+ * faults instead of tens of thousands, and its random probes fewer TLB
+ * misses.
+ */
+static void *
+big_alloc(size_t n)
+{
+	if (n < HUGE_SIZE)
+		return calloc(1, n ? n : 1);
+	size_t len = big_size(n);
+	uint8_t *p = mmap(NULL, len + HUGE_SIZE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + HUGE_SIZE - 1) & ~(uintptr_t)(HUGE_SIZE - 1);
+	size_t head = (size_t)(a - (uintptr_t)p);
+	if (head > 0)
+		munmap(p, head);
+	if (HUGE_SIZE - head > 0)
+		munmap((uint8_t *)a + len, HUGE_SIZE - head);
+#ifdef MADV_HUGEPAGE
+	madvise((void *)a, len, MADV_HUGEPAGE);
+#endif
+	return (void *)a;
+}
+
+static void
+big_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	if (n < HUGE_SIZE)
+		free(p);
+	else
+		munmap(p, big_size(n));
+}
+
 /* ---- slabs: fixed-size items in chunks that never move ---- */
 
-#define SLAB_SHIFT 14
+#define SLAB_SHIFT 15
 #define SLAB_CHUNK (1u << SLAB_SHIFT)
 #define SLAB_MASK (SLAB_CHUNK - 1)
 #define MAX_ITEMS (UINT32_C(1) << 30)
@@ -136,12 +188,11 @@ str_eq(const void *item, const void *key)
 /*
  * Item 0 of every chunk is never handed out: it holds the chunk's number,
  * so that an item's own number is found from its address when chunks are
- * aligned to their size (entries).
+ * aligned to their size (entries: 32768 of 64 bytes, one huge page).
  */
 struct slab {
 	uint8_t **chunk;
 	uint32_t nchunk, isz;
-	bool aligned;
 	uint32_t top;		/* next never-used item (0 is reserved) */
 	uint32_t free;		/* free list, linked through the first u32 */
 	uint32_t live;
@@ -172,8 +223,7 @@ slab_alloc(struct slab *s)
 				return 0;
 			s->chunk = v;
 			size_t bytes = (size_t)SLAB_CHUNK * s->isz;
-			uint8_t *c = s->aligned ? aligned_alloc(bytes, bytes) :
-			    malloc(bytes);
+			uint8_t *c = big_alloc(bytes);
 			if (c == NULL)
 				return 0;
 			/* Items are zeroed when handed out; pages stay untouched. */
@@ -201,7 +251,7 @@ static void
 slab_destroy(struct slab *s)
 {
 	for (uint32_t i = 0; i < s->nchunk; i++)
-		free(s->chunk[i]);
+		big_free(s->chunk[i], (size_t)SLAB_CHUNK * s->isz);
 	free(s->chunk);
 	memset(s, 0, sizeof(*s));
 }
@@ -257,9 +307,13 @@ hvec_del(struct hvec *h, uint32_t i)
 struct bind_table;
 
 /*
- * A slot is an item number and the low 32 bits of its key's hash: probes
+ * A slot is an item number and 32 bits of its key's hash (the tag): probes
  * compare the tag before touching the item, and growth and deletion need
- * no rehashing (up to 2^32 slots).
+ * no rehashing.  Robin Hood linear probing, so that the table may be 7/8
+ * full and a miss still ends after a few slots; a key's home slot is its tag
+ * modulo the capacity (computed by multiplication), so that the capacity
+ * need not be a power of two and grows by half.  Binding ids, handed out in
+ * sequence, are their own tags: new bindings fill the index in order.
  */
 struct cslot {
 	uint32_t v;		/* item number, 0 empty */
@@ -268,8 +322,40 @@ struct cslot {
 
 struct cidx {
 	struct cslot *s;
-	uint32_t mask, n;
+	uint32_t cap, n;
+	uint64_t m;		/* UINT64_MAX / cap + 1, for home() */
 };
+
+#define IDX_MIN 64
+
+/* tag mod cap (Lemire's fastmod). */
+static inline uint32_t
+fastmod(uint32_t tag, uint64_t m, uint32_t cap)
+{
+	return (uint32_t)(((unsigned __int128)(m * tag) * cap) >> 64);
+}
+
+/* How far slot i is from the home of tag. */
+static inline uint32_t
+probe_dist(uint32_t i, uint32_t home, uint32_t cap)
+{
+	return i >= home ? i - home : i + cap - home;
+}
+
+/* The capacity after cap: half again, filling whole huge pages. */
+static uint32_t
+idx_next_cap(uint32_t cap, size_t slot)
+{
+	uint64_t c = cap ? (uint64_t)cap + cap / 2 : IDX_MIN;
+	c = big_size(c * slot) / slot;
+	return c > (UINT32_C(1) << 31) ? 0 : (uint32_t)c;
+}
+
+static inline bool
+idx_full(uint32_t n, uint32_t cap)
+{
+	return (uint64_t)(n + 1) * 8 > (uint64_t)cap * 7;
+}
 
 static uint32_t
 cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *,
@@ -277,53 +363,79 @@ cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *
 {
 	if (x->s == NULL)
 		return 0;
-	uint32_t tag = (uint32_t)h;
-	for (uint32_t i = tag & x->mask;; i = (i + 1) & x->mask) {
-		if (x->s[i].v == 0)
+	uint32_t tag = (uint32_t)h, cap = x->cap;
+	uint32_t i = fastmod(tag, x->m, cap);
+	for (uint32_t d = 0;; d++) {
+		const struct cslot *c = &x->s[i];
+		if (c->v == 0)
 			return 0;
-		if (x->s[i].tag == tag && eq(t, x->s[i].v, key))
-			return x->s[i].v;
+		if (c->tag == tag && eq(t, c->v, key))
+			return c->v;
+		if (probe_dist(i, fastmod(c->tag, x->m, cap), cap) < d)
+			return 0;
+		if (++i == cap)
+			i = 0;
+	}
+}
+
+/* Insert into a table with room (no growth). */
+static void
+cidx_insert(struct cidx *x, struct cslot c)
+{
+	uint32_t cap = x->cap, i = fastmod(c.tag, x->m, cap);
+	for (uint32_t d = 0;; d++) {
+		struct cslot *o = &x->s[i];
+		if (o->v == 0) {
+			*o = c;
+			x->n++;
+			return;
+		}
+		uint32_t od = probe_dist(i, fastmod(o->tag, x->m, cap), cap);
+		if (od < d) {
+			struct cslot tmp = *o;
+			*o = c;
+			c = tmp;
+			d = od;
+		}
+		if (++i == cap)
+			i = 0;
 	}
 }
 
 static int
 cidx_grow(struct cidx *x)
 {
-	uint32_t cap = x->s ? (x->mask + 1) * 2 : 64;
-	if (cap == 0 || cap > (UINT32_C(1) << 31))
+	uint32_t cap = idx_next_cap(x->cap, sizeof(struct cslot));
+	if (cap == 0)
 		return -1;
-	struct cslot *s = calloc(cap, sizeof(*s));
+	struct cslot *s = big_alloc((size_t)cap * sizeof(*s));
 	if (s == NULL)
 		return -1;
-	if (x->s != NULL) {
-		for (uint32_t i = 0; i <= x->mask; i++) {
-			if (x->s[i].v == 0)
-				continue;
-			uint32_t j = x->s[i].tag & (cap - 1);
-			while (s[j].v != 0)
-				j = (j + 1) & (cap - 1);
-			s[j] = x->s[i];
-		}
-	}
-	free(x->s);
+	struct cidx o = *x;
 	x->s = s;
-	x->mask = cap - 1;
+	x->cap = cap;
+	x->n = 0;
+	x->m = UINT64_MAX / cap + 1;
+	for (uint32_t i = 0; i < o.cap; i++)
+		if (o.s[i].v != 0)
+			cidx_insert(x, o.s[i]);
+	big_free(o.s, (size_t)o.cap * sizeof(*o.s));
 	return 0;
+}
+
+static void
+cidx_free(struct cidx *x)
+{
+	big_free(x->s, (size_t)x->cap * sizeof(*x->s));
+	memset(x, 0, sizeof(*x));
 }
 
 static int
 cidx_put(struct cidx *x, uint64_t h, uint32_t v)
 {
-	if ((x->s == NULL || (uint64_t)(x->n + 1) * 4 > (uint64_t)(x->mask + 1) * 3)
-	    && cidx_grow(x) < 0)
+	if ((x->s == NULL || idx_full(x->n, x->cap)) && cidx_grow(x) < 0)
 		return -1;
-	uint32_t tag = (uint32_t)h;
-	uint32_t i = tag & x->mask;
-	while (x->s[i].v != 0)
-		i = (i + 1) & x->mask;
-	x->s[i].v = v;
-	x->s[i].tag = tag;
-	x->n++;
+	cidx_insert(x, (struct cslot){ v, (uint32_t)h });
 	return 0;
 }
 
@@ -333,24 +445,33 @@ cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 {
 	if (x->s == NULL)
 		return;
-	uint32_t i = (uint32_t)h & x->mask;
-	for (;; i = (i + 1) & x->mask) {
-		if (x->s[i].v == 0)
+	uint32_t cap = x->cap, i = fastmod((uint32_t)h, x->m, cap);
+	for (uint32_t d = 0;; d++) {
+		const struct cslot *c = &x->s[i];
+		if (c->v == 0 || probe_dist(i, fastmod(c->tag, x->m, cap), cap)
+		    < d)
 			return;
-		if (x->s[i].v == v)
+		if (c->v == v)
 			break;
+		if (++i == cap)
+			i = 0;
 	}
-	uint32_t hole = i;
-	for (uint32_t j = (i + 1) & x->mask; x->s[j].v != 0;
-	    j = (j + 1) & x->mask) {
-		uint32_t home = x->s[j].tag & x->mask;
-		if (((j - home) & x->mask) >= ((j - hole) & x->mask)) {
-			x->s[hole] = x->s[j];
-			hole = j;
-		}
+	for (;;) {
+		uint32_t j = i + 1 == cap ? 0 : i + 1;
+		struct cslot *c = &x->s[j];
+		if (c->v == 0 || fastmod(c->tag, x->m, cap) == j)
+			break;
+		x->s[i] = *c;
+		i = j;
 	}
-	x->s[hole].v = 0;
+	x->s[i].v = 0;
 	x->n--;
+}
+
+static size_t
+cidx_mem(const struct cidx *x)
+{
+	return x->s ? big_size((size_t)x->cap * sizeof(struct cslot)) : 0;
 }
 
 /* ---- the shared objects ---- */
@@ -388,14 +509,30 @@ struct bpath {
 	uint64_t *labels;
 };
 
-/* A client: tenant and source address, with its admission counts. */
-struct bclient {
+/*
+ * A client is a tenant and a source address.  An entry keeps the address
+ * itself (e->client): an IPv4 address inline, an IPv6 one as the handle of
+ * an interned struct bv6.  A client's admission counts live in struct
+ * ctab, and only while it has pending or bound flows.
+ */
+struct bv6 {
+	uint8_t a[16];
 	uint32_t refs;		/* entries; the free link when free */
-	uint32_t nbind;
-	struct bstr *tenant;
-	uint16_t npend;
-	uint8_t af;
-	uint8_t ip[16];
+};
+
+/* One client's counts, keyed by (tenant id and family, address). */
+struct ccount {
+	uint32_t tag;		/* 32 bits of the key's hash */
+	uint32_t key;		/* tenant id, high bit set for IPv6; 0 empty */
+	uint32_t ref;		/* IPv4 address, or IPv6 handle */
+	uint32_t npend, nbind;
+};
+
+/* The counts, open addressing as struct cidx (Robin Hood, fastmod). */
+struct ctab {
+	struct ccount *s;
+	uint32_t cap, n;
+	uint64_t m;
 };
 
 /* One flow, forward and reverse. */
@@ -405,7 +542,9 @@ struct bent {
 	uint64_t t0;		/* ACTIVE: since (hard lifetime base) */
 	uint64_t t1;		/* ACTIVE: last activity / repair deadline;
 				   other states: the state's deadline */
-	uint32_t cls, path, client, version, epoch;
+	uint32_t cls, path;
+	uint32_t client;	/* IPv4 source address, or IPv6 handle */
+	uint32_t version, epoch;
 	uint16_t sport;
 	uint8_t state, flags;
 };
@@ -434,9 +573,10 @@ struct bind_table {
 	struct bind_counters k;
 	uint64_t epoch, next_id;
 	struct cats_htab strs, classes, paths, txns, closed;
-	struct hvec hclass, hpath;
-	struct slab ents, clients;
-	struct cidx by_id, by_flow, by_client;
+	struct hvec hstr, hclass, hpath;
+	struct slab ents, v6s;
+	struct cidx by_id, by_flow, by_v6;
+	struct ctab counts;
 	uint32_t *wheel;
 	uint64_t wheel_at;	/* last tick */
 	bool ticking;
@@ -486,11 +626,6 @@ path_of(const struct bind_table *t, const struct bent *e)
 	return e->path ? t->hpath.v[e->path] : NULL;
 }
 
-static inline struct bclient *
-client_of(const struct bind_table *t, const struct bent *e)
-{
-	return slab_at(&t->clients, e->client);
-}
 
 /* ---- strings ---- */
 
@@ -548,7 +683,10 @@ str_get(struct bind_table *t, const char *s)
 		b->h = h;
 		b->len = (uint32_t)k.n;
 		memcpy(b->s, s, k.n);
-		if (cats_htab_put(&t->strs, h, b) < 0) {
+		b->id = hvec_add(&t->hstr, b);
+		if (b->id == 0 || cats_htab_put(&t->strs, h, b) < 0) {
+			if (b->id != 0)
+				hvec_del(&t->hstr, b->id);
 			free(b);
 			return NULL;
 		}
@@ -566,6 +704,7 @@ str_put(struct bind_table *t, struct bstr *b)
 		return;
 	struct skey k = { b->s, b->len };
 	cats_htab_del(&t->strs, b->h, str_eq, &k);
+	hvec_del(&t->hstr, b->id);
 	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++)
 		if (t->mru[i] == b)
 			t->mru[i] = NULL;
@@ -946,95 +1085,198 @@ path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 
 /* ---- clients ---- */
 
-struct ckey {
-	const struct bstr *tenant;
-	uint8_t af;
-	uint8_t ip[16];
-};
-
-static uint64_t
-ckey_hash(const struct ckey *k)
-{
-	uint8_t b[8 + 17];
-	memcpy(b, &k->tenant, 8);
-	b[8] = k->af;
-	memcpy(b + 9, k->ip, 16);
-	return cats_hash(b, sizeof(b));
-}
-
-static uint64_t
-client_hash(const struct bind_table *t, uint32_t i)
-{
-	const struct bclient *c = slab_at(&t->clients, i);
-	struct ckey k = { c->tenant, c->af, { 0 } };
-	memcpy(k.ip, c->ip, 16);
-	return ckey_hash(&k);
-}
-
 static bool
-client_eq(const struct bind_table *t, uint32_t i, const void *key)
+v6_eq(const struct bind_table *t, uint32_t i, const void *key)
 {
-	const struct bclient *c = slab_at(&t->clients, i);
-	const struct ckey *k = key;
-	return c->tenant == k->tenant && c->af == k->af &&
-	    memcmp(c->ip, k->ip, 16) == 0;
+	return memcmp(((const struct bv6 *)slab_at(&t->v6s, i))->a, key,
+	    16) == 0;
 }
 
+/* The handle of an interned IPv6 address, 0 if there is none. */
 static uint32_t
-client_ref(struct bind_table *t, uint32_t i)
+v6_find(const struct bind_table *t, const uint8_t a[16])
 {
-	((struct bclient *)slab_at(&t->clients, i))->refs++;
-	return i;
+	return cidx_find(&t->by_v6, cats_hash(a, 16), v6_eq, t, a);
 }
 
-/* A new client for key k (hash h, not in the index); 0 on OOM. */
+/* A reference to the interned address a (created if new); 0 on OOM. */
 static uint32_t
-client_new(struct bind_table *t, const struct ckey *k, uint64_t h)
+v6_get(struct bind_table *t, const uint8_t a[16])
 {
-	uint32_t i = slab_alloc(&t->clients);
-	if (i == 0)
+	uint64_t h = cats_hash(a, 16);
+	uint32_t i = cidx_find(&t->by_v6, h, v6_eq, t, a);
+	if (i != 0) {
+		((struct bv6 *)slab_at(&t->v6s, i))->refs++;
+		return i;
+	}
+	if ((i = slab_alloc(&t->v6s)) == 0)
 		return 0;
-	struct bclient *c = slab_at(&t->clients, i);
-	c->refs = 1;
-	c->tenant = (struct bstr *)k->tenant;
-	c->tenant->refs++;
-	c->af = k->af;
-	memcpy(c->ip, k->ip, 16);
-	if (cidx_put(&t->by_client, h, i) < 0) {
-		c->tenant->refs--;
-		slab_free(&t->clients, i);
+	struct bv6 *v = slab_at(&t->v6s, i);
+	memcpy(v->a, a, 16);
+	v->refs = 1;
+	if (cidx_put(&t->by_v6, h, i) < 0) {
+		slab_free(&t->v6s, i);
 		return 0;
 	}
-	t->k.clients++;
 	return i;
-}
-
-/* A reference to the client (tenant, src); 0 on OOM. */
-static uint32_t
-client_get(struct bind_table *t, struct bstr *tenant, const struct cats_ip *src)
-{
-	struct ckey k;
-	memset(&k, 0, sizeof(k));
-	k.tenant = tenant;
-	k.af = src->af;
-	memcpy(k.ip, src->a, src->af == 4 ? 4 : 16);
-	uint64_t h = ckey_hash(&k);
-	uint32_t i = cidx_find(&t->by_client, h, client_eq, t, &k);
-	return i ? client_ref(t, i) : client_new(t, &k, h);
 }
 
 static void
-client_put(struct bind_table *t, uint32_t i)
+v6_put(struct bind_table *t, uint32_t i)
 {
-	if (i == 0)
+	struct bv6 *v = slab_at(&t->v6s, i);
+	if (--v->refs > 0)
 		return;
-	struct bclient *c = slab_at(&t->clients, i);
-	if (--c->refs > 0)
-		return;
-	cidx_del(&t->by_client, client_hash(t, i), i);
-	str_put(t, c->tenant);
-	slab_free(&t->clients, i);
-	t->k.clients--;
+	cidx_del(&t->by_v6, cats_hash(v->a, 16), i);
+	slab_free(&t->v6s, i);
+}
+
+/* Is the class of e an IPv6 one (and so its client a handle)? */
+static inline bool
+is_v6(const struct bind_table *t, const struct bent *e)
+{
+	return cls(t, e)->k.dst.af == 6;
+}
+
+/* The entry's reference to its source address src; 0 on OOM (IPv6). */
+static int
+src_ref(struct bind_table *t, const struct cats_ip *src, uint32_t *ref)
+{
+	if (src->af == 6)
+		return (*ref = v6_get(t, src->a)) != 0 ? 0 : -1;
+	memcpy(ref, src->a, 4);
+	return 0;
+}
+
+static void
+src_unref(struct bind_table *t, const struct bent *e)
+{
+	if (is_v6(t, e))
+		v6_put(t, e->client);
+}
+
+/* The source address of e. */
+static void
+src_of(const struct bind_table *t, const struct bent *e, struct cats_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->af = cls(t, e)->k.dst.af;
+	if (ip->af == 6)
+		memcpy(ip->a, ((const struct bv6 *)slab_at(&t->v6s,
+		    e->client))->a, 16);
+	else
+		memcpy(ip->a, &e->client, 4);
+}
+
+/* The count table's key of a client. */
+struct ckey {
+	uint32_t key, ref;
+};
+
+static inline struct ckey
+ckey_make(const struct bstr *tenant, bool v6, uint32_t ref)
+{
+	struct ckey k = { tenant->id | (v6 ? UINT32_C(0x80000000) : 0), ref };
+	return k;
+}
+
+static inline uint32_t
+ckey_tag(const struct ckey *k)
+{
+	return (uint32_t)cats_hash(k, sizeof(*k));
+}
+
+/* The counts of client k, or NULL when it has no pending or bound flow. */
+static struct ccount *
+ctab_find(const struct ctab *x, const struct ckey *k, uint32_t tag)
+{
+	if (x->s == NULL)
+		return NULL;
+	uint32_t cap = x->cap, i = fastmod(tag, x->m, cap);
+	for (uint32_t d = 0;; d++) {
+		struct ccount *c = &x->s[i];
+		if (c->key == 0)
+			return NULL;
+		if (c->tag == tag && c->key == k->key && c->ref == k->ref)
+			return c;
+		if (probe_dist(i, fastmod(c->tag, x->m, cap), cap) < d)
+			return NULL;
+		if (++i == cap)
+			i = 0;
+	}
+}
+
+static void
+ctab_insert(struct ctab *x, struct ccount c)
+{
+	uint32_t cap = x->cap, i = fastmod(c.tag, x->m, cap);
+	for (uint32_t d = 0;; d++) {
+		struct ccount *o = &x->s[i];
+		if (o->key == 0) {
+			*o = c;
+			x->n++;
+			return;
+		}
+		uint32_t od = probe_dist(i, fastmod(o->tag, x->m, cap), cap);
+		if (od < d) {
+			struct ccount tmp = *o;
+			*o = c;
+			c = tmp;
+			d = od;
+		}
+		if (++i == cap)
+			i = 0;
+	}
+}
+
+/*
+ * Room for one more client, so that counting a new flow (account()) cannot
+ * fail; -1 on OOM.
+ */
+static int
+ctab_reserve(struct ctab *x)
+{
+	if (x->s != NULL && !idx_full(x->n, x->cap))
+		return 0;
+	uint32_t cap = idx_next_cap(x->cap, sizeof(struct ccount));
+	struct ccount *s = cap ? big_alloc((size_t)cap * sizeof(*s)) : NULL;
+	if (s == NULL)
+		return -1;
+	struct ctab o = *x;
+	x->s = s;
+	x->cap = cap;
+	x->n = 0;
+	x->m = UINT64_MAX / cap + 1;
+	for (uint32_t i = 0; i < o.cap; i++)
+		if (o.s[i].key != 0)
+			ctab_insert(x, o.s[i]);
+	big_free(o.s, (size_t)o.cap * sizeof(*o.s));
+	return 0;
+}
+
+static void
+ctab_del(struct ctab *x, struct ccount *c)
+{
+	uint32_t cap = x->cap, i = (uint32_t)(c - x->s);
+	for (;;) {
+		uint32_t j = i + 1 == cap ? 0 : i + 1;
+		struct ccount *n = &x->s[j];
+		if (n->key == 0 || fastmod(n->tag, x->m, cap) == j)
+			break;
+		x->s[i] = *n;
+		i = j;
+	}
+	x->s[i].key = 0;
+	x->n--;
+}
+
+/* The counts of e's client (NULL: none yet). */
+static struct ccount *
+counts_of(const struct bind_table *t, const struct bent *e)
+{
+	const struct bclass *c = cls(t, e);
+	struct ckey k = ckey_make(c->k.tenant, c->k.dst.af == 6, e->client);
+	return ctab_find(&t->counts, &k, ckey_tag(&k));
 }
 
 /* ---- flow keys and the two entry indexes ---- */
@@ -1056,12 +1298,10 @@ static void
 fkey_of(const struct bind_table *t, const struct bent *e, struct fkey *k)
 {
 	const struct bclass *c = cls(t, e);
-	const struct bclient *cl = client_of(t, e);
 	memset(k, 0, sizeof(*k));
 	k->ingress = c->k.ingress;
 	k->tenant = c->k.tenant;
-	k->src.af = cl->af;
-	memcpy(k->src.a, cl->ip, 16);
+	src_of(t, e, &k->src);
 	k->dst = c->k.dst;
 	k->sport = (e->flags & F_SPORT) ? e->sport : 0;
 	k->dport = (c->k.has & K_DPORT) ? c->k.dport : 0;
@@ -1265,8 +1505,21 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 	int a = category(from), b = category(to);
 	if (a == b)
 		return;
-	struct bclient *cl = client_of(t, e);
-	struct bstr *tn = cl->tenant;
+	const struct bclass *c = cls(t, e);
+	struct bstr *tn = c->k.tenant;
+	struct ckey k = ckey_make(tn, c->k.dst.af == 6, e->client);
+	uint32_t tag = ckey_tag(&k);
+	struct ccount *cl = ctab_find(&t->counts, &k, tag);
+	if (cl == NULL) {
+		/* A client's first flow; ctab_reserve() made room for it. */
+		if (a != 0 || t->counts.s == NULL ||
+		    t->counts.n >= t->counts.cap)
+			return;
+		ctab_insert(&t->counts, (struct ccount){ tag, k.key, k.ref,
+		    0, 0 });
+		t->k.clients++;
+		cl = ctab_find(&t->counts, &k, tag);
+	}
 	if (a == 1) {
 		t->npend--;
 		tn->npend--;
@@ -1284,6 +1537,10 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 		t->nbind++;
 		tn->nbind++;
 		cl->nbind++;
+	}
+	if (cl->npend == 0 && cl->nbind == 0) {
+		ctab_del(&t->counts, cl);
+		t->k.clients--;
 	}
 }
 
@@ -1330,11 +1587,9 @@ static void
 flow_of(const struct bind_table *t, const struct bent *e, struct cats_flow *f)
 {
 	const struct bclass *c = cls(t, e);
-	const struct bclient *cl = client_of(t, e);
 	memset(f, 0, sizeof(*f));
 	f->proto = c->k.proto;
-	f->src.af = cl->af;
-	memcpy(f->src.a, cl->ip, 16);
+	src_of(t, e, &f->src);
 	f->dst = c->k.dst;
 	if (e->flags & F_SPORT)
 		CATS_SET(f, FLOW, sport, e->sport);
@@ -1518,8 +1773,8 @@ entry_release(struct bind_table *t, struct bent *e)
 	flow_unindex(t, e, i);
 	cidx_del(&t->by_id, id_mix(t, e->id), i);
 	path_put(t, e->path);
+	src_unref(t, e);
 	class_put(t, e->cls);
-	client_put(t, e->client);
 	e->wprev = 0;
 	slab_free(&t->ents, i);
 }
@@ -1731,13 +1986,16 @@ limit_pending(const struct bind_table *t, const struct bstr *tenant,
 static int
 limit_bindings(const struct bind_table *t, const struct bent *e)
 {
-	const struct bclient *cl = client_of(t, e);
 	if (t->c.max_bindings && t->nbind >= t->c.max_bindings)
 		return BR_LIMIT_GLOBAL;
-	if (t->c.tenant_bindings && cl->tenant->nbind >= t->c.tenant_bindings)
+	if (t->c.tenant_bindings && cls(t, e)->k.tenant->nbind >=
+	    t->c.tenant_bindings)
 		return BR_LIMIT_TENANT;
-	if (t->c.client_bindings && cl->nbind >= t->c.client_bindings)
-		return BR_LIMIT_CLIENT;
+	if (t->c.client_bindings) {
+		const struct ccount *cl = counts_of(t, e);
+		if (cl != NULL && cl->nbind >= t->c.client_bindings)
+			return BR_LIMIT_CLIENT;
+	}
 	return BR_OK;
 }
 
@@ -1776,17 +2034,6 @@ fkey_from(const struct bind_table *t, const char *ingress,
 	return true;
 }
 
-static struct bent *
-find_flow(const struct bind_table *t, const char *ingress,
-    const struct cats_flow *f)
-{
-	struct fkey k;
-	if (!fkey_from(t, ingress, f, &k))
-		return NULL;
-	uint32_t i = cidx_find(&t->by_flow, fkey_hash(&k), flow_eq, t, &k);
-	return i ? ent(t, i) : NULL;
-}
-
 /*
  * A second transaction for a flow that already has one: the flow keeps its
  * one binding (001: no independent selections for one connection).  A
@@ -1814,7 +2061,7 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
     uint64_t dl, uint64_t now, struct bent **out)
 {
 	*out = NULL;
-	if (f->src.af != f->dst.af)
+	if ((f->src.af != 4 && f->src.af != 6) || f->src.af != f->dst.af)
 		return BR_BAD;
 	struct bclass_key k;
 	if (class_key(t, &k, ingress, f, d) < 0)
@@ -1829,21 +2076,24 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 		return BR_DUP_FLOW;
 	}
 	/* The limits, before anything is allocated for the client. */
-	struct ckey ck;
-	memset(&ck, 0, sizeof(ck));
-	ck.tenant = k.tenant;
-	ck.af = f->src.af;
-	memcpy(ck.ip, f->src.a, f->src.af == 4 ? 4 : 16);
-	uint64_t ch = ckey_hash(&ck);
-	uint32_t ci = cidx_find(&t->by_client, ch, client_eq, t, &ck);
-	int lim = limit_pending(t, k.tenant, ci ? ((struct bclient *)
-	    slab_at(&t->clients, ci))->npend : 0);
+	bool v6 = f->src.af == 6;
+	uint32_t ref = 0;
+	if (v6)
+		ref = v6_find(t, f->src.a);
+	else
+		memcpy(&ref, f->src.a, 4);
+	const struct ccount *cc = NULL;
+	if (!v6 || ref != 0) {
+		struct ckey ck = ckey_make(k.tenant, v6, ref);
+		cc = ctab_find(&t->counts, &ck, ckey_tag(&ck));
+	}
+	int lim = limit_pending(t, k.tenant, cc ? cc->npend : 0);
 	if (lim != BR_OK) {
 		key_release(t, &k);
 		return lim;
 	}
-	uint32_t client = ci ? client_ref(t, ci) : client_new(t, &ck, ch);
-	if (client == 0) {
+	uint32_t client;
+	if (ctab_reserve(&t->counts) < 0 || src_ref(t, &f->src, &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
@@ -1851,7 +2101,8 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	uint32_t i = cl ? slab_alloc(&t->ents) : 0;
 	if (i == 0) {
 		class_put(t, cl);
-		client_put(t, client);
+		if (v6)
+			v6_put(t, client);
 		return BR_NOMEM;
 	}
 	struct bent *e = ent(t, i);
@@ -1868,7 +2119,8 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	e->state = S_ABSENT;
 	if (cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
 		class_put(t, cl);
-		client_put(t, client);
+		if (v6)
+			v6_put(t, client);
 		slab_free(&t->ents, i);
 		return BR_NOMEM;
 	}
@@ -2608,8 +2860,7 @@ bind_new(const struct bind_conf *c, const struct bind_io *io)
 	if (io != NULL)
 		t->io = *io;
 	t->ents.isz = sizeof(struct bent);
-	t->ents.aligned = true;
-	t->clients.isz = sizeof(struct bclient);
+	t->v6s.isz = sizeof(struct bv6);
 	t->next_id = 1;
 	t->wheel = calloc(W_SIZE, sizeof(uint32_t));
 	if (t->c.closed_memory)
@@ -2643,15 +2894,18 @@ bind_free(struct bind_table *t)
 	free_items(&t->classes);
 	free_items(&t->paths);
 	free_items(&t->strs);
+	free(t->hstr.v);
+	free(t->hstr.freed);
 	free(t->hclass.v);
 	free(t->hclass.freed);
 	free(t->hpath.v);
 	free(t->hpath.freed);
 	slab_destroy(&t->ents);
-	slab_destroy(&t->clients);
-	free(t->by_id.s);
-	free(t->by_flow.s);
-	free(t->by_client.s);
+	slab_destroy(&t->v6s);
+	cidx_free(&t->by_id);
+	cidx_free(&t->by_flow);
+	cidx_free(&t->by_v6);
+	big_free(t->counts.s, (size_t)t->counts.cap * sizeof(struct ccount));
 	free(t->wheel);
 	free(t->ring);
 	free(t->kv);
@@ -2712,13 +2966,13 @@ size_t
 bind_mem(const struct bind_table *t)
 {
 	size_t m = sizeof(*t);
-	m += (size_t)t->ents.nchunk * (SLAB_CHUNK * sizeof(struct bent) +
+	m += (size_t)t->ents.nchunk * (big_size(SLAB_CHUNK *
+	    sizeof(struct bent)) + sizeof(void *));
+	m += (size_t)t->v6s.nchunk * (big_size(SLAB_CHUNK * sizeof(struct bv6)) +
 	    sizeof(void *));
-	m += (size_t)t->clients.nchunk * (SLAB_CHUNK * sizeof(struct bclient) +
-	    sizeof(void *));
-	m += ((t->by_id.s ? t->by_id.mask + 1 : 0) +
-	    (t->by_flow.s ? t->by_flow.mask + 1 : 0) +
-	    (t->by_client.s ? t->by_client.mask + 1 : 0)) * sizeof(struct cslot);
+	m += cidx_mem(&t->by_id) + cidx_mem(&t->by_flow) + cidx_mem(&t->by_v6);
+	if (t->counts.s != NULL)
+		m += big_size((size_t)t->counts.cap * sizeof(struct ccount));
 	m += htab_mem(&t->strs) + htab_mem(&t->classes) + htab_mem(&t->paths) +
 	    htab_mem(&t->txns) + htab_mem(&t->closed);
 	m += (size_t)t->k.classes * sizeof(struct bclass);
@@ -2732,7 +2986,7 @@ bind_mem(const struct bind_table *t)
 		if (t->strs.s[i].h)
 			m += sizeof(struct bstr) +
 			    ((const struct bstr *)t->strs.s[i].item)->len + 1;
-	m += (t->hclass.cap + t->hpath.cap) * sizeof(void *);
+	m += (t->hstr.cap + t->hclass.cap + t->hpath.cap) * sizeof(void *);
 	m += W_SIZE * sizeof(uint32_t) + t->c.closed_memory * sizeof(uint64_t);
 	return m;
 }
@@ -2930,7 +3184,7 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 			npend++;
 		else if (category(e->state) == 2)
 			nbind++;
-		if (e->cls == 0 || e->client == 0) {
+		if (e->cls == 0 || (is_v6(t, e) && e->client == 0)) {
 			snprintf(why, len, "entry %u: no class or client", i);
 			return -1;
 		}
@@ -2985,6 +3239,27 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 		    PRIu64 "/%" PRIu64, npend, t->npend, nbind, t->nbind);
 		return -1;
 	}
+	/* The clients' counts add up to the same, none of them empty. */
+	uint64_t cp = 0, cb = 0, nc = 0;
+	for (uint32_t i = 0; t->counts.s != NULL && i < t->counts.cap; i++) {
+		const struct ccount *c = &t->counts.s[i];
+		if (c->key == 0)
+			continue;
+		if (c->npend == 0 && c->nbind == 0) {
+			snprintf(why, len, "client slot %u counts nothing", i);
+			return -1;
+		}
+		cp += c->npend;
+		cb += c->nbind;
+		nc++;
+	}
+	if (cp != npend || cb != nbind || nc != t->counts.n ||
+	    nc != t->k.clients) {
+		snprintf(why, len, "clients count %" PRIu64 " pending, %" PRIu64
+		    " bindings, %" PRIu64 " clients (%u, %" PRIu64 ")", cp, cb,
+		    nc, t->counts.n, t->k.clients);
+		return -1;
+	}
 	return 0;
 }
 
@@ -3010,7 +3285,9 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	const char *ingress = b->ingress ? b->ingress : b->rev.owner;
 	const char *egress = b->egress ? b->egress : f->egress;
 	if (ingress == NULL || egress == NULL || b->cs_id == NULL ||
-	    b->csci_id == NULL || f->match.src.af != f->locator.af)
+	    b->csci_id == NULL || f->match.src.af != f->locator.af ||
+	    (f->match.src.af != 4 && f->match.src.af != 6) ||
+	    f->match.src.af != f->match.dst.af)
 		return BR_BAD;
 	int state = CATS_HAS(b, BND, state) ? b->state : S_READY;
 	if (state != S_READY && state != S_ACTIVE)
@@ -3098,12 +3375,15 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		wheel_link(t, e, i);
 		return BR_OK;
 	}
-	if (find_flow(t, ingress, &fl) != NULL) {
+	struct fkey fk;
+	fkey_from(t, ingress, &fl, &fk);
+	uint64_t fh = fkey_hash(&fk);
+	if (cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
 		key_release(t, &k);
 		return BR_DUP_FLOW;
 	}
-	uint32_t client = client_get(t, k.tenant, &fl.src);
-	if (client == 0) {
+	uint32_t client;
+	if (ctab_reserve(&t->counts) < 0 || src_ref(t, &fl.src, &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
@@ -3113,7 +3393,8 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	if (i == 0) {
 		path_put(t, p);
 		class_put(t, c);
-		client_put(t, client);
+		if (fl.src.af == 6)
+			v6_put(t, client);
 		return BR_NOMEM;
 	}
 	struct bent *e = ent(t, i);
@@ -3133,7 +3414,7 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		entry_release(t, e);
 		return BR_NOMEM;
 	}
-	if (cidx_put(&t->by_flow, flow_hash(t, i), i) == 0)
+	if (cidx_put(&t->by_flow, fh, i) == 0)
 		e->flags |= F_FLOWIDX;
 	e->state = (uint8_t)state;
 	account(t, e, S_ABSENT, state);

@@ -1,14 +1,12 @@
 /*
  * rec.c - record schema tables, table-driven decoding, validation and
- * deterministic encoding (libcbor's encoders).
+ * deterministic encoding.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cbor.h>
 
 #include "rec.h"
 
@@ -239,14 +237,22 @@ cats_type_name(enum cats_type t)
 	return (unsigned)t < CATS_T__N ? type_schemas[t]->name : "?";
 }
 
+/* Is the C string name exactly s[0..n)?  The first byte decides most. */
+static inline bool
+name_is(const char *name, const char *s, size_t n)
+{
+	if (n == 0)
+		return name[0] == '\0';
+	return name[0] == s[0] && strlen(name) == n &&
+	    memcmp(name, s, n) == 0;
+}
+
 int
 cats_type_from_name(const char *s, size_t n)
 {
-	for (int t = 0; t < CATS_T__N; t++) {
-		const char *name = type_schemas[t]->name;
-		if (strlen(name) == n && memcmp(name, s, n) == 0)
+	for (int t = 0; t < CATS_T__N; t++)
+		if (name_is(type_schemas[t]->name, s, n))
 			return t;
-	}
 	return -1;
 }
 
@@ -254,7 +260,7 @@ int
 cats_enum_index(const char *const *names, const char *s, size_t n)
 {
 	for (int i = 0; names[i] != NULL; i++)
-		if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0)
+		if (name_is(names[i], s, n))
 			return i;
 	return -1;
 }
@@ -534,6 +540,8 @@ struct walk {
 	unsigned depth;
 	const char *name[24];
 	long idx[24];
+	char *pool;		/* text copies are cut from arena blocks */
+	size_t pool_left;
 };
 
 static const char *
@@ -605,13 +613,42 @@ fail(struct walk *w, const char *fmt, ...)
 	return cats_err_set(w->err, path, "%s", reason);
 }
 
-static int
+static int __attribute__((noinline))
+want_fail(struct walk *w, size_t i, uint8_t kind)
+{
+	return fail(w, "expected %s, got %s", kind_name(kind),
+	    kind_name(w->t[i].kind));
+}
+
+static inline int
 want(struct walk *w, size_t i, uint8_t kind)
 {
 	uint8_t k = w->t[i].kind;
 	if (k == kind || (kind == CATS_TK_TRUE && k == CATS_TK_FALSE))
 		return 0;
-	return fail(w, "expected %s, got %s", kind_name(kind), kind_name(k));
+	return want_fail(w, i, kind);
+}
+
+/* A NUL-terminated copy of p[0..n) in the record's arena. */
+static char *
+walk_strndup(struct walk *w, const uint8_t *p, size_t n)
+{
+	if (n + 1 > w->pool_left) {
+		size_t block = n + 1 > 2048 ? n + 1 : 2048;
+		char *q = cats_arena_alloc(&w->d->arena, block);
+		if (q == NULL && block > n + 1)
+			q = cats_arena_alloc(&w->d->arena, block = n + 1);
+		if (q == NULL)
+			return NULL;
+		w->pool = q;
+		w->pool_left = block;
+	}
+	char *q = w->pool;
+	memcpy(q, p, n);
+	q[n] = '\0';
+	w->pool += n + 1;
+	w->pool_left -= n + 1;
+	return q;
 }
 
 static int
@@ -639,9 +676,9 @@ get_text(struct walk *w, size_t i, uint64_t minlen, uint64_t maxlen,
 	if (k->n > maxlen)
 		return fail(w, "%u bytes exceed the limit of %" PRIu64, k->n,
 		    maxlen);
-	if (memchr(k->v.p, '\0', k->n) != NULL)
+	if (k->flags & CATS_TKF_NUL)
 		return fail(w, "text contains a NUL character");
-	*out = cats_arena_strndup(&w->d->arena, (const char *)k->v.p, k->n);
+	*out = walk_strndup(w, k->v.p, k->n);
 	return *out ? 0 : fail(w, "out of memory");
 }
 
@@ -848,10 +885,13 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		 * Our encoder writes fields in schema order, so try the field
 		 * after the last one found first.
 		 */
-		for (size_t step = 0; step < s->nfields; step++) {
-			size_t fi = (cursor + step) % s->nfields;
+		size_t nf = s->nfields, fi = cursor;
+		for (size_t step = 0; step < nf; step++, fi++) {
+			if (fi >= nf)
+				fi = 0;
 			const struct cats_field *f = &s->fields[fi];
-			if (f->namelen != kn || memcmp(f->name, k, kn) != 0)
+			if (f->namelen != kn || f->name[0] != k[0] ||
+			    memcmp(f->name, k, kn) != 0)
 				continue;
 			cursor = fi + 1;
 			size_t saved = path_push(w, f->name, -1);
@@ -1012,48 +1052,78 @@ cats_rec_decode(struct cats_dec *d, const uint8_t *p, size_t n,
 
 /* ---- encoding ---- */
 
-/* Each libcbor encoder writes at most 9 bytes of head. */
+/*
+ * The deterministic encoding: every head in its shortest form (RFC 8949
+ * 4.2.1), as libcbor's cbor_encode_* write it.  A head is at most 9 bytes.
+ */
 #define HEAD 9
 
-static int
-enc_head(struct cats_buf *b, size_t (*fn)(size_t, unsigned char *, size_t),
-    size_t n)
+static inline size_t
+put_head(uint8_t *p, unsigned major, uint64_t v)
 {
-	if (cats_buf_reserve(b, HEAD) < 0)
-		return -1;
-	b->len += fn(n, b->p + b->len, HEAD);
-	return 0;
+	uint8_t m = (uint8_t)(major << 5);
+	if (v < 24) {
+		p[0] = (uint8_t)(m | v);
+		return 1;
+	}
+	size_t k = v <= 0xff ? 1 : v <= 0xffff ? 2 : v <= 0xffffffff ? 4 : 8;
+	p[0] = (uint8_t)(m | (k == 1 ? 24 : k == 2 ? 25 : k == 4 ? 26 : 27));
+	for (size_t i = k; i > 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+	return 1 + k;
+}
+
+/* Room for n more bytes: a compare, and a call only to grow. */
+static inline int
+room_for(struct cats_buf *b, size_t n)
+{
+	return n <= b->cap - b->len ? 0 : cats_buf_reserve(b, n);
 }
 
 static int
+enc_head(struct cats_buf *b, unsigned major, uint64_t n)
+{
+	if (room_for(b, HEAD) < 0)
+		return -1;
+	b->len += put_head(b->p + b->len, major, n);
+	return 0;
+}
+
+static inline int
 enc_uint(struct cats_buf *b, uint64_t v)
 {
-	if (cats_buf_reserve(b, HEAD) < 0)
+	return enc_head(b, 0, v);
+}
+
+/* A head and n bytes of major type 2 (bytes) or 3 (text). */
+static inline int
+enc_str(struct cats_buf *b, unsigned major, const void *s, size_t n)
+{
+	if (n > SIZE_MAX - HEAD || room_for(b, HEAD + n) < 0)
 		return -1;
-	b->len += cbor_encode_uint(v, b->p + b->len, HEAD);
+	b->len += put_head(b->p + b->len, major, n);
+	if (n)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
 	return 0;
 }
 
-static int
+static inline int
 enc_text(struct cats_buf *b, const char *s, size_t n)
 {
-	if (enc_head(b, cbor_encode_string_start, n) < 0)
-		return -1;
-	return cats_buf_add(b, s, n);
+	return enc_str(b, 3, s, n);
 }
 
-static int
+static inline int
 enc_cstr(struct cats_buf *b, const char *s)
 {
 	return enc_text(b, s, strlen(s));
 }
 
-static int
+static inline int
 enc_bytes(struct cats_buf *b, const uint8_t *p, size_t n)
 {
-	if (enc_head(b, cbor_encode_bytestring_start, n) < 0)
-		return -1;
-	return cats_buf_add(b, p, n);
+	return enc_str(b, 2, p, n);
 }
 
 static int
@@ -1067,11 +1137,11 @@ static int enc_map(struct cats_buf *b, const struct cats_schema *s,
     const void *in, const struct cats_rec *rec, bool with_auth);
 
 /* Is field f of the struct at base present (to be encoded)? */
-static bool
-field_present(const struct cats_field *f, size_t fi, const void *base)
+static inline bool
+field_present(const struct cats_field *f, size_t fi, const void *base,
+    uint64_t has)
 {
 	const void *slot = (const char *)base + f->off;
-	uint64_t has = *(const uint64_t *)base;
 	switch (f->kind) {
 	case CATS_F_TEXT:
 		return *(const char *const *)slot != NULL;
@@ -1095,9 +1165,9 @@ enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
 	case CATS_F_U64:
 		return enc_uint(b, *(const uint64_t *)slot);
 	case CATS_F_BOOL:
-		if (cats_buf_reserve(b, 1) < 0)
+		if (room_for(b, 1) < 0)
 			return -1;
-		b->len += cbor_encode_bool(*(const bool *)slot, b->p + b->len, 1);
+		b->p[b->len++] = *(const bool *)slot ? 0xf5 : 0xf4;
 		return 0;
 	case CATS_F_TEXT:
 		return enc_cstr(b, *(const char *const *)slot);
@@ -1107,11 +1177,11 @@ enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
 	}
 	case CATS_F_ENUM: {
 		int v = *(const int *)slot;
-		int n = 0;
-		while (f->enums[n] != NULL)
-			n++;
-		if (v < 0 || v >= n)
+		if (v < 0)
 			return -1;
+		for (int i = 0; i <= v; i++)
+			if (f->enums[i] == NULL)
+				return -1;
 		return enc_cstr(b, f->enums[v]);
 	}
 	case CATS_F_ADDR:
@@ -1120,7 +1190,7 @@ enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
 		return enc_map(b, f->sub, slot, NULL, false);
 	case CATS_F_KV: {
 		const struct cats_arr_kv *kv = slot;
-		if (enc_head(b, cbor_encode_map_start, kv->n) < 0)
+		if (enc_head(b, 5, kv->n) < 0)
 			return -1;
 		for (size_t i = 0; i < kv->n; i++)
 			if (enc_cstr(b, kv->v[i].k) < 0 ||
@@ -1130,7 +1200,7 @@ enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
 	}
 	default: {
 		const struct { const void *v; size_t n; } *arr = slot;
-		if (enc_head(b, cbor_encode_array_start, arr->n) < 0)
+		if (enc_head(b, 4, arr->n) < 0)
 			return -1;
 		for (size_t i = 0; i < arr->n; i++) {
 			int r;
@@ -1162,12 +1232,12 @@ enc_auth(struct cats_buf *b, const struct cats_auth *a)
 {
 	uint8_t prot[32];
 	size_t n = cats_cose_protected(a->alg, a->kid, prot, sizeof(prot));
-	if (n == 0 || enc_head(b, cbor_encode_array_start, 4) < 0 ||
-	    enc_bytes(b, prot, n) < 0 || enc_head(b, cbor_encode_map_start, 0) < 0)
+	if (n == 0 || enc_head(b, 4, 4) < 0 || enc_bytes(b, prot, n) < 0 ||
+	    enc_head(b, 5, 0) < 0)
 		return -1;
-	if (cats_buf_reserve(b, 1) < 0)
+	if (room_for(b, 1) < 0)
 		return -1;
-	b->len += cbor_encode_null(b->p + b->len, 1);
+	b->p[b->len++] = 0xf6;
 	return enc_bytes(b, a->tag, a->tag_len);
 }
 
@@ -1175,24 +1245,30 @@ static int
 enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
     const struct cats_rec *rec, bool with_auth)
 {
+	uint64_t has = *(const uint64_t *)in, present = 0;
 	size_t n = 0;
-	for (size_t fi = 0; fi < s->nfields; fi++)
-		n += field_present(&s->fields[fi], fi, in);
+	for (size_t fi = 0; fi < s->nfields; fi++) {
+		if (field_present(&s->fields[fi], fi, in, has)) {
+			present |= UINT64_C(1) << fi;
+			n++;
+		}
+	}
 	bool auth = rec != NULL && with_auth && rec->auth.alg != CATS_ALG_NONE;
 	if (rec != NULL)
 		n += 1 + auth;
-	if (enc_head(b, cbor_encode_map_start, n) < 0)
+	if (enc_head(b, 5, n) < 0)
 		return -1;
-	if (rec != NULL && (enc_cstr(b, "type") < 0 || enc_cstr(b, s->name) < 0))
+	if (rec != NULL && (enc_text(b, "type", 4) < 0 ||
+	    enc_cstr(b, s->name) < 0))
 		return -1;
-	for (size_t fi = 0; fi < s->nfields; fi++) {
-		const struct cats_field *f = &s->fields[fi];
-		if (!field_present(f, fi, in))
+	for (size_t fi = 0; present != 0; fi++, present >>= 1) {
+		if (!(present & 1))
 			continue;
+		const struct cats_field *f = &s->fields[fi];
 		if (enc_text(b, f->name, f->namelen) < 0 || enc_field(b, f, in) < 0)
 			return -1;
 	}
-	if (auth && (enc_cstr(b, "auth") < 0 || enc_auth(b, &rec->auth) < 0))
+	if (auth && (enc_text(b, "auth", 4) < 0 || enc_auth(b, &rec->auth) < 0))
 		return -1;
 	return 0;
 }
@@ -1219,14 +1295,14 @@ cats_cose_protected(int alg, const uint8_t kid[CATS_KID_LEN], uint8_t *out,
 	size_t n = 0;
 	if (cap < 16)
 		return 0;
-	n += cbor_encode_map_start(2, out + n, cap - n);
-	n += cbor_encode_uint(1, out + n, cap - n);
+	n += put_head(out + n, 5, 2);
+	n += put_head(out + n, 0, 1);
 	if (alg < 0)
-		n += cbor_encode_negint((uint64_t)(-1 - alg), out + n, cap - n);
+		n += put_head(out + n, 1, (uint64_t)(-1 - (int64_t)alg));
 	else
-		n += cbor_encode_uint((uint64_t)alg, out + n, cap - n);
-	n += cbor_encode_uint(4, out + n, cap - n);
-	n += cbor_encode_bytestring_start(CATS_KID_LEN, out + n, cap - n);
+		n += put_head(out + n, 0, (uint64_t)alg);
+	n += put_head(out + n, 0, 4);
+	n += put_head(out + n, 2, CATS_KID_LEN);
 	if (cap - n < CATS_KID_LEN)
 		return 0;
 	memcpy(out + n, kid, CATS_KID_LEN);
