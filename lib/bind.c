@@ -402,10 +402,20 @@ cidx_insert(struct cidx *x, struct cslot c)
 	}
 }
 
-static int
-cidx_grow(struct cidx *x)
+/* The capacity the puts of n items would grow a table of cap to. */
+static uint32_t
+idx_cap_for(uint32_t cap, uint32_t n, size_t slot)
 {
-	uint32_t cap = idx_next_cap(x->cap, sizeof(struct cslot));
+	if (cap == 0)
+		cap = idx_next_cap(0, slot);
+	while (cap != 0 && idx_full(n, cap))
+		cap = idx_next_cap(cap, slot);
+	return cap;
+}
+
+static int
+cidx_resize(struct cidx *x, uint32_t cap)
+{
 	if (cap == 0)
 		return -1;
 	struct cslot *s = big_alloc((size_t)cap * sizeof(*s));
@@ -421,6 +431,23 @@ cidx_grow(struct cidx *x)
 			cidx_insert(x, o.s[i]);
 	big_free(o.s, (size_t)o.cap * sizeof(*o.s));
 	return 0;
+}
+
+static int
+cidx_grow(struct cidx *x)
+{
+	return cidx_resize(x, idx_next_cap(x->cap, sizeof(struct cslot)));
+}
+
+/* Grow at once to what puts of n more items would grow the index to. */
+static int
+cidx_reserve(struct cidx *x, uint32_t n)
+{
+	uint64_t want = (uint64_t)x->n + n;
+	if (want > UINT32_MAX / 2)
+		return -1;
+	uint32_t cap = idx_cap_for(x->cap, (uint32_t)want, sizeof(struct cslot));
+	return x->s != NULL && cap == x->cap ? 0 : cidx_resize(x, cap);
 }
 
 static void
@@ -466,6 +493,14 @@ cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 	}
 	x->s[i].v = 0;
 	x->n--;
+}
+
+/* Start loading the home slot of hash h; a miss there costs ~100 ns. */
+static inline void
+cidx_prefetch(const struct cidx *x, uint64_t h)
+{
+	if (x->s != NULL)
+		__builtin_prefetch(&x->s[fastmod((uint32_t)h, x->m, x->cap)]);
 }
 
 static size_t
@@ -2956,6 +2991,17 @@ bind_count(const struct bind_table *t)
 	return t->ents.live;
 }
 
+int
+bind_reserve(struct bind_table *t, size_t n)
+{
+	if (n > MAX_ITEMS)
+		n = MAX_ITEMS;
+	if (cidx_reserve(&t->by_id, (uint32_t)n) < 0 ||
+	    cidx_reserve(&t->by_flow, (uint32_t)n) < 0)
+		return -1;
+	return 0;
+}
+
 static size_t
 htab_mem(const struct cats_htab *h)
 {
@@ -3292,6 +3338,24 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	int state = CATS_HAS(b, BND, state) ? b->state : S_READY;
 	if (state != S_READY && state != S_ACTIVE)
 		return BR_BAD;
+	/*
+	 * A new flow: its index slots are random in a large table; start
+	 * loading them now, they are wanted after the keys are built.
+	 */
+	struct fkey fk;
+	uint64_t fh = 0;
+	if (i == 0 && fkey_from(t, ingress, &f->match, &fk)) {
+		fh = fkey_hash(&fk);
+		cidx_prefetch(&t->by_flow, fh);
+		if (f->match.src.af == 4 && t->counts.s != NULL) {
+			struct ckey ck;
+			const struct bstr *tn = fk.tenant;
+			ck = ckey_make(tn, false, 0);
+			memcpy(&ck.ref, f->match.src.a, 4);
+			__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(&ck),
+			    t->counts.m, t->counts.cap)]);
+		}
+	}
 	/* The decision and the path as the binding carries them. */
 	struct cats_decision d;
 	memset(&d, 0, sizeof(d));
@@ -3375,9 +3439,10 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		wheel_link(t, e, i);
 		return BR_OK;
 	}
-	struct fkey fk;
-	fkey_from(t, ingress, &fl, &fk);
-	uint64_t fh = fkey_hash(&fk);
+	if (fh == 0) {
+		fkey_from(t, ingress, &fl, &fk);
+		fh = fkey_hash(&fk);
+	}
 	if (cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
 		key_release(t, &k);
 		return BR_DUP_FLOW;

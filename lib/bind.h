@@ -215,6 +215,11 @@ int bind_record(const struct bind_table *t, uint64_t id, int op,
 size_t bind_foreach(const struct bind_table *t, unsigned state_mask,
     uint64_t now, void (*fn)(void *arg, const struct cats_rec *r), void *arg);
 size_t bind_count(const struct bind_table *t);
+/*
+ * Make room in the indexes for n more entries at once, as n installs would
+ * grow them (a restore that knows how many bindings come); -1 on OOM.
+ */
+int bind_reserve(struct bind_table *t, size_t n);
 /* Bytes the table holds (entries, indexes, interned objects). */
 size_t bind_mem(const struct bind_table *t);
 

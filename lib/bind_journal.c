@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,29 +126,36 @@ bj_set_snapshot_min(struct bj *j, uint64_t min_bytes)
 	j->snap_min = min_bytes;
 }
 
-size_t
-bj_replay(struct bind_table *t, const uint8_t *p, size_t n, uint64_t now,
-    struct bj_stats *st, int *last, uint64_t *seq, struct cats_err *why)
+/*
+ * Apply the whole records that start before stop in p[0..n): a record is
+ * scanned within min(n - off, max_record) bytes, so a caller that stops
+ * max_record short of a buffer's end sees what a scan of the whole file
+ * sees.  Returns the offset reached; *bad when a record there is not whole
+ * and valid (why says why).
+ */
+static size_t
+replay_run(struct cats_dec *d, struct bind_table *t, const uint8_t *p,
+    size_t n, size_t stop, uint64_t now, struct bj_stats *st, int *last,
+    uint64_t *seq, bool *bad, struct cats_err *why)
 {
-	struct cats_dec d;
 	struct cats_rec r;
 	size_t off = 0;
-	*last = -1;
-	cats_dec_init(&d, NULL);
-	while (off < n) {
+	*bad = false;
+	while (off < stop) {
 		size_t used = 0, need = 0, left = n - off;
 		struct cats_err e;
 		memset(&e, 0, sizeof(e));
-		cats_arena_reset(&d.arena);
-		if (left > d.lim.max_record)
-			left = d.lim.max_record;
-		int s = cats_scan(p + off, left, true, &d.lim, &d.toks,
-		    &d.arena, &used, &need, &e);
-		if (s != CATS_SCAN_OK || cats_rec_from_toks(&d, &r, &e) < 0) {
+		cats_arena_reset(&d->arena);
+		if (left > d->lim.max_record)
+			left = d->lim.max_record;
+		int s = cats_scan(p + off, left, true, &d->lim, &d->toks,
+		    &d->arena, &used, &need, &e);
+		if (s != CATS_SCAN_OK || cats_rec_from_toks(d, &r, &e) < 0) {
 			if (why != NULL) {
 				*why = e;
 				why->offset = off;
 			}
+			*bad = true;
 			break;
 		}
 		if (bind_restore(t, &r, now) == BR_OK)
@@ -163,24 +169,80 @@ bj_replay(struct bind_table *t, const uint8_t *p, size_t n, uint64_t now,
 		*last = (int)r.type;
 		off += used;
 	}
+	return off;
+}
+
+size_t
+bj_replay(struct bind_table *t, const uint8_t *p, size_t n, uint64_t now,
+    struct bj_stats *st, int *last, uint64_t *seq, struct cats_err *why)
+{
+	struct cats_dec d;
+	bool bad;
+	*last = -1;
+	cats_dec_init(&d, NULL);
+	size_t off = replay_run(&d, t, p, n, n, now, st, last, seq, &bad, why);
 	cats_dec_free(&d);
 	return off;
 }
 
-/* Map a file read-only; *n = 0 and NULL for an empty one. */
-static const uint8_t *
-map_file(int fd, size_t *n)
+#define READ_BLOCK ((size_t)4 << 20)
+
+/*
+ * bj_replay() of a whole file, read in blocks into one buffer that stays
+ * in the cache (a mapping of a 500 MB journal costs a page fault per few
+ * pages).  Returns the bytes before the first record that is not whole and
+ * valid, or -1 with errno on a read error.
+ */
+static ssize_t
+replay_file(int fd, struct bind_table *t, uint64_t now, struct bj_stats *st,
+    int *last, uint64_t *seq, struct cats_err *why)
+{
+	struct cats_dec d;
+	cats_dec_init(&d, NULL);
+	size_t cap = READ_BLOCK + d.lim.max_record, have = 0, base = 0;
+	uint8_t *buf = malloc(cap);
+	ssize_t rc = -1;
+	bool eof = false, bad = false;
+	*last = -1;
+	if (buf == NULL)
+		goto out;
+	while (!bad) {
+		while (!eof && have < cap) {
+			ssize_t got = read(fd, buf + have, cap - have);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0)
+				goto out;
+			if (got == 0)
+				eof = true;
+			have += (size_t)got;
+		}
+		size_t stop = eof ? have : have - d.lim.max_record;
+		size_t off = replay_run(&d, t, buf, have, stop, now, st, last,
+		    seq, &bad, why);
+		if (bad && why != NULL)
+			why->offset += base;
+		memmove(buf, buf + off, have - off);
+		base += off;
+		have -= off;
+		if (eof && !bad && have == 0)
+			break;
+	}
+	rc = (ssize_t)base;
+out:
+	free(buf);
+	cats_dec_free(&d);
+	return rc;
+}
+
+/* The size of an open file (0 if unknown). */
+static size_t
+file_size(int fd)
 {
 	struct stat sb;
-	*n = 0;
 	if (fstat(fd, &sb) < 0 || sb.st_size <= 0)
-		return NULL;
-	void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, (size_t)sb.st_size, MADV_SEQUENTIAL);
-	*n = (size_t)sb.st_size;
-	return p;
+		return 0;
+	return (size_t)sb.st_size;
 }
 
 static int
@@ -233,6 +295,38 @@ seg_name(uint64_t seq, char *buf, size_t len)
 	snprintf(buf, len, "journal.%016" PRIx64, seq);
 }
 
+/*
+ * How many bindings the snapshot says it holds: its trailer, the last
+ * record, read from the file's tail.  Only a hint for sizing the indexes
+ * (0 if not found); the trailer is checked again when it is replayed.
+ */
+static size_t
+snapshot_hint(int fd, size_t size)
+{
+	uint8_t tail[1024];
+	size_t len = size < sizeof(tail) ? size : sizeof(tail), hint = 0;
+	if (len == 0 || pread(fd, tail, len, (off_t)(size - len)) !=
+	    (ssize_t)len)
+		return 0;
+	struct cats_dec d;
+	struct cats_rec r;
+	struct cats_err e;
+	cats_dec_init(&d, NULL);
+	for (size_t off = 0; off < len && hint == 0; off++) {
+		if ((tail[off] >> 5) != 5 ||
+		    cats_rec_decode(&d, tail + off, len - off, &r, &e) < 0 ||
+		    r.type != CATS_T_STATS)
+			continue;
+		for (size_t i = 0; i < r.u.stats.counters.n; i++)
+			if (strcmp(r.u.stats.counters.v[i].k, "bindings") == 0)
+				hint = (size_t)r.u.stats.counters.v[i].v;
+		break;
+	}
+	cats_dec_free(&d);
+	/* A binding record takes more than 64 bytes. */
+	return hint < size / 64 ? hint : size / 64;
+}
+
 /* Load the snapshot if there is one: 0 none, 1 loaded (*seq), -1 corrupt. */
 static int
 load_snapshot(struct bj *j, struct bind_table *t, uint64_t now,
@@ -246,16 +340,19 @@ load_snapshot(struct bj *j, struct bind_table *t, uint64_t now,
 		seterr(err, errlen, "%s/snapshot: %s", j->dir, strerror(errno));
 		return -1;
 	}
-	size_t n;
-	const uint8_t *p = map_file(fd, &n);
-	close(fd);
+	size_t n = file_size(fd);
 	struct cats_err why;
 	memset(&why, 0, sizeof(why));
 	int last = -1;
 	uint64_t s = UINT64_MAX;
-	size_t good = p ? bj_replay(t, p, n, now, &j->st, &last, &s, &why) : 0;
-	if (p != NULL)
-		munmap((void *)p, n);
+	bind_reserve(t, snapshot_hint(fd, n));
+	ssize_t got = replay_file(fd, t, now, &j->st, &last, &s, &why);
+	close(fd);
+	if (got < 0) {
+		seterr(err, errlen, "%s/snapshot: %s", j->dir, strerror(errno));
+		return -1;
+	}
+	size_t good = (size_t)got;
 	if (good != n || last != CATS_T_STATS || s == UINT64_MAX) {
 		seterr(err, errlen, "%s/snapshot: corrupt or incomplete at "
 		    "byte %zu of %zu (%s); move it away to restore from the "
@@ -299,15 +396,19 @@ bj_restore(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 			free(segs);
 			return -1;
 		}
-		size_t n;
-		const uint8_t *p = map_file(fd, &n);
+		size_t n = file_size(fd);
 		struct cats_err why;
 		memset(&why, 0, sizeof(why));
 		int last;
-		size_t good = p ? bj_replay(t, p, n, now, &j->st, &last, NULL,
-		    &why) : 0;
-		if (p != NULL)
-			munmap((void *)p, n);
+		ssize_t got = replay_file(fd, t, now, &j->st, &last, NULL, &why);
+		if (got < 0) {
+			seterr(err, errlen, "%s/%s: %s", j->dir, name,
+			    strerror(errno));
+			close(fd);
+			free(segs);
+			return -1;
+		}
+		size_t good = (size_t)got;
 		j->st.segments++;
 		if (good != n) {
 			if (i + 1 < nsegs) {

@@ -411,10 +411,102 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 	    s.lim->max_tokens;
 	if (need)
 		*need = 0;
+	const size_t max_record = s.lim->max_record,
+	    max_string = s.lim->max_string, max_count = s.lim->max_count;
 
 	for (;;) {
 		size_t here = s.pos;
 		int r;
+		/*
+		 * The fast path: a definite-length item whose head and string
+		 * bytes are all there, within every cap.  Anything else, and
+		 * every error, goes the general way below, which reads the item
+		 * again from its start.
+		 */
+		size_t pos = s.pos, ntok = toks->n;
+		if (pos < len && ntok < s.tok_room) {
+			/* Locals: stores through k may alias s.pos and toks->n. */
+			const uint8_t *p = buf + pos;
+			uint8_t ib = p[0], major = ib >> 5, ai = ib & 31;
+			uint64_t arg;
+			size_t hl;
+			if (ai < 24) {
+				arg = ai;
+				hl = 1;
+			} else if (ai <= 27 &&
+			    (hl = 1 + ((size_t)1 << (ai - 24))) <= len - pos) {
+				arg = 0;
+				for (size_t x = 1; x < hl; x++)
+					arg = arg << 8 | p[x];
+			} else {
+				goto general;
+			}
+			size_t after = pos + hl;
+			size_t rm = final ? len - after : max_record > after ?
+			    max_record - after : 0;
+			struct cats_tok *k = &toks->t[ntok];
+			switch (major) {
+			case 0:
+			case 1:
+				*k = (struct cats_tok){ .kind = major ? CATS_TK_NINT
+				    : CATS_TK_UINT, .next = (uint32_t)ntok + 1,
+				    .v.u = arg };
+				break;
+			case 2:
+			case 3: {
+				if (arg > max_string || arg > len - after ||
+				    arg > rm)
+					goto general;
+				bool nul = false;
+				if (major == 3 && !text_ok(p + hl, (size_t)arg, &nul))
+					goto general;
+				*k = (struct cats_tok){ .kind = major == 2 ?
+				    CATS_TK_BYTES : CATS_TK_TEXT, .flags = nul ?
+				    CATS_TKF_NUL : 0, .n = (uint32_t)arg,
+				    .next = (uint32_t)ntok + 1, .v.p = p + hl };
+				hl += (size_t)arg;
+				break;
+			}
+			case 4:
+			case 5:
+			case 6: {
+				uint64_t items = major == 5 ? arg * 2 :
+				    major == 4 ? arg : 1;
+				if (depth >= max_depth || (major != 6 &&
+				    (arg > max_count || items > rm ||
+				    (major == 5 && arg > UINT64_MAX / 2))))
+					goto general;
+				*k = (struct cats_tok){ .kind = major == 4 ?
+				    CATS_TK_ARRAY : major == 5 ? CATS_TK_MAP :
+				    CATS_TK_TAG, .n = major == 6 ? 1 :
+				    (uint32_t)arg, .v.u = arg };
+				toks->n = ntok + 1;
+				s.pos = after;
+				if (items == 0) {
+					k->next = (uint32_t)ntok + 1;
+					goto finished;
+				}
+				stack[depth].tok = ntok;
+				stack[depth].indef = false;
+				stack[depth].items = 0;
+				stack[depth].left = items;
+				depth++;
+				continue;
+			}
+			default:
+				if (ai < 20 || ai > 23)
+					goto general;
+				*k = (struct cats_tok){ .kind = ai == 20 ?
+				    CATS_TK_FALSE : ai == 21 ? CATS_TK_TRUE :
+				    ai == 22 ? CATS_TK_NULL : CATS_TK_UNDEF,
+				    .next = (uint32_t)ntok + 1, .v.u = ai };
+				break;
+			}
+			toks->n = ntok + 1;
+			s.pos = pos + hl;
+			goto finished;
+		}
+general:
 		if (s.pos >= s.len) {
 			r = avail(&s, 1, "item");
 			goto stop;

@@ -171,11 +171,15 @@ check_binding(const void *p, struct cats_err *e)
 #define CATS_STRUCT_ERR struct cats_error
 #define CATS_STRUCT_STS struct cats_stats
 
+#define CATS_X_REQUIRED(P, fname, K, ctype, req, ...) \
+	| ((uint64_t)(req) << CATS_##P##_##fname)
+
 #define CATS_SCHEMA(var, P, label, chk, dc) \
 	static const struct cats_field var##_fields[] = { \
 		CATS_##P##_FIELDS(CATS_X_FIELD) }; \
 	const struct cats_schema var = { label, sizeof(CATS_STRUCT_##P), \
-		CATS_ARRAY_LEN(var##_fields), var##_fields, chk, dc };
+		CATS_ARRAY_LEN(var##_fields), var##_fields, chk, dc, \
+		0 CATS_##P##_FIELDS(CATS_X_REQUIRED) };
 
 CATS_SCHEMA(cats_schema_constraints, CON, "constraints", NULL,
     "hard constraints of a service, request or path request")
@@ -277,33 +281,27 @@ cats_enum_index(const char *const *names, const char *s, size_t n)
 static bool
 parse_v4(const char *s, const char *end, uint8_t out[4])
 {
-	uint8_t tmp[4] = { 0 };
-	unsigned octets = 0, cur = 0;
-	bool digit = false;
-	while (s < end) {
-		unsigned char c = (unsigned char)*s++;
-		if (c >= '0' && c <= '9') {
-			if (digit && tmp[cur] == 0)
-				return false;
-			unsigned v = tmp[cur] * 10u + (c - '0');
-			if (v > 255)
-				return false;
-			tmp[cur] = (uint8_t)v;
-			if (!digit) {
-				if (++octets > 4)
-					return false;
-				digit = true;
-			}
-		} else if (c == '.' && digit) {
-			if (octets == 4)
-				return false;
-			tmp[++cur] = 0;
-			digit = false;
-		} else {
+	uint8_t tmp[4];
+	for (int i = 0; i < 4; i++) {
+		if (i > 0 && (s == end || *s++ != '.'))
 			return false;
+		if (s == end || (unsigned)(*s - '0') > 9)
+			return false;
+		unsigned v = (unsigned)(*s++ - '0');
+		if (s < end && (unsigned)(*s - '0') <= 9) {
+			if (v == 0)
+				return false;
+			v = v * 10 + (unsigned)(*s++ - '0');
+			if (s < end && (unsigned)(*s - '0') <= 9) {
+				v = v * 10 + (unsigned)(*s++ - '0');
+				if (v > 255 || (s < end &&
+				    (unsigned)(*s - '0') <= 9))
+					return false;
+			}
 		}
+		tmp[i] = (uint8_t)v;
 	}
-	if (octets < 4)
+	if (s != end)
 		return false;
 	memcpy(out, tmp, 4);
 	return true;
@@ -392,6 +390,11 @@ cats_ip_parse(const char *s, size_t n, struct cats_ip *ip)
 	if (n == 0 || n >= INET6_ADDRSTRLEN)
 		return -1;
 	memset(ip, 0, sizeof(*ip));
+	/* Most are plain dotted quads: no colon, no NUL, nothing else. */
+	if (parse_v4(s, s + n, ip->a)) {
+		ip->af = 4;
+		return 0;
+	}
 	/* The family by a colon anywhere; the text ends at a NUL (C string). */
 	const char *nul = memchr(s, '\0', n);
 	const char *end = nul ? nul : s + n;
@@ -851,6 +854,42 @@ decode_field(struct walk *w, size_t i, const struct cats_field *f, void *base)
 static int decode_auth(struct walk *w, size_t i, struct cats_auth *a);
 
 /*
+ * Are a[0..n) and b[0..n) equal?  Word loads that may overlap but never
+ * leave either; the field names are short.
+ */
+static inline bool
+same_bytes(const void *a, const void *b, size_t n)
+{
+	const uint8_t *p = a, *q = b;
+	uint64_t x, y;
+	uint32_t u, v;
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8) {
+			memcpy(&x, p + i, 8);
+			memcpy(&y, q + i, 8);
+			if (x != y)
+				return false;
+		}
+		memcpy(&x, p + n - 8, 8);
+		memcpy(&y, q + n - 8, 8);
+		return x == y;
+	}
+	if (n >= 4) {
+		memcpy(&u, p, 4);
+		memcpy(&v, q, 4);
+		if (u != v)
+			return false;
+		memcpy(&u, p + n - 4, 4);
+		memcpy(&v, q + n - 4, 4);
+		return u == v;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != q[i])
+			return false;
+	return true;
+}
+
+/*
  * Decode the map at token i into the struct out of schema s.  At the top
  * level, rec is set and "type"/"auth" are handled by the caller.
  */
@@ -860,15 +899,18 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 {
 	if (want(w, i, CATS_TK_MAP) < 0)
 		return -1;
+	const struct cats_tok *t = w->t;
+	const struct cats_field *fields = s->fields;
 	uint64_t *has = out;
-	size_t j = i + 1, cursor = 0;
-	for (uint32_t p = 0; p < w->t[i].n; p++) {
-		size_t key = j, val = w->t[j].next;
-		j = w->t[val].next;
-		if (w->t[key].kind != CATS_TK_TEXT)
+	size_t j = i + 1, cursor = 0, nf = s->nfields;
+	uint32_t npairs = t[i].n;
+	for (uint32_t p = 0; p < npairs; p++) {
+		size_t key = j, val = t[j].next;
+		j = t[val].next;
+		if (t[key].kind != CATS_TK_TEXT)
 			continue;	/* unknown key */
-		const char *k = (const char *)w->t[key].v.p;
-		size_t kn = w->t[key].n;
+		const char *k = (const char *)t[key].v.p;
+		size_t kn = t[key].n;
 		if (rec != NULL && kn == 4 && memcmp(k, "type", 4) == 0)
 			continue;
 		if (rec != NULL && kn == 4 && memcmp(k, "auth", 4) == 0) {
@@ -885,13 +927,13 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		 * Our encoder writes fields in schema order, so try the field
 		 * after the last one found first.
 		 */
-		size_t nf = s->nfields, fi = cursor;
+		size_t fi = cursor;
 		for (size_t step = 0; step < nf; step++, fi++) {
 			if (fi >= nf)
 				fi = 0;
-			const struct cats_field *f = &s->fields[fi];
+			const struct cats_field *f = &fields[fi];
 			if (f->namelen != kn || f->name[0] != k[0] ||
-			    memcmp(f->name, k, kn) != 0)
+			    !same_bytes(f->name, k, kn))
 				continue;
 			cursor = fi + 1;
 			size_t saved = path_push(w, f->name, -1);
@@ -904,17 +946,18 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 			break;
 		}
 	}
-	for (size_t fi = 0; fi < s->nfields; fi++) {
-		if (s->fields[fi].required && !(*has & (UINT64_C(1) << fi))) {
-			size_t saved = path_push(w, s->fields[fi].name, -1);
-			fail(w, "required field missing");
-			path_pop(w, saved);
-			return -1;
-		}
+	uint64_t missing = s->required & ~*has;
+	if (missing != 0) {
+		size_t fi = (size_t)__builtin_ctzll(missing);
+		size_t saved = path_push(w, fields[fi].name, -1);
+		fail(w, "required field missing");
+		path_pop(w, saved);
+		return -1;
 	}
 	if (s->check != NULL) {
 		struct cats_err e2;
-		memset(&e2, 0, sizeof(e2));
+		e2.offset = 0;
+		e2.field[0] = e2.reason[0] = '\0';
 		if (s->check(out, &e2) < 0) {
 			size_t saved = path_push(w, e2.field, -1);
 			fail(w, "%s", e2.reason);
@@ -994,30 +1037,28 @@ decode_auth(struct walk *w, size_t i, struct cats_auth *a)
 	return 0;
 }
 
-int
-cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
+/* The type of the record at t[0]: 0 and *type, or -1 with err. */
+static int
+rec_type(const struct cats_tok *t, int *type, struct cats_err *err)
 {
-	struct walk w = { .d = d, .t = d->toks.t, .err = err };
-	const struct cats_tok *t = d->toks.t;
-	memset(r, 0, sizeof(*r));
 	if (t[0].kind != CATS_TK_MAP)
 		return cats_err_set(err, "", "a record is a map, got %s",
 		    kind_name(t[0].kind));
-	int type = -1;
+	*type = -1;
 	size_t j = 1;
 	for (uint32_t p = 0; p < t[0].n; p++) {
 		size_t val = t[j].next;
 		if (t[j].kind == CATS_TK_TEXT && t[j].n == 4 &&
 		    memcmp(t[j].v.p, "type", 4) == 0) {
-			if (type != -1)
+			if (*type != -1)
 				return cats_err_set(err, "type", "duplicate key");
 			if (t[val].kind != CATS_TK_TEXT)
 				return cats_err_set(err, "type",
 				    "expected text, got %s",
 				    kind_name(t[val].kind));
-			type = cats_type_from_name((const char *)t[val].v.p,
+			*type = cats_type_from_name((const char *)t[val].v.p,
 			    t[val].n);
-			if (type < 0)
+			if (*type < 0)
 				return cats_err_set(err, "type",
 				    "unknown record type \"%.*s\"",
 				    t[val].n > 32 ? 32 : (int)t[val].n,
@@ -1025,10 +1066,26 @@ cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
 		}
 		j = t[val].next;
 	}
-	if (type < 0)
+	if (*type < 0)
 		return cats_err_set(err, "type", "required field missing");
+	return 0;
+}
+
+int
+cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
+{
+	struct walk w = { .d = d, .t = d->toks.t, .err = err };
+	int type = -1;
+	if (rec_type(d->toks.t, &type, err) < 0) {
+		memset(r, 0, sizeof(*r));
+		return -1;
+	}
+	/* Zero the header and the struct of this type, not the whole union. */
+	const struct cats_schema *s = type_schemas[type];
+	memset(r, 0, offsetof(struct cats_rec, u));
+	memset(&r->u, 0, s->size);
 	r->type = (enum cats_type)type;
-	return decode_fields(&w, 0, type_schemas[type], &r->u, r);
+	return decode_fields(&w, 0, s, &r->u, r);
 }
 
 int

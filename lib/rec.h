@@ -511,6 +511,7 @@ struct cats_schema {
 	/* Cross-field rules, after the fields are decoded; may be NULL. */
 	int (*check)(const void *s, struct cats_err *e);
 	const char *doc;
+	uint64_t required;	/* bit i: field i is required */
 };
 
 extern const struct cats_schema cats_schema_constraints, cats_schema_flow,
