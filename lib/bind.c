@@ -495,14 +495,6 @@ cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 	x->n--;
 }
 
-/* Start loading the home slot of hash h; a miss there costs ~100 ns. */
-static inline void
-cidx_prefetch(const struct cidx *x, uint64_t h)
-{
-	if (x->s != NULL)
-		__builtin_prefetch(&x->s[fastmod((uint32_t)h, x->m, x->cap)]);
-}
-
 static size_t
 cidx_mem(const struct cidx *x)
 {
@@ -3338,24 +3330,6 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	int state = CATS_HAS(b, BND, state) ? b->state : S_READY;
 	if (state != S_READY && state != S_ACTIVE)
 		return BR_BAD;
-	/*
-	 * A new flow: its index slots are random in a large table; start
-	 * loading them now, they are wanted after the keys are built.
-	 */
-	struct fkey fk;
-	uint64_t fh = 0;
-	if (i == 0 && fkey_from(t, ingress, &f->match, &fk)) {
-		fh = fkey_hash(&fk);
-		cidx_prefetch(&t->by_flow, fh);
-		if (f->match.src.af == 4 && t->counts.s != NULL) {
-			struct ckey ck;
-			const struct bstr *tn = fk.tenant;
-			ck = ckey_make(tn, false, 0);
-			memcpy(&ck.ref, f->match.src.a, 4);
-			__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(&ck),
-			    t->counts.m, t->counts.cap)]);
-		}
-	}
 	/* The decision and the path as the binding carries them. */
 	struct cats_decision d;
 	memset(&d, 0, sizeof(d));
@@ -3439,10 +3413,9 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		wheel_link(t, e, i);
 		return BR_OK;
 	}
-	if (fh == 0) {
-		fkey_from(t, ingress, &fl, &fk);
-		fh = fkey_hash(&fk);
-	}
+	struct fkey fk;
+	fkey_from(t, ingress, &fl, &fk);
+	uint64_t fh = fkey_hash(&fk);
 	if (cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
 		key_release(t, &k);
 		return BR_DUP_FLOW;
@@ -3494,6 +3467,33 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	if (b->id >= t->next_id)
 		t->next_id = b->id + 1;
 	return BR_OK;
+}
+
+void
+bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
+{
+	if (r->type != CATS_T_BINDING || r->u.binding.op == CATS_BIND_REMOVE)
+		return;
+	const struct cats_binding *b = &r->u.binding;
+	const struct cats_flow *f = &b->fwd.match;
+	const char *ingress = b->ingress ? b->ingress : b->rev.owner;
+	struct fkey fk;
+	if (ingress == NULL || !fkey_from(t, ingress, f, &fk))
+		return;
+	/*
+	 * Spelled out: gcc 12 finds a helper that only prefetches free of
+	 * effects and drops its calls.
+	 */
+	uint64_t h = fkey_hash(&fk);
+	if (t->by_flow.s != NULL)
+		__builtin_prefetch(&t->by_flow.s[fastmod((uint32_t)h,
+		    t->by_flow.m, t->by_flow.cap)]);
+	if (f->src.af == 4 && t->counts.s != NULL) {
+		struct ckey ck = ckey_make(fk.tenant, false, 0);
+		memcpy(&ck.ref, f->src.a, 4);
+		__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(&ck),
+		    t->counts.m, t->counts.cap)]);
+	}
 }
 
 int

@@ -249,5 +249,12 @@ int bind_check(const struct bind_table *t, char *why, size_t len);
  * manager (an epoch), a stats trailer.  Nothing is sent or journaled.
  */
 int bind_restore(struct bind_table *t, const struct cats_rec *r, uint64_t now);
+/*
+ * Start loading the index slots bind_restore(r) will probe (a hint, no
+ * effect on the table): the journal reader decodes the next record while
+ * they arrive.
+ */
+void bind_restore_prefetch(const struct bind_table *t,
+    const struct cats_rec *r);
 
 #endif

@@ -126,31 +126,53 @@ bj_set_snapshot_min(struct bj *j, uint64_t min_bytes)
 	j->snap_min = min_bytes;
 }
 
+static void
+apply(struct bind_table *t, const struct cats_rec *r, uint64_t now,
+    struct bj_stats *st, int *last, uint64_t *seq)
+{
+	if (bind_restore(t, r, now) == BR_OK)
+		st->restored++;
+	else
+		st->refused++;
+	if (r->type == CATS_T_STATS && seq != NULL)
+		for (size_t i = 0; i < r->u.stats.counters.n; i++)
+			if (strcmp(r->u.stats.counters.v[i].k, "seq") == 0)
+				*seq = r->u.stats.counters.v[i].v;
+	*last = (int)r->type;
+}
+
 /*
  * Apply the whole records that start before stop in p[0..n): a record is
  * scanned within min(n - off, max_record) bytes, so a caller that stops
  * max_record short of a buffer's end sees what a scan of the whole file
  * sees.  Returns the offset reached; *bad when a record there is not whole
- * and valid (why says why).
+ * and valid (why says why).  Records are decoded one ahead of the one
+ * applied (d[2] takes turns), so that the table's memory for a record is
+ * on its way while the next one is decoded; they are applied in order,
+ * and all those before a bad one are.
  */
 static size_t
-replay_run(struct cats_dec *d, struct bind_table *t, const uint8_t *p,
+replay_run(struct cats_dec d[2], struct bind_table *t, const uint8_t *p,
     size_t n, size_t stop, uint64_t now, struct bj_stats *st, int *last,
     uint64_t *seq, bool *bad, struct cats_err *why)
 {
-	struct cats_rec r;
+	struct cats_rec r[2];
 	size_t off = 0;
+	int pend = -1;		/* the record decoded, not applied yet */
 	*bad = false;
 	while (off < stop) {
+		int k = pend == 0 ? 1 : 0;
 		size_t used = 0, need = 0, left = n - off;
 		struct cats_err e;
-		memset(&e, 0, sizeof(e));
-		cats_arena_reset(&d->arena);
-		if (left > d->lim.max_record)
-			left = d->lim.max_record;
-		int s = cats_scan(p + off, left, true, &d->lim, &d->toks,
-		    &d->arena, &used, &need, &e);
-		if (s != CATS_SCAN_OK || cats_rec_from_toks(d, &r, &e) < 0) {
+		e.offset = 0;
+		e.field[0] = e.reason[0] = '\0';
+		cats_arena_reset(&d[k].arena);
+		if (left > d[k].lim.max_record)
+			left = d[k].lim.max_record;
+		int s = cats_scan(p + off, left, true, &d[k].lim, &d[k].toks,
+		    &d[k].arena, &used, &need, &e);
+		if (s != CATS_SCAN_OK || cats_rec_from_toks(&d[k], &r[k],
+		    &e) < 0) {
 			if (why != NULL) {
 				*why = e;
 				why->offset = off;
@@ -158,17 +180,14 @@ replay_run(struct cats_dec *d, struct bind_table *t, const uint8_t *p,
 			*bad = true;
 			break;
 		}
-		if (bind_restore(t, &r, now) == BR_OK)
-			st->restored++;
-		else
-			st->refused++;
-		if (r.type == CATS_T_STATS && seq != NULL)
-			for (size_t i = 0; i < r.u.stats.counters.n; i++)
-				if (strcmp(r.u.stats.counters.v[i].k, "seq") == 0)
-					*seq = r.u.stats.counters.v[i].v;
-		*last = (int)r.type;
+		bind_restore_prefetch(t, &r[k]);
+		if (pend >= 0)
+			apply(t, &r[pend], now, st, last, seq);
+		pend = k;
 		off += used;
 	}
+	if (pend >= 0)
+		apply(t, &r[pend], now, st, last, seq);
 	return off;
 }
 
@@ -176,12 +195,14 @@ size_t
 bj_replay(struct bind_table *t, const uint8_t *p, size_t n, uint64_t now,
     struct bj_stats *st, int *last, uint64_t *seq, struct cats_err *why)
 {
-	struct cats_dec d;
+	struct cats_dec d[2];
 	bool bad;
 	*last = -1;
-	cats_dec_init(&d, NULL);
-	size_t off = replay_run(&d, t, p, n, n, now, st, last, seq, &bad, why);
-	cats_dec_free(&d);
+	cats_dec_init(&d[0], NULL);
+	cats_dec_init(&d[1], NULL);
+	size_t off = replay_run(d, t, p, n, n, now, st, last, seq, &bad, why);
+	cats_dec_free(&d[0]);
+	cats_dec_free(&d[1]);
 	return off;
 }
 
@@ -197,9 +218,10 @@ static ssize_t
 replay_file(int fd, struct bind_table *t, uint64_t now, struct bj_stats *st,
     int *last, uint64_t *seq, struct cats_err *why)
 {
-	struct cats_dec d;
-	cats_dec_init(&d, NULL);
-	size_t cap = READ_BLOCK + d.lim.max_record, have = 0, base = 0;
+	struct cats_dec d[2];
+	cats_dec_init(&d[0], NULL);
+	cats_dec_init(&d[1], NULL);
+	size_t cap = READ_BLOCK + d[0].lim.max_record, have = 0, base = 0;
 	uint8_t *buf = malloc(cap);
 	ssize_t rc = -1;
 	bool eof = false, bad = false;
@@ -217,8 +239,8 @@ replay_file(int fd, struct bind_table *t, uint64_t now, struct bj_stats *st,
 				eof = true;
 			have += (size_t)got;
 		}
-		size_t stop = eof ? have : have - d.lim.max_record;
-		size_t off = replay_run(&d, t, buf, have, stop, now, st, last,
+		size_t stop = eof ? have : have - d[0].lim.max_record;
+		size_t off = replay_run(d, t, buf, have, stop, now, st, last,
 		    seq, &bad, why);
 		if (bad && why != NULL)
 			why->offset += base;
@@ -231,7 +253,8 @@ replay_file(int fd, struct bind_table *t, uint64_t now, struct bj_stats *st,
 	rc = (ssize_t)base;
 out:
 	free(buf);
-	cats_dec_free(&d);
+	cats_dec_free(&d[0]);
+	cats_dec_free(&d[1]);
 	return rc;
 }
 

@@ -391,6 +391,145 @@ scan_indef_string(struct scan *s, uint8_t major, struct cats_tok *k)
 	return 1;
 }
 
+/*
+ * The fast path: definite-length items whose heads and string bytes are
+ * all there, within every cap, one after the other, in few registers.
+ * Returns true when the top-level item is complete (s->pos past it).  It
+ * stops at anything else, and at every error, leaving s->pos at the start
+ * of that item for the general way, which reads it again.
+ */
+/*
+ * Note token i, just scanned, if it is a key "type" of a top-level map
+ * (depth 1, top its frame; the item not counted in it yet).
+ */
+static inline void
+note_key(struct cats_toks *toks, size_t i, const struct frame *top)
+{
+	const struct cats_tok *k = &toks->t[i];
+	if (k->kind != CATS_TK_TEXT || k->n != 4 ||
+	    memcmp(k->v.p, "type", 4) != 0 || toks->t[0].kind != CATS_TK_MAP)
+		return;
+	if (top->indef ? (top->items & 1) : (top->left & 1))
+		return;		/* a value, not a key */
+	if (toks->ntype++ == 0)
+		toks->type_val = i + 1;
+}
+
+static bool __attribute__((noinline))
+scan_fast(struct scan *s, struct frame *stack, unsigned *depthp,
+    unsigned max_depth)
+{
+	const uint8_t *const buf = s->buf;
+	const size_t len = s->len;
+	const bool final = s->final;
+	const size_t max_record = s->lim->max_record,
+	    max_string = s->lim->max_string, max_count = s->lim->max_count;
+	struct cats_toks *toks = s->toks;
+	struct cats_tok *const tv = toks->t;
+	const size_t troom = s->tok_room;
+	size_t pos = s->pos, ntok = toks->n;
+	unsigned depth = *depthp;
+	bool done = false;
+	while (pos < len && ntok < troom) {
+		const uint8_t *p = buf + pos;
+		unsigned ib = p[0], major = ib >> 5, ai = ib & 31;
+		uint64_t arg;
+		size_t hl;
+		if (ai < 24) {
+			arg = ai;
+			hl = 1;
+		} else if (ai <= 27 && (hl = 1 + ((size_t)1 << (ai - 24))) <=
+		    len - pos) {
+			arg = 0;
+			for (size_t x = 1; x < hl; x++)
+				arg = arg << 8 | p[x];
+		} else {
+			break;
+		}
+		struct cats_tok *k = &tv[ntok];
+		if (major == 3 || major == 2) {
+			size_t after = pos + hl;
+			size_t rm = final ? len - after : max_record > after ?
+			    max_record - after : 0;
+			if (arg > max_string || arg > len - after || arg > rm)
+				break;
+			bool nul = false;
+			if (major == 3 && !text_ok(p + hl, (size_t)arg, &nul))
+				break;
+			k->kind = major == 2 ? CATS_TK_BYTES : CATS_TK_TEXT;
+			k->flags = nul ? CATS_TKF_NUL : 0;
+			k->n = (uint32_t)arg;
+			k->v.p = p + hl;
+			hl += (size_t)arg;
+			if (depth == 1 && arg == 4)
+				note_key(toks, ntok, &stack[0]);
+		} else if (major <= 1) {
+			k->kind = major ? CATS_TK_NINT : CATS_TK_UINT;
+			k->flags = 0;
+			k->n = 0;
+			k->v.u = arg;
+		} else if (major == 7) {
+			if (ai < 20 || ai > 23)
+				break;
+			k->kind = ai == 20 ? CATS_TK_FALSE : ai == 21 ?
+			    CATS_TK_TRUE : ai == 22 ? CATS_TK_NULL : CATS_TK_UNDEF;
+			k->flags = 0;
+			k->n = 0;
+			k->v.u = ai;
+		} else {
+			/* An array, a map or a tag. */
+			size_t after = pos + hl;
+			size_t rm = final ? len - after : max_record > after ?
+			    max_record - after : 0;
+			uint64_t items = major == 5 ? arg * 2 : major == 4 ? arg
+			    : 1;
+			if (depth >= max_depth || (major != 6 &&
+			    (arg > max_count || items > rm ||
+			    (major == 5 && arg > UINT64_MAX / 2))))
+				break;
+			k->kind = major == 4 ? CATS_TK_ARRAY : major == 5 ?
+			    CATS_TK_MAP : CATS_TK_TAG;
+			k->flags = 0;
+			k->n = major == 6 ? 1 : (uint32_t)arg;
+			k->v.u = arg;
+			if (items != 0) {
+				k->next = 0;
+				stack[depth].tok = ntok;
+				stack[depth].indef = false;
+				stack[depth].items = 0;
+				stack[depth].left = items;
+				depth++;
+				ntok++;
+				pos = after;
+				continue;
+			}
+		}
+		ntok++;
+		pos += hl;
+		k->next = (uint32_t)ntok;
+		/* Count the item in its parents, closing them. */
+		while (depth > 0) {
+			struct frame *f = &stack[depth - 1];
+			if (f->indef) {
+				f->items++;
+				break;
+			}
+			if (--f->left > 0)
+				break;
+			tv[f->tok].next = (uint32_t)ntok;
+			depth--;
+		}
+		if (depth == 0) {
+			done = true;
+			break;
+		}
+	}
+	s->pos = pos;
+	toks->n = ntok;
+	*depthp = depth;
+	return done;
+}
+
 int
 cats_scan(const uint8_t *buf, size_t len, bool final,
     const struct cats_limits *lim, struct cats_toks *toks,
@@ -407,106 +546,21 @@ cats_scan(const uint8_t *buf, size_t len, bool final,
 	if (max_depth > CATS_ARRAY_LEN(stack))
 		max_depth = CATS_ARRAY_LEN(stack);
 	toks->n = 0;
+	toks->ntype = toks->type_val = 0;
 	s.tok_room = toks->cap < s.lim->max_tokens ? toks->cap :
 	    s.lim->max_tokens;
 	if (need)
 		*need = 0;
-	const size_t max_record = s.lim->max_record,
-	    max_string = s.lim->max_string, max_count = s.lim->max_count;
 
 	for (;;) {
 		size_t here = s.pos;
 		int r;
-		/*
-		 * The fast path: a definite-length item whose head and string
-		 * bytes are all there, within every cap.  Anything else, and
-		 * every error, goes the general way below, which reads the item
-		 * again from its start.
-		 */
-		size_t pos = s.pos, ntok = toks->n;
-		if (pos < len && ntok < s.tok_room) {
-			/* Locals: stores through k may alias s.pos and toks->n. */
-			const uint8_t *p = buf + pos;
-			uint8_t ib = p[0], major = ib >> 5, ai = ib & 31;
-			uint64_t arg;
-			size_t hl;
-			if (ai < 24) {
-				arg = ai;
-				hl = 1;
-			} else if (ai <= 27 &&
-			    (hl = 1 + ((size_t)1 << (ai - 24))) <= len - pos) {
-				arg = 0;
-				for (size_t x = 1; x < hl; x++)
-					arg = arg << 8 | p[x];
-			} else {
-				goto general;
-			}
-			size_t after = pos + hl;
-			size_t rm = final ? len - after : max_record > after ?
-			    max_record - after : 0;
-			struct cats_tok *k = &toks->t[ntok];
-			switch (major) {
-			case 0:
-			case 1:
-				*k = (struct cats_tok){ .kind = major ? CATS_TK_NINT
-				    : CATS_TK_UINT, .next = (uint32_t)ntok + 1,
-				    .v.u = arg };
-				break;
-			case 2:
-			case 3: {
-				if (arg > max_string || arg > len - after ||
-				    arg > rm)
-					goto general;
-				bool nul = false;
-				if (major == 3 && !text_ok(p + hl, (size_t)arg, &nul))
-					goto general;
-				*k = (struct cats_tok){ .kind = major == 2 ?
-				    CATS_TK_BYTES : CATS_TK_TEXT, .flags = nul ?
-				    CATS_TKF_NUL : 0, .n = (uint32_t)arg,
-				    .next = (uint32_t)ntok + 1, .v.p = p + hl };
-				hl += (size_t)arg;
-				break;
-			}
-			case 4:
-			case 5:
-			case 6: {
-				uint64_t items = major == 5 ? arg * 2 :
-				    major == 4 ? arg : 1;
-				if (depth >= max_depth || (major != 6 &&
-				    (arg > max_count || items > rm ||
-				    (major == 5 && arg > UINT64_MAX / 2))))
-					goto general;
-				*k = (struct cats_tok){ .kind = major == 4 ?
-				    CATS_TK_ARRAY : major == 5 ? CATS_TK_MAP :
-				    CATS_TK_TAG, .n = major == 6 ? 1 :
-				    (uint32_t)arg, .v.u = arg };
-				toks->n = ntok + 1;
-				s.pos = after;
-				if (items == 0) {
-					k->next = (uint32_t)ntok + 1;
-					goto finished;
-				}
-				stack[depth].tok = ntok;
-				stack[depth].indef = false;
-				stack[depth].items = 0;
-				stack[depth].left = items;
-				depth++;
-				continue;
-			}
-			default:
-				if (ai < 20 || ai > 23)
-					goto general;
-				*k = (struct cats_tok){ .kind = ai == 20 ?
-				    CATS_TK_FALSE : ai == 21 ? CATS_TK_TRUE :
-				    ai == 22 ? CATS_TK_NULL : CATS_TK_UNDEF,
-				    .next = (uint32_t)ntok + 1, .v.u = ai };
-				break;
-			}
-			toks->n = ntok + 1;
-			s.pos = pos + hl;
-			goto finished;
+		/* The fast path first; what it leaves goes the general way. */
+		if (scan_fast(&s, stack, &depth, max_depth)) {
+			*used = s.pos;
+			return CATS_SCAN_OK;
 		}
-general:
+		here = s.pos;
 		if (s.pos >= s.len) {
 			r = avail(&s, 1, "item");
 			goto stop;
@@ -712,6 +766,8 @@ general:
 			}
 			break;
 		}
+		if (k->kind == CATS_TK_TEXT && depth == 1)
+			note_key(toks, toks->n - 1, &stack[0]);
 		if (complete)
 			k->next = (uint32_t)toks->n;
 		if (!complete)

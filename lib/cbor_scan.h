@@ -71,6 +71,12 @@ struct cats_toks {
 	struct cats_tok *t;
 	size_t n;
 	size_t cap;	/* allocated once, never beyond limits.max_tokens */
+	/*
+	 * Keys "type" of a top-level map, noted while scanning so that a
+	 * record's type is found without a walk: how many, and the token of
+	 * the first one's value.
+	 */
+	size_t ntype, type_val;
 };
 
 enum {

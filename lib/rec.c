@@ -1037,46 +1037,39 @@ decode_auth(struct walk *w, size_t i, struct cats_auth *a)
 	return 0;
 }
 
-/* The type of the record at t[0]: 0 and *type, or -1 with err. */
+/*
+ * The type of the record at t[0]: 0 and *type, or -1 with err.  The
+ * scanner noted the top-level "type" keys (cats_toks.ntype): the first
+ * one's value is checked before a second one is a duplicate, as a walk
+ * over the keys in order would find them.
+ */
 static int
-rec_type(const struct cats_tok *t, int *type, struct cats_err *err)
+rec_type(const struct cats_toks *toks, int *type, struct cats_err *err)
 {
+	const struct cats_tok *t = toks->t;
 	if (t[0].kind != CATS_TK_MAP)
 		return cats_err_set(err, "", "a record is a map, got %s",
 		    kind_name(t[0].kind));
-	*type = -1;
-	size_t j = 1;
-	for (uint32_t p = 0; p < t[0].n; p++) {
-		size_t val = t[j].next;
-		if (t[j].kind == CATS_TK_TEXT && t[j].n == 4 &&
-		    memcmp(t[j].v.p, "type", 4) == 0) {
-			if (*type != -1)
-				return cats_err_set(err, "type", "duplicate key");
-			if (t[val].kind != CATS_TK_TEXT)
-				return cats_err_set(err, "type",
-				    "expected text, got %s",
-				    kind_name(t[val].kind));
-			*type = cats_type_from_name((const char *)t[val].v.p,
-			    t[val].n);
-			if (*type < 0)
-				return cats_err_set(err, "type",
-				    "unknown record type \"%.*s\"",
-				    t[val].n > 32 ? 32 : (int)t[val].n,
-				    (const char *)t[val].v.p);
-		}
-		j = t[val].next;
-	}
-	if (*type < 0)
+	if (toks->ntype == 0)
 		return cats_err_set(err, "type", "required field missing");
+	const struct cats_tok *v = &t[toks->type_val];
+	if (v->kind != CATS_TK_TEXT)
+		return cats_err_set(err, "type", "expected text, got %s",
+		    kind_name(v->kind));
+	*type = cats_type_from_name((const char *)v->v.p, v->n);
+	if (*type < 0)
+		return cats_err_set(err, "type", "unknown record type \"%.*s\"",
+		    v->n > 32 ? 32 : (int)v->n, (const char *)v->v.p);
+	if (toks->ntype > 1)
+		return cats_err_set(err, "type", "duplicate key");
 	return 0;
 }
 
 int
 cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
 {
-	struct walk w = { .d = d, .t = d->toks.t, .err = err };
 	int type = -1;
-	if (rec_type(d->toks.t, &type, err) < 0) {
+	if (rec_type(&d->toks, &type, err) < 0) {
 		memset(r, 0, sizeof(*r));
 		return -1;
 	}
@@ -1085,6 +1078,14 @@ cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
 	memset(r, 0, offsetof(struct cats_rec, u));
 	memset(&r->u, 0, s->size);
 	r->type = (enum cats_type)type;
+	/* The path arrays are written before they are read: not zeroed. */
+	struct walk w;
+	w.d = d;
+	w.t = d->toks.t;
+	w.err = err;
+	w.depth = 0;
+	w.pool = NULL;
+	w.pool_left = 0;
 	return decode_fields(&w, 0, s, &r->u, r);
 }
 

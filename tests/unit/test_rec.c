@@ -477,12 +477,55 @@ test_addresses(void)
 	    "(%d differ)", bad);
 }
 
+/*
+ * The record's type from the top-level keys the scanner notes: wherever
+ * "type" stands, errors in the order a walk over the keys finds them.
+ */
+static void
+test_type_key(void)
+{
+	static const struct {
+		const char *name, *cbor;
+		size_t n;
+		const char *why;
+	} cases[] = {
+		{ "type key after the others", "\xa2\x64\x63\x6f\x64\x65\x61\x78\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72", 19, NULL },
+		{ "a bad second type key is a duplicate", "\xa3\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\x64\x63\x6f\x64\x65\x61\x78\x64\x74\x79\x70\x65\x65\x62\x6f\x67\x75\x73", 30, "duplicate key" },
+		{ "the first type key is judged first", "\xa2\x64\x74\x79\x70\x65\x65\x62\x6f\x67\x75\x73\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72", 23, "unknown record type" },
+		{ "a first type key that is not text", "\xa2\x64\x74\x79\x70\x65\x07\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72", 18, "expected text" },
+		{ "a nested type key does not count", "\xa3\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\x64\x63\x6f\x64\x65\x61\x78\x62\x7a\x7a\xa1\x64\x74\x79\x70\x65\x01", 29, NULL },
+		{ "a type value does not count", "\xa2\x64\x63\x6f\x64\x65\x64\x74\x79\x70\x65\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72", 22, NULL },
+		{ "indefinite map", "\xbf\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\x64\x63\x6f\x64\x65\x61\x78\xff", 20, NULL },
+		{ "indefinite map, duplicate type", "\xbf\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\x64\x63\x6f\x64\x65\x61\x78\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\xff", 31, "duplicate key" },
+		{ "indefinite map, type as a value", "\xbf\x64\x63\x6f\x64\x65\x64\x74\x79\x70\x65\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72\xff", 23, NULL },
+		{ "chunked type key", "\xa2\x7f\x62\x74\x79\x62\x70\x65\xff\x65\x65\x72\x72\x6f\x72\x64\x63\x6f\x64\x65\x61\x78", 22, NULL },
+		{ "top-level array", "\x82\x64\x74\x79\x70\x65\x65\x65\x72\x72\x6f\x72", 12, "a record is a map" },
+	};
+	struct cats_dec d;
+	cats_dec_init(&d, NULL);
+	for (size_t i = 0; i < CATS_ARRAY_LEN(cases); i++) {
+		struct cats_rec r;
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		int rc = cats_rec_decode(&d, (const uint8_t *)cases[i].cbor,
+		    cases[i].n, &r, &e);
+		if (cases[i].why == NULL)
+			T_OK(rc == 0 && r.type == CATS_T_ERROR, "%s: decodes (%s)",
+			    cases[i].name, e.reason);
+		else
+			T_OK(rc < 0 && strstr(e.reason, cases[i].why) != NULL,
+			    "%s: %s", cases[i].name, e.reason);
+	}
+	cats_dec_free(&d);
+}
+
 int
 main(void)
 {
 	test_examples_round_trip();
 	test_rejects();
 	test_cbor_level();
+	test_type_key();
 	test_build_and_set();
 	test_auth();
 	test_addresses();
