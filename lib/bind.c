@@ -594,6 +594,14 @@ enum {
 #define W_UNLINKED UINT32_MAX
 #define W_HEAD UINT32_C(0x80000000)
 
+/* A flow key: what the flow index hashes and compares. */
+struct fkey {
+	const struct bstr *ingress, *tenant;
+	struct cats_ip src, dst;
+	uint16_t sport, dport;
+	uint8_t proto, fl;
+};
+
 struct bind_table {
 	struct bind_conf c;
 	struct bind_io io;
@@ -614,8 +622,12 @@ struct bind_table {
 	struct bstr *mru[8];	/* recently interned strings */
 	unsigned mru_pos;
 	struct bclass *cmru[4];	/* recently used classes */
-	struct bpath *pmru[4];	/* recently used paths */
-	unsigned cmru_pos, pmru_pos;
+	struct bpath *pcache[64];	/* paths by pkey_slot() */
+	unsigned cmru_pos;
+	struct fkey pf_key;	/* the flow key bind_restore_prefetch() hashed */
+	uint64_t pf_hash;
+	uint64_t ck_key;	/* the client key ckey_tag() hashed last */
+	uint32_t ck_tag;
 	char msg[256];
 	struct cats_kv *kv;
 	char *kv_names;
@@ -966,20 +978,40 @@ path_eq(const void *item, const void *key)
 	return k->n == 0 || memcmp(p->labels, k->labels, k->n * 8) == 0;
 }
 
+/*
+ * A slot of the path cache, by a cheap hash of the key's identity.  The
+ * cache only saves the keyed hash and the table probe: a path found there
+ * is compared whole, and colliding keys merely miss.
+ */
+static unsigned
+pkey_slot(const struct pkey *k)
+{
+	uint64_t x = k->path_id ^ (k->gen << 20) ^ ((uint64_t)k->encap << 56) ^
+	    ((uint64_t)k->n << 48) ^ ((uint64_t)k->has << 40);
+	uint64_t y = 0;
+	if (k->n > 0 && k->sids != NULL)
+		memcpy(&y, k->sids[k->n - 1].a + 8, 8);
+	else if (k->n > 0)
+		y = k->labels[k->n - 1];
+	else
+		memcpy(&y, k->tunnel_dst.a, 8);
+	x = (x ^ y) * UINT64_C(0x9E3779B97F4A7C15);
+	return (unsigned)(x >> 58);
+}
+
 static uint32_t
 path_get(struct bind_table *t, const struct pkey *k)
 {
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->pmru); i++) {
-		struct bpath *q = t->pmru[i];
-		if (q != NULL && path_eq(q, k)) {
-			q->refs++;
-			return q->handle;
-		}
+	unsigned slot = pkey_slot(k);
+	struct bpath *p = t->pcache[slot];
+	if (p != NULL && path_eq(p, k)) {
+		p->refs++;
+		return p->handle;
 	}
 	uint64_t h = pkey_hash(k);
-	struct bpath *p = cats_htab_get(&t->paths, h, path_eq, k);
+	p = cats_htab_get(&t->paths, h, path_eq, k);
 	if (p != NULL) {
-		t->pmru[t->pmru_pos++ % CATS_ARRAY_LEN(t->pmru)] = p;
+		t->pcache[slot] = p;
 		p->refs++;
 		return p->handle;
 	}
@@ -1010,7 +1042,7 @@ path_get(struct bind_table *t, const struct pkey *k)
 		return 0;
 	}
 	t->k.paths++;
-	t->pmru[t->pmru_pos++ % CATS_ARRAY_LEN(t->pmru)] = p;
+	t->pcache[slot] = p;
 	return p->handle;
 }
 
@@ -1027,9 +1059,8 @@ path_put(struct bind_table *t, uint32_t handle)
 		p->tunnel_dst, p->path_id, p->gen };
 	cats_htab_del(&t->paths, p->h, path_eq, &k);
 	hvec_del(&t->hpath, handle);
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->pmru); i++)
-		if (t->pmru[i] == p)
-			t->pmru[i] = NULL;
+	if (t->pcache[pkey_slot(&k)] == p)
+		t->pcache[pkey_slot(&k)] = NULL;
 	t->k.paths--;
 	t->k.paths_released++;
 	free(p);
@@ -1207,10 +1238,19 @@ ckey_make(const struct bstr *tenant, bool v6, uint32_t ref)
 	return k;
 }
 
+/* The tag of a client key; the last one is remembered (a flow's several
+   transitions count the same client). */
 static inline uint32_t
-ckey_tag(const struct ckey *k)
+ckey_tag(const struct bind_table *t0, const struct ckey *k)
 {
-	return (uint32_t)cats_hash(k, sizeof(*k));
+	struct bind_table *t = (struct bind_table *)t0;
+	uint64_t v;
+	memcpy(&v, k, sizeof(v));
+	if (v != t->ck_key || t->ck_tag == 0) {
+		t->ck_key = v;
+		t->ck_tag = (uint32_t)cats_hash(k, sizeof(*k)) | 1;
+	}
+	return t->ck_tag;
 }
 
 /* The counts of client k, or NULL when it has no pending or bound flow. */
@@ -1303,17 +1343,10 @@ counts_of(const struct bind_table *t, const struct bent *e)
 {
 	const struct bclass *c = cls(t, e);
 	struct ckey k = ckey_make(c->k.tenant, c->k.dst.af == 6, e->client);
-	return ctab_find(&t->counts, &k, ckey_tag(&k));
+	return ctab_find(&t->counts, &k, ckey_tag(t, &k));
 }
 
 /* ---- flow keys and the two entry indexes ---- */
-
-struct fkey {
-	const struct bstr *ingress, *tenant;
-	struct cats_ip src, dst;
-	uint16_t sport, dport;
-	uint8_t proto, fl;
-};
 
 static uint64_t
 fkey_hash(const struct fkey *k)
@@ -1535,7 +1568,7 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 	const struct bclass *c = cls(t, e);
 	struct bstr *tn = c->k.tenant;
 	struct ckey k = ckey_make(tn, c->k.dst.af == 6, e->client);
-	uint32_t tag = ckey_tag(&k);
+	uint32_t tag = ckey_tag(t, &k);
 	struct ccount *cl = ctab_find(&t->counts, &k, tag);
 	if (cl == NULL) {
 		/* A client's first flow; ctab_reserve() made room for it. */
@@ -2112,7 +2145,7 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	const struct ccount *cc = NULL;
 	if (!v6 || ref != 0) {
 		struct ckey ck = ckey_make(k.tenant, v6, ref);
-		cc = ctab_find(&t->counts, &ck, ckey_tag(&ck));
+		cc = ctab_find(&t->counts, &ck, ckey_tag(t, &ck));
 	}
 	int lim = limit_pending(t, k.tenant, cc ? cc->npend : 0);
 	if (lim != BR_OK) {
@@ -3415,7 +3448,8 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	}
 	struct fkey fk;
 	fkey_from(t, ingress, &fl, &fk);
-	uint64_t fh = fkey_hash(&fk);
+	uint64_t fh = t->pf_hash != 0 && memcmp(&fk, &t->pf_key,
+	    sizeof(fk)) == 0 ? t->pf_hash : fkey_hash(&fk);
 	if (cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
 		key_release(t, &k);
 		return BR_DUP_FLOW;
@@ -3485,13 +3519,16 @@ bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
 	 * effects and drops its calls.
 	 */
 	uint64_t h = fkey_hash(&fk);
+	struct bind_table *tw = (struct bind_table *)t;
+	tw->pf_key = fk;
+	tw->pf_hash = h;
 	if (t->by_flow.s != NULL)
 		__builtin_prefetch(&t->by_flow.s[fastmod((uint32_t)h,
 		    t->by_flow.m, t->by_flow.cap)]);
 	if (f->src.af == 4 && t->counts.s != NULL) {
 		struct ckey ck = ckey_make(fk.tenant, false, 0);
 		memcpy(&ck.ref, f->src.a, 4);
-		__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(&ck),
+		__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(t, &ck),
 		    t->counts.m, t->counts.cap)]);
 	}
 }

@@ -854,6 +854,18 @@ decode_field(struct walk *w, size_t i, const struct cats_field *f, void *base)
 static int decode_auth(struct walk *w, size_t i, struct cats_auth *a);
 
 /*
+ * The token after item i: i + 1 unless it is a container.  Without the
+ * load of .next for scalars, the walk over a map's pairs is no chain of
+ * dependent loads.
+ */
+static inline size_t
+tok_next(const struct cats_tok *t, size_t i)
+{
+	return (unsigned)t[i].kind - CATS_TK_ARRAY <= CATS_TK_TAG - CATS_TK_ARRAY
+	    ? t[i].next : i + 1;
+}
+
+/*
  * Are a[0..n) and b[0..n) equal?  Word loads that may overlap but never
  * leave either; the field names are short.
  */
@@ -901,12 +913,12 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		return -1;
 	const struct cats_tok *t = w->t;
 	const struct cats_field *fields = s->fields;
-	uint64_t *has = out;
+	uint64_t *has = out, hv = *has;
 	size_t j = i + 1, cursor = 0, nf = s->nfields;
 	uint32_t npairs = t[i].n;
 	for (uint32_t p = 0; p < npairs; p++) {
-		size_t key = j, val = t[j].next;
-		j = t[val].next;
+		size_t key = j, val = tok_next(t, j);
+		j = tok_next(t, val);
 		if (t[key].kind != CATS_TK_TEXT)
 			continue;	/* unknown key */
 		const char *k = (const char *)t[key].v.p;
@@ -914,12 +926,16 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 		if (rec != NULL && kn == 4 && memcmp(k, "type", 4) == 0)
 			continue;
 		if (rec != NULL && kn == 4 && memcmp(k, "auth", 4) == 0) {
-			if (rec->auth.alg != CATS_ALG_NONE)
+			if (rec->auth.alg != CATS_ALG_NONE) {
+				*has = hv;
 				return cats_err_set(w->err, "auth",
 				    "duplicate key");
+			}
 			size_t saved = path_push(w, "auth", -1);
-			if (decode_auth(w, val, &rec->auth) < 0)
+			if (decode_auth(w, val, &rec->auth) < 0) {
+				*has = hv;
 				return -1;
+			}
 			path_pop(w, saved);
 			continue;
 		}
@@ -937,16 +953,21 @@ decode_fields(struct walk *w, size_t i, const struct cats_schema *s,
 				continue;
 			cursor = fi + 1;
 			size_t saved = path_push(w, f->name, -1);
-			if (*has & (UINT64_C(1) << fi))
+			if (hv & (UINT64_C(1) << fi)) {
+				*has = hv;
 				return fail(w, "duplicate key");
-			if (decode_field(w, val, f, out) < 0)
+			}
+			if (decode_field(w, val, f, out) < 0) {
+				*has = hv;
 				return -1;
-			*has |= UINT64_C(1) << fi;
+			}
+			hv |= UINT64_C(1) << fi;
 			path_pop(w, saved);
 			break;
 		}
 	}
-	uint64_t missing = s->required & ~*has;
+	*has = hv;
+	uint64_t missing = s->required & ~hv;
 	if (missing != 0) {
 		size_t fi = (size_t)__builtin_ctzll(missing);
 		size_t saved = path_push(w, fields[fi].name, -1);
