@@ -1418,6 +1418,8 @@ txn_eq(const void *item, const void *key)
 static struct bent *
 find_txn(const struct bind_table *t, uint64_t txn)
 {
+	if (t->txns.n == 0)
+		return NULL;	/* no hash to compute */
 	return cats_htab_get(&t->txns, cats_hash(&txn, 8), txn_eq, &txn);
 }
 
@@ -1486,6 +1488,8 @@ closed_add(struct bind_table *t, uint64_t txn, int how)
 static int
 closed_how(const struct bind_table *t, uint64_t txn)
 {
+	if (t->closed.n == 0)
+		return 0;
 	const uint64_t *v = cats_htab_get(&t->closed, cats_hash(&txn, 8),
 	    closed_eq, &txn);
 	return v ? (int)(*v >> CLOSED_SHIFT) : 0;

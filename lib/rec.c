@@ -174,12 +174,29 @@ check_binding(const void *p, struct cats_err *e)
 #define CATS_X_REQUIRED(P, fname, K, ctype, req, ...) \
 	| ((uint64_t)(req) << CATS_##P##_##fname)
 
+/* Kinds whose presence is their has bit (the others: a pointer or count). */
+#define CATS_BY_HAS_U64 1
+#define CATS_BY_HAS_BOOL 1
+#define CATS_BY_HAS_ENUM 1
+#define CATS_BY_HAS_MAP 1
+#define CATS_BY_HAS_TEXT 0
+#define CATS_BY_HAS_BYTES 0
+#define CATS_BY_HAS_ADDR 0
+#define CATS_BY_HAS_ARR_U64 0
+#define CATS_BY_HAS_ARR_TEXT 0
+#define CATS_BY_HAS_ARR_ADDR 0
+#define CATS_BY_HAS_ARR_MAP 0
+#define CATS_BY_HAS_KV 0
+#define CATS_X_BY_HAS(P, fname, K, ...) \
+	| ((uint64_t)CATS_BY_HAS_##K << CATS_##P##_##fname)
+
 #define CATS_SCHEMA(var, P, label, chk, dc) \
 	static const struct cats_field var##_fields[] = { \
 		CATS_##P##_FIELDS(CATS_X_FIELD) }; \
 	const struct cats_schema var = { label, sizeof(CATS_STRUCT_##P), \
 		CATS_ARRAY_LEN(var##_fields), var##_fields, chk, dc, \
-		0 CATS_##P##_FIELDS(CATS_X_REQUIRED) };
+		0 CATS_##P##_FIELDS(CATS_X_REQUIRED), \
+		0 CATS_##P##_FIELDS(CATS_X_BY_HAS) };
 
 CATS_SCHEMA(cats_schema_constraints, CON, "constraints", NULL,
     "hard constraints of a service, request or path request")
@@ -416,15 +433,23 @@ fmt_v4(const uint8_t *a, char *p)
 {
 	for (int i = 0; i < 4; i++) {
 		unsigned v = a[i];
-		if (v >= 100)
-			*p++ = (char)('0' + v / 100);
-		if (v >= 10)
-			*p++ = (char)('0' + v / 10 % 10);
-		*p++ = (char)('0' + v % 10);
-		if (i < 3)
-			*p++ = '.';
+		if (v >= 100) {
+			unsigned h = v / 100, r = v - h * 100, t = r / 10;
+			p[0] = (char)('0' + h);
+			p[1] = (char)('0' + t);
+			p[2] = (char)('0' + (r - t * 10));
+			p += 3;
+		} else if (v >= 10) {
+			unsigned t = v / 10;
+			p[0] = (char)('0' + t);
+			p[1] = (char)('0' + (v - t * 10));
+			p += 2;
+		} else {
+			*p++ = (char)('0' + v);
+		}
+		*p++ = '.';
 	}
-	*p = '\0';
+	*--p = '\0';
 	return p;
 }
 
@@ -463,19 +488,30 @@ fmt_v6(const uint8_t *a, char *p)
 		if (i == 6 && best == 0 && (blen == 6 ||
 		    (blen == 5 && w[5] == 0xffff)))
 			return fmt_v4(a + 12, p);
-		bool lead = true;
-		for (int sh = 12; sh >= 0; sh -= 4) {
-			unsigned d = (w[i] >> sh) & 15;
-			if (lead && d == 0 && sh > 0)
-				continue;
-			lead = false;
-			*p++ = hex[d];
-		}
+		/* The digits without leading zeros. */
+		unsigned v = w[i];
+		int nd = v >= 0x1000 ? 4 : v >= 0x100 ? 3 : v >= 0x10 ? 2 : 1;
+		for (int d = nd - 1; d >= 0; d--)
+			p[d] = hex[(v >> (4 * (nd - 1 - d))) & 15];
+		p += nd;
 	}
 	if (best != -1 && best + blen == 8)
 		*p++ = ':';
 	*p = '\0';
 	return p;
+}
+
+/* The text of an address into out (>= INET6_ADDRSTRLEN); its length. */
+static size_t
+ip_text(const struct cats_ip *ip, char *out)
+{
+	if (ip->af == 0) {
+		out[0] = '-';
+		out[1] = '\0';
+		return 1;
+	}
+	return (size_t)((ip->af == 4 ? fmt_v4(ip->a, out) : fmt_v6(ip->a,
+	    out)) - out);
 }
 
 const char *
@@ -1159,7 +1195,7 @@ room_for(struct cats_buf *b, size_t n)
 	return n <= b->cap - b->len ? 0 : cats_buf_reserve(b, n);
 }
 
-static int
+static inline int
 enc_head(struct cats_buf *b, unsigned major, uint64_t n)
 {
 	if (room_for(b, HEAD) < 0)
@@ -1209,16 +1245,19 @@ static int
 enc_addr(struct cats_buf *b, const struct cats_ip *ip)
 {
 	char s[INET6_ADDRSTRLEN];
-	return enc_cstr(b, cats_ip_fmt(ip, s, sizeof(s)));
+	size_t n = ip_text(ip, s);
+	return enc_text(b, s, n);
 }
 
 static int enc_map(struct cats_buf *b, const struct cats_schema *s,
     const void *in, const struct cats_rec *rec, bool with_auth);
 
-/* Is field f of the struct at base present (to be encoded)? */
+/*
+ * Is field f of the struct at base present (to be encoded)?  For the kinds
+ * not in schema.by_has: a pointer, an address family, a count.
+ */
 static inline bool
-field_present(const struct cats_field *f, size_t fi, const void *base,
-    uint64_t has)
+field_present(const struct cats_field *f, const void *base)
 {
 	const void *slot = (const char *)base + f->off;
 	switch (f->kind) {
@@ -1228,11 +1267,8 @@ field_present(const struct cats_field *f, size_t fi, const void *base,
 		return ((const struct cats_bytes *)slot)->p != NULL;
 	case CATS_F_ADDR:
 		return ((const struct cats_ip *)slot)->af != 0;
-	case CATS_F_ARR_U64: case CATS_F_ARR_TEXT: case CATS_F_ARR_ADDR:
-	case CATS_F_ARR_MAP: case CATS_F_KV:
-		return ((const struct cats_arr_u64 *)slot)->n != 0;
 	default:
-		return f->required || ((has >> fi) & 1);
+		return ((const struct cats_arr_u64 *)slot)->n != 0;
 	}
 }
 
@@ -1324,14 +1360,16 @@ static int
 enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
     const struct cats_rec *rec, bool with_auth)
 {
-	uint64_t has = *(const uint64_t *)in, present = 0;
-	size_t n = 0;
-	for (size_t fi = 0; fi < s->nfields; fi++) {
-		if (field_present(&s->fields[fi], fi, in, has)) {
+	uint64_t has = *(const uint64_t *)in;
+	uint64_t present = (has | s->required) & s->by_has;
+	uint64_t all = s->nfields >= 64 ? UINT64_MAX :
+	    (UINT64_C(1) << s->nfields) - 1;
+	for (uint64_t m = all & ~s->by_has; m != 0; m &= m - 1) {
+		size_t fi = (size_t)__builtin_ctzll(m);
+		if (field_present(&s->fields[fi], in))
 			present |= UINT64_C(1) << fi;
-			n++;
-		}
 	}
+	size_t n = (size_t)__builtin_popcountll(present);
 	bool auth = rec != NULL && with_auth && rec->auth.alg != CATS_ALG_NONE;
 	if (rec != NULL)
 		n += 1 + auth;
@@ -1340,10 +1378,9 @@ enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
 	if (rec != NULL && (enc_text(b, "type", 4) < 0 ||
 	    enc_cstr(b, s->name) < 0))
 		return -1;
-	for (size_t fi = 0; present != 0; fi++, present >>= 1) {
-		if (!(present & 1))
-			continue;
-		const struct cats_field *f = &s->fields[fi];
+	for (; present != 0; present &= present - 1) {
+		const struct cats_field *f =
+		    &s->fields[__builtin_ctzll(present)];
 		if (enc_text(b, f->name, f->namelen) < 0 || enc_field(b, f, in) < 0)
 			return -1;
 	}

@@ -512,6 +512,7 @@ struct cats_schema {
 	int (*check)(const void *s, struct cats_err *e);
 	const char *doc;
 	uint64_t required;	/* bit i: field i is required */
+	uint64_t by_has;	/* bit i: field i is present by its has bit */
 };
 
 extern const struct cats_schema cats_schema_constraints, cats_schema_flow,
