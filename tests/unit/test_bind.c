@@ -1166,6 +1166,233 @@ test_journal_disk(void)
 	rm_dir();
 }
 
+/* ---- clients, indexes and the journal read in blocks ---- */
+
+/* An ok reply for a flow from src (either family) of tenant ("" none). */
+static struct cats_rec *
+rep_from(uint64_t txn, const char *src, unsigned sport, const char *tenant,
+    uint64_t ts)
+{
+	bool v6 = strchr(src, ':') != NULL;
+	char ten[64] = "";
+	if (tenant[0])
+		snprintf(ten, sizeof(ten), ",\"tenant\":\"%s\"", tenant);
+	return J("{\"type\":\"path-rep\",\"txn\":%" PRIu64 ",\"ts\":%" PRIu64
+	    ",\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-2\","
+	    "\"dataplane\":\"ip\",\"decision\":{\"cs_id\":\"S1\",\"csci_id\":"
+	    "\"B\",\"locator\":\"%s\",\"egress\":\"EF-2\",\"ts\":%" PRIu64 "},"
+	    "\"flow\":{\"proto\":6,\"src\":\"%s\",\"sport\":%u,\"dst\":\"%s\","
+	    "\"dport\":443%s},\"ingress\":\"IF-1\"}", txn, ts,
+	    v6 ? "2001:db8:5::21" : "198.51.100.21", ts, src, sport,
+	    v6 ? "2001:db8:1::100" : "192.0.2.100", ten);
+}
+
+/*
+ * Clients of both families and several tenants: the per-client limit
+ * counts each (tenant, address) apart; flows come and go in random order
+ * (index deletion, client counts that empty and fill again) and the
+ * invariants, counts included, hold throughout.
+ */
+static void
+test_clients(void)
+{
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.commit = BIND_COMMIT_NONE;
+	c.client_bindings = 3;
+	reset_io();
+	struct bind_table *t = bind_new(&c, NULL);
+	bind_set_epoch(t, 1);
+	static const char *const srcs[] = { "10.0.0.1", "2001:db8:9::1",
+		"0.0.0.0", "::" };
+	uint64_t txn = 1;
+	for (size_t k = 0; k < CATS_ARRAY_LEN(srcs); k++) {
+		for (int ten = 0; ten < 2; ten++) {
+			int ok = 0, rc = 0;
+			for (unsigned i = 0; i < 4; i++)
+				if ((rc = feed(t, 1000, rep_from(txn++, srcs[k],
+				    1000 + i, ten ? "t1" : "", 1000))) == BR_OK)
+					ok++;
+			T_OK(ok == 3 && rc == BR_LIMIT_CLIENT, "%s%s: 3 bindings, "
+			    "the 4th refused (%s)", srcs[k], ten ? " (t1)" : "",
+			    bind_reason_names[rc]);
+		}
+	}
+	T_OK(bind_counters(t)->clients == 2 * CATS_ARRAY_LEN(srcs),
+	    "%" PRIu64 " clients counted", bind_counters(t)->clients);
+	check(t, "limits per client and family");
+	/* A flow again: refused as a duplicate, whatever its family. */
+	T_OK(feed(t, 1000, rep_from(txn++, "2001:db8:9::1", 1000, "",
+	    1000)) == BR_DUP_FLOW, "an IPv6 flow given twice is one flow");
+	bind_free(t);
+
+	/* Churn: 4000 flows of 600 clients, removed and made again. */
+	c.client_bindings = 0;
+	t = bind_new(&c, NULL);
+	bind_set_epoch(t, 1);
+	uint64_t rnd = 88172645463325252u, ids[4000] = { 0 };
+	size_t live = 0, bad = 0;
+	for (int round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < 4000; i++) {
+			if (ids[i] != 0)
+				continue;
+			char src[48];
+			unsigned cl = i % 600;
+			if (cl % 3 == 0)
+				snprintf(src, sizeof(src), "2001:db8:%x::%x",
+				    cl / 256, cl % 256 + 1);
+			else
+				snprintf(src, sizeof(src), "10.1.%u.%u",
+				    cl / 256, cl % 256);
+			if (feed(t, 1000, rep_from(txn++, src, 2000 + i,
+			    cl % 5 == 0 ? "t2" : "", 1000)) != BR_OK) {
+				bad++;
+				continue;
+			}
+			ids[i] = bind_next_id(t) - 1;
+			live++;
+		}
+		check(t, "adding flows");
+		for (unsigned i = 0; i < 4000; i++) {
+			rnd ^= rnd << 13;
+			rnd ^= rnd >> 7;
+			rnd ^= rnd << 17;
+			if (ids[i] == 0 || rnd % 3 == 0)
+				continue;
+			feed(t, 1000, status("IF-1", "removed", ids[i], 1000));
+			if (state_of(t, ids[i]) != ABSENT)
+				bad++;
+			ids[i] = 0;
+			live--;
+		}
+		check(t, "removing flows");
+	}
+	T_OK(bad == 0 && bind_count(t) == live, "%zu flows live, %zu failed",
+	    live, bad);
+	for (unsigned i = 0; i < 4000; i++)
+		if (ids[i] != 0)
+			feed(t, 1000, status("IF-1", "removed", ids[i], 1000));
+	T_OK(bind_count(t) == 0 && bind_counters(t)->clients == 0,
+	    "all gone, no client counted");
+	check(t, "removing all");
+	bind_free(t);
+}
+
+/*
+ * A journal of several read blocks (4 MB each) restores as the whole file
+ * replayed in memory does, also when a record lies across a block's end;
+ * damage past the first block drops exactly what bj_replay() drops.  A
+ * snapshot sizes the indexes from its trailer: to what growth gives.
+ */
+static void
+test_journal_blocks(void)
+{
+	char err[256], path[512];
+	snprintf(dir, sizeof(dir), "/tmp/test_bind.%d", (int)getpid());
+	rm_dir();
+	struct bind_conf c;
+	bind_conf_default(&c);
+	c.commit = BIND_COMMIT_NONE;
+	c.client_bindings = c.client_pending = 0;
+	struct bind_io dio = { NULL, io_journal_disk, NULL, NULL };
+	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
+	T_OK(jr != NULL, "open %s", dir);
+	if (jr == NULL)
+		return;
+	struct bind_table *t = bind_new(&c, &dio);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	bj_start(jr, t, 1000, err, sizeof(err));
+	int n = 22000;
+	for (int i = 0; i < n; i++) {
+		char src[32];
+		snprintf(src, sizeof(src), "10.2.%d.%d", i / 250, i % 250);
+		feed(t, 1000, rep_from((uint64_t)i + 1, src, 3000, "", 1000));
+	}
+	bj_close(jr);
+	size_t made = bind_count(t), mem = bind_mem(t);
+	bind_free(t);
+	/* The one segment, whole, in memory. */
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	path[0] = '\0';
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "journal.", 8) == 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			struct stat sb;
+			if (stat(path, &sb) == 0 && sb.st_size > 0)
+				break;
+		}
+	closedir(d);
+	struct stat sb;
+	stat(path, &sb);
+	size_t size = (size_t)sb.st_size;
+	T_OK(size > (size_t)9 << 20, "a journal of %zu bytes, %zu bindings",
+	    size, made);
+	uint8_t *all = malloc(size);
+	FILE *f = fopen(path, "rb");
+	if (all == NULL || f == NULL || fread(all, 1, size, f) != size) {
+		T_OK(0, "read %s", path);
+		return;
+	}
+	fclose(f);
+	for (int damage = 0; damage < 3; damage++) {
+		/* 0: whole; 1: a byte across the first block; 2: the tail. */
+		size_t at = damage == 1 ? ((size_t)4 << 20) + 3 : size - 40;
+		uint8_t *copy = malloc(size);
+		memcpy(copy, all, size);
+		if (damage)
+			copy[at] = 0xff;
+		f = fopen(path, "wb");
+		fwrite(copy, 1, size, f);
+		fclose(f);
+		struct bj_stats st;
+		memset(&st, 0, sizeof(st));
+		struct bind_table *a = bind_new(&c, NULL), *b = bind_new(&c,
+		    NULL);
+		int last;
+		struct cats_err why;
+		size_t good = bj_replay(a, copy, size, 1000, &st, &last, NULL,
+		    &why);
+		jr = bj_open(dir, true, BJ_FSYNC_NEVER, err, sizeof(err));
+		bj_restore(jr, b, 1000, err, sizeof(err));
+		const struct bj_stats *js = bj_stats(jr);
+		T_OK(bind_count(a) == bind_count(b) && js->restored ==
+		    st.restored && js->torn_bytes == size - good &&
+		    (damage == 0) == (good == size) &&
+		    (damage != 0 || bind_count(b) == made),
+		    "damage %d: blocks restore %zu (torn %" PRIu64 " bytes), "
+		    "the whole file %zu (%zu good bytes)", damage,
+		    bind_count(b), js->torn_bytes, bind_count(a), good);
+		check(b, "a restore in blocks");
+		bj_close(jr);
+		bind_free(a);
+		bind_free(b);
+		free(copy);
+	}
+	/* Put it back whole, snapshot it, restore from the snapshot. */
+	f = fopen(path, "wb");
+	fwrite(all, 1, size, f);
+	fclose(f);
+	free(all);
+	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	T_OK(bj_snapshot(jr, t, 1000, err, sizeof(err)) == 0, "snapshot (%s)",
+	    err);
+	bj_close(jr);
+	bind_free(t);
+	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	int rc = bj_restore(jr, t, 1000, err, sizeof(err));
+	size_t got = bind_count(t), gmem = bind_mem(t);
+	T_OK(rc == 0 && got == made && gmem == mem, "from the snapshot: %zu "
+	    "bindings in %zu bytes (grown one by one: %zu)", got, gmem, mem);
+	check(t, "a restore from a snapshot");
+	bj_close(jr);
+	bind_free(t);
+	rm_dir();
+}
+
 static void
 test_memory(void)
 {
@@ -1218,6 +1445,8 @@ main(void)
 	test_shared_and_resync();
 	test_restore();
 	test_journal_disk();
+	test_clients();
+	test_journal_blocks();
 	test_memory();
 	cats_dec_free(&dec);
 	cats_buf_free(&journal);
