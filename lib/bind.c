@@ -6,13 +6,17 @@
  * share is interned once and reference-counted: strings (forwarder ids,
  * CS-IDs, tenants), "classes" (the decision and the flow's service side:
  * ingress, egress, instance, locator, service address, lifetimes,
- * generations), clients (tenant + source address, with their admission
- * counts) and paths (encapsulation, segment list, tunnel destination, path
- * id).  Entries are found by binding id and by flow key through compact
- * open-addressing indexes of entry numbers (4 bytes a slot); transactions in
- * flight and the interned objects, which are few, use cats_htab.  Deadlines
- * and lifetimes sit on a hashed timing wheel (doubly linked through the
- * entries), so that a tick costs what is due, not the table size.
+ * generations) and paths (encapsulation, segment list, tunnel destination,
+ * path id).  The client's source address is in the entry: an IPv4 one
+ * inline, an IPv6 one as the handle of an interned address; a client's
+ * admission counts are kept, keyed by (tenant, address), only while it has
+ * pending or bound flows.  Entries are found by binding id and by flow key
+ * through compact Robin Hood indexes of entry numbers (8 bytes a slot with
+ * a hash tag, up to 7/8 full, growing by half); transactions in flight and
+ * the interned objects, which are few, use cats_htab.  Arrays of 2 MiB and
+ * more are mapped on huge pages.  Deadlines and lifetimes sit on a hashed
+ * timing wheel (doubly linked through the entries), so that a tick costs
+ * what is due, not the table size.
  */
 #include <inttypes.h>
 #include <stdio.h>

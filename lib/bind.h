@@ -24,11 +24,12 @@
  * and counted.  Every transition goes through one checked function and is
  * reported to the trace callback with the transaction id.
  *
- * The table is compact: one 64-byte entry per flow (both directions), the
- * strings, decisions, clients and paths it shares with other flows interned
- * and reference-counted, and two open-addressing indexes of 32-bit entry
- * numbers (by binding id and by flow key).  A shared path is released with
- * the last binding that references it.
+ * The table is compact: one 64-byte entry per flow (both directions) that
+ * holds the client's address (IPv4 inline), the strings, decisions and
+ * paths it shares with other flows interned and reference-counted, and two
+ * open-addressing indexes of 32-bit entry numbers (by binding id and by
+ * flow key).  A shared path is released with the last binding that
+ * references it.
  *
  * Nothing here reads the clock or does I/O: time comes in as `now` (ms), and
  * records to send, to journal and transitions to log go out through the
