@@ -12,9 +12,9 @@
  * admission counts are kept, keyed by (tenant, address), only while it has
  * pending or bound flows.  Entries are found by binding id and by flow key
  * through compact Robin Hood indexes of entry numbers (8 bytes a slot with
- * a hash tag, up to 7/8 full, growing by half); transactions in flight and
- * the interned objects, which are few, use cats_htab.  Arrays of 2 MiB and
- * more are mapped on huge pages.  Deadlines and lifetimes sit on a hashed
+ * a hash tag, up to 7/8 full, growing in steps of a quarter); transactions
+ * in flight and the interned objects, which are few, use cats_htab.  Arrays
+ * of 2 MiB and more are mapped on huge pages.  Deadlines and lifetimes sit on a hashed
  * timing wheel (doubly linked through the entries), so that a tick costs
  * what is due, not the table size.
  */
@@ -316,7 +316,7 @@ struct bind_table;
  * no rehashing.  Robin Hood linear probing, so that the table may be 7/8
  * full and a miss still ends after a few slots; a key's home slot is its tag
  * modulo the capacity (computed by multiplication), so that the capacity
- * need not be a power of two and grows by half.  Binding ids, handed out in
+ * need not be a power of two and grows in small steps.  Binding ids, handed out in
  * sequence, are their own tags: new bindings fill the index in order.
  */
 struct cslot {
@@ -346,11 +346,15 @@ probe_dist(uint32_t i, uint32_t home, uint32_t cap)
 	return i >= home ? i - home : i + cap - home;
 }
 
-/* The capacity after cap: half again, filling whole huge pages. */
+/*
+ * The capacity after cap: double while small, then a quarter more (a large
+ * table is never less than 70% full), filling whole huge pages.
+ */
 static uint32_t
 idx_next_cap(uint32_t cap, size_t slot)
 {
-	uint64_t c = cap ? (uint64_t)cap + cap / 2 : IDX_MIN;
+	uint64_t c = cap == 0 ? IDX_MIN : cap < 65536 ? (uint64_t)cap * 2 :
+	    (uint64_t)cap + cap / 4;
 	c = big_size(c * slot) / slot;
 	return c > (UINT32_C(1) << 31) ? 0 : (uint32_t)c;
 }
