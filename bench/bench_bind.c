@@ -2,7 +2,9 @@
  * bench_bind.c - the binding table at scale:
  *   bytes per binding (forward and reverse together) at N active bindings,
  *   against Katran (~56 B of key and value per flow, before hash overhead),
- *   IPVS (>= 128 B per connection) and nf_conntrack (~304 B per entry);
+ *   IPVS (>= 128 B per connection) and nf_conntrack (~304 B per entry),
+ *   with 16 flows per client and with a client per flow (IPv4, and IPv6,
+ *   whose client addresses are interned, not inline);
  *   bindings installed per second (goal >= 500k/s), table alone and with
  *   each binding encoded into the journal;
  *   restore of N bindings from the journal and from a snapshot (goal
@@ -42,6 +44,8 @@ to_buffer(void *arg, const struct cats_rec *r)
 	jbytes += scratch.len;
 	scratch.len = 0;
 }
+
+static bool v6;	/* IPv6 flows (clients interned) instead of IPv4 */
 
 /* The i-th path reply: distinct flows, clients of flows_per_client each. */
 static void
@@ -90,6 +94,22 @@ make_rep(struct cats_path_rep *r, uint64_t i, uint64_t flows_per_client)
 	CATS_SET(&r->flow, FLOW, sport, 1024 + (i % flows_per_client) +
 	    (i >> 24) * 4096);
 	CATS_SET(&r->flow, FLOW, dport, 443);
+	if (v6) {
+		static const uint8_t net[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+		r->flow.src.af = r->flow.dst.af = r->decision.locator.af = 6;
+		memcpy(r->flow.src.a, net, 16);
+		r->flow.src.a[4] = (uint8_t)(client >> 24);
+		r->flow.src.a[5] = (uint8_t)(client >> 16);
+		r->flow.src.a[6] = (uint8_t)(client >> 8);
+		r->flow.src.a[7] = (uint8_t)client;
+		r->flow.src.a[15] = 1;
+		memcpy(r->flow.dst.a, net, 16);
+		r->flow.dst.a[5] = 1;
+		r->flow.dst.a[15] = 0x64;
+		memcpy(r->decision.locator.a, net, 16);
+		r->decision.locator.a[5] = 5;
+		r->decision.locator.a[15] = (i & 1) ? 0x15 : 0x0b;
+	}
 }
 
 static long
@@ -203,6 +223,15 @@ main(void)
 	    " active, a client per flow (vs goal)", n);
 	row(label, per, 128, "B");
 	bind_free(t);
+	v6 = true;
+	t = new_table(NULL);
+	fill(t, n, 1);
+	per = (double)bind_mem(t) / (double)n;
+	snprintf(label, sizeof(label), "bind bytes/binding at %" PRIu64
+	    " active, a client per flow, IPv6 (vs goal)", n);
+	row(label, per, 128, "B");
+	bind_free(t);
+	v6 = false;
 
 	/* Installs with every binding encoded as its journal record. */
 	struct bind_io io = { NULL, to_buffer, NULL, NULL };
