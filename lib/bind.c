@@ -314,10 +314,11 @@ struct bind_table;
  * A slot is an item number and 32 bits of its key's hash (the tag): probes
  * compare the tag before touching the item, and growth and deletion need
  * no rehashing.  Robin Hood linear probing, so that the table may be 7/8
- * full and a miss still ends after a few slots; a key's home slot is its tag
- * modulo the capacity (computed by multiplication), so that the capacity
- * need not be a power of two and grows in small steps.  Binding ids, handed out in
- * sequence, are their own tags: new bindings fill the index in order.
+ * full and a miss still ends after a few slots; a key's home slot is
+ * computed from its tag by multiplication (idx_home()), so that the
+ * capacity need not be a power of two and grows in small steps.  Binding
+ * ids, handed out in sequence, are their own tags: new bindings fill the
+ * index in order.
  */
 struct cslot {
 	uint32_t v;		/* item number, 0 empty */
@@ -327,16 +328,24 @@ struct cslot {
 struct cidx {
 	struct cslot *s;
 	uint32_t cap, n;
-	uint64_t m;		/* UINT64_MAX / cap + 1, for home() */
+	uint64_t m;		/* idx_home() */
+	bool seq;		/* tags come in sequence: homes by modulo */
 };
 
 #define IDX_MIN 64
 
-/* tag mod cap (Lemire's fastmod). */
+/*
+ * The home slot of a tag: tag mod cap (Lemire's fastmod, m = UINT64_MAX /
+ * cap + 1) for sequential tags, whose run of slots then follows their
+ * order; else tag scaled to cap (m = 0), which keeps the slots in the
+ * order of the tags, so that growth writes the new array front to back.
+ */
 static inline uint32_t
-fastmod(uint32_t tag, uint64_t m, uint32_t cap)
+idx_home(uint32_t tag, uint64_t m, uint32_t cap)
 {
-	return (uint32_t)(((unsigned __int128)(m * tag) * cap) >> 64);
+	if (m != 0)
+		return (uint32_t)(((unsigned __int128)(m * tag) * cap) >> 64);
+	return (uint32_t)(((uint64_t)tag * cap) >> 32);
 }
 
 /* How far slot i is from the home of tag. */
@@ -372,14 +381,14 @@ cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *
 	if (x->s == NULL)
 		return 0;
 	uint32_t tag = (uint32_t)h, cap = x->cap;
-	uint32_t i = fastmod(tag, x->m, cap);
+	uint32_t i = idx_home(tag, x->m, cap);
 	for (uint32_t d = 0;; d++) {
 		const struct cslot *c = &x->s[i];
 		if (c->v == 0)
 			return 0;
 		if (c->tag == tag && eq(t, c->v, key))
 			return c->v;
-		if (probe_dist(i, fastmod(c->tag, x->m, cap), cap) < d)
+		if (probe_dist(i, idx_home(c->tag, x->m, cap), cap) < d)
 			return 0;
 		if (++i == cap)
 			i = 0;
@@ -390,7 +399,7 @@ cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *
 static void
 cidx_insert(struct cidx *x, struct cslot c)
 {
-	uint32_t cap = x->cap, i = fastmod(c.tag, x->m, cap);
+	uint32_t cap = x->cap, i = idx_home(c.tag, x->m, cap);
 	for (uint32_t d = 0;; d++) {
 		struct cslot *o = &x->s[i];
 		if (o->v == 0) {
@@ -398,7 +407,7 @@ cidx_insert(struct cidx *x, struct cslot c)
 			x->n++;
 			return;
 		}
-		uint32_t od = probe_dist(i, fastmod(o->tag, x->m, cap), cap);
+		uint32_t od = probe_dist(i, idx_home(o->tag, x->m, cap), cap);
 		if (od < d) {
 			struct cslot tmp = *o;
 			*o = c;
@@ -433,7 +442,7 @@ cidx_resize(struct cidx *x, uint32_t cap)
 	x->s = s;
 	x->cap = cap;
 	x->n = 0;
-	x->m = UINT64_MAX / cap + 1;
+	x->m = x->seq ? UINT64_MAX / cap + 1 : 0;
 	for (uint32_t i = 0; i < o.cap; i++)
 		if (o.s[i].v != 0)
 			cidx_insert(x, o.s[i]);
@@ -461,8 +470,10 @@ cidx_reserve(struct cidx *x, uint32_t n)
 static void
 cidx_free(struct cidx *x)
 {
+	bool seq = x->seq;
 	big_free(x->s, (size_t)x->cap * sizeof(*x->s));
 	memset(x, 0, sizeof(*x));
+	x->seq = seq;
 }
 
 static int
@@ -480,10 +491,10 @@ cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 {
 	if (x->s == NULL)
 		return;
-	uint32_t cap = x->cap, i = fastmod((uint32_t)h, x->m, cap);
+	uint32_t cap = x->cap, i = idx_home((uint32_t)h, x->m, cap);
 	for (uint32_t d = 0;; d++) {
 		const struct cslot *c = &x->s[i];
-		if (c->v == 0 || probe_dist(i, fastmod(c->tag, x->m, cap), cap)
+		if (c->v == 0 || probe_dist(i, idx_home(c->tag, x->m, cap), cap)
 		    < d)
 			return;
 		if (c->v == v)
@@ -494,7 +505,7 @@ cidx_del(struct cidx *x, uint64_t h, uint32_t v)
 	for (;;) {
 		uint32_t j = i + 1 == cap ? 0 : i + 1;
 		struct cslot *c = &x->s[j];
-		if (c->v == 0 || fastmod(c->tag, x->m, cap) == j)
+		if (c->v == 0 || idx_home(c->tag, x->m, cap) == j)
 			break;
 		x->s[i] = *c;
 		i = j;
@@ -1267,14 +1278,14 @@ ctab_find(const struct ctab *x, const struct ckey *k, uint32_t tag)
 {
 	if (x->s == NULL)
 		return NULL;
-	uint32_t cap = x->cap, i = fastmod(tag, x->m, cap);
+	uint32_t cap = x->cap, i = idx_home(tag, x->m, cap);
 	for (uint32_t d = 0;; d++) {
 		struct ccount *c = &x->s[i];
 		if (c->key == 0)
 			return NULL;
 		if (c->tag == tag && c->key == k->key && c->ref == k->ref)
 			return c;
-		if (probe_dist(i, fastmod(c->tag, x->m, cap), cap) < d)
+		if (probe_dist(i, idx_home(c->tag, x->m, cap), cap) < d)
 			return NULL;
 		if (++i == cap)
 			i = 0;
@@ -1284,7 +1295,7 @@ ctab_find(const struct ctab *x, const struct ckey *k, uint32_t tag)
 static void
 ctab_insert(struct ctab *x, struct ccount c)
 {
-	uint32_t cap = x->cap, i = fastmod(c.tag, x->m, cap);
+	uint32_t cap = x->cap, i = idx_home(c.tag, x->m, cap);
 	for (uint32_t d = 0;; d++) {
 		struct ccount *o = &x->s[i];
 		if (o->key == 0) {
@@ -1292,7 +1303,7 @@ ctab_insert(struct ctab *x, struct ccount c)
 			x->n++;
 			return;
 		}
-		uint32_t od = probe_dist(i, fastmod(o->tag, x->m, cap), cap);
+		uint32_t od = probe_dist(i, idx_home(o->tag, x->m, cap), cap);
 		if (od < d) {
 			struct ccount tmp = *o;
 			*o = c;
@@ -1321,7 +1332,7 @@ ctab_reserve(struct ctab *x)
 	x->s = s;
 	x->cap = cap;
 	x->n = 0;
-	x->m = UINT64_MAX / cap + 1;
+	x->m = 0;
 	for (uint32_t i = 0; i < o.cap; i++)
 		if (o.s[i].key != 0)
 			ctab_insert(x, o.s[i]);
@@ -1336,7 +1347,7 @@ ctab_del(struct ctab *x, struct ccount *c)
 	for (;;) {
 		uint32_t j = i + 1 == cap ? 0 : i + 1;
 		struct ccount *n = &x->s[j];
-		if (n->key == 0 || fastmod(n->tag, x->m, cap) == j)
+		if (n->key == 0 || idx_home(n->tag, x->m, cap) == j)
 			break;
 		x->s[i] = *n;
 		i = j;
@@ -2933,6 +2944,7 @@ bind_new(const struct bind_conf *c, const struct bind_io *io)
 		t->io = *io;
 	t->ents.isz = sizeof(struct bent);
 	t->v6s.isz = sizeof(struct bv6);
+	t->by_id.seq = true;
 	t->next_id = 1;
 	t->wheel = calloc(W_SIZE, sizeof(uint32_t));
 	if (t->c.closed_memory)
@@ -3026,6 +3038,24 @@ size_t
 bind_count(const struct bind_table *t)
 {
 	return t->ents.live;
+}
+
+/* The capacity growth gives an index of n items; shrink to it if larger. */
+static void
+cidx_trim(struct cidx *x)
+{
+	if (x->s == NULL)
+		return;
+	uint32_t cap = idx_cap_for(0, x->n, sizeof(struct cslot));
+	if (cap != 0 && cap < x->cap)
+		cidx_resize(x, cap);
+}
+
+void
+bind_trim(struct bind_table *t)
+{
+	cidx_trim(&t->by_id);
+	cidx_trim(&t->by_flow);
 }
 
 int
@@ -3535,12 +3565,12 @@ bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
 	tw->pf_key = fk;
 	tw->pf_hash = h;
 	if (t->by_flow.s != NULL)
-		__builtin_prefetch(&t->by_flow.s[fastmod((uint32_t)h,
+		__builtin_prefetch(&t->by_flow.s[idx_home((uint32_t)h,
 		    t->by_flow.m, t->by_flow.cap)]);
 	if (f->src.af == 4 && t->counts.s != NULL) {
 		struct ckey ck = ckey_make(fk.tenant, false, 0);
 		memcpy(&ck.ref, f->src.a, 4);
-		__builtin_prefetch(&t->counts.s[fastmod(ckey_tag(t, &ck),
+		__builtin_prefetch(&t->counts.s[idx_home(ckey_tag(t, &ck),
 		    t->counts.m, t->counts.cap)]);
 	}
 }

@@ -221,6 +221,9 @@ size_t bind_count(const struct bind_table *t);
  * grow them (a restore that knows how many bindings come); -1 on OOM.
  */
 int bind_reserve(struct bind_table *t, size_t n);
+/* Shrink the indexes to what growth would have given them (after a
+   bind_reserve() that guessed too high). */
+void bind_trim(struct bind_table *t);
 /* Bytes the table holds (entries, indexes, interned objects). */
 size_t bind_mem(const struct bind_table *t);
 

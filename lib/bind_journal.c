@@ -402,6 +402,21 @@ bj_restore(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 		return -1;
 	}
 	j->seq = snap_seq;
+	/*
+	 * Size the indexes for what the segments may hold (a binding and its
+	 * commit take some 500 bytes); bind_trim() below gives back what
+	 * removals in them made too much.
+	 */
+	uint64_t jbytes = 0;
+	for (size_t i = 0; i < nsegs; i++) {
+		char name[32];
+		struct stat sb;
+		seg_name(segs[i], name, sizeof(name));
+		if (segs[i] >= snap_seq && fstatat(j->dirfd, name, &sb, 0) == 0 &&
+		    sb.st_size > 0)
+			jbytes += (uint64_t)sb.st_size;
+	}
+	bind_reserve(t, (size_t)(jbytes / 512));
 	for (size_t i = 0; i < nsegs; i++) {
 		char name[32];
 		seg_name(segs[i], name, sizeof(name));
@@ -460,6 +475,7 @@ bj_restore(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 			j->seq = segs[i];
 	}
 	free(segs);
+	bind_trim(t);
 	return 0;
 }
 

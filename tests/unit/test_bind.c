@@ -1391,6 +1391,37 @@ test_journal_blocks(void)
 	bj_close(jr);
 	bind_free(t);
 	rm_dir();
+
+	/*
+	 * A journal where most flows were removed again: the indexes sized
+	 * for all it could hold are trimmed to the few that stay.
+	 */
+	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
+	t = bind_new(&c, &dio);
+	bj_restore(jr, t, 1000, err, sizeof(err));
+	bj_start(jr, t, 1000, err, sizeof(err));
+	for (int i = 0; i < 20000; i++) {
+		char src[32];
+		snprintf(src, sizeof(src), "10.3.%d.%d", i / 250, i % 250);
+		feed(t, 1000, rep_from((uint64_t)i + 1, src, 3000, "", 1000));
+	}
+	for (uint64_t id = 1; id <= 16000; id++)
+		feed(t, 1000, status("IF-1", "removed", id, 1000));
+	bj_close(jr);
+	size_t before = bind_mem(t), left = bind_count(t);
+	bind_free(t);
+	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
+	t = bind_new(&c, NULL);
+	rc = bj_restore(jr, t, 1000, err, sizeof(err));
+	got = bind_count(t);
+	gmem = bind_mem(t);
+	T_OK(rc == 0 && got == left && left == 4000 && gmem < before,
+	    "a journal of removals: %zu bindings in %zu bytes (the table that "
+	    "wrote it: %zu)", got, gmem, before);
+	check(t, "a restore of removals");
+	bj_close(jr);
+	bind_free(t);
+	rm_dir();
 }
 
 static void
