@@ -144,13 +144,14 @@ big_size(size_t n)
 }
 
 /*
- * n zeroed bytes.  From 2 MiB up, a mapping aligned to 2 MiB and marked for
- * transparent huge pages: a 1M-binding table then takes a few hundred page
- * faults instead of tens of thousands, and its random probes fewer TLB
- * misses.
+ * n zeroed bytes.  From 2 MiB up, a mapping aligned to 2 MiB, marked for
+ * transparent huge pages if huge: a 1M-binding table then takes a few
+ * hundred page faults instead of tens of thousands, and its random probes
+ * fewer TLB misses.  (A small table's first slab chunk is not: a huge page
+ * is zeroed whole at its first touch.)
  */
 static void *
-big_alloc(size_t n)
+big_alloc(size_t n, bool huge)
 {
 	if (n < HUGE_SIZE)
 		return calloc(1, n ? n : 1);
@@ -166,7 +167,8 @@ big_alloc(size_t n)
 	if (HUGE_SIZE - head > 0)
 		munmap((uint8_t *)a + len, HUGE_SIZE - head);
 #ifdef MADV_HUGEPAGE
-	madvise((void *)a, len, MADV_HUGEPAGE);
+	if (huge)
+		madvise((void *)a, len, MADV_HUGEPAGE);
 #endif
 	return (void *)a;
 }
@@ -227,7 +229,7 @@ slab_alloc(struct slab *s)
 				return 0;
 			s->chunk = v;
 			size_t bytes = (size_t)SLAB_CHUNK * s->isz;
-			uint8_t *c = big_alloc(bytes);
+			uint8_t *c = big_alloc(bytes, s->nchunk > 0);
 			if (c == NULL)
 				return 0;
 			/* Items are zeroed when handed out; pages stay untouched. */
@@ -435,7 +437,7 @@ cidx_resize(struct cidx *x, uint32_t cap)
 {
 	if (cap == 0)
 		return -1;
-	struct cslot *s = big_alloc((size_t)cap * sizeof(*s));
+	struct cslot *s = big_alloc((size_t)cap * sizeof(*s), true);
 	if (s == NULL)
 		return -1;
 	struct cidx o = *x;
@@ -1325,7 +1327,8 @@ ctab_reserve(struct ctab *x)
 	if (x->s != NULL && !idx_full(x->n, x->cap))
 		return 0;
 	uint32_t cap = idx_next_cap(x->cap, sizeof(struct ccount));
-	struct ccount *s = cap ? big_alloc((size_t)cap * sizeof(*s)) : NULL;
+	struct ccount *s = cap ? big_alloc((size_t)cap * sizeof(*s), true) :
+	    NULL;
 	if (s == NULL)
 		return -1;
 	struct ctab o = *x;
