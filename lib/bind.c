@@ -559,20 +559,28 @@ struct bpath {
 
 /*
  * A client is a tenant and a source address.  An entry keeps the address
- * itself (e->client): an IPv4 address inline, an IPv6 one as the handle of
- * an interned struct bv6.  A client's admission counts live in struct
- * ctab, and only while it has pending or bound flows.
+ * itself (e->client): an IPv4 address inline, an IPv6 client as the handle
+ * of an interned struct bv6 with its admission counts.  An IPv4 client's
+ * counts live in struct ctab, and only while it has pending or bound flows.
  */
 struct bv6 {
-	uint8_t a[16];
-	uint32_t refs;		/* entries; the free link when free */
+	uint8_t a[16];		/* the free link when free */
+	uint32_t tid;		/* tenant id */
+	uint32_t refs;		/* entries */
+	uint32_t npend, nbind;
 };
 
-/* One client's counts, keyed by (tenant id and family, address). */
+/* What an IPv6 client is interned by. */
+struct v6key {
+	uint8_t a[16];
+	uint32_t tid;
+};
+
+/* One IPv4 client's counts, keyed by (tenant id, address). */
 struct ccount {
 	uint32_t tag;		/* 32 bits of the key's hash */
-	uint32_t key;		/* tenant id, high bit set for IPv6; 0 empty */
-	uint32_t ref;		/* IPv4 address, or IPv6 handle */
+	uint32_t key;		/* tenant id; 0 empty */
+	uint32_t ref;		/* IPv4 address */
 	uint32_t npend, nbind;
 };
 
@@ -1164,34 +1172,54 @@ path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 
 /* ---- clients ---- */
 
+static inline struct bv6 *
+v6_at(const struct bind_table *t, uint32_t i)
+{
+	return slab_at(&t->v6s, i);
+}
+
 static bool
 v6_eq(const struct bind_table *t, uint32_t i, const void *key)
 {
-	return memcmp(((const struct bv6 *)slab_at(&t->v6s, i))->a, key,
-	    16) == 0;
+	const struct bv6 *v = v6_at(t, i);
+	const struct v6key *k = key;
+	return v->tid == k->tid && memcmp(v->a, k->a, 16) == 0;
 }
 
-/* The handle of an interned IPv6 address, 0 if there is none. */
-static uint32_t
-v6_find(const struct bind_table *t, const uint8_t a[16])
+static struct v6key
+v6key_make(const struct bstr *tenant, const uint8_t a[16])
 {
-	return cidx_find(&t->by_v6, cats_hash(a, 16), v6_eq, t, a);
+	struct v6key k;
+	memcpy(k.a, a, 16);
+	k.tid = tenant->id;
+	return k;
 }
 
-/* A reference to the interned address a (created if new); 0 on OOM. */
+/* The handle of an IPv6 client, 0 if there is none. */
 static uint32_t
-v6_get(struct bind_table *t, const uint8_t a[16])
+v6_find(const struct bind_table *t, const struct bstr *tenant,
+    const uint8_t a[16])
 {
-	uint64_t h = cats_hash(a, 16);
-	uint32_t i = cidx_find(&t->by_v6, h, v6_eq, t, a);
+	struct v6key k = v6key_make(tenant, a);
+	return cidx_find(&t->by_v6, cats_hash(&k, sizeof(k)), v6_eq, t, &k);
+}
+
+/* A reference to the IPv6 client (tenant, a), created if new; 0 on OOM. */
+static uint32_t
+v6_get(struct bind_table *t, const struct bstr *tenant, const uint8_t a[16])
+{
+	struct v6key k = v6key_make(tenant, a);
+	uint64_t h = cats_hash(&k, sizeof(k));
+	uint32_t i = cidx_find(&t->by_v6, h, v6_eq, t, &k);
 	if (i != 0) {
-		((struct bv6 *)slab_at(&t->v6s, i))->refs++;
+		v6_at(t, i)->refs++;
 		return i;
 	}
 	if ((i = slab_alloc(&t->v6s)) == 0)
 		return 0;
-	struct bv6 *v = slab_at(&t->v6s, i);
+	struct bv6 *v = v6_at(t, i);
 	memcpy(v->a, a, 16);
+	v->tid = k.tid;
 	v->refs = 1;
 	if (cidx_put(&t->by_v6, h, i) < 0) {
 		slab_free(&t->v6s, i);
@@ -1203,10 +1231,13 @@ v6_get(struct bind_table *t, const uint8_t a[16])
 static void
 v6_put(struct bind_table *t, uint32_t i)
 {
-	struct bv6 *v = slab_at(&t->v6s, i);
+	struct bv6 *v = v6_at(t, i);
 	if (--v->refs > 0)
 		return;
-	cidx_del(&t->by_v6, cats_hash(v->a, 16), i);
+	struct v6key k;
+	memcpy(k.a, v->a, 16);
+	k.tid = v->tid;
+	cidx_del(&t->by_v6, cats_hash(&k, sizeof(k)), i);
 	slab_free(&t->v6s, i);
 }
 
@@ -1217,12 +1248,13 @@ is_v6(const struct bind_table *t, const struct bent *e)
 	return cls(t, e)->k.dst.af == 6;
 }
 
-/* The entry's reference to its source address src; 0 on OOM (IPv6). */
+/* The entry's reference to its client; -1 on OOM (IPv6). */
 static int
-src_ref(struct bind_table *t, const struct cats_ip *src, uint32_t *ref)
+src_ref(struct bind_table *t, const struct bstr *tenant,
+    const struct cats_ip *src, uint32_t *ref)
 {
 	if (src->af == 6)
-		return (*ref = v6_get(t, src->a)) != 0 ? 0 : -1;
+		return (*ref = v6_get(t, tenant, src->a)) != 0 ? 0 : -1;
 	memcpy(ref, src->a, 4);
 	return 0;
 }
@@ -1241,8 +1273,7 @@ src_of(const struct bind_table *t, const struct bent *e, struct cats_ip *ip)
 	memset(ip, 0, sizeof(*ip));
 	ip->af = cls(t, e)->k.dst.af;
 	if (ip->af == 6)
-		memcpy(ip->a, ((const struct bv6 *)slab_at(&t->v6s,
-		    e->client))->a, 16);
+		memcpy(ip->a, v6_at(t, e->client)->a, 16);
 	else
 		memcpy(ip->a, &e->client, 4);
 }
@@ -1253,9 +1284,9 @@ struct ckey {
 };
 
 static inline struct ckey
-ckey_make(const struct bstr *tenant, bool v6, uint32_t ref)
+ckey_make(const struct bstr *tenant, uint32_t ref)
 {
-	struct ckey k = { tenant->id | (v6 ? UINT32_C(0x80000000) : 0), ref };
+	struct ckey k = { tenant->id, ref };
 	return k;
 }
 
@@ -1359,13 +1390,16 @@ ctab_del(struct ctab *x, struct ccount *c)
 	x->n--;
 }
 
-/* The counts of e's client (NULL: none yet). */
-static struct ccount *
-counts_of(const struct bind_table *t, const struct bent *e)
+/* The bindings of e's client. */
+static uint32_t
+client_nbind(const struct bind_table *t, const struct bent *e)
 {
 	const struct bclass *c = cls(t, e);
-	struct ckey k = ckey_make(c->k.tenant, c->k.dst.af == 6, e->client);
-	return ctab_find(&t->counts, &k, ckey_tag(t, &k));
+	if (c->k.dst.af == 6)
+		return v6_at(t, e->client)->nbind;
+	struct ckey k = ckey_make(c->k.tenant, e->client);
+	const struct ccount *n = ctab_find(&t->counts, &k, ckey_tag(t, &k));
+	return n ? n->nbind : 0;
 }
 
 /* ---- flow keys and the two entry indexes ---- */
@@ -1593,39 +1627,52 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 		return;
 	const struct bclass *c = cls(t, e);
 	struct bstr *tn = c->k.tenant;
-	struct ckey k = ckey_make(tn, c->k.dst.af == 6, e->client);
-	uint32_t tag = ckey_tag(t, &k);
-	struct ccount *cl = ctab_find(&t->counts, &k, tag);
-	if (cl == NULL) {
-		/* A client's first flow; ctab_reserve() made room for it. */
-		if (a != 0 || t->counts.s == NULL ||
-		    t->counts.n >= t->counts.cap)
-			return;
-		ctab_insert(&t->counts, (struct ccount){ tag, k.key, k.ref,
-		    0, 0 });
-		t->k.clients++;
+	struct ccount *cl = NULL;
+	uint32_t *np, *nb;
+	if (c->k.dst.af == 6) {
+		struct bv6 *v = v6_at(t, e->client);
+		if (v->npend == 0 && v->nbind == 0)
+			t->k.clients++;
+		np = &v->npend;
+		nb = &v->nbind;
+	} else {
+		struct ckey k = ckey_make(tn, e->client);
+		uint32_t tag = ckey_tag(t, &k);
 		cl = ctab_find(&t->counts, &k, tag);
+		if (cl == NULL) {
+			/* A first flow; ctab_reserve() made room for it. */
+			if (a != 0 || t->counts.s == NULL ||
+			    t->counts.n >= t->counts.cap)
+				return;
+			ctab_insert(&t->counts, (struct ccount){ tag, k.key,
+			    k.ref, 0, 0 });
+			t->k.clients++;
+			cl = ctab_find(&t->counts, &k, tag);
+		}
+		np = &cl->npend;
+		nb = &cl->nbind;
 	}
 	if (a == 1) {
 		t->npend--;
 		tn->npend--;
-		cl->npend--;
+		(*np)--;
 	} else if (a == 2) {
 		t->nbind--;
 		tn->nbind--;
-		cl->nbind--;
+		(*nb)--;
 	}
 	if (b == 1) {
 		t->npend++;
 		tn->npend++;
-		cl->npend++;
+		(*np)++;
 	} else if (b == 2) {
 		t->nbind++;
 		tn->nbind++;
-		cl->nbind++;
+		(*nb)++;
 	}
-	if (cl->npend == 0 && cl->nbind == 0) {
-		ctab_del(&t->counts, cl);
+	if (*np == 0 && *nb == 0) {
+		if (cl != NULL)
+			ctab_del(&t->counts, cl);
 		t->k.clients--;
 	}
 }
@@ -2077,11 +2124,9 @@ limit_bindings(const struct bind_table *t, const struct bent *e)
 	if (t->c.tenant_bindings && cls(t, e)->k.tenant->nbind >=
 	    t->c.tenant_bindings)
 		return BR_LIMIT_TENANT;
-	if (t->c.client_bindings) {
-		const struct ccount *cl = counts_of(t, e);
-		if (cl != NULL && cl->nbind >= t->c.client_bindings)
-			return BR_LIMIT_CLIENT;
-	}
+	if (t->c.client_bindings && client_nbind(t, e) >=
+	    t->c.client_bindings)
+		return BR_LIMIT_CLIENT;
 	return BR_OK;
 }
 
@@ -2163,23 +2208,25 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	}
 	/* The limits, before anything is allocated for the client. */
 	bool v6 = f->src.af == 6;
-	uint32_t ref = 0;
-	if (v6)
-		ref = v6_find(t, f->src.a);
-	else
+	uint32_t ref = 0, npend = 0;
+	if (v6) {
+		if ((ref = v6_find(t, k.tenant, f->src.a)) != 0)
+			npend = v6_at(t, ref)->npend;
+	} else {
 		memcpy(&ref, f->src.a, 4);
-	const struct ccount *cc = NULL;
-	if (!v6 || ref != 0) {
-		struct ckey ck = ckey_make(k.tenant, v6, ref);
-		cc = ctab_find(&t->counts, &ck, ckey_tag(t, &ck));
+		struct ckey ck = ckey_make(k.tenant, ref);
+		const struct ccount *cc = ctab_find(&t->counts, &ck,
+		    ckey_tag(t, &ck));
+		npend = cc ? cc->npend : 0;
 	}
-	int lim = limit_pending(t, k.tenant, cc ? cc->npend : 0);
+	int lim = limit_pending(t, k.tenant, npend);
 	if (lim != BR_OK) {
 		key_release(t, &k);
 		return lim;
 	}
 	uint32_t client;
-	if (ctab_reserve(&t->counts) < 0 || src_ref(t, &f->src, &client) < 0) {
+	if (ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &f->src,
+	    &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
@@ -3356,7 +3403,15 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 		return -1;
 	}
 	/* The clients' counts add up to the same, none of them empty. */
-	uint64_t cp = 0, cb = 0, nc = 0;
+	uint64_t cp = 0, cb = 0, nc = 0, n6 = 0;
+	for (uint32_t i = 1; i < t->v6s.top; i++) {
+		const struct bv6 *v = v6_at(t, i);
+		if ((i & SLAB_MASK) == 0 || v->refs == 0)
+			continue;
+		cp += v->npend;
+		cb += v->nbind;
+		n6 += v->npend != 0 || v->nbind != 0;
+	}
 	for (uint32_t i = 0; t->counts.s != NULL && i < t->counts.cap; i++) {
 		const struct ccount *c = &t->counts.s[i];
 		if (c->key == 0)
@@ -3370,7 +3425,7 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 		nc++;
 	}
 	if (cp != npend || cb != nbind || nc != t->counts.n ||
-	    nc != t->k.clients) {
+	    nc + n6 != t->k.clients) {
 		snprintf(why, len, "clients count %" PRIu64 " pending, %" PRIu64
 		    " bindings, %" PRIu64 " clients (%u, %" PRIu64 ")", cp, cb,
 		    nc, t->counts.n, t->k.clients);
@@ -3500,7 +3555,8 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		return BR_DUP_FLOW;
 	}
 	uint32_t client;
-	if (ctab_reserve(&t->counts) < 0 || src_ref(t, &fl.src, &client) < 0) {
+	if (ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &fl.src,
+	    &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
@@ -3571,7 +3627,7 @@ bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
 		__builtin_prefetch(&t->by_flow.s[idx_home((uint32_t)h,
 		    t->by_flow.m, t->by_flow.cap)]);
 	if (f->src.af == 4 && t->counts.s != NULL) {
-		struct ckey ck = ckey_make(fk.tenant, false, 0);
+		struct ckey ck = ckey_make(fk.tenant, 0);
 		memcpy(&ck.ref, f->src.a, 4);
 		__builtin_prefetch(&t->counts.s[idx_home(ckey_tag(t, &ck),
 		    t->counts.m, t->counts.cap)]);
