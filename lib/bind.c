@@ -8,9 +8,9 @@
  * ingress, egress, instance, locator, service address, lifetimes,
  * generations) and paths (encapsulation, segment list, tunnel destination,
  * path id).  The client's source address is in the entry: an IPv4 one
- * inline, an IPv6 one as the handle of an interned address; a client's
- * admission counts are kept, keyed by (tenant, address), only while it has
- * pending or bound flows.  Entries are found by binding id and by flow key
+ * inline, whose client's admission counts are kept, keyed by (tenant,
+ * address), only while it has pending or bound flows; an IPv6 one as the
+ * handle of an interned client (tenant, address, counts).  Entries are found by binding id and by flow key
  * through compact Robin Hood indexes of entry numbers (8 bytes a slot with
  * a hash tag, up to 7/8 full, growing in steps of a quarter); transactions
  * in flight and the interned objects, which are few, use cats_htab.  Arrays
