@@ -22,6 +22,8 @@
 #include "log.h"
 #include "seq.h"
 #include "sma.h"
+#include "sma_policy.h"
+#include "sma_uc.h"
 #include "tool.h"
 
 static const char usage_text[] =
@@ -70,7 +72,13 @@ struct app {
 	struct sma_conf *c;
 	struct sma_keys *k;
 	struct sma *core;
-	struct sma_out *out;
+	struct sma_uc *uc;
+	struct sma_policy *policy;	/* loaded, not yet handed over */
+	uint64_t out_failures;
+	/* [northbound] key: every record is signed (and carries a nonce) */
+	struct cats_key nbkey;
+	bool has_nbkey;
+	uint64_t nonce;
 	struct cats_dec dec;
 	struct httpc *http;
 
@@ -144,10 +152,29 @@ stop_loop(struct app *a, int code)
 
 static void pause_inputs(struct app *a, bool pause);
 
+/* The next nonce: strictly increasing, across restarts too. */
+static uint64_t
+next_nonce(struct app *a)
+{
+	uint64_t t = now_ms() * 1000;
+	a->nonce = t > a->nonce ? t : a->nonce + 1;
+	return a->nonce;
+}
+
 static int
 emit(void *arg, const struct cats_rec *r)
 {
 	struct app *a = arg;
+	struct cats_rec signed_rec;
+	if (a->has_nbkey) {
+		signed_rec = *r;
+		CATS_SET(&signed_rec.u.metric, MET, nonce, next_nonce(a));
+		if (cats_rec_sign(&signed_rec, &a->nbkey) < 0) {
+			cats_errorx("cannot sign a metric record");
+			return -1;
+		}
+		r = &signed_rec;
+	}
 	if (a->to_http) {
 		struct cats_buf b = { 0 };
 		if (cats_rec_encode(r, &b, true) < 0)
@@ -216,17 +243,38 @@ on_event(void *arg, const struct sma_event *ev)
 		if (r != NULL && r->pull_url != NULL)
 			start_pull(r);
 	}
-	sma_out_event(a->out, ev);
+	sma_uc_event(a->uc, ev);
+}
+
+/* The controller's records: counted, then out. */
+static int
+uc_emit(void *arg, const struct cats_rec *r, int kind)
+{
+	struct app *a = arg;
+	(void)kind;
+	if (emit(a, r) < 0) {
+		a->out_failures++;
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- timers ---- */
+
+/* The earlier of the core's and the controller's timers, 0 if none. */
+static uint64_t
+next_deadline(const struct app *a)
+{
+	uint64_t c = sma_next_deadline(a->core), u = sma_uc_next_deadline(a->uc);
+	return c == 0 ? u : u == 0 ? c : c < u ? c : u;
+}
 
 static void
 arm_tick(struct app *a)
 {
 	if (a->replay || a->tick == NULL)
 		return;
-	uint64_t next = sma_next_deadline(a->core), now = now_ms();
+	uint64_t next = next_deadline(a), now = now_ms();
 	if (next == 0) {
 		evtimer_del(a->tick);
 		return;
@@ -243,7 +291,9 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	struct app *a = arg;
 	(void)fd;
 	(void)what;
-	sma_tick(a->core, now_ms());
+	uint64_t now = now_ms();
+	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
 	arm_tick(a);
 }
 
@@ -265,8 +315,10 @@ start(struct app *a)
 		cats_info("state %s: %zu entries restored, %zu too old",
 		    a->state_path, restored, old);
 	}
-	if (!a->once)
-		sma_out_snapshot(a->out, a->core, now);
+	if (a->once)
+		sma_uc_seed(a->uc, now);	/* the C-PS has those */
+	else
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
 	arm_tick(a);
 }
 
@@ -278,9 +330,10 @@ static void
 advance(struct app *a, uint64_t t)
 {
 	uint64_t next;
-	while ((next = sma_next_deadline(a->core)) != 0 && next <= t) {
+	while ((next = next_deadline(a)) != 0 && next <= t) {
 		cats_clock_observe(next);
 		sma_tick(a->core, next);
+		sma_uc_tick(a->uc, next);
 	}
 	cats_clock_observe(t);
 }
@@ -342,9 +395,8 @@ stream_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 		start(a);
 	uint64_t now = now_ms();
 	if (r.type == CATS_T_SYNC) {
-		/* A C-PS asks for a full view (incremental sync is the
-		 * update controller's, cats-sma part 2). */
-		sma_out_snapshot(a->out, a->core, now);
+		/* A C-PS asks for a full view. */
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
 		return;
 	}
 	if (r.type != CATS_T_SCI_REPORT) {
@@ -700,8 +752,8 @@ on_cache(struct evhttp_request *req, void *arg)
 			cats_rec_init(&r, CATS_T_METRIC);
 			r.u.metric.op = CATS_OP_FULL;
 			r.u.metric.sma_id = a->c->id;
-			r.u.metric.epoch = sma_out_epoch(a->out);
-			r.u.metric.seq = sma_out_seq(a->out);
+			r.u.metric.epoch = sma_uc_epoch(a->uc);
+			r.u.metric.seq = sma_uc_seq(a->uc);
 			r.u.metric.ts = now_ms();
 			r.u.metric.entries.v = &ent;
 			r.u.metric.entries.n = 1;
@@ -720,7 +772,7 @@ static void
 on_snapshot(struct evhttp_request *req, void *arg)
 {
 	struct app *a = arg;
-	sma_out_snapshot(a->out, a->core, now_ms());
+	sma_uc_snapshot(a->uc, now_ms(), CATS_OP_FULL);
 	httpd_error(req, 200, "snapshot sent");
 }
 
@@ -895,6 +947,7 @@ static json_t *
 stats_json(struct app *a)
 {
 	const struct sma_stats *st = sma_stats(a->core);
+	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
 	struct cats_kv kv[] = {
 		{ "reports", st->reports }, { "accepted", st->accepted },
 		{ "flagged", st->flagged }, { "quarantined", st->quarantined },
@@ -911,8 +964,34 @@ stats_json(struct app *a)
 		{ "failed", st->failed }, { "recovered", st->recovered },
 		{ "pulls_wanted", st->pulls }, { "released", st->released },
 		{ "quarantine_dropped", st->dropped_q },
-		{ "records_out", sma_out_seq(a->out) },
-		{ "output_failures", sma_out_failures(a->out) },
+		{ "records_out", u->records },
+		{ "output_failures", a->out_failures },
+		{ "full_sent", u->full },
+		{ "heartbeats_sent", u->heartbeats },
+		{ "deltas_sent", u->deltas },
+		{ "withdrawals_sent", u->withdraws },
+		{ "refreshes_sent", u->refreshes },
+		{ "entries_sent", u->entries_sent },
+		{ "trigger_discovery", u->trig_discovery },
+		{ "trigger_withdrawal", u->trig_withdraw },
+		{ "trigger_health", u->trig_health },
+		{ "trigger_locator", u->trig_locator },
+		{ "trigger_metric", u->trig_metric },
+		{ "trigger_policy", u->trig_policy },
+		{ "suppressed_threshold", u->sup_threshold },
+		{ "suppressed_interval", u->sup_interval },
+		{ "suppressed_window", u->sup_window },
+		{ "suppressed_dampening", u->sup_damp },
+		{ "suppressed_bucket", u->sup_bucket },
+		{ "coalesced", u->coalesced },
+		{ "optional_omitted", u->omitted },
+		{ "damp_suppressed", u->damp_suppressed },
+		{ "damp_observed", u->damp_observed },
+		{ "damp_reused", u->damp_reused },
+		{ "damped", u->damped },
+		{ "pending", u->pending },
+		{ "last_full", u->last_full },
+		{ "advertised", sma_uc_count(a->uc) },
 		{ "audit_lines", cats_audit_count() },
 	};
 	struct cats_rec r;
@@ -933,6 +1012,24 @@ print_stats(struct app *a)
 }
 
 /* ---- configuration ---- */
+
+/* The rule file of a configuration (NULL and 0 when it names none). */
+static int
+load_policy(const struct sma_conf *c, struct sma_policy **pp)
+{
+	char err[600];
+	*pp = NULL;
+	if (c->pol.rules == NULL)
+		return 0;
+	if ((*pp = sma_policy_load(c->pol.rules, err, sizeof(err))) == NULL) {
+		char q[600];
+		cats_errorx("%s", err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"",
+		    c->pol.rules, sma_quote(err, q, sizeof(q)));
+		return -1;
+	}
+	return 0;
+}
 
 static int
 load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
@@ -979,9 +1076,21 @@ reload(struct app *a)
 {
 	struct sma_conf *c;
 	struct sma_keys *k;
+	struct sma_policy *pol;
 	int code;
 	if (load_config(a->conf_path, &c, &k, &code) < 0) {
 		cats_warnx("reload refused; the running configuration stays");
+		return;
+	}
+	if (a->once)
+		c->uc.control = false;
+	if (load_policy(c, &pol) < 0) {
+		cats_warnx("reload refused; the running configuration and "
+		    "policy stay");
+		sma_conf_free(c);
+		free(c);
+		sma_keys_free(k);
+		free(k);
 		return;
 	}
 	if (c->audit && cats_audit_open(c->audit) < 0) {
@@ -1013,7 +1122,7 @@ reload(struct app *a)
 	struct sma_keys *ok = a->k;
 	a->c = c;
 	a->k = k;
-	sma_out_reconf(a->out, c);
+	sma_uc_reconf(a->uc, c, now_ms());
 	sma_reconf(a->core, c, k, now_ms());
 	sma_conf_free(oc);
 	free(oc);
@@ -1022,6 +1131,11 @@ reload(struct app *a)
 	scis_start(a, ids);
 	free(ids);
 	free(idbuf);
+	/* The Policy Change Trigger: every entry evaluated again. */
+	sma_uc_set_policy(a->uc, pol, now_ms());
+	cats_audit("policy", "file=%s rules=%zu windows=%zu",
+	    c->pol.rules ? c->pol.rules : "-", sma_policy_rules(pol),
+	    sma_policy_windows(pol));
 	arm_tick(a);
 	cats_audit("config", "file=%s result=reloaded scis=%zu", a->conf_path,
 	    a->nscis);
@@ -1055,6 +1169,8 @@ finish(struct app *a)
 		}
 	}
 	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
+	sma_uc_drain(a->uc, now);
 	if (a->once && a->have_state) {
 		/* Saved entries too old to restore, and not heard from in
 		 * this run, are withdrawn. */
@@ -1064,7 +1180,7 @@ finish(struct app *a)
 				continue;
 			if (e->state == CATS_SCI_FAILED)
 				continue;
-			sma_out_withdraw_saved(a->out, e, SMA_WD_EXPIRED, now);
+			sma_uc_withdraw_saved(a->uc, e, SMA_WD_EXPIRED, now);
 			cats_audit("state", "csci=%s cs=%s from=%s to=FAILED "
 			    "reason=state-too-old", e->csci_id, e->cs_id,
 			    cats_sci_state_names[e->state]);
@@ -1086,7 +1202,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGUSR1:
 		if (!a->started)
 			start(a);
-		sma_out_snapshot(a->out, a->core, now_ms());
+		sma_uc_snapshot(a->uc, now_ms(), CATS_OP_FULL);
 		break;
 	case SIGUSR2:
 		print_stats(a);
@@ -1314,6 +1430,22 @@ main(int argc, char **argv)
 	int code;
 	if (load_config(a->conf_path, &a->c, &a->k, &code) < 0)
 		return code;
+	if (a->once)
+		a->c->uc.control = false;	/* each run sends every change */
+	if (load_policy(a->c, &a->policy) < 0)
+		return CATS_EXIT_CONFIG;
+	if (a->c->nb.key != NULL) {
+		char err[600];
+		if (cats_key_load(&a->nbkey, a->c->nb.key, -1, err,
+		    sizeof(err)) < 0 || a->nbkey.kind ==
+		    CATS_KEY_ED25519_PUBLIC) {
+			cats_errorx("%s", a->nbkey.kind ==
+			    CATS_KEY_ED25519_PUBLIC ? "[northbound] key: a "
+			    "public key cannot sign" : err);
+			return CATS_EXIT_NOPERM;
+		}
+		a->has_nbkey = true;
+	}
 	if (a->c->audit && cats_audit_open(a->c->audit) < 0) {
 		cats_errorx("audit %s: %s", a->c->audit, strerror(errno));
 		return CATS_EXIT_CONFIG;
@@ -1345,11 +1477,16 @@ main(int argc, char **argv)
 	the_app = a;
 	cats_dec_init(&a->dec, NULL);
 	open_output(a, to);
-	a->out = sma_out_new(a->c, epoch, seq, emit, a);
+	a->uc = sma_uc_new(a->c, NULL, epoch, seq, uc_emit, a);
 	a->core = sma_new(a->c, a->k, on_event, a);
-	if (a->out == NULL || a->core == NULL) {
+	if (a->uc == NULL || a->core == NULL) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
+	}
+	sma_uc_set_core(a->uc, a->core);
+	if (a->policy != NULL) {
+		sma_uc_set_policy(a->uc, a->policy, now_ms());
+		a->policy = NULL;
 	}
 	a->tick = evtimer_new(a->base, on_tick, a);
 	static const int sigs[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT };
@@ -1396,11 +1533,16 @@ main(int argc, char **argv)
 	/* Flush what the loop left, save the state, report. */
 	if (a->state_path != NULL && a->exit_code == 0) {
 		char err[600];
-		if (sma_out_save_state(a->out, a->core, a->state_path, now_ms(),
-		    err, sizeof(err)) < 0) {
+		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
+		    sma_uc_seq(a->uc), NULL, NULL);
+		if (so == NULL)
+			snprintf(err, sizeof(err), "out of memory");
+		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
+		    now_ms(), err, sizeof(err)) < 0) {
 			cats_errorx("%s", err);
 			a->exit_code = CATS_EXIT_IOERR;
 		}
+		sma_out_free(so);
 	}
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
 	    a->exit_code == 0) {
