@@ -42,6 +42,13 @@ struct vals {
 
 struct site;
 
+/* A dampening penalty (RFC 2439): decays with the half-life. */
+struct damp {
+	double penalty;
+	uint64_t pen_at;
+	bool observed;
+};
+
 struct item {
 	struct item *prev, *next;	/* its pending list */
 	struct item *dprev, *dnext;	/* the damped list */
@@ -54,8 +61,7 @@ struct item {
 	int8_t wd;			/* pending withdrawal reason, or -1 */
 	bool adv_valid, accounted, gone, damped, observed;
 	uint8_t held;			/* counted holds of this episode */
-	double penalty;
-	uint64_t pen_at;
+	struct damp d;
 	uint64_t last_sent;
 	uint64_t seen;			/* snapshot generation */
 	char csci_id[];
@@ -68,8 +74,9 @@ struct site {
 	struct site *next;		/* every site, in order of creation */
 	struct site *dnext;		/* the dirty list */
 	struct site *pnext;		/* the pending list */
-	bool dirty, inpend, adv_valid, suppress;
+	bool dirty, inpend, adv_valid, suppress, damped;
 	uint8_t pend;			/* C_* */
+	struct damp d;
 	uint64_t n, n_healthy, n_degraded, n_unhealthy, n_unknown, n_failed;
 	uint64_t sum_gas, sum_gw;
 	unsigned __int128 sum_gct;
@@ -535,23 +542,23 @@ degrades(const struct item *it)
 /* ---- dampening (RFC 2439 style) ---- */
 
 static double
-decayed(const struct sma_uc *u, const struct item *it, uint64_t now)
+decayed(const struct sma_uc *u, const struct damp *d, uint64_t now)
 {
-	if (it->penalty <= 0 || now <= it->pen_at)
-		return it->penalty;
+	if (d->penalty <= 0 || now <= d->pen_at)
+		return d->penalty;
 	double hl = (double)u->c->uc.damp_half_life_ms;
-	return it->penalty * exp2(-(double)(now - it->pen_at) / hl);
+	return d->penalty * exp2(-(double)(now - d->pen_at) / hl);
 }
 
 /* When the penalty falls below reuse. */
 static uint64_t
-reuse_time(const struct sma_uc *u, const struct item *it)
+reuse_time(const struct sma_uc *u, const struct damp *d)
 {
-	double p = it->penalty, r = (double)u->c->uc.damp_reuse;
+	double p = d->penalty, r = (double)u->c->uc.damp_reuse;
 	if (p < r)
-		return it->pen_at;
+		return d->pen_at;
 	double hl = (double)u->c->uc.damp_half_life_ms;
-	return it->pen_at + (uint64_t)ceil(hl * log2(p / r)) + 1;
+	return d->pen_at + (uint64_t)ceil(hl * log2(p / r)) + 1;
 }
 
 static void
@@ -559,10 +566,44 @@ recompute_reuse(struct sma_uc *u)
 {
 	u->reuse_at = 0;
 	for (struct item *it = u->damped; it; it = it->dnext) {
-		uint64_t t = reuse_time(u, it);
+		uint64_t t = reuse_time(u, &it->d);
 		if (u->reuse_at == 0 || t < u->reuse_at)
 			u->reuse_at = t;
 	}
+	for (struct site *s = u->site_head; s; s = s->next) {
+		uint64_t t = s->damped ? reuse_time(u, &s->d) : 0;
+		if (t != 0 && (u->reuse_at == 0 || t < u->reuse_at))
+			u->reuse_at = t;
+	}
+}
+
+/*
+ * A flap: the penalty grows.  Returns true when it crosses the suppress
+ * threshold (dampening on); observe mode audits instead.
+ */
+static bool
+damp_add(struct sma_uc *u, struct damp *d, const char *what, const char *id,
+    uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	double p = decayed(u, d, now) + (double)k->damp_penalty;
+	if (p > (double)k->damp_max)
+		p = (double)k->damp_max;
+	d->penalty = p;
+	d->pen_at = now;
+	char b[CATS_ID + 1];
+	if (k->damp == SMA_DAMP_OBSERVE) {
+		if (d->observed && p < (double)k->damp_reuse)
+			d->observed = false;
+		if (!d->observed && p >= (double)k->damp_suppress) {
+			d->observed = true;
+			u->st.damp_observed++;
+			cats_audit("damp", "%s=%s penalty=%.0f action=observe",
+			    what, sma_safe(id, b, sizeof(b)), p);
+		}
+		return false;
+	}
+	return p >= (double)k->damp_suppress;
 }
 
 static bool
@@ -579,24 +620,10 @@ damp_note(struct sma_uc *u, struct item *it, uint64_t now)
 	const struct sma_uc_conf *k = &u->c->uc;
 	if (k->damp == SMA_DAMP_OFF || !k->control)
 		return;
-	double p = decayed(u, it, now) + (double)k->damp_penalty;
-	if (p > (double)k->damp_max)
-		p = (double)k->damp_max;
-	it->penalty = p;
-	it->pen_at = now;
+	bool over = damp_add(u, &it->d, "csci", it->csci_id, now);
 	char b[CATS_ID + 1];
-	if (k->damp == SMA_DAMP_OBSERVE) {
-		if (it->observed && p < (double)k->damp_reuse)
-			it->observed = false;
-		if (!it->observed && p >= (double)k->damp_suppress) {
-			it->observed = true;
-			u->st.damp_observed++;
-			cats_audit("damp", "csci=%s penalty=%.0f action=observe",
-			    sma_safe(it->csci_id, b, sizeof(b)), p);
-		}
-		return;
-	}
-	if (!it->damped && p >= (double)k->damp_suppress) {
+	double p = it->d.penalty;
+	if (!it->damped && over) {
 		it->damped = true;
 		it->dprev = NULL;
 		it->dnext = u->damped;
@@ -607,7 +634,7 @@ damp_note(struct sma_uc *u, struct item *it, uint64_t now)
 		u->st.damp_suppressed++;
 		cats_audit("damp", "csci=%s penalty=%.0f action=suppress "
 		    "reuse_at=%" PRIu64, sma_safe(it->csci_id, b, sizeof(b)), p,
-		    reuse_time(u, it));
+		    reuse_time(u, &it->d));
 	}
 	if (it->damped)
 		recompute_reuse(u);
@@ -926,18 +953,30 @@ send_change(struct sma_uc *u, struct batch *wd, const int *wd_reason,
 }
 
 /* The sites with something to send (pending), taken now. */
+static void min_at(uint64_t *at, uint64_t t);
+
 static size_t
-take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now)
+take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
+    uint64_t *next)
 {
 	size_t n = 0, cap = 0;
 	struct cats_site *v = NULL;
 	struct site **pp = &u->spend;
+	uint64_t mi = u->draining ? 0 : u->c->uc.min_interval_ms;
 	while (*pp != NULL) {
 		struct site *s = *pp;
 		bool ready = s->pend == C_CRIT || !u->c->uc.control ||
 		    (!s->suppress && (s->last_sent == 0 ||
-		    now >= s->last_sent + u->c->uc.min_interval_ms));
+		    now >= s->last_sent + mi));
+		/* A damped site: only what makes it less attractive. */
+		bool damped = s->damped && u->c->uc.control &&
+		    rank_health(s->cur.health) <= rank_health(s->adv.health) &&
+		    s->cur.gas >= s->adv.gas;
+		if (damped)
+			ready = false;
 		if (!ready) {
+			if (!s->suppress && !damped && s->last_sent + mi > now)
+				min_at(next, s->last_sent + mi);
 			pp = &s->pnext;
 			continue;
 		}
@@ -972,7 +1011,23 @@ sites_commit(struct sma_uc *u, uint64_t now)
 		u->dirty = s->dnext;
 		s->dnext = NULL;
 		s->dirty = false;
+		int was = s->cur.health;
+		bool had = s->adv_valid;
 		site_view(s, &s->cur);
+		if (had && was != s->cur.health && k->control &&
+		    k->damp != SMA_DAMP_OFF &&
+		    damp_add(u, &s->d, "cs", s->cs_id, now) && !s->damped) {
+			char b[CATS_ID + 1];
+			s->damped = true;
+			u->st.damped++;
+			u->st.damp_suppressed++;
+			cats_audit("damp", "cs=%s penalty=%.0f action=suppress "
+			    "reuse_at=%" PRIu64, sma_safe(s->cs_id, b,
+			    sizeof(b)), s->d.penalty, reuse_time(u, &s->d));
+			recompute_reuse(u);
+		} else if (s->damped) {
+			recompute_reuse(u);
+		}
 		s->suppress = false;
 		if (u->pol != NULL) {
 			struct sma_pmetrics m;
@@ -1089,8 +1144,10 @@ flush_critical(struct sma_uc *u, uint64_t now)
 		crit_site = s->pend == C_CRIT;
 	struct cats_site *sites = NULL;
 	size_t ns = 0;
+	uint64_t later = 0;
 	if (wd.n > 0 || delta.n > 0 || crit_site)
-		ns = take_sites(u, &sites, now);
+		ns = take_sites(u, &sites, now, &later);
+	min_at(&u->routine_at, later);
 	if (wd.n > 0 || delta.n > 0 || ns > 0)
 		send_change(u, &wd, reasons, &delta, sites, ns, SNAP_PART,
 		    SMA_UC_CRITICAL, now);
@@ -1205,7 +1262,7 @@ flush_routine(struct sma_uc *u, uint64_t now)
 			break;
 	}
 	struct cats_site *sites = NULL;
-	size_t ns = take_sites(u, &sites, now);
+	size_t ns = take_sites(u, &sites, now, &next);
 	size_t off = 0;
 	bool blocked = false;
 	while (off < ready.n || (off == 0 && ready.n == 0 && ns > 0)) {
@@ -1280,7 +1337,12 @@ sma_uc_new(const struct sma_conf *c, const struct sma *core, uint64_t epoch,
 	u->emit = emit;
 	u->arg = arg;
 	u->arena.cap = 256u << 20;
-	u->rng = cats_hash_str(c->id ? c->id : "") ^ epoch;
+	/* The jitter is reproducible: seeded by FNV-1a of the id and the
+	 * epoch, never by the process's hash key. */
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (const char *p = c->id ? c->id : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	u->rng = h ^ epoch;
 	return u;
 }
 
@@ -1679,12 +1741,12 @@ reuse(struct sma_uc *u, uint64_t now)
 	char b[CATS_ID + 1];
 	for (struct item *it = u->damped, *n; it != NULL; it = n) {
 		n = it->dnext;
-		if (reuse_time(u, it) > now)
+		if (reuse_time(u, &it->d) > now)
 			continue;
 		damp_unlink(u, it);
 		u->st.damp_reused++;
 		cats_audit("damp", "csci=%s penalty=%.0f action=reuse",
-		    sma_safe(it->csci_id, b, sizeof(b)), decayed(u, it, now));
+		    sma_safe(it->csci_id, b, sizeof(b)), decayed(u, &it->d, now));
 		it->held &= (uint8_t)~H_DAMP;
 		int cls = classify(u, it, false);
 		if (cls == C_CRIT)
@@ -1692,6 +1754,17 @@ reuse(struct sma_uc *u, uint64_t now)
 		else if (cls == C_ROUTINE && it->list == P_NONE)
 			pend(u, it, P_ROUTINE);
 		if (cls == C_ROUTINE)
+			min_at(&u->routine_at, now);
+	}
+	for (struct site *s = u->site_head; s; s = s->next) {
+		if (!s->damped || reuse_time(u, &s->d) > now)
+			continue;
+		s->damped = false;
+		u->st.damped--;
+		u->st.damp_reused++;
+		cats_audit("damp", "cs=%s penalty=%.0f action=reuse",
+		    sma_safe(s->cs_id, b, sizeof(b)), decayed(u, &s->d, now));
+		if (s->inpend)
 			min_at(&u->routine_at, now);
 	}
 	recompute_reuse(u);
