@@ -199,6 +199,14 @@ sma_nb_free(struct sma_nb *nb)
 	free(nb);
 }
 
+void
+sma_nb_reconf(struct sma_nb *nb, const struct sma_nb_conf *c)
+{
+	nb->c = c;
+	nb->max_post = c->max_post;
+	nb->st.queue_max = c->queue_max;
+}
+
 const struct sma_nb_status *
 sma_nb_status(const struct sma_nb *nb)
 {

@@ -64,6 +64,8 @@ struct sma_nb;
 struct sma_nb *sma_nb_new(const struct sma_nb_params *p,
     const struct sma_nb_io *io, void *arg);
 void sma_nb_free(struct sma_nb *nb);
+/* A new configuration (SIGHUP): timeouts, backoff, bounds. */
+void sma_nb_reconf(struct sma_nb *nb, const struct sma_nb_conf *c);
 /* The first reconciliation (call once the first records are queued). */
 void sma_nb_start(struct sma_nb *nb, uint64_t now);
 /* A record of the controller (kind: enum sma_uc_kind). */
