@@ -263,6 +263,13 @@ nb_refresh(void *arg, bool ok)
 }
 
 static void
+nb_renumber(void *arg, uint64_t above)
+{
+	struct app *a = arg;
+	sma_uc_renumber(a->uc, above);
+}
+
+static void
 nb_load(void *arg, uint64_t ppm)
 {
 	struct app *a = arg;
@@ -1646,9 +1653,9 @@ setup_northbound(struct app *a, uint64_t epoch)
 	if (n->notify)
 		openlog("cats-sma", LOG_PID, LOG_DAEMON);
 	static const struct sma_nb_io io = { nb_post, nb_snapshot,
-		nb_refresh, nb_load, nb_notify };
+		nb_refresh, nb_load, nb_notify, nb_renumber };
 	struct sma_nb_params p = { .urls = a->urls, .nurls = a->nurls,
-		.sma_id = a->c->id, .epoch = epoch,
+		.sma_id = a->c->id, .epoch = epoch, .seq = sma_uc_seq(a->uc),
 		.key = a->has_nbkey ? &a->nbkey : NULL,
 		.ps_keys = n->ps_keys ? &a->ps_keys : NULL, .c = n,
 		.seed = epoch ^ (uint64_t)getpid() };
@@ -1949,20 +1956,6 @@ main(int argc, char **argv)
 	if (!a->stopping)
 		event_base_dispatch(a->base);
 
-	/* Flush what the loop left, save the state, report. */
-	if (a->state_path != NULL && a->exit_code == 0) {
-		char err[600];
-		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
-		    sma_uc_seq(a->uc), NULL, NULL);
-		if (so == NULL)
-			snprintf(err, sizeof(err), "out of memory");
-		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
-		    now_ms(), err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			a->exit_code = CATS_EXIT_IOERR;
-		}
-		sma_out_free(so);
-	}
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
 	    a->exit_code == 0) {
 		cats_errorx("output failed: %s", strerror(errno));
@@ -1982,6 +1975,20 @@ main(int argc, char **argv)
 	if (a->nb != NULL && !sma_nb_idle(a->nb))
 		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
 		    "the C-PS", sma_nb_status(a->nb)->queued);
+	/* Save the state once the C-PS had its records, then report. */
+	if (a->state_path != NULL && a->exit_code == 0) {
+		char err[600];
+		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
+		    sma_uc_seq(a->uc), NULL, NULL);
+		if (so == NULL)
+			snprintf(err, sizeof(err), "out of memory");
+		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
+		    now_ms(), err, sizeof(err)) < 0) {
+			cats_errorx("%s", err);
+			a->exit_code = CATS_EXIT_IOERR;
+		}
+		sma_out_free(so);
+	}
 	write_prom(a);
 	if (a->stats)
 		print_stats(a);

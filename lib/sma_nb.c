@@ -163,6 +163,7 @@ sma_nb_new(const struct sma_nb_params *p, const struct sma_nb_io *io,
 	if ((nb->url_buf = malloc(longest + 32)) == NULL)
 		goto fail;
 	nb->epoch = p->epoch;
+	nb->last_pushed = p->seq;
 	nb->key = p->key;
 	nb->ps_keys = p->ps_keys;
 	nb->c = p->c;
@@ -720,6 +721,18 @@ retrieve_answer(struct sma_nb *nb, long status, const struct answer *a,
 	nb->st.backoff_ms = 0;
 	const struct cats_ack *k = &a->ack;
 	bool incr = k->epoch == nb->epoch && !nb->lost && !wants_full(a);
+	if (k->epoch == nb->epoch && k->seq > nb->last_pushed) {
+		/* Our numbering is behind the C-PS's: records would look
+		 * stale.  Number from above and sync fully. */
+		cats_warnx("the C-PS holds sequence %" PRIu64 " of this epoch, "
+		    "above our %" PRIu64 ": renumbering", k->seq,
+		    nb->last_pushed);
+		if (nb->io.renumber != NULL)
+			nb->io.renumber(nb->arg, k->seq);
+		q_remove(nb, 0, nb->qlen);
+		nb->last_pushed = k->seq;
+		incr = false;
+	}
 	if (incr) {
 		/* Applied already (their acks were lost): drop them. */
 		size_t done = 0;

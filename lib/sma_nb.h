@@ -43,6 +43,11 @@ struct sma_nb_io {
 	void (*load)(void *arg, uint64_t ppm);
 	/* An operator notification (syslog): reachability changes. */
 	void (*notify)(void *arg, int prio, const char *msg);
+	/*
+	 * The C-PS holds a sequence of this epoch above any we know of (a
+	 * state file older than what was sent): number from above it.
+	 */
+	void (*renumber)(void *arg, uint64_t above);
 };
 
 enum sma_nb_state { SMA_NB_CONNECTED, SMA_NB_RECONCILE, SMA_NB_PARTITION };
@@ -53,6 +58,8 @@ struct sma_nb_params {
 	size_t nurls;
 	const char *sma_id;
 	uint64_t epoch;
+	uint64_t seq;			/* the last sequence sent before (a
+					 * cron run's state file) */
 	const struct cats_key *key;	/* PSK or Ed25519 secret, or NULL */
 	const struct cats_keyring *ps_keys;	/* verify the C-PS's answers */
 	const struct sma_nb_conf *c;

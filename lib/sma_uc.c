@@ -1829,6 +1829,13 @@ sma_uc_seq(const struct sma_uc *u)
 	return u->seq;
 }
 
+void
+sma_uc_renumber(struct sma_uc *u, uint64_t seq)
+{
+	if (seq > u->seq)
+		u->seq = seq;
+}
+
 uint64_t
 sma_uc_epoch(const struct sma_uc *u)
 {

@@ -105,6 +105,8 @@ void sma_uc_peer_refresh(struct sma_uc *u, bool ok);
 void sma_uc_set_load(struct sma_uc *u, uint64_t ppm);
 
 uint64_t sma_uc_seq(const struct sma_uc *u);
+/* Number the next records above seq (the C-PS holds a later one). */
+void sma_uc_renumber(struct sma_uc *u, uint64_t seq);
 uint64_t sma_uc_epoch(const struct sma_uc *u);
 
 /*

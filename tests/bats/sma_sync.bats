@@ -431,3 +431,34 @@ cpost() { # file [resource] -> HTTP status
 	wait_for 50 grep -q 'may not advertise CS-ID VRS' "$W/dom.audit"
 	[ "$(dom /advertised | grep -c csci_id)" -eq 3 ]
 }
+
+@test "sma_sync: cron runs: the first syncs fully, the next incrementally; the textfile at each end" {
+	start_cps
+	sed -i 's/^\[update\]$/[update]\ncontrol = on/' sma.conf
+	one_run() { # gas
+		local ts
+		ts=$(date +%s%3N)
+		SEQ=$(( $(cat "$W/seq" 2>/dev/null || echo 0) + 1 ))
+		echo "$SEQ" > "$W/seq"
+		echo "{\"type\":\"sci-report\",\"csci_id\":\"10.0.0.1:80\",\"cs_id\":\"ARS\",\"seq\":$SEQ,\"ts\":$ts,\"health\":\"HEALTHY\",\"gas\":$1,\"comp_time_ms\":5,\"locator\":\"192.0.2.1\"}" |
+		    enc | cats-sma -c sma.conf --once -T "$W/state" \
+		    -t "http://127.0.0.1:$PS/" 2>> "$W/sma.err"
+	}
+	one_run 100
+	grep -q 'cats_sma_sync_full_total{sma_id="sma-a"} 1' sma.prom
+	grep -q 'cats_sma_sync_queued{sma_id="sma-a"} 0' sma.prom
+	cps_table | grep -q '"10.0.0.1:80","ARS","HEALTHY","HEALTHY",100'
+	one_run 200
+	grep -q 'cats_sma_sync_incremental_total{sma_id="sma-a"} 1' sma.prom
+	grep -q 'cats_sma_sync_full_total{sma_id="sma-a"} 0' sma.prom
+	cps_table | grep -q '"10.0.0.1:80","ARS","HEALTHY","HEALTHY",200'
+	# A run whose C-PS is down keeps its state; the next syncs fully.
+	kill "$CPS"
+	wait "$CPS" 2>/dev/null || true
+	one_run 300
+	grep -q 'cats_sma_sync_state{sma_id="sma-a"} 2' sma.prom
+	start_cps
+	one_run 400
+	grep -q 'cats_sma_sync_full_total{sma_id="sma-a"} 1' sma.prom
+	cps_table | grep -q '"10.0.0.1:80","ARS","HEALTHY","HEALTHY",400'
+}
