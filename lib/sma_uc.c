@@ -642,9 +642,24 @@ damp_note(struct sma_uc *u, struct item *it, uint64_t now)
 
 /* ---- marking what changed ---- */
 
+/* May the C-PS receive this CS-ID ([northbound] authorized, 000 §8.2)? */
+static bool
+allowed(const struct sma_uc *u, const char *cs_id)
+{
+	const struct sma_nb_conf *n = &u->c->nb;
+	if (n->nauthorized == 0)
+		return true;
+	for (size_t i = 0; i < n->nauthorized; i++)
+		if (strcmp(n->authorized[i], cs_id) == 0)
+			return true;
+	return false;
+}
+
 static void
 mark(struct sma_uc *u, struct item *it, uint64_t now, bool policy)
 {
+	if (it->site != NULL && !allowed(u, it->site->cs_id) && it->wd < 0)
+		return;
 	if (!u->c->uc.control) {
 		if (it->wd >= 0 || classify(u, it, true) != C_NONE)
 			pend(u, it, P_CRIT);
@@ -1042,6 +1057,8 @@ sites_commit(struct sma_uc *u, uint64_t now)
 			sma_policy_eval(u->pol, &m, &ctx, &po);
 			s->suppress = po.suppress;
 		}
+		if (!allowed(u, s->cs_id))
+			continue;
 		int cls = C_NONE;
 		const struct sma_site_view *c = &s->cur, *a = &s->adv;
 		if (!s->adv_valid || c->health != a->health ||
@@ -1568,6 +1585,11 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 				refresh_item(u, it, e, now, false);
 			it->seen = u->snapgen;
 			it->wd = -1;
+			if (!allowed(u, v->cs_id)) {
+				unpend(u, it);
+				it->adv_valid = false;
+				continue;
+			}
 			struct cats_entry *ce;
 			if (held(u, it)) {
 				if (it->adv_valid && batch_add(&b, it, &ce) == 0)
@@ -1602,7 +1624,7 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 	for (const struct sma_svc *v = u->core ? sma_services(u->core) :
 	    NULL; v && j < ns; v = v->next) {
 		struct site *s = get_site(u, v->cs_id);
-		if (s == NULL)
+		if (s == NULL || !allowed(u, v->cs_id))
 			continue;
 		site_view(s, &s->cur);
 		site_map(s, &s->cur, &sites[j++]);
