@@ -422,3 +422,44 @@ adverts() {
 	[[ "$output" == *"bad.rules:2:15: expected a metric or a value, found 'THEN'"* ]]
 	[[ "$output" == *"event=config-refused"* ]]
 }
+
+@test "sma: hierarchy in replay: a domain C-SMA aggregates two sites per CS-ID, each entry keeps its site and egress" {
+	cd "$W"
+	cats-key psk -n site-a -o sa.psk
+	cats-key psk -n site-b -o sb.psk
+	cat sa.psk sb.psk > subs.ring
+	chmod 600 subs.ring
+	for s in a b; do
+		{ sed -e "s/^id = .*/id = site-$s/" -e "s/^site = .*/site = site-$s/" \
+		    -e "s/^egress = .*/egress = EF-$s/" "$D/base.conf"
+		  printf '[timing]\ninterval = 10s\n[northbound]\nkey = %s\n' "$W/s$s.psk"; } > $s.conf
+	done
+	rep() { echo "{\"type\":\"sci-report\",\"csci_id\":\"$1\",\"cs_id\":\"$2\",\"seq\":$3,\"ts\":$((1700000000000 + $4)),\"health\":\"HEALTHY\",\"gas\":$5,\"comp_time_ms\":$6,\"locator\":\"192.0.2.$3\"}"; }
+	{ rep a1 ARS 1 0 400 5; rep a1 ARS 2 1000 400 5; } | enc |
+	    cats-sma -c a.conf --replay --epoch 1 > a.cbor 2>/dev/null
+	{ rep b1 ARS 1 2000 600 10; rep b1 ARS 2 3000 600 10; rep b2 VRS 1 3500 9 1; } |
+	    enc | cats-sma -c b.conf --replay --epoch 1 > b.cbor 2>/dev/null
+	# The site records are MAC'd and carry nonces.
+	dec < a.cbor | jq -e -s 'all(.nonce > 0 and .auth != null)'
+	{ sed "s/^id = .*/id = domain/; s/^site = .*/site = dom/; /^egress/d" \
+	    "$D/base.conf"
+	  printf '[hierarchy]\nkeys = %s\n' "$W/subs.ring"
+	  printf '[subordinate "site-a"]\ncs-ids = ARS\n'
+	  printf '[subordinate "site-b"]\ncs-ids = ARS\n'; } > dom.conf
+	cat a.cbor b.cbor | cats-sma -c dom.conf --replay --epoch 1 \
+	    > dom.cbor 2> dom.err
+	dec < dom.cbor > dom.out
+	# Every SCI with the site and egress it came from.
+	jq -e -s '[.[] | .entries[]? | select(.csci_id == "a1")] | last |
+	    .site == "site-a" and .egress == "EF-a" and .gas == 400' dom.out
+	jq -e -s '[.[] | .entries[]? | select(.csci_id == "b1")] | last |
+	    .site == "site-b" and .egress == "EF-b" and .gas == 600' dom.out
+	# The domain's aggregate per CS-ID: 400 + 600, computing time
+	# GAS-weighted (400 x 5 + 600 x 10) / 1000 = 8, both healthy.
+	jq -e -s '[.[] | .sites[]? | select(.cs_id == "ARS")] | last |
+	    .gas == 1000 and .comp_time_ms == 8 and .healthy == 2 and
+	    .total == 2' dom.out
+	# site-b may not advertise VRS: refused, audited, not in the cache.
+	grep -q 'event=ingest-refused sma=site-b .*may not advertise CS-ID VRS' dom.err
+	! grep -q '"b2"' dom.out
+}
