@@ -23,8 +23,9 @@ const char *const sma_nb_state_names[] = { "connected", "reconcile",
 enum { R_NONE, R_POST, R_RETRIEVE };
 
 struct qrec {
-	uint8_t *p;		/* the record, unsigned */
+	uint8_t *p;		/* the record, unsigned, ts and nonce marked */
 	size_t n;
+	size_t ts_off, nonce_off;	/* where to write them, 0: decode */
 	uint64_t seq;
 	uint8_t op, kind;
 	uint16_t part, parts;
@@ -321,16 +322,97 @@ resource(struct sma_nb *nb, size_t k)
 	return "metrics";
 }
 
+/*
+ * A record is queued encoded, with these two 9-byte values (0x1b and 8
+ * bytes, the canonical form of any value from 2^32 up) where its ts and
+ * nonce go, so that a transmission patches them and computes the MAC over
+ * the result, which is the record's canonical encoding without auth, as
+ * the C-PS re-encodes it.
+ */
+#define TS_MARK UINT64_C(0x001f2e3d4c5b6a79)
+#define NONCE_MARK UINT64_C(0x001e2d3c4b5a6978)
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* The offset of the 8 bytes of mark after a 0x1b, 0 unless exactly once. */
+static size_t
+find_mark(const uint8_t *p, size_t n, uint64_t mark)
+{
+	uint8_t m[9];
+	m[0] = 0x1b;
+	put64(m + 1, mark);
+	const uint8_t *a = memmem(p, n, m, sizeof(m));
+	if (a == NULL || memmem(a + 1, n - (size_t)(a + 1 - p), m,
+	    sizeof(m)) != NULL)
+		return 0;
+	return (size_t)(a - p) + 1;
+}
+
+static int
+bstr_head(struct cats_buf *b, size_t n)
+{
+	uint8_t h[2] = { (uint8_t)(0x40 + n), 0 };
+	if (n < 24)
+		return cats_buf_add(b, h, 1);
+	h[0] = 0x58;
+	h[1] = (uint8_t)n;
+	return cats_buf_add(b, h, 2);
+}
+
+/* Patch ts and nonce, MAC or sign, append "auth": no decoding. */
+static int
+stamp_fast(struct sma_nb *nb, const struct qrec *q, uint64_t ts,
+    uint64_t nonce)
+{
+	size_t start = nb->body.len;
+	if (cats_buf_add(&nb->body, q->p, q->n) < 0)
+		return -1;
+	uint8_t *u = nb->body.p + start;
+	put64(u + q->ts_off, ts);
+	put64(u + q->nonce_off, nonce);
+	if (nb->key == NULL)
+		return 0;
+	int alg = nb->key->kind == CATS_KEY_PSK ? CATS_ALG_HMAC256 :
+	    CATS_ALG_EDDSA;
+	uint8_t prot[32], tag[64];
+	size_t protlen = cats_cose_protected(alg, nb->key->kid, prot,
+	    sizeof(prot)), tl;
+	if (protlen == 0 || protlen > 64 || cats_cose_tag(nb->key, prot,
+	    protlen, u, q->n, tag, &tl) < 0)
+		return -1;
+	nb->body.p[start]++;	/* one more pair in the map: auth */
+	static const uint8_t head[] = { 0x64, 'a', 'u', 't', 'h', 0x84 };
+	static const uint8_t mid[] = { 0xa0, 0xf6 };
+	if (cats_buf_add(&nb->body, head, sizeof(head)) < 0 ||
+	    bstr_head(&nb->body, protlen) < 0 ||
+	    cats_buf_add(&nb->body, prot, protlen) < 0 ||
+	    cats_buf_add(&nb->body, mid, sizeof(mid)) < 0 ||
+	    bstr_head(&nb->body, tl) < 0 ||
+	    cats_buf_add(&nb->body, tag, tl) < 0)
+		return -1;
+	return 0;
+}
+
 /* Stamp (ts, nonce) and sign one queued record into the body. */
 static int
 stamp(struct sma_nb *nb, const struct qrec *q, uint64_t now)
 {
+	uint64_t nonce = next_nonce(nb, now);
+	if (q->ts_off != 0 && now > UINT32_MAX)
+		return stamp_fast(nb, q, now, nonce);
 	struct cats_rec r;
 	struct cats_err e;
 	if (cats_rec_decode(&nb->dec, q->p, q->n, &r, &e) < 0)
 		return -1;
 	r.u.metric.ts = now;
-	CATS_SET(&r.u.metric, MET, nonce, next_nonce(nb, now));
+	CATS_SET(&r.u.metric, MET, nonce, nonce);
 	if (nb->key != NULL && cats_rec_sign(&r, nb->key) < 0)
 		return -1;
 	return cats_rec_encode(&r, &nb->body, true);
@@ -451,12 +533,23 @@ sma_nb_push(struct sma_nb *nb, const struct cats_rec *r, int kind,
 	struct qrec q;
 	memset(&q, 0, sizeof(q));
 	struct cats_buf b = { 0 };
-	if (cats_rec_encode(r, &b, false) < 0) {
+	struct cats_rec marked = *r;
+	marked.u.metric.ts = TS_MARK;
+	CATS_SET(&marked.u.metric, MET, nonce, NONCE_MARK);
+	marked.auth.alg = CATS_ALG_NONE;
+	if (cats_rec_encode(&marked, &b, false) < 0) {
 		cats_buf_free(&b);
 		return -1;
 	}
 	q.p = b.p;
 	q.n = b.len;
+	/* One byte of map header with room for auth (23 pairs at most). */
+	if (b.len > 0 && b.p[0] >= 0xa0 && b.p[0] < 0xb7) {
+		q.ts_off = find_mark(b.p, b.len, TS_MARK);
+		q.nonce_off = find_mark(b.p, b.len, NONCE_MARK);
+		if (q.ts_off == 0 || q.nonce_off == 0)
+			q.ts_off = q.nonce_off = 0;
+	}
 	q.seq = m->seq;
 	q.op = (uint8_t)m->op;
 	q.kind = (uint8_t)kind;

@@ -112,6 +112,7 @@ struct sma_uc {
 	uint64_t load_ppm;
 	uint64_t rng;
 	uint64_t snapgen;
+	size_t nadv;		/* items advertised */
 	bool draining;
 	struct cats_arena arena;	/* copies while a record is built */
 	struct sma_uc_stats st;
@@ -210,6 +211,14 @@ pend(struct sma_uc *u, struct item *it, int list)
 }
 
 static void
+set_adv(struct sma_uc *u, struct item *it, bool v)
+{
+	if (it->adv_valid != v)
+		u->nadv += v ? 1 : (size_t)-1;
+	it->adv_valid = v;
+}
+
+static void
 free_adv_ext(struct item *it)
 {
 	for (size_t i = 0; i < it->adv_next; i++)
@@ -238,6 +247,7 @@ damp_unlink(struct sma_uc *u, struct item *it)
 static void
 item_free(struct sma_uc *u, struct item *it)
 {
+	set_adv(u, it, false);
 	unpend(u, it);
 	damp_unlink(u, it);
 	cats_htab_del(&u->items, cats_hash_str(it->csci_id), item_eq,
@@ -831,7 +841,7 @@ advertise(struct sma_uc *u, struct item *it, const struct cats_entry *sent,
     uint64_t now)
 {
 	it->adv = it->cur;
-	it->adv_valid = true;
+	set_adv(u, it, true);
 	it->adv_site = it->site;
 	it->last_sent = now;
 	free_adv_ext(it);
@@ -1123,7 +1133,7 @@ flush_critical(struct sma_uc *u, uint64_t now)
 			CATS_SET(w, ENT, ts, it->cur.ts);
 			reasons[nreasons++] = it->wd;
 			it->wd = -1;
-			it->adv_valid = false;
+			set_adv(u, it, false);
 		}
 		if (it->gone) {
 			unpend(u, it);
@@ -1174,6 +1184,7 @@ flush_critical(struct sma_uc *u, uint64_t now)
 		struct item *n = gone->next;
 		gone->next = NULL;
 		gone->list = P_NONE;
+		set_adv(u, gone, false);
 		damp_unlink(u, gone);
 		cats_htab_del(&u->items, cats_hash_str(gone->csci_id), item_eq,
 		    gone->csci_id);
@@ -1499,7 +1510,7 @@ on_withdraw(struct sma_uc *u, const struct sma_event *ev)
 	if (!known && !it->adv_valid) {
 		/* Restored without an event, never seen: the C-PS may hold
 		 * it. */
-		it->adv_valid = true;
+		set_adv(u, it, true);
 		it->adv_site = get_site(u, e->svc->cs_id);
 	}
 	if (it->adv_valid) {
@@ -1587,7 +1598,7 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 			it->wd = -1;
 			if (!allowed(u, v->cs_id)) {
 				unpend(u, it);
-				it->adv_valid = false;
+				set_adv(u, it, false);
 				continue;
 			}
 			struct cats_entry *ce;
@@ -1598,7 +1609,7 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 			}
 			unpend(u, it);
 			if (it->cur.state == CATS_SCI_FAILED) {
-				it->adv_valid = false;
+				set_adv(u, it, false);
 				continue;
 			}
 			if (batch_add(&b, it, &ce) < 0)
@@ -1701,7 +1712,7 @@ sma_uc_seed(struct sma_uc *u, uint64_t now)
 			acc(s, &it->cur, 1);
 			it->accounted = true;
 			it->adv = it->cur;
-			it->adv_valid = it->cur.state != CATS_SCI_FAILED;
+			set_adv(u, it, it->cur.state != CATS_SCI_FAILED);
 			it->adv_site = s;
 			it->last_sent = 0;
 		}
@@ -1867,13 +1878,7 @@ sma_uc_epoch(const struct sma_uc *u)
 size_t
 sma_uc_count(const struct sma_uc *u)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < u->items.cap; i++) {
-		const struct item *it = u->items.s[i].h ? u->items.s[i].item :
-		    NULL;
-		n += it != NULL && it->adv_valid;
-	}
-	return n;
+	return u->nadv;
 }
 
 void
