@@ -1164,7 +1164,8 @@ sma_policy_parse(const char *name, const char *text, size_t len, char *err,
 		snprintf(err, errlen, "%s: out of memory", ps.name);
 		goto fail;
 	}
-	qsort(p->rules, p->nrules, sizeof(*p->rules), prio_cmp);
+	if (p->nrules > 1)
+		qsort(p->rules, p->nrules, sizeof(*p->rules), prio_cmp);
 	for (size_t i = 0; i < p->nrules; i++)
 		p->file_order[p->rules[i].idx] = i;
 	return p;
