@@ -16,29 +16,37 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/http.h>
 
 #include "clock.h"
 #include "conf.h"
 #include "crypto.h"
 #include "ep.h"
+#include "httpd.h"
+#include "ingest.h"
 #include "json.h"
 #include "log.h"
 #include "select.h"
 #include "seq.h"
+#include "te.h"
 #include "tool.h"
 
 static const char usage_text[] =
     "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"
     "                   [--dataplane DP] [--domain NAME] [--dump-at-end]\n"
-    "                   [--id NAME] [--keys KEYRING]\n"
-    "                   [--limit SCOPE=RATE[:BURST]] [--listen ENDPOINT]\n"
-    "                   [--log SPEC] [--metric-ttl DURATION]\n"
-    "                   [--metrics FILE] [--net FILE] [--net-ttl DURATION]\n"
-    "                   [--no-auth] [--peercred ID=UID] [--policy NAME]\n"
+    "                   [--id NAME] [--ingest ENDPOINT]\n"
+    "                   [--ingest-key FILE] [--ingest-keys KEYRING]\n"
+    "                   [--ingest-window DURATION] [--keys KEYRING]\n"
+    "                   [--limit SCOPE=RATE[:BURST]|SCOPE=off]\n"
+    "                   [--listen ENDPOINT] [--log SPEC]\n"
+    "                   [--metric-ttl DURATION] [--metrics FILE]\n"
+    "                   [--net FILE] [--net-ttl DURATION] [--no-auth]\n"
+    "                   [--peercred ID=UID] [--policy NAME]\n"
     "                   [--precedence reject|explicit|address] [--replay]\n"
-    "                   [--seed N] [--services FILE] [--stats-at-end]\n"
-    "                   [--stats-interval DURATION] [--stats-to ENDPOINT]\n"
-    "                   [--to ENDPOINT] [--window DURATION]\n";
+    "                   [--seed N] [--services FILE] [--sma ID=CS-ID,...]\n"
+    "                   [--stats-at-end] [--stats-interval DURATION]\n"
+    "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
+    "                   [--window DURATION]\n";
 
 static void
 usage(void)
@@ -50,6 +58,20 @@ usage(void)
 #define MAX_LISTEN 8
 #define MAX_CONNS 1024
 #define MAX_PEERCRED 64
+#define MAX_SMA 256
+
+/* Admission limits when none is given (001 section 9: MUST). */
+static const struct cats_rate default_limits[3] = {
+	{ 50000, 100000 },	/* global */
+	{ 10000, 20000 },	/* per tenant */
+	{ 1000, 2000 },		/* per client address */
+};
+
+/* A C-SMA and the CS-IDs it may advertise ("A,B" or "*"). */
+struct sma_allow {
+	char id[CATS_ID + 1];
+	const char *cs;
+};
 
 struct peercred {
 	char id[CATS_ID + 1];
@@ -60,6 +82,12 @@ struct peercred {
 struct opts {
 	const char *config, *services, *metrics, *net, *keys, *to, *stats_to;
 	const char *audit, *log, *id;
+	const char *ingest, *ingest_keys, *ingest_key, *tedb;
+	uint64_t ingest_window;
+	bool set_ingest_window;
+	struct sma_allow smas[MAX_SMA];
+	size_t nsmas;
+	bool lim_set[3], lim_cli[3];
 	const char *listen[MAX_LISTEN];
 	size_t nlisten;
 	struct peercred pc[MAX_PEERCRED];
@@ -106,6 +134,15 @@ struct app {
 	struct event *sev[5];
 	struct cats_conf cf;
 	int rc;
+	/* The C-SMA ingest (cats-northbound(7)) and the TE database. */
+	struct httpd *ingest_h;
+	struct cats_ingest *ing;
+	struct cats_keyring ikeys;
+	struct cats_key isign;
+	bool has_isign;
+	struct cats_te *te;
+	struct cats_nst_tedb *tedb;
+	uint64_t te_applied, te_refused;
 	/* Counters of the tool (the selector has its own). */
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
 	uint64_t svc_applied, svc_ignored, svc_refused;
@@ -235,7 +272,7 @@ static void
 emit_stats(struct app *a)
 {
 	static char names[CATS_SEL__N + CATS_REJ__N][48];
-	struct cats_kv kv[96];
+	struct cats_kv kv[128];
 	size_t n = 0;
 	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
 	uint64_t now = cats_clock_now();
@@ -285,6 +322,27 @@ emit_stats(struct app *a)
 	KV("net_ignored", a->net_ignored);
 	KV("net_refused", a->net_refused);
 	KV("purged", a->purged);
+	static const struct cats_ingest_stats none;
+	const struct cats_ingest_stats *is = a->ing ? cats_ingest_stats(a->ing)
+	    : &none;
+	KV("ingest_requests", is->requests);
+	KV("ingest_records", is->records);
+	KV("ingest_applied", is->applied);
+	KV("ingest_stale", is->stale);
+	KV("ingest_resync", is->resync);
+	KV("ingest_bad", is->bad);
+	KV("ingest_unauthenticated", is->unauthenticated);
+	KV("ingest_unauthorized", is->unauthorized);
+	KV("ingest_replays", is->replays);
+	KV("ingest_conflicts", is->conflicts);
+	KV("ingest_retrievals", is->retrievals);
+	KV("ingest_full_wanted", is->full_wanted);
+	KV("ingest_entries_applied", is->entries_applied);
+	KV("ingest_entries_removed", is->entries_removed);
+	KV("tedb_gen", a->te ? cats_te_gen(a->te) : 0);
+	KV("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
+	KV("tedb_applied", a->te_applied);
+	KV("tedb_refused", a->te_refused);
 	KV("cst_entries", cats_cst_count(a->cst));
 	KV("cst_gen", cats_cst_gen(a->cst));
 	KV("nst_paths", cats_nst_rec_count(a->nrec));
@@ -547,10 +605,23 @@ handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 		apply_metric(a, &r.u.metric, now, index, where);
 		break;
 	case CATS_T_NET:
-		/* Link and node records are the PCE's: passed on. */
+		/* Link and node records are the PCE's: passed on (and
+		 * applied to our copy of the TE database). */
 		if (r.u.net.scope == CATS_NET_PATH) {
 			apply_net(a, &r.u.net, now, index, where);
 			break;
+		}
+		if (a->te != NULL) {
+			char why[256];
+			int rc = cats_te_apply_net(a->te, &r.u.net, why,
+			    sizeof(why));
+			if (rc == 0)
+				a->te_applied++;
+			else if (rc < 0) {
+				a->te_refused++;
+				cats_warnx("%s: record %" PRIu64 ": TE database: "
+				    "%s", where, index, why);
+			}
 		}
 		a->passed++;
 		send_raw(a, a->out, p, n);
@@ -760,6 +831,25 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		emit_dump(a);
 		break;
 	case SIGHUP: {
+		if (a->o.tedb != NULL) {
+			char err[512];
+			bool missing;
+			struct cats_te *te = cats_te_load(a->o.tedb, NULL,
+			    cats_te_gen(a->te) + 1, &missing, err, sizeof(err));
+			if (te == NULL) {
+				cats_errorx("%s; the old TE database stays", err);
+				cats_audit("tedb-reload-refused", "file=%s",
+				    a->o.tedb);
+			} else {
+				cats_nst_tedb_set(a->tedb, te);
+				cats_te_free(a->te);
+				a->te = te;
+				cats_info("%s: reloaded, %u nodes", a->o.tedb,
+				    cats_te_nodes(te));
+				cats_audit("tedb-reloaded", "file=%s nodes=%u",
+				    a->o.tedb, cats_te_nodes(te));
+			}
+		}
 		if (a->o.services == NULL)
 			break;
 		struct cats_svc_cat *cat = cats_svc_cat_new(0);
@@ -907,24 +997,38 @@ load_file(struct app *a, const char *path, int type, struct cats_svc_cat *cat)
 /* ---- options and configuration ---- */
 
 static int
-parse_limit(const char *s, struct cats_sel_conf *c, char *err, size_t errlen)
+parse_limit(const char *s, struct opts *o, bool from_conf, char *err,
+    size_t errlen)
 {
+	struct cats_sel_conf *c = &o->sel;
 	const char *eq = strchr(s, '=');
 	struct cats_rate *r;
+	int scope;
 	if (eq == NULL) {
 		snprintf(err, errlen, "expected SCOPE=RATE[:BURST]");
 		return -1;
 	}
 	size_t n = (size_t)(eq - s);
 	if (n == 6 && strncmp(s, "global", 6) == 0)
-		r = &c->rate_global;
+		r = &c->rate_global, scope = 0;
 	else if (n == 6 && strncmp(s, "tenant", 6) == 0)
-		r = &c->rate_tenant;
+		r = &c->rate_tenant, scope = 1;
 	else if (n == 6 && strncmp(s, "client", 6) == 0)
-		r = &c->rate_client;
+		r = &c->rate_client, scope = 2;
 	else {
 		snprintf(err, errlen, "scope is global, tenant or client");
 		return -1;
+	}
+	/* The command line wins over the file. */
+	if (from_conf && o->lim_cli[scope])
+		return 0;
+	o->lim_set[scope] = true;
+	if (!from_conf)
+		o->lim_cli[scope] = true;
+	if (strcmp(eq + 1, "off") == 0) {
+		r->per_s = 0;
+		r->burst = 0;
+		return 0;
 	}
 	char buf[64];
 	cats_strlcpy(buf, eq + 1, sizeof(buf));
@@ -937,6 +1041,41 @@ parse_limit(const char *s, struct cats_sel_conf *c, char *err, size_t errlen)
 	if (colon != NULL &&
 	    cats_parse_u64(colon, 1, 1000000000, &r->burst, err, errlen) < 0)
 		return -1;
+	return 0;
+}
+
+/* "ID=CS-ID,CS-ID" (or ID with list, a config section): the C-SMA ID may
+ * advertise those CS-IDs ("*": any). */
+static int
+parse_sma(struct opts *o, const char *v, const char *id, char *err,
+    size_t errlen)
+{
+	const char *cs = v;
+	size_t n;
+	if (id == NULL) {
+		const char *eq = strchr(v, '=');
+		if (eq == NULL || eq == v || eq[1] == '\0') {
+			snprintf(err, errlen, "expected SMA-ID=CS-ID[,CS-ID...] "
+			    "or SMA-ID=*");
+			return -1;
+		}
+		n = (size_t)(eq - v);
+		cs = eq + 1;
+	} else {
+		n = strlen(id);
+	}
+	if (n > CATS_ID) {
+		snprintf(err, errlen, "an id longer than %d bytes", CATS_ID);
+		return -1;
+	}
+	if (o->nsmas == MAX_SMA) {
+		snprintf(err, errlen, "at most %d C-SMAs", MAX_SMA);
+		return -1;
+	}
+	struct sma_allow *s = &o->smas[o->nsmas++];
+	memcpy(s->id, id ? id : v, n);
+	s->id[n] = '\0';
+	s->cs = cs;
 	return 0;
 }
 
@@ -1014,7 +1153,12 @@ set_value(struct opts *o, const char *key, const char *v, bool from_conf,
 		ONCE(set_insecure)
 		return cats_parse_bool(v, &c->insecure, err, errlen);
 	} else if (strcmp(key, "limit") == 0) {
-		return parse_limit(v, c, err, errlen);
+		return parse_limit(v, o, from_conf, err, errlen);
+	} else if (strcmp(key, "ingest-window") == 0) {
+		ONCE(set_ingest_window)
+		return cats_parse_ms(v, &o->ingest_window, err, errlen);
+	} else if (strcmp(key, "sma") == 0) {
+		return parse_sma(o, v, NULL, err, errlen);
 	} else if (strcmp(key, "listen") == 0) {
 		if (o->nlisten == MAX_LISTEN) {
 			snprintf(err, errlen, "at most %d", MAX_LISTEN);
@@ -1030,6 +1174,10 @@ set_value(struct opts *o, const char *key, const char *v, bool from_conf,
 		    : strcmp(key, "to") == 0 ? &o->to
 		    : strcmp(key, "stats-to") == 0 ? &o->stats_to
 		    : strcmp(key, "audit") == 0 ? &o->audit
+		    : strcmp(key, "ingest") == 0 ? &o->ingest
+		    : strcmp(key, "ingest-keys") == 0 ? &o->ingest_keys
+		    : strcmp(key, "ingest-key") == 0 ? &o->ingest_key
+		    : strcmp(key, "tedb") == 0 ? &o->tedb
 		    : strcmp(key, "log") == 0 ? &o->log
 		    : strcmp(key, "id") == 0 ? &o->id : NULL;
 		if (slot == NULL) {
@@ -1068,10 +1216,19 @@ load_config(struct opts *o, struct cats_conf *cf)
 				goto bad;
 			continue;
 		}
+		if (strcmp(e->section, "sma") == 0 && e->arg[0] != '\0') {
+			if (strcmp(e->key, "cs-ids") != 0) {
+				snprintf(why, sizeof(why), "unknown key (cs-ids)");
+				goto bad;
+			}
+			if (parse_sma(o, e->val, e->arg, why, sizeof(why)) < 0)
+				goto bad;
+			continue;
+		}
 		if (strcmp(e->section, "forwarder") != 0 || e->arg[0] == '\0' ||
 		    strlen(e->arg) > CATS_ID) {
 			snprintf(why, sizeof(why), "unknown section [%s] (use "
-			    "[forwarder \"ID\"])", e->section);
+			    "[forwarder \"ID\"] or [sma \"ID\"])", e->section);
 			goto bad;
 		}
 		struct peercred *p = NULL;
@@ -1189,6 +1346,91 @@ setup_listeners(struct app *a)
 	return CATS_EXIT_OK;
 }
 
+/* POST /metrics, /update, /withdraw, /retrieve (cats-northbound(7)). */
+static void
+on_ingest(struct evhttp_request *req, void *arg)
+{
+	struct app *a = arg;
+	char ct[64], peer[80];
+	const char *uri = evhttp_request_get_uri(req);
+	int op = CATS_ING_METRICS;
+	for (int i = 0; i < CATS_ING__N; i++)
+		if (strncmp(uri, cats_ingest_paths[i],
+		    strlen(cats_ingest_paths[i])) == 0)
+			op = i;
+	httpd_ctype(req, ct, sizeof(ct));
+	if (strcmp(ct, "application/cbor-seq") != 0 &&
+	    strcmp(ct, "application/cbor") != 0) {
+		httpd_error(req, 415, "expected application/cbor-seq");
+		return;
+	}
+	size_t n;
+	const uint8_t *p = httpd_body(req, &n);
+	struct cats_buf out = { 0 };
+	int st = cats_ingest_handle(a->ing, op, p, p ? n : 0,
+	    httpd_peer(req, peer, sizeof(peer)), cats_clock_now(), &out);
+	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
+	cats_buf_free(&out);
+}
+
+static int
+setup_ingest(struct app *a)
+{
+	struct opts *o = &a->o;
+	char err[512];
+	if (o->ingest == NULL)
+		return CATS_EXIT_OK;
+	if (cats_keyring_load(&a->ikeys, o->ingest_keys, err,
+	    sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOPERM;
+	}
+	if (o->ingest_key != NULL) {
+		if (cats_key_load(&a->isign, o->ingest_key,
+		    CATS_KEY_ED25519_SECRET, err, sizeof(err)) < 0) {
+			cats_errorx("%s", err);
+			return CATS_EXIT_NOPERM;
+		}
+		a->has_isign = true;
+	}
+	struct cats_ingest_conf ic = { .keys = &a->ikeys,
+		.window_ms = o->ingest_window,
+		.ps_id = o->id ? o->id : "cats-select",
+		.ps_epoch = cats_clock_now(), .refresh = true,
+		.sign = a->has_isign ? &a->isign : NULL };
+	if ((a->ing = cats_ingest_new(&ic, a->cst)) == NULL)
+		return CATS_EXIT_FAIL;
+	for (size_t i = 0; i < o->nsmas; i++) {
+		const char *cs[256];
+		size_t ncs = 0;
+		char *copy = strdup(o->smas[i].cs), *save = NULL;
+		if (copy == NULL)
+			return CATS_EXIT_FAIL;
+		for (char *t = strtok_r(copy, " \t,", &save); t != NULL &&
+		    ncs < 256; t = strtok_r(NULL, " \t,", &save))
+			cs[ncs++] = t;
+		int rc = cats_ingest_allow(a->ing, o->smas[i].id, cs, ncs);
+		free(copy);
+		if (rc < 0)
+			return CATS_EXIT_FAIL;
+	}
+	if (o->nsmas == 0)
+		cats_warnx("--ingest without --sma: every C-SMA is refused "
+		    "(403) until it is allowed CS-IDs");
+	struct httpd_opts ho = { .max_body = 8u << 20, .timeout_ms = 30000 };
+	a->ingest_h = httpd_new(a->base, o->ingest, &ho, err, sizeof(err));
+	if (a->ingest_h == NULL) {
+		cats_errorx("--ingest: %s", err);
+		return CATS_EXIT_FAIL;
+	}
+	for (int i = 0; i < CATS_ING__N; i++)
+		httpd_route(a->ingest_h, cats_ingest_paths[i], HTTPD_POST,
+		    on_ingest, a);
+	cats_info("C-SMA ingest on %s (port %d)", o->ingest,
+	    httpd_port(a->ingest_h));
+	return CATS_EXIT_OK;
+}
+
 static int
 run(struct app *a, int argc, char **argv)
 {
@@ -1200,6 +1442,10 @@ run(struct app *a, int argc, char **argv)
 		{ "dump-at-end", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'I' },
+		{ "ingest", required_argument, NULL, 'g' },
+		{ "ingest-key", required_argument, NULL, 'K' },
+		{ "ingest-keys", required_argument, NULL, 'j' },
+		{ "ingest-window", required_argument, NULL, 'W' },
 		{ "keys", required_argument, NULL, 'k' },
 		{ "limit", required_argument, NULL, 'L' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -1216,10 +1462,12 @@ run(struct app *a, int argc, char **argv)
 		{ "replay", no_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "services", required_argument, NULL, 'F' },
+		{ "sma", required_argument, NULL, 'M' },
 		{ "stats-at-end", no_argument, NULL, 'Z' },
 		{ "stats-interval", required_argument, NULL, 'i' },
 		{ "stats-to", required_argument, NULL, 'O' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "tedb", required_argument, NULL, 'B' },
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -1248,6 +1496,12 @@ run(struct app *a, int argc, char **argv)
 			fputs(usage_text, stdout);
 			return CATS_EXIT_OK;
 		case 'I': key = "id"; break;
+		case 'g': key = "ingest"; break;
+		case 'K': key = "ingest-key"; break;
+		case 'j': key = "ingest-keys"; break;
+		case 'W': key = "ingest-window"; break;
+		case 'M': key = "sma"; break;
+		case 'B': key = "tedb"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'k': key = "keys"; break;
 		case 'L': key = "limit"; break;
@@ -1306,7 +1560,18 @@ run(struct app *a, int argc, char **argv)
 	}
 	if (o->replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);
-	a->daemon = o->nlisten > 0;
+	a->daemon = o->nlisten > 0 || o->ingest != NULL;
+	struct cats_rate *rates[3] = { &o->sel.rate_global,
+		&o->sel.rate_tenant, &o->sel.rate_client };
+	for (int i = 0; i < 3; i++)
+		if (!o->lim_set[i])
+			*rates[i] = default_limits[i];
+	if (!o->set_ingest_window)
+		o->ingest_window = 30000;
+	if (o->ingest != NULL && o->ingest_keys == NULL) {
+		cats_errorx("--ingest needs --ingest-keys (the C-SMAs' keys)");
+		return CATS_EXIT_USAGE;
+	}
 
 	if (o->keys != NULL) {
 		if (cats_keyring_load(&a->keys, o->keys, err,
@@ -1329,6 +1594,25 @@ run(struct app *a, int argc, char **argv)
 	    cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
+	}
+	if (o->tedb != NULL) {
+		/* Measured paths first, the TE database's view behind them. */
+		bool missing;
+		a->te = cats_te_load(o->tedb, NULL, 1, &missing, err,
+		    sizeof(err));
+		if (a->te == NULL) {
+			cats_errorx("%s", err);
+			return missing ? CATS_EXIT_NOINPUT : CATS_EXIT_DATAERR;
+		}
+		a->tedb = cats_nst_tedb_new(0);
+		if (a->tedb == NULL ||
+		    cats_nst_add(&a->nst, &cats_nst_tedb_provider, a->tedb) < 0) {
+			cats_nst_tedb_provider.free(a->tedb);
+			a->tedb = NULL;
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
+		cats_nst_tedb_set(a->tedb, a->te);
 	}
 	a->sel = cats_sel_new(&o->sel, a->cat, a->cst, &a->nst);
 	if (a->sel == NULL || setup_forwarders(a) < 0) {
@@ -1382,7 +1666,8 @@ run(struct app *a, int argc, char **argv)
 		if (a->in == NULL)
 			return CATS_EXIT_FAIL;
 	}
-	if ((rc = setup_listeners(a)) != CATS_EXIT_OK)
+	if ((rc = setup_listeners(a)) != CATS_EXIT_OK ||
+	    (rc = setup_ingest(a)) != CATS_EXIT_OK)
 		return rc;
 	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 	for (size_t i = 0; i < 5; i++) {
@@ -1443,10 +1728,15 @@ cleanup(struct app *a)
 	if (a->stats != a->out)
 		cats_stream_free(a->stats);
 	cats_stream_free(a->out);
+	if (a->ingest_h != NULL)
+		httpd_free(a->ingest_h);
 	if (a->base != NULL)
 		event_base_free(a->base);
+	cats_ingest_free(a->ing);
+	cats_keyring_free(&a->ikeys);
 	cats_sel_free(a->sel);
 	cats_nst_free(&a->nst);
+	cats_te_free(a->te);
 	cats_cst_free(a->cst);
 	cats_svc_cat_free(a->cat);
 	cats_keyring_free(&a->keys);

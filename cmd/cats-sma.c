@@ -3,12 +3,14 @@
  * push, SSE, pull), metric records out.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -18,15 +20,19 @@
 #include "ep.h"
 #include "httpc.h"
 #include "httpd.h"
+#include "ingest.h"
 #include "json.h"
 #include "log.h"
 #include "seq.h"
 #include "sma.h"
+#include "sma_nb.h"
+#include "sma_policy.h"
+#include "sma_uc.h"
 #include "tool.h"
 
 static const char usage_text[] =
     "usage: cats-sma [-1iqrSsv] [-a endpoint] -c config [-E epoch]\n"
-    "                [-l endpoint] [-N now] [-T state] [-t endpoint]\n"
+    "                [-l endpoint] [-N now] [-T state] [-t endpoint ...]\n"
     "                [-u until]\n";
 
 static void
@@ -37,6 +43,7 @@ usage(void)
 }
 
 #define MAX_LISTEN 8
+#define MAX_URLS 8
 
 /* A configured SCI at run time: its event stream and its pulls. */
 struct sci_rt {
@@ -70,13 +77,31 @@ struct app {
 	struct sma_conf *c;
 	struct sma_keys *k;
 	struct sma *core;
-	struct sma_out *out;
+	struct sma_uc *uc;
+	struct sma_policy *policy;	/* loaded, not yet handed over */
+	uint64_t out_failures;
+	/* [northbound] key: every record is signed (and carries a nonce) */
+	struct cats_key nbkey;
+	bool has_nbkey;
+	uint64_t nonce;
 	struct cats_dec dec;
 	struct httpc *http;
 
-	/* output */
+	/* output: a stream, or the C-PS (URLs, the primary first) */
 	struct cats_ep to;
 	bool to_http;
+	const char *urls[MAX_URLS];
+	size_t nurls;
+	struct sma_nb *nb;
+	struct cats_keyring ps_keys;
+	struct httpc_req *nb_req;
+	struct event *prom_ev;
+
+	/* hierarchical aggregation: subordinate C-SMAs */
+	struct cats_cst *sub_cst;
+	struct cats_ingest *sub_ing;
+	struct cats_keyring sub_keys;
+	uint64_t sub_purged;
 	struct cats_stream *outs;
 	int outfd;
 	bool out_broken;
@@ -125,15 +150,6 @@ now_ms(void)
 /* ---- output ---- */
 
 static void
-post_done(void *arg, const struct httpc_resp *r)
-{
-	(void)arg;
-	if (r->code != 0 || r->status < 200 || r->status > 299)
-		cats_warnx("--to: %s", r->code ? r->error : "HTTP status not "
-		    "2xx");
-}
-
-static void
 stop_loop(struct app *a, int code)
 {
 	if (a->exit_code == 0)
@@ -144,21 +160,30 @@ stop_loop(struct app *a, int code)
 
 static void pause_inputs(struct app *a, bool pause);
 
+/* The next nonce: strictly increasing, across restarts too. */
+static uint64_t
+next_nonce(struct app *a)
+{
+	uint64_t t = now_ms() * 1000;
+	a->nonce = t > a->nonce ? t : a->nonce + 1;
+	return a->nonce;
+}
+
 static int
 emit(void *arg, const struct cats_rec *r)
 {
 	struct app *a = arg;
-	if (a->to_http) {
-		struct cats_buf b = { 0 };
-		if (cats_rec_encode(r, &b, true) < 0)
+	if (a->outs == NULL)
+		return 0;
+	struct cats_rec signed_rec;
+	if (a->has_nbkey) {
+		signed_rec = *r;
+		CATS_SET(&signed_rec.u.metric, MET, nonce, next_nonce(a));
+		if (cats_rec_sign(&signed_rec, &a->nbkey) < 0) {
+			cats_errorx("cannot sign a metric record");
 			return -1;
-		struct httpc_req_opts o = { .method = "POST", .url = a->to.path,
-			.body = b.p, .len = b.len, .ctype = "application/cbor",
-			.timeout_ms = a->c->http_timeout_ms,
-			.ca_file = a->c->ca_file };
-		struct httpc_req *q = httpc_request(a->http, &o, post_done, a);
-		cats_buf_free(&b);
-		return q ? 0 : -1;
+		}
+		r = &signed_rec;
 	}
 	int rc = cats_stream_send_rec(a->outs, r);
 	if (rc < 0) {
@@ -193,6 +218,148 @@ out_eof(struct cats_stream *s, int error, void *arg)
 	}
 }
 
+/* ---- the northbound sender's I/O (cats-northbound(7)) ---- */
+
+static void arm_tick(struct app *a);
+
+static void
+nb_done(void *arg, const struct httpc_resp *r)
+{
+	struct app *a = arg;
+	a->nb_req = NULL;
+	sma_nb_done(a->nb, r->code, r->status, r->body, r->len, r->error,
+	    now_ms());
+	arm_tick(a);
+}
+
+static int
+nb_post(void *arg, const char *url, const uint8_t *body, size_t len)
+{
+	struct app *a = arg;
+	static const char *const hdrs[] = {
+		"Accept: application/cbor-seq", NULL };
+	struct httpc_req_opts o = { .method = "POST", .url = url,
+		.headers = hdrs, .body = body, .len = len,
+		.ctype = "application/cbor-seq",
+		.timeout_ms = a->c->nb.timeout_ms,
+		.connect_timeout_ms = a->c->nb.timeout_ms,
+		.max_body = 64u << 20, .ca_file = a->c->ca_file };
+	a->nb_req = httpc_request(a->http, &o, nb_done, a);
+	return a->nb_req ? 0 : -1;
+}
+
+static void
+nb_snapshot(void *arg, uint64_t now)
+{
+	struct app *a = arg;
+	sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+}
+
+static void
+nb_refresh(void *arg, bool ok)
+{
+	struct app *a = arg;
+	sma_uc_peer_refresh(a->uc, ok);
+}
+
+static void
+nb_renumber(void *arg, uint64_t above)
+{
+	struct app *a = arg;
+	sma_uc_renumber(a->uc, above);
+}
+
+static void
+nb_load(void *arg, uint64_t ppm)
+{
+	struct app *a = arg;
+	sma_uc_set_load(a->uc, ppm);
+}
+
+/* Operator notification (000 §10.2): the log, and syslog. */
+static void
+nb_notify(void *arg, int prio, const char *msg)
+{
+	struct app *a = arg;
+	cats_log(prio, "%s", msg);
+	if (a->c->nb.notify)
+		syslog(LOG_DAEMON | prio, "%s", msg);
+	cats_audit("northbound", "state=%s msg=\"%s\"",
+	    sma_nb_state_names[sma_nb_status(a->nb)->state], msg);
+}
+
+/* ---- subordinate C-SMAs (hierarchical aggregation, 000 §11) ---- */
+
+/* Their table changed: the cache follows. */
+static void
+sub_hook(void *arg, int what, const struct cats_cst_entry *ce)
+{
+	struct app *a = arg;
+	uint64_t now = now_ms();
+	if (what == CATS_CST_REMOVE) {
+		sma_remove(a->core, ce->csci_id, SMA_WD_WITHDRAWN, now);
+		return;
+	}
+	if (what == CATS_CST_REFRESH) {
+		sma_import_refresh(a->core, ce->csci_id, now);
+		return;
+	}
+	struct cats_entry e;
+	memset(&e, 0, sizeof(e));
+	e.csci_id = ce->csci_id;
+	e.cs_id = ce->cs_id;
+	e.has = ce->has;
+	e.health = ce->health;
+	e.state = ce->state;
+	e.gas = ce->gas;
+	e.comp_time_ms = ce->comp_time_ms;
+	e.price = ce->price;
+	e.reputation = ce->reputation;
+	e.security_level = ce->security_level;
+	e.port = ce->port;
+	e.gen = ce->sci_gen;
+	e.ts = ce->sci_ts;
+	e.locator = ce->locator;
+	e.ext.v = ce->ext;
+	e.ext.n = ce->next;
+	CATS_SET(&e, ENT, ttl_ms, ce->ttl_ms);
+	if (sma_import(a->core, &e, ce->site, ce->egress, now) < 0)
+		cats_warnx("subordinate %s: entry %s not taken (too many "
+		    "CS-IDs)", ce->sma_id, ce->csci_id);
+}
+
+static void start(struct app *a);
+
+/* POST /metrics, /update, /withdraw, /retrieve from a subordinate. */
+static void
+on_sub(struct evhttp_request *req, void *arg)
+{
+	struct app *a = arg;
+	char ct[64], peer[80];
+	const char *path = evhttp_request_get_uri(req);
+	int op = CATS_ING_METRICS;
+	for (int i = 0; i < CATS_ING__N; i++)
+		if (strncmp(path, cats_ingest_paths[i],
+		    strlen(cats_ingest_paths[i])) == 0)
+			op = i;
+	httpd_ctype(req, ct, sizeof(ct));
+	if (strcmp(ct, "application/cbor-seq") != 0 &&
+	    strcmp(ct, "application/cbor") != 0) {
+		httpd_error(req, 415, "expected application/cbor-seq");
+		return;
+	}
+	if (!a->started)
+		start(a);
+	size_t n;
+	const uint8_t *p = httpd_body(req, &n);
+	struct cats_buf out = { 0 };
+	int st = cats_ingest_handle(a->sub_ing, op, p, p ? n : 0,
+	    httpd_peer(req, peer, sizeof(peer)), now_ms(), &out);
+	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
+	cats_buf_free(&out);
+	arm_tick(a);
+}
+
 /* ---- the core's events ---- */
 
 static void start_pull(struct sci_rt *r);
@@ -216,17 +383,58 @@ on_event(void *arg, const struct sma_event *ev)
 		if (r != NULL && r->pull_url != NULL)
 			start_pull(r);
 	}
-	sma_out_event(a->out, ev);
+	sma_uc_event(a->uc, ev);
+}
+
+/* The controller's records: counted, then out. */
+static int
+uc_emit(void *arg, const struct cats_rec *r, int kind)
+{
+	struct app *a = arg;
+	if (a->nb != NULL)
+		return sma_nb_push(a->nb, r, kind, now_ms());
+	if (emit(a, r) < 0) {
+		a->out_failures++;
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- timers ---- */
+
+/* The earlier of the core's and the controller's timers, 0 if none. */
+static uint64_t
+earlier(uint64_t x, uint64_t y)
+{
+	return x == 0 ? y : y == 0 ? x : x < y ? x : y;
+}
+
+static uint64_t
+next_deadline(const struct app *a)
+{
+	uint64_t t = earlier(sma_next_deadline(a->core),
+	    sma_uc_next_deadline(a->uc));
+	if (a->nb != NULL)
+		t = earlier(t, sma_nb_next_deadline(a->nb));
+	return t;
+}
+
+/* Subordinates' entries past their soft state go (once a second). */
+static void
+sub_purge(struct app *a, uint64_t now)
+{
+	if (a->sub_cst != NULL && now >= a->sub_purged + 1000) {
+		a->sub_purged = now;
+		cats_cst_expire(a->sub_cst, now, a->c->grace_ms);
+	}
+}
 
 static void
 arm_tick(struct app *a)
 {
 	if (a->replay || a->tick == NULL)
 		return;
-	uint64_t next = sma_next_deadline(a->core), now = now_ms();
+	uint64_t next = next_deadline(a), now = now_ms();
 	if (next == 0) {
 		evtimer_del(a->tick);
 		return;
@@ -243,7 +451,12 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	struct app *a = arg;
 	(void)fd;
 	(void)what;
-	sma_tick(a->core, now_ms());
+	uint64_t now = now_ms();
+	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
+	if (a->nb != NULL)
+		sma_nb_tick(a->nb, now);
+	sub_purge(a, now);
 	arm_tick(a);
 }
 
@@ -265,8 +478,12 @@ start(struct app *a)
 		cats_info("state %s: %zu entries restored, %zu too old",
 		    a->state_path, restored, old);
 	}
-	if (!a->once)
-		sma_out_snapshot(a->out, a->core, now);
+	if (a->once)
+		sma_uc_seed(a->uc, now);	/* the C-PS has those */
+	else
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+	if (a->nb != NULL)
+		sma_nb_start(a->nb, now);
 	arm_tick(a);
 }
 
@@ -278,9 +495,11 @@ static void
 advance(struct app *a, uint64_t t)
 {
 	uint64_t next;
-	while ((next = sma_next_deadline(a->core)) != 0 && next <= t) {
+	while ((next = next_deadline(a)) != 0 && next <= t) {
 		cats_clock_observe(next);
 		sma_tick(a->core, next);
+		sma_uc_tick(a->uc, next);
+		sub_purge(a, next);
 	}
 	cats_clock_observe(t);
 }
@@ -296,6 +515,8 @@ observe(struct app *a, const struct cats_rec *r)
 		ts = r->u.sci.ts;
 	else if (r->type == CATS_T_SYNC)
 		ts = r->u.sync.ts;
+	else if (r->type == CATS_T_METRIC && a->sub_ing != NULL)
+		ts = r->u.metric.ts;
 	if (ts == 0)
 		return;
 	if (!a->started)
@@ -342,14 +563,29 @@ stream_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 		start(a);
 	uint64_t now = now_ms();
 	if (r.type == CATS_T_SYNC) {
-		/* A C-PS asks for a full view (incremental sync is the
-		 * update controller's, cats-sma part 2). */
-		sma_out_snapshot(a->out, a->core, now);
+		/* A C-PS asks for a full view. */
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+		return;
+	}
+	if (r.type == CATS_T_METRIC && a->sub_ing != NULL) {
+		/* A subordinate C-SMA's advertisement (hierarchy). */
+		struct cats_buf ans = { 0 };
+		int st = cats_ingest_handle(a->sub_ing, CATS_ING_METRICS, p, n,
+		    peer, now, &ans);
+		if (st != 200)
+			cats_warnx("%s: record %" PRIu64 ": subordinate metric "
+			    "refused (HTTP %d)", peer, index, st);
+		if (reply != NULL)
+			cats_stream_send(reply, ans.p, ans.len);
+		cats_buf_free(&ans);
+		arm_tick(a);
 		return;
 	}
 	if (r.type != CATS_T_SCI_REPORT) {
-		if (a->to_http) {
-			emit(a, &r);
+		if (a->outs == NULL) {
+			cats_warnx("%s: record %" PRIu64 ": a %s record has "
+			    "nowhere to go (the C-PS takes metric records)",
+			    peer, index, cats_type_name(r.type));
 		} else if (cats_stream_send(a->outs, p, n) < 0) {
 			stop_loop(a, CATS_EXIT_IOERR);
 		}
@@ -700,8 +936,8 @@ on_cache(struct evhttp_request *req, void *arg)
 			cats_rec_init(&r, CATS_T_METRIC);
 			r.u.metric.op = CATS_OP_FULL;
 			r.u.metric.sma_id = a->c->id;
-			r.u.metric.epoch = sma_out_epoch(a->out);
-			r.u.metric.seq = sma_out_seq(a->out);
+			r.u.metric.epoch = sma_uc_epoch(a->uc);
+			r.u.metric.seq = sma_uc_seq(a->uc);
 			r.u.metric.ts = now_ms();
 			r.u.metric.entries.v = &ent;
 			r.u.metric.entries.n = 1;
@@ -716,11 +952,43 @@ on_cache(struct evhttp_request *req, void *arg)
 	cats_buf_free(&b);
 }
 
+/* The advertised view: what the C-PS should hold, as JSON Lines. */
+struct view_ctx {
+	struct cats_buf *b;
+};
+
+static void
+view_line(void *arg, const struct cats_entry *e)
+{
+	struct view_ctx *v = arg;
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_METRIC);
+	r.u.metric.op = CATS_OP_FULL;
+	r.u.metric.sma_id = "-";
+	r.u.metric.entries.v = (struct cats_entry *)e;
+	r.u.metric.entries.n = 1;
+	json_t *j = cats_rec_to_json(&r);
+	json_t *x = j ? json_array_get(json_object_get(j, "entries"), 0) : NULL;
+	add_json_line(v->b, x ? json_incref(x) : NULL);
+	json_decref(j);
+}
+
+static void
+on_advertised(struct evhttp_request *req, void *arg)
+{
+	struct app *a = arg;
+	struct cats_buf b = { 0 };
+	struct view_ctx v = { &b };
+	sma_uc_view(a->uc, view_line, &v);
+	httpd_reply(req, 200, "application/jsonl", b.p, b.len);
+	cats_buf_free(&b);
+}
+
 static void
 on_snapshot(struct evhttp_request *req, void *arg)
 {
 	struct app *a = arg;
-	sma_out_snapshot(a->out, a->core, now_ms());
+	sma_uc_snapshot(a->uc, now_ms(), CATS_OP_FULL);
 	httpd_error(req, 200, "snapshot sent");
 }
 
@@ -895,6 +1163,7 @@ static json_t *
 stats_json(struct app *a)
 {
 	const struct sma_stats *st = sma_stats(a->core);
+	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
 	struct cats_kv kv[] = {
 		{ "reports", st->reports }, { "accepted", st->accepted },
 		{ "flagged", st->flagged }, { "quarantined", st->quarantined },
@@ -911,14 +1180,139 @@ stats_json(struct app *a)
 		{ "failed", st->failed }, { "recovered", st->recovered },
 		{ "pulls_wanted", st->pulls }, { "released", st->released },
 		{ "quarantine_dropped", st->dropped_q },
-		{ "records_out", sma_out_seq(a->out) },
-		{ "output_failures", sma_out_failures(a->out) },
+		{ "records_out", u->records },
+		{ "output_failures", a->out_failures },
+		{ "full_sent", u->full },
+		{ "heartbeats_sent", u->heartbeats },
+		{ "deltas_sent", u->deltas },
+		{ "withdrawals_sent", u->withdraws },
+		{ "refreshes_sent", u->refreshes },
+		{ "entries_sent", u->entries_sent },
+		{ "trigger_discovery", u->trig_discovery },
+		{ "trigger_withdrawal", u->trig_withdraw },
+		{ "trigger_health", u->trig_health },
+		{ "trigger_locator", u->trig_locator },
+		{ "trigger_metric", u->trig_metric },
+		{ "trigger_policy", u->trig_policy },
+		{ "suppressed_threshold", u->sup_threshold },
+		{ "suppressed_interval", u->sup_interval },
+		{ "suppressed_window", u->sup_window },
+		{ "suppressed_dampening", u->sup_damp },
+		{ "suppressed_bucket", u->sup_bucket },
+		{ "coalesced", u->coalesced },
+		{ "optional_omitted", u->omitted },
+		{ "damp_suppressed", u->damp_suppressed },
+		{ "damp_observed", u->damp_observed },
+		{ "damp_reused", u->damp_reused },
+		{ "damped", u->damped },
+		{ "pending", u->pending },
+		{ "last_full", u->last_full },
 		{ "audit_lines", cats_audit_count() },
+		{ "advertised", sma_uc_count(a->uc) },
 	};
+	/* The sync status (000 §9): what the sender says. */
+	static const struct sma_nb_status none;
+	const struct sma_nb_status *n = a->nb ? sma_nb_status(a->nb) : &none;
+	struct cats_kv sync[] = {
+		{ "sync_state", a->nb ? (uint64_t)n->state : 0 },
+		{ "sync_url", n->url },
+		{ "sync_queued", n->queued },
+		{ "sync_queue_max", n->queue_max },
+		{ "sync_dropped", n->dropped },
+		{ "sync_superseded", n->superseded },
+		{ "sync_refused", n->refused },
+		{ "sync_requests", n->requests },
+		{ "sync_failures", n->failures },
+		{ "sync_partitions", n->partitions },
+		{ "sync_attempts", n->attempts },
+		{ "sync_backoff_ms", n->backoff_ms },
+		{ "sync_records_acked", n->records_acked },
+		{ "sync_deltas_acked", n->deltas_acked },
+		{ "sync_withdrawals_acked", n->withdrawals_acked },
+		{ "sync_snapshots_acked", n->snapshots_acked },
+		{ "sync_refreshes_acked", n->refreshes_acked },
+		{ "sync_bytes_sent", n->bytes_sent },
+		{ "sync_full", n->full_syncs },
+		{ "sync_incremental", n->incremental_syncs },
+		{ "sync_full_requested", n->full_requested },
+		{ "sync_last_ack", n->last_ack },
+		{ "sync_last_full", a->nb ? n->last_full : u->last_full },
+		{ "sync_acked_seq", n->acked_seq },
+		{ "sync_peer_epoch", n->ps_epoch },
+		{ "sync_peer_restarts", n->ps_restarts },
+	};
+	struct cats_kv all[CATS_ARRAY_LEN(kv) + CATS_ARRAY_LEN(sync)];
+	memcpy(all, kv, sizeof(kv));
+	memcpy(all + CATS_ARRAY_LEN(kv), sync, sizeof(sync));
 	struct cats_rec r;
-	cats_stats_rec(&r, "cats-sma", a->c->id, kv, CATS_ARRAY_LEN(kv),
+	cats_stats_rec(&r, "cats-sma", a->c->id, all, CATS_ARRAY_LEN(all),
 	    now_ms());
 	return cats_rec_to_json(&r);
+}
+
+/*
+ * The stats record as a node_exporter textfile: cats_sma_<counter>
+ * {sma_id="..."}, written to FILE.tmp and renamed (atomic for the
+ * collector).
+ */
+static void
+write_prom(struct app *a)
+{
+	const char *path = a->c->nb.prometheus;
+	if (path == NULL)
+		return;
+	json_t *j = stats_json(a);
+	json_t *cs = j ? json_object_get(j, "counters") : NULL;
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = cs ? fopen(tmp, "we") : NULL;
+	if (f == NULL) {
+		cats_warnx("prometheus %s: %s", tmp, strerror(errno));
+		json_decref(j);
+		return;
+	}
+	char id[CATS_ID + 1];
+	sma_quote(a->c->id, id, sizeof(id));
+	const char *k;
+	json_t *v;
+	json_object_foreach(cs, k, v) {
+		/* Counters grow; gauges (states, sizes, times) go both ways. */
+		static const char *const gauges[] = { "entries", "damped",
+			"pending", "advertised", "sync_state", "sync_url",
+			"sync_queued", "sync_queue_max", "sync_backoff_ms",
+			"sync_acked_seq", "sync_peer_epoch", NULL };
+		bool gauge = false, time = strcmp(k, "last_full") == 0 ||
+		    strcmp(k, "sync_last_ack") == 0 ||
+		    strcmp(k, "sync_last_full") == 0;
+		for (size_t i = 0; gauges[i] != NULL; i++)
+			gauge |= strcmp(k, gauges[i]) == 0;
+		uint64_t x = (uint64_t)json_integer_value(v);
+		if (time) {
+			fprintf(f, "# HELP cats_sma_%s_seconds %s, Unix time\n"
+			    "# TYPE cats_sma_%s_seconds gauge\n"
+			    "cats_sma_%s_seconds{sma_id=\"%s\"} %" PRIu64 ".%03"
+			    PRIu64 "\n", k, k, k, k, id, x / 1000, x % 1000);
+			continue;
+		}
+		const char *sfx = gauge ? "" : "_total";
+		fprintf(f, "# HELP cats_sma_%s%s cats-sma(1) STATISTICS %s\n"
+		    "# TYPE cats_sma_%s%s %s\ncats_sma_%s%s{sma_id=\"%s\"} %"
+		    PRIu64 "\n", k, sfx, k, k, sfx, gauge ? "gauge" : "counter",
+		    k, sfx, id, x);
+	}
+	json_decref(j);
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		cats_warnx("prometheus %s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+static void
+on_prom(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	write_prom(arg);
 }
 
 static void
@@ -933,6 +1327,24 @@ print_stats(struct app *a)
 }
 
 /* ---- configuration ---- */
+
+/* The rule file of a configuration (NULL and 0 when it names none). */
+static int
+load_policy(const struct sma_conf *c, struct sma_policy **pp)
+{
+	char err[600];
+	*pp = NULL;
+	if (c->pol.rules == NULL)
+		return 0;
+	if ((*pp = sma_policy_load(c->pol.rules, err, sizeof(err))) == NULL) {
+		char q[600];
+		cats_errorx("%s", err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"",
+		    c->pol.rules, sma_quote(err, q, sizeof(q)));
+		return -1;
+	}
+	return 0;
+}
 
 static int
 load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
@@ -979,9 +1391,21 @@ reload(struct app *a)
 {
 	struct sma_conf *c;
 	struct sma_keys *k;
+	struct sma_policy *pol;
 	int code;
 	if (load_config(a->conf_path, &c, &k, &code) < 0) {
 		cats_warnx("reload refused; the running configuration stays");
+		return;
+	}
+	if (a->once)
+		c->uc.control = false;
+	if (load_policy(c, &pol) < 0) {
+		cats_warnx("reload refused; the running configuration and "
+		    "policy stay");
+		sma_conf_free(c);
+		free(c);
+		sma_keys_free(k);
+		free(k);
 		return;
 	}
 	if (c->audit && cats_audit_open(c->audit) < 0) {
@@ -1013,7 +1437,13 @@ reload(struct app *a)
 	struct sma_keys *ok = a->k;
 	a->c = c;
 	a->k = k;
-	sma_out_reconf(a->out, c);
+	sma_uc_reconf(a->uc, c, now_ms());
+	if (a->nb != NULL)
+		sma_nb_reconf(a->nb, &c->nb);
+	for (size_t i = 0; a->sub_ing != NULL && i < c->nsubs; i++)
+		cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
+		    (const char *const *)c->subs[i].cs_ids,
+		    c->subs[i].ncs_ids);
 	sma_reconf(a->core, c, k, now_ms());
 	sma_conf_free(oc);
 	free(oc);
@@ -1022,6 +1452,11 @@ reload(struct app *a)
 	scis_start(a, ids);
 	free(ids);
 	free(idbuf);
+	/* The Policy Change Trigger: every entry evaluated again. */
+	sma_uc_set_policy(a->uc, pol, now_ms());
+	cats_audit("policy", "file=%s rules=%zu windows=%zu",
+	    c->pol.rules ? c->pol.rules : "-", sma_policy_rules(pol),
+	    sma_policy_windows(pol));
 	arm_tick(a);
 	cats_audit("config", "file=%s result=reloaded scis=%zu", a->conf_path,
 	    a->nscis);
@@ -1055,6 +1490,8 @@ finish(struct app *a)
 		}
 	}
 	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
+	sma_uc_drain(a->uc, now);
 	if (a->once && a->have_state) {
 		/* Saved entries too old to restore, and not heard from in
 		 * this run, are withdrawn. */
@@ -1064,7 +1501,7 @@ finish(struct app *a)
 				continue;
 			if (e->state == CATS_SCI_FAILED)
 				continue;
-			sma_out_withdraw_saved(a->out, e, SMA_WD_EXPIRED, now);
+			sma_uc_withdraw_saved(a->uc, e, SMA_WD_EXPIRED, now);
 			cats_audit("state", "csci=%s cs=%s from=%s to=FAILED "
 			    "reason=state-too-old", e->csci_id, e->cs_id,
 			    cats_sci_state_names[e->state]);
@@ -1086,10 +1523,11 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGUSR1:
 		if (!a->started)
 			start(a);
-		sma_out_snapshot(a->out, a->core, now_ms());
+		sma_uc_snapshot(a->uc, now_ms(), CATS_OP_FULL);
 		break;
 	case SIGUSR2:
 		print_stats(a);
+		write_prom(a);
 		break;
 	default:
 		cats_info("stopping on signal %d", (int)sig);
@@ -1104,13 +1542,11 @@ static void
 open_output(struct app *a, const char *spec)
 {
 	char err[300];
+	if (spec == NULL && a->nurls > 0)
+		return;		/* only the C-PS */
 	if (cats_ep_parse(spec ? spec : "-", &a->to, err, sizeof(err)) < 0) {
 		cats_errorx("--to: %s", err);
 		exit(CATS_EXIT_USAGE);
-	}
-	if (a->to.kind == CATS_EP_HTTP || a->to.kind == CATS_EP_HTTPS) {
-		a->to_http = true;
-		return;
 	}
 	int fd = cats_ep_open(&a->to, true, err, sizeof(err));
 	if (fd < 0) {
@@ -1151,6 +1587,9 @@ open_listeners(struct app *a)
 			}
 			httpd_route(h, "/reports", HTTPD_POST, on_push, a);
 			httpd_route(h, "/health", HTTPD_GET, on_health, a);
+			for (int k = 0; a->sub_ing && k < CATS_ING__N; k++)
+				httpd_route(h, cats_ingest_paths[k], HTTPD_POST,
+				    on_sub, a);
 			a->push[i] = h;
 			continue;
 		}
@@ -1183,9 +1622,82 @@ open_listeners(struct app *a)
 		    on_release, a);
 		httpd_route(a->admin, "/quarantine/drop", HTTPD_POST, on_drop, a);
 		httpd_route(a->admin, "/cache", HTTPD_GET, on_cache, a);
+		httpd_route(a->admin, "/advertised", HTTPD_GET, on_advertised,
+		    a);
 		httpd_route(a->admin, "/snapshot", HTTPD_POST, on_snapshot, a);
 		httpd_route(a->admin, "/stats", HTTPD_GET, on_stats, a);
 	}
+}
+
+/* The sender to the C-PS URLs (-t http..., [northbound] fallback). */
+static int
+setup_northbound(struct app *a, uint64_t epoch)
+{
+	const struct sma_nb_conf *n = &a->c->nb;
+	if (a->nurls == 0)
+		return 0;
+	for (size_t i = 0; i < n->nfallback && a->nurls < MAX_URLS; i++)
+		a->urls[a->nurls++] = n->fallback[i];
+	char err[600];
+	if (n->ps_keys != NULL && cats_keyring_load(&a->ps_keys, n->ps_keys,
+	    err, sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOPERM;
+	}
+	if (!a->has_nbkey)
+		cats_warnx("[northbound] no key: advertisements are not "
+		    "authenticated and a C-PS will refuse them");
+	else if (a->nbkey.kind != CATS_KEY_PSK && n->ps_keys == NULL)
+		cats_warnx("[northbound] no ps-keys: the C-PS's answers are "
+		    "trusted on TLS alone");
+	if (n->notify)
+		openlog("cats-sma", LOG_PID, LOG_DAEMON);
+	static const struct sma_nb_io io = { nb_post, nb_snapshot,
+		nb_refresh, nb_load, nb_notify, nb_renumber };
+	struct sma_nb_params p = { .urls = a->urls, .nurls = a->nurls,
+		.sma_id = a->c->id, .epoch = epoch, .seq = sma_uc_seq(a->uc),
+		.key = a->has_nbkey ? &a->nbkey : NULL,
+		.ps_keys = n->ps_keys ? &a->ps_keys : NULL, .c = n,
+		.seed = epoch ^ (uint64_t)getpid() };
+	if ((a->nb = sma_nb_new(&p, &io, a)) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* Subordinate C-SMAs ([hierarchy], [subordinate]). */
+static int
+setup_hierarchy(struct app *a)
+{
+	const struct sma_conf *c = a->c;
+	if (c->nsubs == 0)
+		return 0;
+	char err[600];
+	if (cats_keyring_load(&a->sub_keys, c->sub_keys, err,
+	    sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOPERM;
+	}
+	a->sub_cst = cats_cst_new(c->advert_ttl_ms ? c->advert_ttl_ms :
+	    180000, c->max_entries);
+	struct cats_ingest_conf ic = { .keys = &a->sub_keys,
+		.window_ms = c->sub_window_ms, .ps_id = c->id,
+		.ps_epoch = a->replay ? 1 : now_ms(), .refresh = true };
+	if (a->sub_cst == NULL ||
+	    (a->sub_ing = cats_ingest_new(&ic, a->sub_cst)) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	cats_cst_set_hook(a->sub_cst, sub_hook, a);
+	for (size_t i = 0; i < c->nsubs; i++)
+		if (cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
+		    (const char *const *)c->subs[i].cs_ids,
+		    c->subs[i].ncs_ids) < 0) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
+	return 0;
 }
 
 static uint64_t
@@ -1280,7 +1792,22 @@ main(int argc, char **argv)
 			a->state_path = optarg;
 			break;
 		case 't':
-			to = optarg;
+			if (strncmp(optarg, "http://", 7) == 0 ||
+			    strncmp(optarg, "https://", 8) == 0) {
+				if (a->nurls == MAX_URLS) {
+					cats_errorx("at most %d C-PS URLs",
+					    MAX_URLS);
+					return CATS_EXIT_USAGE;
+				}
+				a->urls[a->nurls++] = optarg;
+				a->to_http = true;
+			} else if (to != NULL) {
+				cats_errorx("--to: one stream output (and any "
+				    "number of C-PS URLs)");
+				return CATS_EXIT_USAGE;
+			} else {
+				to = optarg;
+			}
 			break;
 		case 'u':
 			a->until = optarg;
@@ -1306,6 +1833,10 @@ main(int argc, char **argv)
 		cats_errorx("--now and --until go with --replay");
 		return CATS_EXIT_USAGE;
 	}
+	if (a->replay && a->nurls > 0) {
+		cats_errorx("--replay writes to a stream, not to a C-PS");
+		return CATS_EXIT_USAGE;
+	}
 	if (a->replay && (a->nlisten > 0 || a->admin_ep != NULL)) {
 		cats_errorx("--replay reads recorded reports from stdin only");
 		return CATS_EXIT_USAGE;
@@ -1314,6 +1845,22 @@ main(int argc, char **argv)
 	int code;
 	if (load_config(a->conf_path, &a->c, &a->k, &code) < 0)
 		return code;
+	if (a->once)
+		a->c->uc.control = false;	/* each run sends every change */
+	if (load_policy(a->c, &a->policy) < 0)
+		return CATS_EXIT_CONFIG;
+	if (a->c->nb.key != NULL) {
+		char err[600];
+		if (cats_key_load(&a->nbkey, a->c->nb.key, -1, err,
+		    sizeof(err)) < 0 || a->nbkey.kind ==
+		    CATS_KEY_ED25519_PUBLIC) {
+			cats_errorx("%s", a->nbkey.kind ==
+			    CATS_KEY_ED25519_PUBLIC ? "[northbound] key: a "
+			    "public key cannot sign" : err);
+			return CATS_EXIT_NOPERM;
+		}
+		a->has_nbkey = true;
+	}
 	if (a->c->audit && cats_audit_open(a->c->audit) < 0) {
 		cats_errorx("audit %s: %s", a->c->audit, strerror(errno));
 		return CATS_EXIT_CONFIG;
@@ -1345,12 +1892,20 @@ main(int argc, char **argv)
 	the_app = a;
 	cats_dec_init(&a->dec, NULL);
 	open_output(a, to);
-	a->out = sma_out_new(a->c, epoch, seq, emit, a);
+	a->uc = sma_uc_new(a->c, NULL, epoch, seq, uc_emit, a);
 	a->core = sma_new(a->c, a->k, on_event, a);
-	if (a->out == NULL || a->core == NULL) {
+	if (a->uc == NULL || a->core == NULL) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
+	sma_uc_set_core(a->uc, a->core);
+	if (a->policy != NULL) {
+		sma_uc_set_policy(a->uc, a->policy, now_ms());
+		a->policy = NULL;
+	}
+	if ((code = setup_northbound(a, epoch)) != 0 ||
+	    (code = setup_hierarchy(a)) != 0)
+		return code;
 	a->tick = evtimer_new(a->base, on_tick, a);
 	static const int sigs[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT };
 	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++) {
@@ -1359,6 +1914,14 @@ main(int argc, char **argv)
 	}
 	scis_start(a, NULL);
 	open_listeners(a);
+	if (a->c->nb.prometheus != NULL && !a->replay && !a->once) {
+		a->prom_ev = event_new(a->base, -1, EV_PERSIST, on_prom, a);
+		uint64_t ms = a->c->nb.stats_interval_ms;
+		struct timeval tv = { (time_t)(ms / 1000),
+			(suseconds_t)(ms % 1000) * 1000 };
+		if (a->prom_ev != NULL)
+			event_add(a->prom_ev, &tv);
+	}
 
 	bool pulls = false;
 	for (size_t i = 0; i < a->nscis; i++)
@@ -1393,27 +1956,40 @@ main(int argc, char **argv)
 	if (!a->stopping)
 		event_base_dispatch(a->base);
 
-	/* Flush what the loop left, save the state, report. */
-	if (a->state_path != NULL && a->exit_code == 0) {
-		char err[600];
-		if (sma_out_save_state(a->out, a->core, a->state_path, now_ms(),
-		    err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			a->exit_code = CATS_EXIT_IOERR;
-		}
-	}
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
 	    a->exit_code == 0) {
 		cats_errorx("output failed: %s", strerror(errno));
 		a->exit_code = CATS_EXIT_IOERR;
 	}
-	/* HTTP output: let the last posts go (bounded). */
-	for (int i = 0; a->to_http && i < 100 && httpc_active(a->http) > 0;
-	    i++) {
+	/* The C-PS: let the queue go while it answers (bounded). */
+	uint64_t give_up = cats_clock_mono_ns() / 1000000 +
+	    (a->c->nb.timeout_ms > 2000 ? a->c->nb.timeout_ms : 2000);
+	while (a->nb != NULL && !sma_nb_idle(a->nb) &&
+	    sma_nb_status(a->nb)->state != SMA_NB_PARTITION &&
+	    cats_clock_mono_ns() / 1000000 < give_up) {
 		struct timeval tv = { 0, 50000 };
+		a->stopping = false;
 		event_base_loopexit(a->base, &tv);
 		event_base_dispatch(a->base);
 	}
+	if (a->nb != NULL && !sma_nb_idle(a->nb))
+		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
+		    "the C-PS", sma_nb_status(a->nb)->queued);
+	/* Save the state once the C-PS had its records, then report. */
+	if (a->state_path != NULL && a->exit_code == 0) {
+		char err[600];
+		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
+		    sma_uc_seq(a->uc), NULL, NULL);
+		if (so == NULL)
+			snprintf(err, sizeof(err), "out of memory");
+		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
+		    now_ms(), err, sizeof(err)) < 0) {
+			cats_errorx("%s", err);
+			a->exit_code = CATS_EXIT_IOERR;
+		}
+		sma_out_free(so);
+	}
+	write_prom(a);
 	if (a->stats)
 		print_stats(a);
 	if (a->exit_code == 0 && a->malformed > 0)

@@ -39,7 +39,16 @@ struct cats_cst {
 	uint64_t gen;
 	uint64_t snap_ctr;
 	uint64_t bucket_ctr;
+	cats_cst_hook_fn hook;
+	void *hook_arg;
 };
+
+void
+cats_cst_set_hook(struct cats_cst *t, cats_cst_hook_fn fn, void *arg)
+{
+	t->hook = fn;
+	t->hook_arg = arg;
+}
 
 struct ekey {
 	const char *cs, *csci;
@@ -205,6 +214,8 @@ get_sma(struct cats_cst *t, const char *id, bool create)
 static void
 remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 {
+	if (t->hook != NULL)
+		t->hook(t->hook_arg, CATS_CST_REMOVE, e);
 	struct ekey k = { e->cs_id, e->csci_id };
 	cats_htab_del(&t->byk, cats_hash_pair(e->cs_id, e->csci_id), eq_entry,
 	    &k);
@@ -426,13 +437,15 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 	}
 	if (write_fields(e, in, replace) < 0)
 		return -1;
-	if (replace || m->site != NULL)
-		if (set_str(&e->site, m->site) < 0)
+	const char *site = in->site ? in->site : m->site;
+	const char *egress = in->egress ? in->egress : m->egress;
+	if (replace || site != NULL)
+		if (set_str(&e->site, site) < 0)
 			return -1;
-	if (replace || m->egress != NULL) {
+	if (replace || egress != NULL) {
 		/* Inline: the selector reads it for every candidate. */
-		e->egress = m->egress ? e->egress_buf : NULL;
-		cats_strlcpy(e->egress_buf, m->egress ? m->egress : "",
+		e->egress = egress ? e->egress_buf : NULL;
+		cats_strlcpy(e->egress_buf, egress ? egress : "",
 		    sizeof(e->egress_buf));
 	}
 	e->epoch = m->epoch;
@@ -447,6 +460,8 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 		b->gen = ++t->bucket_ctr;
 	c->changed = true;
 	c->res->applied++;
+	if (t->hook != NULL)
+		t->hook(t->hook_arg, CATS_CST_UPSERT, e);
 	return 0;
 }
 
@@ -463,6 +478,8 @@ refresh(struct ctx *c, struct cats_cst_entry *e)
 		e->ttl_ms = c->m->ttl_ms;
 	e->expires = sat_add(e->base, e->ttl_ms);
 	c->res->applied++;
+	if (c->t->hook != NULL)
+		c->t->hook(c->t->hook_arg, CATS_CST_REFRESH, e);
 }
 
 static int

@@ -16,6 +16,8 @@
  *              entries that the snapshot did not name are removed.
  *   delta      upsert the listed entries; a field absent from an entry keeps
  *              its old value.
+ * An entry's own site or egress (a domain C-SMA relaying several sites)
+ * wins over the record's.
  *   withdraw   remove the listed entries (only those owned by this C-SMA).
  *   heartbeat  with entries: a full snapshot (000 §9.2); without: a refresh.
  *   refresh    extend the soft state of the C-SMA's entries (the listed ones
@@ -95,10 +97,22 @@ struct cats_cst_result {
 
 struct cats_cst;
 
+/*
+ * A hook on what happens to entries (hierarchical aggregation: a domain
+ * C-SMA follows its subordinates' table): an entry was inserted or
+ * updated, refreshed, or is about to be removed (withdrawn, replaced by a
+ * snapshot, purged).
+ */
+enum { CATS_CST_UPSERT, CATS_CST_REFRESH, CATS_CST_REMOVE };
+typedef void (*cats_cst_hook_fn)(void *arg, int what,
+    const struct cats_cst_entry *e);
+
 /* A table; default_ttl_ms for entries whose records name no ttl, at most
  * max_entries entries (0: 1,000,000). */
 struct cats_cst *cats_cst_new(uint64_t default_ttl_ms, size_t max_entries);
 void cats_cst_free(struct cats_cst *t);
+
+void cats_cst_set_hook(struct cats_cst *t, cats_cst_hook_fn fn, void *arg);
 
 /* Apply one metric record at time now.  Returns res->result. */
 int cats_cst_apply(struct cats_cst *t, const struct cats_metric *m,

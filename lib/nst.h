@@ -110,4 +110,20 @@ int cats_nst_rec_apply(struct cats_nst_rec *r, const struct cats_net *m,
 size_t cats_nst_rec_count(const struct cats_nst_rec *r);
 extern const struct cats_nst_provider cats_nst_rec_provider;
 
+/*
+ * The TE-database provider: the least-delay path over the links that are
+ * up (tedist.h), from the headend to each egress; delay and hop count of
+ * that path; DOWN when no path exists; UNKNOWN for nodes the database does
+ * not have.  The view does not age (the database is not soft state): it
+ * changes when net records of scope link or node are applied to the
+ * database or a new database is set.  The generation is the database's.
+ */
+struct cats_te;
+struct cats_nst_tedb;
+
+struct cats_nst_tedb *cats_nst_tedb_new(unsigned max_headends);
+/* Use te from now on (NULL: none); the caller owns and frees it. */
+void cats_nst_tedb_set(struct cats_nst_tedb *p, const struct cats_te *te);
+extern const struct cats_nst_provider cats_nst_tedb_provider;
+
 #endif

@@ -163,7 +163,9 @@ extern const char *const cats_req_mode_names[];
  X(ENT, reported, ENUM, int, CATS_OPT, 0, 0, NULL, cats_health_names, "", "state files: health as last reported, before hysteresis") \
  X(ENT, streak, U64, uint64_t, CATS_OPT, 0, 255, NULL, NULL, "reports", "state files: consecutive reports on the reported side of HEALTHY") \
  X(ENT, confirmed, U64, uint64_t, CATS_OPT, 0, 255, NULL, NULL, "reports", "state files: reports since the SCI became ACTIVE") \
- X(ENT, interval_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "state files: expected report interval")
+ X(ENT, interval_ms, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "ms", "state files: expected report interval") \
+ X(ENT, site, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "site of the entry when it differs from the record's (a domain C-SMA aggregating sites)") \
+ X(ENT, egress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "egress node of the entry's site when it differs from the record's")
 
 /* A site aggregate per CS-ID in a metric advertisement. */
 #define CATS_SITE_FIELDS(X) \

@@ -16,7 +16,7 @@
 const char *const sma_flag_names[] = { "gas-jump", "ct-jump", "flap",
 	"ct-zero", "released", NULL };
 const char *const sma_wd_names[] = { "failed", "evicted", "expired", "moved",
-	NULL };
+	"withdrawn", NULL };
 
 #define NO_HEAP UINT32_MAX
 #define RING 16
@@ -43,6 +43,8 @@ struct sma {
 	bool dirty_all;
 	uint8_t tokkey[crypto_shorthash_siphashx24_KEYBYTES];
 	struct cats_dec dec;		/* for released reports */
+	struct sma_origin *origins;	/* of imported entries */
+	size_t norigins;
 	struct sma_stats st;
 };
 
@@ -1131,22 +1133,47 @@ smooth(struct sma_entry *e, int which, uint32_t v, uint64_t k)
 	return (uint32_t)((sum + have / 2) / have);
 }
 
+/*
+ * Exponential moving average (000 §7.2): S(t) = alpha x raw(t) + (1 -
+ * alpha) x S(t-1), kept in thousandths, the first value taken as it is.
+ */
+static uint32_t
+ema(uint64_t *acc, uint8_t *init, uint8_t bit, uint32_t v, uint64_t alpha)
+{
+	if (!(*init & bit)) {
+		*acc = (uint64_t)v * 1000;
+		*init |= bit;
+	} else {
+		*acc = (uint64_t)(((unsigned __int128)alpha * v * 1000 +
+		    (unsigned __int128)(1000000 - alpha) * *acc) / 1000000);
+	}
+	return (uint32_t)((*acc + 500) / 1000);
+}
+
+/* Take a report's metrics; raw: as they are (no smoothing). */
 static void
-apply_metrics(struct sma *s, struct sma_entry *e,
-    const struct cats_sci_report *r, uint64_t now)
+take_metrics(struct sma *s, struct sma_entry *e,
+    const struct cats_sci_report *r, uint64_t now, bool raw)
 {
 	const struct sma_conf *c = s->c;
-	uint64_t k = c->smoothing;
+	uint64_t k = raw ? 1 : c->smoothing;
+	bool use_ema = c->pol.ema && !raw;
 	bool any = false;
 	if (CATS_HAS(r, SCI, gas)) {
 		e->raw_gas = (uint32_t)r->gas;
 		e->gas = smooth(e, 0, (uint32_t)r->gas, k);
+		if (use_ema)
+			e->gas = ema(&e->ema_gas, &e->ema_init, 1, e->gas,
+			    c->pol.ema_alpha_ppm);
 		e->has |= SMA_HAS_GAS;
 		any = true;
 	}
 	if (CATS_HAS(r, SCI, comp_time_ms)) {
 		e->raw_ct = (uint32_t)r->comp_time_ms;
 		e->ct = smooth(e, 1, (uint32_t)r->comp_time_ms, k);
+		if (use_ema)
+			e->ct = ema(&e->ema_ct, &e->ema_init, 2, e->ct,
+			    c->pol.ema_alpha_ppm);
 		e->has |= SMA_HAS_CT;
 		any = true;
 	}
@@ -1200,6 +1227,13 @@ apply_metrics(struct sma *s, struct sma_entry *e,
 		e->port = (uint16_t)r->port;
 		e->has |= SMA_HAS_PORT;
 	}
+}
+
+static void
+apply_metrics(struct sma *s, struct sma_entry *e,
+    const struct cats_sci_report *r, uint64_t now)
+{
+	take_metrics(s, e, r, now, false);
 }
 
 static const char *
@@ -1576,6 +1610,12 @@ sma_free(struct sma *s)
 		q_free_item(&s->q[i]);
 	free(s->q);
 	free(s->heap);
+	for (struct sma_origin *o = s->origins, *n; o; o = n) {
+		n = o->next;
+		free(o->site);
+		free(o->egress);
+		free(o);
+	}
 	cats_dec_free(&s->dec);
 	free(s);
 }
@@ -1634,6 +1674,10 @@ sma_restore(struct sma *s, const struct cats_entry *ce, uint64_t now)
 		e->ct = e->raw_ct = (uint32_t)ce->comp_time_ms;
 		e->has |= SMA_HAS_CT;
 	}
+	e->ema_gas = (uint64_t)e->gas * 1000;
+	e->ema_ct = (uint64_t)e->ct * 1000;
+	e->ema_init = (uint8_t)((e->has & SMA_HAS_GAS ? 1 : 0) |
+	    (e->has & SMA_HAS_CT ? 2 : 0));
 	if (CATS_HAS(ce, ENT, price)) {
 		e->price = (uint32_t)ce->price;
 		e->has |= SMA_HAS_PRICE;
@@ -1672,6 +1716,172 @@ sma_restore(struct sma *s, const struct cats_entry *ce, uint64_t now)
 	return 1;
 }
 
+/* ---- hierarchical aggregation ---- */
+
+static bool
+same_opt(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+static const struct sma_origin *
+origin_of(struct sma *s, const char *site, const char *egress)
+{
+	if (site == NULL && egress == NULL)
+		return NULL;
+	for (struct sma_origin *o = s->origins; o; o = o->next)
+		if (same_opt(o->site, site) && same_opt(o->egress, egress))
+			return o;
+	if (s->norigins >= 65536)
+		return NULL;
+	struct sma_origin *o = calloc(1, sizeof(*o));
+	if (o == NULL || (site && (o->site = strdup(site)) == NULL) ||
+	    (egress && (o->egress = strdup(egress)) == NULL)) {
+		if (o != NULL) {
+			free(o->site);
+			free(o);
+		}
+		return NULL;
+	}
+	o->next = s->origins;
+	s->origins = o;
+	s->norigins++;
+	return o;
+}
+
+int
+sma_import(struct sma *s, const struct cats_entry *ce, const char *site,
+    const char *egress, uint64_t now)
+{
+	char b[CATS_ID + 1];
+	uint64_t h = cats_hash_str(ce->csci_id);
+	struct sma_entry *e = lookup(s, ce->csci_id, h);
+	struct sma_svc *v = e != NULL && strcmp(e->svc->cs_id, ce->cs_id) == 0
+	    ? e->svc : svc_get(s, ce->cs_id, true);
+	if (v == NULL)
+		return -1;
+	s->st.reports++;
+	bool added = false;
+	if (e != NULL && e->svc != v) {
+		cats_audit("move", "csci=%s from=%s to=%s", sma_safe(ce->csci_id,
+		    b, sizeof(b)), e->svc->cs_id, v->cs_id);
+		account(e->svc, e, -1);
+		mark_dirty(s, e->svc);
+		if (e->state != CATS_SCI_FAILED)
+			withdraw_event(s, e, SMA_WD_MOVED, now);
+		svc_unlink(e);
+		svc_link(v, e);
+		e->state = CATS_SCI_FAILED;
+		account(v, e, 1);
+	}
+	if (e == NULL) {
+		if (s->n >= s->c->max_entries)
+			evict_one(s, now);
+		if ((e = entry_new(s, ce->csci_id, h, v)) == NULL)
+			return -1;
+		added = true;
+		s->st.added++;
+		e->since = now;
+		account(v, e, 1);
+	}
+	int from = e->state;
+	struct adv old;
+	adv_of(e, &old);
+	account(v, e, -1);
+	int st = CATS_HAS(ce, ENT, state) ? ce->state : CATS_SCI_HEALTHY;
+	if (st == CATS_SCI_FAILED)
+		st = CATS_SCI_STALE;
+	if (st != e->state)
+		e->since = now;
+	e->state = (uint8_t)st;
+	e->health = e->rhealth = CATS_HAS(ce, ENT, health) ?
+	    (uint8_t)ce->health : CATS_UNKNOWN;
+	e->confirmed = (uint8_t)s->c->confirm;
+	/* The subordinate's entry is whole: what it lacks is gone. */
+	e->has = 0;
+	memset(&e->locator, 0, sizeof(e->locator));
+	struct cats_sci_report tmp;
+	memset(&tmp, 0, sizeof(tmp));
+#define IMP(f, F) if (CATS_HAS(ce, ENT, f)) CATS_SET(&tmp, SCI, F, ce->f);
+	IMP(gas, gas)
+	IMP(comp_time_ms, comp_time_ms)
+	IMP(price, price)
+	IMP(reputation, reputation)
+	IMP(security_level, security_level)
+	IMP(port, port)
+#undef IMP
+	tmp.ext = ce->ext;
+	tmp.locator = ce->locator;
+	if (ce->ext.n == 0)
+		clear_ext(e);
+	/* The subordinate already smoothed: no smoothing here. */
+	take_metrics(s, e, &tmp, now, true);
+	e->flags = 0;
+	e->seq = CATS_HAS(ce, ENT, gen) ? ce->gen : e->seq;
+	e->rts = now;
+	e->updated = now;
+	e->origin = origin_of(s, site, egress);
+	uint64_t ttl = CATS_HAS(ce, ENT, ttl_ms) && ce->ttl_ms > 0 ?
+	    ce->ttl_ms : 0;
+	set_timing(s, e, ttl ? (ttl + 1) / 2 : 0);
+	if (ttl) {
+		e->ttl_ms = (uint32_t)ttl;
+		e->ttl_static_ms = (uint32_t)ttl;
+	}
+	e->static_at = now;
+	account(v, e, 1);
+	mark_dirty(s, v);
+	lru_touch(s, e);
+	reschedule(s, e);
+	if (added || from == CATS_SCI_FAILED) {
+		cats_audit("state", "csci=%s cs=%s from=%s to=%s "
+		    "reason=imported", sma_safe(e->csci_id, b, sizeof(b)),
+		    v->cs_id, added ? "NONE" : "FAILED",
+		    cats_sci_state_names[e->state]);
+		struct sma_event ev = { .kind = SMA_EV_ADD, .now = now,
+			.ent = e, .svc = v, .critical = true,
+			.changed = UINT32_MAX, .old_health = CATS_UNKNOWN,
+			.old_state = from };
+		emit(s, &ev);
+	} else {
+		update_event(s, e, &old, now);
+	}
+	commit(s, now);
+	s->st.accepted++;
+	return 0;
+}
+
+void
+sma_import_refresh(struct sma *s, const char *csci_id, uint64_t now)
+{
+	struct sma_entry *e = lookup(s, csci_id, cats_hash_str(csci_id));
+	if (e == NULL || e->state == CATS_SCI_FAILED ||
+	    e->state == CATS_SCI_STALE)
+		return;
+	e->updated = now;
+	e->static_at = now;
+	lru_touch(s, e);
+	reschedule(s, e);
+}
+
+int
+sma_remove(struct sma *s, const char *csci_id, int reason, uint64_t now)
+{
+	char b[CATS_ID + 1];
+	struct sma_entry *e = lookup(s, csci_id, cats_hash_str(csci_id));
+	if (e == NULL)
+		return 0;
+	cats_audit("state", "csci=%s cs=%s from=%s to=NONE reason=%s",
+	    sma_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
+	    cats_sci_state_names[e->state], sma_wd_names[reason]);
+	entry_remove(s, e);
+	if (e->state != CATS_SCI_FAILED)
+		withdraw_event(s, e, reason, now);
+	entry_free(e);
+	commit(s, now);
+	return 1;
+}
+
 /* ---- views ---- */
 
 void
@@ -1706,6 +1916,10 @@ sma_entry_view(const struct sma_entry *e, struct cats_entry *o,
 	CATS_SET(o, ENT, gen, e->seq);
 	CATS_SET(o, ENT, ts, e->updated);
 	CATS_SET(o, ENT, ttl_ms, e->ttl_ms);
+	if (e->origin != NULL) {
+		o->site = e->origin->site;
+		o->egress = e->origin->egress;
+	}
 	if (flagbuf == NULL) {
 		/* The state file: what restoring needs besides the view. */
 		CATS_SET(o, ENT, reported, e->rhealth);

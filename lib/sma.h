@@ -60,6 +60,64 @@ struct sma_range {
 	uint64_t min, max;
 };
 
+/* [policy]: the rule file (cats-sma-policy(5)) and the transformations. */
+struct sma_pol_conf {
+	char *rules;		/* rule file, NULL: none */
+	uint64_t gas_factor_ppm;	/* safety margin: GAS x factor (1.0) */
+	bool has_ct_floor, has_ct_ceiling;
+	uint64_t ct_floor, ct_ceiling;	/* computing time bounds, ms */
+	bool ema;		/* exponential moving average of GAS, time */
+	uint64_t ema_alpha_ppm;	/* its alpha (0.3) */
+};
+
+enum sma_refresh { SMA_REFRESH_AUTO, SMA_REFRESH_ON, SMA_REFRESH_OFF };
+enum sma_damp { SMA_DAMP_OFF, SMA_DAMP_ON, SMA_DAMP_OBSERVE };
+
+/* [update]: the update controller (seed 000 §7.3, §9.1, §9.2). */
+struct sma_uc_conf {
+	bool control;		/* false: every change leaves at once */
+	uint64_t gas_ppm;	/* GAS change that triggers (10 %) */
+	uint64_t gas_abs;	/* ... or absolute (50) */
+	uint64_t ct_ppm;	/* computing time change (20 %) */
+	uint64_t heartbeat_ms;	/* full snapshot at least this often (60 s) */
+	uint64_t jitter_ppm;	/* +/- heartbeat jitter (10 %) */
+	int refresh;		/* enum sma_refresh */
+	uint64_t full_every;	/* with refresh: every n-th heartbeat is full */
+	uint64_t min_interval_ms;	/* routine updates of an entry (5 s) */
+	uint64_t rate_milli;	/* token bucket: records/s x 1000, 0: off */
+	uint64_t burst;		/* its depth */
+	int damp;		/* enum sma_damp */
+	uint64_t damp_penalty, damp_suppress, damp_reuse, damp_max;
+	uint64_t damp_half_life_ms;
+	uint64_t batch_ms;	/* gather routine updates this long, 0: off */
+	uint64_t batch_max;	/* entries per record */
+	uint64_t load_ppm;	/* selective reporting above this load */
+};
+
+/* [northbound]: the sender to the C-PS (cats-northbound(7)). */
+struct sma_nb_conf {
+	char **fallback;	/* alternative C-PS URLs, in order */
+	size_t nfallback;
+	char *key;		/* PSK or Ed25519 secret: every advertisement */
+	char *ps_keys;		/* keyring verifying the C-PS's answers */
+	uint64_t timeout_ms;
+	uint64_t backoff_min_ms, backoff_max_ms, jitter_ppm;
+	uint64_t queue_max;	/* records buffered */
+	uint64_t max_post;	/* bytes of one request */
+	char **authorized;	/* CS-IDs this C-PS may receive, none: all */
+	size_t nauthorized;
+	char *prometheus;	/* textfile for node_exporter */
+	uint64_t stats_interval_ms;
+	bool notify;		/* syslog the C-PS's reachability */
+};
+
+/* [subordinate "ID"]: a C-SMA whose metric records this one aggregates. */
+struct sma_cfg_sub {
+	char *sma_id;
+	char **cs_ids;		/* CS-IDs it may advertise ("*": any) */
+	size_t ncs_ids;
+};
+
 enum sma_auth_mode { SMA_AUTH_TOKEN, SMA_AUTH_NONE };
 enum sma_anomaly { SMA_ANOMALY_FLAG, SMA_ANOMALY_QUARANTINE };
 
@@ -108,10 +166,20 @@ struct sma_conf {
 	uint64_t backoff_max_ms;
 	char *ca_file;
 
+	struct sma_pol_conf pol;
+	struct sma_uc_conf uc;
+	struct sma_nb_conf nb;
+
+	/* [hierarchy] */
+	char *sub_keys;		/* keyring of subordinate C-SMAs */
+	uint64_t sub_window_ms;	/* their timestamp window, +/- */
+
 	struct sma_cfg_sci *scis;
 	size_t nscis;
 	struct sma_cfg_svc *svcs;
 	size_t nsvcs;
+	struct sma_cfg_sub *subs;
+	size_t nsubs;
 	struct cats_htab sci_index;	/* scis by CSCI-ID */
 };
 
@@ -181,6 +249,12 @@ enum {
 
 struct sma_svc;
 
+/* Where an imported entry comes from (interned by the core). */
+struct sma_origin {
+	struct sma_origin *next;
+	char *site, *egress;	/* may be NULL */
+};
+
 /*
  * One SCI's cache entry.  Identity (csci_id, svc) is the hard part; the
  * metrics, health and times are soft state.  Read-only outside the core.
@@ -229,6 +303,11 @@ struct sma_entry {
 	uint8_t tok_cti[CATS_TOKEN_CTI_LEN];
 	uint64_t tok_exp;	/* seconds */
 	uint8_t *tok_cnf;	/* Ed25519 key reports must be signed with */
+	/* [policy] ema: the averages in thousandths, once started. */
+	uint8_t ema_init;	/* bit 0 GAS, bit 1 computing time */
+	uint64_t ema_gas, ema_ct;
+	/* Imported from a subordinate C-SMA: its site and egress. */
+	const struct sma_origin *origin;
 	char csci_id[];
 };
 
@@ -272,6 +351,7 @@ enum sma_wd_reason {
 	SMA_WD_EVICTED,		/* LRU eviction (cache full) */
 	SMA_WD_EXPIRED,		/* restored state too old (cron mode) */
 	SMA_WD_MOVED,		/* the SCI now reports for another CS-ID */
+	SMA_WD_WITHDRAWN,	/* a subordinate C-SMA withdrew it */
 };
 extern const char *const sma_wd_names[];
 
@@ -400,6 +480,22 @@ const struct sma_qitem *sma_quarantine(const struct sma *s, size_t *n);
  */
 int sma_quarantine_release(struct sma *s, uint64_t id, uint64_t now);
 int sma_quarantine_drop(struct sma *s, uint64_t id);
+
+/* ---- hierarchical aggregation (000 §11) ---- */
+
+/*
+ * Take an entry a subordinate C-SMA advertised (already authenticated and
+ * ordered by the caller) into the cache as it is: health, state and metrics
+ * are the subordinate's, the TTL is its ttl_ms (else the configured one),
+ * site and egress (NULL: none) travel with the entry.  Events as for a
+ * report.  Returns 0, or -1 when the cache refuses it (a CS-ID too many).
+ */
+int sma_import(struct sma *s, const struct cats_entry *e, const char *site,
+    const char *egress, uint64_t now);
+/* The soft state of an imported entry was refreshed. */
+void sma_import_refresh(struct sma *s, const char *csci_id, uint64_t now);
+/* Remove an entry (a withdrawal with reason); 0 if there was none. */
+int sma_remove(struct sma *s, const char *csci_id, int reason, uint64_t now);
 
 /* ---- persisting soft state (cron mode) ---- */
 

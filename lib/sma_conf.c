@@ -48,6 +48,45 @@ sma_conf_defaults(struct sma_conf *c)
 	c->pull_timeout_ms = 5000;
 	c->stall_ms = 30000;
 	c->backoff_max_ms = 60000;
+	c->pol.gas_factor_ppm = 1000000;
+	c->pol.ema_alpha_ppm = 300000;
+	c->uc.control = true;
+	c->uc.gas_ppm = 100000;
+	c->uc.gas_abs = 50;
+	c->uc.ct_ppm = 200000;
+	c->uc.heartbeat_ms = 60000;
+	c->uc.jitter_ppm = 100000;
+	c->uc.refresh = SMA_REFRESH_AUTO;
+	c->uc.full_every = 10;
+	c->uc.min_interval_ms = 5000;
+	c->uc.rate_milli = 10000;
+	c->uc.burst = 20;
+	c->uc.damp = SMA_DAMP_ON;
+	c->uc.damp_penalty = 1000;
+	c->uc.damp_suppress = 2000;
+	c->uc.damp_reuse = 750;
+	c->uc.damp_max = 6000;
+	c->uc.damp_half_life_ms = 60000;
+	c->uc.batch_ms = 100;
+	c->uc.batch_max = 256;
+	c->uc.load_ppm = 500000;
+	c->nb.timeout_ms = 10000;
+	c->nb.backoff_min_ms = 1000;
+	c->nb.backoff_max_ms = 60000;
+	c->nb.jitter_ppm = 200000;
+	c->nb.queue_max = 10000;
+	c->nb.max_post = 1u << 20;
+	c->nb.stats_interval_ms = 10000;
+	c->nb.notify = true;
+	c->sub_window_ms = 30000;
+}
+
+static void
+free_list(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
 }
 
 void
@@ -61,6 +100,18 @@ sma_conf_free(struct sma_conf *c)
 	free(c->issuers);
 	free(c->revoked);
 	free(c->ca_file);
+	free(c->pol.rules);
+	free_list(c->nb.fallback, c->nb.nfallback);
+	free(c->nb.key);
+	free(c->nb.ps_keys);
+	free_list(c->nb.authorized, c->nb.nauthorized);
+	free(c->nb.prometheus);
+	free(c->sub_keys);
+	for (size_t i = 0; i < c->nsubs; i++) {
+		free(c->subs[i].sma_id);
+		free_list(c->subs[i].cs_ids, c->subs[i].ncs_ids);
+	}
+	free(c->subs);
 	for (size_t i = 0; i < c->nscis; i++) {
 		free(c->scis[i].csci_id);
 		free(c->scis[i].cs_id);
@@ -242,6 +293,51 @@ set_url(struct ctx *x, char **dst)
 	return set_str(x, dst, 4000);
 }
 
+static int
+set_bool(struct ctx *x, bool *dst)
+{
+	char why[160];
+	if (cats_parse_bool(x->e->val, dst, why, sizeof(why)) < 0)
+		return bad(x, why);
+	return 0;
+}
+
+/* A list of identifiers separated by spaces or commas (replaces). */
+static int
+set_list(struct ctx *x, char ***dst, size_t *n, size_t max)
+{
+	char *copy = strdup(x->e->val), *save = NULL;
+	char **v = NULL;
+	size_t k = 0;
+	if (copy == NULL)
+		return bad(x, "out of memory");
+	for (char *t = strtok_r(copy, " \t,", &save); t != NULL;
+	    t = strtok_r(NULL, " \t,", &save)) {
+		size_t len = strlen(t);
+		bool ok = len > 0 && len <= CATS_ID && k < max;
+		for (const char *p = t; ok && *p; p++)
+			ok = (unsigned char)*p > 0x20 && *p != '"' && *p != 0x7f;
+		char **nv = ok ? realloc(v, (k + 1) * sizeof(*v)) : NULL;
+		if (nv == NULL || (nv[k] = strdup(t)) == NULL) {
+			if (nv != NULL)
+				v = nv;
+			free_list(v, k);
+			free(copy);
+			return bad(x, ok ? "out of memory" : "expected "
+			    "identifiers of 1 to 128 bytes");
+		}
+		v = nv;
+		k++;
+	}
+	free(copy);
+	if (k == 0)
+		return bad(x, "expected a list of identifiers");
+	free_list(*dst, *n);
+	*dst = v;
+	*n = k;
+	return 0;
+}
+
 /* ---- sections ---- */
 
 static int
@@ -400,6 +496,185 @@ http_key(struct ctx *x, struct sma_conf *c)
 }
 
 static int
+policy_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key;
+	struct sma_pol_conf *p = &c->pol;
+	if (strcmp(k, "rules") == 0)
+		return set_str(x, &p->rules, 4000);
+	if (strcmp(k, "safety-margin") == 0) {
+		uint64_t m;
+		if (set_ppm(x, &m, 1000000) < 0)
+			return -1;
+		p->gas_factor_ppm = 1000000 - m;
+		return 0;
+	}
+	if (strcmp(k, "gas-factor") == 0)
+		return set_ppm(x, &p->gas_factor_ppm, 1000000);
+	if (strcmp(k, "comp-time-floor") == 0) {
+		p->has_ct_floor = true;
+		return set_ms(x, &p->ct_floor, 0, CATS_U32);
+	}
+	if (strcmp(k, "comp-time-ceiling") == 0) {
+		p->has_ct_ceiling = true;
+		return set_ms(x, &p->ct_ceiling, 0, CATS_U32);
+	}
+	if (strcmp(k, "ema") == 0)
+		return set_bool(x, &p->ema);
+	if (strcmp(k, "ema-alpha") == 0) {
+		if (set_ppm(x, &p->ema_alpha_ppm, 1000000) < 0)
+			return -1;
+		if (p->ema_alpha_ppm == 0)
+			return bad(x, "alpha 0 would never move");
+		return 0;
+	}
+	return bad(x, "unknown key");
+}
+
+static int
+update_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key, *v = x->e->val;
+	struct sma_uc_conf *u = &c->uc;
+	if (strcmp(k, "control") == 0)
+		return set_bool(x, &u->control);
+	if (strcmp(k, "gas-threshold") == 0)
+		return set_ppm(x, &u->gas_ppm, 1000000000);
+	if (strcmp(k, "gas-threshold-abs") == 0)
+		return set_u64(x, &u->gas_abs, 0, CATS_U32);
+	if (strcmp(k, "comp-time-threshold") == 0)
+		return set_ppm(x, &u->ct_ppm, 1000000000);
+	if (strcmp(k, "heartbeat") == 0)
+		return set_ms(x, &u->heartbeat_ms, 0, 86400000);
+	if (strcmp(k, "heartbeat-jitter") == 0)
+		return set_ppm(x, &u->jitter_ppm, 500000);
+	if (strcmp(k, "refresh") == 0) {
+		if (strcmp(v, "auto") == 0)
+			u->refresh = SMA_REFRESH_AUTO;
+		else if (strcmp(v, "on") == 0)
+			u->refresh = SMA_REFRESH_ON;
+		else if (strcmp(v, "off") == 0)
+			u->refresh = SMA_REFRESH_OFF;
+		else
+			return bad(x, "expected auto, on or off");
+		return 0;
+	}
+	if (strcmp(k, "full-every") == 0)
+		return set_u64(x, &u->full_every, 1, 1000000);
+	if (strcmp(k, "min-interval") == 0)
+		return set_ms(x, &u->min_interval_ms, 0, 86400000);
+	if (strcmp(k, "rate") == 0) {
+		uint64_t ppm;
+		char why[160];
+		if (cats_parse_ppm(v, UINT64_C(1000000000000), &ppm, why,
+		    sizeof(why)) < 0)
+			return bad(x, why);
+		u->rate_milli = ppm / 1000;
+		if (ppm > 0 && u->rate_milli == 0)
+			return bad(x, "a rate below 0.001 a second");
+		return 0;
+	}
+	if (strcmp(k, "burst") == 0)
+		return set_u64(x, &u->burst, 1, 1000000);
+	if (strcmp(k, "dampening") == 0) {
+		if (strcmp(v, "on") == 0)
+			u->damp = SMA_DAMP_ON;
+		else if (strcmp(v, "off") == 0)
+			u->damp = SMA_DAMP_OFF;
+		else if (strcmp(v, "observe") == 0)
+			u->damp = SMA_DAMP_OBSERVE;
+		else
+			return bad(x, "expected on, off or observe");
+		return 0;
+	}
+	if (strcmp(k, "damp-penalty") == 0)
+		return set_u64(x, &u->damp_penalty, 1, 1000000);
+	if (strcmp(k, "damp-suppress") == 0)
+		return set_u64(x, &u->damp_suppress, 1, 1000000);
+	if (strcmp(k, "damp-reuse") == 0)
+		return set_u64(x, &u->damp_reuse, 1, 1000000);
+	if (strcmp(k, "damp-max") == 0)
+		return set_u64(x, &u->damp_max, 1, 1000000);
+	if (strcmp(k, "damp-half-life") == 0)
+		return set_ms(x, &u->damp_half_life_ms, 1, 86400000);
+	if (strcmp(k, "batch") == 0)
+		return set_ms(x, &u->batch_ms, 0, 60000);
+	if (strcmp(k, "batch-max") == 0)
+		return set_u64(x, &u->batch_max, 1, 256);
+	if (strcmp(k, "load") == 0)
+		return set_ppm(x, &u->load_ppm, 1000000);
+	return bad(x, "unknown key");
+}
+
+static int
+northbound_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key;
+	struct sma_nb_conf *n = &c->nb;
+	if (strcmp(k, "fallback") == 0) {
+		if (n->nfallback >= 16)
+			return bad(x, "at most 16 fallback URLs");
+		char *u = NULL;
+		if (set_url(x, &u) < 0)
+			return -1;
+		char **v = realloc(n->fallback, (n->nfallback + 1) *
+		    sizeof(*v));
+		if (v == NULL) {
+			free(u);
+			return bad(x, "out of memory");
+		}
+		n->fallback = v;
+		n->fallback[n->nfallback++] = u;
+		return 0;
+	}
+	if (strcmp(k, "key") == 0)
+		return set_str(x, &n->key, 4000);
+	if (strcmp(k, "ps-keys") == 0)
+		return set_str(x, &n->ps_keys, 4000);
+	if (strcmp(k, "timeout") == 0)
+		return set_ms(x, &n->timeout_ms, 100, 86400000);
+	if (strcmp(k, "backoff-min") == 0)
+		return set_ms(x, &n->backoff_min_ms, 1, 86400000);
+	if (strcmp(k, "backoff-max") == 0)
+		return set_ms(x, &n->backoff_max_ms, 1, 86400000);
+	if (strcmp(k, "backoff-jitter") == 0)
+		return set_ppm(x, &n->jitter_ppm, 500000);
+	if (strcmp(k, "queue-max") == 0)
+		return set_u64(x, &n->queue_max, 1, 10000000);
+	if (strcmp(k, "max-post") == 0)
+		return set_size(x, &n->max_post, 65536, 1u << 30);
+	if (strcmp(k, "authorized") == 0)
+		return set_list(x, &n->authorized, &n->nauthorized, 4096);
+	if (strcmp(k, "prometheus") == 0)
+		return set_str(x, &n->prometheus, 4000);
+	if (strcmp(k, "stats-interval") == 0)
+		return set_ms(x, &n->stats_interval_ms, 100, 86400000);
+	if (strcmp(k, "notify") == 0) {
+		if (strcmp(x->e->val, "syslog") == 0) {
+			n->notify = true;
+			return 0;
+		}
+		if (strcmp(x->e->val, "none") == 0) {
+			n->notify = false;
+			return 0;
+		}
+		return bad(x, "expected syslog or none");
+	}
+	return bad(x, "unknown key");
+}
+
+static int
+hierarchy_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key;
+	if (strcmp(k, "keys") == 0)
+		return set_str(x, &c->sub_keys, 4000);
+	if (strcmp(k, "window") == 0)
+		return set_ms(x, &c->sub_window_ms, 0, 86400000);
+	return bad(x, "unknown key");
+}
+
+static int
 sci_key(struct ctx *x, struct sma_cfg_sci *s)
 {
 	const char *k = x->e->key;
@@ -462,7 +737,8 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		int rc;
 		x.e = e;
 		if (e->arg[0] && strcmp(sec, "sci") != 0 &&
-		    strcmp(sec, "service") != 0) {
+		    strcmp(sec, "service") != 0 &&
+		    strcmp(sec, "subordinate") != 0) {
 			bad(&x, "this section takes no argument");
 			goto fail;
 		}
@@ -478,6 +754,41 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 			rc = cache_key(&x, c);
 		} else if (strcmp(sec, "http") == 0) {
 			rc = http_key(&x, c);
+		} else if (strcmp(sec, "policy") == 0) {
+			rc = policy_key(&x, c);
+		} else if (strcmp(sec, "update") == 0) {
+			rc = update_key(&x, c);
+		} else if (strcmp(sec, "northbound") == 0) {
+			rc = northbound_key(&x, c);
+		} else if (strcmp(sec, "hierarchy") == 0) {
+			rc = hierarchy_key(&x, c);
+		} else if (strcmp(sec, "subordinate") == 0) {
+			if (check_arg(cf, e, "subordinate", err, errlen) < 0)
+				goto fail;
+			struct sma_cfg_sub *s = NULL;
+			for (size_t j = 0; j < c->nsubs; j++)
+				if (strcmp(c->subs[j].sma_id, e->arg) == 0)
+					s = &c->subs[j];
+			if (s == NULL) {
+				void *v = realloc(c->subs, (c->nsubs + 1) *
+				    sizeof(*c->subs));
+				if (v == NULL) {
+					bad(&x, "out of memory");
+					goto fail;
+				}
+				c->subs = v;
+				s = &c->subs[c->nsubs++];
+				memset(s, 0, sizeof(*s));
+				if ((s->sma_id = strdup(e->arg)) == NULL) {
+					bad(&x, "out of memory");
+					goto fail;
+				}
+			}
+			if (strcmp(e->key, "cs-ids") != 0) {
+				bad(&x, "unknown key (cs-ids)");
+				goto fail;
+			}
+			rc = set_list(&x, &s->cs_ids, &s->ncs_ids, 4096);
 		} else if (strcmp(sec, "sci") == 0) {
 			if (check_arg(cf, e, "sci", err, errlen) < 0)
 				goto fail;
@@ -537,9 +848,24 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		why = "[auth] mode = token needs issuers = KEYRING";
 	else if (c->interval_ms > c->max_interval_ms)
 		why = "interval above max-interval";
+	else if (c->uc.damp_reuse >= c->uc.damp_suppress ||
+	    c->uc.damp_suppress > c->uc.damp_max)
+		why = "[update] needs damp-reuse < damp-suppress <= damp-max";
+	else if (c->nb.backoff_min_ms > c->nb.backoff_max_ms)
+		why = "[northbound] backoff-min above backoff-max";
+	else if (c->pol.has_ct_floor && c->pol.has_ct_ceiling &&
+	    c->pol.ct_floor > c->pol.ct_ceiling)
+		why = "[policy] comp-time-floor above comp-time-ceiling";
+	else if (c->pol.ema && c->smoothing > 1)
+		why = "[policy] ema and [validate] smoothing exclude each other";
+	else if (c->nsubs > 0 && c->sub_keys == NULL)
+		why = "[subordinate] sections need [hierarchy] keys = KEYRING";
 	for (size_t j = 0; why == NULL && j < c->nscis; j++)
 		if (c->scis[j].pull_interval_ms && c->scis[j].pull == NULL)
 			why = "an [sci] with pull-interval needs pull = URL";
+	for (size_t j = 0; why == NULL && j < c->nsubs; j++)
+		if (c->subs[j].ncs_ids == 0)
+			why = "a [subordinate] needs cs-ids = LIST (or *)";
 	if (why != NULL) {
 		snprintf(err, errlen, "%s: %s", cf->path, why);
 		goto fail;

@@ -14,7 +14,7 @@ setup() {
 replay() {
 	local n=$1
 	cat "$D/base.conf" > "$W/$n.conf"
-	[ -f "$D/$n.conf" ] && cat "$D/$n.conf" >> "$W/$n.conf"
+	[ -f "$D/$n.conf" ] && sed "s|@D@|$D|g" "$D/$n.conf" >> "$W/$n.conf"
 	local args=""
 	[ -f "$D/$n.args" ] && args=$(cat "$D/$n.args")
 	enc "$D/$n.jsonl" > "$W/$n.cbor"
@@ -251,4 +251,215 @@ usage_words() {
 	tail -1 "$W/err" | jq -e '.type == "stats" and
 	    .counters.reports == 6 and .counters.accepted == 3 and
 	    .counters.rejected_sequence == 3'
+}
+
+# ---- the update controller (000 7.2, 7.3, 9.1, 9.2): one fixture per
+# trigger and suppression rule; each expected output was checked by hand
+# (the numbers below are the ones to check).
+
+# "op ts-offset csci gas" lines of fixture $1's entries.
+adverts() {
+	jq -r '(.ts - 1700000000000) as $t | .op as $o | (.entries // [])[] |
+	    "\($o) \($t) \(.csci_id) \(.health) \(.state) \(.gas)"' "$W/$1.out"
+}
+
+@test "sma uc: thresholds: GAS > 10 % or > 50, computing time > 20 %, security level" {
+	replay uc_threshold
+	run adverts uc_threshold
+	# A: 400 discovered, 420 confirmed (state change), 440 is 4.8 % of
+	# 420: nothing; 470 is 11.9 %: sent; 480 (2 %) with computing time
+	# 11 (10 %): nothing; 13 is 30 % of 10: sent; security 3 -> 4: sent.
+	[[ "${lines[0]}" == "delta 0 10.0.0.1:80 HEALTHY ACTIVE 400" ]]
+	[[ "${lines[2]}" == "delta 1000 10.0.0.1:80 HEALTHY HEALTHY 420" ]]
+	[[ "${lines[4]}" == "delta 3000 10.0.0.1:80 HEALTHY HEALTHY 470" ]]
+	sed -n 10p "$W/uc_threshold.out" | jq -e '.ts == 1700000005000 and
+	    .entries[0].comp_time_ms == 13'
+	sed -n 12p "$W/uc_threshold.out" | jq -e '.ts == 1700000006000 and
+	    .entries[0].security_level == 4'
+	# B: 1040 -> 1080 (40, 3.8 %): nothing; 1100 (60 > 50): sent.
+	[[ "${lines[3]}" == "delta 1010 10.0.0.2:80 HEALTHY HEALTHY 1040" ]]
+	[[ "${lines[5]}" == "delta 3010 10.0.0.2:80 HEALTHY HEALTHY 1100" ]]
+	# Health change: at once.  B stops: STALE, then a withdrawal.
+	[[ "${lines[9]}" == "delta 7000 10.0.0.1:80 DEGRADED HEALTHY 480" ]]
+	[[ "${lines[7]}" == "delta 5010 10.0.0.2:80 HEALTHY STALE 1100" ]]
+	[[ "${lines[10]}" == "withdraw 7010 10.0.0.2:80 UNHEALTHY FAILED 0" ]]
+	[ "${#lines[@]}" -eq 13 ]
+	# The site aggregate has the same thresholds: 1460 -> 1520 alone.
+	sed -n 6p "$W/uc_threshold.out" | jq -e '(.entries | length) == 0 and
+	    .sites[0].gas == 1520'
+}
+
+@test "sma uc: minimum interval: routine updates 5 s apart, the latest value; critical ones at once" {
+	replay uc_interval
+	run adverts uc_interval
+	# Confirmed at +1 s; 500 (+2 s) and 560 (+3 s) wait for +6 s: 560.
+	[[ "${lines[1]}" == "delta 1000 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
+	[[ "${lines[2]}" == "delta 6000 10.0.0.1:80 HEALTHY HEALTHY 560" ]]
+	# DEGRADED at +7 s leaves at once, with the GAS of then (700).
+	[[ "${lines[3]}" == "delta 7000 10.0.0.1:80 DEGRADED HEALTHY 700" ]]
+	# 800 at +8 s waits for 7 + 5 = 12 s.
+	[[ "${lines[4]}" == "delta 12000 10.0.0.1:80 DEGRADED HEALTHY 800" ]]
+	[ "${#lines[@]}" -eq 5 ]
+}
+
+@test "sma uc: heartbeat every 10 s +/- 10 %: refresh, refresh, full heartbeat" {
+	replay uc_heartbeat
+	run jq -r 'select(.op == "refresh" or .op == "heartbeat") |
+	    "\(.op) \(.ts - 1700000000000)"' "$W/uc_heartbeat.out"
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[0]}" == "refresh "* && "${lines[1]}" == "refresh "* &&
+	    "${lines[2]}" == "heartbeat "* ]]
+	local prev=0 t
+	for l in "${lines[@]}"; do
+		t=${l#* }
+		[ $((t - prev)) -ge 9000 ] && [ $((t - prev)) -le 11000 ]
+		prev=$t
+	done
+	# Jittered, not exactly 10 s.
+	[ "${lines[0]}" != "refresh 10000" ]
+	# The full heartbeat carries every entry and site.
+	tail -1 "$W/uc_heartbeat.out" | jq -e '(.entries | length) == 1 and
+	    (.sites | length) == 1 and .part == 1 and .parts == 1'
+}
+
+@test "sma uc: maintenance window: routine updates held, critical ones pass, release at the end" {
+	replay uc_window
+	run adverts uc_window
+	[[ "${lines[2]}" == "delta 2000 10.0.0.1:80 HEALTHY HEALTHY 500" ]]
+	# 600 (+3 s) and 700 (+4 s) are inside the window: held.  DEGRADED at
+	# +5 s passes (with 700); 800 at +6 s waits for the end at +8 s.
+	[[ "${lines[3]}" == "delta 5000 10.0.0.1:80 DEGRADED HEALTHY 700" ]]
+	[[ "${lines[4]}" == "delta 8000 10.0.0.1:80 DEGRADED HEALTHY 800" ]]
+	[ "${#lines[@]}" -eq 5 ]
+}
+
+@test "sma uc: dampening: a flapping entry is suppressed, degradations pass, reuse after decay" {
+	replay uc_damp
+	run adverts uc_damp
+	# Penalties: +2 s 1000; +3 s 1000 x 2^-0.1 + 1000 = 1933; +4 s 2804
+	# >= 2000: damped (DEGRADED still sent, it is worse).
+	[[ "${lines[2]}" == "delta 2000 10.0.0.1:80 DEGRADED HEALTHY 400" ]]
+	[[ "${lines[3]}" == "delta 3000 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
+	[[ "${lines[4]}" == "delta 4000 10.0.0.1:80 DEGRADED HEALTHY 400" ]]
+	# HEALTHY at +5 s and +7 s is held; the penalty at +7 s (5081) falls
+	# below 750 after 10 s x log2(5081/750) = 27.6 s: HEALTHY at +34.6 s.
+	[[ "${lines[5]}" == "delta 34602 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
+	[ "${#lines[@]}" -eq 6 ]
+	grep -q 'event=damp csci=10.0.0.1:80 penalty=2804 action=suppress' \
+	    "$W/uc_damp.err"
+	grep -q 'ts=1700000034602 event=damp csci=10.0.0.1:80 penalty=750 action=reuse' \
+	    "$W/uc_damp.err"
+}
+
+@test "sma uc: dampening observe-only: penalties computed and audited, nothing held" {
+	replay uc_damp_observe
+	run adverts uc_damp_observe
+	[ "${#lines[@]}" -eq 8 ]
+	[[ "${lines[5]}" == "delta 5000 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
+	[[ "${lines[7]}" == "delta 7000 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
+	grep -q 'event=damp csci=10.0.0.1:80 penalty=2804 action=observe' \
+	    "$W/uc_damp_observe.err"
+	! grep -q 'action=suppress' "$W/uc_damp_observe.err"
+}
+
+@test "sma uc: token bucket: 1 record/s, bursts of 2; critical updates pass" {
+	replay uc_bucket
+	# Discovery and confirmation (critical): at once.  The four +20 %
+	# changes at +2 s: two tokens; the other two wait for the next token
+	# at +3 s and leave in one record.
+	run jq -r 'select(.ts >= 1700000002000) | "\(.ts - 1700000000000) \([.entries[].csci_id] | join(","))"' "$W/uc_bucket.out"
+	[ "${lines[0]}" = "2000 10.0.0.1:80" ]
+	[ "${lines[1]}" = "2010 10.0.0.2:80" ]
+	[ "${lines[2]}" = "3000 10.0.0.3:80,10.0.0.4:80" ]
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(grep -c '"op":"delta"' "$W/uc_bucket.out")" -eq 11 ]
+}
+
+@test "sma uc: batching: routine updates of 200 ms in one record; critical before routine" {
+	replay uc_batch
+	run jq -r 'select(.ts >= 1700000003000) | "\(.ts - 1700000000000) \([.entries[].csci_id] | join(","))"' "$W/uc_batch.out"
+	# +3.0, +3.05 and +3.15 s: one record at +3.2 s.
+	[ "${lines[0]}" = "3200 10.0.0.1:80,10.0.0.2:80,10.0.0.3:80" ]
+	# A's routine change at +5 s waits for its batch; B's DEGRADED at
+	# +5.1 s goes first.
+	[ "${lines[1]}" = "5100 10.0.0.2:80" ]
+	[ "${lines[2]}" = "5200 10.0.0.1:80" ]
+	[ "${#lines[@]}" -eq 3 ]
+}
+
+@test "sma uc: policy: the examples of 7.1 and 7.2 with hand-computed results" {
+	replay uc_policy
+	ent2() { sed -n "${1}p" "$W/uc_policy.out" | jq -r ".entries[$2] |
+	    \"\(.gas) \(.comp_time_ms) \(.price) \(.security_level)\""; }
+	# A: GAS 100, EMA starts at 100, x 0.8 = 80; computing time 0 -> 1
+	# (floor); price 150 > 100 -> 100; Site_GAS 100 is not < 100.
+	[ "$(ent2 2 0)" = "80 1 100 3" ]
+	# B: 50 x 0.8 = 40, price 100 stays.
+	[ "$(ent2 3 0)" = "40 5 100 3" ]
+	# A: EMA 0.3 x 200 + 0.7 x 100 = 130 -> 104; 0.3 x 20000 = 6000.
+	[ "$(ent2 4 0)" = "104 6000 100 3" ]
+	# EMA 151 -> 120.8 -> 120; 0.3 x 20000 + 0.7 x 6000 = 10200 -> 10000.
+	[ "$(ent2 6 0)" = "120 10000 100 3" ]
+	# GAS 20: EMA 111.7 -> 112 -> 89; then 84.19 -> 84: Site_GAS 84 <
+	# 100: SET Security_Level = 5 on both SCIs of the site; 84 x 0.8 = 67.
+	[ "$(ent2 7 0)" = "89 10000 100 3" ]
+	[ "$(ent2 8 0)" = "67 10000 100 5" ]
+	[ "$(ent2 8 1)" = "0 5 100 5" ]
+	# DEGRADED: EMA 64.9 -> 65, REDUCE BY 50 % -> 32, x 0.8 -> 25.
+	[ "$(ent2 9 0)" = "25 10000 100 5" ]
+	# The site aggregates the transformed values: 80 + 40, and the
+	# GAS-weighted computing time (80 x 1 + 40 x 5) / 120 = 2.
+	sed -n 3p "$W/uc_policy.out" | jq -e '.sites[0].gas == 120 and
+	    .sites[0].comp_time_ms == 2'
+}
+
+@test "sma uc: a bad rule file is refused with file:line:column, exit 78" {
+	cat "$D/base.conf" > "$W/c.conf"
+	printf 'IF Price > 100 THEN SET Price = 100;\nIF Site_GAS < THEN SUPPRESS_UPDATES;\n' > "$W/bad.rules"
+	printf '[policy]\nrules = %s\n' "$W/bad.rules" >> "$W/c.conf"
+	run cats-sma -c "$W/c.conf" --replay < /dev/null
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"bad.rules:2:15: expected a metric or a value, found 'THEN'"* ]]
+	[[ "$output" == *"event=config-refused"* ]]
+}
+
+@test "sma: hierarchy in replay: a domain C-SMA aggregates two sites per CS-ID, each entry keeps its site and egress" {
+	cd "$W"
+	cats-key psk -n site-a -o sa.psk
+	cats-key psk -n site-b -o sb.psk
+	cat sa.psk sb.psk > subs.ring
+	chmod 600 subs.ring
+	for s in a b; do
+		{ sed -e "s/^id = .*/id = site-$s/" -e "s/^site = .*/site = site-$s/" \
+		    -e "s/^egress = .*/egress = EF-$s/" "$D/base.conf"
+		  printf '[timing]\ninterval = 10s\n[northbound]\nkey = %s\n' "$W/s$s.psk"; } > $s.conf
+	done
+	rep() { echo "{\"type\":\"sci-report\",\"csci_id\":\"$1\",\"cs_id\":\"$2\",\"seq\":$3,\"ts\":$((1700000000000 + $4)),\"health\":\"HEALTHY\",\"gas\":$5,\"comp_time_ms\":$6,\"locator\":\"192.0.2.$3\"}"; }
+	{ rep a1 ARS 1 0 400 5; rep a1 ARS 2 1000 400 5; } | enc |
+	    cats-sma -c a.conf --replay --epoch 1 > a.cbor 2>/dev/null
+	{ rep b1 ARS 1 2000 600 10; rep b1 ARS 2 3000 600 10; rep b2 VRS 1 3500 9 1; } |
+	    enc | cats-sma -c b.conf --replay --epoch 1 > b.cbor 2>/dev/null
+	# The site records are MAC'd and carry nonces.
+	dec < a.cbor | jq -e -s 'all(.nonce > 0 and .auth != null)'
+	{ sed "s/^id = .*/id = domain/; s/^site = .*/site = dom/; /^egress/d" \
+	    "$D/base.conf"
+	  printf '[hierarchy]\nkeys = %s\n' "$W/subs.ring"
+	  printf '[subordinate "site-a"]\ncs-ids = ARS\n'
+	  printf '[subordinate "site-b"]\ncs-ids = ARS\n'; } > dom.conf
+	cat a.cbor b.cbor | cats-sma -c dom.conf --replay --epoch 1 \
+	    > dom.cbor 2> dom.err
+	dec < dom.cbor > dom.out
+	# Every SCI with the site and egress it came from.
+	jq -e -s '[.[] | .entries[]? | select(.csci_id == "a1")] | last |
+	    .site == "site-a" and .egress == "EF-a" and .gas == 400' dom.out
+	jq -e -s '[.[] | .entries[]? | select(.csci_id == "b1")] | last |
+	    .site == "site-b" and .egress == "EF-b" and .gas == 600' dom.out
+	# The domain's aggregate per CS-ID: 400 + 600, computing time
+	# GAS-weighted (400 x 5 + 600 x 10) / 1000 = 8, both healthy.
+	jq -e -s '[.[] | .sites[]? | select(.cs_id == "ARS")] | last |
+	    .gas == 1000 and .comp_time_ms == 8 and .healthy == 2 and
+	    .total == 2' dom.out
+	# site-b may not advertise VRS: refused, audited, not in the cache.
+	grep -q 'event=ingest-refused sma=site-b .*may not advertise CS-ID VRS' dom.err
+	! grep -q '"b2"' dom.out
 }

@@ -1,0 +1,264 @@
+/*
+ * test_sma_uc.c - the update controller beyond the replay fixtures:
+ * selective reporting under load, CS-IDs the C-PS may not receive, refresh
+ * when the C-PS takes it, draining, held values in heartbeats, the
+ * advertised view, withdrawals of saved entries, renumbering, seeding.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sma_uc.h"
+#include "t.h"
+
+#define T0 UINT64_C(1700000000000)
+
+struct out {
+	int op, kind;
+	uint64_t seq;
+	size_t n, next;		/* entries, extensions of the first */
+	uint64_t gas;		/* of the first entry */
+	char csci[64], cs[16];
+	size_t nsites;
+};
+static struct out outs[256];
+static size_t nouts;
+
+static int
+emit(void *arg, const struct cats_rec *r, int kind)
+{
+	(void)arg;
+	const struct cats_metric *m = &r->u.metric;
+	struct out *o = &outs[nouts++ % 256];
+	memset(o, 0, sizeof(*o));
+	o->op = m->op;
+	o->kind = kind;
+	o->seq = m->seq;
+	o->n = m->entries.n;
+	o->nsites = m->sites.n;
+	if (m->entries.n > 0) {
+		o->next = m->entries.v[0].ext.n;
+		o->gas = m->entries.v[0].gas;
+		snprintf(o->csci, sizeof(o->csci), "%s", m->entries.v[0].csci_id);
+		snprintf(o->cs, sizeof(o->cs), "%s", m->entries.v[0].cs_id);
+	}
+	return 0;
+}
+
+static struct sma_conf *
+conf_text(const char *text)
+{
+	static struct sma_conf c;
+	struct cats_conf cf;
+	char err[300];
+	sma_conf_free(&c);
+	if (cats_conf_parse(&cf, "t.conf", text, strlen(text), err,
+	    sizeof(err)) < 0 || sma_conf_from(&c, &cf, err, sizeof(err)) < 0) {
+		printf("# conf: %s\n", err);
+		exit(1);
+	}
+	cats_conf_free(&cf);
+	return &c;
+}
+
+static struct sma *core;
+static struct sma_uc *uc;
+static struct sma_keys nokeys;
+
+static void
+setup(const char *text)
+{
+	sma_free(core);
+	sma_uc_free(uc);
+	const struct sma_conf *c = conf_text(text);
+	uc = sma_uc_new(c, NULL, 1, 0, emit, NULL);
+	core = sma_new(c, &nokeys, sma_uc_event, uc);
+	sma_uc_set_core(uc, core);
+	nouts = 0;
+}
+
+static void
+report(const char *csci, const char *cs, uint64_t seq, uint64_t t,
+    uint64_t gas, bool ext)
+{
+	struct cats_rec r;
+	struct sma_result res;
+	struct cats_kv kv = { "queue", 7 };
+	cats_rec_init(&r, CATS_T_SCI_REPORT);
+	r.u.sci.csci_id = csci;
+	r.u.sci.cs_id = cs;
+	r.u.sci.seq = seq;
+	r.u.sci.ts = T0 + t;
+	r.u.sci.health = CATS_HEALTHY;
+	CATS_SET(&r.u.sci, SCI, gas, gas);
+	CATS_SET(&r.u.sci, SCI, comp_time_ms, 5);
+	if (ext) {
+		r.u.sci.ext.v = &kv;
+		r.u.sci.ext.n = 1;
+	}
+	sma_tick(core, T0 + t);
+	sma_uc_tick(uc, T0 + t);
+	sma_report(core, &r, NULL, 0, NULL, T0 + t, &res);
+}
+
+static const struct out *
+last(void)
+{
+	return nouts ? &outs[(nouts - 1) % 256] : NULL;
+}
+
+#define BASE "[auth]\nmode = none\n[timing]\ninterval = 10s\nconfirm = 1\n" \
+	"[validate]\nhealthy-after = 1\n[update]\nmin-interval = 0\n" \
+	"batch = 0\nrate = 0\ndampening = off\nheartbeat = 0\n"
+
+static void
+selective(void)
+{
+	setup(BASE);
+	report("a", "ARS", 1, 0, 400, true);
+	T_OK(last()->kind == SMA_UC_CRITICAL && last()->next == 1,
+	    "discovery: critical, with the extension metrics");
+	sma_uc_set_load(uc, 600000);
+	report("a", "ARS", 2, 1000, 500, true);
+	T_OK(last()->kind == SMA_UC_ROUTINE && last()->gas == 500 &&
+	    last()->next == 0 && sma_uc_stats(uc)->omitted == 1,
+	    "under load (60 %% > 50 %%): a routine record without them");
+	sma_uc_set_load(uc, 100000);
+	report("a", "ARS", 3, 2000, 600, true);
+	T_OK(last()->next == 1, "load gone: back");
+}
+
+static void
+authorized(void)
+{
+	setup(BASE "[northbound]\nauthorized = ARS\n");
+	sma_uc_snapshot(uc, T0, CATS_OP_FULL);
+	report("a", "ARS", 1, 0, 400, false);
+	report("v", "VRS", 1, 10, 300, false);
+	T_OK(nouts == 2 && strcmp(last()->cs, "ARS") == 0 && last()->nsites == 1,
+	    "a VRS entry is not advertised to a C-PS that may only have ARS");
+	sma_uc_snapshot(uc, T0 + 100, CATS_OP_FULL);
+	T_OK(last()->op == CATS_OP_FULL && last()->n == 1 &&
+	    last()->nsites == 1 && sma_uc_count(uc) == 1,
+	    "nor in a snapshot; the view holds one entry");
+}
+
+static void
+refresh(void)
+{
+	setup(BASE "heartbeat = 10s\nheartbeat-jitter = 0\nfull-every = 3\n");
+	sma_uc_snapshot(uc, T0, CATS_OP_FULL);
+	report("a", "ARS", 1, 0, 400, false);
+	sma_uc_tick(uc, T0 + 10000);
+	T_OK(last()->op == CATS_OP_HEARTBEAT && last()->n == 1,
+	    "refresh auto, the C-PS said nothing: a heartbeat snapshot");
+	sma_uc_peer_refresh(uc, true);
+	sma_uc_tick(uc, T0 + 20000);
+	T_OK(last()->op == CATS_OP_REFRESH && last()->n == 0,
+	    "the C-PS takes refreshes: a refresh");
+	sma_uc_tick(uc, T0 + 30000);
+	T_OK(last()->op == CATS_OP_HEARTBEAT, "every third a full heartbeat");
+	T_OK(sma_uc_next_deadline(uc) == T0 + 40000, "next in 10 s (no "
+	    "jitter)");
+}
+
+static void
+drain_and_held(void)
+{
+	setup(BASE "batch = 10s\n");
+	report("a", "ARS", 1, 0, 400, false);
+	size_t n = nouts;
+	report("a", "ARS", 2, 1000, 800, false);
+	T_OK(nouts == n && sma_uc_stats(uc)->pending == 1, "a routine change "
+	    "waits for its batch");
+	sma_uc_drain(uc, T0 + 1500);
+	T_OK(nouts == n + 1 && last()->gas == 800, "drain: it leaves");
+
+	/* A held entry's heartbeat says what was advertised. */
+	char rules[] = "/tmp/test_sma_uc.XXXXXX";
+	int fd = mkstemp(rules);
+	const char *text = "IF TRUE THEN SUPPRESS_UPDATES;\n";
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		return;
+	close(fd);
+	char err[300];
+	struct sma_policy *p = sma_policy_load(rules, err, sizeof(err));
+	unlink(rules);
+	setup(BASE);
+	report("a", "ARS", 1, 0, 400, false);
+	sma_uc_set_policy(uc, p, T0 + 500);
+	report("a", "ARS", 2, 1000, 900, false);
+	T_OK(last()->gas == 400, "suppressed: 900 is not sent");
+	sma_uc_snapshot(uc, T0 + 2000, CATS_OP_HEARTBEAT);
+	T_OK(last()->op == CATS_OP_HEARTBEAT && last()->gas == 400,
+	    "the heartbeat carries the advertised 400, not 900");
+	sma_uc_set_policy(uc, NULL, T0 + 3000);
+	T_OK(last()->gas == 900 && sma_uc_stats(uc)->trig_policy >= 1,
+	    "a new (empty) policy: the Policy Change Trigger sends 900");
+}
+
+struct viewc {
+	size_t n;
+	uint64_t gas;
+};
+
+static void
+view_fn(void *arg, const struct cats_entry *e)
+{
+	struct viewc *v = arg;
+	v->n++;
+	v->gas += e->gas;
+}
+
+static void
+view_saved_renumber(void)
+{
+	setup(BASE);
+	report("a", "ARS", 1, 0, 400, false);
+	report("b", "ARS", 1, 10, 100, false);
+	report("b", "ARS", 2, 20, 105, false);	/* below the threshold */
+	struct viewc v = { 0, 0 };
+	sma_uc_view(uc, view_fn, &v);
+	T_OK(v.n == 2 && v.gas == 500, "the view: what was advertised "
+	    "(100, not the 105 below the threshold)");
+	struct cats_entry e;
+	memset(&e, 0, sizeof(e));
+	e.csci_id = "old";
+	e.cs_id = "ARS";
+	sma_uc_withdraw_saved(uc, &e, SMA_WD_EXPIRED, T0 + 100);
+	T_OK(last()->op == CATS_OP_WITHDRAW && strcmp(last()->csci, "old") ==
+	    0, "a saved entry withdrawn");
+	uint64_t s = sma_uc_seq(uc);
+	sma_uc_renumber(uc, s + 100);
+	report("a", "ARS", 2, 200, 900, false);
+	T_OK(last()->seq == s + 101, "renumbered above the C-PS's sequence");
+	sma_uc_renumber(uc, 3);
+	T_OK(sma_uc_seq(uc) == s + 101, "never backwards");
+
+	/* Seeding: the core's entries count as advertised. */
+	const struct sma_conf *c = conf_text(BASE);
+	struct sma_uc *u2 = sma_uc_new(c, core, 1, 0, emit, NULL);
+	size_t before = nouts;
+	sma_uc_seed(u2, T0 + 300);
+	T_OK(sma_uc_count(u2) == 2 && nouts == before, "seeded: 2 entries, "
+	    "nothing sent");
+	sma_uc_free(u2);
+}
+
+int
+main(void)
+{
+	cats_crypto_init();
+	cats_audit_open("none");
+	cats_log_verbosity(0);
+	selective();
+	authorized();
+	refresh();
+	drain_and_held();
+	view_saved_renumber();
+	sma_free(core);
+	sma_uc_free(uc);
+	return t_done();
+}
