@@ -380,8 +380,12 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 			memcpy(e->sids[i], sids->v[i].a, 16);
 		}
 		e->nsids = (unsigned)sids->n;
-		if (e->nsids == 0)
+		if (e->nsids == 0) {
+			/* Learned from the first forward packet (its outer
+			 * source): no outer header until then. */
 			*learn = true;
+			e->outer_af = 0;
+		}
 		break;
 	case CATS_DP_IPIP:
 		e->kind = CATS_ENC_IPIP;

@@ -248,6 +248,10 @@ test_egress_and_affinity(void)
 	    "\"restore_src\":\"203.0.113.100\",\"restore_port\":53}}");
 	T_OK(r != NULL && cats_fwd_apply(&t, r, 1, &b, &rel, &ev) == 0 &&
 	    b->egress && !b->ingress && b->renc_learn, "egress binding");
+	/* Nothing learned yet: the return path is unknown (not an SRv6
+	 * encapsulation without segments). */
+	T_OK(b->renc.kind == CATS_ENC_SRV6 && b->renc.nsids == 0 &&
+	    b->renc.outer_af == 0, "return tunnel not known before learning");
 	struct cats_fkey k;
 	memset(&k, 0, sizeof(k));
 	k.af = 4;
