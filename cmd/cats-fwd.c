@@ -600,7 +600,12 @@ send_request(struct cats_pend *p, const struct cats_pkt *pk, uint64_t now)
 		q->has |= UINT64_C(1) << CATS_REQ_tenant;
 	}
 	const struct cats_req_meta *m = &p->meta;
-	if (m->cs_id[0]) {
+	/*
+	 * A CS-ID only travels as the client's metadata (Mode A or B); with
+	 * carriage mode none the C-PS resolves the destination address with
+	 * its own catalogue (001 §6), so the --service mapping stays local.
+	 */
+	if (m->cs_id[0] && m->present) {
 		q->cs_id = m->cs_id;
 		q->has |= UINT64_C(1) << CATS_REQ_cs_id;
 	}
