@@ -90,12 +90,12 @@ loop_alive() { local p; p=$(loop_pid "$1") && kill -0 "$p" 2>/dev/null; }
 loop_stop() {
 	local p n=30
 	p=$(loop_pid "$1") || return 0
-	kill -"${2:-TERM}" "$p" 2>/dev/null
+	kill -"${2:-TERM}" "$p" 2>/dev/null || true
 	while kill -0 "$p" 2>/dev/null && [ $n -gt 0 ]; do
 		sleep 0.1
 		n=$((n - 1))
 	done
-	kill -9 "$p" 2>/dev/null
+	kill -9 "$p" 2>/dev/null || true
 	rm -f "$LOOP_DIR/pid/$1"
 }
 
@@ -254,7 +254,7 @@ loop_northbound() {
 		;;
 	sync)
 		for n in 1 2; do
-			p=$(loop_pid "sma$n") && kill -USR1 "$p"
+			p=$(loop_pid "sma$n") && kill -USR1 "$p" || true
 		done
 		;;
 	stop)
