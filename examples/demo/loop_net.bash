@@ -282,6 +282,7 @@ loop_fifos() {
 }
 
 loop_select_start() {
+	rm -f "$LOOP_DIR/select.sock"	# left by a killed one
 	loop_bg select "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/f1" cats-select \
 		--id cps --seed 1 --services "$LOOP_EX/services.jsonl" \
 		--net "$LOOP_DIR/nst.jsonl" --keys "$LOOP_DIR/keys/select.ring" \
@@ -298,6 +299,7 @@ loop_pce_start() {
 }
 
 loop_bind_start() {
+	rm -f "$LOOP_DIR/bind.sock"
 	loop_bg bind "$LM" "$LOOP_DIR/f3" "$LOOP_DIR/bind.cbor" cats-bind \
 		--id cats-bind --journal "$LOOP_DIR/journal" \
 		--listen "unix:$LOOP_DIR/bind.sock" \
@@ -340,6 +342,8 @@ loop_egress_start() {
 		--site "af_packet:e2,peer=$(loop_mac "$([ "$n" = 1 ] && echo "$LS1" || echo "$LS2")" s0)" \
 		--src6 "2001:db8:$((n + 1))::1" --sid "2001:db8:$((n + 1))::1" \
 		--owns "$nets" --bind "unix:$LOOP_DIR/bind.sock" \
+		--return "IF-1=$(jq -r '.nodes[] | select(.id == "IF-1") | .srv6_sid' \
+			"$LOOP_EX/topology.json")" \
 		--key "$LOOP_DIR/keys/EF-$n.psk" \
 		--peer-keys "$LOOP_DIR/keys/cats-bind.pub" \
 		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames 64 "$@"
@@ -384,6 +388,7 @@ loop_sma_start() {
 	local n=$1 ns
 	[ "$n" = 1 ] && ns=$LS1 || ns=$LS2
 	loop_bg "sma$n" "$ns" - - cats-sma -c "$LOOP_DIR/sma$n.conf" \
+		-T "$LOOP_DIR/sma$n.state" \
 		-l "http://127.0.0.1:840$n/" -a "unix:$LOOP_DIR/sma$n.admin" \
 		-t "$(loop_northbound url "$n")"
 	loop_wait 50 lx "$ns" curl -sf "http://127.0.0.1:840$n/health"
@@ -403,10 +408,15 @@ loop_metrics() { cats-cbor decode "$LOOP_DIR/metrics.cbor" 2>/dev/null; }
 loop_replies() { cats-cbor decode "$LOOP_DIR/cps.cbor" 2>/dev/null | jq -c 'select(.type == "path-rep")'; }
 loop_bindout() { cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null; }
 
-# The latest advertised state of each SCI: csci state health gas ct.
+# What the agents advertised, applied the way the C-PS applies it (a full
+# snapshot replaces the agent's entries, deltas and withdrawals update
+# them): one line per SCI, "csci state health gas ct", tab-separated.
 loop_cst() {
-	loop_metrics | jq -r '.entries[]? | [.csci_id, .state, .health, .gas, .comp_time_ms] | @tsv' |
-		awk '{ s[$1] = $0 } END { for (k in s) print s[k] }' | sort
+	loop_metrics | jq -rs 'reduce (.[] | select(.type == "metric")) as $r ({};
+		(if $r.op == "full" and ($r.part // 1) == 1 then .[$r.sma_id] = {} else . end) |
+		reduce ($r.entries // [])[] as $e (.; .[$r.sma_id][$e.csci_id] = $e)) |
+		[.[][]] | sort_by(.csci_id)[] |
+		[.csci_id, .state, .health, .gas, .comp_time_ms] | @tsv'
 }
 
 # True when SCI CSCI was last advertised with state STATE (and health).
@@ -415,7 +425,12 @@ loop_cst_is() {
 		'$1 == c && $2 == s && (h == "" || $3 == h) { ok = 1 } END { exit !ok }'
 }
 
-# Wait until every instance named is advertised HEALTHY with no load.
+# True when SCI CSCI was last advertised with computing time MS.
+loop_ct_is() {
+	loop_cst | awk -v c="$1" -v t="$2" '$1 == c && $5 == t { ok = 1 } END { exit !ok }'
+}
+
+# Wait until every instance is advertised HEALTHY.
 loop_wait_ready() {
 	local s name addr
 	for s in $LOOP_INSTANCES; do

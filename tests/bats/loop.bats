@@ -40,11 +40,6 @@ best_is() {
 	[ "$LOOP_BODY" = "$1" ] || { echo "answered by $LOOP_BODY, not $1"; return 1; }
 }
 
-# Wait until SCI $1 is advertised with computing time $2.
-advertised_ct() {
-	loop_cst | awk -v c="$1" -v t="$2" '$1 == c && $5 == t { ok = 1 } END { exit !ok }'
-}
-
 @test "loop: the instance with the lowest latency answers; the decision says why" {
 	best_is site1-a
 	r=$(loop_reply_of "$LOOP_PORT")
@@ -58,26 +53,26 @@ advertised_ct() {
 }
 
 @test "loop: steering by metrics: load on the best instance moves new flows, and back" {
-	loop_wait 50 advertised_ct 198.51.100.11:80 3
+	loop_wait 50 loop_ct_is 198.51.100.11:80 3
 	lx "$LC" curl -s -m 30 -o "$LOOP_DIR/dl1" "http://203.0.113.100/big?mb=3" &
 	dl=$!
 	# site1-a's SCI reports the connection: 13 ms, so site1-b (6.5 ms) wins.
-	loop_wait 60 advertised_ct 198.51.100.11:80 13
+	loop_wait 60 loop_ct_is 198.51.100.11:80 13
 	best_is site1-b
 	r=$(loop_reply_of "$LOOP_PORT")
 	[ "$(jq -r .decision.cost_us <<<"$r")" = 6500 ]
 	wait $dl
-	loop_wait 60 advertised_ct 198.51.100.11:80 3
+	loop_wait 60 loop_ct_is 198.51.100.11:80 3
 	best_is site1-a
 }
 
 @test "loop: affinity: a running transfer keeps its instance and binding while metrics change" {
-	loop_wait 50 advertised_ct 198.51.100.11:80 3
+	loop_wait 50 loop_ct_is 198.51.100.11:80 3
 	req0=$(loop_counter IF-1 requests)
 	lx "$LC" curl -s -m 30 -o "$LOOP_DIR/dl2" -w '%{local_port}' \
 		"http://203.0.113.100/big?mb=4" >"$LOOP_DIR/dl2.port" &
 	dl=$!
-	loop_wait 60 advertised_ct 198.51.100.11:80 13
+	loop_wait 60 loop_ct_is 198.51.100.11:80 13
 	# The metrics changed; new flows go elsewhere ...
 	best_is site1-b
 	best_is site1-b
@@ -96,7 +91,7 @@ advertised_ct() {
 }
 
 @test "loop: SCI death: STALE, FAILED, withdrawn; new flows avoid it; it comes back" {
-	loop_wait 50 advertised_ct 198.51.100.11:80 3
+	loop_wait 50 loop_ct_is 198.51.100.11:80 3
 	best_is site1-a
 	loop_instance_kill site1-a
 	loop_wait 100 loop_cst_is 198.51.100.11:80 STALE
