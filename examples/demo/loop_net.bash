@@ -43,6 +43,9 @@ LOOP_INTERVAL=${LOOP_INTERVAL:-1}
 LOOP_GRACE=${LOOP_GRACE:-2}
 LOOP_KEEPALIVE=${LOOP_KEEPALIVE:-10}
 LOOP_NB_PORT=8401
+# Forwarders verify what cats-bind sends them (its Ed25519 key); the
+# benchmark turns it off to compare with a stand-in that signs nothing.
+LOOP_PEER_KEYS=${LOOP_PEER_KEYS-1}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -317,6 +320,10 @@ loop_cps_start() {
 
 # ---- forwarders ----
 
+loop_peer_keys() {
+	[ -z "$LOOP_PEER_KEYS" ] || echo "--peer-keys $LOOP_DIR/keys/cats-bind.pub"
+}
+
 loop_ingress_start() {
 	loop_bg IF-1 "$LI" - - cats-fwd --id IF-1 -v \
 		--client "af_packet:i0,peer=$(loop_mac "$LC" c0)" \
@@ -326,10 +333,9 @@ loop_ingress_start() {
 		--mode-b udp:7100:0 \
 		--select "unix:$LOOP_DIR/select.sock" \
 		--bind "unix:$LOOP_DIR/bind.sock" \
-		--key "$LOOP_DIR/keys/IF-1.psk" \
-		--peer-keys "$LOOP_DIR/keys/cats-bind.pub" \
+		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
-		--ring-frames 64 "$@"
+		--ring-frames "${LOOP_RING:-64}" "$@"
 	loop_wait 50 grep -q forwarding "$LOOP_DIR/log/IF-1.err"
 }
 
@@ -344,9 +350,8 @@ loop_egress_start() {
 		--owns "$nets" --bind "unix:$LOOP_DIR/bind.sock" \
 		--return "IF-1=$(jq -r '.nodes[] | select(.id == "IF-1") | .srv6_sid' \
 			"$LOOP_EX/topology.json")" \
-		--key "$LOOP_DIR/keys/EF-$n.psk" \
-		--peer-keys "$LOOP_DIR/keys/cats-bind.pub" \
-		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames 64 "$@"
+		--key "$LOOP_DIR/keys/EF-$n.psk" $(loop_peer_keys) \
+		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames "${LOOP_RING:-64}" "$@"
 	loop_wait 50 grep -q forwarding "$LOOP_DIR/log/EF-$n.err"
 }
 
