@@ -128,8 +128,7 @@ DLPORT=$(lx "$LC" ss -Htn state established dst 203.0.113.100 | awk '{ split($3,
 say "\$ curl http://203.0.113.100/big?mb=16 &  (16 MiB at about 1 MiB/s)  ->  $(sed -n 's/^X-Instance: *//Ip' "$LOOP_DIR/download.h" | tr -d '\r')"
 [ -n "$DLPORT" ] && explain "$DLPORT"
 DLTXN=${LAST_TXN:-}
-loaded() { loop_cst | grep -q "^198.51.100.11:80.*	13\$"; }
-loop_wait 80 loaded || fail "site1-a's load was not advertised"
+loop_wait 80 loop_ct_is 198.51.100.11:80 13 || fail "site1-a's load was not advertised"
 say "site1-a's SCI now reports 1 active connection; the C-PS's view:"
 view
 curl_best

@@ -209,20 +209,10 @@ EOF
 	loop_nst >"$LOOP_DIR/nst.jsonl"
 }
 
-# The selector's network view (net records of scope path, IF-1 to each
-# egress), derived from the TE database by cats-pce itself: one path
-# request per egress, the least-delay path's delay and hops.
+# The selector's network view, IF-1 to each egress, derived from the TE
+# database by cats-pce itself (examples/nst-from-tedb.sh).
 loop_nst() {
-	local now e
-	now=$(date +%s%3N)
-	for e in EF-1 EF-2; do
-		printf '{"type":"path-req","txn":1,"ts":%s,"headend":"IF-1","endpoint":"%s","dataplane":"srv6","constraints":{"metric":"delay"},"decision":{"cs_id":"-","csci_id":"-","locator":"::","egress":"%s","ts":%s}}\n' \
-			"$now" "$e" "$e" "$now"
-	done | cats-cbor encode | cats-pce -t "$LOOP_EX/topology.json" |
-		cats-cbor decode | jq -c 'select(.status == "ok") |
-		{type: "net", scope: "path", ts, gen: .gen, source: "tedb",
-		 ttl_ms: 86400000, src: .headend, dst: .endpoint,
-		 delay_us, hops, up: true}'
+	sh "$LOOP_EX/nst-from-tedb.sh" "$LOOP_EX/topology.json" IF-1 EF-1 EF-2
 }
 
 # ---- the C-SMA -> C-PS northbound ----

@@ -99,8 +99,8 @@ best_is() {
 	best_is site1-b
 	loop_wait 100 loop_cst_is 198.51.100.11:80 FAILED
 	grep -q 'csci=198.51.100.11:80 .*from=STALE to=FAILED' "$LOOP_DIR/log/sma1.audit"
-	loop_metrics | jq -e 'select(.op == "withdraw" and .reason == "failed") |
-		.entries[] | select(.csci_id == "198.51.100.11:80" and .gas == 0)'
+	loop_metrics | jq -se 'any(.[] | select(.op == "withdraw" and .reason == "failed") |
+		.entries[]; .csci_id == "198.51.100.11:80" and .gas == 0)'
 	# The C-PS no longer has the entry (its CST, dumped on SIGUSR2).
 	n0=$(cats-cbor decode "$LOOP_DIR/select.stats" | wc -l)
 	kill -USR2 "$(loop_pid select)"
