@@ -53,6 +53,9 @@ teardown() {
 	[ "$(jq -s '[.[] | select(.type == "binding")] | length' "$T/out/bind.jsonl")" = 5 ]
 	grep -q 'txn=1005 id=5 BINDING_READY -> ACTIVE' "$T/out/bind.trace"
 	grep -q 'csci=198.51.100.12:80 .*from=STALE to=FAILED' "$T/out/sma1.audit"
+	# The committed metrics are what the site agents make of the reports.
+	cat "$T/out/metrics1.jsonl" "$T/out/metrics2.jsonl" | jq -sc 'sort_by(.ts)[]' |
+		cmp - "$EX/debug/metrics.jsonl"
 	cp "$T/out/select.jsonl" "$T/first"
 	sh "$EX/debug/replay.sh" "$T/out" >/dev/null
 	cmp "$T/first" "$T/out/select.jsonl"
@@ -110,4 +113,19 @@ teardown() {
 		echo "$s $e"
 		awk -v e="$e" 'BEGIN { exit !(e != "" && e <= 3.0) }'
 	done
+}
+
+@test "examples: the README's pipeline gives the bindings it shows" {
+	cd "$EX"
+	run sh -c 'cat services.jsonl debug/net.jsonl debug/metrics.jsonl debug/requests.jsonl |
+		jq -sc "sort_by(.ts // 0)[]" | cats-cbor encode |
+		cats-select --replay --no-auth |
+		cats-pce -t topology.json --replay |
+		cats-bind --replay --commit none -q |
+		cats-cbor decode | jq -c "{type, txn, code, csci_id, sids: .fwd.sids}"'
+	[ "$status" -eq 0 ]
+	for l in "${lines[0]}" "${lines[2]}" "${lines[5]}"; do
+		grep -qF -- "$l" "$TOP/README.md"
+	done
+	[ "${#lines[@]}" = 6 ]
 }
