@@ -55,7 +55,7 @@ finish() {
 trap finish EXIT
 trap 'echo; echo "== interrupted"; FAILED=1; exit 130' INT TERM
 
-t() { printf '%6.1fs' "$(echo "($(date +%s%3N) - $T0) / 1000" | bc -l)"; }
+t() { awk -v n="$(date +%s%3N)" -v t0="$T0" 'BEGIN { printf "%6.1fs", (n - t0) / 1000 }'; }
 say() { echo "$(t)  $*"; }
 step() { echo; echo "== $*"; }
 fail() { echo "$(t)  FAILED: $*"; FAILED=1; exit 1; }

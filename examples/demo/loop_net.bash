@@ -87,6 +87,16 @@ loop_bg() {
 }
 
 loop_pid() { cat "$LOOP_DIR/pid/$1" 2>/dev/null; }
+
+# Lines of daemon NAME's log matching PATTERN (logs are appended across
+# restarts): loop_log_count NAME PATTERN.
+loop_log_count() {
+	local c
+	c=$(grep -c "$2" "$LOOP_DIR/log/$1.err" 2>/dev/null)
+	echo "${c:-0}"
+}
+# Wait until NAME's log has more than N lines matching PATTERN.
+loop_log_more() { [ "$(loop_log_count "$1" "$2")" -gt "$3" ]; }
 loop_alive() { local p; p=$(loop_pid "$1") && kill -0 "$p" 2>/dev/null; }
 
 # Stop a daemon (SIGTERM, then SIGKILL after 3 s): loop_stop NAME [SIG].
@@ -315,6 +325,8 @@ loop_peer_keys() {
 }
 
 loop_ingress_start() {
+	local n0
+	n0=$(loop_log_count IF-1 forwarding)
 	loop_bg IF-1 "$LI" - - cats-fwd --id IF-1 -v \
 		--client "af_packet:i0,peer=$(loop_mac "$LC" c0)" \
 		--core "af_packet:i1,peer=$(loop_mac "$LX" x0)" \
@@ -326,12 +338,13 @@ loop_ingress_start() {
 		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
 		--ring-frames "${LOOP_RING:-64}" "$@"
-	loop_wait 50 grep -q forwarding "$LOOP_DIR/log/IF-1.err"
+	loop_wait 50 loop_log_more IF-1 forwarding "$n0"
 }
 
 loop_egress_start() {
-	local n=$1 ns nets
+	local n=$1 ns nets n0
 	shift
+	n0=$(loop_log_count "EF-$n" forwarding)
 	if [ "$n" = 1 ]; then ns=$LE1 nets=198.51.100.0/24; else ns=$LE2 nets=198.51.101.0/24; fi
 	loop_bg "EF-$n" "$ns" - - cats-fwd --id "EF-$n" -v \
 		--core "af_packet:e1,peer=$(loop_mac "$LX" x$n)" \
@@ -342,7 +355,7 @@ loop_egress_start() {
 			"$LOOP_EX/topology.json")" \
 		--key "$LOOP_DIR/keys/EF-$n.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames "${LOOP_RING:-64}" "$@"
-	loop_wait 50 grep -q forwarding "$LOOP_DIR/log/EF-$n.err"
+	loop_wait 50 loop_log_more "EF-$n" forwarding "$n0"
 }
 
 # Counter NAME of a forwarder (IF-1, EF-1, EF-2), from a fresh stats record.

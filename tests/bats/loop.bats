@@ -168,8 +168,16 @@ best_is() {
 	head -c 3000 /dev/urandom | lx "$LM" socat -u - "UNIX-CONNECT:$LOOP_DIR/select.sock" || true
 	head -c 3000 /dev/urandom | lx "$LM" socat -u - "UNIX-CONNECT:$LOOP_DIR/bind.sock" || true
 	printf '\xa1\x64type\x67binding' | lx "$LM" socat -u - "UNIX-CONNECT:$LOOP_DIR/bind.sock" || true
+	# A site agent's push endpoint: refused with 400 or 415, still serving.
+	code=$(head -c 2000 /dev/urandom | lx "$LS1" curl -s -o /dev/null -w '%{http_code}' \
+		-H 'Content-Type: application/cbor' --data-binary @- http://127.0.0.1:8401/reports)
+	[ "$code" = 400 ]
+	code=$(lx "$LS1" curl -s -o /dev/null -w '%{http_code}' -d 'x=1' http://127.0.0.1:8401/reports)
+	[ "$code" = 415 ]
 	sleep 0.3
 	loop_alive select
 	loop_alive bind
+	loop_alive sma1
+	loop_wait 30 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
 	best_is site1-a
 }

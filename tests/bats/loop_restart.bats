@@ -129,3 +129,20 @@ answered_within() {
 	loop_wait 60 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
 	answered_within 30
 }
+
+@test "loop restart: the ingress forwarder restarted during a transfer: re-synced, it completes" {
+	loop_wait 60 loop_ct_is 198.51.100.11:80 3
+	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
+	dl=$!
+	sleep 1
+	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")
+	loop_stop IF-1
+	loop_ingress_start
+	[ "$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")" -gt "$r0" ]
+	wait $dl
+	[ "$(stat -c %s "$LOOP_DIR/dl4")" = $((4 << 20)) ]
+	[ "$(sort -u "$LOOP_DIR/dl4")" = site1-a ]
+	# The restarted ingress asked nothing for the established flow.
+	[ "$(loop_counter IF-1 drop_no_binding_tcp)" = 0 ]
+	answered_within 30
+}
