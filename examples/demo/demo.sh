@@ -79,6 +79,12 @@ view() {
 	done
 }
 
+# The site agent's audit line of SCI $1 entering state $2, for people.
+audit_state() {
+	grep "csci=$1 .*to=$2" "$LOOP_DIR/log/sma1.audit" | tail -1 |
+		sed 's/.*csci=\([^ ]*\) .*from=\([A-Z]*\) to=\([A-Z]*\) reason=\(.*\)/\1 \2 -> \3 (\4)/'
+}
+
 # The control plane's account of the flow from client port $1.
 explain() {
 	local r=""
@@ -142,12 +148,12 @@ step "3. site1-b is killed (the instance and its SCI): STALE, FAILED, withdrawn,
 loop_instance_kill site1-b
 say "killed site1-b"
 loop_wait 100 loop_cst_is 198.51.100.12:80 STALE || fail "site1-b did not go STALE"
-say "sma-site1: $(grep 'csci=198.51.100.12:80.*to=STALE' "$LOOP_DIR/log/sma1.audit" | sed 's/.*from=/from=/')"
+say "sma-site1: $(audit_state 198.51.100.12:80 STALE)"
 say "   the C-PS does not select a STALE instance:"
 curl_best
 [ "$LOOP_BODY" != site1-b ] || fail "a new flow went to a STALE instance"
 loop_wait 100 loop_cst_is 198.51.100.12:80 FAILED || fail "site1-b did not go FAILED"
-say "sma-site1: $(grep 'csci=198.51.100.12:80.*to=FAILED' "$LOOP_DIR/log/sma1.audit" | sed 's/.*from=/from=/')"
+say "sma-site1: $(audit_state 198.51.100.12:80 FAILED)"
 say "sma-site1: $(loop_metrics | jq -r 'select(.op == "withdraw") | "withdraw \(.entries | map(.csci_id) | join(",")) (reason \(.reason))"' | tail -1)"
 view
 for i in 1 2 3; do

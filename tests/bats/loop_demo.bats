@@ -22,7 +22,7 @@ leftovers() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"1. curl to the service address is answered by the best instance"* ]]
 	[[ "$output" == *"->  site1-a"* ]]
-	[[ "$output" == *"from=STALE to=FAILED"* ]]
+	[[ "$output" == *"198.51.100.12:80 STALE -> FAILED (no-report-within-grace)"* ]]
 	[[ "$output" == *"withdraw 198.51.100.12:80 (reason failed)"* ]]
 	[[ "$output" == *"error unknown-cs-id"* ]]
 	[[ "$output" == *"nothing left behind"* ]]
