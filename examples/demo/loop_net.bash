@@ -3,11 +3,9 @@
 # (tests/bats/loop*.bats) and the loop benchmark (bench/loop.sh).
 #
 #   client ──c0/i0── ingress IF-1 ──i1/x0── core ──x1/e1── egress EF-1 ──e2/s0── site 1
-#   192.0.2.10        cats-fwd              kernel   │       cats-fwd             site1-a .11
-#                                           SRv6 End └x2/e1─ egress EF-2 ──e2/s0── site1-b .12
-#                                                            cats-fwd             site 2
-#                                                                                 site2-a .21
-#   C-PS (mgmt) ──m1/m0── site 1,  ──m2/m0── site 2                               site2-b .22
+#   192.0.2.10       cats-fwd               Linux  ──x2/e1── egress EF-2 ──e2/s0── site 2
+#                                           SRv6             cats-fwd
+#   C-PS ──m1/m0── site 1, C-PS ──m2/m0── site 2 (management links)
 #
 # Namespaces (names end in $LOOP_ID so that runs do not collide):
 #   lpc  client 192.0.2.10/24 (+ .11-.74 for the benchmark), gateway .1
@@ -23,8 +21,9 @@
 #
 # Addresses: service S1 = 203.0.113.100:80 (tcp); the ingress also
 # intercepts 203.0.113.99, which no service of the catalogue has, and reads
-# Mode B envelopes (explicit CS-IDs) at the start of UDP datagrams to 7100.  Instances
-# 198.51.100.11/.12 (site 1), 198.51.101.21/.22 (site 2).  SRv6 SIDs:
+# Mode B envelopes (explicit CS-IDs) at the start of UDP datagrams to port
+# 7100.  Instances 198.51.100.11/.12 (site 1: site1-a, site1-b),
+# 198.51.101.21/.22 (site 2: site2-a, site2-b).  SRv6 SIDs:
 # IF-1 2001:db8:1::1, CORE 2001:db8:ff::1, EF-1 2001:db8:2::1,
 # EF-2 2001:db8:3::1.  The TE database is examples/topology.json, the
 # catalogue examples/services.jsonl.  The forwarders reach the C-PS on unix
