@@ -30,6 +30,6 @@ echo
   cat "$rows"; } | awk -F' \\| ' '
 	{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NR }
 	END { for (r = 1; r <= n; r++) { line = ""
-		for (i = 1; i <= 4; i++) { v = c[r, i]; if (v ~ /^-+$/) { v = ""; while (length(v) < w[i]) v = v "-" }
+		for (i = 1; i <= 4; i++) { v = c[r, i]; if (r == 2) { v = ""; while (length(v) < w[i]) v = v "-" }
 			line = line sprintf("%-" w[i] "s", v) (i < 4 ? " | " : "") }
 		print line } }'

@@ -39,7 +39,8 @@ static const char usage_text[] =
     "usage: cats-fwd --id ID [--client PORT] [--core PORT] [--site PORT]\n"
     "         [--select ENDPOINT] [--bind ENDPOINT] [--key FILE]\n"
     "         [--peer-keys FILE] [--src4 ADDR] [--src6 ADDR]\n"
-    "         [--sid ADDR]... [--owns PREFIX]... [--service CSID=ADDR]...\n"
+    "         [--sid ADDR]... [--owns PREFIX]... [--return ID=ADDR]...\n"
+    "         [--service CSID=ADDR]...\n"
     "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
     "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
     "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
@@ -140,6 +141,8 @@ static struct {
 	size_t nsids;
 	struct prefix owns[16];
 	size_t nowns;
+	struct cats_fwd_ret ret[64];
+	size_t nret;
 	int affinity;
 	int modeb_proto, modeb_port, modeb_off;
 	int precedence;		/* 0 refuse, 1 csid, 2 address */
@@ -600,7 +603,12 @@ send_request(struct cats_pend *p, const struct cats_pkt *pk, uint64_t now)
 		q->has |= UINT64_C(1) << CATS_REQ_tenant;
 	}
 	const struct cats_req_meta *m = &p->meta;
-	if (m->cs_id[0]) {
+	/*
+	 * A CS-ID only travels as the client's metadata (Mode A or B); with
+	 * carriage mode none the C-PS resolves the destination address with
+	 * its own catalogue (001 §6), so the --service mapping stays local.
+	 */
+	if (m->cs_id[0] && m->present) {
 		q->cs_id = m->cs_id;
 		q->has |= UINT64_C(1) << CATS_REQ_cs_id;
 	}
@@ -1668,7 +1676,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO };
+	O_ID, O_VERSION, O_JUMBO, O_RETURN };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -1694,6 +1702,7 @@ static const struct option longopts[] = {
 	{ "pending-pkts", required_argument, NULL, O_PPKTS },
 	{ "pending-timeout", required_argument, NULL, O_PTIME },
 	{ "precedence", required_argument, NULL, O_PREC },
+	{ "return", required_argument, NULL, O_RETURN },
 	{ "ring-frames", required_argument, NULL, O_RING },
 	{ "select", required_argument, NULL, O_SELECT },
 	{ "service", required_argument, NULL, O_SERVICE },
@@ -1781,6 +1790,21 @@ main(int argc, char **argv)
 		case O_OWNS:
 			add_prefix(optarg);
 			break;
+		case O_RETURN: {
+			char *eq = strchr(optarg, '=');
+			if (eq == NULL || eq == optarg ||
+			    cf.nret == CATS_ARRAY_LEN(cf.ret)) {
+				cats_errorx("--return %s: expected ID=ADDR "
+				    "(at most %zu)", optarg,
+				    CATS_ARRAY_LEN(cf.ret));
+				exit(CATS_EXIT_USAGE);
+			}
+			*eq = '\0';
+			cf.ret[cf.nret].id = optarg;
+			need_ip(eq + 1, &cf.ret[cf.nret].addr, "return");
+			cf.nret++;
+			break;
+		}
 		case O_SERVICE:
 			add_service(optarg, false);
 			break;
@@ -1909,6 +1933,8 @@ main(int argc, char **argv)
 	if (cf.epoch == 0)
 		cf.epoch = cats_clock_now();
 	cf.fc.id = cf.id;
+	cf.fc.ret = cf.ret;
+	cf.fc.nret = cf.nret;
 	if (cats_fwd_init(&tab, &cf.fc) < 0)
 		return CATS_EXIT_FAIL;
 	tab.next_txn = cf.epoch * 1000 % (CATS_U53 / 2);

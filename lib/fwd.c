@@ -380,8 +380,12 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 			memcpy(e->sids[i], sids->v[i].a, 16);
 		}
 		e->nsids = (unsigned)sids->n;
-		if (e->nsids == 0)
+		if (e->nsids == 0) {
+			/* Learned from the first forward packet (its outer
+			 * source): no outer header until then. */
 			*learn = true;
+			e->outer_af = 0;
+		}
 		break;
 	case CATS_DP_IPIP:
 		e->kind = CATS_ENC_IPIP;
@@ -410,6 +414,41 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 		memcpy(e->src, t->c.src6, 16);
 	}
 	return 0;
+}
+
+/*
+ * A configured return tunnel toward the binding's owner, so that a
+ * restarted egress need not wait for a forward packet to learn it (a
+ * client that only receives sends none while the server retransmits).
+ */
+static void
+return_tunnel(const struct cats_fwd *t, struct cats_fbind *b,
+    const char *owner)
+{
+	const struct cats_fwd_ret *rt = NULL;
+	for (size_t i = 0; owner != NULL && i < t->c.nret && rt == NULL; i++)
+		if (strcmp(t->c.ret[i].id, owner) == 0)
+			rt = &t->c.ret[i];
+	if (rt == NULL)
+		return;
+	struct cats_encap *e = &b->renc;
+	if (e->kind == CATS_ENC_SRV6 && rt->addr.af == 6 && t->c.has_src6) {
+		memcpy(e->sids[0], rt->addr.a, 16);
+		e->nsids = 1;
+		e->outer_af = 6;
+		memcpy(e->src, t->c.src6, 16);
+	} else if (e->kind == CATS_ENC_IPIP && (rt->addr.af == 6 ?
+	    t->c.has_src6 : t->c.has_src4)) {
+		memcpy(e->dst, rt->addr.a, 16);
+		e->outer_af = rt->addr.af;
+		if (rt->addr.af == 6)
+			memcpy(e->src, t->c.src6, 16);
+		else
+			memcpy(e->src, t->c.src4, 4);
+	} else {
+		return;
+	}
+	b->renc_learn = false;
 }
 
 /* Fill b's keys and actions from the record; -1 if unusable. */
@@ -442,6 +481,8 @@ bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r
 		if (build_encap(t, &b->renc, rk, &v->sids, &v->tunnel_dst,
 		    NULL, &b->renc_learn) < 0)
 			return -1;
+		if (b->renc_learn)
+			return_tunnel(t, b, v->owner ? v->owner : r->ingress);
 	}
 	if (b->ingress) {
 		if (cats_fkey_from_flow(&b->keys[CATS_DIR_IN_FWD], &f->match,

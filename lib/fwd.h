@@ -85,6 +85,12 @@ struct cats_fbind {
 	char cs_id[CATS_ID + 1];
 };
 
+/* The return tunnel destination of an ingress forwarder (--return). */
+struct cats_fwd_ret {
+	const char *id;			/* the ingress's node id */
+	struct cats_ip addr;		/* its SRv6 SID or tunnel endpoint */
+};
+
 struct cats_fwd_conf {
 	const char *id;			/* this forwarder's node id */
 	unsigned pend_pkts_flow;	/* held packets per flow (8) */
@@ -96,6 +102,11 @@ struct cats_fwd_conf {
 	size_t max_pkt;			/* largest packet held (65536) */
 	uint8_t src4[4], src6[16];	/* outer sources */
 	bool has_src4, has_src6;
+	/* Return tunnels of bindings that name no reverse path, by their
+	 * owner (the ingress); without one it is learned from the outer
+	 * source of the flow's forward packets. */
+	const struct cats_fwd_ret *ret;
+	size_t nret;
 };
 
 enum {

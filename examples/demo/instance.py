@@ -71,6 +71,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def server_bind(self):
+        # HTTPServer.server_bind asks DNS for the address's name; the
+        # demo's namespaces have no DNS (and must not look for one).
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = addr, port
+
 
 write_load()
 Server((addr, port), Handler).serve_forever()

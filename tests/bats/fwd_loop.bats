@@ -62,6 +62,9 @@ setup() {
 	[ "$(jq -r .ingress "$FWD_DIR/req")" = IF-1 ]
 	[ "$(jq -r '.auth | length' "$FWD_DIR/req")" = 4 ]   # COSE_Mac0
 	jq -e 'has("constraints") | not' "$FWD_DIR/req"
+	# No client metadata: mode none, and the C-PS resolves the address
+	# (a CS-ID with mode none is malformed for cats-select).
+	jq -e '.mode == "none" and (has("cs_id") | not)' "$FWD_DIR/req"
 	# Both forwarders reported the install.
 	wait_for 20 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
 	grep -q '"fwd":"EF-2","event":"installed"' "$FWD_DIR/cps.log"

@@ -248,6 +248,10 @@ test_egress_and_affinity(void)
 	    "\"restore_src\":\"203.0.113.100\",\"restore_port\":53}}");
 	T_OK(r != NULL && cats_fwd_apply(&t, r, 1, &b, &rel, &ev) == 0 &&
 	    b->egress && !b->ingress && b->renc_learn, "egress binding");
+	/* Nothing learned yet: the return path is unknown (not an SRv6
+	 * encapsulation without segments). */
+	T_OK(b->renc.kind == CATS_ENC_SRV6 && b->renc.nsids == 0 &&
+	    b->renc.outer_af == 0, "return tunnel not known before learning");
 	struct cats_fkey k;
 	memset(&k, 0, sizeof(k));
 	k.af = 4;
@@ -268,6 +272,45 @@ test_egress_and_affinity(void)
 	cats_fwd_free(&t);
 }
 
+/* A configured return tunnel toward the owner needs no learning. */
+static void
+test_return_tunnel(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_ret ret[1] = { { .id = "IF-1" } };
+	cats_ip_parse("2001:db8:1::1", 13, &ret[0].addr);
+	struct cats_fwd_conf c = { .id = "EF-2", .has_src6 = true,
+		.ret = ret, .nret = 1 };
+	c.src6[15] = 2;
+	cats_fwd_init(&t, &c);
+	struct cats_fbind *b = NULL;
+	struct cats_held *rel;
+	int ev;
+	const char *fmt =
+	    "{\"type\":\"binding\",\"id\":%d,\"version\":1,\"epoch\":1,"
+	    "\"op\":\"install\",\"ts\":1,\"ingress\":\"%s\",\"egress\":\"EF-2\","
+	    "\"fwd\":{\"match\":{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":%d,"
+	    "\"dst\":\"203.0.113.100\",\"dport\":80},\"locator\":\"198.51.100.21\","
+	    "\"encap\":\"srv6\",\"sids\":[\"2001:db8:2::100\"]},"
+	    "\"rev\":{\"match\":{\"proto\":6,\"src\":\"198.51.100.21\","
+	    "\"sport\":80,\"dst\":\"192.0.2.10\",\"dport\":%d},"
+	    "\"restore_src\":\"203.0.113.100\",\"restore_port\":80,"
+	    "\"owner\":\"%s\"}}";
+	char j[1024];
+	snprintf(j, sizeof(j), fmt, 11, "IF-1", 40001, 40001, "IF-1");
+	const struct cats_binding *r = bind_json(j);
+	T_OK(r != NULL && cats_fwd_apply(&t, r, 1, &b, &rel, &ev) == 0 &&
+	    !b->renc_learn && b->renc.nsids == 1 && b->renc.outer_af == 6 &&
+	    memcmp(b->renc.sids[0], ret[0].addr.a, 16) == 0 &&
+	    b->renc.src[15] == 2, "return tunnel toward the owner, configured");
+	snprintf(j, sizeof(j), fmt, 12, "IF-9", 40002, 40002, "IF-9");
+	r = bind_json(j);
+	T_OK(r != NULL && cats_fwd_apply(&t, r, 1, &b, &rel, &ev) == 0 &&
+	    b->renc_learn && b->renc.nsids == 0 && b->renc.outer_af == 0,
+	    "another owner: learned");
+	cats_fwd_free(&t);
+}
+
 int
 main(void)
 {
@@ -275,6 +318,7 @@ main(void)
 	test_pending();
 	test_bindings();
 	test_egress_and_affinity();
+	test_return_tunnel();
 	cats_dec_free(&dec);
 	return t_done();
 }

@@ -1,0 +1,84 @@
+#!/bin/bash
+# bench/loop.sh - the whole loop (examples/demo/loop_net.bash): new TCP flows
+# from 64 concurrent clients (one client address each, one connection in
+# flight each), every one a new 5-tuple through cats-fwd, cats-select,
+# cats-pce, cats-bind (journal synced) and back to the forwarders; the
+# connect time is the first packet's delay from SYN to binding installed,
+# plus the SYN-ACK's way back.  Baseline: the same forwarders, clients and
+# namespaces with fake-cps, a stand-in that binds every request at once
+# (no selection, no path, no journal, no authentication).
+#
+# Rows: "name | value | baseline | ratio".  Timings are never asserted.
+# LOOP_BENCH_SECONDS (3) sets each measurement's length.  Needs root.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
+export PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+DUR=${LOOP_BENCH_SECONDS:-3}
+if [ "$(id -u)" != 0 ]; then
+	echo "loop: needs root (network namespaces); skipped" >&2
+	exit 0
+fi
+command -v fake-cps >/dev/null || { echo "loop: no fake-cps; skipped" >&2; exit 0; }
+LOOP_ID=b$$
+LOOP_PEER_KEYS=	# fake-cps signs nothing; both runs alike
+LOOP_RING=256	# 64-frame rings drop SYNs in bursts of 64 clients
+. "$TOP/examples/demo/loop_net.bash"
+trap 'loop_down' EXIT INT TERM
+
+loop_up >&2 && loop_wait_ready 200 || { echo "loop: the loop did not come up" >&2; exit 0; }
+# site1-a (the best instance: every flow goes there) becomes an accept
+# sink with a deep backlog; its SCI goes on reporting it idle.
+loop_stop site1-a
+loop_bg sink "$LS1" - - $LOOP_PY -c 'import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.51.100.11", 80))
+s.listen(4096)
+while True:
+    s.accept()[0].close()'
+sleep 0.5
+srcs=$(for i in $(seq 11 74); do echo 192.0.2.$i; done)
+
+measure() {
+	lx "$LC" $LOOP_PY "$TOP/bench/loop_clients.py" 203.0.113.100 80 "$DUR" "$@"
+}
+read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(measure $srcs)"
+read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(measure 192.0.2.10)"
+act=$(kill -USR1 "$(loop_pid bind)"; sleep 0.5; cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null |
+	jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
+
+# The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
+loop_stop bind
+loop_stop select
+loop_stop pce
+loop_stop tee
+loop_bg fakecps "$LM" - - fake-cps --select "unix:$LOOP_DIR/select.sock" \
+	--bind "unix:$LOOP_DIR/bind.sock" --egress EF-1 --locator 198.51.100.11 \
+	--sids 2001:db8:2::1 --epoch 1000000000 \
+	--log "$LOOP_DIR/fakecps.log"
+for f in IF-1 EF-1; do
+	loop_wait 50 grep -q "\"fwd\":\"$f\",\"event\":\"hello\"" "$LOOP_DIR/fakecps.log"
+done
+sleep 0.5
+read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(measure $srcs)"
+read -r F1_FLOWS F1_P50 F1_P99 _ F1_SPAN <<<"$(measure 192.0.2.10)"
+
+row() {
+	local ratio
+	ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+	printf '%s | %s | %s | %s\n' "$1" "$2" "$3" "$ratio"
+}
+rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print 0 }'; }
+row "loop new flows/s, SYN to binding installed, 64 clients (C-PS vs fake-cps)" \
+	"$(rate "$C_FLOWS" "$C_SPAN")" "$(rate "$F_FLOWS" "$F_SPAN")"
+row "loop first-packet delay p50 us (connect: SYN held, decided, bound, SYN-ACK back)" "$C_P50" "$F_P50"
+row "loop first-packet delay p99 us" "$C_P99" "$F_P99"
+row "loop failed connects in ${DUR}s" "$C_FAIL" "$F_FAIL"
+row "loop new flows/s, one client" "$(rate "$C1_FLOWS" "$C1_SPAN")" "$(rate "$F1_FLOWS" "$F1_SPAN")"
+row "loop first-packet delay p50 us, one client" "$C1_P50" "$F1_P50"
+row "loop first-packet delay p99 us, one client" "$C1_P99" "$F1_P99"
+[ -n "$act" ] && echo "loop: cats-bind activated $act bindings" >&2
+true

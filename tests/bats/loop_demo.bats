@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# make demo as a test: the script runs every step, checks each one, and
+# leaves nothing behind, also when it is interrupted.
+
+load helper
+
+setup() {
+	need_root
+}
+
+# Namespaces, processes and directories a demo run with id $1 left.
+leftovers() {
+	local n
+	n=$(ip netns list | grep -c "$1\b")
+	n=$((n + $(ps -eo args | grep -c "[c]ats-loop\.")))
+	echo "$n"
+}
+
+@test "demo: every step behaves as described and nothing is left" {
+	run timeout 300 bash "$TOP/examples/demo/demo.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1. curl to the service address is answered by the best instance"* ]]
+	[[ "$output" == *"->  site1-a"* ]]
+	[[ "$output" == *"198.51.100.12:80 STALE -> FAILED (no-report-within-grace)"* ]]
+	[[ "$output" == *"withdraw 198.51.100.12:80 (reason failed)"* ]]
+	[[ "$output" == *"error unknown-cs-id"* ]]
+	[[ "$output" == *"nothing left behind"* ]]
+	id=$(echo "$output" | sed -n 's/.*namespaces lpc\([0-9]*\) .*/\1/p')
+	[ -n "$id" ]
+	[ "$(leftovers "$id")" = 0 ]
+}
+
+@test "demo: interrupted (SIGINT), it tears everything down" {
+	# A background job ignores SIGINT unless told otherwise (as Ctrl-C
+	# reaches a demo in a terminal).
+	env --default-signal=INT bash "$TOP/examples/demo/demo.sh" \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	wait_for 300 grep -q "^== 1\." "$BATS_TEST_TMPDIR/out"
+	id=$(sed -n 's/.*namespaces lpc\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/out")
+	[ -n "$id" ]
+	[ "$(ip netns list | grep -c "$id\b")" = 8 ]
+	kill -INT "$pid"
+	st=0
+	wait "$pid" || st=$?
+	cat "$BATS_TEST_TMPDIR/out"
+	[ "$st" -eq 130 ]
+	grep -q "interrupted" "$BATS_TEST_TMPDIR/out"
+	[ "$(leftovers "$id")" = 0 ]
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# What examples/ gives users to copy still works: the single-stage replay,
+# the cron site agent, the systemd units, the configuration files.
+
+load helper
+
+setup() {
+	T=$(mktemp -d)
+	EX=$TOP/examples
+}
+
+teardown() {
+	[ -n "${SCI_PID:-}" ] && kill "$SCI_PID" 2>/dev/null
+	rm -rf "$T"
+	true
+}
+
+@test "examples: the topology, catalogue and policy file are accepted" {
+	run cats-pce -t "$EX/topology.json" --check
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"4 nodes, 3 links"* ]]
+	run cats-cbor check -j "$EX/services.jsonl"
+	[ "$status" -eq 0 ]
+	run cats-select --config "$EX/policy.conf" --services "$EX/services.jsonl" \
+		--no-auth </dev/null
+	[ "$status" -eq 0 ]
+}
+
+@test "examples: make-keys.sh makes keys cats-key accepts and tokens that verify" {
+	sh "$EX/keys/make-keys.sh" "$T/k"
+	[ "$(stat -c %a "$T/k")" = 700 ]
+	[ "$(stat -c %a "$T/k/IF-1.psk")" = 600 ]
+	cats-key verify -k "$T/k/site-ca.pub" -s 198.51.100.11:80 -c S1 \
+		"$T/k/sci-198.51.100.11_80.token"
+	[ "$(wc -l <"$T/k/bind.ring")" = 3 ]
+	cats-key pub -k "$T/k/cats-bind.key" | cmp - "$T/k/cats-bind.pub"
+}
+
+@test "examples: debug/replay.sh runs every stage alone, the same answers every time" {
+	run sh "$EX/debug/replay.sh" "$T/out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# The decisions follow the recorded metrics (see debug/README.md).
+	run jq -r 'select(.type == "path-req") | "\(.txn) \(.decision.csci_id) \(.decision.cost_us)"' \
+		"$T/out/select.jsonl"
+	[ "${lines[0]}" = "1001 198.51.100.11:80 4500" ]
+	[ "${lines[1]}" = "1002 198.51.100.12:80 6500" ]
+	[ "${lines[2]}" = "1003 198.51.101.21:80 7000" ]
+	[ "${lines[3]}" = "1004 198.51.101.21:80 7000" ]
+	[ "${lines[4]}" = "1005 198.51.100.11:80 4500" ]
+	jq -se 'any(.[]; .type == "error" and .txn == 1006 and .code == "unresolved-service")' \
+		"$T/out/select.jsonl"
+	[ "$(jq -s '[.[] | select(.type == "binding")] | length' "$T/out/bind.jsonl")" = 5 ]
+	grep -q 'txn=1005 id=5 BINDING_READY -> ACTIVE' "$T/out/bind.trace"
+	grep -q 'csci=198.51.100.12:80 .*from=STALE to=FAILED' "$T/out/sma1.audit"
+	# The committed metrics are what the site agents make of the reports.
+	cat "$T/out/metrics1.jsonl" "$T/out/metrics2.jsonl" | jq -sc 'sort_by(.ts)[]' |
+		cmp - "$EX/debug/metrics.jsonl"
+	cp "$T/out/select.jsonl" "$T/first"
+	sh "$EX/debug/replay.sh" "$T/out" >/dev/null
+	cmp "$T/first" "$T/out/select.jsonl"
+}
+
+@test "examples: the cron site agent pulls each SCI once and exits" {
+	sh "$EX/keys/make-keys.sh" "$T/k" 198.51.100.11:80:S1 198.51.100.12:80:S1 >/dev/null
+	port=$(free_port)
+	# One reporter serves both SCIs' pulls here (the example has one each).
+	cats-sci -s 198.51.100.11:80 -c S1 -K "$T/k/sci-198.51.100.11_80.token" \
+		-k "$T/k/sci-198.51.100.11_80.key" --locator 198.51.100.11 --port 80 \
+		-g 8 -C 3 -I 60s -l "http://127.0.0.1:$port/" 2>"$T/sci.err" &
+	SCI_PID=$!
+	wait_for 50 curl -sf -o /dev/null "http://127.0.0.1:$port/report"
+	sed -e "s|/etc/cats/site-ca.pub|$T/k/site-ca.pub|" \
+		-e "s|/etc/cats/revoked.txt|$T/revoked|" -e 's|^audit = syslog|audit = stderr|' \
+		-e "s|http://198.51.100.11:8500/|http://127.0.0.1:$port/|" \
+		-e '/^\[sci "198.51.100.12:80"\]/,$d' "$EX/cron/sma-cron.conf" >"$T/sma.conf"
+	: >"$T/revoked"
+	# The command of the cron entry, with this test's paths.
+	cmd=$(sed -n 's|^\* \* \* \* \* cats /usr/local/bin/\(cats-sma .*\) 2>>.*|\1|p' "$EX/cron/cats-sma.cron")
+	[ -n "$cmd" ]
+	cmd=$(echo "$cmd" | sed -e "s|/etc/cats/sma-cron.conf|$T/sma.conf|" \
+		-e "s|/var/lib/cats/sma.state|$T/state|" -e "s|-t http[^ ]*|-t file:$T/out|")
+	run $cmd
+	[ "$status" -eq 0 ]
+	[ -s "$T/state" ]
+	cats-cbor decode "$T/out" | jq -se 'any(.[] | select(.type == "metric") | .entries[]?;
+		.csci_id == "198.51.100.11:80" and .state == "ACTIVE")'
+	# The next run goes on from the saved state: confirmed, HEALTHY.
+	run $cmd
+	[ "$status" -eq 0 ]
+	cats-cbor decode "$T/out" | jq -se 'any(.[] | select(.type == "metric") | .entries[]?;
+		.csci_id == "198.51.100.11:80" and .state == "HEALTHY" and .gas == 8 and
+		.ttl_ms == 120000)'
+}
+
+@test "examples: the systemd units verify and are hardened" {
+	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+	mkdir "$T/u"
+	for f in "$EX"/systemd/*; do
+		sed "s|/usr/local/bin/|$BUILD/bin/|g" "$f" >"$T/u/${f##*/}"
+	done
+	cp "$T/u/cats-fwd@.service" "$T/u/cats-fwd@IF-1.service"
+	cd "$T/u"
+	run systemd-analyze verify --man=no ./*.socket ./*.target ./*.timer \
+		cats-select.service cats-pce.service cats-bind.service cats-sma.service \
+		cats-sma-once.service cats-fwd@IF-1.service
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	for s in cats-select cats-pce cats-bind cats-sma cats-fwd@IF-1; do
+		e=$(systemd-analyze security --offline=yes "./$s.service" 2>/dev/null |
+			sed -n 's/.*exposure level for .*: \([0-9.]*\) .*/\1/p')
+		echo "$s $e"
+		awk -v e="$e" 'BEGIN { exit !(e != "" && e <= 3.0) }'
+	done
+}
+
+@test "examples: the README's pipeline gives the bindings it shows" {
+	cd "$EX"
+	run sh -c 'cat services.jsonl debug/net.jsonl debug/metrics.jsonl debug/requests.jsonl |
+		jq -sc "sort_by(.ts // 0)[]" | cats-cbor encode |
+		cats-select --replay --no-auth |
+		cats-pce -t topology.json --replay |
+		cats-bind --replay --commit none -q |
+		cats-cbor decode | jq -c "{type, txn, code, csci_id, sids: .fwd.sids}"'
+	[ "$status" -eq 0 ]
+	for l in "${lines[0]}" "${lines[2]}" "${lines[5]}"; do
+		grep -qF -- "$l" "$TOP/README.md"
+	done
+	[ "${#lines[@]}" = 6 ]
+}

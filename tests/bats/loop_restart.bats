@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# The whole loop through process faults (examples/demo/loop_net.bash):
+# every process of the loop can be killed and restarted without losing
+# accepted data or leaving a flow half-bound.
+
+load helper
+
+setup_file() {
+	[ "$(id -u)" = 0 ] || return 0
+	LOOP_ID=r$$
+	export LOOP_ID
+	echo "$LOOP_ID" >"$BATS_FILE_TMPDIR/id"
+	. "$TOP/examples/demo/loop_net.bash"
+	loop_up || { loop_down; false; }
+	echo "$LOOP_DIR" >"$BATS_FILE_TMPDIR/dir"
+	loop_wait_ready 200
+}
+
+teardown_file() {
+	[ "$(id -u)" = 0 ] || return 0
+	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id" 2>/dev/null)
+	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir" 2>/dev/null)
+	. "$TOP/examples/demo/loop_net.bash"
+	loop_down
+}
+
+setup() {
+	need_root
+	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id")
+	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir")
+	export LOOP_DIR
+	. "$TOP/examples/demo/loop_net.bash"
+}
+
+best_is() {
+	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; return 1; }
+	[ "$LOOP_BODY" = "$1" ] || { echo "answered by $LOOP_BODY, not $1"; return 1; }
+}
+
+# A new flow is answered, within $1 tenths of a second (the forwarders
+# reconnect once a second).
+answered_within() {
+	local n=$1
+	while [ "$n" -gt 0 ]; do
+		LOOP_CURL_TIMEOUT=2 loop_curl http://203.0.113.100/ && return 0
+		sleep 0.2
+		n=$((n - 3))
+	done
+	return 1
+}
+
+@test "loop restart: cats-bind killed (-9) during a TCP transfer: the transfer completes" {
+	best_is site1-a
+	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl1" -w '%{local_port}' \
+		"http://203.0.113.100/big?mb=4" >"$LOOP_DIR/dl1.port" &
+	dl=$!
+	sleep 1
+	loop_stop bind KILL
+	sleep 0.5
+	loop_bind_start
+	# The journal gave the flow back; both forwarders re-synced.
+	grep -q "restored [1-9][0-9]* bindings" "$LOOP_DIR/log/bind.err"
+	grep -q "epoch 2" "$LOOP_DIR/log/bind.err"
+	resynced() {
+		[ "$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")" -ge 2 ] &&
+		[ "$(grep -c "forwarder EF-1 connected" "$LOOP_DIR/log/bind.err")" -ge 2 ]
+	}
+	loop_wait 50 resynced
+	wait $dl
+	[ "$(stat -c %s "$LOOP_DIR/dl1")" = $((4 << 20)) ]
+	[ "$(sort -u "$LOOP_DIR/dl1")" = site1-a ]
+	# The flow's binding survived with the new owner epoch, not half-bound:
+	# cats-bind still holds it ACTIVE, and both forwarders hold it.
+	txn=$(loop_reply_of "$(cat "$LOOP_DIR/dl1.port")" | jq -r .txn)
+	for f in IF-1 EF-1; do
+		loop_fwd_counters "$f" "$txn" | jq -e '.epoch >= 2 and .rev_pkts > 0'
+	done
+	# New flows are bound by the restarted manager.
+	best_is site1-a
+}
+
+@test "loop restart: the C-PS (selector, PCE) restarted: steering resumes after a full sync" {
+	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl2" "http://203.0.113.100/big?mb=8" &
+	dl=$!
+	loop_wait 60 loop_ct_is 198.51.100.11:80 13
+	full0=$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')
+	loop_northbound stop
+	loop_stop select KILL
+	loop_stop pce KILL
+	loop_stop tee KILL
+	loop_northbound start
+	loop_select_start
+	loop_pce_start
+	# The restarted selector knows no metrics until the agents full-sync
+	# (the interim ingest asks for it; the HTTP northbound will by itself).
+	loop_northbound sync
+	synced() { [ "$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')" -ge $((full0 + 2)) ]; }
+	loop_wait 50 synced
+	answered_within 80
+	# Steering by metrics resumed: site1-a is still loaded.
+	kill -0 $dl
+	best_is site1-b
+	# The transfer bound before the restart was not disturbed.
+	wait $dl
+	[ "$(stat -c %s "$LOOP_DIR/dl2")" = $((8 << 20)) ]
+	[ "$(sort -u "$LOOP_DIR/dl2")" = site1-a ]
+}
+
+@test "loop restart: a site agent killed (-9) and restarted: new epoch, full snapshot, steering goes on" {
+	e0=$(loop_metrics | jq -r 'select(.sma_id == "sma-site1") | .epoch' | tail -1)
+	loop_stop sma1 KILL
+	loop_sma_start 1
+	new_epoch() { loop_metrics | jq -se --argjson e "$e0" 'any(.[]; .sma_id == "sma-site1" and .epoch > $e and .op == "full")'; }
+	loop_wait 50 new_epoch
+	loop_wait 100 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
+	best_is site1-a
+}
+
+@test "loop restart: the egress forwarder restarted: established flows resume, new flows bind" {
+	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl3" "http://203.0.113.100/big?mb=4" &
+	dl=$!
+	sleep 1
+	loop_stop EF-1
+	loop_egress_start 1
+	grep -q "bindings fetched again" "$LOOP_DIR/log/EF-1.err"
+	wait $dl
+	[ "$(stat -c %s "$LOOP_DIR/dl3")" = $((4 << 20)) ]
+	[ "$(sort -u "$LOOP_DIR/dl3")" = site1-a ]
+	loop_wait 60 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
+	answered_within 30
+}
+
+@test "loop restart: the ingress forwarder restarted during a transfer: re-synced, it completes" {
+	loop_wait 60 loop_ct_is 198.51.100.11:80 3
+	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
+	dl=$!
+	sleep 1
+	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")
+	loop_stop IF-1
+	loop_ingress_start
+	[ "$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")" -gt "$r0" ]
+	wait $dl
+	[ "$(stat -c %s "$LOOP_DIR/dl4")" = $((4 << 20)) ]
+	[ "$(sort -u "$LOOP_DIR/dl4")" = site1-a ]
+	# The restarted ingress asked nothing for the established flow.
+	[ "$(loop_counter IF-1 drop_no_binding_tcp)" = 0 ]
+	answered_within 30
+}
