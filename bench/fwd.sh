@@ -119,8 +119,8 @@ EOF
 	done
 	CPS_NOLOG=1 start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_egress --ring-frames 256 --jumbo-core
-	start_ingress --ring-frames 256 --jumbo-core --pending-flows 65536 \
+	start_egress --jumbo-core
+	start_ingress --jumbo-core --pending-flows 65536 \
 		--pending-pkts 65536 --pending-client 65535 --pending-timeout 5s
 }
 

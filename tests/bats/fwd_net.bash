@@ -126,7 +126,7 @@ start_ingress() {
 		--intercept 203.0.113.200 --intercept 2001:db8:100::200 \
 		--select "unix:$FWD_DIR/select.sock" \
 		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
-		--stats "file:$FWD_DIR/ingress.stats" --ring-frames 64 "$@"
+		--stats "file:$FWD_DIR/ingress.stats" --ring-frames 512 "$@"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/ingress.err"
 }
 
@@ -138,7 +138,7 @@ start_egress() {
 		--src6 2001:db8:2::100 --sid 2001:db8:2::100 \
 		--owns 198.51.100.0/24 --owns 2001:db8:5::/64 \
 		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
-		--stats "file:$FWD_DIR/egress.stats" --ring-frames 64 "$@"
+		--stats "file:$FWD_DIR/egress.stats" --ring-frames 512 "$@"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
 }
 
