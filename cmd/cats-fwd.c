@@ -171,10 +171,18 @@ static bool synced;
 static uint64_t sync_deadline;
 static uint16_t ipid;
 static uint32_t tx_mtu;		/* the largest MTU of all ports */
+static struct event *tx_flush_ev;
 static uint64_t icmp_tokens, icmp_last;
 
 /* ---- control channels ---- */
 
+/*
+ * A control channel.  On a stream socket, records sent while handling a
+ * batch (requests for a ring's worth of new flows, statuses for the
+ * bindings of one read) are gathered in out and written with one system
+ * call when the event loop has run the callbacks that were ready (flush);
+ * datagram sockets send one record per datagram at once.
+ */
 struct chan {
 	const char *name;
 	const char *spec;
@@ -182,6 +190,9 @@ struct chan {
 	struct cats_stream *s;
 	int fd;
 	struct event *retry;
+	struct event *flush;
+	struct cats_buf out;
+	bool dgram;
 	bool is_bind;
 };
 static struct chan ch_select = { .name = "select" }, ch_bind = { .name =
@@ -234,6 +245,33 @@ tx_flush(struct port *pt)
 		send(pt->txfd, NULL, 0, MSG_DONTWAIT);
 		pt->txq = 0;
 	}
+}
+
+static void
+tx_flush_all(void)
+{
+	for (int i = 0; i < nports; i++)
+		tx_flush(&ports[i]);
+}
+
+static void
+on_tx_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	tx_flush_all();
+}
+
+/*
+ * Frames queued outside a receive batch (held packets released by the
+ * bindings of one read): one kick per port once the callbacks that were
+ * ready have run.
+ */
+static void
+tx_flush_later(void)
+{
+	event_active(tx_flush_ev, EV_TIMEOUT, 0);
 }
 
 static void
@@ -659,8 +697,7 @@ release_held(struct cats_fbind *b, struct cats_held *h, uint64_t now)
 		free(h);
 		h = n;
 	}
-	if (p_core != NULL)
-		tx_flush(p_core);
+	tx_flush_later();
 }
 
 static void
@@ -679,11 +716,27 @@ drop_held(struct cats_held *h, uint64_t *counter)
 		free(h);
 		h = n;
 	}
-	if (p_client != NULL)
-		tx_flush(p_client);
+	tx_flush_later();
 }
 
 /* ---- control records out ---- */
+
+static void
+chan_flush(struct chan *c)
+{
+	if (c->s != NULL && c->out.len > 0 &&
+	    cats_stream_send(c->s, c->out.p, c->out.len) < 0)
+		cats_warnx("%s: cannot send", c->name);
+	cats_buf_reset(&c->out);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	chan_flush(arg);
+}
 
 static void
 send_rec(struct chan *c, struct cats_rec *r)
@@ -694,8 +747,19 @@ send_rec(struct chan *c, struct cats_rec *r)
 		cats_warnx("cannot sign a %s record", cats_type_name(r->type));
 		return;
 	}
-	if (cats_stream_send_rec(c->s, r) < 0)
-		cats_warnx("%s: cannot send", c->name);
+	if (c->dgram) {
+		if (cats_stream_send_rec(c->s, r) < 0)
+			cats_warnx("%s: cannot send", c->name);
+		return;
+	}
+	if (cats_rec_encode(r, &c->out, true) < 0) {
+		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
+		return;
+	}
+	if (c->out.len >= 65536)
+		chan_flush(c);
+	else
+		event_active(c->flush, EV_TIMEOUT, 0);
 }
 
 static void
@@ -1135,8 +1199,7 @@ rx_packet_ring(struct port *pt, uint64_t now)
 		    __ATOMIC_RELEASE);
 		pt->rxi = (pt->rxi + 1) % pt->rxn;
 	}
-	for (int i = 0; i < nports; i++)
-		tx_flush(&ports[i]);
+	tx_flush_all();
 	/* More frames waiting: come back after other events. */
 	if (budget == (unsigned)-1) {
 		event_active(pt->ev, EV_READ, 0);
@@ -1248,9 +1311,18 @@ ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 	if (setsockopt(fd, SOL_PACKET, which, &req, sizeof(req)) < 0)
 		return -1;
 	*np = n;
-	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (m == MAP_FAILED)
 		return -1;
+	/*
+	 * Write to every page now (an atomic or of 0 changes nothing the
+	 * kernel may be writing): in a virtual machine the first write to a
+	 * page can trap to the hypervisor, which costs more than a packet.
+	 */
+	for (size_t off = 0; off < fsz * n; off += pg)
+		__atomic_fetch_or((uint32_t *)((uint8_t *)m + off), 0,
+		    __ATOMIC_RELAXED);
 	*map = m;
 	return 0;
 }
@@ -1641,6 +1713,7 @@ on_ctl_eof(struct cats_stream *s, int error, void *arg)
 	    error ? strerror(error) : "");
 	cats_stream_free(c->s);
 	c->s = NULL;
+	cats_buf_reset(&c->out);
 	struct timeval tv = { 1, 0 };
 	evtimer_add(c->retry, &tv);
 }
@@ -1685,7 +1758,9 @@ chan_init(struct chan *c, const char *spec)
 		cats_errorx("%s: a control channel is tcp:, unix: or udp:", spec);
 		exit(CATS_EXIT_USAGE);
 	}
+	c->dgram = cats_ep_is_dgram(&c->ep);
 	c->retry = evtimer_new(base, on_retry, c);
+	c->flush = event_new(base, -1, 0, on_flush, c);
 	chan_connect(c);
 }
 
@@ -1737,8 +1812,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 			send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
 		}
 	}
-	for (int i = 0; i < nports; i++)
-		tx_flush(&ports[i]);
+	tx_flush_all();
 }
 
 /* Frames the kernel could not put in the receive rings (ring full). */
@@ -1990,7 +2064,7 @@ main(int argc, char **argv)
 	cf.dataplane = CATS_DP_SRV6;
 	cf.sync_ms = 3000;
 	cf.ring_frames = 4096;
-	cf.poll_us = 50;
+	cf.poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
 		struct cats_ip ip;
@@ -2196,6 +2270,7 @@ main(int argc, char **argv)
 	base = event_base_new();
 	if (base == NULL)
 		return CATS_EXIT_FAIL;
+	tx_flush_ev = event_new(base, -1, 0, on_tx_flush, NULL);
 	tx_mtu = cf.mtu;
 	for (int i = 0; i < nports; i++) {
 		uint32_t mtu = if_mtu(ports[i].name);
@@ -2235,6 +2310,8 @@ main(int argc, char **argv)
 	cats_info("%s: forwarding (epoch %" PRIu64 ")", cf.id, cf.epoch);
 	event_base_dispatch(base);
 	dump_stats();
+	chan_flush(&ch_bind);
+	chan_flush(&ch_select);
 	if (ch_bind.s != NULL)
 		cats_stream_flush(ch_bind.s);
 	if (ch_select.s != NULL)

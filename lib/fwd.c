@@ -558,7 +558,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		b = malloc(sizeof(*b));
 		if (b == NULL)
 			return CATS_FR_NOMEM;
-		nb.installed = nb.last = now;
+		/* The first activity report is due a period after install. */
+		nb.installed = nb.last = nb.reported = now;
 		*b = nb;
 		bool ok[CATS_DIR__N];
 		memcpy(ok, b->keyed, sizeof(ok));
@@ -583,6 +584,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		nb.bytes = b->bytes;
 		nb.rpkts = b->rpkts;
 		nb.rbytes = b->rbytes;
+		nb.reported = b->reported;
+		nb.rep_pkts = b->rep_pkts;
 		/* A learned return tunnel survives a refresh that names none. */
 		if (nb.renc_learn && b->renc_learn && b->renc.nsids +
 		    b->renc.outer_af)
