@@ -209,6 +209,7 @@ static uint8_t *const wbuf = wroom + CATS_PKT_HEADROOM;
  * the batch handled per wakeup, and transmit frames per ring.
  */
 #define RX_FRAME 2048
+#define RX_HDROOM 128	/* the ring's and the virtio-net header, aligned */
 #define RX_BATCH 256
 /* Transmit frames: the ring's header, a virtio-net header, the frame. */
 #define TX_VNET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
@@ -1370,13 +1371,14 @@ open_packet(struct port *pt, char *err, size_t errlen)
 		pt->mtu = (uint32_t)ifr.ifr_mtu;
 	/*
 	 * RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state.  Slots
-	 * hold an Ethernet frame of up to 1500 bytes, so that many small
-	 * packets fit; a larger frame (jumbo, GSO super-packet) leaves its
-	 * head in the slot and itself on the socket's queue (COPY_THRESH),
-	 * for which the receive buffer is made large.
+	 * hold a frame of the port's MTU (2 KiB up to 1500 bytes), so that
+	 * many small packets fit; a larger frame (a GSO super-packet) leaves
+	 * its head in the slot and itself on the socket's queue
+	 * (COPY_THRESH), for which the receive buffer is made large.
 	 */
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t rxf = RX_FRAME;
+	size_t rxf = pt->mtu + 14 + 4 + RX_HDROOM <= RX_FRAME ? RX_FRAME :
+	    (pt->mtu + 14 + 4 + RX_HDROOM + pg - 1) / pg * pg;
 	/*
 	 * TX: frames fit the largest MTU of all ports, so that a segment cut
 	 * to a larger port (a jumbo core) leaves here as one GSO frame.
