@@ -281,15 +281,15 @@ on_request(const struct cats_rec *rr)
 		return;
 	}
 	log_rec(&r);
+	cats_rec_encode(&r, &b, false);
 	if (nact < CATS_ARRAY_LEN(act)) {
 		struct active *a = &act[nact++];
 		memset(a, 0, sizeof(*a));
 		a->id = bd->id;
 		cats_strlcpy(a->ingress, q->ingress, sizeof(a->ingress));
 		cats_strlcpy(a->egress, egress, sizeof(a->egress));
-		cats_rec_encode(&r, &a->enc, false);
+		cats_buf_add(&a->enc, b.p, b.len);
 	}
-	cats_rec_encode(&r, &b, false);
 	/*
 	 * Commit the egress first: the ingress gets the binding (and releases
 	 * the held packets) once the egress reported it installed.
