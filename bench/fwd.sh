@@ -20,6 +20,7 @@ export PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
 BATS_TEST_DIRNAME=$TOP/tests/bats
 . "$TOP/tests/bats/helper.bash"
 FWD_ID=b$$
+FWD_RING=	# the forwarders' default receive rings
 . "$TOP/tests/bats/fwd_net.bash"
 DUR=${FWD_BENCH_SECONDS:-3}
 UDP="$TOP/bench/fwd_udp.py"

@@ -210,6 +210,7 @@ static uint8_t *const wbuf = wroom + CATS_PKT_HEADROOM;
  * the batch handled per wakeup, and transmit frames per ring.
  */
 #define RX_FRAME 2048
+#define RX_RING (32 << 20)
 #define RX_HDROOM 128	/* the ring's and the virtio-net header, aligned */
 #define RX_BATCH 256
 /* Transmit frames: the ring's header, a virtio-net header, the frame. */
@@ -1390,7 +1391,11 @@ open_packet(struct port *pt, char *err, size_t errlen)
 	int rcvbuf = 32 << 20;
 	pt->rxfsz = rxf;
 	pt->txfsz = txf;
-	pt->rxn = cf.ring_frames;
+	/*
+	 * Slots: --ring-frames, or RX_RING bytes' worth; a burst of new flows
+	 * is held in the ring while the forwarder sends their requests.
+	 */
+	pt->rxn = cf.ring_frames ? cf.ring_frames : RX_RING / rxf;
 	pt->txn = TX_FRAMES;
 	if (setsockopt(pt->rxfd, SOL_PACKET, PACKET_VERSION, &v2,
 	    sizeof(v2)) < 0 ||
@@ -2086,7 +2091,6 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	cf.dataplane = CATS_DP_SRV6;
 	cf.sync_ms = 3000;
-	cf.ring_frames = 4096;
 	cf.poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
