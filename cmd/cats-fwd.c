@@ -72,7 +72,8 @@ usage(int code)
 	X(icmp_sent) X(icmp_limited) X(mss_clamped) X(tso_segments) X(gso_sends) \
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
-	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops)
+	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
+	X(rx_copies)
 
 #define X_ENUM(n) C_##n,
 enum { CTRS(X_ENUM) C__N };
@@ -1130,6 +1131,7 @@ rx_copy(struct port *pt, struct virtio_net_hdr *vh, size_t *len)
 	if (n < (ssize_t)sizeof(*vh) + 14 || (mh.msg_flags & MSG_TRUNC))
 		return NULL;
 	*len = (size_t)n - sizeof(*vh);
+	ctr[C_rx_copies]++;
 	return wbuf - 14;
 }
 
