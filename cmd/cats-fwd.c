@@ -14,6 +14,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1232,17 +1233,16 @@ static void
 poll_rings(void)
 {
 	uint64_t until = cats_clock_mono_ns() + cf.poll_us * 1000;
-	for (unsigned spin = 1;; spin++) {
+	for (;;) {
 		for (int i = 0; i < nports; i++) {
 			if (ports[i].kind == K_PACKET && ring_ready(&ports[i])) {
 				event_active(ports[i].ev, EV_READ, 0);
 				return;
 			}
 		}
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-		if (spin % 16 == 0 && cats_clock_mono_ns() >= until)
+		/* Whoever else wants this CPU gets it first. */
+		sched_yield();
+		if (cats_clock_mono_ns() >= until)
 			return;
 	}
 }
