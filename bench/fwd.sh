@@ -106,14 +106,14 @@ table netdev catsfwd {
 	chain a {
 		type filter hook ingress device $2 priority 0;
 		meta protocol ip drop
-		icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept
-		meta protocol ip6 drop
+		ip6 nexthdr != ipv6-icmp drop
+		icmpv6 type != { nd-neighbor-solicit, nd-neighbor-advert } drop
 	}
 	chain b {
 		type filter hook ingress device $3 priority 0;
 		meta protocol ip drop
-		icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept
-		meta protocol ip6 drop
+		ip6 nexthdr != ipv6-icmp drop
+		icmpv6 type != { nd-neighbor-solicit, nd-neighbor-advert } drop
 	}
 }
 EOF
