@@ -1297,14 +1297,20 @@ static int
 ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 {
 	size_t n = *np;
-	/* Blocks are whole pages holding whole frames, back to back. */
+	/*
+	 * Blocks are whole pages holding whole frames back to back (frame i
+	 * is at i * fsz), as many as fit 64 KiB: the kernel allocates a block
+	 * as a power of two of pages, so a 48 KiB block would waste 16.
+	 * Frames are 2 KiB or whole pages.
+	 */
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t bs = (fsz + pg - 1) / pg * pg;
-	if (bs % fsz)
-		bs = fsz * pg;
-	/* Up to 64 KiB blocks: fewer, larger allocations. */
-	while (bs * 2 <= 65536 && bs * 2 <= fsz * n)
-		bs *= 2;
+	size_t bs = fsz >= 65536 ? fsz : 65536 / fsz * fsz;
+	while (bs > fsz && bs % pg != 0)
+		bs -= fsz;
+	if (bs % pg != 0) {
+		errno = EINVAL;
+		return -1;
+	}
 	size_t fpb = bs / fsz;
 	n = (n + fpb - 1) / fpb * fpb;
 	struct tpacket_req req = {
