@@ -204,21 +204,27 @@ static struct cats_dec ctl_dec;
 
 static void chan_connect(struct chan *c);
 
-/* Work buffers: one packet with headroom, and TSO segments. */
-static uint8_t wroom[CATS_PKT_HEADROOM + 65536 + 256];
-static uint8_t *const wbuf = wroom + CATS_PKT_HEADROOM;
 /*
- * Receive slots (an Ethernet frame of 1500 bytes with the ring's headers),
- * the batch handled per wakeup, and transmit frames per ring.
+ * Rings: receive slots of 2 KiB (a 1500-byte frame with the ring's and the
+ * virtio-net header) or of the port's MTU, RX_RING bytes of them by
+ * default; at most RX_BATCH frames handled per wakeup; transmit frames
+ * laid out as the ring's header, a virtio-net header, the frame.
  */
 #define RX_FRAME 2048
 #define RX_RING (32 << 20)
-#define RX_HDROOM 128	/* the ring's and the virtio-net header, aligned */
+#define RX_HDROOM 128
 #define RX_BATCH 256
-/* Transmit frames: the ring's header, a virtio-net header, the frame. */
 #define TX_VNET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
 #define TX_OFF (TX_VNET + sizeof(struct virtio_net_hdr))
 #define TX_FRAMES 1024
+
+/*
+ * Work buffers: one packet with headroom (held packets being released, a
+ * frame read from a socket queue), and one TSO segment where a transmit
+ * frame cannot take it.
+ */
+static uint8_t wroom[CATS_PKT_HEADROOM + 65536 + 256];
+static uint8_t *const wbuf = wroom + CATS_PKT_HEADROOM;
 #define SEG_STRIDE 16384
 static uint8_t ewroom[CATS_PKT_HEADROOM + SEG_STRIDE];
 
@@ -1224,10 +1230,11 @@ ring_ready(const struct port *pt)
 }
 
 /*
- * Bounded busy polling: after a batch, watch the receive rings for up to
- * --poll-us before going back to sleep in the event loop.  While packets
- * keep coming the forwarder is never woken (a wakeup and a context switch
- * cost more than a packet); when they stop, it sleeps after the bound.
+ * Bounded polling: after a batch, watch the receive rings for up to
+ * --poll-us, yielding the CPU to any other task, before going back to
+ * sleep in the event loop.  While packets keep coming the forwarder is not
+ * woken for each (a wakeup and a context switch cost more than a packet);
+ * when they stop, it sleeps after the bound.
  */
 static void
 poll_rings(void)
