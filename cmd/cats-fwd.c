@@ -174,6 +174,7 @@ static bool synced;
 static uint64_t sync_deadline;
 static uint16_t ipid;
 static uint32_t tx_mtu;		/* the largest MTU of all ports */
+static int verbosity;
 static struct event *tx_flush_ev;
 static uint64_t icmp_tokens, icmp_last;
 
@@ -1022,10 +1023,13 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 	ctr[C_drop_no_reverse_binding]++;
 }
 
+/* A dropped packet, with -v: formatted only then (floods stay cheap). */
 static void
 debug_pkt(const char *what, const struct cats_pkt *pk)
 {
 	char a[64], b[64];
+	if (verbosity < 2)
+		return;
 	struct cats_ip s = { .af = pk->af }, d = { .af = pk->af };
 	memcpy(s.a, cats_pkt_src(pk), pk->af == 4 ? 4 : 16);
 	memcpy(d.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
@@ -2278,6 +2282,7 @@ main(int argc, char **argv)
 		usage(CATS_EXIT_USAGE);
 	}
 	cats_log_verbosity(verbose);
+	verbosity = verbose;
 	if (keyfile != NULL) {
 		if (cats_key_load(&cf.key, keyfile, -1, err, sizeof(err)) < 0 ||
 		    cf.key.kind == CATS_KEY_ED25519_PUBLIC) {
