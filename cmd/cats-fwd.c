@@ -1821,24 +1821,28 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		synced = true;
 		after_sync(now);
 	}
-	cats_fwd_expire(&tab, now, pend_expired, bind_expired, NULL);
-	/* Activity: a refreshed status for bindings that carried traffic. */
-	static uint64_t last_scan;
-	if (now - last_scan >= 1000 && ch_bind.s != NULL) {
-		last_scan = now;
-		for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
-			struct cats_fbind *b = tab.bind_by_id.s[i].item;
-			if (tab.bind_by_id.s[i].h == 0 ||
-			    b->pkts + b->rpkts == b->rep_pkts)
-				continue;
-			uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
-			if (now - b->reported < every)
-				continue;
-			b->reported = now;
-			b->rep_pkts = b->pkts + b->rpkts;
-			send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
-		}
+	/*
+	 * Bindings are visited a tenth of the table per tick (100 ms), the
+	 * whole once a second, whatever their number: a refreshed status
+	 * (reason activity) for those that carried traffic, then expiry.
+	 */
+	static size_t pos;
+	size_t cap = tab.bind_by_id.cap, n = cap / 10 + 1;
+	for (size_t j = 0; ch_bind.s != NULL && j < n && j < cap; j++) {
+		size_t i = (pos + j) & (cap - 1);
+		struct cats_fbind *b = tab.bind_by_id.s[i].item;
+		if (tab.bind_by_id.s[i].h == 0 ||
+		    b->pkts + b->rpkts == b->rep_pkts)
+			continue;
+		uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
+		if (now - b->reported < every)
+			continue;
+		b->reported = now;
+		b->rep_pkts = b->pkts + b->rpkts;
+		send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
 	}
+	cats_fwd_expire_step(&tab, now, &pos, n, pend_expired, bind_expired,
+	    NULL);
 	tx_flush_all();
 }
 
