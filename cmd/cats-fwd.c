@@ -672,12 +672,14 @@ rx_csum_fix(struct rxmeta *m, struct cats_pkt *pk)
 
 /* ---- the forward and reverse actions ---- */
 
+/*
+ * A steered packet toward the core: hop limit (ICMP time exceeded at zero),
+ * the MSS of a SYN clamped to the encapsulation, counted, encapsulated.
+ */
 static void
-ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
-    const struct rxmeta *m, uint64_t now)
+to_core(struct cats_pkt *pk, const struct rxmeta *m,
+    const struct cats_encap *enc, int counter)
 {
-	cats_fbind_count(b, 0, pk->len, now);
-	cats_pkt_set_dst(pk, b->locator, b->port);
 	if (cats_pkt_dec_ttl(pk)) {
 		drop_pkt[CATS_DROP_TTL]++;
 		if (m != NULL)
@@ -685,13 +687,22 @@ ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
 		return;
 	}
 	if (pk->proto == 6 && (pk->tcp_flags & CATS_TCP_SYN) &&
-	    cats_pkt_clamp_mss(pk, clamp_for(&b->enc, pk->af)))
+	    cats_pkt_clamp_mss(pk, clamp_for(enc, pk->af)))
 		ctr[C_mss_clamped]++;
-	ctr[C_fwd_pkts]++;
-	if (b->enc.kind == CATS_ENC_NONE)
+	ctr[counter]++;
+	if (enc->kind == CATS_ENC_NONE)
 		out_big(p_core, pk, m);
 	else
-		send_encap(&b->enc, pk, m);
+		send_encap(enc, pk, m);
+}
+
+static void
+ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
+    const struct rxmeta *m, uint64_t now)
+{
+	cats_fbind_count(b, 0, pk->len, now);
+	cats_pkt_set_dst(pk, b->locator, b->port);
+	to_core(pk, m, &b->enc, C_fwd_pkts);
 }
 
 static void
@@ -1057,19 +1068,7 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		return;
 	}
 	cats_fbind_count(b, 1, pk->len, now);
-	if (cats_pkt_dec_ttl(pk)) {
-		drop_pkt[CATS_DROP_TTL]++;
-		send_icmp(m->in, pk, CATS_ICMP_TIME_EXCEEDED, 0);
-		return;
-	}
-	if (pk->proto == 6 && (pk->tcp_flags & CATS_TCP_SYN) &&
-	    cats_pkt_clamp_mss(pk, clamp_for(&b->renc, pk->af)))
-		ctr[C_mss_clamped]++;
-	ctr[C_eg_rev_pkts]++;
-	if (b->renc.kind == CATS_ENC_NONE)
-		out_big(p_core, pk, m);
-	else
-		send_encap(&b->renc, pk, m);
+	to_core(pk, m, &b->renc, C_eg_rev_pkts);
 }
 
 /* One IP packet from a port. */
@@ -1349,6 +1348,23 @@ ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 	return 0;
 }
 
+/*
+ * A TPACKET_V2 ring with virtio-net headers on fd, with socket option opt
+ * set to 1 (PACKET_COPY_THRESH for receive, PACKET_LOSS for transmit: a
+ * frame the kernel refuses is skipped instead of stopping the ring).
+ */
+static int
+ring_open(int fd, int which, int opt, size_t fsz, size_t *np, uint8_t **map)
+{
+	int one = 1, v2 = TPACKET_V2;
+	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v2, sizeof(v2)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one,
+	    sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, opt, &one, sizeof(one)) < 0)
+		return -1;
+	return ring_setup(fd, which, fsz, np, map);
+}
+
 /* The MTU of an interface, 0 if unknown. */
 static uint32_t
 if_mtu(const char *name)
@@ -1370,7 +1386,7 @@ if_mtu(const char *name)
 static int
 open_packet(struct port *pt, char *err, size_t errlen)
 {
-	int one = 1, v2 = TPACKET_V2;
+	int one = 1;
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	cats_strlcpy(ifr.ifr_name, pt->name, sizeof(ifr.ifr_name));
@@ -1416,13 +1432,8 @@ open_packet(struct port *pt, char *err, size_t errlen)
 	 */
 	pt->rxn = cf.ring_frames ? cf.ring_frames : RX_RING / rxf;
 	pt->txn = TX_FRAMES;
-	if (setsockopt(pt->rxfd, SOL_PACKET, PACKET_VERSION, &v2,
-	    sizeof(v2)) < 0 ||
-	    setsockopt(pt->rxfd, SOL_PACKET, PACKET_VNET_HDR, &one,
-	    sizeof(one)) < 0 ||
-	    setsockopt(pt->rxfd, SOL_PACKET, PACKET_COPY_THRESH, &one,
-	    sizeof(one)) < 0 ||
-	    ring_setup(pt->rxfd, PACKET_RX_RING, rxf, &pt->rxn, &pt->rx) < 0) {
+	if (ring_open(pt->rxfd, PACKET_RX_RING, PACKET_COPY_THRESH, rxf,
+	    &pt->rxn, &pt->rx) < 0) {
 		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
@@ -1433,13 +1444,8 @@ open_packet(struct port *pt, char *err, size_t errlen)
 		    sizeof(rcvbuf));
 	setsockopt(pt->rxfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
 	    sizeof(one));
-	if (setsockopt(pt->txfd, SOL_PACKET, PACKET_VERSION, &v2,
-	    sizeof(v2)) < 0 ||
-	    setsockopt(pt->txfd, SOL_PACKET, PACKET_VNET_HDR, &one,
-	    sizeof(one)) < 0 ||
-	    setsockopt(pt->txfd, SOL_PACKET, PACKET_LOSS, &one,
-	    sizeof(one)) < 0 ||
-	    ring_setup(pt->txfd, PACKET_TX_RING, txf, &pt->txn, &pt->tx) < 0) {
+	if (ring_open(pt->txfd, PACKET_TX_RING, PACKET_LOSS, txf, &pt->txn,
+	    &pt->tx) < 0) {
 		snprintf(err, errlen, "%s: TX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
