@@ -7,8 +7,10 @@ machine's, shared by every namespace).
                                        flow: prints "p50_us p99_us lost"
   fwd_udp.py sink ADDR PORT SECONDS    prints "flows p50_us p99_us span_s"
                                        (first-packet one-way delay)
-  fwd_udp.py newflows SRC DST PORT N   N one-packet flows, distinct source
-                                       ports, as fast as possible (raw socket)
+  fwd_udp.py newflows SRC DST PORT N [GAP_US [SPORT0]]
+                                       N one-packet flows, distinct source
+                                       ports from SPORT0 (1024), as fast as
+                                       possible or GAP_US apart (raw socket)
 """
 import socket
 import struct
@@ -50,6 +52,11 @@ def main(a):
         print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
     elif a[0] == "sink":
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        # A burst of released flows must not overflow the sink itself.
+        try:
+            s.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
+        except OSError:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
         s.bind((a[1], int(a[2])))
         s.settimeout(0.2)
         end = time.time() + float(a[3])
@@ -70,10 +77,14 @@ def main(a):
         print("%d %d %d %.6f" % (len(seen), pct(delays, 50), pct(delays, 99), span))
     elif a[0] == "newflows":
         src, dst, port, n = a[1], a[2], int(a[3]), int(a[4])
+        gap = float(a[5]) / 1e6 if len(a) > 5 else 0
+        sport0 = int(a[6]) if len(a) > 6 else 1024
         s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         sa, da = socket.inet_aton(src), socket.inet_aton(dst)
         for i in range(n):
-            sport = 1024 + (i % 64000)
+            if gap:
+                time.sleep(gap)
+            sport = sport0 + (i % (65536 - sport0))
             pay = struct.pack("!d", time.time())
             udp = struct.pack("!HHHH", sport, port, 8 + len(pay), 0) + pay
             ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0,

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -45,7 +48,8 @@ static const char usage_text[] =
     "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
     "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
     "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
-    "         [--pending-client N] [--pending-timeout MS] [--icmp-unreach]\n"
+    "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
+    "         [--icmp-unreach]\n"
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
@@ -70,7 +74,8 @@ usage(int code)
 	X(icmp_sent) X(icmp_limited) X(mss_clamped) X(tso_segments) X(gso_sends) \
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
-	X(errors_received) X(status_sent) X(bind_connects)
+	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
+	X(rx_copies)
 
 #define X_ENUM(n) C_##n,
 enum { CTRS(X_ENUM) C__N };
@@ -107,11 +112,18 @@ static struct port ports[MAXPORTS];
 static int nports;
 static struct port *p_client, *p_core, *p_site;
 
-/* Metadata of a received frame. */
+/*
+ * Metadata of a received frame.  csum_partial: a TCP super-packet whose
+ * checksum is still CHECKSUM_PARTIAL (at csum_start of the IP packet),
+ * left so because every way out cuts it into segments with checksums of
+ * their own; whoever keeps it whole completes it first (rx_csum_fix).
+ */
 struct rxmeta {
 	struct port *in;
 	uint16_t gso_size;
 	uint8_t gso_type;
+	bool csum_partial;
+	uint16_t csum_start, csum_off;
 };
 
 /* ---- configuration ---- */
@@ -155,6 +167,7 @@ static struct {
 	uint64_t sync_ms;
 	uint64_t epoch;
 	unsigned ring_frames;
+	uint64_t poll_us;
 	struct cats_fwd_conf fc;
 } cf;
 
@@ -163,10 +176,20 @@ static struct event_base *base;
 static bool synced;
 static uint64_t sync_deadline;
 static uint16_t ipid;
+static uint32_t tx_mtu;		/* the largest MTU of all ports */
+static int verbosity;
+static struct event *tx_flush_ev;
 static uint64_t icmp_tokens, icmp_last;
 
 /* ---- control channels ---- */
 
+/*
+ * A control channel.  On a stream socket, records sent while handling a
+ * batch (requests for a ring's worth of new flows, statuses for the
+ * bindings of one read) are gathered in out and written with one system
+ * call when the event loop has run the callbacks that were ready (flush);
+ * datagram sockets send one record per datagram at once.
+ */
 struct chan {
 	const char *name;
 	const char *spec;
@@ -174,6 +197,9 @@ struct chan {
 	struct cats_stream *s;
 	int fd;
 	struct event *retry;
+	struct event *flush;
+	struct cats_buf out;
+	bool dgram;
 	bool is_bind;
 };
 static struct chan ch_select = { .name = "select" }, ch_bind = { .name =
@@ -182,12 +208,28 @@ static struct cats_dec ctl_dec;
 
 static void chan_connect(struct chan *c);
 
-/* Work buffers: one packet with headroom, and TSO segments. */
+/*
+ * Rings: receive slots of 2 KiB (a 1500-byte frame with the ring's and the
+ * virtio-net header) or of the port's MTU, RX_RING bytes of them by
+ * default; at most RX_BATCH frames handled per wakeup; transmit frames
+ * laid out as the ring's header, a virtio-net header, the frame.
+ */
+#define RX_FRAME 2048
+#define RX_RING (32 << 20)
+#define RX_HDROOM 128
+#define RX_BATCH 256
+#define TX_VNET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+#define TX_OFF (TX_VNET + sizeof(struct virtio_net_hdr))
+#define TX_FRAMES 1024
+
+/*
+ * Work buffers: one packet with headroom (held packets being released, a
+ * frame read from a socket queue), and one TSO segment where a transmit
+ * frame cannot take it.
+ */
 static uint8_t wroom[CATS_PKT_HEADROOM + 65536 + 256];
 static uint8_t *const wbuf = wroom + CATS_PKT_HEADROOM;
 #define SEG_STRIDE 16384
-#define SEG_MAX 48
-static uint8_t segroom[SEG_MAX * SEG_STRIDE];
 static uint8_t ewroom[CATS_PKT_HEADROOM + SEG_STRIDE];
 
 /* ---- output ---- */
@@ -221,6 +263,33 @@ tx_flush(struct port *pt)
 }
 
 static void
+tx_flush_all(void)
+{
+	for (int i = 0; i < nports; i++)
+		tx_flush(&ports[i]);
+}
+
+static void
+on_tx_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	tx_flush_all();
+}
+
+/*
+ * Frames queued outside a receive batch (held packets released by the
+ * bindings of one read): one kick per port once the callbacks that were
+ * ready have run.
+ */
+static void
+tx_flush_later(void)
+{
+	event_active(tx_flush_ev, EV_TIMEOUT, 0);
+}
+
+static void
 l2_header(const struct port *pt, uint8_t *d, int ipv)
 {
 	if (pt->has_peer)
@@ -232,20 +301,40 @@ l2_header(const struct port *pt, uint8_t *d, int ipv)
 	d[13] = ipv == 4 ? 0x00 : 0xdd;
 }
 
-/* Hand a filled transmit frame (IP length len) to the kernel. */
+/*
+ * Hand a filled transmit frame (IP length len) to the kernel, with the
+ * virtio-net header gso (segmentation and partial checksum of a TCP
+ * super-packet) or none.  The header says the whole frame is header
+ * (hdr_len): the kernel copies it into the skb's linear part instead of
+ * attaching the ring's pages, which a veth would copy again into fresh
+ * pages.
+ */
 static void
-tx_commit(struct port *pt, uint8_t *f, size_t len)
+tx_commit_gso(struct port *pt, uint8_t *f, size_t len,
+    const struct virtio_net_hdr *gso)
 {
 	struct tpacket2_hdr *h = (void *)f;
-	h->tp_len = (uint32_t)(len + 14);
+	struct virtio_net_hdr *vh = (void *)(f + TX_VNET);
+	if (gso != NULL)
+		memcpy(vh, gso, sizeof(*vh));
+	else
+		memset(vh, 0, sizeof(*vh));
+	vh->hdr_len = (uint16_t)(len + 14);
+	h->tp_len = (uint32_t)(len + 14 + sizeof(*vh));
 	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST,
 	    __ATOMIC_RELEASE);
 	pt->txi = (pt->txi + 1) % pt->txn;
 	pt->tx_pkts++;
 	ctr[C_tx_pkts]++;
 	ctr[C_tx_bytes] += len;
-	if (++pt->txq >= 128)
+	if (++pt->txq >= RX_BATCH)
 		tx_flush(pt);
+}
+
+static void
+tx_commit(struct port *pt, uint8_t *f, size_t len)
+{
+	tx_commit_gso(pt, f, len, NULL);
 }
 
 /* Send one IP packet out of a port. */
@@ -258,7 +347,7 @@ out_ip(struct port *pt, const uint8_t *ip, size_t len)
 			return;
 		}
 	} else {
-		if (len + 14 > pt->txfsz - TPACKET2_HDRLEN) {
+		if (len + 14 > pt->txfsz - TX_OFF) {
 			drop_pkt[CATS_DROP_TOO_BIG]++;
 			return;
 		}
@@ -267,7 +356,7 @@ out_ip(struct port *pt, const uint8_t *ip, size_t len)
 			ctr[C_tx_full]++;
 			return;
 		}
-		uint8_t *d = f + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
+		uint8_t *d = f + TX_OFF;
 		l2_header(pt, d, ip[0] >> 4);
 		memcpy(d + 14, ip, len);
 		tx_commit(pt, f, len);
@@ -317,6 +406,59 @@ l3l4_hdr(const struct cats_pkt *pk)
 	return h;
 }
 
+/*
+ * Write a packet straight into a transmit frame of port pt: fill(arg, q,
+ * room) writes the IP packet at q (at most room bytes) and returns its
+ * length (0: nothing to send); with enc, the outer headers go in front.
+ * Returns 0, or -1 when the frame cannot be had or the packet built.
+ */
+static int
+tx_fill(struct port *pt, const struct cats_encap *enc,
+    size_t (*fill)(void *, uint8_t *, size_t), void *arg)
+{
+	size_t oh = enc != NULL ? cats_encap_overhead(enc) : 0;
+	uint8_t *f = tx_frame(pt);
+	if (f == NULL) {
+		ctr[C_tx_full]++;
+		return -1;
+	}
+	uint8_t *d = f + TX_OFF;
+	uint8_t *q = d + 14 + oh;
+	size_t len = fill(arg, q, pt->txfsz - TX_OFF - 14 - oh);
+	if (len == 0)
+		return -1;
+	int r = enc != NULL ? cats_encap_push(enc, &q, &len, ipid++) : 0;
+	if (r) {
+		drop_pkt[r]++;
+		return -1;
+	}
+	l2_header(pt, d, q[0] >> 4);
+	tx_commit(pt, f, len);
+	return 0;
+}
+
+struct fill_seg {
+	const struct cats_tso *t;
+	unsigned i;
+};
+
+static size_t
+fill_seg(void *arg, uint8_t *q, size_t room)
+{
+	struct fill_seg *fs = arg;
+	return cats_tso_seg(fs->t, fs->i, q, room);
+}
+
+static size_t
+fill_copy(void *arg, uint8_t *q, size_t room)
+{
+	const struct cats_pkt *pk = arg;
+	if (pk->len > room)
+		return 0;
+	memcpy(q, pk->p, pk->len);
+	return pk->len;
+}
+
 /* Encapsulate the (already rewritten) packet pk and send it to the core. */
 static void
 send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
@@ -324,66 +466,56 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 {
 	size_t oh = cats_encap_overhead(enc);
 	uint32_t mtu = cf.mtu ? cf.mtu : p_core->mtu;
+	struct port *pt = p_core;
+	bool ring = pt->kind == K_PACKET;
 	/*
 	 * A GSO super-packet is cut into the sender's segment size even when
 	 * it fits the core: the far side's links are no bigger than the
-	 * sender's.
+	 * sender's.  Each segment is written into its transmit frame, with
+	 * its checksums, in one pass.
 	 */
 	bool gso = m != NULL && m->gso_size && pk->proto == 6 &&
 	    pk->len > l3l4_hdr(pk) + m->gso_size;
-	if (pk->len + oh > mtu || gso) {
-		if (gso) {
-			size_t hdr = l3l4_hdr(pk);
-			size_t mss = cf.jumbo ? mtu : m->gso_size;
-			if (hdr + oh + mss > mtu)
-				mss = mtu > hdr + oh ? mtu - hdr - oh : 0;
-			size_t lens[SEG_MAX];
-			unsigned n = mss ? cats_pkt_tso(pk->p, pk->len,
-			    (uint16_t)mss, segroom, SEG_STRIDE, SEG_MAX, lens)
-			    : 0;
-			if (n == 0) {
-				ctr[C_drop_gso]++;
-				return;
-			}
-			ctr[C_tso_segments] += n;
-			for (unsigned i = 0; i < n; i++) {
-				uint8_t *p = ewroom + CATS_PKT_HEADROOM;
-				size_t len = lens[i];
-				memcpy(p, segroom + (size_t)i * SEG_STRIDE, len);
-				if (cats_encap_push(enc, &p, &len, ipid++) == 0)
-					out_ip(p_core, p, len);
-			}
+	if (gso) {
+		size_t hdr = l3l4_hdr(pk);
+		size_t mss = cf.jumbo ? mtu : m->gso_size;
+		if (hdr + oh + mss > mtu)
+			mss = mtu > hdr + oh ? mtu - hdr - oh : 0;
+		struct cats_tso t;
+		if (mss == 0 || cats_tso_init(&t, pk->p, pk->len,
+		    (uint16_t)mss) < 0) {
+			ctr[C_drop_gso]++;
 			return;
 		}
+		ctr[C_tso_segments] += t.nseg;
+		for (unsigned i = 0; i < t.nseg; i++) {
+			struct fill_seg fs = { &t, i };
+			if (ring && hdr + mss + oh + 14 <= pt->txfsz - TX_OFF) {
+				tx_fill(pt, enc, fill_seg, &fs);
+				continue;
+			}
+			uint8_t *p = ewroom + CATS_PKT_HEADROOM;
+			size_t len = cats_tso_seg(&t, i, p, SEG_STRIDE);
+			if (len > 0 && cats_encap_push(enc, &p, &len,
+			    ipid++) == 0)
+				out_ip(pt, p, len);
+		}
+		return;
+	}
+	if (pk->len + oh > mtu) {
 		drop_pkt[CATS_DROP_TOO_BIG]++;
 		if (m != NULL && (pk->af == 6 || (pk->p[6] & 0x40)))
 			send_icmp(m->in, pk, CATS_ICMP_TOO_BIG,
 			    (uint32_t)(mtu - oh));
 		return;
 	}
-	uint8_t *p = pk->p;
-	size_t len = pk->len;
-	struct port *pt = p_core;
-	if (pt->kind == K_PACKET && len + oh + 14 <= pt->txfsz -
-	    TPACKET2_HDRLEN) {
+	if (ring && pk->len + oh + 14 <= pt->txfsz - TX_OFF) {
 		/* Build the packet in the transmit frame: one copy. */
-		uint8_t *f = tx_frame(pt);
-		if (f == NULL) {
-			ctr[C_tx_full]++;
-			return;
-		}
-		uint8_t *d = f + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
-		uint8_t *q = d + 14 + oh;
-		memcpy(q, p, len);
-		int r = cats_encap_push(enc, &q, &len, ipid++);
-		if (r) {
-			drop_pkt[r]++;
-			return;
-		}
-		l2_header(pt, d, q[0] >> 4);
-		tx_commit(pt, f, len);
+		tx_fill(pt, enc, fill_copy, pk);
 		return;
 	}
+	uint8_t *p = pk->p;
+	size_t len = pk->len;
 	if (p != wbuf) {
 		memcpy(wbuf, p, len);
 		p = wbuf;
@@ -398,44 +530,60 @@ send_encap(const struct cats_encap *enc, struct cats_pkt *pk,
 
 /*
  * Hand a TCP super-packet to the kernel with a virtio-net header so that
- * the port (or its peer) segments it: one send instead of one per segment.
+ * the port (or its peer) segments it: one packet instead of one per
+ * segment.  Its checksum field becomes the pseudo-header sum of
+ * CHECKSUM_PARTIAL.  It goes through the transmit ring when it fits a
+ * frame (in order with the other frames, no system call of its own), else
+ * through the port's vnet-header socket after the frames queued before it.
  * Returns 0, or -1 when the caller must segment in software.
  */
 static int
 out_gso(struct port *pt, struct cats_pkt *pk, size_t mss)
 {
-	static uint8_t fb[sizeof(struct virtio_net_hdr) + 14 + 65536 + 64];
-	if (pt->kind != K_PACKET || pt->gsofd < 0 || pk->len > 65535 ||
-	    mss == 0 || mss > 65535)
+	if (pt->kind != K_PACKET || pk->len > 65535 - 14 || mss == 0 ||
+	    mss > 65535)
+		return -1;
+	bool ring = pk->len + 14 <= pt->txfsz - TX_OFF;
+	if (!ring && pt->gsofd < 0)
 		return -1;
 	size_t hdr = l3l4_hdr(pk);
-	struct virtio_net_hdr *vh = (void *)fb;
-	memset(vh, 0, sizeof(*vh));
-	vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh->gso_type = pk->af == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 :
+	struct virtio_net_hdr vh;
+	uint8_t l2[14];
+	memset(&vh, 0, sizeof(vh));
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = pk->af == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 :
 	    VIRTIO_NET_HDR_GSO_TCPV6;
-	vh->gso_size = (uint16_t)mss;
-	vh->hdr_len = (uint16_t)(14 + hdr);
-	vh->csum_start = (uint16_t)(14 + pk->l4off);
-	vh->csum_offset = 16;
-	uint8_t *d = fb + sizeof(*vh);
-	if (pt->has_peer)
-		memcpy(d, pt->peer, 6);
-	else
-		memset(d, 0xff, 6);
-	memcpy(d + 6, pt->mac, 6);
-	d[12] = pk->af == 4 ? 0x08 : 0x86;
-	d[13] = pk->af == 4 ? 0x00 : 0xdd;
-	memcpy(d + 14, pk->p, pk->len);
-	/* CHECKSUM_PARTIAL: the field holds the pseudo-header sum. */
-	uint8_t *ip = d + 14;
+	vh.gso_size = (uint16_t)mss;
+	vh.hdr_len = (uint16_t)(14 + hdr);
+	vh.csum_start = (uint16_t)(14 + pk->l4off);
+	vh.csum_offset = 16;
+	uint8_t *ip = pk->p;
 	size_t l4len = pk->len - pk->l4off, al = pk->af == 4 ? 4 : 16;
 	uint32_t ps = cats_csum_add(0, ip + (pk->af == 4 ? 12 : 8), 2 * al);
 	ps += 6 + (uint32_t)(l4len >> 16) + (uint32_t)(l4len & 0xffff);
 	uint16_t f = cats_csum_fold(ps);
 	ip[pk->l4off + 16] = (uint8_t)(f >> 8);
 	ip[pk->l4off + 17] = (uint8_t)f;
-	if (send(pt->gsofd, fb, sizeof(*vh) + 14 + pk->len, MSG_DONTWAIT) < 0)
+	if (ring) {
+		uint8_t *fr = tx_frame(pt);
+		if (fr == NULL) {
+			ctr[C_tx_full]++;
+			return 0;
+		}
+		uint8_t *d = fr + TX_OFF;
+		l2_header(pt, d, pk->af);
+		memcpy(d + 14, pk->p, pk->len);
+		tx_commit_gso(pt, fr, pk->len, &vh);
+		ctr[C_gso_sends]++;
+		return 0;
+	}
+	l2_header(pt, l2, pk->af);
+	struct iovec iov[3] = {
+		{ &vh, sizeof(vh) }, { l2, sizeof(l2) }, { pk->p, pk->len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+	tx_flush(pt);
+	if (sendmsg(pt->gsofd, &mh, MSG_DONTWAIT) < 0)
 		return -1;
 	pt->tx_pkts++;
 	ctr[C_tx_pkts]++;
@@ -466,16 +614,25 @@ out_big(struct port *pt, struct cats_pkt *pk, const struct rxmeta *m)
 			mss = mtu > hdr ? mtu - hdr : 0;
 		if (out_gso(pt, pk, mss) == 0)
 			return;
-		size_t lens[SEG_MAX];
-		unsigned n = mss ? cats_pkt_tso(pk->p, pk->len, (uint16_t)mss,
-		    segroom, SEG_STRIDE, SEG_MAX, lens) : 0;
-		if (n == 0) {
+		struct cats_tso t;
+		if (mss == 0 || cats_tso_init(&t, pk->p, pk->len,
+		    (uint16_t)mss) < 0) {
 			ctr[C_drop_gso]++;
 			return;
 		}
-		ctr[C_tso_segments] += n;
-		for (unsigned i = 0; i < n; i++)
-			out_ip(pt, segroom + (size_t)i * SEG_STRIDE, lens[i]);
+		ctr[C_tso_segments] += t.nseg;
+		for (unsigned i = 0; i < t.nseg; i++) {
+			struct fill_seg fs = { &t, i };
+			if (pt->kind == K_PACKET &&
+			    hdr + mss + 14 <= pt->txfsz - TX_OFF) {
+				tx_fill(pt, NULL, fill_seg, &fs);
+				continue;
+			}
+			uint8_t *p = ewroom + CATS_PKT_HEADROOM;
+			size_t len = cats_tso_seg(&t, i, p, SEG_STRIDE);
+			if (len > 0)
+				out_ip(pt, p, len);
+		}
 		return;
 	}
 	drop_pkt[CATS_DROP_TOO_BIG]++;
@@ -491,14 +648,41 @@ clamp_for(const struct cats_encap *enc, uint8_t af)
 	return mtu > oh ? (uint16_t)(mtu - oh) : 536;
 }
 
+/*
+ * Will this received packet be cut into segments on every way out?  A TCP
+ * super-packet (GSO) with more payload than one segment.
+ */
+static bool
+gso_cut(const struct rxmeta *m, const uint8_t *ip, size_t len)
+{
+	uint8_t t = m->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+	if ((t != VIRTIO_NET_HDR_GSO_TCPV4 && t != VIRTIO_NET_HDR_GSO_TCPV6) ||
+	    m->gso_size == 0 || m->csum_off != 16 ||
+	    (size_t)m->csum_start + 20 > len)
+		return false;
+	size_t hdr = m->csum_start + (size_t)(ip[m->csum_start + 12] >> 4) * 4;
+	return len > hdr + m->gso_size;
+}
+
+/* Complete a checksum left partial at receive (see struct rxmeta). */
+static void
+rx_csum_fix(struct rxmeta *m, struct cats_pkt *pk)
+{
+	if (m->csum_partial && cats_pkt_csum_complete(pk->p, pk->len,
+	    m->csum_start, m->csum_off) == 0)
+		m->csum_partial = false;
+}
+
 /* ---- the forward and reverse actions ---- */
 
+/*
+ * A steered packet toward the core: hop limit (ICMP time exceeded at zero),
+ * the MSS of a SYN clamped to the encapsulation, counted, encapsulated.
+ */
 static void
-ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
-    const struct rxmeta *m, uint64_t now)
+to_core(struct cats_pkt *pk, const struct rxmeta *m,
+    const struct cats_encap *enc, int counter)
 {
-	cats_fbind_count(b, 0, pk->len, now);
-	cats_pkt_set_dst(pk, b->locator, b->port);
 	if (cats_pkt_dec_ttl(pk)) {
 		drop_pkt[CATS_DROP_TTL]++;
 		if (m != NULL)
@@ -506,13 +690,22 @@ ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
 		return;
 	}
 	if (pk->proto == 6 && (pk->tcp_flags & CATS_TCP_SYN) &&
-	    cats_pkt_clamp_mss(pk, clamp_for(&b->enc, pk->af)))
+	    cats_pkt_clamp_mss(pk, clamp_for(enc, pk->af)))
 		ctr[C_mss_clamped]++;
-	ctr[C_fwd_pkts]++;
-	if (b->enc.kind == CATS_ENC_NONE)
+	ctr[counter]++;
+	if (enc->kind == CATS_ENC_NONE)
 		out_big(p_core, pk, m);
 	else
-		send_encap(&b->enc, pk, m);
+		send_encap(enc, pk, m);
+}
+
+static void
+ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
+    const struct rxmeta *m, uint64_t now)
+{
+	cats_fbind_count(b, 0, pk->len, now);
+	cats_pkt_set_dst(pk, b->locator, b->port);
+	to_core(pk, m, &b->enc, C_fwd_pkts);
 }
 
 static void
@@ -530,8 +723,7 @@ release_held(struct cats_fbind *b, struct cats_held *h, uint64_t now)
 		free(h);
 		h = n;
 	}
-	if (p_core != NULL)
-		tx_flush(p_core);
+	tx_flush_later();
 }
 
 static void
@@ -550,11 +742,27 @@ drop_held(struct cats_held *h, uint64_t *counter)
 		free(h);
 		h = n;
 	}
-	if (p_client != NULL)
-		tx_flush(p_client);
+	tx_flush_later();
 }
 
 /* ---- control records out ---- */
+
+static void
+chan_flush(struct chan *c)
+{
+	if (c->s != NULL && c->out.len > 0 &&
+	    cats_stream_send(c->s, c->out.p, c->out.len) < 0)
+		cats_warnx("%s: cannot send", c->name);
+	cats_buf_reset(&c->out);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	chan_flush(arg);
+}
 
 static void
 send_rec(struct chan *c, struct cats_rec *r)
@@ -565,8 +773,19 @@ send_rec(struct chan *c, struct cats_rec *r)
 		cats_warnx("cannot sign a %s record", cats_type_name(r->type));
 		return;
 	}
-	if (cats_stream_send_rec(c->s, r) < 0)
-		cats_warnx("%s: cannot send", c->name);
+	if (c->dgram) {
+		if (cats_stream_send_rec(c->s, r) < 0)
+			cats_warnx("%s: cannot send", c->name);
+		return;
+	}
+	if (cats_rec_encode(r, &c->out, true) < 0) {
+		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
+		return;
+	}
+	if (c->out.len >= 65536)
+		chan_flush(c);
+	else
+		event_active(c->flush, EV_TIMEOUT, 0);
 }
 
 static void
@@ -743,6 +962,8 @@ on_client(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		return;
 	}
 	struct cats_pend *p;
+	struct rxmeta mm = *m;
+	rx_csum_fix(&mm, pk);	/* a held packet is sent whole */
 	int r = cats_fwd_hold(&tab, &k, pk->p, pk->len,
 	    (uint32_t)(m->in - ports), now, &p);
 	if (r < 0) {
@@ -821,10 +1042,13 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 	ctr[C_drop_no_reverse_binding]++;
 }
 
+/* A dropped packet, with -v: formatted only then (floods stay cheap). */
 static void
 debug_pkt(const char *what, const struct cats_pkt *pk)
 {
 	char a[64], b[64];
+	if (verbosity < 2)
+		return;
 	struct cats_ip s = { .af = pk->af }, d = { .af = pk->af };
 	memcpy(s.a, cats_pkt_src(pk), pk->af == 4 ? 4 : 16);
 	memcpy(d.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
@@ -852,19 +1076,7 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		return;
 	}
 	cats_fbind_count(b, 1, pk->len, now);
-	if (cats_pkt_dec_ttl(pk)) {
-		drop_pkt[CATS_DROP_TTL]++;
-		send_icmp(m->in, pk, CATS_ICMP_TIME_EXCEEDED, 0);
-		return;
-	}
-	if (pk->proto == 6 && (pk->tcp_flags & CATS_TCP_SYN) &&
-	    cats_pkt_clamp_mss(pk, clamp_for(&b->renc, pk->af)))
-		ctr[C_mss_clamped]++;
-	ctr[C_eg_rev_pkts]++;
-	if (b->renc.kind == CATS_ENC_NONE)
-		out_big(p_core, pk, m);
-	else
-		send_encap(&b->renc, pk, m);
+	to_core(pk, m, &b->renc, C_eg_rev_pkts);
 }
 
 /* One IP packet from a port. */
@@ -919,27 +1131,58 @@ on_packet(uint8_t *ip, size_t len, const struct rxmeta *m, uint64_t now)
 
 /* ---- packet I/O ---- */
 
-static void
+/*
+ * A frame whose ring slot was too small (a GSO super-packet, a jumbo frame):
+ * the slot holds the first bytes with TP_STATUS_COPY and the whole packet
+ * waits, in order, on the socket's queue (PACKET_COPY_THRESH).  Read it with
+ * its virtio-net header into the work buffer, IP header at wbuf.
+ */
+static uint8_t *
+rx_copy(struct port *pt, struct virtio_net_hdr *vh, size_t *len)
+{
+	struct iovec iov[2] = {
+		{ vh, sizeof(*vh) },
+		{ wbuf - 14, 14 + 65536 + 256 },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n = recvmsg(pt->rxfd, &mh, MSG_DONTWAIT);
+	if (n < (ssize_t)sizeof(*vh) + 14 || (mh.msg_flags & MSG_TRUNC))
+		return NULL;
+	*len = (size_t)n - sizeof(*vh);
+	ctr[C_rx_copies]++;
+	return wbuf - 14;
+}
+
+static unsigned
 rx_packet_ring(struct port *pt, uint64_t now)
 {
-	unsigned budget = 256;
+	unsigned budget = RX_BATCH;
 	while (budget-- > 0) {
 		struct tpacket2_hdr *h = (void *)(pt->rx + pt->rxi * pt->rxfsz);
 		uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 		if (!(st & TP_STATUS_USER))
 			break;
 		uint8_t *f = (uint8_t *)h + h->tp_mac;
-		struct virtio_net_hdr *vh = (void *)(f - sizeof(*vh));
+		struct virtio_net_hdr vhc, *vh = (void *)(f - sizeof(*vh));
 		struct sockaddr_ll *sll = (void *)((uint8_t *)h +
 		    TPACKET_ALIGN(sizeof(*h)));
 		size_t len = h->tp_snaplen;
 		struct rxmeta m = { .in = pt };
+		bool whole = h->tp_len == h->tp_snaplen;
+		if (st & TP_STATUS_COPY) {
+			/* The queued copy must be read even if ignored. */
+			f = rx_copy(pt, &vhc, &len);
+			vh = &vhc;
+			whole = f != NULL;
+			if (f == NULL)
+				len = h->tp_len;
+		}
 		ctr[C_rx_pkts]++;
 		ctr[C_rx_bytes] += len;
 		pt->rx_pkts++;
 		if (sll->sll_pkttype == PACKET_OUTGOING) {
 			ctr[C_ignored]++;
-		} else if (h->tp_len != h->tp_snaplen || len < 14) {
+		} else if (!whole || len < 14) {
 			ctr[C_drop_truncated_frame]++;
 		} else if (f[0] & 1) {
 			ctr[C_ignored]++;	/* L2 multicast / broadcast */
@@ -953,13 +1196,21 @@ rx_packet_ring(struct port *pt, uint64_t now)
 				ctr[C_ignored]++;
 			} else {
 				bool ok = true;
-				if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-					ok = cats_pkt_csum_complete(f + 14,
-					    len - 14, vh->csum_start - 14u,
-					    vh->csum_offset) == 0;
 				if (vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
 					m.gso_size = vh->gso_size;
 					m.gso_type = vh->gso_type;
+				}
+				if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+					m.csum_start = (uint16_t)(vh->csum_start
+					    - 14u);
+					m.csum_off = vh->csum_offset;
+					if (gso_cut(&m, f + 14, len - 14))
+						m.csum_partial = true;
+					else
+						ok = cats_pkt_csum_complete(
+						    f + 14, len - 14,
+						    m.csum_start,
+						    m.csum_off) == 0;
 				}
 				if (!ok)
 					drop_pkt[CATS_DROP_TRUNCATED]++;
@@ -971,11 +1222,47 @@ rx_packet_ring(struct port *pt, uint64_t now)
 		    __ATOMIC_RELEASE);
 		pt->rxi = (pt->rxi + 1) % pt->rxn;
 	}
-	for (int i = 0; i < nports; i++)
-		tx_flush(&ports[i]);
+	tx_flush_all();
 	/* More frames waiting: come back after other events. */
-	if (budget == (unsigned)-1)
+	if (budget == (unsigned)-1) {
 		event_active(pt->ev, EV_READ, 0);
+		return RX_BATCH + 1;
+	}
+	return RX_BATCH - 1 - budget;
+}
+
+static bool
+ring_ready(const struct port *pt)
+{
+	const struct tpacket2_hdr *h = (const void *)(pt->rx + pt->rxi *
+	    pt->rxfsz);
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
+	    TP_STATUS_USER;
+}
+
+/*
+ * Bounded polling: after a batch, watch the receive rings for up to
+ * --poll-us, yielding the CPU to any other task, before going back to
+ * sleep in the event loop.  While packets keep coming the forwarder is not
+ * woken for each (a wakeup and a context switch cost more than a packet);
+ * when they stop, it sleeps after the bound.
+ */
+static void
+poll_rings(void)
+{
+	uint64_t until = cats_clock_mono_ns() + cf.poll_us * 1000;
+	for (;;) {
+		for (int i = 0; i < nports; i++) {
+			if (ports[i].kind == K_PACKET && ring_ready(&ports[i])) {
+				event_active(ports[i].ev, EV_READ, 0);
+				return;
+			}
+		}
+		/* Whoever else wants this CPU gets it first. */
+		sched_yield();
+		if (cats_clock_mono_ns() >= until)
+			return;
+	}
 }
 
 static void
@@ -1000,10 +1287,13 @@ on_port(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	uint64_t now = cats_clock_now();
-	if (pt->kind == K_PACKET)
-		rx_packet_ring(pt, now);
-	else
+	if (pt->kind != K_PACKET) {
 		rx_tun(pt, now);
+		return;
+	}
+	unsigned n = rx_packet_ring(pt, now);
+	if (n > 0 && n <= RX_BATCH && cf.poll_us > 0)
+		poll_rings();
 }
 
 static int
@@ -1025,11 +1315,20 @@ static int
 ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 {
 	size_t n = *np;
-	/* Blocks are whole pages holding whole frames, back to back. */
+	/*
+	 * Blocks are whole pages holding whole frames back to back (frame i
+	 * is at i * fsz), as many as fit 64 KiB: the kernel allocates a block
+	 * as a power of two of pages, so a 48 KiB block would waste 16.
+	 * Frames are 2 KiB or whole pages.
+	 */
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t bs = (fsz + pg - 1) / pg * pg;
-	if (bs % fsz)
-		bs = fsz * pg;
+	size_t bs = fsz >= 65536 ? fsz : 65536 / fsz * fsz;
+	while (bs > fsz && bs % pg != 0)
+		bs -= fsz;
+	if (bs % pg != 0) {
+		errno = EINVAL;
+		return -1;
+	}
 	size_t fpb = bs / fsz;
 	n = (n + fpb - 1) / fpb * fpb;
 	struct tpacket_req req = {
@@ -1041,17 +1340,61 @@ ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
 	if (setsockopt(fd, SOL_PACKET, which, &req, sizeof(req)) < 0)
 		return -1;
 	*np = n;
-	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (m == MAP_FAILED)
 		return -1;
+	/*
+	 * Write to every page now (an atomic or of 0 changes nothing the
+	 * kernel may be writing): in a virtual machine the first write to a
+	 * page can trap to the hypervisor, which costs more than a packet.
+	 */
+	for (size_t off = 0; off < fsz * n; off += pg)
+		__atomic_fetch_or((uint32_t *)((uint8_t *)m + off), 0,
+		    __ATOMIC_RELAXED);
 	*map = m;
 	return 0;
+}
+
+/*
+ * A TPACKET_V2 ring with virtio-net headers on fd, with socket option opt
+ * set to 1 (PACKET_COPY_THRESH for receive, PACKET_LOSS for transmit: a
+ * frame the kernel refuses is skipped instead of stopping the ring).
+ */
+static int
+ring_open(int fd, int which, int opt, size_t fsz, size_t *np, uint8_t **map)
+{
+	int one = 1, v2 = TPACKET_V2;
+	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v2, sizeof(v2)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one,
+	    sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, opt, &one, sizeof(one)) < 0)
+		return -1;
+	return ring_setup(fd, which, fsz, np, map);
+}
+
+/* The MTU of an interface, 0 if unknown. */
+static uint32_t
+if_mtu(const char *name)
+{
+	struct ifreq ifr;
+	uint32_t mtu = 0;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	cats_strlcpy(ifr.ifr_name, name, sizeof(ifr.ifr_name));
+	if (ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0 &&
+	    ifr.ifr_mtu <= 65535)
+		mtu = (uint32_t)ifr.ifr_mtu;
+	close(s);
+	return mtu;
 }
 
 static int
 open_packet(struct port *pt, char *err, size_t errlen)
 {
-	int one = 1, v2 = TPACKET_V2;
+	int one = 1;
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	cats_strlcpy(ifr.ifr_name, pt->name, sizeof(ifr.ifr_name));
@@ -1071,29 +1414,46 @@ open_packet(struct port *pt, char *err, size_t errlen)
 		memcpy(pt->mac, ifr.ifr_hwaddr.sa_data, 6);
 	if (ioctl(pt->rxfd, SIOCGIFMTU, &ifr) == 0)
 		pt->mtu = (uint32_t)ifr.ifr_mtu;
-	/* RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state. */
+	/*
+	 * RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state.  Slots
+	 * hold a frame of the port's MTU (2 KiB up to 1500 bytes), so that
+	 * many small packets fit; a larger frame (a GSO super-packet) leaves
+	 * its head in the slot and itself on the socket's queue
+	 * (COPY_THRESH), for which the receive buffer is made large.
+	 */
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t rxf = (65536 + 256 + TPACKET2_HDRLEN + pg - 1) / pg * pg;
-	size_t txf = pt->mtu + 14 + TPACKET2_HDRLEN <= 2048 ? 2048 :
-	    (pt->mtu + 14 + TPACKET2_HDRLEN + pg - 1) / pg * pg;
+	size_t rxf = pt->mtu + 14 + 4 + RX_HDROOM <= RX_FRAME ? RX_FRAME :
+	    (pt->mtu + 14 + 4 + RX_HDROOM + pg - 1) / pg * pg;
+	/*
+	 * TX: frames fit the largest MTU of all ports, so that a segment cut
+	 * to a larger port (a jumbo core) leaves here as one GSO frame.
+	 */
+	size_t big = pt->mtu > tx_mtu ? pt->mtu : tx_mtu;
+	size_t txf = big + 14 + TX_OFF <= 2048 ? 2048 :
+	    (big + 14 + TX_OFF + pg - 1) / pg * pg;
+	int rcvbuf = 32 << 20;
 	pt->rxfsz = rxf;
 	pt->txfsz = txf;
-	pt->rxn = cf.ring_frames;
-	pt->txn = cf.ring_frames * 2;
-	if (setsockopt(pt->rxfd, SOL_PACKET, PACKET_VERSION, &v2,
-	    sizeof(v2)) < 0 ||
-	    setsockopt(pt->rxfd, SOL_PACKET, PACKET_VNET_HDR, &one,
-	    sizeof(one)) < 0 ||
-	    ring_setup(pt->rxfd, PACKET_RX_RING, rxf, &pt->rxn, &pt->rx) < 0) {
+	/*
+	 * Slots: --ring-frames, or RX_RING bytes' worth; a burst of new flows
+	 * is held in the ring while the forwarder sends their requests.
+	 */
+	pt->rxn = cf.ring_frames ? cf.ring_frames : RX_RING / rxf;
+	pt->txn = TX_FRAMES;
+	if (ring_open(pt->rxfd, PACKET_RX_RING, PACKET_COPY_THRESH, rxf,
+	    &pt->rxn, &pt->rx) < 0) {
 		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
 	}
+	if (setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+	    sizeof(rcvbuf)) < 0)
+		setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		    sizeof(rcvbuf));
 	setsockopt(pt->rxfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
 	    sizeof(one));
-	if (setsockopt(pt->txfd, SOL_PACKET, PACKET_VERSION, &v2,
-	    sizeof(v2)) < 0 ||
-	    ring_setup(pt->txfd, PACKET_TX_RING, txf, &pt->txn, &pt->tx) < 0) {
+	if (ring_open(pt->txfd, PACKET_TX_RING, PACKET_LOSS, txf, &pt->txn,
+	    &pt->tx) < 0) {
 		snprintf(err, errlen, "%s: TX ring: %s", pt->name,
 		    strerror(errno));
 		return -1;
@@ -1394,6 +1754,7 @@ on_ctl_eof(struct cats_stream *s, int error, void *arg)
 	    error ? strerror(error) : "");
 	cats_stream_free(c->s);
 	c->s = NULL;
+	cats_buf_reset(&c->out);
 	struct timeval tv = { 1, 0 };
 	evtimer_add(c->retry, &tv);
 }
@@ -1438,7 +1799,9 @@ chan_init(struct chan *c, const char *spec)
 		cats_errorx("%s: a control channel is tcp:, unix: or udp:", spec);
 		exit(CATS_EXIT_USAGE);
 	}
+	c->dgram = cats_ep_is_dgram(&c->ep);
 	c->retry = evtimer_new(base, on_retry, c);
+	c->flush = event_new(base, -1, 0, on_flush, c);
 	chan_connect(c);
 }
 
@@ -1472,31 +1835,48 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		synced = true;
 		after_sync(now);
 	}
-	cats_fwd_expire(&tab, now, pend_expired, bind_expired, NULL);
-	/* Activity: a refreshed status for bindings that carried traffic. */
-	static uint64_t last_scan;
-	if (now - last_scan >= 1000 && ch_bind.s != NULL) {
-		last_scan = now;
-		for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
-			struct cats_fbind *b = tab.bind_by_id.s[i].item;
-			if (tab.bind_by_id.s[i].h == 0 ||
-			    b->pkts + b->rpkts == b->rep_pkts)
-				continue;
-			uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
-			if (now - b->reported < every)
-				continue;
-			b->reported = now;
-			b->rep_pkts = b->pkts + b->rpkts;
-			send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
-		}
+	/*
+	 * Bindings are visited a tenth of the table per tick (100 ms), the
+	 * whole once a second, whatever their number: a refreshed status
+	 * (reason activity) for those that carried traffic, then expiry.
+	 */
+	static size_t pos;
+	size_t cap = tab.bind_by_id.cap, n = cap / 10 + 1;
+	for (size_t j = 0; ch_bind.s != NULL && j < n && j < cap; j++) {
+		size_t i = (pos + j) & (cap - 1);
+		struct cats_fbind *b = tab.bind_by_id.s[i].item;
+		if (tab.bind_by_id.s[i].h == 0 ||
+		    b->pkts + b->rpkts == b->rep_pkts)
+			continue;
+		uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
+		if (now - b->reported < every)
+			continue;
+		b->reported = now;
+		b->rep_pkts = b->pkts + b->rpkts;
+		send_status(b, CATS_EV_REFRESHED, "activity", 0, 0);
 	}
-	for (int i = 0; i < nports; i++)
-		tx_flush(&ports[i]);
+	cats_fwd_expire_step(&tab, now, &pos, n, pend_expired, bind_expired,
+	    NULL);
+	tx_flush_all();
+}
+
+/* Frames the kernel could not put in the receive rings (ring full). */
+static void
+ring_drops(void)
+{
+	for (int i = 0; i < nports; i++) {
+		struct tpacket_stats ts;
+		socklen_t sl = sizeof(ts);
+		if (ports[i].kind == K_PACKET && getsockopt(ports[i].rxfd,
+		    SOL_PACKET, PACKET_STATISTICS, &ts, &sl) == 0)
+			ctr[C_rx_ring_drops] += ts.tp_drops;
+	}
 }
 
 static void
 dump_stats(void)
 {
+	ring_drops();
 	struct cats_kv kv[C__N + CATS_DROP__N + CATS_FR__N + 16];
 	char names[CATS_DROP__N + CATS_FR__N][48];
 	size_t n = 0, nn = 0;
@@ -1571,6 +1951,26 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	} else {
 		event_base_loopbreak(base);
 	}
+}
+
+/*
+ * Touch the first HEAP_WARM bytes of the heap now and keep them: the
+ * bindings, pending records and held packets of the first flows then come
+ * from pages already mapped (a first write to a page can trap to the
+ * hypervisor and costs as much as a flow's other work).
+ */
+#define HEAP_WARM (16 << 20)
+static void
+heap_warm(void)
+{
+	mallopt(M_TRIM_THRESHOLD, 4 * HEAP_WARM);
+	mallopt(M_MMAP_THRESHOLD, 2 * HEAP_WARM);
+	void *p = malloc(HEAP_WARM);
+	if (p != NULL) {
+		memset(p, 0, HEAP_WARM);
+		free(p);
+	}
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
 /* ---- options ---- */
@@ -1676,7 +2076,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO, O_RETURN };
+	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -1701,6 +2101,7 @@ static const struct option longopts[] = {
 	{ "pending-flows", required_argument, NULL, O_PFLOWS },
 	{ "pending-pkts", required_argument, NULL, O_PPKTS },
 	{ "pending-timeout", required_argument, NULL, O_PTIME },
+	{ "poll-us", required_argument, NULL, O_POLL },
 	{ "precedence", required_argument, NULL, O_PREC },
 	{ "return", required_argument, NULL, O_RETURN },
 	{ "ring-frames", required_argument, NULL, O_RING },
@@ -1728,7 +2129,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	cf.dataplane = CATS_DP_SRV6;
 	cf.sync_ms = 3000;
-	cf.ring_frames = 128;
+	cf.poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
 		struct cats_ip ip;
@@ -1891,6 +2292,9 @@ main(int argc, char **argv)
 			cf.epoch = need_u64(optarg, 1, CATS_U53 / 1000 - 1,
 			    "epoch");
 			break;
+		case O_POLL:
+			cf.poll_us = need_u64(optarg, 0, 1000, "poll-us");
+			break;
 		case O_RING:
 			cf.ring_frames = (unsigned)need_u64(optarg, 8, 65536,
 			    "ring-frames");
@@ -1912,6 +2316,7 @@ main(int argc, char **argv)
 		usage(CATS_EXIT_USAGE);
 	}
 	cats_log_verbosity(verbose);
+	verbosity = verbose;
 	if (keyfile != NULL) {
 		if (cats_key_load(&cf.key, keyfile, -1, err, sizeof(err)) < 0 ||
 		    cf.key.kind == CATS_KEY_ED25519_PUBLIC) {
@@ -1935,6 +2340,7 @@ main(int argc, char **argv)
 	cf.fc.id = cf.id;
 	cf.fc.ret = cf.ret;
 	cf.fc.nret = cf.nret;
+	heap_warm();
 	if (cats_fwd_init(&tab, &cf.fc) < 0)
 		return CATS_EXIT_FAIL;
 	tab.next_txn = cf.epoch * 1000 % (CATS_U53 / 2);
@@ -1948,6 +2354,13 @@ main(int argc, char **argv)
 	base = event_base_new();
 	if (base == NULL)
 		return CATS_EXIT_FAIL;
+	tx_flush_ev = event_new(base, -1, 0, on_tx_flush, NULL);
+	tx_mtu = cf.mtu;
+	for (int i = 0; i < nports; i++) {
+		uint32_t mtu = if_mtu(ports[i].name);
+		if (mtu > tx_mtu)
+			tx_mtu = mtu;
+	}
 	for (int i = 0; i < nports; i++) {
 		struct port *pt = &ports[i];
 		int r = pt->kind == K_PACKET ? open_packet(pt, err, sizeof(err))
@@ -1981,6 +2394,8 @@ main(int argc, char **argv)
 	cats_info("%s: forwarding (epoch %" PRIu64 ")", cf.id, cf.epoch);
 	event_base_dispatch(base);
 	dump_stats();
+	chan_flush(&ch_bind);
+	chan_flush(&ch_select);
 	if (ch_bind.s != NULL)
 		cats_stream_flush(ch_bind.s);
 	if (ch_select.s != NULL)

@@ -9,7 +9,21 @@
 #include "pkt.h"
 
 static uint8_t room[CATS_PKT_HEADROOM + 70000];
-static uint8_t segs[8 * 2048];
+static uint8_t segs[8 * 2048], seg1[2048];
+
+/* RFC 1071 one 16-bit word at a time, against the word-wise sum. */
+static uint16_t
+ref_sum(const uint8_t *p, size_t n)
+{
+	uint64_t s = 0;
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -21,6 +35,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *p = room + CATS_PKT_HEADROOM;
 	if (size > 66000)
 		return 0;
+	if (cats_csum_fold(cats_csum_add(0, data, size)) != ref_sum(data, size))
+		abort();
 	memset(&m, 0, sizeof(m));
 	cats_tlv_parse(data, size, &m);
 	memcpy(p, data, size);
@@ -34,6 +50,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t lens[8];
 	if (pk.proto == 6)
 		cats_pkt_tso(p, pk.len, 536, segs, 2048, 8, lens);
+	struct cats_tso t;
+	if (pk.proto == 6 && cats_tso_init(&t, p, pk.len,
+	    (uint16_t)(100 + size % 1400)) == 0) {
+		/* Every segment it writes has right checksums. */
+		for (unsigned i = 0; i < t.nseg && i < 16; i++) {
+			struct cats_pkt sp;
+			size_t n = cats_tso_seg(&t, i, seg1, sizeof(seg1));
+			if (n > 0 && cats_pkt_parse(&sp, seg1, n) == 0 &&
+			    !cats_pkt_csum_ok(&sp))
+				abort();
+		}
+	}
 	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
 		11, 12 };
 	cats_pkt_set_dst(&pk, a, 8443);

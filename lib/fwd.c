@@ -284,6 +284,12 @@ cats_fwd_hold(struct cats_fwd *t, const struct cats_fkey *k,
 	t->st.pending++;
 	t->st.held++;
 	t->st.pend_new++;
+	p->older = t->newest;
+	if (t->newest != NULL)
+		t->newest->newer = p;
+	else
+		t->oldest = p;
+	t->newest = p;
 	*out = p;
 	return CATS_PEND_NEW;
 }
@@ -293,6 +299,14 @@ cats_fwd_pend_take(struct cats_fwd *t, struct cats_pend *p)
 {
 	cats_htab_del(&t->pend_by_key, key_hash(&p->key), key_eq_pend, &p->key);
 	cats_htab_del(&t->pend_by_txn, u64_hash(p->txn), txn_eq_pend, &p->txn);
+	if (p->older != NULL)
+		p->older->newer = p->newer;
+	else
+		t->oldest = p->newer;
+	if (p->newer != NULL)
+		p->newer->older = p->older;
+	else
+		t->newest = p->older;
 	t->client_pend[p->bucket]--;
 	t->st.pending--;
 	t->st.held -= p->npkts;
@@ -599,7 +613,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		b = malloc(sizeof(*b));
 		if (b == NULL)
 			return CATS_FR_NOMEM;
-		nb.installed = nb.last = now;
+		/* The first activity report is due a period after install. */
+		nb.installed = nb.last = nb.reported = now;
 		*b = nb;
 		bool ok[CATS_DIR__N];
 		memcpy(ok, b->keyed, sizeof(ok));
@@ -624,6 +639,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		nb.bytes = b->bytes;
 		nb.rpkts = b->rpkts;
 		nb.rbytes = b->rbytes;
+		nb.reported = b->reported;
+		nb.rep_pkts = b->rep_pkts;
 		/* A learned return tunnel survives a refresh that names none. */
 		if (nb.renc_learn && b->renc_learn && b->renc.nsids +
 		    b->renc.outer_af)
@@ -651,51 +668,62 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 	return 0;
 }
 
-void
-cats_fwd_expire(struct cats_fwd *t, uint64_t now,
-    void (*pend_cb)(struct cats_pend *, void *),
-    void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
+/* Append v to the growing array *a (of *cap); false when out of memory. */
+static bool
+push(void ***a, size_t *n, size_t *cap, void *v)
 {
-	size_t n = 0, cap = 64;
-	void **v = malloc(cap * sizeof(*v));
-	if (v == NULL)
-		return;
-	for (size_t i = 0; i < t->pend_by_key.cap; i++) {
-		struct cats_pend *p = t->pend_by_key.s[i].item;
-		if (t->pend_by_key.s[i].h == 0 || p->deadline > now)
-			continue;
-		if (n == cap) {
-			void **nv = realloc(v, 2 * cap * sizeof(*v));
-			if (nv == NULL)
-				break;
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = p;
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		void **na = realloc(*a, nc * sizeof(*na));
+		if (na == NULL)
+			return false;
+		*a = na;
+		*cap = nc;
 	}
+	(*a)[(*n)++] = v;
+	return true;
+}
+
+static void
+expire_pending(struct cats_fwd *t, uint64_t now,
+    void (*pend_cb)(struct cats_pend *, void *), void *arg)
+{
+	void **v = NULL;
+	size_t n = 0, cap = 0;
+	/* Collected first: the callback takes each record off the list. */
+	for (struct cats_pend *p = t->oldest; p != NULL && p->deadline <= now;
+	    p = p->newer)
+		if (!push(&v, &n, &cap, p))
+			break;
 	for (size_t i = 0; i < n; i++) {
 		t->st.pend_timeout++;
 		pend_cb(v[i], arg);
 	}
-	n = 0;
-	for (size_t i = 0; i < t->bind_by_id.cap; i++) {
+	free(v);
+}
+
+/* Bindings in slots [from, from + n) of the id table (wrapping). */
+static void
+expire_bindings(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
+    void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
+{
+	void **v = NULL;
+	size_t nv = 0, cap = 0, tc = t->bind_by_id.cap;
+	if (tc == 0)
+		return;
+	if (n > tc)
+		n = tc;
+	for (size_t j = 0; j < n; j++) {
+		size_t i = (from + j) & (tc - 1);
 		struct cats_fbind *b = t->bind_by_id.s[i].item;
 		if (t->bind_by_id.s[i].h == 0)
 			continue;
 		bool idle = b->idle_ms && b->last + b->idle_ms <= now;
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
-		if (!idle && !hard)
-			continue;
-		if (n == cap) {
-			void **nv = realloc(v, 2 * cap * sizeof(*v));
-			if (nv == NULL)
-				break;
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = b;
+		if ((idle || hard) && !push(&v, &nv, &cap, b))
+			break;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nv; i++) {
 		struct cats_fbind *b = v[i];
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
 		t->st.expired++;
@@ -703,6 +731,28 @@ cats_fwd_expire(struct cats_fwd *t, uint64_t now,
 		cats_fwd_remove(t, b);
 	}
 	free(v);
+}
+
+void
+cats_fwd_expire(struct cats_fwd *t, uint64_t now,
+    void (*pend_cb)(struct cats_pend *, void *),
+    void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
+{
+	expire_pending(t, now, pend_cb, arg);
+	expire_bindings(t, now, 0, t->bind_by_id.cap, bind_cb, arg);
+}
+
+void
+cats_fwd_expire_step(struct cats_fwd *t, uint64_t now, size_t *pos, size_t n,
+    void (*pend_cb)(struct cats_pend *, void *),
+    void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
+{
+	expire_pending(t, now, pend_cb, arg);
+	size_t tc = t->bind_by_id.cap;
+	if (tc == 0)
+		return;
+	expire_bindings(t, now, *pos & (tc - 1), n, bind_cb, arg);
+	*pos = ((*pos & (tc - 1)) + n) & (tc - 1);
 }
 
 void

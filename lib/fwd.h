@@ -54,6 +54,7 @@ struct cats_held {
 };
 
 struct cats_pend {
+	struct cats_pend *older, *newer;	/* by creation (= deadline) */
 	struct cats_fkey key;
 	uint64_t txn;
 	uint64_t created, deadline;
@@ -150,6 +151,7 @@ struct cats_fwd {
 	uint64_t epoch_max;		/* highest manager epoch seen */
 	uint64_t next_txn;
 	uint64_t wild_keys;		/* bindings with wildcard ports */
+	struct cats_pend *oldest, *newest;	/* pending records by deadline */
 	struct cats_fwd_stats st;
 };
 
@@ -209,6 +211,18 @@ void cats_fwd_remove(struct cats_fwd *t, struct cats_fbind *b);
  */
 void cats_fwd_expire(struct cats_fwd *t, uint64_t now,
     void (*pend_cb)(struct cats_pend *, void *),
+    void (*bind_cb)(struct cats_fbind *, const char *why, void *), void *arg);
+
+/*
+ * The same in steps, for a caller that ticks often: the pending records past
+ * their deadline (found from the oldest on: every record waits the same
+ * pend_ms, so creation order is deadline order), and the bindings in n
+ * slots of the id table from *pos on (*pos moves on, wrapping), so that a
+ * tick costs the same whatever the size of the table, which is covered every
+ * cap / n ticks.  A binding moved by a removal may wait a round more.
+ */
+void cats_fwd_expire_step(struct cats_fwd *t, uint64_t now, size_t *pos,
+    size_t n, void (*pend_cb)(struct cats_pend *, void *),
     void (*bind_cb)(struct cats_fbind *, const char *why, void *), void *arg);
 
 /* A status record about binding b (id, epoch, version, counters). */

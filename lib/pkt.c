@@ -35,29 +35,57 @@ rd32(const uint8_t *p)
 
 /* ---- checksums ---- */
 
+/*
+ * The one's complement sum does not depend on byte order (RFC 1071 2(B)):
+ * add native 32-bit words into a 64-bit accumulator, fold, and swap the
+ * 16-bit result to network order at the end.
+ */
 uint32_t
 cats_csum_add(uint32_t sum, const void *vp, size_t n)
 {
 	const uint8_t *p = vp;
-	uint64_t s = sum;
-	while (n >= 8) {
-		s += (uint32_t)(p[0] << 8 | p[1]) + (uint32_t)(p[2] << 8 | p[3]) +
-		    (uint32_t)(p[4] << 8 | p[5]) + (uint32_t)(p[6] << 8 | p[7]);
-		p += 8;
-		n -= 8;
+	uint64_t a = 0, b = 0, c = 0, d = 0;
+	uint32_t w32;
+	uint16_t w16;
+	while (n >= 32) {
+		uint64_t x[4];
+		memcpy(x, p, sizeof(x));
+		a += (x[0] & 0xffffffff) + (x[0] >> 32);
+		b += (x[1] & 0xffffffff) + (x[1] >> 32);
+		c += (x[2] & 0xffffffff) + (x[2] >> 32);
+		d += (x[3] & 0xffffffff) + (x[3] >> 32);
+		p += 32;
+		n -= 32;
 	}
-	while (n >= 2) {
-		s += (uint32_t)(p[0] << 8 | p[1]);
+	while (n >= 4) {
+		memcpy(&w32, p, 4);
+		a += w32;
+		p += 4;
+		n -= 4;
+	}
+	if (n >= 2) {
+		memcpy(&w16, p, 2);
+		b += w16;
 		p += 2;
 		n -= 2;
 	}
-	if (n)
-		s += (uint32_t)p[0] << 8;
-	while (s >> 32)
-		s = (s & 0xffffffff) + (s >> 32);
-	/* Fold to 32 bits with end-around carry. */
+	if (n) {
+		/* A last odd byte is the high byte of a network-order word. */
+		uint8_t t[2] = { p[0], 0 };
+		memcpy(&w16, t, 2);
+		c += w16;
+	}
+	/* Each accumulator is below 2^40: the sum cannot overflow. */
+	uint64_t s = a + b + c + d;
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
 	s = (s & 0xffff) + (s >> 16);
-	return (uint32_t)s;
+	s = (s & 0xffff) + (s >> 16);
+	uint16_t f = (uint16_t)s;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	f = (uint16_t)(f << 8 | f >> 8);
+#endif
+	return sum + f;
 }
 
 uint16_t
@@ -789,18 +817,17 @@ cats_decap(const struct cats_pkt *pk, uint8_t **inner, size_t *inner_len,
 
 /* ---- software segmentation ---- */
 
-unsigned
-cats_pkt_tso(const uint8_t *p, size_t len, uint16_t mss, uint8_t *out,
-    size_t stride, unsigned max, size_t *lens)
+int
+cats_tso_init(struct cats_tso *t, const uint8_t *p, size_t len, uint16_t mss)
 {
-	struct cats_pkt pk;
 	uint8_t tmp[128];
+	memset(t, 0, sizeof(*t));
 	if (mss == 0 || len < 40)
-		return 0;
+		return -1;
 	/* Parse a copy of the headers with a length that satisfies parse. */
 	size_t hl0 = (p[0] >> 4) == 4 ? (size_t)(p[0] & 0xf) * 4 : 40;
 	if (hl0 + 20 > len || hl0 + 60 > sizeof(tmp))
-		return 0;
+		return -1;
 	size_t cp = len < sizeof(tmp) ? len : sizeof(tmp);
 	memcpy(tmp, p, cp);
 	if ((tmp[0] >> 4) == 4) {
@@ -811,49 +838,72 @@ cats_pkt_tso(const uint8_t *p, size_t len, uint16_t mss, uint8_t *out,
 	} else {
 		wr16(tmp + 4, (uint16_t)(cp - 40));
 	}
-	if (cats_pkt_parse(&pk, tmp, cp) != 0 || pk.proto != 6)
+	if (cats_pkt_parse(&t->pk, tmp, cp) != 0 || t->pk.proto != 6)
+		return -1;
+	t->pk.p = NULL;
+	size_t hdr = t->pk.l4off + (size_t)(tmp[t->pk.l4off + 12] >> 4) * 4;
+	if (hdr > len)
+		return -1;
+	t->p = p;
+	t->len = len;
+	t->hdr = hdr;
+	t->mss = mss;
+	t->nseg = (unsigned)((len - hdr + mss - 1) / mss);
+	t->seq = rd32(p + t->pk.l4off + 4);
+	t->flags = p[t->pk.l4off + 13];
+	return t->nseg > 0 ? 0 : -1;
+}
+
+size_t
+cats_tso_seg(const struct cats_tso *t, unsigned i, uint8_t *o, size_t cap)
+{
+	size_t pay = t->len - t->hdr, off = (size_t)i * t->mss;
+	if (i >= t->nseg)
 		return 0;
-	size_t hdr = pk.l4off + (size_t)(tmp[pk.l4off + 12] >> 4) * 4;
-	if (hdr > len || hdr + mss > stride)
+	size_t n = pay - off < t->mss ? pay - off : t->mss;
+	size_t sl = t->hdr + n;
+	if (sl > cap)
 		return 0;
-	size_t pay = len - hdr;
-	unsigned nseg = (unsigned)((pay + mss - 1) / mss);
-	if (nseg == 0 || nseg > max)
-		return 0;
-	uint32_t seq = rd32(p + pk.l4off + 4);
-	uint8_t flags = p[pk.l4off + 13];
-	for (unsigned i = 0; i < nseg; i++) {
-		size_t off = (size_t)i * mss;
-		size_t n = pay - off < mss ? pay - off : mss;
-		uint8_t *o = out + (size_t)i * stride;
-		memcpy(o, p, hdr);
-		memcpy(o + hdr, p + hdr + off, n);
-		size_t sl = hdr + n;
-		if (pk.af == 4) {
-			wr16(o + 2, (uint16_t)sl);
-			wr16(o + 4, (uint16_t)(rd16(p + 4) + i));
-		} else {
-			wr16(o + 4, (uint16_t)(sl - 40));
-		}
-		uint8_t *t = o + pk.l4off;
-		uint32_t s = seq + (uint32_t)off;
-		t[4] = (uint8_t)(s >> 24);
-		t[5] = (uint8_t)(s >> 16);
-		t[6] = (uint8_t)(s >> 8);
-		t[7] = (uint8_t)s;
-		uint8_t f = flags;
-		if (i + 1 < nseg)
-			f &= (uint8_t)~(0x01 | 0x08);	/* FIN, PSH last */
-		if (i > 0)
-			f &= (uint8_t)~0x80;		/* CWR first */
-		t[13] = f;
-		struct cats_pkt sp = pk;
-		sp.p = o;
-		sp.len = sl;
-		cats_pkt_csum_fill(&sp);
-		lens[i] = sl;
+	memcpy(o, t->p, t->hdr);
+	memcpy(o + t->hdr, t->p + t->hdr + off, n);
+	if (t->pk.af == 4) {
+		wr16(o + 2, (uint16_t)sl);
+		wr16(o + 4, (uint16_t)(rd16(t->p + 4) + i));
+	} else {
+		wr16(o + 4, (uint16_t)(sl - 40));
 	}
-	return nseg;
+	uint8_t *th = o + t->pk.l4off;
+	uint32_t s = t->seq + (uint32_t)off;
+	th[4] = (uint8_t)(s >> 24);
+	th[5] = (uint8_t)(s >> 16);
+	th[6] = (uint8_t)(s >> 8);
+	th[7] = (uint8_t)s;
+	uint8_t f = t->flags;
+	if (i + 1 < t->nseg)
+		f &= (uint8_t)~(0x01 | 0x08);	/* FIN, PSH last */
+	if (i > 0)
+		f &= (uint8_t)~0x80;		/* CWR first */
+	th[13] = f;
+	struct cats_pkt sp = t->pk;
+	sp.p = o;
+	sp.len = sl;
+	cats_pkt_csum_fill(&sp);
+	return sl;
+}
+
+unsigned
+cats_pkt_tso(const uint8_t *p, size_t len, uint16_t mss, uint8_t *out,
+    size_t stride, unsigned max, size_t *lens)
+{
+	struct cats_tso t;
+	if (cats_tso_init(&t, p, len, mss) < 0 || t.nseg > max ||
+	    t.hdr + mss > stride)
+		return 0;
+	for (unsigned i = 0; i < t.nseg; i++)
+		if ((lens[i] = cats_tso_seg(&t, i, out + (size_t)i * stride,
+		    stride)) == 0)
+			return 0;
+	return t.nseg;
 }
 
 size_t

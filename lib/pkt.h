@@ -205,6 +205,27 @@ int cats_decap(const struct cats_pkt *pk, uint8_t **inner, size_t *inner_len,
 unsigned cats_pkt_tso(const uint8_t *p, size_t len, uint16_t mss,
     uint8_t *out, size_t stride, unsigned max, size_t *lens);
 
+/*
+ * The same one segment at a time, for callers that write each segment to
+ * its own place (a transmit ring frame): cats_tso_init() plans (0, or -1
+ * when p is not a TCP packet it can cut) and cats_tso_seg() writes segment
+ * i < nseg to out (cap bytes), returning its length or 0.  p must stay
+ * valid and unchanged in between.
+ */
+struct cats_tso {
+	struct cats_pkt pk;	/* offsets of the headers */
+	const uint8_t *p;
+	size_t len, hdr;	/* hdr: bytes of IP and TCP headers */
+	uint16_t mss;
+	unsigned nseg;
+	uint32_t seq;
+	uint8_t flags;
+};
+int cats_tso_init(struct cats_tso *t, const uint8_t *p, size_t len,
+    uint16_t mss);
+size_t cats_tso_seg(const struct cats_tso *t, unsigned i, uint8_t *out,
+    size_t cap);
+
 /* Build a Mode A Destination Options header for m (tests, tools). */
 size_t cats_modea_build(const struct cats_req_meta *m, uint8_t next,
     uint8_t *out, size_t cap);

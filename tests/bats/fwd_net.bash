@@ -13,6 +13,8 @@
 # fwd_down removes everything, also after a failure.
 
 FWD_ID=${FWD_ID:-$$}
+# Receive ring slots of the forwarders (small for tests; empty: the default).
+FWD_RING=${FWD_RING-512}
 NC=fwdc$FWD_ID NI=fwdi$FWD_ID NE=fwde$FWD_ID NS=fwds$FWD_ID
 PY=/usr/bin/python3
 export NC NI NE NS PY
@@ -126,7 +128,8 @@ start_ingress() {
 		--intercept 203.0.113.200 --intercept 2001:db8:100::200 \
 		--select "unix:$FWD_DIR/select.sock" \
 		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
-		--stats "file:$FWD_DIR/ingress.stats" --ring-frames 64 "$@"
+		--stats "file:$FWD_DIR/ingress.stats" \
+		${FWD_RING:+--ring-frames $FWD_RING} "$@"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/ingress.err"
 }
 
@@ -138,7 +141,8 @@ start_egress() {
 		--src6 2001:db8:2::100 --sid 2001:db8:2::100 \
 		--owns 198.51.100.0/24 --owns 2001:db8:5::/64 \
 		--bind "unix:$FWD_DIR/bind.sock" --key "$FWD_DIR/psk" \
-		--stats "file:$FWD_DIR/egress.stats" --ring-frames 64 "$@"
+		--stats "file:$FWD_DIR/egress.stats" \
+		${FWD_RING:+--ring-frames $FWD_RING} "$@"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
 }
 

@@ -34,10 +34,17 @@
 #include "seq.h"
 #include "tool.h"
 
+/*
+ * A forwarder's connection.  Records for it are gathered in out and
+ * written once the callbacks that were ready have run (one system call
+ * for a whole batch of requests).
+ */
 struct conn {
 	struct cats_stream *s;
 	char fwd[CATS_ID + 1];
 	bool used;
+	struct cats_buf out;
+	struct event *flush;
 };
 
 static struct conn conns[32];
@@ -63,8 +70,13 @@ struct active {
 };
 static struct active act[4096];
 static size_t nact;
-static struct active waiting[256];	/* sent to the egress, not yet ingress */
-static size_t nwait;
+/*
+ * Sent to the egress, not yet to the ingress: a slot per binding id (ids
+ * are consecutive); a slot still taken when its id comes round again goes
+ * to the ingress at once.
+ */
+#define NWAIT 65536
+static struct active *waiting;
 
 static void
 log_rec(const struct cats_rec *r)
@@ -76,12 +88,47 @@ log_rec(const struct cats_rec *r)
 }
 
 static void
+conn_flush(struct conn *c)
+{
+	if (c->used && c->out.len > 0)
+		cats_stream_send(c->s, c->out.p, c->out.len);
+	cats_buf_reset(&c->out);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_flush(arg);
+}
+
+static void
+conn_send(struct conn *c, const uint8_t *p, size_t n)
+{
+	cats_buf_add(&c->out, p, n);
+	if (c->out.len >= 65536)
+		conn_flush(c);
+	else
+		event_active(c->flush, EV_TIMEOUT, 0);
+}
+
+static void
 send_to(const char *fwd, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < CATS_ARRAY_LEN(conns); i++)
 		if (conns[i].used && conns[i].fwd[0] &&
 		    strcmp(conns[i].fwd, fwd) == 0)
-			cats_stream_send(conns[i].s, p, n);
+			conn_send(&conns[i], p, n);
+}
+
+/* Release a binding waiting for the egress to the ingress. */
+static void
+unwait(struct active *w)
+{
+	send_to(w->ingress, w->enc.p, w->enc.len);
+	cats_buf_free(&w->enc);
+	w->id = 0;
 }
 
 static bool
@@ -234,23 +281,23 @@ on_request(const struct cats_rec *rr)
 		return;
 	}
 	log_rec(&r);
+	cats_rec_encode(&r, &b, false);
 	if (nact < CATS_ARRAY_LEN(act)) {
 		struct active *a = &act[nact++];
 		memset(a, 0, sizeof(*a));
 		a->id = bd->id;
 		cats_strlcpy(a->ingress, q->ingress, sizeof(a->ingress));
 		cats_strlcpy(a->egress, egress, sizeof(a->egress));
-		cats_rec_encode(&r, &a->enc, false);
+		cats_buf_add(&a->enc, b.p, b.len);
 	}
-	cats_rec_encode(&r, &b, false);
 	/*
 	 * Commit the egress first: the ingress gets the binding (and releases
 	 * the held packets) once the egress reported it installed.
 	 */
-	if (strcmp(egress, q->ingress) != 0 && connected(egress) &&
-	    nwait < CATS_ARRAY_LEN(waiting)) {
-		struct active *w = &waiting[nwait++];
-		memset(w, 0, sizeof(*w));
+	if (strcmp(egress, q->ingress) != 0 && connected(egress)) {
+		struct active *w = &waiting[bd->id % NWAIT];
+		if (w->id != 0)
+			unwait(w);
 		w->id = bd->id;
 		cats_strlcpy(w->ingress, q->ingress, sizeof(w->ingress));
 		cats_buf_add(&w->enc, b.p, b.len);
@@ -295,7 +342,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			for (size_t i = 0; i < nact; i++)
 				if (strcmp(act[i].ingress, c->fwd) == 0 ||
 				    strcmp(act[i].egress, c->fwd) == 0)
-					cats_stream_send(c->s, act[i].enc.p,
+					conn_send(c, act[i].enc.p,
 					    act[i].enc.len);
 			struct cats_rec h;
 			struct cats_buf b = { 0 };
@@ -308,19 +355,13 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			    UINT64_C(1) << CATS_STA_ts;
 			CATS_SET(&h.u.status, STA, epoch, epoch);
 			cats_rec_encode(&h, &b, false);
-			cats_stream_send(c->s, b.p, b.len);
+			conn_send(c, b.p, b.len);
 			cats_buf_free(&b);
 		} else if ((st->event == CATS_EV_INSTALLED ||
 		    st->event == CATS_EV_FAILED) && CATS_HAS(st, STA, id)) {
-			for (size_t i = 0; i < nwait; i++) {
-				if (waiting[i].id != st->id)
-					continue;
-				send_to(waiting[i].ingress, waiting[i].enc.p,
-				    waiting[i].enc.len);
-				cats_buf_free(&waiting[i].enc);
-				waiting[i] = waiting[--nwait];
-				break;
-			}
+			struct active *w = &waiting[st->id % NWAIT];
+			if (w->id == st->id)
+				unwait(w);
 		} else if ((st->event == CATS_EV_EXPIRED ||
 		    st->event == CATS_EV_REMOVED) && CATS_HAS(st, STA, id)) {
 			for (size_t i = 0; i < nact; i++)
@@ -341,6 +382,7 @@ on_eof(struct cats_stream *s, int error, void *arg)
 	cats_stream_free(s);
 	c->used = false;
 	c->fwd[0] = '\0';
+	cats_buf_reset(&c->out);
 }
 
 static void
@@ -358,6 +400,9 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			.eof = on_eof };
 		conns[i].used = true;
 		conns[i].fwd[0] = '\0';
+		if (conns[i].flush == NULL)
+			conns[i].flush = event_new(base, -1, 0, on_flush,
+			    &conns[i]);
 		conns[i].s = cats_stream_new(base, fd, fd, false, NULL, 0, &cbs,
 		    &conns[i]);
 		cats_stream_own(conns[i].s);
@@ -472,6 +517,9 @@ main(int argc, char **argv)
 		}
 	}
 	cats_dec_init(&dec, NULL);
+	waiting = calloc(NWAIT, sizeof(*waiting));
+	if (waiting == NULL)
+		return 1;
 	if (sel != NULL)
 		listen_on(sel);
 	if (bnd != NULL)

@@ -11,6 +11,15 @@
                                               inner packet nobody bound
   fwd_pkt.py flood DST DPORT N                N UDP flows (distinct ports)
   fwd_pkt.py udp DST DPORT TEXT [SPORT]       one plain UDP datagram
+  fwd_pkt.py seq-send DST DPORT SPORT N [I0]  N numbered datagrams (from I0)
+                                              of one flow, back to back
+  fwd_pkt.py seq-recv ADDR PORT N SECONDS     receive numbered datagrams until
+                                              N or SECONDS: prints "got
+                                              in_order" (in_order: no number
+                                              below one seen before)
+  fwd_pkt.py flows DST DPORT N SPORT0         N one-datagram flows at once
+                                              (source ports SPORT0...)
+  fwd_pkt.py flows-recv ADDR PORT N SECONDS   count distinct flows received
 """
 import socket
 import struct
@@ -28,7 +37,60 @@ def raw_send(pkt, v6):
     dst = pkt.dst
     s.sendto(bytes(pkt), (dst, 0))
 
+def recv_sock(addr, port, seconds):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE
+    except OSError:
+        pass
+    s.bind((addr, port))
+    s.settimeout(float(seconds))
+    return s
+
 def main(a):
+    if a[0] == "seq-send":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("", int(a[3])))
+        start = int(a[5]) if len(a) > 5 else 0
+        for i in range(start, start + int(a[4])):
+            s.sendto(struct.pack("!I", i) + b"x" * 60, (a[1], int(a[2])))
+        return
+    if a[0] == "seq-recv":
+        s = recv_sock(a[1], int(a[2]), a[4])
+        n, got, last, ok = int(a[3]), 0, -1, 1
+        try:
+            while got < n:
+                d = s.recv(2048)
+                i = struct.unpack("!I", d[:4])[0]
+                if i < last:
+                    ok = 0
+                last = max(last, i)
+                got += 1
+        except socket.timeout:
+            pass
+        print(got, ok)
+        return
+    if a[0] == "flows":
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        da = socket.inet_aton(a[1])
+        sa = socket.inet_aton("192.0.2.10")
+        for i in range(int(a[3])):
+            udp = struct.pack("!HHHH", int(a[4]) + i, int(a[2]), 12, 0) + b"flow"
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0,
+                             64, 17, 0, sa, da)
+            s.sendto(ip + udp, (a[1], 0))
+        return
+    if a[0] == "flows-recv":
+        s = recv_sock(a[1], int(a[2]), a[4])
+        seen = set()
+        try:
+            while len(seen) < int(a[3]):
+                seen.add(s.recvfrom(64)[1])
+        except socket.timeout:
+            pass
+        print(len(seen))
+        return
     if a[0] in ("flood", "udp"):
         fam = socket.AF_INET6 if ":" in a[1] else socket.AF_INET
         if a[0] == "udp":

@@ -311,6 +311,69 @@ test_return_tunnel(void)
 	cats_fwd_free(&t);
 }
 
+static uint64_t pend_seen[8];
+
+static void
+pend_order_cb(struct cats_pend *p, void *arg)
+{
+	struct cats_fwd *t = arg;
+	if (npend_cb < 8)
+		pend_seen[npend_cb] = p->key.sport;
+	npend_cb++;
+	cats_fwd_held_free(t, cats_fwd_pend_take(t, p));
+}
+
+/* Expiry in steps: pending records oldest first, bindings a window a tick. */
+static void
+test_expire_step(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_conf c = { .id = "IF-1", .pend_ms = 500,
+		.has_src6 = true };
+	cats_fwd_init(&t, &c);
+	struct cats_fkey k;
+	struct cats_pend *p, *mid = NULL;
+	uint8_t pkt[60] = { 0x45 };
+	for (int i = 0; i < 5; i++) {
+		key4(&k, 3000 + i);
+		cats_fwd_hold(&t, &k, pkt, 60, 0, 100 + (uint64_t)i, &p);
+		if (i == 2)
+			mid = p;
+	}
+	/* A record taken from the middle (a binding came) leaves the rest. */
+	cats_fwd_held_free(&t, cats_fwd_pend_take(&t, mid));
+	size_t pos = 0;
+	npend_cb = 0;
+	cats_fwd_expire_step(&t, 603, &pos, 1, pend_order_cb, bind_cb, &t);
+	T_OK(npend_cb == 3 && pend_seen[0] == 3000 && pend_seen[1] == 3001 &&
+	    pend_seen[2] == 3003 && t.st.pending == 1,
+	    "pending records expire oldest first, up to the deadline only");
+	cats_fwd_expire_step(&t, 604, &pos, 1, pend_order_cb, bind_cb, &t);
+	T_OK(npend_cb == 4 && t.oldest == NULL && t.newest == NULL,
+	    "the last one expires a tick later; the list is empty");
+	/* 100 idle bindings, all past their lifetime. */
+	struct cats_fbind *b;
+	struct cats_held *rel;
+	int ev, ok = 1;
+	for (int i = 0; i < 100; i++) {
+		const struct cats_binding *r = mkbind(10 + (uint64_t)i, 1, 7,
+		    "install", 4000 + i, "198.51.100.21", ",\"idle_ms\":1000");
+		ok = ok && r != NULL && cats_fwd_apply(&t, r, 1000, &b, &rel,
+		    &ev) == 0;
+	}
+	T_OK(ok && t.st.bindings == 100, "100 bindings");
+	size_t cap = t.bind_by_id.cap, n = cap / 10 + 1;
+	nbind_cb = 0;
+	cats_fwd_expire_step(&t, 5000, &pos, n, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb > 0 && nbind_cb < 100,
+	    "one step expires only the bindings of its window");
+	for (int i = 0; i < 12; i++)
+		cats_fwd_expire_step(&t, 5000, &pos, n, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 100 && t.st.bindings == 0,
+	    "a round of steps (and one more) expires them all");
+	cats_fwd_free(&t);
+}
+
 int
 main(void)
 {
@@ -319,6 +382,7 @@ main(void)
 	test_bindings();
 	test_egress_and_affinity();
 	test_return_tunnel();
+	test_expire_step();
 	cats_dec_free(&dec);
 	return t_done();
 }

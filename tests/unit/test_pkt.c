@@ -395,9 +395,75 @@ test_mss_tso_partial(void)
 	    "TSO: 3 valid segments, sequence numbers, PSH on the last");
 }
 
+/* RFC 1071 in network byte order, one 16-bit word at a time. */
+static uint32_t
+ref_sum(uint32_t sum, const uint8_t *p, size_t n)
+{
+	uint64_t s = sum;
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint32_t)s;
+}
+
+static void
+test_csum(void)
+{
+	static uint8_t b[4096 + 8];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof(b); i++) {
+		x = x * 1103515245 + 12345;
+		b[i] = (uint8_t)(x >> 16);
+	}
+	int bad = 0;
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; n < 300; n++)
+			bad += cats_csum_fold(cats_csum_add(off * 977, b + off,
+			    n)) != ref_sum((uint32_t)(off * 977), b + off, n);
+	T_OK(bad == 0, "fast checksum equals RFC 1071 word by word at every "
+	    "length and alignment");
+	memset(b, 0xff, sizeof(b));
+	T_OK(cats_csum_fold(cats_csum_add(0xffff, b, 4096)) ==
+	    ref_sum(0xffff, b, 4096), "all-ones buffer: no lost carry");
+}
+
+static void
+test_tso_seg(void)
+{
+	static uint8_t big[9000], seg[2048];
+	size_t len = mk4(big, 6, "192.0.2.10", "192.0.2.100", 1000, 80, 8000,
+	    0x19);
+	struct cats_tso t;
+	T_OK(cats_tso_init(&t, big, len, 1460) == 0 && t.nseg == 6 &&
+	    t.hdr == 40, "TSO plan: 8000 bytes in 6 segments of 1460");
+	int ok = 1;
+	size_t total = 0;
+	for (unsigned i = 0; i < t.nseg && ok; i++) {
+		struct cats_pkt s;
+		size_t n = cats_tso_seg(&t, i, seg, sizeof(seg));
+		ok = n > 40 && cats_pkt_parse(&s, seg, n) == 0 &&
+		    cats_pkt_csum_ok(&s) && seg[4] == big[4] &&
+		    seg[5] == (uint8_t)(big[5] + i) &&
+		    memcmp(seg + 40, big + 40 + i * 1460, n - 40) == 0 &&
+		    ((seg[33] & 0x01) != 0) == (i == t.nseg - 1);
+		total += n - 40;
+	}
+	T_OK(ok && total == 8000, "TSO segments one by one: payload in order, "
+	    "checksums, IP ids, FIN only on the last");
+	T_OK(cats_tso_seg(&t, 0, seg, 100) == 0 && cats_tso_seg(&t, 6, seg,
+	    sizeof(seg)) == 0, "TSO segment: no room or past the end, none");
+	len = mk4(big, 17, "192.0.2.10", "192.0.2.100", 1000, 80, 3000, 0);
+	T_OK(cats_tso_init(&t, big, len, 1460) < 0, "TSO refuses UDP");
+}
+
 int
 main(void)
 {
+	test_csum();
+	test_tso_seg();
 	test_parse_rewrite();
 	test_bad_input();
 	test_mode_a_b();
