@@ -121,7 +121,8 @@ check-unit: deps
 # libFuzzer targets are built with clang, ASan and UBSan, in build-fuzz/.
 FUZZ_BUILD = build-fuzz
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
-	-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+	-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-MMD -MP
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZERS := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 $(FUZZ_BUILD)/%.o: %.c
@@ -165,4 +166,5 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CMD_SRC:%.c=$(BUILD)/%.d) \
-	$(UNIT_SRC:%.c=$(BUILD)/%.d) $(TOOL_SRC:%.c=$(BUILD)/%.d)
+	$(UNIT_SRC:%.c=$(BUILD)/%.d) $(TOOL_SRC:%.c=$(BUILD)/%.d) \
+	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.d)
