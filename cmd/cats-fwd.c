@@ -1014,10 +1014,11 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 					b->renc.outer_af = 6;
 					memcpy(b->renc.src, cf.fc.src6, 16);
 				} else if (b->renc.kind == CATS_ENC_IPIP) {
-					memcpy(b->renc.dst, outer_src, 16);
+					size_t alen = outer_af == 4 ? 4 : 16;
+					memcpy(b->renc.dst, outer_src, alen);
 					b->renc.outer_af = outer_af;
 					memcpy(b->renc.src, outer_af == 4 ?
-					    cf.fc.src4 : cf.fc.src6, 16);
+					    cf.fc.src4 : cf.fc.src6, alen);
 				}
 			}
 		} else {

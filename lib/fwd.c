@@ -702,17 +702,39 @@ expire_pending(struct cats_fwd *t, uint64_t now,
 	free(v);
 }
 
-/* Bindings in slots [from, from + n) of the id table (wrapping). */
+static size_t expire_window(struct cats_fwd *, uint64_t, size_t, size_t,
+    void (*)(struct cats_fbind *, const char *, void *), void *);
+
+/* Bindings in slots [from, from + n) of the id table (wrapping).  A removal
+ * shifts the entries after it back by a slot, so entries from past the
+ * window can land in its last slots: those are scanned again. */
 static void
 expire_bindings(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
     void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
 {
-	void **v = NULL;
-	size_t nv = 0, cap = 0, tc = t->bind_by_id.cap;
+	size_t tc = t->bind_by_id.cap;
 	if (tc == 0)
 		return;
 	if (n > tc)
 		n = tc;
+	for (;;) {
+		size_t removed = expire_window(t, now, from, n, bind_cb, arg);
+		if (removed == 0 || n == tc)
+			return;
+		if (removed > n)
+			removed = n;
+		from = (from + n - removed) & (tc - 1);
+		n = removed;
+	}
+}
+
+/* One pass of expire_bindings; returns how many it removed. */
+static size_t
+expire_window(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
+    void (*bind_cb)(struct cats_fbind *, const char *, void *), void *arg)
+{
+	void **v = NULL;
+	size_t nv = 0, cap = 0, tc = t->bind_by_id.cap;
 	for (size_t j = 0; j < n; j++) {
 		size_t i = (from + j) & (tc - 1);
 		struct cats_fbind *b = t->bind_by_id.s[i].item;
@@ -731,6 +753,7 @@ expire_bindings(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
 		cats_fwd_remove(t, b);
 	}
 	free(v);
+	return nv;
 }
 
 void
