@@ -386,13 +386,17 @@ on_event(void *arg, const struct sma_event *ev)
 	sma_uc_event(a->uc, ev);
 }
 
-/* The controller's records: counted, then out. */
+/* The controller's records: to the C-PS's sender and to the stream, when
+ * there is one (with a C-PS, the stream is a copy of what was queued). */
 static int
 uc_emit(void *arg, const struct cats_rec *r, int kind)
 {
 	struct app *a = arg;
-	if (a->nb != NULL)
+	if (a->nb != NULL) {
+		if (a->outs != NULL && emit(a, r) < 0)
+			a->out_failures++;
 		return sma_nb_push(a->nb, r, kind, now_ms());
+	}
 	if (emit(a, r) < 0) {
 		a->out_failures++;
 		return -1;
