@@ -16,8 +16,8 @@
 #        HTTP server answering its own name), one cats-sci per instance
 #        whose reports follow the instance's active connections, and the
 #        site's cats-sma
-#   lpm  the C-PS: cats-select | cats-pce | cats-bind (and the interim
-#        metric ingest, see loop_northbound)
+#   lpm  the C-PS: cats-select (with its C-SMA ingest, see
+#        loop_northbound) | cats-pce | cats-bind
 #
 # Addresses: service S1 = 203.0.113.100:80 (tcp); the ingress also
 # intercepts 203.0.113.99, which no service of the catalogue has, and reads
@@ -204,6 +204,15 @@ ttl = 2x
 grace = ${LOOP_GRACE}s
 confirm = 2
 advert-ttl = $((3 * LOOP_KEEPALIVE))s
+[update]
+heartbeat = ${LOOP_KEEPALIVE}s
+# Load is measured every second; steering follows it within a second or two.
+min-interval = 1s
+# Instances are killed and restarted seconds apart here: a returning one
+# would stay damped for minutes.  The penalties are still audited.
+dampening = observe
+[northbound]
+key = $LOOP_DIR/keys/sma-site$n.psk
 [validate]
 healthy-after = 2
 unhealthy-after = 2
@@ -226,42 +235,25 @@ loop_nst() {
 
 # ---- the C-SMA -> C-PS northbound ----
 
-# The one place where site agents are wired to the C-PS.  Until cats-sma's
-# HTTP northbound (PSK/Ed25519, acks, sync) and cats-select's authenticated
-# ingest exist, an interim relay in the C-PS namespace (ingest-relay.py)
-# takes each agent's POSTed metric records and writes them whole into
-# cats-select's trusted standard input, and a full snapshot every
-# $LOOP_KEEPALIVE s stands in for heartbeats (advert-ttl is three times
-# that).  Switch here: `url` becomes cats-select's ingest URL, `sync`
-# becomes what the ingest asks for by itself.
-#   loop_northbound start   start the relay (before cats-select) and the
-#                           keep-alive
-#   loop_northbound url N   the --to of site N's cats-sma
-#   loop_northbound sync    every site agent sends a full snapshot now
-#   loop_northbound stop
+# The one place where site agents are wired to the C-PS: each cats-sma
+# sends its advertisements over HTTP (cats-northbound(7)), MAC'd with its
+# PSK (keys/sma-siteN.psk), to cats-select's C-SMA ingest on the management
+# link; cats-select knows their keys (keys/sma.ring) and lets each
+# advertise S1 only.  A heartbeat every $LOOP_KEEPALIVE s keeps the
+# entries (advert-ttl is three times that); a restarted C-PS asks the
+# agents for a full sync in its acks.  Each agent also writes a copy of
+# what it queued to $LOOP_DIR/metricsN.cbor (loop_metrics reads them).
+#   loop_northbound url N       the --to of site N's cats-sma
+#   loop_northbound select-args cats-select's ingest options
 loop_northbound() {
-	local n p
 	case $1 in
-	start)
-		loop_bg relay "$LM" - "$LOOP_DIR/f0" $LOOP_PY \
-			"$LOOP_EX/demo/ingest-relay.py" 0.0.0.0 $LOOP_NB_PORT \
-			"$LOOP_DIR/metrics.cbor"
-		loop_bg keepalive "$LM" - - bash -c "while sleep $LOOP_KEEPALIVE; do
-			for f in '$LOOP_DIR'/pid/sma*; do kill -USR1 \$(cat \$f); done
-			done"
-		loop_wait 50 lx "$LM" curl -sf http://127.0.0.1:$LOOP_NB_PORT/
-		;;
 	url)
-		echo "http://10.255.$2.1:$LOOP_NB_PORT/metrics"
+		echo "http://10.255.$2.1:$LOOP_NB_PORT/"
 		;;
-	sync)
-		for n in 1 2; do
-			p=$(loop_pid "sma$n") && kill -USR1 "$p" || true
-		done
-		;;
-	stop)
-		loop_stop keepalive
-		loop_stop relay
+	select-args)
+		echo "--ingest http://0.0.0.0:$LOOP_NB_PORT/" \
+			"--ingest-keys $LOOP_DIR/keys/sma.ring" \
+			"--sma sma-site1=S1 --sma sma-site2=S1"
 		;;
 	esac
 }
@@ -290,8 +282,10 @@ loop_select_start() {
 		--net "$LOOP_DIR/nst.jsonl" --keys "$LOOP_DIR/keys/select.ring" \
 		--listen "unix:$LOOP_DIR/select.sock" \
 		--audit "file:$LOOP_DIR/log/select.audit" \
-		--stats-to "file:$LOOP_DIR/select.stats" "$@"
-	loop_wait 50 test -S "$LOOP_DIR/select.sock"
+		--stats-to "file:$LOOP_DIR/select.stats" \
+		$(loop_northbound select-args) "$@"
+	loop_wait 50 test -S "$LOOP_DIR/select.sock" &&
+	loop_wait 50 lx "$LM" curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/
 }
 
 loop_pce_start() {
@@ -311,7 +305,6 @@ loop_bind_start() {
 }
 
 loop_cps_start() {
-	loop_northbound start &&
 	loop_select_start &&
 	loop_pce_start &&
 	loop_bind_start
@@ -397,7 +390,7 @@ loop_sma_start() {
 	loop_bg "sma$n" "$ns" - - cats-sma -c "$LOOP_DIR/sma$n.conf" \
 		-T "$LOOP_DIR/sma$n.state" \
 		-l "http://127.0.0.1:840$n/" -a "unix:$LOOP_DIR/sma$n.admin" \
-		-t "$(loop_northbound url "$n")"
+		-t "$(loop_northbound url "$n")" -t "file:$LOOP_DIR/metrics$n.cbor"
 	loop_wait 50 lx "$ns" curl -sf "http://127.0.0.1:840$n/health"
 }
 
@@ -411,7 +404,7 @@ loop_sites_start() {
 
 # ---- what the C-PS was told and what it decided (JSON Lines) ----
 
-loop_metrics() { cats-cbor decode "$LOOP_DIR/metrics.cbor" 2>/dev/null; }
+loop_metrics() { cat "$LOOP_DIR"/metrics[12].cbor 2>/dev/null | cats-cbor decode 2>/dev/null; }
 loop_replies() { cats-cbor decode "$LOOP_DIR/cps.cbor" 2>/dev/null | jq -c 'select(.type == "path-rep")'; }
 loop_bindout() { cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null; }
 
@@ -423,6 +416,20 @@ loop_cst() {
 		(if $r.op == "full" and ($r.part // 1) == 1 then .[$r.sma_id] = {} else . end) |
 		reduce ($r.entries // [])[] as $e (.; .[$r.sma_id][$e.csci_id] = $e)) |
 		[.[][]] | sort_by(.csci_id)[] |
+		[.csci_id, .state, .health, .gas, .comp_time_ms] | @tsv'
+}
+
+# The C-PS's own table (cats-select dumps it on SIGUSR2), in loop_cst's
+# format.
+loop_cps_cst() {
+	local n0 p
+	p=$(loop_pid select) || return 1
+	n0=$(cats-cbor decode "$LOOP_DIR/select.stats" 2>/dev/null | wc -l)
+	kill -USR2 "$p"
+	loop_wait 30 sh -c "cats-cbor decode '$LOOP_DIR/select.stats' 2>/dev/null |
+		tail -n +$((n0 + 1)) | grep -q '\"type\":\"net\"'" || return 1
+	cats-cbor decode "$LOOP_DIR/select.stats" 2>/dev/null | tail -n +$((n0 + 1)) |
+		jq -r 'select(.type == "metric") | .entries[]? |
 		[.csci_id, .state, .health, .gas, .comp_time_ms] | @tsv'
 }
 

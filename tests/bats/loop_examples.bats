@@ -11,6 +11,7 @@ setup() {
 
 teardown() {
 	[ -n "${SCI_PID:-}" ] && kill "$SCI_PID" 2>/dev/null
+	[ -n "${CPS_PID:-}" ] && kill "$CPS_PID" 2>/dev/null
 	rm -rf "$T"
 	true
 }
@@ -73,24 +74,43 @@ teardown() {
 	sed -e "s|/etc/cats/site-ca.pub|$T/k/site-ca.pub|" \
 		-e "s|/etc/cats/revoked.txt|$T/revoked|" -e 's|^audit = syslog|audit = stderr|' \
 		-e "s|http://198.51.100.11:8500/|http://127.0.0.1:$port/|" \
+		-e "s|/etc/cats/sma-site1.psk|$T/k/sma-site1.psk|" \
+		-e "s|/var/lib/prometheus/node-exporter/|$T/|" \
 		-e '/^\[sci "198.51.100.12:80"\]/,$d' "$EX/cron/sma-cron.conf" >"$T/sma.conf"
 	: >"$T/revoked"
+	# The C-PS's ingest, with the site agents' keyring of make-keys.sh.
+	ps=$(free_port)
+	cats-select --ingest "http://127.0.0.1:$ps/" --ingest-keys "$T/k/sma.ring" \
+		--sma sma-site1=S1 --stats-to "file:$T/cps.out" </dev/null >/dev/null 2>"$T/cps.err" &
+	CPS_PID=$!
+	wait_for 50 curl -s -o /dev/null "http://127.0.0.1:$ps/"
 	# The command of the cron entry, with this test's paths.
 	cmd=$(sed -n 's|^\* \* \* \* \* cats /usr/local/bin/\(cats-sma .*\) 2>>.*|\1|p' "$EX/cron/cats-sma.cron")
 	[ -n "$cmd" ]
 	cmd=$(echo "$cmd" | sed -e "s|/etc/cats/sma-cron.conf|$T/sma.conf|" \
-		-e "s|/var/lib/cats/sma.state|$T/state|" -e "s|-t http[^ ]*|-t file:$T/out|")
+		-e "s|/var/lib/cats/sma.state|$T/state|" -e "s|-t http[^ ]*|-t http://127.0.0.1:$ps/|")
 	run $cmd
 	[ "$status" -eq 0 ]
 	[ -s "$T/state" ]
-	cats-cbor decode "$T/out" | jq -se 'any(.[] | select(.type == "metric") | .entries[]?;
-		.csci_id == "198.51.100.11:80" and .state == "ACTIVE")'
+	cps_table | jq -se 'any(.[]; .csci_id == "198.51.100.11:80" and .state == "ACTIVE")'
+	grep -q '^cats_sma_sync_last_full_seconds{sma_id="sma-site1"} [1-9]' "$T/cats-sma.prom"
 	# The next run goes on from the saved state: confirmed, HEALTHY.
 	run $cmd
 	[ "$status" -eq 0 ]
-	cats-cbor decode "$T/out" | jq -se 'any(.[] | select(.type == "metric") | .entries[]?;
-		.csci_id == "198.51.100.11:80" and .state == "HEALTHY" and .gas == 8 and
-		.ttl_ms == 120000)'
+	cps_table | jq -se 'any(.[]; .csci_id == "198.51.100.11:80" and .state == "HEALTHY" and
+		.gas == 8 and .ttl_ms > 170000 and .ttl_ms <= 180000)'
+	kill "$CPS_PID"
+}
+
+# The entries of the C-PS's table (cats-select dumps it on SIGUSR2).
+cps_table() {
+	local n0
+	n0=$(stat -c %s "$T/cps.out" 2>/dev/null || echo 0)
+	kill -USR2 "$CPS_PID"
+	wait_for 30 sh -c "[ \$(stat -c %s '$T/cps.out') -gt $n0 ]"
+	sleep 0.2
+	tail -c +$((n0 + 1)) "$T/cps.out" | cats-cbor decode |
+		jq -c 'select(.type == "metric") | .entries[]?'
 }
 
 @test "examples: the systemd units verify and are hardened" {

@@ -75,7 +75,8 @@ answered_within() {
 	for f in IF-1 EF-1; do
 		loop_fwd_counters "$f" "$txn" | jq -e '.epoch >= 2 and .rev_pkts > 0'
 	done
-	# New flows are bound by the restarted manager.
+	# New flows are bound by the restarted manager (site1-a idle again).
+	loop_wait 50 loop_ct_is 198.51.100.11:80 3
 	best_is site1-a
 }
 
@@ -84,18 +85,18 @@ answered_within() {
 	dl=$!
 	loop_wait 60 loop_ct_is 198.51.100.11:80 13
 	full0=$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')
-	loop_northbound stop
 	loop_stop select KILL
 	loop_stop pce KILL
 	loop_stop tee KILL
-	loop_northbound start
 	loop_select_start
 	loop_pce_start
-	# The restarted selector knows no metrics until the agents full-sync
-	# (the interim ingest asks for it; the HTTP northbound will by itself).
-	loop_northbound sync
-	synced() { [ "$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')" -ge $((full0 + 2)) ]; }
-	loop_wait 50 synced
+	# The restarted selector knows no metrics until the agents full-sync:
+	# its ingest asks them for it in its acks.
+	synced() {
+		[ "$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')" -ge $((full0 + 2)) ] &&
+		loop_cps_cst | awk '$1 == "198.51.100.11:80" && $5 == 13 { ok = 1 } END { exit !ok }'
+	}
+	loop_wait 150 synced
 	answered_within 80
 	# Steering by metrics resumed: site1-a is still loaded.
 	kill -0 $dl
