@@ -225,7 +225,7 @@ row() {
 rate() {
 	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print 0 }'
 }
-row "fwd tcp -P1 Gbit/s (cats-fwd | kernel)" "${C[tcp1]}" "${K[tcp1]}"
+row "fwd tcp -P1 Gbit/s (cats-fwd vs the kernel path)" "${C[tcp1]}" "${K[tcp1]}"
 row "fwd tcp -P4 Gbit/s" "${C[tcp4]}" "${K[tcp4]}"
 row "fwd udp64 pps one 5-tuple (established)" "${C[pps1]}" "${K[pps1]}"
 row "fwd udp64 pps one 5-tuple, cats-fwd at nice -10" "${C[pps1n]}" "${K[pps1]}"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # The record layer beside cat(1): the same bytes through the same pipe.
+# drives: bench_rec
 BUILD=${BUILD:-build}
 N=${BENCH_RECORDS:-1000000}
 tmp=$(mktemp)

@@ -17,9 +17,9 @@ for b in bench/*.sh; do
 done
 for b in "$BUILD"/bench/bench_*; do
 	[ -x "$b" ] || continue
-	# Programs driven by a script of the same stem are not run twice.
-	stem=${b##*/bench_}
-	[ -f "bench/$stem.sh" ] && continue
+	# A program that a script drives (its line "# drives: bench_NAME") is
+	# not run twice; the others run alone too.
+	grep -qx "# drives: ${b##*/}" bench/*.sh && continue
 	[ -n "$BENCH_FILTER" ] && ! echo "$b" | grep -Eq "$BENCH_FILTER" && continue
 	echo "# $b" >&2
 	"$b" 2>&2 | grep ' | .* | .* | ' >>"$rows"
