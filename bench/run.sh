@@ -13,7 +13,7 @@ for b in bench/*.sh; do
 	[ "$b" = bench/run.sh ] && continue
 	[ -n "$BENCH_FILTER" ] && ! echo "$b" | grep -Eq "$BENCH_FILTER" && continue
 	echo "# $b" >&2
-	sh "$b" 2>&2 | grep ' | .* | .* | ' >>"$rows"
+	sh "$b" 2>&2 | grep ' | .* | .* | ' | grep -v '^name *| value *|' >>"$rows"
 done
 for b in "$BUILD"/bench/bench_*; do
 	[ -x "$b" ] || continue
@@ -22,7 +22,7 @@ for b in "$BUILD"/bench/bench_*; do
 	grep -qx "# drives: ${b##*/}" bench/*.sh && continue
 	[ -n "$BENCH_FILTER" ] && ! echo "$b" | grep -Eq "$BENCH_FILTER" && continue
 	echo "# $b" >&2
-	"$b" 2>&2 | grep ' | .* | .* | ' >>"$rows"
+	"$b" 2>&2 | grep ' | .* | .* | ' | grep -v '^name *| value *|' >>"$rows"
 done
 echo
 { echo "benchmark | measured | baseline / goal | ratio"
