@@ -147,7 +147,7 @@ struct app {
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
 	uint64_t svc_applied, svc_ignored, svc_refused;
 	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
-	    met_removed, met_refused;
+	    met_removed, met_refused, met_passed;
 	uint64_t net_applied, net_ignored, net_refused;
 	uint64_t purged;
 };
@@ -318,6 +318,7 @@ emit_stats(struct app *a)
 	KV("metric_entries_applied", a->met_applied);
 	KV("metric_entries_removed", a->met_removed);
 	KV("metric_entries_refused", a->met_refused);
+	KV("metric_passed", a->met_passed);
 	KV("net_applied", a->net_applied);
 	KV("net_ignored", a->net_ignored);
 	KV("net_refused", a->net_refused);
@@ -445,6 +446,31 @@ apply_service(struct app *a, const struct cats_service *s, uint64_t index,
 	}
 }
 
+/*
+ * A metric record that takes an instance down (a withdrawal, a FAILED or
+ * UNHEALTHY entry) is also for the binding manager after us: its flows to
+ * that instance are repaired or failed (cats-bind(1)).  Other metric
+ * records stop here.
+ */
+static void
+pass_instance_down(const struct cats_metric *m, void *arg)
+{
+	struct app *a = arg;
+	bool down = m->op == CATS_OP_WITHDRAW && m->entries.n > 0;
+	for (size_t i = 0; i < m->entries.n && !down; i++) {
+		const struct cats_entry *x = &m->entries.v[i];
+		down = (CATS_HAS(x, ENT, health) && x->health == CATS_UNHEALTHY) ||
+		    (CATS_HAS(x, ENT, state) && x->state == CATS_SCI_FAILED);
+	}
+	if (!down || a->out == NULL)
+		return;
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_METRIC);
+	r.u.metric = *m;
+	a->met_passed++;
+	send_rec(a, a->out, &r);
+}
+
 static void
 apply_metric(struct app *a, const struct cats_metric *m, uint64_t now,
     uint64_t index, const char *where)
@@ -469,6 +495,8 @@ apply_metric(struct app *a, const struct cats_metric *m, uint64_t now,
 		cats_info("%s: record %" PRIu64 ": metric from %s: %s; a full "
 		    "sync is needed", where, index, m->sma_id, res.reason);
 	}
+	if (res.result == CATS_ACK_OK)
+		pass_instance_down(m, a);
 }
 
 static void
@@ -1397,7 +1425,8 @@ setup_ingest(struct app *a)
 		.window_ms = o->ingest_window,
 		.ps_id = o->id ? o->id : "cats-select",
 		.ps_epoch = cats_clock_now(), .refresh = true,
-		.sign = a->has_isign ? &a->isign : NULL };
+		.sign = a->has_isign ? &a->isign : NULL,
+		.applied = pass_instance_down, .applied_arg = a };
 	if ((a->ing = cats_ingest_new(&ic, a->cst)) == NULL)
 		return CATS_EXIT_FAIL;
 	for (size_t i = 0; i < o->nsmas; i++) {

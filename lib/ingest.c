@@ -421,6 +421,8 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			break;
 		} else {
 			g->st.applied++;
+			if (g->c.applied != NULL)
+				g->c.applied(m, g->c.applied_arg);
 		}
 		if (pe == NULL)
 			pe = peer_get(g, sma_id, true);

@@ -44,6 +44,9 @@ struct cats_ingest_conf {
 	const struct cats_key *sign;	/* Ed25519 secret signing answers to
 					 * senders without a PSK, or NULL */
 	size_t max_records;	/* records in one body (0: 4096) */
+	/* Called with each record applied to the table, or NULL. */
+	void (*applied)(const struct cats_metric *m, void *arg);
+	void *applied_arg;
 };
 
 enum cats_ingest_op {

@@ -53,6 +53,8 @@ cats-cbor encode "$out/pce.jsonl" |
 	cats-cbor decode >"$out/bind.jsonl"
 jq -r 'if .type == "binding" then
 	"   binding \(.id) txn \(.txn): \(.fwd.match.src):\(.fwd.match.sport) -> \(.fwd.locator):\(.fwd.port) via \(.egress), srv6 \(.fwd.sids | join(","))"
+	elif .type == "metric" then
+	"   \(.sma_id): \(.op) \([.entries[].csci_id] | join(",")) (passed on by cats-select: the flows bound to it fail)"
 	else "   \(.type) txn \(.txn): \(.code)" end' "$out/bind.jsonl"
 echo "   the flow state machine of txn 1001 (all of them: bind.trace):"
 grep 'txn=1001 ' "$out/bind.trace" | sed 's/^/     /'

@@ -101,6 +101,9 @@ best_is() {
 	grep -q 'csci=198.51.100.11:80 .*from=STALE to=FAILED' "$LOOP_DIR/log/sma1.audit"
 	loop_metrics | jq -se 'any(.[] | select(.op == "withdraw" and .reason == "failed") |
 		.entries[]; .csci_id == "198.51.100.11:80" and .gas == 0)'
+	# The withdrawal reached cats-bind through the C-PS: the flow bound to
+	# site1-a a moment ago (idle, not expired) failed with its instance.
+	loop_wait 50 grep -q 'ACTIVE -> FAILED (instance-failure)' "$LOOP_DIR/bind.trace"
 	# The C-PS no longer has the entry (its CST, dumped on SIGUSR2).
 	n0=$(cats-cbor decode "$LOOP_DIR/select.stats" | wc -l)
 	kill -USR2 "$(loop_pid select)"

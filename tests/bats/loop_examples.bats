@@ -51,7 +51,9 @@ teardown() {
 	[ "${lines[4]}" = "1005 198.51.100.11:80 4500" ]
 	jq -se 'any(.[]; .type == "error" and .txn == 1006 and .code == "unresolved-service")' \
 		"$T/out/select.jsonl"
-	[ "$(jq -s '[.[] | select(.type == "binding")] | length' "$T/out/bind.jsonl")" = 5 ]
+	[ "$(jq -s '[.[] | select(.type == "binding" and .op == "install")] | length' "$T/out/bind.jsonl")" = 5 ]
+	# site1-b withdrawn: its flow (txn 1002) failed with it.
+	jq -se 'any(.[]; .type == "error" and .txn == 1002 and .code == "instance-failed")' "$T/out/bind.jsonl"
 	grep -q 'txn=1005 id=5 BINDING_READY -> ACTIVE' "$T/out/bind.trace"
 	grep -q 'csci=198.51.100.12:80 .*from=STALE to=FAILED' "$T/out/sma1.audit"
 	# The committed metrics are what the site agents make of the reports.
@@ -142,10 +144,13 @@ cps_table() {
 		cats-select --replay --no-auth |
 		cats-pce -t topology.json --replay |
 		cats-bind --replay --commit none -q |
-		cats-cbor decode | jq -c "{type, txn, code, csci_id, sids: .fwd.sids}"'
+		cats-cbor decode |
+		jq -c "select(.type != \"metric\") | {type, op, txn, code, csci_id, sids: .fwd.sids}"'
 	[ "$status" -eq 0 ]
-	for l in "${lines[0]}" "${lines[2]}" "${lines[5]}"; do
-		grep -qF -- "$l" "$TOP/README.md"
+	for l in "${lines[@]}"; do
+		grep -qF -- "    $l" "$TOP/README.md"
 	done
-	[ "${#lines[@]}" = 6 ]
+	[ "${#lines[@]}" = 8 ]
+	# The withdrawn instance's flow failed with it.
+	[ "${lines[4]}" = '{"type":"error","op":null,"txn":1002,"code":"instance-failed","csci_id":null,"sids":null}' ]
 }
