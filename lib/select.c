@@ -81,11 +81,15 @@ struct cand {
 	(UINT64_C(1) << CATS_CON_min_security) | \
 	(UINT64_C(1) << CATS_CON_min_bw) | (UINT64_C(1) << CATS_CON_max_hops))
 
+/*
+ * The headend is its forwarder's entry (one per ingress id, kept until
+ * cats_sel_free), so that a key is a few words to hash and compare.
+ */
 struct ekey {
 	const struct cats_svc *svc;
+	const struct fwd *headend;
 	uint64_t has;
 	uint64_t v[7];
-	char headend[CATS_ID + 1];
 };
 
 struct eslot {
@@ -424,13 +428,13 @@ take_keyed(struct cats_htab *t, const char *key, const struct cats_rate *r,
 
 /* ---- request checks ---- */
 
+/* f: the forwarder of the request's ingress if it is known, else NULL. */
 static int
-check_auth(struct cats_sel *s, const struct cats_rec *r,
+check_auth(struct cats_sel *s, const struct cats_rec *r, const struct fwd *f,
     const struct cats_sel_origin *o, struct cats_sel_out *out,
     uint64_t now)
 {
 	const struct cats_request *rq = &r->u.request;
-	const struct fwd *f = get_fwd(s, rq->ingress, false);
 	if (r->auth.alg != CATS_ALG_NONE) {
 		const struct cats_key *who = NULL;
 		struct cats_err e;
@@ -620,6 +624,7 @@ struct rctx {
 	uint64_t now;
 	uint64_t seed;
 	uint64_t memo_tag;
+	const struct fwd *fwd;	/* the forwarder of rq->ingress */
 	uint64_t until;		/* earliest soft-state change seen by eval */
 	struct cats_sel_out *out;
 };
@@ -796,6 +801,7 @@ ekey_make(const struct rctx *c, struct ekey *k)
 	const struct cats_constraints *x = &c->con;
 	memset(k, 0, sizeof(*k));
 	k->svc = c->svc;
+	k->headend = c->fwd;
 	k->has = x->has & ELIG_CON;
 #define K(i, f) if (CATS_HAS(x, CON, f)) k->v[i] = x->f;
 	K(0, max_delay_us)
@@ -806,7 +812,6 @@ ekey_make(const struct rctx *c, struct ekey *k)
 	K(5, min_bw)
 	K(6, max_hops)
 #undef K
-	cats_strlcpy(k->headend, c->rq->ingress, sizeof(k->headend));
 }
 
 static bool
@@ -868,8 +873,7 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	uint64_t bgen, ngen = 0;
 	size_t n = cats_cst_candidates(s->cst, c->svc->cs_id, &v, &bgen);
 	bool cacheable = o->count && o->only == NULL && o->stale_ms == 0 &&
-	    o->relax == 0 && !s->conf.no_cache &&
-	    strlen(c->rq->ingress) <= CATS_ID;
+	    o->relax == 0 && !s->conf.no_cache;
 	struct eslot *slot = NULL;
 	const struct cand *cv;
 	size_t ne = 0;
@@ -1164,7 +1168,9 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 	memset(out->rej, 0, sizeof(out->rej));
 	s->c.requests++;
 
-	int rc = check_auth(s, r, o, out, now);
+	/* Only an authenticated request makes a forwarder known. */
+	struct fwd *f = get_fwd(s, rq->ingress, false);
+	int rc = check_auth(s, r, f, o, out, now);
 	if (rc != CATS_SEL_OK)
 		return rc;
 	out->routable = true;
@@ -1177,8 +1183,7 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 			    " +/- %" PRIu64 " ms", rq->ts, now,
 			    s->conf.window_ms);
 	}
-	struct fwd *f = get_fwd(s, rq->ingress, true);
-	if (f == NULL)
+	if (f == NULL && (f = get_fwd(s, rq->ingress, true)) == NULL)
 		return fail(s, out, rq, now, CATS_SEL_UNAUTHORIZED, "ingress",
 		    "too many forwarders tracked");
 	uint64_t gen = CATS_HAS(rq, REQ, gen) ? rq->gen : 0;
@@ -1245,7 +1250,7 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 	    s->conf.dataplane;
 
 	struct rctx c = { .s = s, .rq = rq, .svc = svc, .now = now,
-	    .out = out };
+	    .out = out, .fwd = f };
 	c.policy = CATS_HAS(svc, SVC, policy) ? svc->policy : s->conf.policy;
 	const char *over = merge_constraints(&svc->con,
 	    CATS_HAS(svc, SVC, constraints), &rq->constraints,
