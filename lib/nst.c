@@ -47,6 +47,16 @@ cats_nst_lookup(const struct cats_nst *n, const char *headend,
 	return out->status = CATS_NST_UNKNOWN;
 }
 
+void
+cats_nst_prefetch(const struct cats_nst *n, const char *headend,
+    const char *egress, int stage)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (n->p[i].ops->prefetch != NULL)
+			n->p[i].ops->prefetch(n->p[i].ctx, headend, egress,
+			    stage);
+}
+
 uint64_t
 cats_nst_gen(const struct cats_nst *n)
 {
@@ -246,6 +256,29 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
 	return p->up ? CATS_NST_OK : CATS_NST_DOWN;
 }
 
+/*
+ * Stage 0 loads the slot where the probe for the pair starts; stage 1 reads
+ * it (in cache by now) and loads the path it holds, which is the pair's in
+ * all but a collision.
+ */
+static void
+rec_prefetch(const void *ctx, const char *headend, const char *egress,
+    int stage)
+{
+	const struct cats_nst_rec *r = ctx;
+	if (r->t.cap == 0)
+		return;
+	const struct cats_hslot *sl = &r->t.s[cats_hash_pair(headend, egress) &
+	    (r->t.cap - 1)];
+	if (stage == 0) {
+		__builtin_prefetch(sl);
+	} else if (sl->h != 0) {
+		/* The struct and its inline key: three lines at most. */
+		for (int i = 0; i < 3; i++)
+			__builtin_prefetch((const char *)sl->item + 64 * i);
+	}
+}
+
 static uint64_t
 rec_gen(const void *ctx)
 {
@@ -344,4 +377,5 @@ const struct cats_nst_provider cats_nst_rec_provider = {
 	.dump = rec_dump,
 	.expire = rec_expire,
 	.free = rec_free,
+	.prefetch = rec_prefetch,
 };

@@ -64,6 +64,14 @@ struct cats_nst_provider {
 	size_t (*expire)(void *ctx, uint64_t now, uint64_t grace_ms);
 	/* Optional: release ctx (called by cats_nst_free). */
 	void (*free)(void *ctx);
+	/*
+	 * Optional, a hint with no effect on results: start loading what a
+	 * lookup of headend -> egress will read.  Stage 0 asks for the index
+	 * slot, stage 1 (some time later, when that slot is in cache) for the
+	 * view it points to.
+	 */
+	void (*prefetch)(const void *ctx, const char *headend,
+	    const char *egress, int stage);
 };
 
 #define CATS_NST_MAX_PROVIDERS 4
@@ -83,6 +91,13 @@ int cats_nst_add(struct cats_nst *n, const struct cats_nst_provider *ops,
 /* Ask the providers in order; UNKNOWN if none knows the pair. */
 int cats_nst_lookup(const struct cats_nst *n, const char *headend,
     const char *egress, uint64_t now, struct cats_nst_path *out);
+/*
+ * A hint before cats_nst_lookup of the same pair: the providers with a
+ * prefetch function start loading (stage 0, then stage 1 a few lookups
+ * later; see struct cats_nst_provider).
+ */
+void cats_nst_prefetch(const struct cats_nst *n, const char *headend,
+    const char *egress, int stage);
 /* The NST generation: the sum of the providers' generations. */
 uint64_t cats_nst_gen(const struct cats_nst *n);
 int cats_nst_dump(const struct cats_nst *n, uint64_t now,

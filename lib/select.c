@@ -3,6 +3,7 @@
  * joint selection, fallbacks and the decision record.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -863,6 +864,33 @@ cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
 	return e;
 }
 
+/* Candidates between the stages of fetch_ahead. */
+#define AHEAD 4
+
+/*
+ * The entries and the NST views of a pass are scattered in memory: before
+ * candidate i is evaluated, ask for the entry 3 * AHEAD on, the NST index
+ * slot of the path of the one 2 * AHEAD on (its entry has arrived), and the
+ * view of the one AHEAD on (its slot has arrived).
+ */
+static void
+fetch_ahead(const struct rctx *c, struct cats_cst_entry *const *v, size_t n,
+    ptrdiff_t i)
+{
+	ptrdiff_t j = i + 3 * AHEAD;
+	if (j >= 0 && (size_t)j < n) {
+		/* eval reads all over the entry: every line of it. */
+		for (size_t k = 0; k < sizeof(*v[j]); k += 64)
+			__builtin_prefetch((const char *)v[j] + k);
+	}
+	j = i + 2 * AHEAD;
+	if (j >= 0 && (size_t)j < n && v[j]->egress != NULL)
+		cats_nst_prefetch(c->s->nst, c->rq->ingress, v[j]->egress, 0);
+	j = i + AHEAD;
+	if (j >= 0 && (size_t)j < n && v[j]->egress != NULL)
+		cats_nst_prefetch(c->s->nst, c->rq->ingress, v[j]->egress, 1);
+}
+
 /* One selection pass; *best is the choice when CATS_SEL_OK. */
 static int
 select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
@@ -908,12 +936,10 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 		}
 	}
 	c->until = UINT64_MAX;
+	for (ptrdiff_t i = -3 * AHEAD; i < 0; i++)
+		fetch_ahead(c, v, n, i);
 	for (size_t i = 0; i < n; i++) {
-		/* The entries are scattered: ask for the next ones early. */
-		if (i + 4 < n) {
-			__builtin_prefetch(v[i + 4]);
-			__builtin_prefetch(v[i + 4]->egress_buf);
-		}
+		fetch_ahead(c, v, n, (ptrdiff_t)i);
 		if (o->only != NULL && strcmp(v[i]->csci_id, o->only) != 0)
 			continue;
 		int why = eval(c, v[i], o, &s->cands[ne]);
