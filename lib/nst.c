@@ -48,13 +48,23 @@ cats_nst_lookup(const struct cats_nst *n, const char *headend,
 }
 
 void
-cats_nst_prefetch(const struct cats_nst *n, const char *headend,
-    const char *egress, int stage)
+cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
+    const char *const *egress, size_t k, uint64_t now,
+    struct cats_nst_path *out)
 {
-	for (size_t i = 0; i < n->n; i++)
-		if (n->p[i].ops->prefetch != NULL)
-			n->p[i].ops->prefetch(n->p[i].ctx, headend, egress,
-			    stage);
+	if (n->n == 0 || n->p[0].ops->lookup_many == NULL) {
+		for (size_t i = 0; i < k; i++)
+			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
+		return;
+	}
+	n->p[0].ops->lookup_many(n->p[0].ctx, headend, egress, k, now, out);
+	for (size_t i = 0; i < k; i++) {
+		if (out[i].provider == NULL)
+			out[i].provider = n->p[0].ops->name;
+		/* What the first provider does not know, the others may. */
+		if (out[i].status == CATS_NST_UNKNOWN && n->n > 1)
+			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
+	}
 }
 
 uint64_t
@@ -231,14 +241,13 @@ cats_nst_rec_apply(struct cats_nst_rec *r, const struct cats_net *m,
 	return 1;
 }
 
+/* The view of the path whose key hashes to h (see rec_lookup). */
 static int
-rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
-    struct cats_nst_path *out)
+rec_find(const struct cats_nst_rec *r, uint64_t h, const char *headend,
+    const char *egress, uint64_t now, struct cats_nst_path *out)
 {
-	struct cats_nst_rec *r = ctx;
 	struct pkey k = { headend, egress };
-	const struct rpath *p = cats_htab_get(&r->t,
-	    cats_hash_pair(headend, egress), eq_path, &k);
+	const struct rpath *p = cats_htab_get(&r->t, h, eq_path, &k);
 	if (p == NULL)
 		return CATS_NST_UNKNOWN;
 	out->has_delay = p->has_delay;
@@ -256,26 +265,51 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
 	return p->up ? CATS_NST_OK : CATS_NST_DOWN;
 }
 
-/*
- * Stage 0 loads the slot where the probe for the pair starts; stage 1 reads
- * it (in cache by now) and loads the path it holds, which is the pair's in
- * all but a collision.
- */
-static void
-rec_prefetch(const void *ctx, const char *headend, const char *egress,
-    int stage)
+static int
+rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
+    struct cats_nst_path *out)
 {
 	const struct cats_nst_rec *r = ctx;
-	if (r->t.cap == 0)
-		return;
-	const struct cats_hslot *sl = &r->t.s[cats_hash_pair(headend, egress) &
-	    (r->t.cap - 1)];
-	if (stage == 0) {
-		__builtin_prefetch(sl);
-	} else if (sl->h != 0) {
-		/* The struct and its inline key: three lines at most. */
-		for (int i = 0; i < 3; i++)
-			__builtin_prefetch((const char *)sl->item + 64 * i);
+	return rec_find(r, cats_hash_pair(headend, egress), headend, egress,
+	    now, out);
+}
+
+/* Lookups in rec_lookup_many that overlap. */
+#define BATCH 16
+
+/*
+ * The paths are scattered in a large table: hash a batch of keys and ask
+ * for their index slots, then for the paths in those slots (the key's in
+ * all but a collision), then look each up with the lines on their way.
+ */
+static void
+rec_lookup_many(void *ctx, const char *headend, const char *const *egress,
+    size_t n, uint64_t now, struct cats_nst_path *out)
+{
+	const struct cats_nst_rec *r = ctx;
+	uint64_t h[BATCH];
+	for (size_t b = 0; b < n; b += BATCH) {
+		size_t m = n - b < BATCH ? n - b : BATCH;
+		size_t mask = r->t.cap ? r->t.cap - 1 : 0;
+		for (size_t i = 0; i < m; i++) {
+			h[i] = cats_hash_pair(headend, egress[b + i]);
+			if (r->t.cap)
+				__builtin_prefetch(&r->t.s[h[i] & mask]);
+		}
+		for (size_t i = 0; i < m && r->t.cap; i++) {
+			const struct cats_hslot *sl = &r->t.s[h[i] & mask];
+			if (sl->h == 0)
+				continue;
+			/* The struct and its inline key: three lines. */
+			for (int l = 0; l < 3; l++)
+				__builtin_prefetch((const char *)sl->item +
+				    64 * l);
+		}
+		for (size_t i = 0; i < m; i++) {
+			memset(&out[b + i], 0, sizeof(out[b + i]));
+			out[b + i].status = rec_find(r, h[i], headend,
+			    egress[b + i], now, &out[b + i]);
+		}
 	}
 }
 
@@ -377,5 +411,5 @@ const struct cats_nst_provider cats_nst_rec_provider = {
 	.dump = rec_dump,
 	.expire = rec_expire,
 	.free = rec_free,
-	.prefetch = rec_prefetch,
+	.lookup_many = rec_lookup_many,
 };

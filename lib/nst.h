@@ -65,13 +65,13 @@ struct cats_nst_provider {
 	/* Optional: release ctx (called by cats_nst_free). */
 	void (*free)(void *ctx);
 	/*
-	 * Optional, a hint with no effect on results: start loading what a
-	 * lookup of headend -> egress will read.  Stage 0 asks for the index
-	 * slot, stage 1 (some time later, when that slot is in cache) for the
-	 * view it points to.
+	 * Optional: lookup for each of n egresses at once (out[i] as lookup
+	 * would fill it, status in out[i].status), so that the provider can
+	 * overlap their memory accesses.
 	 */
-	void (*prefetch)(const void *ctx, const char *headend,
-	    const char *egress, int stage);
+	void (*lookup_many)(void *ctx, const char *headend,
+	    const char *const *egress, size_t n, uint64_t now,
+	    struct cats_nst_path *out);
 };
 
 #define CATS_NST_MAX_PROVIDERS 4
@@ -92,12 +92,13 @@ int cats_nst_add(struct cats_nst *n, const struct cats_nst_provider *ops,
 int cats_nst_lookup(const struct cats_nst *n, const char *headend,
     const char *egress, uint64_t now, struct cats_nst_path *out);
 /*
- * A hint before cats_nst_lookup of the same pair: the providers with a
- * prefetch function start loading (stage 0, then stage 1 a few lookups
- * later; see struct cats_nst_provider).
+ * cats_nst_lookup for each of n egresses from one headend: out[i] and its
+ * status as cats_nst_lookup(headend, egress[i]) gives them, faster where a
+ * provider has lookup_many.
  */
-void cats_nst_prefetch(const struct cats_nst *n, const char *headend,
-    const char *egress, int stage);
+void cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
+    const char *const *egress, size_t k, uint64_t now,
+    struct cats_nst_path *out);
 /* The NST generation: the sum of the providers' generations. */
 uint64_t cats_nst_gen(const struct cats_nst *n);
 int cats_nst_dump(const struct cats_nst *n, uint64_t now,

@@ -3,7 +3,6 @@
  * joint selection, fallbacks and the decision record.
  */
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +97,10 @@ struct eslot {
 	uint64_t memo_epoch, bgen, ngen, until;
 	int furthest;
 	uint32_t rej[CATS_REJ__N];
-	struct cand *v;
+	struct cand *v;		/* ranked by front_rank */
 	size_t n, cap;
+	size_t ntop;		/* the first ntop of v rank first */
+	uint64_t gas;		/* the GAS of v, for p2c-gas */
 };
 
 struct cats_sel {
@@ -645,9 +646,13 @@ sat_add(uint64_t a, uint64_t b)
 
 #define EHAS(e, f) (((e)->has >> CATS_ENT_##f) & 1)
 
+/*
+ * Eligibility of a candidate, in two halves: eval_cst runs the checks on the
+ * entry, up to min-security; eval_net, for an entry that passed them, those
+ * on the NST view of its path (p, as cats_nst_lookup gives it).
+ */
 static int
-eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
-    struct cand *cd)
+eval_cst(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o)
 {
 	const struct cats_constraints *k = &c->con;
 	bool lenient = o->only != NULL;
@@ -687,40 +692,56 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 		    e->security_level < k->min_security))
 			return CATS_REJ_MIN_SECURITY;
 	}
-	struct cats_nst_path p;
-	if (strcmp(e->egress, c->rq->ingress) == 0) {
-		/* The site hangs off the ingress itself: no network leg. */
-		memset(&p, 0, sizeof(p));
-		p.status = CATS_NST_OK;
-		p.has_delay = p.has_hops = true;
+	return CATS_REJ_OK;
+}
+
+/* Does the candidate's site hang off the ingress itself (no network leg)? */
+static bool
+at_ingress(const struct rctx *c, const struct cats_cst_entry *e)
+{
+	return strcmp(e->egress, c->rq->ingress) == 0;
+}
+
+static int
+eval_net(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
+    struct cats_nst_path *p, struct cand *cd)
+{
+	const struct cats_constraints *k = &c->con;
+	bool lenient = o->only != NULL;
+	if (at_ingress(c, e)) {
+		/* No network leg: no delay, no hops. */
+		memset(p, 0, sizeof(*p));
+		p->status = CATS_NST_OK;
+		p->has_delay = p->has_hops = true;
 	} else {
-		int st = cats_nst_lookup(c->s->nst, c->rq->ingress, e->egress,
-		    c->now, &p);
+		int st = p->status;
 		if ((st == CATS_NST_OK || st == CATS_NST_DOWN) &&
-		    p.expires < c->until)
-			c->until = p.expires;
+		    p->expires < c->until)
+			c->until = p->expires;
 		if (st == CATS_NST_UNKNOWN || st == CATS_NST_DOWN)
 			return CATS_REJ_UNREACHABLE;
 		if (st == CATS_NST_STALE) {
 			if (lenient ||
-			    c->now >= sat_add(p.expires, o->stale_ms))
+			    c->now >= sat_add(p->expires, o->stale_ms))
 				return CATS_REJ_NST_STALE;
-			if (!p.up)
+			if (!p->up)
 				return CATS_REJ_UNREACHABLE;
 		}
 	}
 	if (CATS_HAS(k, CON, max_delay_us) &&
-	    (!p.has_delay || p.delay_us > k->max_delay_us))
+	    (!p->has_delay || p->delay_us > k->max_delay_us))
 		return CATS_REJ_MAX_DELAY;
-	if (CATS_HAS(k, CON, min_bw) && p.has_bw && p.avail_bw < k->min_bw)
+	if (CATS_HAS(k, CON, min_bw) && p->has_bw &&
+	    p->avail_bw < k->min_bw)
 		return CATS_REJ_MIN_BW;
-	if (CATS_HAS(k, CON, max_hops) && p.has_hops && p.hops > k->max_hops)
+	if (CATS_HAS(k, CON, max_hops) && p->has_hops &&
+	    p->hops > k->max_hops)
 		return CATS_REJ_MAX_HOPS;
 	cd->e = e;
 	cd->gas = e->gas;
 	cd->price = e->price;
-	cd->lat_us = p.has_delay && EHAS(e, comp_time_ms) ?
-	    p.delay_us + e->comp_time_ms * 1000 : UINT64_MAX;
+	cd->lat_us = p->has_delay && EHAS(e, comp_time_ms) ?
+	    p->delay_us + e->comp_time_ms * 1000 : UINT64_MAX;
 	if (!lenient) {
 		if (c->policy == CATS_POL_CHEAPEST && !EHAS(e, price))
 			return CATS_REJ_METRIC;
@@ -747,23 +768,16 @@ better_lat(const struct rctx *c, const struct cand *a, const struct cand *b)
 	return tie_key(c, a) < tie_key(c, b);
 }
 
-static bool
-better_price(const struct rctx *c, const struct cand *a, const struct cand *b)
-{
-	if (a->price != b->price)
-		return a->price < b->price;
-	return better_lat(c, a, b);
-}
-
-/* Two GAS-weighted draws without replacement; the better of the two. */
+/*
+ * Two GAS-weighted draws without replacement (total: the GAS of v); the
+ * better of the two.
+ */
 static size_t
-pick_p2c(const struct rctx *c, const struct cand *v, size_t n)
+pick_p2c(const struct rctx *c, const struct cand *v, size_t n, uint64_t total)
 {
 	if (n == 1)
 		return 0;
-	uint64_t st = c->seed, total = 0;
-	for (size_t i = 0; i < n; i++)
-		total += v[i].gas;
+	uint64_t st = c->seed;
 	uint64_t r = rng_below(&st, total);
 	size_t a = 0;
 	while (r >= v[a].gas)
@@ -778,6 +792,60 @@ pick_p2c(const struct rctx *c, const struct cand *v, size_t n)
 		r -= v[b].gas;
 	}
 	return better_lat(c, &v[b], &v[a]) ? b : a;
+}
+
+/*
+ * The ranking of a pass, without the seeded tie-break: latency then more
+ * GAS (RANK_LAT), price first (RANK_PRICE), or draws (RANK_P2C).
+ */
+enum { RANK_LAT, RANK_PRICE, RANK_P2C };
+
+static int
+rank_of(const struct rctx *c, const struct eopts *o)
+{
+	if (o->only != NULL)
+		return RANK_LAT;
+	return c->policy == CATS_POL_P2C_GAS ? RANK_P2C :
+	    c->policy == CATS_POL_CHEAPEST ? RANK_PRICE : RANK_LAT;
+}
+
+/* Is a ranked before b (RANK_LAT or RANK_PRICE), the tie-break aside? */
+static bool
+ranks_before(int rank, const struct cand *a, const struct cand *b)
+{
+	if (rank == RANK_PRICE && a->price != b->price)
+		return a->price < b->price;
+	if (a->lat_us != b->lat_us)
+		return a->lat_us < b->lat_us;
+	return a->gas > b->gas;
+}
+
+/*
+ * The candidates that rank first (the tie-break aside) moved to the front
+ * of v, in their order; returns how many.  Only they can win: the first
+ * with the lowest tie key among them is the best of v (for RANK_LAT the one
+ * better_lat prefers; for RANK_PRICE the lower price first).  For RANK_P2C
+ * nothing moves: the draws walk v in its order.
+ */
+static size_t
+front_rank(int rank, struct cand *v, size_t n)
+{
+	if (rank == RANK_P2C || n == 0)
+		return n;
+	size_t best = 0;
+	for (size_t i = 1; i < n; i++)
+		if (ranks_before(rank, &v[i], &v[best]))
+			best = i;
+	struct cand top = v[best];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ranks_before(rank, &top, &v[i]))
+			continue;
+		struct cand t = v[k];
+		v[k++] = v[i];
+		v[i] = t;
+	}
+	return k;
 }
 
 static int
@@ -864,33 +932,17 @@ cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
 	return e;
 }
 
-/* Candidates between the stages of fetch_ahead. */
-#define AHEAD 4
+/* Candidates evaluated together (their NST lookups overlap). */
+#define CHUNK 16
 
-/*
- * The entries and the NST views of a pass are scattered in memory: before
- * candidate i is evaluated, ask for the entry 3 * AHEAD on, the NST index
- * slot of the path of the one 2 * AHEAD on (its entry has arrived), and the
- * view of the one AHEAD on (its slot has arrived).
- */
+/* Ask for every line of the entries from..to (eval reads all over them). */
 static void
-fetch_ahead(const struct rctx *c, struct cats_cst_entry *const *v, size_t n,
-    ptrdiff_t i)
+fetch_entries(struct cats_cst_entry *const *v, size_t from, size_t to)
 {
-	ptrdiff_t j = i + 3 * AHEAD;
-	if (j >= 0 && (size_t)j < n) {
-		/* eval reads all over the entry: every line of it. */
-		for (size_t k = 0; k < sizeof(*v[j]); k += 64)
-			__builtin_prefetch((const char *)v[j] + k);
-	}
-	j = i + 2 * AHEAD;
-	if (j >= 0 && (size_t)j < n && v[j]->egress != NULL)
-		cats_nst_prefetch(c->s->nst, c->rq->ingress, v[j]->egress, 0);
-	j = i + AHEAD;
-	if (j >= 0 && (size_t)j < n && v[j]->egress != NULL)
-		cats_nst_prefetch(c->s->nst, c->rq->ingress, v[j]->egress, 1);
+	for (size_t i = from; i < to; i++)
+		for (size_t k = 0; k < sizeof(*v[i]); k += 64)
+			__builtin_prefetch((const char *)v[i] + k);
 }
-
 /* One selection pass; *best is the choice when CATS_SEL_OK. */
 static int
 select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
@@ -904,7 +956,9 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	    o->relax == 0 && !s->conf.no_cache;
 	struct eslot *slot = NULL;
 	const struct cand *cv;
-	size_t ne = 0;
+	size_t ne = 0, ntop;
+	uint64_t gas = 0;
+	int rank = rank_of(c, o);
 	*furthest = CATS_REJ_OK;
 	if (cacheable) {
 		struct ekey key;
@@ -922,6 +976,8 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			*furthest = slot->furthest;
 			cv = slot->v;
 			ne = slot->n;
+			ntop = slot->ntop;
+			gas = slot->gas;
 			goto pick;
 		}
 	}
@@ -936,25 +992,52 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 		}
 	}
 	c->until = UINT64_MAX;
-	for (ptrdiff_t i = -3 * AHEAD; i < 0; i++)
-		fetch_ahead(c, v, n, i);
-	for (size_t i = 0; i < n; i++) {
-		fetch_ahead(c, v, n, (ptrdiff_t)i);
-		if (o->only != NULL && strcmp(v[i]->csci_id, o->only) != 0)
-			continue;
-		int why = eval(c, v[i], o, &s->cands[ne]);
-		if (o->count) {
-			c->out->rej[why]++;
-			s->c.reject[why]++;
+	/*
+	 * By chunks: the entry checks, then one NST lookup for those that
+	 * passed them, then the network checks, in candidate order.
+	 */
+	int why[CHUNK];
+	const char *eg[CHUNK];
+	struct cats_nst_path path[CHUNK], here;
+	fetch_entries(v, 0, n < CHUNK ? n : CHUNK);
+	for (size_t b = 0; b < n; b += CHUNK) {
+		size_t m = n - b < CHUNK ? n - b : CHUNK, k = 0;
+		fetch_entries(v, b + m, n - b - m < CHUNK ? n : b + m + CHUNK);
+		for (size_t i = 0; i < m; i++) {
+			struct cats_cst_entry *e = v[b + i];
+			why[i] = o->only != NULL &&
+			    strcmp(e->csci_id, o->only) != 0 ? -1 :
+			    eval_cst(c, e, o);
+			if (why[i] == CATS_REJ_OK && !at_ingress(c, e))
+				eg[k++] = e->egress;
 		}
-		if (why != CATS_REJ_OK) {
-			if (why > *furthest)
-				*furthest = why;
-			continue;
+		if (k > 0)
+			cats_nst_lookup_many(s->nst, c->rq->ingress, eg, k,
+			    c->now, path);
+		k = 0;
+		for (size_t i = 0; i < m; i++) {
+			struct cats_cst_entry *e = v[b + i];
+			int w = why[i];
+			if (w < 0)
+				continue;	/* not the csci: term */
+			if (w == CATS_REJ_OK)
+				w = eval_net(c, e, o, at_ingress(c, e) ? &here :
+				    &path[k++], &s->cands[ne]);
+			if (o->count) {
+				c->out->rej[w]++;
+				s->c.reject[w]++;
+			}
+			if (w != CATS_REJ_OK) {
+				if (w > *furthest)
+					*furthest = w;
+				continue;
+			}
+			gas += s->cands[ne].gas;
+			ne++;
 		}
-		ne++;
 	}
 	cv = s->cands;
+	ntop = front_rank(rank, s->cands, ne);
 	if (slot != NULL) {
 		slot->bgen = UINT64_MAX;	/* invalid until whole */
 		if (ne > ECACHE_CANDS / 4)
@@ -973,6 +1056,8 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 		if (ne > 0)
 			memcpy(slot->v, s->cands, ne * sizeof(*slot->v));
 		slot->n = ne;
+		slot->ntop = ntop;
+		slot->gas = gas;
 		slot->memo_epoch = s->memo_epoch;
 		slot->bgen = bgen;
 		slot->ngen = ngen;
@@ -984,16 +1069,17 @@ pick:
 	if (ne == 0)
 		return reason_code(*furthest);
 	size_t bi = 0;
-	if (c->policy == CATS_POL_P2C_GAS && o->only == NULL) {
-		bi = pick_p2c(c, cv, ne);
+	if (rank == RANK_P2C) {
+		bi = pick_p2c(c, cv, ne, gas);
 	} else {
-		for (size_t i = 1; i < ne; i++) {
-			bool b = c->policy == CATS_POL_CHEAPEST &&
-			    o->only == NULL ?
-			    better_price(c, &cv[i], &cv[bi]) :
-			    better_lat(c, &cv[i], &cv[bi]);
-			if (b)
+		/* Among those that rank first, the lowest tie key. */
+		uint64_t bk = ntop > 1 ? tie_key(c, &cv[0]) : 0;
+		for (size_t i = 1; i < ntop; i++) {
+			uint64_t k = tie_key(c, &cv[i]);
+			if (k < bk) {
+				bk = k;
 				bi = i;
+			}
 		}
 	}
 	*best = cv[bi];
