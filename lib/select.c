@@ -65,7 +65,10 @@ struct cand {
  * the catalogue, the CS-ID's CST generation and the NST generation stay and
  * until the earliest soft-state expiry among what was evaluated.  Ranking
  * (seeded per request) runs on every request; only the per-candidate
- * eligibility and NST work is reused.  At most cache_max entries and
+ * eligibility and NST work is reused.  For p2c-gas every eligible candidate
+ * is kept, in order; for the other policies only those that rank first (see
+ * front_rank), the only ones that can win, and one of them is kept in the
+ * entry itself.  At most cache_max entries and
  * ECACHE_CANDS candidates in all: a new key in a full cache evicts entries
  * at pseudo-random slots.
  */
@@ -97,10 +100,13 @@ struct eslot {
 	uint64_t memo_epoch, bgen, ngen, until;
 	int furthest;
 	uint32_t rej[CATS_REJ__N];
-	struct cand *v;		/* ranked by front_rank */
-	size_t n, cap;
-	size_t ntop;		/* the first ntop of v rank first */
-	uint64_t gas;		/* the GAS of v, for p2c-gas */
+	size_t n;		/* eligible candidates */
+	size_t ntop;		/* how many rank first (front_rank) */
+	uint64_t gas;		/* the GAS of the eligible, for p2c-gas */
+	size_t kept;		/* the first kept of them, in top or v */
+	struct cand top;	/* the one kept, when kept is 1 */
+	struct cand *v;
+	size_t cap;
 };
 
 struct cats_sel {
@@ -649,7 +655,8 @@ sat_add(uint64_t a, uint64_t b)
 /*
  * Eligibility of a candidate, in two halves: eval_cst runs the checks on the
  * entry, up to min-security; eval_net, for an entry that passed them, those
- * on the NST view of its path (p, as cats_nst_lookup gives it).
+ * on the NST view of its path (p, as cats_nst_lookup gives it; NULL when
+ * the site is at the ingress itself).
  */
 static int
 eval_cst(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o)
@@ -708,8 +715,10 @@ eval_net(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 {
 	const struct cats_constraints *k = &c->con;
 	bool lenient = o->only != NULL;
-	if (at_ingress(c, e)) {
+	struct cats_nst_path here;
+	if (p == NULL) {
 		/* No network leg: no delay, no hops. */
+		p = &here;
 		memset(p, 0, sizeof(*p));
 		p->status = CATS_NST_OK;
 		p->has_delay = p->has_hops = true;
@@ -974,7 +983,7 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			}
 			s->c.cache_hits++;
 			*furthest = slot->furthest;
-			cv = slot->v;
+			cv = slot->kept == 1 ? &slot->top : slot->v;
 			ne = slot->n;
 			ntop = slot->ntop;
 			gas = slot->gas;
@@ -997,8 +1006,9 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	 * passed them, then the network checks, in candidate order.
 	 */
 	int why[CHUNK];
+	bool near[CHUNK];	/* at the ingress: no NST lookup */
 	const char *eg[CHUNK];
-	struct cats_nst_path path[CHUNK], here;
+	struct cats_nst_path path[CHUNK];
 	fetch_entries(v, 0, n < CHUNK ? n : CHUNK);
 	for (size_t b = 0; b < n; b += CHUNK) {
 		size_t m = n - b < CHUNK ? n - b : CHUNK, k = 0;
@@ -1008,7 +1018,8 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			why[i] = o->only != NULL &&
 			    strcmp(e->csci_id, o->only) != 0 ? -1 :
 			    eval_cst(c, e, o);
-			if (why[i] == CATS_REJ_OK && !at_ingress(c, e))
+			near[i] = why[i] == CATS_REJ_OK && at_ingress(c, e);
+			if (why[i] == CATS_REJ_OK && !near[i])
 				eg[k++] = e->egress;
 		}
 		if (k > 0)
@@ -1021,8 +1032,8 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			if (w < 0)
 				continue;	/* not the csci: term */
 			if (w == CATS_REJ_OK)
-				w = eval_net(c, e, o, at_ingress(c, e) ? &here :
-				    &path[k++], &s->cands[ne]);
+				w = eval_net(c, e, o, near[i] ? NULL : &path[k++],
+				    &s->cands[ne]);
 			if (o->count) {
 				c->out->rej[w]++;
 				s->c.reject[w]++;
@@ -1039,22 +1050,26 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	cv = s->cands;
 	ntop = front_rank(rank, s->cands, ne);
 	if (slot != NULL) {
+		size_t keep = rank == RANK_P2C ? ne : ntop;
 		slot->bgen = UINT64_MAX;	/* invalid until whole */
-		if (ne > ECACHE_CANDS / 4)
+		if (keep > ECACHE_CANDS / 4)
 			goto pick;
-		while (ne > slot->cap && s->cached - slot->cap + ne >
-		    ECACHE_CANDS && s->cache.n > 1)
+		while (keep > 1 && keep > slot->cap && s->cached - slot->cap +
+		    keep > ECACHE_CANDS && s->cache.n > 1)
 			evict_one(s, slot);
-		if (ne > slot->cap) {
-			struct cand *nv = realloc(slot->v, ne * sizeof(*nv));
+		if (keep > 1 && keep > slot->cap) {
+			struct cand *nv = realloc(slot->v, keep * sizeof(*nv));
 			if (nv == NULL)
 				goto pick;
-			s->cached += ne - slot->cap;
+			s->cached += keep - slot->cap;
 			slot->v = nv;
-			slot->cap = ne;
+			slot->cap = keep;
 		}
-		if (ne > 0)
-			memcpy(slot->v, s->cands, ne * sizeof(*slot->v));
+		if (keep == 1)
+			slot->top = s->cands[0];
+		else if (keep > 1)
+			memcpy(slot->v, s->cands, keep * sizeof(*slot->v));
+		slot->kept = keep;
 		slot->n = ne;
 		slot->ntop = ntop;
 		slot->gas = gas;
