@@ -128,6 +128,7 @@ struct app {
 	struct cats_buf obuf;
 	uint64_t last_purge;
 	struct cats_buf pend;	/* output of this loop turn */
+	uint64_t pend_since;	/* monotonic ns when pend was first added to */
 	struct event *flush_ev;
 	uint64_t last_stats_ts, last_decisions;
 	struct event *timer;
@@ -212,8 +213,12 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Records for the main output gather during a turn of the loop (a read
- * delivers many) and leave in one write; the order is kept.
+ * delivers many) and leave in one write; the order is kept.  Answers to
+ * forwarders wait at most ANSWER_WAIT_NS behind the work that follows them
+ * (handle_request), so that one read of many requests does not hold the
+ * first answers until the last is decided.
  */
+#define ANSWER_WAIT_NS 50000
 static void
 send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 {
@@ -221,8 +226,10 @@ send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 		send_now(a, s, p, n);
 		return;
 	}
-	if (a->pend.len == 0)
+	if (a->pend.len == 0) {
 		event_active(a->flush_ev, 0, 0);
+		a->pend_since = cats_clock_mono_ns();
+	}
 	if (cats_buf_add(&a->pend, p, n) < 0) {
 		flush_pend(a);
 		send_now(a, s, p, n);
@@ -548,6 +555,9 @@ handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
 			    cats_sel_code_names[code], out->msg);
 	}
 	send_rec(a, a->out, &out->rec);
+	if (c != NULL && a->pend.len > 0 &&
+	    cats_clock_mono_ns() - a->pend_since >= ANSWER_WAIT_NS)
+		flush_pend(a);
 }
 
 /*
