@@ -562,7 +562,7 @@ handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
 
 /*
  * One item from stdin (c NULL: the trusted control stream) or from a
- * forwarder connection.
+ * forwarder connection; its tokens are in a->dec (cats_stream_decode_into).
  */
 static void
 handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
@@ -573,7 +573,7 @@ handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 	const char *where = c ? "forwarder" : "input";
 	memset(&e, 0, sizeof(e));
 	a->records++;
-	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
+	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
 		char msg[400];
 		a->bad++;
 		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
@@ -764,6 +764,7 @@ conn_new(struct app *a, int fd, bool dgram, bool listener)
 		free(c);
 		return NULL;
 	}
+	cats_stream_decode_into(c->s, &a->dec);
 	c->next = a->conns;
 	if (a->conns)
 		a->conns->prevp = &c->next;
@@ -1675,6 +1676,7 @@ run(struct app *a, int argc, char **argv)
 		    &incbs, a);
 		if (a->in == NULL)
 			return CATS_EXIT_FAIL;
+		cats_stream_decode_into(a->in, &a->dec);
 	}
 	if ((rc = setup_listeners(a)) != CATS_EXIT_OK ||
 	    (rc = setup_ingest(a)) != CATS_EXIT_OK)
