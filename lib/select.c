@@ -391,24 +391,36 @@ take(struct tbucket *b, const struct cats_rate *r, uint64_t now)
 	return true;
 }
 
-/* Forget the keys whose buckets are full again (idle). */
+struct idle_arg {
+	uint64_t cap, per_s, now;
+};
+
+/* Is the bucket full again (idle)? */
+static bool
+kb_idle(const void *item, void *arg)
+{
+	const struct kbucket *k = item;
+	const struct idle_arg *a = arg;
+	return (a->now - k->b.last) * a->per_s + k->b.milli >= a->cap;
+}
+
+/*
+ * Forget the keys whose buckets are full again (idle), in one pass over
+ * the table (rescanning it from the start after each removal made a full
+ * table of idle keys quadratic).
+ */
 static void
 sweep(struct cats_htab *t, const struct cats_rate *r, uint64_t now)
 {
-	uint64_t cap = (r->burst ? r->burst : 1) * 1000;
-	for (;;) {
-		struct kbucket *idle = NULL;
-		for (size_t i = 0; i < t->cap && idle == NULL; i++) {
-			struct kbucket *k = t->s[i].item;
-			if (t->s[i].h &&
-			    (now - k->b.last) * r->per_s + k->b.milli >= cap)
-				idle = k;
-		}
-		if (idle == NULL)
-			return;
-		cats_htab_del(t, cats_hash_str(idle->key), eq_kb, idle->key);
-		free(idle);
+	struct idle_arg a = { (r->burst ? r->burst : 1) * 1000, r->per_s, now };
+	size_t n;
+	void **v = cats_htab_select(t, kb_idle, &a, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct kbucket *k = v[i];
+		cats_htab_del(t, cats_hash_str(k->key), eq_kb, k->key);
+		free(k);
 	}
+	free(v);
 }
 
 static bool

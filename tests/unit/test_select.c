@@ -372,6 +372,33 @@ test_limits(void)
 	T_OK(decide(&w, 11, now + 500, NULL) == CATS_SEL_OK,
 	    "500 ms later at 2/s: one more");
 	world_free(&w);
+
+	/* Client buckets: 65536 tracked at most; idle ones are forgotten. */
+	cats_sel_conf_init(&conf);
+	conf.insecure = true;
+	conf.window_ms = 0;
+	conf.rate_client.per_s = 1;
+	conf.rate_client.burst = 1;
+	world_init(&w, &conf);
+	struct cats_rec q = *request(1, now, NULL);
+	int admitted = 0;
+	for (uint32_t i = 0; i < 65536; i++) {
+		q.u.request.txn = i + 1;
+		q.u.request.flow.src.a[2] = (uint8_t)(i >> 8);
+		q.u.request.flow.src.a[3] = (uint8_t)i;
+		q.u.request.flow.src.a[1] = 1;
+		admitted += cats_sel_request(w.sel, &q, NULL, now, &w.out) ==
+		    CATS_SEL_OK;
+	}
+	q.u.request.flow.src.a[1] = 2;
+	q.u.request.txn = 70000;
+	int full = cats_sel_request(w.sel, &q, NULL, now, &w.out);
+	q.u.request.txn = 70001;
+	int later = cats_sel_request(w.sel, &q, NULL, now + 1000, &w.out);
+	T_OK(admitted == 65536 && full == CATS_SEL_RATE && later == CATS_SEL_OK,
+	    "65536 clients fill the table; a new one is refused while they are "
+	    "busy and admitted once they are idle (%d admitted)", admitted);
+	world_free(&w);
 }
 
 static void
