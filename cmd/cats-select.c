@@ -128,6 +128,7 @@ struct app {
 	struct cats_buf obuf;
 	uint64_t last_purge;
 	struct cats_buf pend;	/* output of this loop turn */
+	uint64_t pend_since;	/* monotonic ns when pend was first added to */
 	struct event *flush_ev;
 	uint64_t last_stats_ts, last_decisions;
 	struct event *timer;
@@ -212,8 +213,12 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Records for the main output gather during a turn of the loop (a read
- * delivers many) and leave in one write; the order is kept.
+ * delivers many) and leave in one write; the order is kept.  Answers to
+ * forwarders wait at most ANSWER_WAIT_NS behind the work that follows them
+ * (handle_request), so that one read of many requests does not hold the
+ * first answers until the last is decided.
  */
+#define ANSWER_WAIT_NS 50000
 static void
 send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 {
@@ -221,8 +226,10 @@ send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
 		send_now(a, s, p, n);
 		return;
 	}
-	if (a->pend.len == 0)
+	if (a->pend.len == 0) {
 		event_active(a->flush_ev, 0, 0);
+		a->pend_since = cats_clock_mono_ns();
+	}
 	if (cats_buf_add(&a->pend, p, n) < 0) {
 		flush_pend(a);
 		send_now(a, s, p, n);
@@ -576,11 +583,14 @@ handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
 			    cats_sel_code_names[code], out->msg);
 	}
 	send_rec(a, a->out, &out->rec);
+	if (c != NULL && a->pend.len > 0 &&
+	    cats_clock_mono_ns() - a->pend_since >= ANSWER_WAIT_NS)
+		flush_pend(a);
 }
 
 /*
  * One item from stdin (c NULL: the trusted control stream) or from a
- * forwarder connection.
+ * forwarder connection; its tokens are in a->dec (cats_stream_decode_into).
  */
 static void
 handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
@@ -591,7 +601,7 @@ handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 	const char *where = c ? "forwarder" : "input";
 	memset(&e, 0, sizeof(e));
 	a->records++;
-	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
+	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
 		char msg[400];
 		a->bad++;
 		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
@@ -782,6 +792,7 @@ conn_new(struct app *a, int fd, bool dgram, bool listener)
 		free(c);
 		return NULL;
 	}
+	cats_stream_decode_into(c->s, &a->dec);
 	c->next = a->conns;
 	if (a->conns)
 		a->conns->prevp = &c->next;
@@ -1694,6 +1705,7 @@ run(struct app *a, int argc, char **argv)
 		    &incbs, a);
 		if (a->in == NULL)
 			return CATS_EXIT_FAIL;
+		cats_stream_decode_into(a->in, &a->dec);
 	}
 	if ((rc = setup_listeners(a)) != CATS_EXIT_OK ||
 	    (rc = setup_ingest(a)) != CATS_EXIT_OK)

@@ -47,6 +47,26 @@ cats_nst_lookup(const struct cats_nst *n, const char *headend,
 	return out->status = CATS_NST_UNKNOWN;
 }
 
+void
+cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
+    const char *const *egress, size_t k, uint64_t now,
+    struct cats_nst_path *out)
+{
+	if (n->n == 0 || n->p[0].ops->lookup_many == NULL) {
+		for (size_t i = 0; i < k; i++)
+			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
+		return;
+	}
+	n->p[0].ops->lookup_many(n->p[0].ctx, headend, egress, k, now, out);
+	for (size_t i = 0; i < k; i++) {
+		if (out[i].provider == NULL)
+			out[i].provider = n->p[0].ops->name;
+		/* What the first provider does not know, the others may. */
+		if (out[i].status == CATS_NST_UNKNOWN && n->n > 1)
+			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
+	}
+}
+
 uint64_t
 cats_nst_gen(const struct cats_nst *n)
 {
@@ -221,14 +241,13 @@ cats_nst_rec_apply(struct cats_nst_rec *r, const struct cats_net *m,
 	return 1;
 }
 
+/* The view of the path whose key hashes to h (see rec_lookup). */
 static int
-rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
-    struct cats_nst_path *out)
+rec_find(const struct cats_nst_rec *r, uint64_t h, const char *headend,
+    const char *egress, uint64_t now, struct cats_nst_path *out)
 {
-	struct cats_nst_rec *r = ctx;
 	struct pkey k = { headend, egress };
-	const struct rpath *p = cats_htab_get(&r->t,
-	    cats_hash_pair(headend, egress), eq_path, &k);
+	const struct rpath *p = cats_htab_get(&r->t, h, eq_path, &k);
 	if (p == NULL)
 		return CATS_NST_UNKNOWN;
 	out->has_delay = p->has_delay;
@@ -244,6 +263,54 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
 	if (now >= p->expires)
 		return CATS_NST_STALE;
 	return p->up ? CATS_NST_OK : CATS_NST_DOWN;
+}
+
+static int
+rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
+    struct cats_nst_path *out)
+{
+	const struct cats_nst_rec *r = ctx;
+	return rec_find(r, cats_hash_pair(headend, egress), headend, egress,
+	    now, out);
+}
+
+/* Lookups in rec_lookup_many that overlap. */
+#define BATCH 16
+
+/*
+ * The paths are scattered in a large table: hash a batch of keys and ask
+ * for their index slots, then for the paths in those slots (the key's in
+ * all but a collision), then look each up with the lines on their way.
+ */
+static void
+rec_lookup_many(void *ctx, const char *headend, const char *const *egress,
+    size_t n, uint64_t now, struct cats_nst_path *out)
+{
+	const struct cats_nst_rec *r = ctx;
+	uint64_t h[BATCH];
+	for (size_t b = 0; b < n; b += BATCH) {
+		size_t m = n - b < BATCH ? n - b : BATCH;
+		size_t mask = r->t.cap ? r->t.cap - 1 : 0;
+		for (size_t i = 0; i < m; i++) {
+			h[i] = cats_hash_pair(headend, egress[b + i]);
+			if (r->t.cap)
+				__builtin_prefetch(&r->t.s[h[i] & mask]);
+		}
+		for (size_t i = 0; i < m && r->t.cap; i++) {
+			const struct cats_hslot *sl = &r->t.s[h[i] & mask];
+			if (sl->h == 0)
+				continue;
+			/* The struct and its inline key: three lines. */
+			for (int l = 0; l < 3; l++)
+				__builtin_prefetch((const char *)sl->item +
+				    64 * l);
+		}
+		for (size_t i = 0; i < m; i++) {
+			memset(&out[b + i], 0, sizeof(out[b + i]));
+			out[b + i].status = rec_find(r, h[i], headend,
+			    egress[b + i], now, &out[b + i]);
+		}
+	}
 }
 
 static uint64_t
@@ -344,4 +411,5 @@ const struct cats_nst_provider cats_nst_rec_provider = {
 	.dump = rec_dump,
 	.expire = rec_expire,
 	.free = rec_free,
+	.lookup_many = rec_lookup_many,
 };

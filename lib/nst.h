@@ -64,6 +64,14 @@ struct cats_nst_provider {
 	size_t (*expire)(void *ctx, uint64_t now, uint64_t grace_ms);
 	/* Optional: release ctx (called by cats_nst_free). */
 	void (*free)(void *ctx);
+	/*
+	 * Optional: lookup for each of n egresses at once (out[i] as lookup
+	 * would fill it, status in out[i].status), so that the provider can
+	 * overlap their memory accesses.
+	 */
+	void (*lookup_many)(void *ctx, const char *headend,
+	    const char *const *egress, size_t n, uint64_t now,
+	    struct cats_nst_path *out);
 };
 
 #define CATS_NST_MAX_PROVIDERS 4
@@ -83,6 +91,14 @@ int cats_nst_add(struct cats_nst *n, const struct cats_nst_provider *ops,
 /* Ask the providers in order; UNKNOWN if none knows the pair. */
 int cats_nst_lookup(const struct cats_nst *n, const char *headend,
     const char *egress, uint64_t now, struct cats_nst_path *out);
+/*
+ * cats_nst_lookup for each of n egresses from one headend: out[i] and its
+ * status as cats_nst_lookup(headend, egress[i]) gives them, faster where a
+ * provider has lookup_many.
+ */
+void cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
+    const char *const *egress, size_t k, uint64_t now,
+    struct cats_nst_path *out);
 /* The NST generation: the sum of the providers' generations. */
 uint64_t cats_nst_gen(const struct cats_nst *n);
 int cats_nst_dump(const struct cats_nst *n, uint64_t now,

@@ -65,7 +65,10 @@ struct cand {
  * the catalogue, the CS-ID's CST generation and the NST generation stay and
  * until the earliest soft-state expiry among what was evaluated.  Ranking
  * (seeded per request) runs on every request; only the per-candidate
- * eligibility and NST work is reused.  At most cache_max entries and
+ * eligibility and NST work is reused.  For p2c-gas every eligible candidate
+ * is kept, in order; for the other policies only those that rank first (see
+ * front_rank), the only ones that can win, and one of them is kept in the
+ * entry itself.  At most cache_max entries and
  * ECACHE_CANDS candidates in all: a new key in a full cache evicts entries
  * at pseudo-random slots.
  */
@@ -81,11 +84,15 @@ struct cand {
 	(UINT64_C(1) << CATS_CON_min_security) | \
 	(UINT64_C(1) << CATS_CON_min_bw) | (UINT64_C(1) << CATS_CON_max_hops))
 
+/*
+ * The headend is its forwarder's entry (one per ingress id, kept until
+ * cats_sel_free), so that a key is a few words to hash and compare.
+ */
 struct ekey {
 	const struct cats_svc *svc;
+	const struct fwd *headend;
 	uint64_t has;
 	uint64_t v[7];
-	char headend[CATS_ID + 1];
 };
 
 struct eslot {
@@ -93,8 +100,13 @@ struct eslot {
 	uint64_t memo_epoch, bgen, ngen, until;
 	int furthest;
 	uint32_t rej[CATS_REJ__N];
+	size_t n;		/* eligible candidates */
+	size_t ntop;		/* how many rank first (front_rank) */
+	uint64_t gas;		/* the GAS of the eligible, for p2c-gas */
+	size_t kept;		/* the first kept of them, in top or v */
+	struct cand top;	/* the one kept, when kept is 1 */
 	struct cand *v;
-	size_t n, cap;
+	size_t cap;
 };
 
 struct cats_sel {
@@ -379,24 +391,36 @@ take(struct tbucket *b, const struct cats_rate *r, uint64_t now)
 	return true;
 }
 
-/* Forget the keys whose buckets are full again (idle). */
+struct idle_arg {
+	uint64_t cap, per_s, now;
+};
+
+/* Is the bucket full again (idle)? */
+static bool
+kb_idle(const void *item, void *arg)
+{
+	const struct kbucket *k = item;
+	const struct idle_arg *a = arg;
+	return (a->now - k->b.last) * a->per_s + k->b.milli >= a->cap;
+}
+
+/*
+ * Forget the keys whose buckets are full again (idle), in one pass over
+ * the table (rescanning it from the start after each removal made a full
+ * table of idle keys quadratic).
+ */
 static void
 sweep(struct cats_htab *t, const struct cats_rate *r, uint64_t now)
 {
-	uint64_t cap = (r->burst ? r->burst : 1) * 1000;
-	for (;;) {
-		struct kbucket *idle = NULL;
-		for (size_t i = 0; i < t->cap && idle == NULL; i++) {
-			struct kbucket *k = t->s[i].item;
-			if (t->s[i].h &&
-			    (now - k->b.last) * r->per_s + k->b.milli >= cap)
-				idle = k;
-		}
-		if (idle == NULL)
-			return;
-		cats_htab_del(t, cats_hash_str(idle->key), eq_kb, idle->key);
-		free(idle);
+	struct idle_arg a = { (r->burst ? r->burst : 1) * 1000, r->per_s, now };
+	size_t n;
+	void **v = cats_htab_select(t, kb_idle, &a, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct kbucket *k = v[i];
+		cats_htab_del(t, cats_hash_str(k->key), eq_kb, k->key);
+		free(k);
 	}
+	free(v);
 }
 
 static bool
@@ -424,13 +448,13 @@ take_keyed(struct cats_htab *t, const char *key, const struct cats_rate *r,
 
 /* ---- request checks ---- */
 
+/* f: the forwarder of the request's ingress if it is known, else NULL. */
 static int
-check_auth(struct cats_sel *s, const struct cats_rec *r,
+check_auth(struct cats_sel *s, const struct cats_rec *r, const struct fwd *f,
     const struct cats_sel_origin *o, struct cats_sel_out *out,
     uint64_t now)
 {
 	const struct cats_request *rq = &r->u.request;
-	const struct fwd *f = get_fwd(s, rq->ingress, false);
 	if (r->auth.alg != CATS_ALG_NONE) {
 		const struct cats_key *who = NULL;
 		struct cats_err e;
@@ -620,6 +644,7 @@ struct rctx {
 	uint64_t now;
 	uint64_t seed;
 	uint64_t memo_tag;
+	const struct fwd *fwd;	/* the forwarder of rq->ingress */
 	uint64_t until;		/* earliest soft-state change seen by eval */
 	struct cats_sel_out *out;
 };
@@ -639,9 +664,14 @@ sat_add(uint64_t a, uint64_t b)
 
 #define EHAS(e, f) (((e)->has >> CATS_ENT_##f) & 1)
 
+/*
+ * Eligibility of a candidate, in two halves: eval_cst runs the checks on the
+ * entry, up to min-security; eval_net, for an entry that passed them, those
+ * on the NST view of its path (p, as cats_nst_lookup gives it; NULL when
+ * the site is at the ingress itself).
+ */
 static int
-eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
-    struct cand *cd)
+eval_cst(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o)
 {
 	const struct cats_constraints *k = &c->con;
 	bool lenient = o->only != NULL;
@@ -681,40 +711,58 @@ eval(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
 		    e->security_level < k->min_security))
 			return CATS_REJ_MIN_SECURITY;
 	}
-	struct cats_nst_path p;
-	if (strcmp(e->egress, c->rq->ingress) == 0) {
-		/* The site hangs off the ingress itself: no network leg. */
-		memset(&p, 0, sizeof(p));
-		p.status = CATS_NST_OK;
-		p.has_delay = p.has_hops = true;
+	return CATS_REJ_OK;
+}
+
+/* Does the candidate's site hang off the ingress itself (no network leg)? */
+static bool
+at_ingress(const struct rctx *c, const struct cats_cst_entry *e)
+{
+	return strcmp(e->egress, c->rq->ingress) == 0;
+}
+
+static int
+eval_net(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o,
+    struct cats_nst_path *p, struct cand *cd)
+{
+	const struct cats_constraints *k = &c->con;
+	bool lenient = o->only != NULL;
+	struct cats_nst_path here;
+	if (p == NULL) {
+		/* No network leg: no delay, no hops. */
+		p = &here;
+		memset(p, 0, sizeof(*p));
+		p->status = CATS_NST_OK;
+		p->has_delay = p->has_hops = true;
 	} else {
-		int st = cats_nst_lookup(c->s->nst, c->rq->ingress, e->egress,
-		    c->now, &p);
+		int st = p->status;
 		if ((st == CATS_NST_OK || st == CATS_NST_DOWN) &&
-		    p.expires < c->until)
-			c->until = p.expires;
+		    p->expires < c->until)
+			c->until = p->expires;
 		if (st == CATS_NST_UNKNOWN || st == CATS_NST_DOWN)
 			return CATS_REJ_UNREACHABLE;
 		if (st == CATS_NST_STALE) {
 			if (lenient ||
-			    c->now >= sat_add(p.expires, o->stale_ms))
+			    c->now >= sat_add(p->expires, o->stale_ms))
 				return CATS_REJ_NST_STALE;
-			if (!p.up)
+			if (!p->up)
 				return CATS_REJ_UNREACHABLE;
 		}
 	}
 	if (CATS_HAS(k, CON, max_delay_us) &&
-	    (!p.has_delay || p.delay_us > k->max_delay_us))
+	    (!p->has_delay || p->delay_us > k->max_delay_us))
 		return CATS_REJ_MAX_DELAY;
-	if (CATS_HAS(k, CON, min_bw) && p.has_bw && p.avail_bw < k->min_bw)
+	if (CATS_HAS(k, CON, min_bw) && p->has_bw &&
+	    p->avail_bw < k->min_bw)
 		return CATS_REJ_MIN_BW;
-	if (CATS_HAS(k, CON, max_hops) && p.has_hops && p.hops > k->max_hops)
+	if (CATS_HAS(k, CON, max_hops) && p->has_hops &&
+	    p->hops > k->max_hops)
 		return CATS_REJ_MAX_HOPS;
 	cd->e = e;
 	cd->gas = e->gas;
 	cd->price = e->price;
-	cd->lat_us = p.has_delay && EHAS(e, comp_time_ms) ?
-	    p.delay_us + e->comp_time_ms * 1000 : UINT64_MAX;
+	cd->lat_us = p->has_delay && EHAS(e, comp_time_ms) ?
+	    p->delay_us + e->comp_time_ms * 1000 : UINT64_MAX;
 	if (!lenient) {
 		if (c->policy == CATS_POL_CHEAPEST && !EHAS(e, price))
 			return CATS_REJ_METRIC;
@@ -741,23 +789,16 @@ better_lat(const struct rctx *c, const struct cand *a, const struct cand *b)
 	return tie_key(c, a) < tie_key(c, b);
 }
 
-static bool
-better_price(const struct rctx *c, const struct cand *a, const struct cand *b)
-{
-	if (a->price != b->price)
-		return a->price < b->price;
-	return better_lat(c, a, b);
-}
-
-/* Two GAS-weighted draws without replacement; the better of the two. */
+/*
+ * Two GAS-weighted draws without replacement (total: the GAS of v); the
+ * better of the two.
+ */
 static size_t
-pick_p2c(const struct rctx *c, const struct cand *v, size_t n)
+pick_p2c(const struct rctx *c, const struct cand *v, size_t n, uint64_t total)
 {
 	if (n == 1)
 		return 0;
-	uint64_t st = c->seed, total = 0;
-	for (size_t i = 0; i < n; i++)
-		total += v[i].gas;
+	uint64_t st = c->seed;
 	uint64_t r = rng_below(&st, total);
 	size_t a = 0;
 	while (r >= v[a].gas)
@@ -772,6 +813,60 @@ pick_p2c(const struct rctx *c, const struct cand *v, size_t n)
 		r -= v[b].gas;
 	}
 	return better_lat(c, &v[b], &v[a]) ? b : a;
+}
+
+/*
+ * The ranking of a pass, without the seeded tie-break: latency then more
+ * GAS (RANK_LAT), price first (RANK_PRICE), or draws (RANK_P2C).
+ */
+enum { RANK_LAT, RANK_PRICE, RANK_P2C };
+
+static int
+rank_of(const struct rctx *c, const struct eopts *o)
+{
+	if (o->only != NULL)
+		return RANK_LAT;
+	return c->policy == CATS_POL_P2C_GAS ? RANK_P2C :
+	    c->policy == CATS_POL_CHEAPEST ? RANK_PRICE : RANK_LAT;
+}
+
+/* Is a ranked before b (RANK_LAT or RANK_PRICE), the tie-break aside? */
+static bool
+ranks_before(int rank, const struct cand *a, const struct cand *b)
+{
+	if (rank == RANK_PRICE && a->price != b->price)
+		return a->price < b->price;
+	if (a->lat_us != b->lat_us)
+		return a->lat_us < b->lat_us;
+	return a->gas > b->gas;
+}
+
+/*
+ * The candidates that rank first (the tie-break aside) moved to the front
+ * of v, in their order; returns how many.  Only they can win: the first
+ * with the lowest tie key among them is the best of v (for RANK_LAT the one
+ * better_lat prefers; for RANK_PRICE the lower price first).  For RANK_P2C
+ * nothing moves: the draws walk v in its order.
+ */
+static size_t
+front_rank(int rank, struct cand *v, size_t n)
+{
+	if (rank == RANK_P2C || n == 0)
+		return n;
+	size_t best = 0;
+	for (size_t i = 1; i < n; i++)
+		if (ranks_before(rank, &v[i], &v[best]))
+			best = i;
+	struct cand top = v[best];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ranks_before(rank, &top, &v[i]))
+			continue;
+		struct cand t = v[k];
+		v[k++] = v[i];
+		v[i] = t;
+	}
+	return k;
 }
 
 static int
@@ -796,6 +891,7 @@ ekey_make(const struct rctx *c, struct ekey *k)
 	const struct cats_constraints *x = &c->con;
 	memset(k, 0, sizeof(*k));
 	k->svc = c->svc;
+	k->headend = c->fwd;
 	k->has = x->has & ELIG_CON;
 #define K(i, f) if (CATS_HAS(x, CON, f)) k->v[i] = x->f;
 	K(0, max_delay_us)
@@ -806,7 +902,6 @@ ekey_make(const struct rctx *c, struct ekey *k)
 	K(5, min_bw)
 	K(6, max_hops)
 #undef K
-	cats_strlcpy(k->headend, c->rq->ingress, sizeof(k->headend));
 }
 
 static bool
@@ -858,6 +953,17 @@ cache_slot(struct cats_sel *s, const struct ekey *k, uint64_t h)
 	return e;
 }
 
+/* Candidates evaluated together (their NST lookups overlap). */
+#define CHUNK 16
+
+/* Ask for every line of the entries from..to (eval reads all over them). */
+static void
+fetch_entries(struct cats_cst_entry *const *v, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		for (size_t k = 0; k < sizeof(*v[i]); k += 64)
+			__builtin_prefetch((const char *)v[i] + k);
+}
 /* One selection pass; *best is the choice when CATS_SEL_OK. */
 static int
 select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
@@ -868,11 +974,12 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	uint64_t bgen, ngen = 0;
 	size_t n = cats_cst_candidates(s->cst, c->svc->cs_id, &v, &bgen);
 	bool cacheable = o->count && o->only == NULL && o->stale_ms == 0 &&
-	    o->relax == 0 && !s->conf.no_cache &&
-	    strlen(c->rq->ingress) <= CATS_ID;
+	    o->relax == 0 && !s->conf.no_cache;
 	struct eslot *slot = NULL;
 	const struct cand *cv;
-	size_t ne = 0;
+	size_t ne = 0, ntop;
+	uint64_t gas = 0;
+	int rank = rank_of(c, o);
 	*furthest = CATS_REJ_OK;
 	if (cacheable) {
 		struct ekey key;
@@ -888,8 +995,10 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			}
 			s->c.cache_hits++;
 			*furthest = slot->furthest;
-			cv = slot->v;
+			cv = slot->kept == 1 ? &slot->top : slot->v;
 			ne = slot->n;
+			ntop = slot->ntop;
+			gas = slot->gas;
 			goto pick;
 		}
 	}
@@ -904,45 +1013,78 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 		}
 	}
 	c->until = UINT64_MAX;
-	for (size_t i = 0; i < n; i++) {
-		/* The entries are scattered: ask for the next ones early. */
-		if (i + 4 < n) {
-			__builtin_prefetch(v[i + 4]);
-			__builtin_prefetch(v[i + 4]->egress_buf);
+	/*
+	 * By chunks: the entry checks, then one NST lookup for those that
+	 * passed them, then the network checks, in candidate order.
+	 */
+	int why[CHUNK];
+	bool near[CHUNK];	/* at the ingress: no NST lookup */
+	const char *eg[CHUNK];
+	struct cats_nst_path path[CHUNK];
+	fetch_entries(v, 0, n < CHUNK ? n : CHUNK);
+	for (size_t b = 0; b < n; b += CHUNK) {
+		size_t m = n - b < CHUNK ? n - b : CHUNK, k = 0;
+		fetch_entries(v, b + m, n - b - m < CHUNK ? n : b + m + CHUNK);
+		for (size_t i = 0; i < m; i++) {
+			struct cats_cst_entry *e = v[b + i];
+			why[i] = o->only != NULL &&
+			    strcmp(e->csci_id, o->only) != 0 ? -1 :
+			    eval_cst(c, e, o);
+			near[i] = why[i] == CATS_REJ_OK && at_ingress(c, e);
+			if (why[i] == CATS_REJ_OK && !near[i])
+				eg[k++] = e->egress;
 		}
-		if (o->only != NULL && strcmp(v[i]->csci_id, o->only) != 0)
-			continue;
-		int why = eval(c, v[i], o, &s->cands[ne]);
-		if (o->count) {
-			c->out->rej[why]++;
-			s->c.reject[why]++;
+		if (k > 0)
+			cats_nst_lookup_many(s->nst, c->rq->ingress, eg, k,
+			    c->now, path);
+		k = 0;
+		for (size_t i = 0; i < m; i++) {
+			struct cats_cst_entry *e = v[b + i];
+			int w = why[i];
+			if (w < 0)
+				continue;	/* not the csci: term */
+			if (w == CATS_REJ_OK)
+				w = eval_net(c, e, o, near[i] ? NULL : &path[k++],
+				    &s->cands[ne]);
+			if (o->count) {
+				c->out->rej[w]++;
+				s->c.reject[w]++;
+			}
+			if (w != CATS_REJ_OK) {
+				if (w > *furthest)
+					*furthest = w;
+				continue;
+			}
+			gas += s->cands[ne].gas;
+			ne++;
 		}
-		if (why != CATS_REJ_OK) {
-			if (why > *furthest)
-				*furthest = why;
-			continue;
-		}
-		ne++;
 	}
 	cv = s->cands;
+	ntop = front_rank(rank, s->cands, ne);
 	if (slot != NULL) {
+		size_t keep = rank == RANK_P2C ? ne : ntop;
 		slot->bgen = UINT64_MAX;	/* invalid until whole */
-		if (ne > ECACHE_CANDS / 4)
+		if (keep > ECACHE_CANDS / 4)
 			goto pick;
-		while (ne > slot->cap && s->cached - slot->cap + ne >
-		    ECACHE_CANDS && s->cache.n > 1)
+		while (keep > 1 && keep > slot->cap && s->cached - slot->cap +
+		    keep > ECACHE_CANDS && s->cache.n > 1)
 			evict_one(s, slot);
-		if (ne > slot->cap) {
-			struct cand *nv = realloc(slot->v, ne * sizeof(*nv));
+		if (keep > 1 && keep > slot->cap) {
+			struct cand *nv = realloc(slot->v, keep * sizeof(*nv));
 			if (nv == NULL)
 				goto pick;
-			s->cached += ne - slot->cap;
+			s->cached += keep - slot->cap;
 			slot->v = nv;
-			slot->cap = ne;
+			slot->cap = keep;
 		}
-		if (ne > 0)
-			memcpy(slot->v, s->cands, ne * sizeof(*slot->v));
+		if (keep == 1)
+			slot->top = s->cands[0];
+		else if (keep > 1)
+			memcpy(slot->v, s->cands, keep * sizeof(*slot->v));
+		slot->kept = keep;
 		slot->n = ne;
+		slot->ntop = ntop;
+		slot->gas = gas;
 		slot->memo_epoch = s->memo_epoch;
 		slot->bgen = bgen;
 		slot->ngen = ngen;
@@ -954,16 +1096,17 @@ pick:
 	if (ne == 0)
 		return reason_code(*furthest);
 	size_t bi = 0;
-	if (c->policy == CATS_POL_P2C_GAS && o->only == NULL) {
-		bi = pick_p2c(c, cv, ne);
+	if (rank == RANK_P2C) {
+		bi = pick_p2c(c, cv, ne, gas);
 	} else {
-		for (size_t i = 1; i < ne; i++) {
-			bool b = c->policy == CATS_POL_CHEAPEST &&
-			    o->only == NULL ?
-			    better_price(c, &cv[i], &cv[bi]) :
-			    better_lat(c, &cv[i], &cv[bi]);
-			if (b)
+		/* Among those that rank first, the lowest tie key. */
+		uint64_t bk = ntop > 1 ? tie_key(c, &cv[0]) : 0;
+		for (size_t i = 1; i < ntop; i++) {
+			uint64_t k = tie_key(c, &cv[i]);
+			if (k < bk) {
+				bk = k;
 				bi = i;
+			}
 		}
 	}
 	*best = cv[bi];
@@ -1164,7 +1307,9 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 	memset(out->rej, 0, sizeof(out->rej));
 	s->c.requests++;
 
-	int rc = check_auth(s, r, o, out, now);
+	/* Only an authenticated request makes a forwarder known. */
+	struct fwd *f = get_fwd(s, rq->ingress, false);
+	int rc = check_auth(s, r, f, o, out, now);
 	if (rc != CATS_SEL_OK)
 		return rc;
 	out->routable = true;
@@ -1177,8 +1322,7 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 			    " +/- %" PRIu64 " ms", rq->ts, now,
 			    s->conf.window_ms);
 	}
-	struct fwd *f = get_fwd(s, rq->ingress, true);
-	if (f == NULL)
+	if (f == NULL && (f = get_fwd(s, rq->ingress, true)) == NULL)
 		return fail(s, out, rq, now, CATS_SEL_UNAUTHORIZED, "ingress",
 		    "too many forwarders tracked");
 	uint64_t gen = CATS_HAS(rq, REQ, gen) ? rq->gen : 0;
@@ -1245,7 +1389,7 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 	    s->conf.dataplane;
 
 	struct rctx c = { .s = s, .rq = rq, .svc = svc, .now = now,
-	    .out = out };
+	    .out = out, .fwd = f };
 	c.policy = CATS_HAS(svc, SVC, policy) ? svc->policy : s->conf.policy;
 	const char *over = merge_constraints(&svc->con,
 	    CATS_HAS(svc, SVC, constraints), &rq->constraints,

@@ -137,16 +137,25 @@ cats_seq_next(struct cats_seq_reader *r, const uint8_t **p, size_t *n,
 	return next_item(r, &r->toks, NULL, p, n, err);
 }
 
+/* The next item, scanned into d's tokens and arena with d's limits. */
+static int
+next_item_dec(struct cats_seq_reader *r, struct cats_dec *d,
+    const uint8_t **p, size_t *n, struct cats_err *err)
+{
+	struct cats_limits saved = r->lim;
+	r->lim = d->lim;
+	int s = next_item(r, &d->toks, &d->arena, p, n, err);
+	r->lim = saved;
+	return s;
+}
+
 int
 cats_seq_next_rec(struct cats_seq_reader *r, struct cats_dec *d,
     struct cats_rec *rec, struct cats_err *err)
 {
 	const uint8_t *p;
 	size_t n;
-	struct cats_limits saved = r->lim;
-	r->lim = d->lim;
-	int s = next_item(r, &d->toks, &d->arena, &p, &n, err);
-	r->lim = saved;
+	int s = next_item_dec(r, d, &p, &n, err);
 	if (s != CATS_SEQ_ITEM)
 		return s;
 	return cats_rec_from_toks(d, rec, err) < 0 ? CATS_SEQ_BAD
@@ -193,6 +202,7 @@ struct cats_stream {
 	bool dead;		/* freed while busy */
 	struct cats_stream_cbs cbs;
 	void *arg;
+	struct cats_dec *dec;	/* items are scanned into it (or NULL) */
 	struct cats_stream_stats st;
 	int rflags, wflags;	/* file status flags to restore, or -1 */
 };
@@ -221,7 +231,8 @@ deliver(struct cats_stream *s)
 		size_t n;
 		struct cats_err e;
 		memset(&e, 0, sizeof(e));
-		int r = cats_seq_next(&s->rd, &p, &n, &e);
+		int r = s->dec != NULL ? next_item_dec(&s->rd, s->dec, &p, &n,
+		    &e) : cats_seq_next(&s->rd, &p, &n, &e);
 		if (r == CATS_SEQ_ITEM) {
 			s->st.items++;
 			if (s->cbs.item)
@@ -270,8 +281,12 @@ read_dgram(struct cats_stream *s)
 			    "record limit", s->rd.lim.max_record);
 			r = CATS_SCAN_BAD;
 		} else {
-			r = cats_scan(s->dgbuf, (size_t)n, true, &s->rd.lim,
-			    &s->rd.toks, NULL, &used, NULL, &e);
+			struct cats_dec *d = s->dec;
+			if (d != NULL)
+				cats_arena_reset(&d->arena);
+			r = cats_scan(s->dgbuf, (size_t)n, true,
+			    d ? &d->lim : &s->rd.lim, d ? &d->toks : &s->rd.toks,
+			    d ? &d->arena : NULL, &used, NULL, &e);
 			if (r == CATS_SCAN_OK && used != (size_t)n) {
 				cats_err_set(&e, NULL, "%zu bytes after the "
 				    "record in the datagram", (size_t)n - used);
@@ -482,6 +497,12 @@ cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
 fail:
 	stream_destroy(s);
 	return NULL;
+}
+
+void
+cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d)
+{
+	s->dec = d;
 }
 
 void

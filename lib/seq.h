@@ -94,6 +94,12 @@ struct cats_stream *cats_stream_new(struct event_base *base, int rfd, int wfd,
 /* Close the fds when the stream is freed. */
 void cats_stream_own(struct cats_stream *s);
 /*
+ * Scan items into d's tokens and arena, with d's limits: during an item
+ * callback, cats_rec_from_toks(d, ...) decodes the item without a second
+ * scan (cats_rec_decode would scan it again).  d must outlive the stream.
+ */
+void cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d);
+/*
  * Queue one item: 0, 1 if the queue is now above the high-water mark
  * (pause inputs until drained), -1 if the stream is broken.
  */

@@ -148,6 +148,21 @@ main(void)
 	    "nobody knows EF-7");
 	T_OK(cats_nst_gen(&n) == g + 3 + 40, "the generation sums providers");
 
+	/* A batch answers as the lookups one by one (20: more than a batch). */
+	const char *eg[20];
+	struct cats_nst_path many[20], one;
+	static const char *const pool[] = { "EF-1", "EF-2", "EF-9", "EF-7" };
+	for (int i = 0; i < 20; i++)
+		eg[i] = pool[(i * 7) % 4];
+	cats_nst_lookup_many(&n, "IF-1", eg, 20, 8000, many);
+	bool same = true;
+	for (int i = 0; i < 20; i++) {
+		int st = cats_nst_lookup(&n, "IF-1", eg[i], 8000, &one);
+		same = same && st == many[i].status &&
+		    memcmp(&one, &many[i], sizeof(one)) == 0;
+	}
+	T_OK(same, "lookup_many = lookup for each (stale, TE, unknown)");
+
 	int recs = 0;
 	cats_nst_dump(&n, 8000, count_rec, &recs);
 	T_OK(recs == 3, "the dump writes 3 valid net records");

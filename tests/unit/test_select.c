@@ -372,6 +372,33 @@ test_limits(void)
 	T_OK(decide(&w, 11, now + 500, NULL) == CATS_SEL_OK,
 	    "500 ms later at 2/s: one more");
 	world_free(&w);
+
+	/* Client buckets: 65536 tracked at most; idle ones are forgotten. */
+	cats_sel_conf_init(&conf);
+	conf.insecure = true;
+	conf.window_ms = 0;
+	conf.rate_client.per_s = 1;
+	conf.rate_client.burst = 1;
+	world_init(&w, &conf);
+	struct cats_rec q = *request(1, now, NULL);
+	int admitted = 0;
+	for (uint32_t i = 0; i < 65536; i++) {
+		q.u.request.txn = i + 1;
+		q.u.request.flow.src.a[2] = (uint8_t)(i >> 8);
+		q.u.request.flow.src.a[3] = (uint8_t)i;
+		q.u.request.flow.src.a[1] = 1;
+		admitted += cats_sel_request(w.sel, &q, NULL, now, &w.out) ==
+		    CATS_SEL_OK;
+	}
+	q.u.request.flow.src.a[1] = 2;
+	q.u.request.txn = 70000;
+	int full = cats_sel_request(w.sel, &q, NULL, now, &w.out);
+	q.u.request.txn = 70001;
+	int later = cats_sel_request(w.sel, &q, NULL, now + 1000, &w.out);
+	T_OK(admitted == 65536 && full == CATS_SEL_RATE && later == CATS_SEL_OK,
+	    "65536 clients fill the table; a new one is refused while they are "
+	    "busy and admitted once they are idle (%d admitted)", admitted);
+	world_free(&w);
 }
 
 static void
@@ -603,6 +630,135 @@ test_cache_equivalence(void)
 	world_free(&c);
 }
 
+/* The tie key of select.c: seeded by the ingress and the transaction. */
+static uint64_t
+ref_key(const char *ingress, uint64_t txn, const char *csci)
+{
+	uint64_t seed = cats_mix64(0 ^ cats_mix64(cats_fnv1a(ingress) ^
+	    cats_mix64(txn)));
+	return cats_mix64(seed ^ cats_fnv1a(csci));
+}
+
+/*
+ * min-latency and cheapest against a plain reference, on candidates made
+ * to tie often (few distinct delays, GAS, computing times and prices): the
+ * best by latency, more GAS, then the lowest tie key (cheapest: the lower
+ * price first), whether the cache answers or not.
+ */
+static void
+test_ranking_reference(void)
+{
+	struct cats_sel_conf conf;
+	struct world w[2];
+	cats_sel_conf_init(&conf);
+	conf.insecure = true;
+	conf.window_ms = 0;
+	world_init(&w[0], &conf);
+	conf.no_cache = true;
+	world_init(&w[1], &conf);
+	enum { NC = 12 };
+	uint64_t delay[4], gas[NC], comp[NC], price[NC], st = 77, txn = 0;
+	char text[4096];
+	int wrong = 0, rounds = 300, ties = 0;
+	for (int round = 0; round < rounds; round++) {
+		bool cheap = round % 2;
+		for (int k = 0; k < 4; k++) {
+			delay[k] = 1000 * (1 + cats_mix64(st++) % 2);
+			snprintf(text, sizeof(text), "{\"type\":\"net\","
+			    "\"scope\":\"path\",\"ts\":%llu,\"src\":\"IF-1\","
+			    "\"dst\":\"EQ-%d\",\"delay_us\":%llu}",
+			    (unsigned long long)(T0 + round), k,
+			    (unsigned long long)delay[k]);
+			for (int i = 0; i < 2; i++)
+				feed_at(&w[i], text, T0 + round);
+		}
+		snprintf(text, sizeof(text), "{\"type\":\"service\","
+		    "\"cs_id\":\"S9\",\"version\":%d,\"tenant\":\"t1\","
+		    "\"addresses\":[{\"addr\":\"192.0.2.90\"}],\"authorized\":"
+		    "[\"K0\",\"K1\",\"K2\",\"K3\",\"K4\",\"K5\",\"K6\",\"K7\","
+		    "\"K8\",\"K9\",\"K10\",\"K11\"],\"policy\":\"%s\"}",
+		    round + 1, cheap ? "cheapest" : "min-latency");
+		for (int i = 0; i < 2; i++)
+			feed_at(&w[i], text, T0 + round);
+		size_t off = (size_t)snprintf(text, sizeof(text),
+		    "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":\"m9\","
+		    "\"epoch\":1,\"seq\":%d,\"ts\":%llu,\"site\":\"s9\","
+		    "\"ttl_ms\":3600000,\"entries\":[", round + 1,
+		    (unsigned long long)(T0 + round));
+		for (int c = 0; c < NC; c++) {
+			uint64_t r = cats_mix64(st++);
+			gas[c] = 100 * (1 + r % 2);
+			comp[c] = 1 + (r >> 8) % 2;
+			price[c] = 10 * (1 + (r >> 16) % 2);
+			off += (size_t)snprintf(text + off, sizeof(text) - off,
+			    "%s{\"csci_id\":\"K%d\",\"cs_id\":\"S9\","
+			    "\"health\":\"HEALTHY\",\"gas\":%llu,"
+			    "\"comp_time_ms\":%llu,\"price\":%llu,\"locator\":"
+			    "\"198.51.100.%d\",\"egress\":\"EQ-%d\"}",
+			    c ? "," : "", c, (unsigned long long)gas[c],
+			    (unsigned long long)comp[c],
+			    (unsigned long long)price[c], c + 1, c % 4);
+		}
+		snprintf(text + off, sizeof(text) - off, "]}");
+		for (int i = 0; i < 2; i++)
+			feed_at(&w[i], text, T0 + round);
+		for (int q = 0; q < 4; q++) {
+			txn++;
+			int best = -1, tied = 0;
+			uint64_t bl = 0, bk = 0;
+			for (int c = 0; c < NC; c++) {
+				char id[16];
+				snprintf(id, sizeof(id), "K%d", c);
+				uint64_t l = delay[c % 4] + comp[c] * 1000;
+				uint64_t k = ref_key("IF-1", txn, id);
+				int cmp = 0;
+				if (best >= 0 && cheap && price[c] != price[best])
+					cmp = price[c] < price[best] ? -1 : 1;
+				else if (best >= 0 && l != bl)
+					cmp = l < bl ? -1 : 1;
+				else if (best >= 0 && gas[c] != gas[best])
+					cmp = gas[c] > gas[best] ? -1 : 1;
+				else if (best >= 0)
+					tied++, cmp = k < bk ? -1 : 1;
+				if (best < 0 || cmp < 0) {
+					best = c;
+					bl = l;
+					bk = k;
+				}
+			}
+			ties += tied > 0;
+			char want[16];
+			snprintf(want, sizeof(want), "K%d", best);
+			for (int i = 0; i < 2; i++) {
+				char rq[512];
+				snprintf(rq, sizeof(rq), "{\"type\":\"request\","
+				    "\"txn\":%llu,\"ingress\":\"IF-1\",\"ts\":%llu,"
+				    "\"gen\":1,\"tenant\":\"t1\",\"flow\":{"
+				    "\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":"
+				    "5000,\"dst\":\"192.0.2.90\",\"dport\":443}}",
+				    (unsigned long long)txn,
+				    (unsigned long long)(T0 + round));
+				struct cats_rec r = *parse(rq);
+				cats_sel_request(w[i].sel, &r, NULL, T0 + round,
+				    &w[i].out);
+				if (strcmp(chosen(&w[i]), want) != 0) {
+					if (wrong++ == 0)
+						printf("# round %d txn %llu: %s, "
+						    "want %s\n", round,
+						    (unsigned long long)txn,
+						    chosen(&w[i]), want);
+				}
+			}
+		}
+	}
+	T_OK(wrong == 0 && ties > rounds, "min-latency and cheapest choose as "
+	    "the reference, with and without the cache (%d requests with "
+	    "ties)", ties);
+	T_OK(cats_sel_counters(w[0].sel)->cache_hits > 0, "the cache answered");
+	world_free(&w[0]);
+	world_free(&w[1]);
+}
+
 int
 main(void)
 {
@@ -618,6 +774,7 @@ main(void)
 	test_constraints_and_records();
 	test_never_unauthorized();
 	test_cache_equivalence();
+	test_ranking_reference();
 	cats_dec_free(&dec);
 	cats_dec_free(&reqdec);
 	return t_done();

@@ -1,6 +1,7 @@
 /*
  * test_seq.c - CBOR Sequence reader and libevent record streams.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -186,6 +187,62 @@ test_stream_pause(void)
 	cats_buf_free(&b);
 }
 
+/* Items decoded from the tokens the stream left in the decoder. */
+struct dctx {
+	struct cats_dec dec;
+	int ok, wrong;
+};
+
+static void
+on_dec_item(struct cats_stream *s, const uint8_t *p, size_t n,
+    uint64_t index, const struct cats_peer *peer, void *arg)
+{
+	struct dctx *c = arg;
+	struct cats_rec r;
+	struct cats_err e;
+	if (cats_rec_from_toks(&c->dec, &r, &e) == 0 &&
+	    r.type == CATS_T_ERROR && r.u.error.txn == index + 1)
+		c->ok++;
+	else
+		c->wrong++;
+}
+
+static void
+test_stream_decode_into(void)
+{
+	for (int dgram = 0; dgram < 2; dgram++) {
+		int sv[2];
+		socketpair(AF_UNIX, dgram ? SOCK_DGRAM : SOCK_STREAM, 0, sv);
+		struct dctx c = { 0 };
+		cats_dec_init(&c.dec, NULL);
+		struct event_base *base = event_base_new();
+		struct cats_stream_cbs cbs = { .item = on_dec_item };
+		struct cats_stream *in = cats_stream_new(base, sv[0], -1,
+		    dgram, NULL, 0, &cbs, &c);
+		cats_stream_decode_into(in, &c.dec);
+		for (int i = 1; i <= 20; i++) {
+			struct cats_buf b = { 0 };
+			char text[128];
+			snprintf(text, sizeof(text), "{\"type\":\"error\","
+			    "\"code\":\"c%d\",\"txn\":%d}", i, i);
+			encode_json(text, &b);
+			if (write(sv[1], b.p, b.len) != (ssize_t)b.len)
+				c.wrong++;
+			cats_buf_free(&b);
+		}
+		for (int i = 0; i < 50 && c.ok + c.wrong < 20; i++)
+			event_base_loop(base, EVLOOP_NONBLOCK);
+		T_OK(c.ok == 20 && c.wrong == 0, "%s: each item decodes from "
+		    "the tokens left in the decoder (%d of 20)",
+		    dgram ? "datagrams" : "stream", c.ok);
+		cats_stream_free(in);
+		close(sv[0]);
+		close(sv[1]);
+		event_base_free(base);
+		cats_dec_free(&c.dec);
+	}
+}
+
 int
 main(void)
 {
@@ -193,5 +250,6 @@ main(void)
 	test_reader_resync();
 	test_stream();
 	test_stream_pause();
+	test_stream_decode_into();
 	return t_done();
 }
