@@ -1168,6 +1168,15 @@ stats_json(struct app *a)
 {
 	const struct sma_stats *st = sma_stats(a->core);
 	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
+	/* Requests refused by the HTTP layer (413, 408: lib/httpd.h). */
+	struct httpd_stats hs = { 0 };
+	for (size_t i = 0; i <= a->nlisten; i++) {
+		struct httpd *h = i < a->nlisten ? a->push[i] : a->admin;
+		if (h != NULL) {
+			hs.too_large += httpd_stats(h)->too_large;
+			hs.too_slow += httpd_stats(h)->too_slow;
+		}
+	}
 	struct cats_kv kv[] = {
 		{ "reports", st->reports }, { "accepted", st->accepted },
 		{ "flagged", st->flagged }, { "quarantined", st->quarantined },
@@ -1176,6 +1185,8 @@ stats_json(struct app *a)
 		{ "rejected_sequence", st->rej_seq },
 		{ "rejected_other", st->rej_other },
 		{ "malformed", a->malformed },
+		{ "http_too_large", hs.too_large },
+		{ "http_too_slow", hs.too_slow },
 		{ "tokens_verified", st->tok_verified },
 		{ "tokens_cached", st->tok_cached },
 		{ "signatures_verified", st->sig_verified },
