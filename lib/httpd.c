@@ -72,20 +72,16 @@ struct httpd {
  * the address of a freed one takes over (and resets) its watch, so there
  * are never more watches than connections open at the busiest moment.
  */
-enum { W_START, W_HEAD, W_BODY, W_CSIZE, W_CDATA, W_TRAILER, W_LOST,
-	W_DISCARD };
+enum { W_START = HTTPD_FR_START, W_HEAD, W_BODY, W_CSIZE, W_CDATA,
+	W_TRAILER, W_LOST = HTTPD_FR_LOST, W_DISCARD };
 
 #define LINGER (256u << 10)
 
 struct watch {
 	struct bufferevent *bev;	/* the key */
 	struct httpd *h;		/* NULL: the server is gone */
-	uint8_t st;
-	bool body_method, chunked, have_cl, cl_bad;
-	char lastc;			/* the line's last byte so far */
-	uint64_t left, total, cl, discarded, began_ns;
-	size_t llen;			/* length of the line so far */
-	char line[64];			/* its first bytes */
+	uint64_t discarded;
+	struct httpd_framer f;
 };
 
 static struct cats_htab watches;
@@ -112,7 +108,7 @@ prefix_ci(const char *s, size_t n, const char *p)
 
 /* The value of a "name:" header line, trimmed, into v. */
 static bool
-header_value(const struct watch *w, size_t namelen, char *v, size_t vlen)
+header_value(const struct httpd_framer *w, size_t namelen, char *v, size_t vlen)
 {
 	size_t n = w->llen, i = namelen;
 	if (n > sizeof(w->line))
@@ -130,7 +126,7 @@ header_value(const struct watch *w, size_t namelen, char *v, size_t vlen)
 
 /* One complete line (without its end) in the line-oriented states. */
 static void
-watch_line(struct watch *w)
+watch_line(struct httpd_framer *w)
 {
 	size_t n = w->llen < sizeof(w->line) ? w->llen : sizeof(w->line);
 	const char *l = w->line;
@@ -216,9 +212,9 @@ watch_line(struct watch *w)
 		}
 		if (x == 0) {
 			w->st = W_TRAILER;
-		} else if (x > w->h->max_body || w->total + x >
-		    w->h->max_body) {
-			w->total = w->h->max_body + 1;	/* refused */
+		} else if (x > w->max_body || w->total + x >
+		    w->max_body) {
+			w->total = w->max_body + 1;	/* refused */
 		} else {
 			w->total += x;
 			w->left = x;
@@ -233,9 +229,15 @@ watch_line(struct watch *w)
 	}
 }
 
-/* Follow n bytes; false when the request is to be refused (st tells). */
-static bool
-watch_feed(struct watch *w, const char *p, size_t n)
+void
+httpd_framer_init(struct httpd_framer *f, size_t max_body)
+{
+	memset(f, 0, sizeof(*f));
+	f->max_body = max_body;
+}
+
+bool
+httpd_framer_feed(struct httpd_framer *w, const char *p, size_t n)
 {
 	while (n > 0 && w->st != W_LOST) {
 		if (w->st == W_BODY || w->st == W_CDATA) {
@@ -274,9 +276,9 @@ watch_feed(struct watch *w, const char *p, size_t n)
 		uint8_t was = w->st;
 		watch_line(w);
 		w->llen = 0;
-		if (was == W_HEAD && w->st == W_BODY && w->cl > w->h->max_body)
+		if (was == W_HEAD && w->st == W_BODY && w->cl > w->max_body)
 			return false;
-		if (w->st == W_CSIZE && w->total > w->h->max_body)
+		if (w->st == W_CSIZE && w->total > w->max_body)
 			return false;
 		if ((w->st == W_START) && was != W_START)
 			w->began_ns = 0;	/* a whole request */
@@ -323,7 +325,7 @@ watch_refuse(struct watch *w, struct evbuffer *in, int code)
 	}
 	cats_audit("reject", "src=%s index=0 status=%d reason=\"%s\"", peer,
 	    code, line);
-	w->st = W_DISCARD;
+	w->f.st = W_DISCARD;
 	w->discarded = evbuffer_get_length(in);
 	evbuffer_drain(in, w->discarded);
 	int n = snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\n"
@@ -343,28 +345,28 @@ static void
 watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct watch *w = arg;
-	if (info->n_added == 0 || w->h == NULL || w->st == W_LOST)
+	if (info->n_added == 0 || w->h == NULL || w->f.st == W_LOST)
 		return;
-	if (w->st == W_DISCARD) {
+	if (w->f.st == W_DISCARD) {
 		size_t n = evbuffer_get_length(in);
 		w->discarded += n;
 		evbuffer_drain(in, n);
 		if (w->discarded > LINGER) {
 			/* enough: evhttp reads the end of file and closes */
 			shutdown(bufferevent_getfd(w->bev), SHUT_RD);
-			w->st = W_LOST;
+			w->f.st = W_LOST;
 		}
 		return;
 	}
 	size_t len = evbuffer_get_length(in);
 	if (info->n_added > len) {
-		w->st = W_LOST;
+		w->f.st = W_LOST;
 		return;
 	}
 	struct evbuffer_ptr at;
 	if (evbuffer_ptr_set(in, &at, len - info->n_added,
 	    EVBUFFER_PTR_SET) < 0) {
-		w->st = W_LOST;
+		w->f.st = W_LOST;
 		return;
 	}
 	size_t todo = info->n_added;
@@ -373,7 +375,7 @@ watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 		if (evbuffer_peek(in, (ev_ssize_t)todo, &at, &v, 1) < 1)
 			break;
 		size_t k = v.iov_len < todo ? v.iov_len : todo;
-		if (!watch_feed(w, v.iov_base, k)) {
+		if (!httpd_framer_feed(&w->f, v.iov_base, k)) {
 			watch_refuse(w, in, 413);
 			return;
 		}
@@ -384,8 +386,8 @@ watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 	}
 	/* A slow trickle keeps the idle timer from firing: a request must
 	 * arrive whole within 3 x timeout. */
-	if (w->began_ns != 0 && w->st != W_LOST && (cats_clock_mono_ns() -
-	    w->began_ns) / 1000000 > 3 * w->h->timeout_ms)
+	if (w->f.began_ns != 0 && w->f.st != W_LOST && (cats_clock_mono_ns() -
+	    w->f.began_ns) / 1000000 > 3 * w->h->timeout_ms)
 		watch_refuse(w, in, 408);
 }
 
@@ -409,6 +411,7 @@ new_bev(struct event_base *base, void *arg)
 	memset(w, 0, sizeof(*w));
 	w->bev = bev;
 	w->h = h;
+	httpd_framer_init(&w->f, h->max_body);
 	if (evbuffer_add_cb(bufferevent_get_input(bev), watch_cb, w) == NULL)
 		w->h = NULL;
 	return bev;

@@ -103,4 +103,25 @@ int httpd_sse_comment(struct httpd_sse *c, const char *text);
 /* End the stream (no closed callback). */
 void httpd_sse_end(struct httpd_sse *c);
 
+/*
+ * The framing follower behind the limits, exposed for tests and fuzzing:
+ * fed a connection's bytes as they arrive, it tracks request heads,
+ * Content-Length and chunked bodies the way evhttp reads them, in a fixed
+ * amount of memory.  httpd_framer_feed is false when the request it is in
+ * declares a body over max_body (then stop feeding); st is HTTPD_FR_LOST
+ * when the input is beyond what it follows (evhttp refuses it).
+ */
+enum { HTTPD_FR_START = 0, HTTPD_FR_LOST = 6 };
+struct httpd_framer {
+	size_t max_body;
+	uint8_t st;
+	bool body_method, chunked, have_cl, cl_bad;
+	char lastc;		/* the line's last byte so far */
+	uint64_t left, total, cl, began_ns;
+	size_t llen;		/* length of the line so far */
+	char line[64];		/* its first bytes */
+};
+void httpd_framer_init(struct httpd_framer *f, size_t max_body);
+bool httpd_framer_feed(struct httpd_framer *f, const char *p, size_t n);
+
 #endif
