@@ -135,10 +135,12 @@ watch_line(struct httpd_framer *w)
 	case W_START:
 		if (w->llen == 0)
 			return;
-		/* evhttp: a body only for these (evhttp_method_may_have_body) */
-		w->body_method = prefix_ci(l, n, "POST ") ||
-		    prefix_ci(l, n, "PUT ") || prefix_ci(l, n, "PATCH ");
-		w->chunked = w->have_cl = w->cl_bad = false;
+		/* evhttp: a body only for these (evhttp_method_may_have_body);
+		 * methods are case-sensitive */
+		w->body_method = (n > 5 && memcmp(l, "POST ", 5) == 0) ||
+		    (n > 4 && memcmp(l, "PUT ", 4) == 0) ||
+		    (n > 6 && memcmp(l, "PATCH ", 6) == 0);
+		w->chunked = w->have_cl = w->cl_bad = w->have_te = false;
 		w->st = W_HEAD;
 		return;
 	case W_HEAD:
@@ -180,7 +182,8 @@ watch_line(struct httpd_framer *w)
 				    x * 10 + (uint64_t)(*p - '0');
 			}
 			w->cl = x;
-		} else if (prefix_ci(l, n, "transfer-encoding:") && !w->chunked) {
+		} else if (prefix_ci(l, n, "transfer-encoding:") && !w->have_te) {
+			w->have_te = true;
 			if (!header_value(w, 18, v, sizeof(v)))
 				w->st = W_LOST;
 			else if (strcasecmp(v, "chunked") == 0)

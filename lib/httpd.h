@@ -115,7 +115,7 @@ enum { HTTPD_FR_START = 0, HTTPD_FR_LOST = 6 };
 struct httpd_framer {
 	size_t max_body;
 	uint8_t st;
-	bool body_method, chunked, have_cl, cl_bad;
+	bool body_method, chunked, have_cl, cl_bad, have_te;
 	char lastc;		/* the line's last byte so far */
 	uint64_t left, total, cl, began_ns;
 	size_t llen;		/* length of the line so far */
