@@ -341,6 +341,11 @@ emit_stats(struct app *a)
 	KV("ingest_bad", is->bad);
 	KV("ingest_unauthenticated", is->unauthenticated);
 	KV("ingest_unauthorized", is->unauthorized);
+	static const struct httpd_stats hnone;
+	const struct httpd_stats *hs = a->ingest_h ? httpd_stats(a->ingest_h)
+	    : &hnone;
+	KV("ingest_too_large", hs->too_large);
+	KV("ingest_too_slow", hs->too_slow);
 	KV("ingest_replays", is->replays);
 	KV("ingest_conflicts", is->conflicts);
 	KV("ingest_retrievals", is->retrievals);

@@ -83,6 +83,16 @@ struct app {
 	/* [northbound] key: every record is signed (and carries a nonce) */
 	struct cats_key nbkey;
 	bool has_nbkey;
+	/*
+	 * The records for the output stream, written together once the
+	 * callback that made them is done (flush_ev) or at 64 KiB: a write
+	 * per record cost more than encoding it.  Datagram outputs get one
+	 * record per datagram, unbatched (enc reused).
+	 */
+	struct cats_buf obuf, enc;
+	size_t obuf_recs;
+	bool batch;
+	struct event *flush_ev;
 	uint64_t nonce;
 	struct cats_dec dec;
 	struct httpc *http;
@@ -169,6 +179,38 @@ next_nonce(struct app *a)
 	return a->nonce;
 }
 
+/* Write the batched records; -1 when the output failed. */
+static int
+flush_out(struct app *a)
+{
+	if (a->obuf.len == 0 || a->outs == NULL)
+		return 0;
+	int rc = cats_stream_send(a->outs, a->obuf.p, a->obuf.len);
+	size_t recs = a->obuf_recs;
+	a->obuf.len = 0;
+	a->obuf_recs = 0;
+	if (rc < 0) {
+		a->out_failures += recs;
+		if (!a->out_broken) {
+			cats_errorx("output failed: %s", strerror(errno));
+			a->out_broken = true;
+			stop_loop(a, CATS_EXIT_IOERR);
+		}
+		return -1;
+	}
+	if (rc == 1)
+		pause_inputs(a, true);
+	return 0;
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_out(arg);
+}
+
 static int
 emit(void *arg, const struct cats_rec *r)
 {
@@ -185,7 +227,19 @@ emit(void *arg, const struct cats_rec *r)
 		}
 		r = &signed_rec;
 	}
-	int rc = cats_stream_send_rec(a->outs, r);
+	if (a->batch && !a->out_broken) {
+		if (cats_rec_encode(r, &a->obuf, true) < 0)
+			return -1;
+		if (a->obuf_recs++ == 0)
+			event_active(a->flush_ev, EV_TIMEOUT, 1);
+		if (a->obuf.len >= 65536 && flush_out(a) < 0)
+			return -1;
+		return 0;
+	}
+	/* (cats_stream_send_rec would malloc a buffer per record) */
+	a->enc.len = 0;
+	int rc = cats_rec_encode(r, &a->enc, true) < 0 ? -1 :
+	    cats_stream_send(a->outs, a->enc.p, a->enc.len);
 	if (rc < 0) {
 		if (!a->out_broken) {
 			cats_errorx("output failed: %s", strerror(errno));
@@ -544,15 +598,38 @@ report_line(const char *where, uint64_t index, const struct sma_result *res)
 		    " (%s)", where, index, res->qid, res->err.reason);
 }
 
+/*
+ * Decode a stream's item from the tokens the stream scanned it into (the
+ * same scan cats_rec_decode would make, when the limits are the same),
+ * rather than scanning it a second time.
+ */
+static int
+decode_item(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n,
+    struct cats_rec *r, struct cats_err *e)
+{
+	const struct cats_limits *l = NULL, *m = &a->dec.lim;
+	const struct cats_toks *tk = s ? cats_stream_item_toks(s, &l) : NULL;
+	if (tk == NULL || n > m->max_record || l->max_record != m->max_record ||
+	    l->max_depth != m->max_depth || l->max_tokens != m->max_tokens ||
+	    l->max_string != m->max_string || l->max_count != m->max_count)
+		return cats_rec_decode(&a->dec, p, n, r, e);
+	struct cats_toks mine = a->dec.toks;
+	cats_arena_reset(&a->dec.arena);
+	a->dec.toks = *tk;	/* read only */
+	int rc = cats_rec_from_toks(&a->dec, r, e);
+	a->dec.toks = mine;
+	return rc;
+}
+
 /* One record of a stream: consume sci-report and sync, pass the rest. */
 static void
-stream_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
-    const char *peer, struct cats_stream *reply)
+stream_item(struct app *a, struct cats_stream *in, const uint8_t *p, size_t n,
+    uint64_t index, const char *peer, struct cats_stream *reply)
 {
 	struct cats_rec r;
 	struct cats_err e;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
+	if (decode_item(a, in, p, n, &r, &e) < 0) {
 		char msg[400], q[400];
 		a->malformed++;
 		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
@@ -590,7 +667,8 @@ stream_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 			cats_warnx("%s: record %" PRIu64 ": a %s record has "
 			    "nowhere to go (the C-PS takes metric records)",
 			    peer, index, cats_type_name(r.type));
-		} else if (cats_stream_send(a->outs, p, n) < 0) {
+		} else if (flush_out(a) < 0 ||
+		    cats_stream_send(a->outs, p, n) < 0) {
 			stop_loop(a, CATS_EXIT_IOERR);
 		}
 		return;
@@ -625,9 +703,8 @@ static void
 stdin_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
     const struct cats_peer *peer, void *arg)
 {
-	(void)s;
 	(void)peer;
-	stream_item(arg, p, n, index, "stdin", NULL);
+	stream_item(arg, s, p, n, index, "stdin", NULL);
 }
 
 static void
@@ -690,7 +767,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 {
 	struct conn *c = arg;
 	(void)peer;
-	stream_item(c->app, p, n, index, c->peer, s);
+	stream_item(c->app, s, p, n, index, c->peer, s);
 }
 
 static void
@@ -1168,6 +1245,15 @@ stats_json(struct app *a)
 {
 	const struct sma_stats *st = sma_stats(a->core);
 	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
+	/* Requests refused by the HTTP layer (413, 408: lib/httpd.h). */
+	struct httpd_stats hs = { 0 };
+	for (size_t i = 0; i <= a->nlisten; i++) {
+		struct httpd *h = i < a->nlisten ? a->push[i] : a->admin;
+		if (h != NULL) {
+			hs.too_large += httpd_stats(h)->too_large;
+			hs.too_slow += httpd_stats(h)->too_slow;
+		}
+	}
 	struct cats_kv kv[] = {
 		{ "reports", st->reports }, { "accepted", st->accepted },
 		{ "flagged", st->flagged }, { "quarantined", st->quarantined },
@@ -1176,6 +1262,8 @@ stats_json(struct app *a)
 		{ "rejected_sequence", st->rej_seq },
 		{ "rejected_other", st->rej_other },
 		{ "malformed", a->malformed },
+		{ "http_too_large", hs.too_large },
+		{ "http_too_slow", hs.too_slow },
 		{ "tokens_verified", st->tok_verified },
 		{ "tokens_cached", st->tok_cached },
 		{ "signatures_verified", st->sig_verified },
@@ -1562,6 +1650,8 @@ open_output(struct app *a, const char *spec)
 	a->outfd = fd;
 	a->outs = cats_stream_new(a->base, -1, fd, cats_ep_is_dgram(&a->to),
 	    NULL, 0, &cbs, a);
+	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
+	a->batch = !cats_ep_is_dgram(&a->to) && a->flush_ev != NULL;
 	if (a->outs == NULL) {
 		cats_errorx("out of memory");
 		exit(CATS_EXIT_FAIL);
@@ -1960,6 +2050,7 @@ main(int argc, char **argv)
 	if (!a->stopping)
 		event_base_dispatch(a->base);
 
+	flush_out(a);
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
 	    a->exit_code == 0) {
 		cats_errorx("output failed: %s", strerror(errno));
@@ -1976,6 +2067,9 @@ main(int argc, char **argv)
 		event_base_loopexit(a->base, &tv);
 		event_base_dispatch(a->base);
 	}
+	if (a->obuf.len > 0 && (flush_out(a) < 0 ||
+	    cats_stream_flush(a->outs) < 0) && a->exit_code == 0)
+		a->exit_code = CATS_EXIT_IOERR;
 	if (a->nb != NULL && !sma_nb_idle(a->nb))
 		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
 		    "the C-PS", sma_nb_status(a->nb)->queued);

@@ -115,12 +115,12 @@ report() { # csci cs token [more cats-sci args]
 	[ "$(post signed.cbor)" = "200 1 accepted" ]
 	[[ "$(post good.cbor)" == "409 "*"duplicate"* ]]
 	head -c 5000 /dev/zero > big
-	[ "$(post big | head -c3)" = 413 ]
+	[ "$(post big)" = "413 body over 4096 bytes" ]
 	[[ "$(post good.cbor text/plain)" == "415 expected application/cbor"* ]]
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$U/reports")" = 405 ]
-	# One audit line per refusal (413 is evhttp's own).
+	# One audit line per refusal (405 and 415 say nothing about a report).
 	[ "$(grep -c 'event=auth-fail' sma.err)" -eq 6 ]
-	[ "$(grep -c 'event=reject' sma.err)" -eq 2 ]
+	[ "$(grep -c 'event=reject' sma.err)" -eq 3 ]
 	# The cache has what was accepted, nothing else.
 	admin http://x/cache > cache.jsonl
 	jq -e -s 'length == 2 and (map(.csci_id) | sort) == ["sci-A","sci-C"]
@@ -312,6 +312,79 @@ report() { # csci cs token [more cats-sci args]
 	dec < back.cbor | jq -e '.type == "error" and .code == "unauthorized" and
 	    .index == 1 and .field == "cs_id"'
 	wait_for 30 sh -c "cats-cbor decode < $W/out.cbor | grep -q sci-A"
+}
+
+# A raw request on a fresh connection; what comes back, until the server
+# closes, is in $W/raw.
+raw() {
+	exec 5<>"/dev/tcp/127.0.0.1/$P"
+	printf "$1" >&5
+	timeout 5 cat <&5 > "$W/raw"
+	exec 5<&-
+}
+
+@test "sma_http: oversized bodies: 413 with one line, audited, counted, never read" {
+	start_sma
+	report sci-A ARS A.tok -q 10 > good.cbor
+	[ "$(post good.cbor)" = "200 1 accepted" ]
+	# max-body = 4k: 4096 bytes are read (and are not CBOR), 4097 are not.
+	head -c 4096 /dev/zero > edge
+	[[ "$(post edge)" == "400 "* ]]
+	head -c 4097 /dev/zero > big
+	[ "$(post big)" = "413 body over 4096 bytes" ]
+	[ "$(wc -l < body)" -eq 1 ]
+	grep -q 'event=reject src=127.0.0.1:[0-9]* index=0 status=413 reason="body over 4096 bytes"' sma.err
+	# A declared 1 GiB, no body sent: answered at once (before the 1 s
+	# idle timeout), one line, the connection closed.
+	raw 'POST /reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/cbor\r\nContent-Length: 1073741824\r\n\r\n'
+	head -1 raw | grep -q '^HTTP/1.1 413 '
+	grep -q '^Connection: close' raw
+	[ "$(sed '1,/^\r$/d' raw)" = "body over 4096 bytes" ]
+	# The same with curl's Expect: 100-continue: no 100, the 413.
+	head -c 3000000 /dev/zero > huge
+	[ "$(post huge)" = "413 body over 4096 bytes" ]
+	# Chunked: the chunk sizes add up past the limit.
+	curl -s -o body -w '%{http_code}' -H 'Transfer-Encoding: chunked' \
+	    -H 'Content-Type: application/cbor' --data-binary @big \
+	    "$U/reports" > code
+	[ "$(cat code) $(cat body)" = "413 body over 4096 bytes" ]
+	# Chunked within the limit, on a kept-alive connection after a 200.
+	report sci-B ARS B.tok -q 1 > b.cbor
+	report sci-B ARS B.tok -q 2 > b2.cbor
+	curl -s -w '%{http_code}\n' -H 'Content-Type: application/cbor' \
+	    --data-binary @b.cbor "$U/reports" --next -s -w '%{http_code}\n' \
+	    -H 'Transfer-Encoding: chunked' -H 'Content-Type: application/cbor' \
+	    --data-binary @b2.cbor "$U/reports" > both
+	[ "$(grep -c '^1 accepted$' both)" -eq 2 ]
+	[ "$(grep -c '^200$' both)" -eq 2 ]
+	# Audited and counted, and what was accepted before is still there.
+	[ "$(grep -c 'status=413' sma.err)" -eq 4 ]
+	admin http://x/stats | jq -e '.counters.http_too_large == 4'
+	admin http://x/cache > cache.jsonl
+	jq -e -s '(map(.csci_id) | sort) == ["sci-A","sci-B"]' cache.jsonl
+}
+
+@test "sma_http: a stalled body is cut by the timeout, a trickled one gets 408" {
+	start_sma
+	# Headers and part of the body, then nothing: closed after 1 s.
+	SECONDS=0
+	raw 'POST /reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/cbor\r\nContent-Length: 100\r\n\r\nabc'
+	[ ! -s raw ]
+	[ "$SECONDS" -le 3 ]
+	# A byte every 0.5 s keeps the idle timer quiet; the request is not
+	# whole 3 x timeout after it began: 408, one line, audited, counted.
+	exec 5<>"/dev/tcp/127.0.0.1/$P"
+	printf 'POST /reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/cbor\r\nContent-Length: 100\r\n\r\n' >&5
+	for i in 1 2 3 4 5 6 7 8; do
+		sleep 0.5
+		printf x >&5 2>/dev/null || break
+	done
+	timeout 5 cat <&5 > raw
+	exec 5<&-
+	head -1 raw | grep -q '^HTTP/1.1 408 '
+	[ "$(sed '1,/^\r$/d' raw)" = "request not complete within 3000 ms" ]
+	grep -q 'status=408 reason="request not complete within 3000 ms"' sma.err
+	admin http://x/stats | jq -e '.counters.http_too_slow == 1'
 }
 
 @test "sma_http: idle connections are cut after the timeout" {
