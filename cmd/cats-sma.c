@@ -599,26 +599,17 @@ report_line(const char *where, uint64_t index, const struct sma_result *res)
 }
 
 /*
- * Decode a stream's item from the tokens the stream scanned it into (the
- * same scan cats_rec_decode would make, when the limits are the same),
+ * Decode an item: a stream's item from the tokens the stream scanned it
+ * into (every input stream scans into a->dec: cats_stream_decode_into),
  * rather than scanning it a second time.
  */
 static int
 decode_item(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n,
     struct cats_rec *r, struct cats_err *e)
 {
-	const struct cats_limits *l = NULL, *m = &a->dec.lim;
-	const struct cats_toks *tk = s ? cats_stream_item_toks(s, &l) : NULL;
-	if (tk == NULL || n > m->max_record || l->max_record != m->max_record ||
-	    l->max_depth != m->max_depth || l->max_tokens != m->max_tokens ||
-	    l->max_string != m->max_string || l->max_count != m->max_count)
-		return cats_rec_decode(&a->dec, p, n, r, e);
-	struct cats_toks mine = a->dec.toks;
-	cats_arena_reset(&a->dec.arena);
-	a->dec.toks = *tk;	/* read only */
-	int rc = cats_rec_from_toks(&a->dec, r, e);
-	a->dec.toks = mine;
-	return rc;
+	if (s != NULL)
+		return cats_rec_from_toks(&a->dec, r, e);
+	return cats_rec_decode(&a->dec, p, n, r, e);
 }
 
 /* One record of a stream: consume sci-report and sync, pass the rest. */
@@ -825,6 +816,8 @@ on_accept(evutil_socket_t fd, short what, void *arg)
 	c->app = a;
 	snprintf(c->peer, sizeof(c->peer), "conn-%d", cfd);
 	c->st = cats_stream_new(a->base, cfd, cfd, false, NULL, 0, &cbs, c);
+	if (c->st != NULL)
+		cats_stream_decode_into(c->st, &a->dec);
 	if (c->st == NULL) {
 		close(cfd);
 		free(c);
@@ -2032,6 +2025,8 @@ main(int argc, char **argv)
 		static const struct cats_stream_cbs cbs = { stdin_item,
 			stdin_bad, stdin_eof, NULL };
 		a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
+		if (a->in != NULL)
+			cats_stream_decode_into(a->in, &a->dec);
 		if (a->in == NULL) {
 			cats_errorx("stdin: cannot read");
 			return CATS_EXIT_NOINPUT;

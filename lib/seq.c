@@ -581,15 +581,6 @@ cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,
 	return 0;
 }
 
-const struct cats_toks *
-cats_stream_item_toks(const struct cats_stream *s,
-    const struct cats_limits **lim)
-{
-	if (lim != NULL)
-		*lim = &s->rd.lim;
-	return s->busy > 0 ? &s->rd.toks : NULL;
-}
-
 size_t
 cats_stream_queued(const struct cats_stream *s)
 {

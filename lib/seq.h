@@ -122,12 +122,4 @@ struct cats_stream_stats {
 void cats_stream_stats(const struct cats_stream *s,
     struct cats_stream_stats *st);
 
-/*
- * Inside an item callback: the tokens the stream scanned that item into, and
- * (in *lim) the limits it scanned with, so that the record can be decoded
- * without a second scan (cats_rec_from_toks); NULL outside a callback.
- */
-const struct cats_toks *cats_stream_item_toks(const struct cats_stream *s,
-    const struct cats_limits **lim);
-
 #endif
