@@ -1395,26 +1395,7 @@ static void
 on_ingest(struct evhttp_request *req, void *arg)
 {
 	struct app *a = arg;
-	char ct[64], peer[80];
-	const char *uri = evhttp_request_get_uri(req);
-	int op = CATS_ING_METRICS;
-	for (int i = 0; i < CATS_ING__N; i++)
-		if (strncmp(uri, cats_ingest_paths[i],
-		    strlen(cats_ingest_paths[i])) == 0)
-			op = i;
-	httpd_ctype(req, ct, sizeof(ct));
-	if (strcmp(ct, "application/cbor-seq") != 0 &&
-	    strcmp(ct, "application/cbor") != 0) {
-		httpd_error(req, 415, "expected application/cbor-seq");
-		return;
-	}
-	size_t n;
-	const uint8_t *p = httpd_body(req, &n);
-	struct cats_buf out = { 0 };
-	int st = cats_ingest_handle(a->ing, op, p, p ? n : 0,
-	    httpd_peer(req, peer, sizeof(peer)), cats_clock_now(), &out);
-	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
-	cats_buf_free(&out);
+	cats_ingest_serve(a->ing, req, cats_clock_now());
 }
 
 static int

@@ -389,28 +389,9 @@ static void
 on_sub(struct evhttp_request *req, void *arg)
 {
 	struct app *a = arg;
-	char ct[64], peer[80];
-	const char *path = evhttp_request_get_uri(req);
-	int op = CATS_ING_METRICS;
-	for (int i = 0; i < CATS_ING__N; i++)
-		if (strncmp(path, cats_ingest_paths[i],
-		    strlen(cats_ingest_paths[i])) == 0)
-			op = i;
-	httpd_ctype(req, ct, sizeof(ct));
-	if (strcmp(ct, "application/cbor-seq") != 0 &&
-	    strcmp(ct, "application/cbor") != 0) {
-		httpd_error(req, 415, "expected application/cbor-seq");
-		return;
-	}
 	if (!a->started)
 		start(a);
-	size_t n;
-	const uint8_t *p = httpd_body(req, &n);
-	struct cats_buf out = { 0 };
-	int st = cats_ingest_handle(a->sub_ing, op, p, p ? n : 0,
-	    httpd_peer(req, peer, sizeof(peer)), now_ms(), &out);
-	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
-	cats_buf_free(&out);
+	cats_ingest_serve(a->sub_ing, req, now_ms());
 	arm_tick(a);
 }
 

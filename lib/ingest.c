@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/http.h>
+
 #include "htab.h"
+#include "httpd.h"
 #include "ingest.h"
 #include "log.h"
 #include "sma.h"
@@ -456,4 +459,30 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 		cats_cst_dump(g->cst, now, dump_one, &dc);
 	}
 	return a.status;
+}
+
+void
+cats_ingest_serve(struct cats_ingest *g, struct evhttp_request *req,
+    uint64_t now)
+{
+	char ct[64], peer[80];
+	const char *uri = evhttp_request_get_uri(req);
+	int op = CATS_ING_METRICS;
+	for (int i = 0; i < CATS_ING__N; i++)
+		if (strncmp(uri, cats_ingest_paths[i],
+		    strlen(cats_ingest_paths[i])) == 0)
+			op = i;
+	httpd_ctype(req, ct, sizeof(ct));
+	if (strcmp(ct, "application/cbor-seq") != 0 &&
+	    strcmp(ct, "application/cbor") != 0) {
+		httpd_error(req, 415, "expected application/cbor-seq");
+		return;
+	}
+	size_t n;
+	const uint8_t *p = httpd_body(req, &n);
+	struct cats_buf out = { 0 };
+	int st = cats_ingest_handle(g, op, p, p ? n : 0,
+	    httpd_peer(req, peer, sizeof(peer)), now, &out);
+	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
+	cats_buf_free(&out);
 }

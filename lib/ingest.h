@@ -86,6 +86,15 @@ int cats_ingest_allow(struct cats_ingest *g, const char *sma_id,
 int cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
     size_t n, const char *peer, uint64_t now, struct cats_buf *out);
 
+struct evhttp_request;
+/*
+ * Serve one HTTP request of the resources above (an httpd route's body):
+ * the resource from the path, CBOR bodies only (415 otherwise), the answer
+ * of cats_ingest_handle as an application/cbor-seq reply.
+ */
+void cats_ingest_serve(struct cats_ingest *g, struct evhttp_request *req,
+    uint64_t now);
+
 /* Ask a C-SMA for a full snapshot in its next answer. */
 void cats_ingest_want_full(struct cats_ingest *g, const char *sma_id);
 

@@ -301,70 +301,114 @@ lru_touch(struct sma *s, struct sma_entry *e)
 /* ---- site aggregation ---- */
 
 static bool
-contributes(const struct sma_entry *e)
+contributes(int state, int health, bool has_gas)
 {
-	return e->state != CATS_SCI_FAILED && (e->has & SMA_HAS_GAS) &&
-	    (e->health == CATS_HEALTHY || e->health == CATS_DEGRADED);
+	return state != CATS_SCI_FAILED && has_gas &&
+	    (health == CATS_HEALTHY || health == CATS_DEGRADED);
+}
+
+void
+sma_site_acc(struct sma_site_acc *a, int state, int health, bool has_gas,
+    uint64_t gas, bool has_ct, uint64_t ct, int sign)
+{
+	uint64_t one = sign > 0 ? 1 : (uint64_t)-1;
+	a->n += one;
+	if (state == CATS_SCI_FAILED)
+		a->n_failed += one;
+	else if (health == CATS_HEALTHY)
+		a->n_healthy += one;
+	else if (health == CATS_DEGRADED)
+		a->n_degraded += one;
+	else if (health == CATS_UNHEALTHY)
+		a->n_unhealthy += one;
+	else
+		a->n_unknown += one;
+	if (!contributes(state, health, has_gas))
+		return;
+	if (sign > 0) {
+		a->sum_gas += gas;
+		if (has_ct) {
+			a->sum_gw += gas;
+			a->sum_gct += (unsigned __int128)gas * ct;
+		}
+	} else {
+		a->sum_gas -= gas;
+		if (has_ct) {
+			a->sum_gw -= gas;
+			a->sum_gct -= (unsigned __int128)gas * ct;
+		}
+	}
+}
+
+static bool
+entry_contributes(const struct sma_entry *e)
+{
+	return contributes(e->state, e->health, e->has & SMA_HAS_GAS);
 }
 
 /* Add (sign 1) or remove (sign -1) an entry's share of its service. */
 static void
 account(struct sma_svc *v, const struct sma_entry *e, int sign)
 {
-	uint64_t one = sign > 0 ? 1 : (uint64_t)-1;
-	v->n += one;
-	if (e->state == CATS_SCI_FAILED)
-		v->n_failed += one;
-	else if (e->health == CATS_HEALTHY)
-		v->n_healthy += one;
-	else if (e->health == CATS_DEGRADED)
-		v->n_degraded += one;
-	else if (e->health == CATS_UNHEALTHY)
-		v->n_unhealthy += one;
-	else
-		v->n_unknown += one;
-	if (!contributes(e))
-		return;
-	if (sign > 0) {
-		v->sum_gas += e->gas;
-		if (e->has & SMA_HAS_CT) {
-			v->sum_gw += e->gas;
-			v->sum_gct += (unsigned __int128)e->gas * e->ct;
-		}
-	} else {
-		v->sum_gas -= e->gas;
-		if (e->has & SMA_HAS_CT) {
-			v->sum_gw -= e->gas;
-			v->sum_gct -= (unsigned __int128)e->gas * e->ct;
-		}
-	}
+	sma_site_acc(&v->acc, e->state, e->health, e->has & SMA_HAS_GAS, e->gas,
+	    e->has & SMA_HAS_CT, e->ct, sign);
 }
 
-/*
- * The site view: GAS sums the live HEALTHY and DEGRADED SCIs but is 0 when
- * no SCI is HEALTHY (000 §4.2); computing time is their GAS-weighted mean.
- */
-static void
-compute_view(const struct sma_svc *v, struct sma_site_view *out)
+void
+sma_metric_head(const struct sma_conf *c, uint64_t epoch, uint64_t seq,
+    int op, uint64_t now, struct cats_rec *r)
+{
+	cats_rec_init(r, CATS_T_METRIC);
+	struct cats_metric *m = &r->u.metric;
+	m->op = op;
+	m->sma_id = c->id;
+	m->epoch = epoch;
+	m->seq = seq;
+	m->ts = now;
+	m->site = c->site;
+	m->egress = c->egress;
+	if (c->advert_ttl_ms)
+		CATS_SET(m, MET, ttl_ms, c->advert_ttl_ms);
+}
+
+void
+sma_withdrawal_entry(const struct cats_entry *e, struct cats_entry *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->csci_id = e->csci_id;
+	w->cs_id = e->cs_id;
+	CATS_SET(w, ENT, state, CATS_HAS(e, ENT, state) ? e->state
+	    : CATS_SCI_STALE);
+	CATS_SET(w, ENT, health, CATS_HAS(e, ENT, health) ? e->health
+	    : CATS_UNKNOWN);
+	CATS_SET(w, ENT, gas, 0);
+	if (CATS_HAS(e, ENT, gen))
+		CATS_SET(w, ENT, gen, e->gen);
+	if (CATS_HAS(e, ENT, ts))
+		CATS_SET(w, ENT, ts, e->ts);
+}
+
+void
+sma_site_view_of(const struct sma_site_acc *a, struct sma_site_view *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->total = v->n;
-	out->healthy = v->n_healthy;
-	out->gas = v->n_healthy > 0 ? v->sum_gas : 0;
-	if (out->gas > 0 && v->sum_gw > 0) {
+	out->total = a->n;
+	out->healthy = a->n_healthy;
+	out->gas = a->n_healthy > 0 ? a->sum_gas : 0;
+	if (out->gas > 0 && a->sum_gw > 0) {
 		out->has_ct = true;
-		out->ct = (uint64_t)((v->sum_gct + v->sum_gw / 2) / v->sum_gw);
+		out->ct = (uint64_t)((a->sum_gct + a->sum_gw / 2) / a->sum_gw);
 	}
-	uint64_t live = v->n - v->n_failed;
-	if (v->n == 0)
+	uint64_t live = a->n - a->n_failed;
+	if (a->n == 0)
 		out->health = CATS_UNKNOWN;
 	else if (live == 0)
 		out->health = CATS_UNHEALTHY;
-	else if (v->n_healthy == live)
+	else if (a->n_healthy == live)
 		out->health = CATS_HEALTHY;
-	else if (v->n_healthy + v->n_degraded > 0)
+	else if (a->n_healthy + a->n_degraded > 0)
 		out->health = CATS_DEGRADED;
-	else if (v->n_unknown == live)
+	else if (a->n_unknown == live)
 		out->health = CATS_UNKNOWN;
 	else
 		out->health = CATS_UNHEALTHY;
@@ -393,7 +437,7 @@ static void
 site_check(struct sma *s, struct sma_svc *v, uint64_t now)
 {
 	struct sma_site_view nv;
-	compute_view(v, &nv);
+	sma_site_view_of(&v->acc, &nv);
 	if (memcmp(&nv, &v->view, sizeof(nv)) == 0)
 		return;
 	v->view = nv;
@@ -542,7 +586,7 @@ static void
 adv_of(const struct sma_entry *e, struct adv *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->gas = contributes(e) ? e->gas : 0;
+	a->gas = entry_contributes(e) ? e->gas : 0;
 	a->ct = e->ct;
 	a->price = e->price;
 	a->rep = e->rep;
@@ -1711,7 +1755,7 @@ sma_restore(struct sma *s, const struct cats_entry *ce, uint64_t now)
 	e->ttl_ms = (uint32_t)ce->ttl_ms;
 	e->ttl_static_ms = (uint32_t)ce->ttl_ms;
 	account(v, e, 1);
-	compute_view(v, &v->view);
+	sma_site_view_of(&v->acc, &v->view);
 	reschedule(s, e);
 	return 1;
 }
@@ -1896,7 +1940,7 @@ sma_entry_view(const struct sma_entry *e, struct cats_entry *o,
 	if (e->state != CATS_SCI_FAILED) {
 		if (e->has & SMA_HAS_GAS)
 			CATS_SET(o, ENT, gas, flagbuf == NULL ? e->gas :
-			    contributes(e) ? e->gas : 0);
+			    entry_contributes(e) ? e->gas : 0);
 		if (e->has & SMA_HAS_CT)
 			CATS_SET(o, ENT, comp_time_ms, e->ct);
 		if (e->has & SMA_HAS_PRICE)

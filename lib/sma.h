@@ -322,14 +322,50 @@ struct sma_site_view {
 	uint64_t total;		/* SCIs */
 };
 
-/* One CS-ID: its entries and running sums (hard state). */
-struct sma_svc {
-	struct sma_svc *next;	/* every service, in order of creation */
-	struct sma_entry *head, *tail;
+/*
+ * The running sums of a site's SCIs, from which its view follows: kept by
+ * the core over the cached values and by the update controller over the
+ * advertised ones.
+ */
+struct sma_site_acc {
 	uint64_t n, n_healthy, n_degraded, n_unhealthy, n_unknown, n_failed;
 	uint64_t sum_gas;	/* contributing GAS */
 	uint64_t sum_gw;	/* contributing GAS of SCIs with a comp. time */
 	unsigned __int128 sum_gct;	/* sum of GAS x computing time */
+};
+
+/*
+ * Add (sign 1) or remove (sign -1) one SCI's share: its state (enum
+ * cats_sci_state), health, GAS and computing time (when it has them).
+ */
+void sma_site_acc(struct sma_site_acc *a, int state, int health,
+    bool has_gas, uint64_t gas, bool has_ct, uint64_t ct, int sign);
+/*
+ * The site view: GAS sums the live HEALTHY and DEGRADED SCIs but is 0 when
+ * no SCI is HEALTHY (000 §4.2); computing time is their GAS-weighted mean.
+ */
+void sma_site_view_of(const struct sma_site_acc *a,
+    struct sma_site_view *out);
+
+/*
+ * A metric record of this C-SMA with no entries yet: op, its id, epoch and
+ * seq, ts, site, egress and advertised TTL from the configuration.
+ */
+void sma_metric_head(const struct sma_conf *c, uint64_t epoch, uint64_t seq,
+    int op, uint64_t now, struct cats_rec *r);
+
+/*
+ * The entry that withdraws a saved one (a state file's entry no longer
+ * fresh): its ids, state, health, generation and time, GAS 0.
+ */
+void sma_withdrawal_entry(const struct cats_entry *saved,
+    struct cats_entry *w);
+
+/* One CS-ID: its entries and running sums (hard state). */
+struct sma_svc {
+	struct sma_svc *next;	/* every service, in order of creation */
+	struct sma_entry *head, *tail;
+	struct sma_site_acc acc;
 	struct sma_site_view view;	/* as last reported */
 	const struct sma_cfg_svc *cfg;
 	char cs_id[];

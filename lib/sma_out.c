@@ -89,17 +89,7 @@ sma_out_failures(const struct sma_out *o)
 static void
 rec_head(struct sma_out *o, struct cats_rec *r, int op, uint64_t now)
 {
-	cats_rec_init(r, CATS_T_METRIC);
-	struct cats_metric *m = &r->u.metric;
-	m->op = op;
-	m->sma_id = o->c->id;
-	m->epoch = o->epoch;
-	m->seq = ++o->seq;
-	m->ts = now;
-	m->site = o->c->site;
-	m->egress = o->c->egress;
-	if (o->c->advert_ttl_ms)
-		CATS_SET(m, MET, ttl_ms, o->c->advert_ttl_ms);
+	sma_metric_head(o->c, o->epoch, ++o->seq, op, now, r);
 }
 
 static int
@@ -315,18 +305,7 @@ sma_out_withdraw_saved(struct sma_out *o, const struct cats_entry *e,
 {
 	struct cats_entry w;
 	struct cats_rec r;
-	memset(&w, 0, sizeof(w));
-	w.csci_id = e->csci_id;
-	w.cs_id = e->cs_id;
-	CATS_SET(&w, ENT, state, CATS_HAS(e, ENT, state) ? e->state
-	    : CATS_SCI_STALE);
-	CATS_SET(&w, ENT, health, CATS_HAS(e, ENT, health) ? e->health
-	    : CATS_UNKNOWN);
-	CATS_SET(&w, ENT, gas, 0);
-	if (CATS_HAS(e, ENT, gen))
-		CATS_SET(&w, ENT, gen, e->gen);
-	if (CATS_HAS(e, ENT, ts))
-		CATS_SET(&w, ENT, ts, e->ts);
+	sma_withdrawal_entry(e, &w);
 	rec_head(o, &r, CATS_OP_WITHDRAW, now);
 	r.u.metric.entries.v = &w;
 	r.u.metric.entries.n = 1;

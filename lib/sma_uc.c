@@ -77,9 +77,7 @@ struct site {
 	bool dirty, inpend, adv_valid, suppress, damped;
 	uint8_t pend;			/* C_* */
 	struct damp d;
-	uint64_t n, n_healthy, n_degraded, n_unhealthy, n_unknown, n_failed;
-	uint64_t sum_gas, sum_gw;
-	unsigned __int128 sum_gct;
+	struct sma_site_acc acc;
 	struct sma_site_view cur, adv;
 	uint64_t last_sent;
 	char cs_id[];
@@ -409,70 +407,11 @@ transform(struct sma_uc *u, const struct sma_entry *e, uint64_t now,
 
 /* ---- site aggregation over the advertised values ---- */
 
-static bool
-contributes(const struct vals *v)
-{
-	return v->state != CATS_SCI_FAILED && (v->has & VH_GAS) &&
-	    (v->health == CATS_HEALTHY || v->health == CATS_DEGRADED);
-}
-
 static void
 acc(struct site *s, const struct vals *v, int sign)
 {
-	uint64_t one = sign > 0 ? 1 : (uint64_t)-1;
-	s->n += one;
-	if (v->state == CATS_SCI_FAILED)
-		s->n_failed += one;
-	else if (v->health == CATS_HEALTHY)
-		s->n_healthy += one;
-	else if (v->health == CATS_DEGRADED)
-		s->n_degraded += one;
-	else if (v->health == CATS_UNHEALTHY)
-		s->n_unhealthy += one;
-	else
-		s->n_unknown += one;
-	if (!contributes(v))
-		return;
-	if (sign > 0) {
-		s->sum_gas += v->gas;
-		if (v->has & VH_CT) {
-			s->sum_gw += v->gas;
-			s->sum_gct += (unsigned __int128)v->gas * v->ct;
-		}
-	} else {
-		s->sum_gas -= v->gas;
-		if (v->has & VH_CT) {
-			s->sum_gw -= v->gas;
-			s->sum_gct -= (unsigned __int128)v->gas * v->ct;
-		}
-	}
-}
-
-/* As the core computes it (sma.c compute_view), over the values above. */
-static void
-site_view(const struct site *v, struct sma_site_view *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->total = v->n;
-	out->healthy = v->n_healthy;
-	out->gas = v->n_healthy > 0 ? v->sum_gas : 0;
-	if (out->gas > 0 && v->sum_gw > 0) {
-		out->has_ct = true;
-		out->ct = (uint64_t)((v->sum_gct + v->sum_gw / 2) / v->sum_gw);
-	}
-	uint64_t live = v->n - v->n_failed;
-	if (v->n == 0)
-		out->health = CATS_UNKNOWN;
-	else if (live == 0)
-		out->health = CATS_UNHEALTHY;
-	else if (v->n_healthy == live)
-		out->health = CATS_HEALTHY;
-	else if (v->n_healthy + v->n_degraded > 0)
-		out->health = CATS_DEGRADED;
-	else if (v->n_unknown == live)
-		out->health = CATS_UNKNOWN;
-	else
-		out->health = CATS_UNHEALTHY;
+	sma_site_acc(&s->acc, v->state, v->health, v->has & VH_GAS, v->gas,
+	    v->has & VH_CT, v->ct, sign);
 }
 
 /* ---- classification ---- */
@@ -737,17 +676,7 @@ refresh_item(struct sma_uc *u, struct item *it, const struct sma_entry *e,
 static void
 head(struct sma_uc *u, struct cats_rec *r, int op, uint64_t now)
 {
-	cats_rec_init(r, CATS_T_METRIC);
-	struct cats_metric *m = &r->u.metric;
-	m->op = op;
-	m->sma_id = u->c->id;
-	m->epoch = u->epoch;
-	m->seq = ++u->seq;
-	m->ts = now;
-	m->site = u->c->site;
-	m->egress = u->c->egress;
-	if (u->c->advert_ttl_ms)
-		CATS_SET(m, MET, ttl_ms, u->c->advert_ttl_ms);
+	sma_metric_head(u->c, u->epoch, ++u->seq, op, now, r);
 }
 
 static int
@@ -1038,7 +967,7 @@ sites_commit(struct sma_uc *u, uint64_t now)
 		s->dirty = false;
 		int was = s->cur.health;
 		bool had = s->adv_valid;
-		site_view(s, &s->cur);
+		sma_site_view_of(&s->acc, &s->cur);
 		if (had && was != s->cur.health && k->control &&
 		    k->damp != SMA_DAMP_OFF &&
 		    damp_add(u, &s->d, "cs", s->cs_id, now) && !s->damped) {
@@ -1637,7 +1566,7 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 		struct site *s = get_site(u, v->cs_id);
 		if (s == NULL || !allowed(u, v->cs_id))
 			continue;
-		site_view(s, &s->cur);
+		sma_site_view_of(&s->acc, &s->cur);
 		site_map(s, &s->cur, &sites[j++]);
 		s->adv = s->cur;
 		s->adv_valid = true;
@@ -1718,7 +1647,7 @@ sma_uc_seed(struct sma_uc *u, uint64_t now)
 		}
 	}
 	for (struct site *s = u->site_head; s; s = s->next) {
-		site_view(s, &s->cur);
+		sma_site_view_of(&s->acc, &s->cur);
 		s->adv = s->cur;
 		s->adv_valid = true;
 	}
@@ -1731,18 +1660,7 @@ sma_uc_withdraw_saved(struct sma_uc *u, const struct cats_entry *e,
 {
 	struct cats_entry w;
 	struct cats_rec r;
-	memset(&w, 0, sizeof(w));
-	w.csci_id = e->csci_id;
-	w.cs_id = e->cs_id;
-	CATS_SET(&w, ENT, state, CATS_HAS(e, ENT, state) ? e->state
-	    : CATS_SCI_STALE);
-	CATS_SET(&w, ENT, health, CATS_HAS(e, ENT, health) ? e->health
-	    : CATS_UNKNOWN);
-	CATS_SET(&w, ENT, gas, 0);
-	if (CATS_HAS(e, ENT, gen))
-		CATS_SET(&w, ENT, gen, e->gen);
-	if (CATS_HAS(e, ENT, ts))
-		CATS_SET(&w, ENT, ts, e->ts);
+	sma_withdrawal_entry(e, &w);
 	head(u, &r, CATS_OP_WITHDRAW, now);
 	r.u.metric.entries.v = &w;
 	r.u.metric.entries.n = 1;
