@@ -5,40 +5,9 @@
 # instances whose SCIs report their real load to cats-sma.
 
 load helper
+load loop_helper
 
-setup_file() {
-	[ "$(id -u)" = 0 ] || return 0
-	LOOP_ID=t$$
-	export LOOP_ID
-	. "$TOP/examples/demo/loop_net.bash"
-	echo "$LOOP_ID" >"$BATS_FILE_TMPDIR/id"
-	loop_up || { loop_down; false; }
-	echo "$LOOP_DIR" >"$BATS_FILE_TMPDIR/dir"
-	loop_wait_ready 200
-}
-
-teardown_file() {
-	[ "$(id -u)" = 0 ] || return 0
-	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id" 2>/dev/null)
-	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir" 2>/dev/null)
-	. "$TOP/examples/demo/loop_net.bash"
-	loop_down
-}
-
-setup() {
-	need_root
-	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id")
-	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir")
-	export LOOP_DIR
-	. "$TOP/examples/demo/loop_net.bash"
-}
-
-# A new flow to the service is answered by instance $1 (LOOP_PORT is its
-# client port).
-best_is() {
-	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; return 1; }
-	[ "$LOOP_BODY" = "$1" ] || { echo "answered by $LOOP_BODY, not $1"; return 1; }
-}
+setup_file() { loop_file_up t; }
 
 @test "loop: the instance with the lowest latency answers; the decision says why" {
 	best_is site1-a

@@ -4,38 +4,9 @@
 # accepted data or leaving a flow half-bound.
 
 load helper
+load loop_helper
 
-setup_file() {
-	[ "$(id -u)" = 0 ] || return 0
-	LOOP_ID=r$$
-	export LOOP_ID
-	echo "$LOOP_ID" >"$BATS_FILE_TMPDIR/id"
-	. "$TOP/examples/demo/loop_net.bash"
-	loop_up || { loop_down; false; }
-	echo "$LOOP_DIR" >"$BATS_FILE_TMPDIR/dir"
-	loop_wait_ready 200
-}
-
-teardown_file() {
-	[ "$(id -u)" = 0 ] || return 0
-	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id" 2>/dev/null)
-	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir" 2>/dev/null)
-	. "$TOP/examples/demo/loop_net.bash"
-	loop_down
-}
-
-setup() {
-	need_root
-	LOOP_ID=$(cat "$BATS_FILE_TMPDIR/id")
-	LOOP_DIR=$(cat "$BATS_FILE_TMPDIR/dir")
-	export LOOP_DIR
-	. "$TOP/examples/demo/loop_net.bash"
-}
-
-best_is() {
-	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; return 1; }
-	[ "$LOOP_BODY" = "$1" ] || { echo "answered by $LOOP_BODY, not $1"; return 1; }
-}
+setup_file() { loop_file_up r; }
 
 # A new flow is answered, within $1 tenths of a second (the forwarders
 # reconnect once a second).
