@@ -28,4 +28,12 @@ void cats_clock_set(uint64_t ts_ms);
 /* A monotonic reading in nanoseconds, for measuring durations only. */
 uint64_t cats_clock_mono_ns(void);
 
+/* The next number of a seeded generator (splitmix64): reproducible runs. */
+uint64_t cats_rand_next(uint64_t *state);
+/*
+ * interval +/- jitter_ppm millionths of it, uniformly, drawn from state;
+ * at least 1.
+ */
+uint64_t cats_jitter(uint64_t interval, uint64_t jitter_ppm, uint64_t *state);
+
 #endif

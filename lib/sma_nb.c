@@ -9,6 +9,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "clock.h"
 #include "log.h"
 #include "sma_nb.h"
 #include "sma_uc.h"
@@ -62,15 +63,6 @@ struct sma_nb {
 	struct sma_nb_status st;
 };
 
-static uint64_t
-splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 uint64_t
 sma_nb_backoff(const struct sma_nb_conf *c, unsigned round, uint64_t *rng)
 {
@@ -79,10 +71,7 @@ sma_nb_backoff(const struct sma_nb_conf *c, unsigned round, uint64_t *rng)
 		d *= 2;
 	if (d > c->backoff_max_ms)
 		d = c->backoff_max_ms;
-	int64_t r = (int64_t)(splitmix(rng) % (2 * PPM + 1)) - (int64_t)PPM;
-	__int128 j = (__int128)d * (__int128)(PPM * PPM + (__int128)
-	    c->jitter_ppm * r) / (__int128)(PPM * PPM);
-	return j < 1 ? 1 : (uint64_t)j;
+	return cats_jitter(d, c->jitter_ppm, rng);
 }
 
 static struct qrec *

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "htab.h"
 #include "log.h"
 #include "sma_uc.h"
@@ -118,23 +119,11 @@ struct sma_uc {
 
 /* ---- small helpers ---- */
 
-static uint64_t
-splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 /* interval +/- jitter, uniformly. */
 static uint64_t
 jittered(struct sma_uc *u, uint64_t interval, uint64_t jitter_ppm)
 {
-	int64_t r = (int64_t)(splitmix(&u->rng) % (2 * PPM + 1)) - (int64_t)PPM;
-	__int128 d = (__int128)interval * (__int128)(PPM * PPM +
-	    (__int128)jitter_ppm * r) / (__int128)(PPM * PPM);
-	return d < 1 ? 1 : (uint64_t)d;
+	return cats_jitter(interval, jitter_ppm, &u->rng);
 }
 
 static bool

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "te_synth.h"
 
 #define SYNTH_MAX 1032575u	/* node labels stay below 2^20 */
@@ -25,11 +26,7 @@ struct gen {
 static uint64_t
 next(struct gen *g)
 {
-	/* splitmix64 */
-	uint64_t z = (g->s += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return cats_rand_next(&g->s);
 }
 
 static double
