@@ -179,18 +179,14 @@ next_nonce(struct app *a)
 	return a->nonce;
 }
 
-/* Write the batched records; -1 when the output failed. */
+/*
+ * What a send to the output stream returned: the first failure stops the
+ * loop (exit 74); above its high-water mark the inputs pause.
+ */
 static int
-flush_out(struct app *a)
+sent(struct app *a, int rc)
 {
-	if (a->obuf.len == 0 || a->outs == NULL)
-		return 0;
-	int rc = cats_stream_send(a->outs, a->obuf.p, a->obuf.len);
-	size_t recs = a->obuf_recs;
-	a->obuf.len = 0;
-	a->obuf_recs = 0;
 	if (rc < 0) {
-		a->out_failures += recs;
 		if (!a->out_broken) {
 			cats_errorx("output failed: %s", strerror(errno));
 			a->out_broken = true;
@@ -201,6 +197,21 @@ flush_out(struct app *a)
 	if (rc == 1)
 		pause_inputs(a, true);
 	return 0;
+}
+
+/* Write the batched records; -1 when the output failed. */
+static int
+flush_out(struct app *a)
+{
+	if (a->obuf.len == 0 || a->outs == NULL)
+		return 0;
+	int rc = cats_stream_send(a->outs, a->obuf.p, a->obuf.len);
+	size_t recs = a->obuf_recs;
+	a->obuf.len = 0;
+	a->obuf_recs = 0;
+	if (rc < 0)
+		a->out_failures += recs;
+	return sent(a, rc);
 }
 
 static void
@@ -240,17 +251,7 @@ emit(void *arg, const struct cats_rec *r)
 	a->enc.len = 0;
 	int rc = cats_rec_encode(r, &a->enc, true) < 0 ? -1 :
 	    cats_stream_send(a->outs, a->enc.p, a->enc.len);
-	if (rc < 0) {
-		if (!a->out_broken) {
-			cats_errorx("output failed: %s", strerror(errno));
-			a->out_broken = true;
-			stop_loop(a, CATS_EXIT_IOERR);
-		}
-		return -1;
-	}
-	if (rc == 1)
-		pause_inputs(a, true);
-	return 0;
+	return sent(a, rc);
 }
 
 static void

@@ -533,6 +533,24 @@ withdraw_event(struct sma *s, struct sma_entry *e, int reason, uint64_t now)
 	emit(s, &ev);
 }
 
+/* An SCI that now reports another CS-ID: withdrawn from the old one and
+ * moved to v as FAILED, until its report is taken again. */
+static void
+move_entry(struct sma *s, struct sma_entry *e, struct sma_svc *v, uint64_t now)
+{
+	char b[CATS_ID + 1];
+	cats_audit("move", "csci=%s from=%s to=%s", sma_safe(e->csci_id, b,
+	    sizeof(b)), e->svc->cs_id, v->cs_id);
+	account(e->svc, e, -1);
+	mark_dirty(s, e->svc);
+	if (e->state != CATS_SCI_FAILED)
+		withdraw_event(s, e, SMA_WD_MOVED, now);
+	svc_unlink(e);
+	svc_link(v, e);
+	e->state = CATS_SCI_FAILED;
+	account(v, e, 1);
+}
+
 /* Evict the least recently updated entry: a withdrawal. */
 static void
 evict_one(struct sma *s, uint64_t now)
@@ -1393,18 +1411,8 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	bool added = false;
 	struct adv old;
 	if (e != NULL && e->svc != v) {
-		/* The SCI moved to another CS-ID: withdraw it from the old. */
-		cats_audit("move", "csci=%s from=%s to=%s", sma_safe(sr->csci_id,
-		    b1, sizeof(b1)), e->svc->cs_id, v->cs_id);
-		account(e->svc, e, -1);
-		mark_dirty(s, e->svc);
-		if (e->state != CATS_SCI_FAILED)
-			withdraw_event(s, e, SMA_WD_MOVED, now);
-		svc_unlink(e);
-		svc_link(v, e);
-		e->state = CATS_SCI_FAILED;
+		move_entry(s, e, v, now);
 		e->health = CATS_UNKNOWN;
-		account(v, e, 1);
 	}
 	if (e == NULL) {
 		if (s->n >= c->max_entries)
@@ -1806,18 +1814,8 @@ sma_import(struct sma *s, const struct cats_entry *ce, const char *site,
 		return -1;
 	s->st.reports++;
 	bool added = false;
-	if (e != NULL && e->svc != v) {
-		cats_audit("move", "csci=%s from=%s to=%s", sma_safe(ce->csci_id,
-		    b, sizeof(b)), e->svc->cs_id, v->cs_id);
-		account(e->svc, e, -1);
-		mark_dirty(s, e->svc);
-		if (e->state != CATS_SCI_FAILED)
-			withdraw_event(s, e, SMA_WD_MOVED, now);
-		svc_unlink(e);
-		svc_link(v, e);
-		e->state = CATS_SCI_FAILED;
-		account(v, e, 1);
-	}
+	if (e != NULL && e->svc != v)
+		move_entry(s, e, v, now);
 	if (e == NULL) {
 		if (s->n >= s->c->max_entries)
 			evict_one(s, now);
