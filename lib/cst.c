@@ -447,6 +447,7 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 		e->egress = egress ? e->egress_buf : NULL;
 		cats_strlcpy(e->egress_buf, egress ? egress : "",
 		    sizeof(e->egress_buf));
+		e->egress_h = egress ? cats_hash_str(e->egress_buf) : 0;
 	}
 	e->epoch = m->epoch;
 	e->base = c->base;

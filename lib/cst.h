@@ -49,6 +49,7 @@ struct cats_cst_entry {
 	char *sma_id;		/* C-SMA owning the entry */
 	char *site;		/* of the advertisement, may be NULL */
 	char *egress;		/* egress node of the site, may be NULL */
+	uint64_t egress_h;	/* cats_hash_str(egress), 0 without one */
 	uint64_t epoch;		/* C-SMA epoch that last wrote it */
 	/* Metrics; presence bits are CATS_ENT_* of struct cats_entry. */
 	uint64_t has;

@@ -44,6 +44,36 @@ cats_hash_pair(const char *a, const char *b)
 	return cats_hash(buf, x + y + 1);
 }
 
+uint64_t
+cats_fnv1a(const char *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+uint64_t
+cats_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	x ^= x >> 31;
+	return x;
+}
+
+uint64_t
+cats_hash_join(uint64_t ha, uint64_t hb)
+{
+	/* Asymmetric, so that (a, b) and (b, a) differ. */
+	uint64_t h = cats_mix64(ha ^ cats_mix64(hb + UINT64_C(0x9e3779b97f4a7c15)));
+	return h ? h : 1;
+}
+
 void *
 cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key)

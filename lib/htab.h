@@ -25,10 +25,21 @@ struct cats_htab {
 
 typedef bool (*cats_eq_fn)(const void *item, const void *key);
 
+/* A 64-bit FNV-1a hash and the SplitMix64 finalizer: stable across runs
+ * (unlike cats_hash, keyed per process), for seeded choices. */
+uint64_t cats_fnv1a(const char *s);
+uint64_t cats_mix64(uint64_t x);
+
 uint64_t cats_hash(const void *p, size_t n);
 uint64_t cats_hash_str(const char *s);
 /* A key of two strings (a, b): the hash of "a\0b". */
 uint64_t cats_hash_pair(const char *a, const char *b);
+/*
+ * A key of two strings from their cats_hash_str values: for callers that
+ * keep those at hand (no strings read, no SipHash run); as unpredictable
+ * as its inputs, which are keyed.  Not interchangeable with cats_hash_pair.
+ */
+uint64_t cats_hash_join(uint64_t ha, uint64_t hb);
 
 void *cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);

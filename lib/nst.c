@@ -49,15 +49,16 @@ cats_nst_lookup(const struct cats_nst *n, const char *headend,
 
 void
 cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
-    const char *const *egress, size_t k, uint64_t now,
-    struct cats_nst_path *out)
+    uint64_t headend_h, const char *const *egress, const uint64_t *egress_h,
+    size_t k, uint64_t now, struct cats_nst_path *out)
 {
 	if (n->n == 0 || n->p[0].ops->lookup_many == NULL) {
 		for (size_t i = 0; i < k; i++)
 			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
 		return;
 	}
-	n->p[0].ops->lookup_many(n->p[0].ctx, headend, egress, k, now, out);
+	n->p[0].ops->lookup_many(n->p[0].ctx, headend, headend_h, egress,
+	    egress_h, k, now, out);
 	for (size_t i = 0; i < k; i++) {
 		if (out[i].provider == NULL)
 			out[i].provider = n->p[0].ops->name;
@@ -144,6 +145,14 @@ eq_path(const void *item, const void *key)
 	return strcmp(p->src, k->src) == 0 && strcmp(p->dst, k->dst) == 0;
 }
 
+/* A path's key: joined from the names' hashes, which lookup_many's callers
+ * keep, so that a batch of lookups hashes no string. */
+static uint64_t
+path_hash(const char *src, const char *dst)
+{
+	return cats_hash_join(cats_hash_str(src), cats_hash_str(dst));
+}
+
 struct cats_nst_rec *
 cats_nst_rec_new(uint64_t default_ttl_ms, size_t max_paths)
 {
@@ -194,7 +203,7 @@ cats_nst_rec_apply(struct cats_nst_rec *r, const struct cats_net *m,
 	if (m->scope != CATS_NET_PATH)
 		return 0;
 	struct pkey k = { m->src, m->dst };
-	uint64_t h = cats_hash_pair(m->src, m->dst);
+	uint64_t h = path_hash(m->src, m->dst);
 	struct rpath *p = cats_htab_get(&r->t, h, eq_path, &k);
 	bool has_gen = CATS_HAS(m, NET, gen);
 	if (p != NULL) {
@@ -270,7 +279,7 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
     struct cats_nst_path *out)
 {
 	const struct cats_nst_rec *r = ctx;
-	return rec_find(r, cats_hash_pair(headend, egress), headend, egress,
+	return rec_find(r, path_hash(headend, egress), headend, egress,
 	    now, out);
 }
 
@@ -283,8 +292,9 @@ rec_lookup(void *ctx, const char *headend, const char *egress, uint64_t now,
  * all but a collision), then look each up with the lines on their way.
  */
 static void
-rec_lookup_many(void *ctx, const char *headend, const char *const *egress,
-    size_t n, uint64_t now, struct cats_nst_path *out)
+rec_lookup_many(void *ctx, const char *headend, uint64_t headend_h,
+    const char *const *egress, const uint64_t *egress_h, size_t n,
+    uint64_t now, struct cats_nst_path *out)
 {
 	const struct cats_nst_rec *r = ctx;
 	uint64_t h[BATCH];
@@ -292,7 +302,7 @@ rec_lookup_many(void *ctx, const char *headend, const char *const *egress,
 		size_t m = n - b < BATCH ? n - b : BATCH;
 		size_t mask = r->t.cap ? r->t.cap - 1 : 0;
 		for (size_t i = 0; i < m; i++) {
-			h[i] = cats_hash_pair(headend, egress[b + i]);
+			h[i] = cats_hash_join(headend_h, egress_h[b + i]);
 			if (r->t.cap)
 				__builtin_prefetch(&r->t.s[h[i] & mask]);
 		}
@@ -394,7 +404,7 @@ rec_expire(void *ctx, uint64_t now, uint64_t grace_ms)
 	    path_dead, &pg, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct pkey k = { dead[i]->src, dead[i]->dst };
-		cats_htab_del(&r->t, cats_hash_pair(k.src, k.dst), eq_path, &k);
+		cats_htab_del(&r->t, path_hash(k.src, k.dst), eq_path, &k);
 		free_path(dead[i]);
 		r->n--;
 	}

@@ -67,11 +67,12 @@ struct cats_nst_provider {
 	/*
 	 * Optional: lookup for each of n egresses at once (out[i] as lookup
 	 * would fill it, status in out[i].status), so that the provider can
-	 * overlap their memory accesses.
+	 * overlap their memory accesses; the names come with their
+	 * cats_hash_str values.
 	 */
-	void (*lookup_many)(void *ctx, const char *headend,
-	    const char *const *egress, size_t n, uint64_t now,
-	    struct cats_nst_path *out);
+	void (*lookup_many)(void *ctx, const char *headend, uint64_t headend_h,
+	    const char *const *egress, const uint64_t *egress_h, size_t n,
+	    uint64_t now, struct cats_nst_path *out);
 };
 
 #define CATS_NST_MAX_PROVIDERS 4
@@ -94,11 +95,12 @@ int cats_nst_lookup(const struct cats_nst *n, const char *headend,
 /*
  * cats_nst_lookup for each of n egresses from one headend: out[i] and its
  * status as cats_nst_lookup(headend, egress[i]) gives them, faster where a
- * provider has lookup_many.
+ * provider has lookup_many.  headend_h and egress_h[i] are the names'
+ * cats_hash_str values, which the caller keeps (the CST has them).
  */
 void cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
-    const char *const *egress, size_t k, uint64_t now,
-    struct cats_nst_path *out);
+    uint64_t headend_h, const char *const *egress, const uint64_t *egress_h,
+    size_t k, uint64_t now, struct cats_nst_path *out);
 /* The NST generation: the sum of the providers' generations. */
 uint64_t cats_nst_gen(const struct cats_nst *n);
 int cats_nst_dump(const struct cats_nst *n, uint64_t now,

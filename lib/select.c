@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "htab.h"
 #include "log.h"
 #include "select.h"
@@ -32,6 +33,7 @@ const char *const cats_precedence_names[] = { "reject", "explicit", "address",
 
 struct fwd {
 	char *id;
+	uint64_t h;		/* cats_hash_str(id) */
 	bool configured;
 	bool has_uid;
 	uint32_t uid;
@@ -139,41 +141,11 @@ cats_sel_conf_init(struct cats_sel_conf *c)
 	c->window_ms = 30000;
 }
 
-uint64_t
-cats_fnv1a(const char *s)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-	for (; *s; s++) {
-		h ^= (uint8_t)*s;
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
-
-uint64_t
-cats_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= UINT64_C(0xbf58476d1ce4e5b9);
-	x ^= x >> 27;
-	x *= UINT64_C(0x94d049bb133111eb);
-	x ^= x >> 31;
-	return x;
-}
-
-/* SplitMix64: the next number of a seeded sequence. */
-static uint64_t
-rng_next(uint64_t *st)
-{
-	*st += UINT64_C(0x9e3779b97f4a7c15);
-	return cats_mix64(*st);
-}
-
 /* Uniform in [0, n) (n > 0), by multiply-shift. */
 static uint64_t
 rng_below(uint64_t *st, uint64_t n)
 {
-	return (uint64_t)(((unsigned __int128)rng_next(st) * n) >> 64);
+	return (uint64_t)(((unsigned __int128)cats_rand_next(st) * n) >> 64);
 }
 
 static bool
@@ -270,6 +242,7 @@ get_fwd(struct cats_sel *s, const char *id, bool create)
 		free(f);
 		return NULL;
 	}
+	f->h = h;
 	s->nfwds++;
 	return f;
 }
@@ -718,7 +691,7 @@ eval_cst(struct rctx *c, struct cats_cst_entry *e, const struct eopts *o)
 static bool
 at_ingress(const struct rctx *c, const struct cats_cst_entry *e)
 {
-	return strcmp(e->egress, c->rq->ingress) == 0;
+	return e->egress_h == c->fwd->h && strcmp(e->egress, c->fwd->id) == 0;
 }
 
 static int
@@ -1020,6 +993,7 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	int why[CHUNK];
 	bool near[CHUNK];	/* at the ingress: no NST lookup */
 	const char *eg[CHUNK];
+	uint64_t egh[CHUNK];
 	struct cats_nst_path path[CHUNK];
 	fetch_entries(v, 0, n < CHUNK ? n : CHUNK);
 	for (size_t b = 0; b < n; b += CHUNK) {
@@ -1031,12 +1005,14 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 			    strcmp(e->csci_id, o->only) != 0 ? -1 :
 			    eval_cst(c, e, o);
 			near[i] = why[i] == CATS_REJ_OK && at_ingress(c, e);
-			if (why[i] == CATS_REJ_OK && !near[i])
+			if (why[i] == CATS_REJ_OK && !near[i]) {
+				egh[k] = e->egress_h;
 				eg[k++] = e->egress;
+			}
 		}
 		if (k > 0)
-			cats_nst_lookup_many(s->nst, c->rq->ingress, eg, k,
-			    c->now, path);
+			cats_nst_lookup_many(s->nst, c->fwd->id, c->fwd->h,
+			    eg, egh, k, c->now, path);
 		k = 0;
 		for (size_t i = 0; i < m; i++) {
 			struct cats_cst_entry *e = v[b + i];

@@ -34,6 +34,7 @@
 
 #include "crypto.h"
 #include "cst.h"
+#include "htab.h"
 #include "nst.h"
 #include "svc.h"
 
@@ -179,9 +180,5 @@ void cats_sel_malformed(struct cats_sel *s, const struct cats_err *e,
 
 const struct cats_sel_counters *cats_sel_counters(const struct cats_sel *s);
 
-/* A 64-bit FNV-1a hash and the SplitMix64 finalizer: stable across runs
- * (unlike cats_hash, keyed per process), for seeded choices. */
-uint64_t cats_fnv1a(const char *s);
-uint64_t cats_mix64(uint64_t x);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "htab.h"
 #include "json.h"
 #include "nst.h"
 #include "t.h"
@@ -150,11 +151,15 @@ main(void)
 
 	/* A batch answers as the lookups one by one (20: more than a batch). */
 	const char *eg[20];
+	uint64_t egh[20];
 	struct cats_nst_path many[20], one;
 	static const char *const pool[] = { "EF-1", "EF-2", "EF-9", "EF-7" };
-	for (int i = 0; i < 20; i++)
+	for (int i = 0; i < 20; i++) {
 		eg[i] = pool[(i * 7) % 4];
-	cats_nst_lookup_many(&n, "IF-1", eg, 20, 8000, many);
+		egh[i] = cats_hash_str(eg[i]);
+	}
+	cats_nst_lookup_many(&n, "IF-1", cats_hash_str("IF-1"), eg, egh, 20,
+	    8000, many);
 	bool same = true;
 	for (int i = 0; i < 20; i++) {
 		int st = cats_nst_lookup(&n, "IF-1", eg[i], 8000, &one);
