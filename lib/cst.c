@@ -674,10 +674,10 @@ cats_cst_expire(struct cats_cst *t, uint64_t now, uint64_t grace_ms)
 
 size_t
 cats_cst_candidates(const struct cats_cst *t, const char *cs_id,
-    struct cats_cst_entry *const **v, uint64_t *gen)
+    uint64_t cs_h, struct cats_cst_entry *const **v, uint64_t *gen)
 {
-	const struct bucket *b = cats_htab_get(&t->bycs, cats_hash_str(cs_id),
-	    eq_bucket, cs_id);
+	const struct bucket *b = cats_htab_get(&t->bycs, cs_h, eq_bucket,
+	    cs_id);
 	if (b == NULL) {
 		*v = NULL;
 		*gen = 0;
@@ -693,7 +693,7 @@ cats_cst_lookup(const struct cats_cst *t, const char *cs_id,
     struct cats_cst_entry *const **v)
 {
 	uint64_t gen;
-	return cats_cst_candidates(t, cs_id, v, &gen);
+	return cats_cst_candidates(t, cs_id, cats_hash_str(cs_id), v, &gen);
 }
 
 const struct cats_cst_entry *

@@ -136,10 +136,11 @@ size_t cats_cst_lookup(const struct cats_cst *t, const char *cs_id,
 /*
  * The same, with the CS-ID's generation: it changes whenever an entry of
  * the CS-ID is inserted, updated or removed (not on refresh), and never
- * repeats, so that a cache of per-CS-ID results can check it.
+ * repeats, so that a cache of per-CS-ID results can check it.  cs_h is
+ * cats_hash_str(cs_id), which the service catalogue keeps (cats_svc.cs_h).
  */
 size_t cats_cst_candidates(const struct cats_cst *t, const char *cs_id,
-    struct cats_cst_entry *const **v, uint64_t *gen);
+    uint64_t cs_h, struct cats_cst_entry *const **v, uint64_t *gen);
 const struct cats_cst_entry *cats_cst_get(const struct cats_cst *t,
     const char *cs_id, const char *csci_id);
 /* A C-SMA's position (epoch, sequence); false if it never advertised. */

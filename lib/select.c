@@ -93,6 +93,7 @@ struct cand {
 struct ekey {
 	const struct cats_svc *svc;
 	const struct fwd *headend;
+	uint64_t own;		/* 1: the request brought constraints */
 	uint64_t has;
 	uint64_t v[7];
 };
@@ -858,13 +859,20 @@ reason_code(int furthest)
 	}
 }
 
-static void
+/*
+ * The key of the request's eligibility and its hash.  Without constraints
+ * of its own the key is the pair (service, forwarder), both configured or
+ * authenticated, and its hash joins their names' (keyed) hashes; values a
+ * request brings are hashed whole.
+ */
+static uint64_t
 ekey_make(const struct rctx *c, struct ekey *k)
 {
 	const struct cats_constraints *x = &c->con;
 	memset(k, 0, sizeof(*k));
 	k->svc = c->svc;
 	k->headend = c->fwd;
+	k->own = CATS_HAS(c->rq, REQ, constraints);
 	k->has = x->has & ELIG_CON;
 #define K(i, f) if (CATS_HAS(x, CON, f)) k->v[i] = x->f;
 	K(0, max_delay_us)
@@ -875,6 +883,8 @@ ekey_make(const struct rctx *c, struct ekey *k)
 	K(5, min_bw)
 	K(6, max_hops)
 #undef K
+	return k->own ? cats_hash(k, sizeof(*k)) :
+	    cats_hash_join(c->svc->cs_h, c->fwd->h);
 }
 
 static bool
@@ -945,7 +955,8 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	struct cats_sel *s = c->s;
 	struct cats_cst_entry *const *v;
 	uint64_t bgen, ngen = 0;
-	size_t n = cats_cst_candidates(s->cst, c->svc->cs_id, &v, &bgen);
+	size_t n = cats_cst_candidates(s->cst, c->svc->cs_id, c->svc->cs_h, &v,
+	    &bgen);
 	bool cacheable = o->count && o->only == NULL && o->stale_ms == 0 &&
 	    o->relax == 0 && !s->conf.no_cache;
 	struct eslot *slot = NULL;
@@ -957,8 +968,7 @@ select_pass(struct rctx *c, const struct eopts *o, struct cand *best,
 	if (cacheable) {
 		struct ekey key;
 		ngen = cats_nst_gen(s->nst);
-		ekey_make(c, &key);
-		slot = cache_slot(s, &key, cats_hash(&key, sizeof(key)));
+		slot = cache_slot(s, &key, ekey_make(c, &key));
 		if (slot != NULL && slot->memo_epoch == s->memo_epoch &&
 		    slot->bgen == bgen && slot->ngen == ngen &&
 		    c->now < slot->until) {

@@ -263,6 +263,7 @@ build(const struct cats_service *r, struct cats_err *err)
 	s->version = r->version;
 	if ((s->cs_id = strdup(r->cs_id)) == NULL)
 		goto oom;
+	s->cs_h = cats_hash_str(s->cs_id);
 	if (r->tenant && (s->tenant = strdup(r->tenant)) == NULL)
 		goto oom;
 	if (r->addresses.n > 0) {

@@ -66,6 +66,7 @@ struct cats_svc_addr {
 
 struct cats_svc {
 	char *cs_id;
+	uint64_t cs_h;		/* cats_hash_str(cs_id), for the CST's lookups */
 	uint64_t version;
 	uint64_t has;		/* optional fields present: CATS_SVC_* bits */
 	char *tenant;		/* NULL: every tenant */
