@@ -74,21 +74,6 @@ cats_hash_join(uint64_t ha, uint64_t hb)
 	return h ? h : 1;
 }
 
-void *
-cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
-    const void *key)
-{
-	if (t->cap == 0)
-		return NULL;
-	size_t mask = t->cap - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		if (t->s[i].h == 0)
-			return NULL;
-		if (t->s[i].h == h && eq(t->s[i].item, key))
-			return t->s[i].item;
-	}
-}
-
 static int
 grow(struct cats_htab *t)
 {

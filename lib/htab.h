@@ -41,8 +41,24 @@ uint64_t cats_hash_pair(const char *a, const char *b);
  */
 uint64_t cats_hash_join(uint64_t ha, uint64_t hb);
 
-void *cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
-    const void *key);
+/*
+ * The item with this key, or NULL.  Inline, so that the equality test of
+ * each caller is inlined too: every lookup of a hot path goes through here.
+ */
+static inline void *
+cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
+    const void *key)
+{
+	if (t->cap == 0)
+		return NULL;
+	size_t mask = t->cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (t->s[i].h == 0)
+			return NULL;
+		if (t->s[i].h == h && eq(t->s[i].item, key))
+			return t->s[i].item;
+	}
+}
 /* Insert an item whose key is not in the table; -1 on allocation failure. */
 int cats_htab_put(struct cats_htab *t, uint64_t h, void *item);
 /* Remove and return the item with this key, or NULL. */
