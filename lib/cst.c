@@ -15,10 +15,12 @@ struct plist {
 	size_t n, cap;
 };
 
+/* The CS-ID follows the header, so that a lookup's compare reads the
+ * bucket's own line. */
 struct bucket {
-	char *cs_id;
 	struct plist l;
 	uint64_t gen;		/* changes with any entry of the CS-ID */
+	char cs_id[];
 };
 
 struct sma {
@@ -139,7 +141,6 @@ free_entry(struct cats_cst_entry *e)
 {
 	free_ext(e);
 	free(e->cs_id);
-	free(e->csci_id);
 	free(e->sma_id);
 	free(e->site);
 	free(e);
@@ -156,7 +157,6 @@ cats_cst_free(struct cats_cst *t)
 	for (size_t i = 0; i < t->bycs.cap; i++) {
 		if (t->bycs.s[i].h) {
 			struct bucket *b = t->bycs.s[i].item;
-			free(b->cs_id);
 			free(b->l.v);
 			free(b);
 		}
@@ -182,11 +182,11 @@ get_bucket(struct cats_cst *t, const char *cs_id, bool create)
 	struct bucket *b = cats_htab_get(&t->bycs, h, eq_bucket, cs_id);
 	if (b != NULL || !create)
 		return b;
-	if ((b = calloc(1, sizeof(*b))) == NULL ||
-	    (b->cs_id = strdup(cs_id)) == NULL ||
-	    cats_htab_put(&t->bycs, h, b) < 0) {
-		if (b)
-			free(b->cs_id);
+	size_t n = strlen(cs_id) + 1;
+	if ((b = calloc(1, sizeof(*b) + n)) == NULL)
+		return NULL;
+	memcpy(b->cs_id, cs_id, n);
+	if (cats_htab_put(&t->bycs, h, b) < 0) {
 		free(b);
 		return NULL;
 	}
@@ -226,7 +226,6 @@ remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 		if (b->l.n == 0) {
 			cats_htab_del(&t->bycs, cats_hash_str(b->cs_id),
 			    eq_bucket, b->cs_id);
-			free(b->cs_id);
 			free(b->l.v);
 			free(b);
 		}
@@ -411,10 +410,13 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 		struct bucket *b = get_bucket(t, in->cs_id, true);
 		if (b == NULL || reserve(&b->l) < 0)
 			return -1;
-		if ((e = calloc(1, sizeof(*e))) == NULL)
+		/* The CSCI-ID, the key, never changes: it follows the
+		 * entry, near egress_buf, which a decision reads too. */
+		size_t ln = strlen(in->csci_id) + 1;
+		if ((e = calloc(1, sizeof(*e) + ln)) == NULL)
 			return -1;
+		e->csci_id = memcpy((char *)(e + 1), in->csci_id, ln);
 		if ((e->cs_id = strdup(in->cs_id)) == NULL ||
-		    (e->csci_id = strdup(in->csci_id)) == NULL ||
 		    (e->sma_id = strdup(c->s->id)) == NULL ||
 		    cats_htab_put(&t->byk, h, e) < 0) {
 			free_entry(e);
