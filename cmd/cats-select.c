@@ -604,6 +604,7 @@ handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
 	struct cats_rec r;
 	struct cats_err e;
 	const char *where = c ? "forwarder" : "input";
+	cats_tool_hugepages();
 	memset(&e, 0, sizeof(e));
 	a->records++;
 	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
@@ -925,6 +926,7 @@ static int
 load_rec(struct app *a, const struct cats_rec *r, int type, uint64_t index,
     const char *path, struct cats_svc_cat *cat)
 {
+	cats_tool_hugepages();
 	if ((int)r->type != type) {
 		cats_errorx("%s: record %" PRIu64 ": a %s record, expected %s",
 		    path, index, cats_type_name(r->type), cats_type_name(type));
@@ -1640,6 +1642,7 @@ run(struct app *a, int argc, char **argv)
 		}
 		cats_nst_tedb_set(a->tedb, a->te);
 	}
+	cats_tool_hugepages();
 	a->sel = cats_sel_new(&o->sel, a->cat, a->cst, &a->nst);
 	if (a->sel == NULL || setup_forwarders(a) < 0) {
 		cats_errorx("out of memory");

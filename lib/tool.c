@@ -1,9 +1,14 @@
 /*
  * tool.c - shared start-up of the cats tools.
  */
+#include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "crypto.h"
 #include "log.h"
@@ -18,6 +23,35 @@ cats_tool_init(const char *argv0)
 		cats_errorx("cannot initialise libsodium");
 		exit(CATS_EXIT_FAIL);
 	}
+}
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#define HEAP_STEP (64 << 20)
+
+void
+cats_tool_hugepages(void)
+{
+	static int state;	/* 0 unset, 1 on, -1 off */
+	static uintptr_t done;	/* the heap is advised up to here */
+	if (state == 0) {
+		const char *v = getenv("CATS_HUGEPAGES");
+		state = v != NULL && strcmp(v, "0") == 0 ? -1 : 1;
+		if (state < 0)
+			return;
+		mallopt(M_TOP_PAD, HEAP_STEP);
+		/* Tables' arrays on the heap too, not in mmap'd chunks. */
+		mallopt(M_MMAP_THRESHOLD, HEAP_STEP / 2);
+		done = ((uintptr_t)sbrk(0) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+		free(malloc(1));	/* the first step of growth */
+	}
+	if (state < 0)
+		return;
+	uintptr_t top = (uintptr_t)sbrk(0) & ~(HUGE_PAGE - 1);
+	if (top <= done)
+		return;
+	/* An error (no THP, old kernel) only means small pages. */
+	(void)madvise((void *)done, top - done, MADV_HUGEPAGE);
+	done = top;
 }
 
 void

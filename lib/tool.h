@@ -11,6 +11,17 @@
  * return, not a death), initialise libsodium.  Exits 1 if that fails.
  */
 void cats_tool_init(const char *argv0);
+/*
+ * Back the heap with transparent huge pages (MADV_HUGEPAGE), as glibc's
+ * glibc.malloc.hugetlb=1 tunable would: the large tables (CST, NST,
+ * bindings) are read in random order, and on a virtual machine each TLB
+ * miss walks two page tables.  The first call makes the heap grow in steps
+ * of 64 MiB; each later call advises what the heap grew by since (a
+ * compare when it did not), so that a tool calls it as it loads and runs.
+ * CATS_HUGEPAGES=0 in the environment turns it off; where the kernel has no
+ * THP the advice is ignored.
+ */
+void cats_tool_hugepages(void);
 /* "TOOL (cats) VERSION" on stdout. */
 void cats_tool_version(void);
 /* Fill r as a stats record from name/value pairs. */
