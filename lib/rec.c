@@ -190,7 +190,12 @@ check_binding(const void *p, struct cats_err *e)
 #define CATS_X_BY_HAS(P, fname, K, ...) \
 	| ((uint64_t)CATS_BY_HAS_##K << CATS_##P##_##fname)
 
+#define CATS_X_NAME_OVER(P, fname, ...) \
+	+ (sizeof(#fname) > CATS_FIELD_NAME)
+
 #define CATS_SCHEMA(var, P, label, chk, dc) \
+	_Static_assert((0 CATS_##P##_FIELDS(CATS_X_NAME_OVER)) == 0, \
+	    "a field name of " label " is over 15 characters"); \
 	static const struct cats_field var##_fields[] = { \
 		CATS_##P##_FIELDS(CATS_X_FIELD) }; \
 	const struct cats_schema var = { label, sizeof(CATS_STRUCT_##P), \
@@ -1252,6 +1257,20 @@ enc_addr(struct cats_buf *b, const struct cats_ip *ip)
 static int enc_map(struct cats_buf *b, const struct cats_schema *s,
     const void *in, const struct cats_rec *rec, bool with_auth);
 
+/* A field's name as a map key: a one-byte head (names are under 24
+ * characters) and the padded name, copied whole. */
+static inline int
+enc_key(struct cats_buf *b, const struct cats_field *f)
+{
+	if (room_for(b, 1 + CATS_FIELD_NAME) < 0)
+		return -1;
+	uint8_t *p = b->p + b->len;
+	p[0] = (uint8_t)(0x60 | f->namelen);
+	memcpy(p + 1, f->name, CATS_FIELD_NAME);
+	b->len += 1 + (size_t)f->namelen;
+	return 0;
+}
+
 /*
  * Is field f of the struct at base present (to be encoded)?  For the kinds
  * not in schema.by_has: a pointer, an address family, a count.
@@ -1381,7 +1400,7 @@ enc_map(struct cats_buf *b, const struct cats_schema *s, const void *in,
 	for (; present != 0; present &= present - 1) {
 		const struct cats_field *f =
 		    &s->fields[__builtin_ctzll(present)];
-		if (enc_text(b, f->name, f->namelen) < 0 || enc_field(b, f, in) < 0)
+		if (enc_key(b, f) < 0 || enc_field(b, f, in) < 0)
 			return -1;
 	}
 	if (auth && (enc_text(b, "auth", 4) < 0 || enc_auth(b, &rec->auth) < 0))

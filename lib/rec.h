@@ -492,8 +492,12 @@ CATS_DEFINE(cats_stats, STS)
 
 struct cats_schema;
 
+/* A field name's room: at most 15 characters and the NUL, padded with
+ * zeros, so that the encoder copies a key in one fixed-size move. */
+#define CATS_FIELD_NAME 16
+
 struct cats_field {
-	const char *name;
+	char name[CATS_FIELD_NAME];
 	uint8_t namelen;
 	uint8_t kind;		/* enum cats_fkind */
 	uint8_t required;
