@@ -47,24 +47,60 @@ cats_nst_lookup(const struct cats_nst *n, const char *headend,
 	return out->status = CATS_NST_UNKNOWN;
 }
 
+/* Up to this many egresses go to a provider at once. */
+#define MANY 32
+
 void
 cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
     uint64_t headend_h, const char *const *egress, const uint64_t *egress_h,
     size_t k, uint64_t now, struct cats_nst_path *out)
 {
-	if (n->n == 0 || n->p[0].ops->lookup_many == NULL) {
-		for (size_t i = 0; i < k; i++)
-			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
-		return;
-	}
-	n->p[0].ops->lookup_many(n->p[0].ctx, headend, headend_h, egress,
-	    egress_h, k, now, out);
-	for (size_t i = 0; i < k; i++) {
-		if (out[i].provider == NULL)
-			out[i].provider = n->p[0].ops->name;
-		/* What the first provider does not know, the others may. */
-		if (out[i].status == CATS_NST_UNKNOWN && n->n > 1)
-			cats_nst_lookup(n, headend, egress[i], now, &out[i]);
+	for (size_t b = 0; b < k; b += MANY) {
+		size_t m = k - b < MANY ? k - b : MANY;
+		/* The egresses not known yet: all of them at first. */
+		size_t idx[MANY], left = m;
+		for (size_t i = 0; i < m; i++)
+			idx[i] = b + i;
+		/*
+		 * Provider by provider, as cats_nst_lookup asks them, each on
+		 * what the ones before did not know, in one batch where it can.
+		 */
+		for (size_t p = 0; p < n->n && left > 0; p++) {
+			const struct cats_nst_provider *ops = n->p[p].ops;
+			const char *eg[MANY];
+			uint64_t egh[MANY];
+			struct cats_nst_path got[MANY];
+			for (size_t i = 0; i < left; i++) {
+				eg[i] = egress[idx[i]];
+				egh[i] = egress_h[idx[i]];
+			}
+			if (ops->lookup_many != NULL) {
+				ops->lookup_many(n->p[p].ctx, headend, headend_h,
+				    eg, egh, left, now, got);
+			} else {
+				for (size_t i = 0; i < left; i++) {
+					memset(&got[i], 0, sizeof(got[i]));
+					got[i].status = ops->lookup(n->p[p].ctx,
+					    headend, eg[i], now, &got[i]);
+				}
+			}
+			size_t still = 0;
+			for (size_t i = 0; i < left; i++) {
+				if (got[i].status == CATS_NST_UNKNOWN) {
+					idx[still++] = idx[i];
+					continue;
+				}
+				if (got[i].provider == NULL)
+					got[i].provider = ops->name;
+				out[idx[i]] = got[i];
+			}
+			left = still;
+		}
+		/* What none knows reads as cats_nst_lookup leaves it. */
+		for (size_t i = 0; i < left; i++) {
+			memset(&out[idx[i]], 0, sizeof(out[idx[i]]));
+			out[idx[i]].status = CATS_NST_UNKNOWN;
+		}
 	}
 }
 

@@ -63,13 +63,21 @@ id_eq(const void *item, const void *key)
 	return strncmp(s, k->s, k->n) == 0 && s[k->n] == '\0';
 }
 
+/* Index of the id s[0..n) hashed as h (cats_hash(s, n)). */
+static uint32_t
+id_find_h(const struct cats_htab *t, const char *const *pool,
+    const uint32_t *const *off, const char *s, size_t n, uint64_t h)
+{
+	struct idkey k = { pool, off, s, n };
+	void *it = cats_htab_get(t, h, id_eq, &k);
+	return it ? (uint32_t)((uintptr_t)it - 1) : CATS_TE_NONE;
+}
+
 static uint32_t
 id_find(const struct cats_htab *t, const char *const *pool,
     const uint32_t *const *off, const char *s, size_t n)
 {
-	struct idkey k = { pool, off, s, n };
-	void *it = cats_htab_get(t, cats_hash(s, n), id_eq, &k);
-	return it ? (uint32_t)((uintptr_t)it - 1) : CATS_TE_NONE;
+	return id_find_h(t, pool, off, s, n, cats_hash(s, n));
 }
 
 /* An id is 1..128 bytes of UTF-8 without control characters. */
@@ -886,6 +894,14 @@ uint32_t
 cats_te_node(const struct cats_te *te, const char *id)
 {
 	return cats_te_node_n(te, id, strlen(id));
+}
+
+uint32_t
+cats_te_node_h(const struct cats_te *te, const char *id, uint64_t h)
+{
+	const char *pool = te->names;
+	const uint32_t *off = te->name_off;
+	return id_find_h(te->node_ids, &pool, &off, id, strlen(id), h);
 }
 
 const char *

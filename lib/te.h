@@ -85,6 +85,8 @@ uint32_t cats_te_links(const struct cats_te *te);
 /* Node index of an id, or CATS_TE_NONE. */
 uint32_t cats_te_node(const struct cats_te *te, const char *id);
 uint32_t cats_te_node_n(const struct cats_te *te, const char *id, size_t n);
+/* The same, with cats_hash_str(id) at hand (the CST keeps its egresses'). */
+uint32_t cats_te_node_h(const struct cats_te *te, const char *id, uint64_t h);
 const char *cats_te_node_id(const struct cats_te *te, uint32_t v);
 /* Link index of a link id, or CATS_TE_NONE. */
 uint32_t cats_te_link(const struct cats_te *te, const char *id);

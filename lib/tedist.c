@@ -117,10 +117,9 @@ lookup(struct cats_tedist *c, const struct cats_te *te, uint32_t h, int metric)
 }
 
 static int
-fill(const struct nst_entry *e, const struct cats_te *te, const char *egress,
+fill(const struct nst_entry *e, const struct cats_te *te, uint32_t v,
     struct cats_tedist_dist *out)
 {
-	uint32_t v = cats_te_node(te, egress);
 	memset(out, 0, sizeof(*out));
 	if (v == CATS_TE_NONE)
 		return CATS_TEDIST_NO_EGRESS;
@@ -144,13 +143,13 @@ cats_tedist_get(struct cats_tedist *c, const struct cats_te *te, const char *hea
 	struct nst_entry *e = lookup(c, te, h, metric);
 	if (e == NULL)
 		return CATS_TEDIST_NOMEM;
-	return fill(e, te, egress, out);
+	return fill(e, te, cats_te_node(te, egress), out);
 }
 
 int
 cats_tedist_get_many(struct cats_tedist *c, const struct cats_te *te,
-    const char *headend, const char *const *egress, size_t n, int metric,
-    struct cats_tedist_dist *out, int *status)
+    const char *headend, const char *const *egress, const uint64_t *egress_h,
+    size_t n, int metric, struct cats_tedist_dist *out, int *status)
 {
 	uint32_t h = cats_te_node(te, headend);
 	if (h == CATS_TE_NONE)
@@ -160,7 +159,9 @@ cats_tedist_get_many(struct cats_tedist *c, const struct cats_te *te,
 		return -1;
 	int ok = 0;
 	for (size_t i = 0; i < n; i++) {
-		status[i] = fill(e, te, egress[i], &out[i]);
+		uint32_t v = egress_h != NULL ? cats_te_node_h(te, egress[i],
+		    egress_h[i]) : cats_te_node(te, egress[i]);
+		status[i] = fill(e, te, v, &out[i]);
 		ok += status[i] == CATS_TEDIST_OK;
 	}
 	return ok;

@@ -65,10 +65,11 @@ int cats_tedist_get(struct cats_tedist *nst, const struct cats_te *te,
 
 /* The same for n egresses at once (one run); returns the number of
  * egresses with CATS_TEDIST_OK, or -1 when the headend is unknown or memory
- * is short.  status[i] gets each egress's status. */
+ * is short.  status[i] gets each egress's status.  egress_h, when not
+ * NULL, holds each egress's cats_hash_str (no name is hashed then). */
 int cats_tedist_get_many(struct cats_tedist *nst, const struct cats_te *te,
-    const char *headend, const char *const *egress, size_t n, int metric,
-    struct cats_tedist_dist *out, int *status);
+    const char *headend, const char *const *egress, const uint64_t *egress_h,
+    size_t n, int metric, struct cats_tedist_dist *out, int *status);
 
 /* Counters: runs computed, lookups answered from the cache. */
 void cats_tedist_counters(const struct cats_tedist *nst, uint64_t *runs,

@@ -540,12 +540,21 @@ test_nst(struct lab *L)
 	const char *eg[] = { "EF-2", "EF-3", "ISO", "zz" };
 	struct cats_tedist_dist dd[4];
 	int st[4];
-	int ok = cats_tedist_get_many(nst, L->te, "P3", eg, 4, CATS_METRIC_IGP,
-	    dd, st);
+	int ok = cats_tedist_get_many(nst, L->te, "P3", eg, NULL, 4,
+	    CATS_METRIC_IGP, dd, st);
 	T_OK(ok == 2 && st[0] == CATS_TEDIST_OK && dd[0].cost == 20 &&
 	    st[1] == CATS_TEDIST_OK && dd[1].cost == 50 &&
 	    st[2] == CATS_TEDIST_UNREACHABLE && st[3] == CATS_TEDIST_NO_EGRESS,
 	    "NST: many egresses from one run");
+	uint64_t egh[4];
+	struct cats_tedist_dist dh[4];
+	int sth[4];
+	for (int i = 0; i < 4; i++)
+		egh[i] = cats_hash_str(eg[i]);
+	T_OK(cats_tedist_get_many(nst, L->te, "P3", eg, egh, 4,
+	    CATS_METRIC_IGP, dh, sth) == 2 && memcmp(st, sth, sizeof(st)) == 0 &&
+	    memcmp(dd, dh, sizeof(dd)) == 0,
+	    "NST: the egresses' hashes given, the same answers");
 	cats_tedist_get(nst, L->te, "P4", "EF-2", CATS_METRIC_IGP, &d);
 	cats_tedist_get(nst, L->te, "P3", "EF-2", CATS_METRIC_IGP, &d);
 	cats_tedist_counters(nst, &runs, &hits);

@@ -8,6 +8,7 @@
 
 #include "htab.h"
 #include "json.h"
+#include "te.h"
 #include "nst.h"
 #include "t.h"
 
@@ -175,6 +176,47 @@ main(void)
 	    "purge at 35000: IF-1->EF-1 (expired 31600), IF-1->EF-2 (6000), "
 	    "not IF-2->EF-2 (38000)");
 	cats_nst_free(&n);
+
+	/*
+	 * The TE-database provider: a batch answers as the lookups one by
+	 * one -- reachable, unreachable (C has no link), unknown egress --
+	 * and so does a batch from a headend the database lacks.
+	 */
+	static const char te_text[] = "{\"version\": 1, \"nodes\": ["
+	    "{\"id\": \"A\"}, {\"id\": \"B\"}, {\"id\": \"C\"}], "
+	    "\"links\": [{\"id\": \"l1\", \"src\": \"A\", \"dst\": \"B\", "
+	    "\"igp_metric\": 10, \"delay_us\": 700, \"reverse\": {}}]}";
+	char terr[200];
+	struct cats_te *te = cats_te_load_mem(te_text, sizeof(te_text) - 1,
+	    NULL, 1, terr, sizeof(terr));
+	T_OK(te != NULL, "a three-node TE database loads");
+	struct cats_nst_tedb *tp = cats_nst_tedb_new(4);
+	cats_nst_tedb_set(tp, te);
+	cats_nst_init(&n);
+	cats_nst_add(&n, &cats_nst_tedb_provider, tp);
+	static const char *const te_pool[] = { "B", "C", "Z", "A" };
+	const char *heads[] = { "A", "Q" };
+	bool te_same = true;
+	for (int h = 0; h < 2; h++) {
+		for (int i = 0; i < 20; i++) {
+			eg[i] = te_pool[(i * 3) % 4];
+			egh[i] = cats_hash_str(eg[i]);
+		}
+		cats_nst_lookup_many(&n, heads[h], cats_hash_str(heads[h]), eg,
+		    egh, 20, 8000, many);
+		for (int i = 0; i < 20; i++) {
+			int st = cats_nst_lookup(&n, heads[h], eg[i], 8000, &one);
+			te_same = te_same && st == many[i].status &&
+			    memcmp(&one, &many[i], sizeof(one)) == 0;
+		}
+	}
+	T_OK(te_same, "TE provider: lookup_many = lookup for each (reachable, "
+	    "unreachable, unknown egress, unknown headend)");
+	T_OK(cats_nst_lookup(&n, "A", "B", 8000, &one) == CATS_NST_OK &&
+	    one.delay_us == 700 && cats_nst_lookup(&n, "A", "C", 8000,
+	    &one) == CATS_NST_DOWN, "TE provider: A->B 700 us, A->C down");
+	cats_nst_free(&n);
+	cats_te_free(te);
 	cats_dec_free(&dec);
 	return t_done();
 }
