@@ -18,6 +18,8 @@
  *                                    filter: CBOR in, decode, decide, encode
  *                                    (load time subtracted; the median of
  *                                    5 rounds), on n and on 5n requests
+ *                                    and with the NST from a 10^4-node TE
+ *                                    database (--tedb) instead of records
  *   against the goal of the issue, 500,000 decisions/s on one core;
  *   select p50/p99 latency (us)      requests over a unix socket to a
  *                                    cats-select daemon, 64 in flight, until
@@ -81,6 +83,15 @@ put(struct cats_buf *b, const struct cats_rec *r)
 	}
 }
 
+/*
+ * Node names: the bench's own (IF-i, EF-j), or those of the synthetic TE
+ * database (n<k>) for the --tedb row, whose ingresses are 16 nodes spread
+ * over it.
+ */
+static bool te_names;
+/* How the filter gets its NST: this option and file of dir. */
+static const char *nst_opt = "--net", *nst_file = "net.cbor";
+
 static char names[NSVC * NCAND][24];
 static char ids[NSVC][16];
 static char egress[NEGRESS][16];
@@ -103,9 +114,11 @@ build_world(struct cats_buf *svc, struct cats_buf *met, struct cats_buf *net)
 	const char *auth[NCAND];
 	struct cats_rec r;
 	for (int i = 0; i < NINGRESS; i++)
-		snprintf(ingress[i], sizeof(ingress[i]), "IF-%d", i);
+		snprintf(ingress[i], sizeof(ingress[i]), te_names ? "n%d" :
+		    "IF-%d", te_names ? i * 625 + 311 : i);
 	for (int j = 0; j < NEGRESS; j++) {
-		snprintf(egress[j], sizeof(egress[j]), "EF-%d", j);
+		snprintf(egress[j], sizeof(egress[j]), te_names ? "n%d" :
+		    "EF-%d", j);
 		snprintf(sites[j], sizeof(sites[j]), "site-%d", j);
 		snprintf(smas[j], sizeof(smas[j]), "sma-%d", j);
 	}
@@ -140,6 +153,7 @@ build_world(struct cats_buf *svc, struct cats_buf *met, struct cats_buf *net)
 	/* One advertisement per site: the candidates placed there. */
 	static struct cats_entry ents[NSVC * NCAND];
 	static int count[NEGRESS], start[NEGRESS + 1];
+	memset(count, 0, sizeof(count));	/* built twice: --tedb */
 	for (int k = 0; k < NSVC; k++)
 		for (int c = 0; c < NCAND; c++)
 			count[where(k, c)]++;
@@ -344,8 +358,8 @@ run_filter(int n)
 	snprintf(in, sizeof(in), "%s/requests.cbor", dir);
 	snprintf(cmd, sizeof(cmd), "%s/cats-select --replay --no-auth -q "
 	    NO_LIMITS " --services %s/svc.cbor --metrics %s/met.cbor "
-	    "--net %s/net.cbor < %s > %s/filter.out", bindir, dir, dir, dir,
-	    n > 0 ? in : "/dev/null", dir);
+	    "%s %s/%s < %s > %s/filter.out", bindir, dir, dir, nst_opt, dir,
+	    nst_file, n > 0 ? in : "/dev/null", dir);
 	uint64_t t0 = cats_clock_mono_ns();
 	if (system(cmd) != 0)
 		fprintf(stderr, "bench_select: the filter failed\n");
@@ -607,9 +621,35 @@ main(int argc, char **argv)
 	row("select p99 latency (us, unix socket, 64 in flight) vs socat relay",
 	    (double)p[0][1], (double)p[1][1]);
 
+	/*
+	 * The issue's own setting: the NST from a 10^4-node TE database
+	 * (--tedb: the distances cats-pce's library computes from each
+	 * headend), written by tests/tools/topogen (the carrier-shaped
+	 * network of te_synth.h); egresses and ingresses are its nodes.
+	 */
+	te_names = true;
+	cats_buf_reset(&svc);
+	cats_buf_reset(&met);
+	cats_buf_reset(&net);
+	build_world(&svc, &met, &net);
+	write_file("svc.cbor", &svc);
+	write_file("met.cbor", &met);
+	char gen[4 * PLEN];
+	snprintf(gen, sizeof(gen), "%s/tests/tools/topogen %d > %s/te.json",
+	    build, NEGRESS, dir);
+	if (system(gen) != 0)
+		fprintf(stderr, "bench_select: topogen failed\n");
+	nst_opt = "--tedb";
+	nst_file = "te.json";
+	row("select decisions/s (offline filter, 10^4-node TE database) vs goal",
+	    filter_rate(n), GOAL);
+
+	/* BENCH_KEEP=1 leaves the files, to profile the filter on them. */
 	char cmd[PLEN + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (getenv("BENCH_KEEP") != NULL)
+		fprintf(stderr, "bench_select: files kept in %s\n", dir);
+	else if (system(cmd) != 0)
 		fprintf(stderr, "bench_select: cannot remove %s\n", dir);
 	cats_buf_free(&svc);
 	cats_buf_free(&met);
