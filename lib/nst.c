@@ -29,20 +29,26 @@ cats_nst_add(struct cats_nst *n, const struct cats_nst_provider *ops,
 	return 0;
 }
 
+/* Ask provider i alone; out->status is its answer. */
+static int
+ask(const struct cats_nst *n, size_t i, const char *headend,
+    const char *egress, uint64_t now, struct cats_nst_path *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->status = n->p[i].ops->lookup(n->p[i].ctx, headend, egress, now,
+	    out);
+	if (out->provider == NULL)
+		out->provider = n->p[i].ops->name;
+	return out->status;
+}
+
 int
 cats_nst_lookup(const struct cats_nst *n, const char *headend,
     const char *egress, uint64_t now, struct cats_nst_path *out)
 {
-	for (size_t i = 0; i < n->n; i++) {
-		memset(out, 0, sizeof(*out));
-		int st = n->p[i].ops->lookup(n->p[i].ctx, headend, egress, now,
-		    out);
-		out->status = st;
-		if (out->provider == NULL)
-			out->provider = n->p[i].ops->name;
-		if (st != CATS_NST_UNKNOWN)
-			return st;
-	}
+	for (size_t i = 0; i < n->n; i++)
+		if (ask(n, i, headend, egress, now, out) != CATS_NST_UNKNOWN)
+			return out->status;
 	memset(out, 0, sizeof(*out));
 	return out->status = CATS_NST_UNKNOWN;
 }
@@ -78,11 +84,8 @@ cats_nst_lookup_many(const struct cats_nst *n, const char *headend,
 				ops->lookup_many(n->p[p].ctx, headend, headend_h,
 				    eg, egh, left, now, got);
 			} else {
-				for (size_t i = 0; i < left; i++) {
-					memset(&got[i], 0, sizeof(got[i]));
-					got[i].status = ops->lookup(n->p[p].ctx,
-					    headend, eg[i], now, &got[i]);
-				}
+				for (size_t i = 0; i < left; i++)
+					ask(n, p, headend, eg[i], now, &got[i]);
 			}
 			size_t still = 0;
 			for (size_t i = 0; i < left; i++) {
