@@ -25,7 +25,7 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libcbor-dev libsodium-dev libevent-dev libcurl4-openssl-dev \
 	libjansson-dev libigraph-dev bats jq curl iproute2 procps psmisc \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
-	netsniff-ng valgrind kmod openssl
+	netsniff-ng valgrind kmod openssl libbpf-dev ethtool
 
 CC ?= cc
 ifeq ($(SAN),1)
@@ -39,11 +39,11 @@ SANFLAGS =
 OPT = -O2 -g
 endif
 
-PKGS = libcbor libsodium libevent libcurl jansson
+PKGS = libcbor libsodium libevent libcurl jansson libbpf
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(PKG_LIBS),)
-PKG_LIBS = -lcbor -lsodium -levent -lcurl -ljansson
+PKG_LIBS = -lcbor -lsodium -levent -lcurl -ljansson -lbpf
 endif
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -61,7 +61,7 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lib/fwd_fast_obj.o
 LIBCATS := $(BUILD)/libcats.a
 BINS := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -79,6 +79,17 @@ all: $(BINS) $(UNITS) $(TOOLS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The fast path of cats-fwd: a BPF object (always built with clang), then
+# embedded in libcats by fwd_fast_obj.S.
+BPF_CFLAGS = -O2 -g -target bpf -Wall -Werror \
+	-I/usr/include/$(shell gcc -print-multiarch 2>/dev/null)
+$(BUILD)/bpf/fwd_fast.o: lib/bpf/fwd_fast.c lib/fwd_fast.h
+	@mkdir -p $(dir $@)
+	clang $(BPF_CFLAGS) -c -o $@ $<
+$(BUILD)/lib/fwd_fast_obj.o: lib/fwd_fast_obj.S $(BUILD)/bpf/fwd_fast.o
+	@mkdir -p $(dir $@)
+	$(CC) -DCATS_FP_OBJ='"$(BUILD)/bpf/fwd_fast.o"' -c -o $@ $<
 
 $(LIBCATS): $(LIB_OBJ)
 	@rm -f $@

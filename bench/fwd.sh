@@ -97,6 +97,7 @@ kernel_down() {
 }
 
 cats_up() {
+	local extra=("$@")	# the loop below sets the positional parameters
 	# The forwarders' kernels need not look at what cats-fwd handles: drop
 	# IP after the packet taps (ARP and neighbour discovery pass).
 	for x in "$NI i0 i1" "$NE e1 e2"; do
@@ -120,9 +121,10 @@ EOF
 	done
 	CPS_NOLOG=1 start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_egress --jumbo-core
+	start_egress --jumbo-core "${extra[@]}"
 	start_ingress --jumbo-core --pending-flows 65536 \
-		--pending-pkts 65536 --pending-client 65535 --pending-timeout 5s
+		--pending-pkts 65536 --pending-client 65535 --pending-timeout 5s \
+		"${extra[@]}"
 }
 
 cats_down() {
@@ -208,6 +210,7 @@ measure() {
 	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
 }
 
+declare -A F
 kernel_up
 measure K
 kernel_down
@@ -215,6 +218,12 @@ cats_up
 measure C
 counter ingress rx_pkts >/dev/null
 cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}" 2>/dev/null
+cats_down
+# The same with established flows forwarded by cats-fwd's tc programs.
+cats_up --fast-path
+measure F
+counter ingress rx_pkts >/dev/null
+cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
 cats_down
 
 row() {
@@ -240,3 +249,14 @@ row "fwd established RTT p50 us" "${C[lat50]}" "${K[lat50]}"
 row "fwd established RTT p99 us" "${C[lat99]}" "${K[lat99]}"
 row "fwd added latency p50 us (RTT - kernel RTT)" "$((C[lat50] - K[lat50]))" 0
 row "fwd added latency p99 us (RTT - kernel RTT)" "$((C[lat99] - K[lat99]))" 0
+row "fwd --fast-path tcp -P1 Gbit/s" "${F[tcp1]}" "${K[tcp1]}"
+row "fwd --fast-path tcp -P4 Gbit/s" "${F[tcp4]}" "${K[tcp4]}"
+row "fwd --fast-path udp64 pps one 5-tuple (established)" "${F[pps1]}" "${K[pps1]}"
+row "fwd --fast-path udp64 pps random source ports (new flows)" "${F[ppsr]}" "${K[ppsr]}"
+row "fwd --fast-path new flows/s through the loop" "$(rate "${F[flows]}" "${F[span]}")" "$(rate "${K[flows]}" "${K[span]}")"
+row "fwd --fast-path new flows delivered of 5000" "${F[flows]}" "${K[flows]}"
+row "fwd --fast-path first-packet delay p99 us" "${F[fp99]}" "${K[fp99]}"
+row "fwd --fast-path established RTT p50 us" "${F[lat50]}" "${K[lat50]}"
+row "fwd --fast-path established RTT p99 us" "${F[lat99]}" "${K[lat99]}"
+row "fwd --fast-path added latency p50 us" "$((F[lat50] - K[lat50]))" 0
+row "fwd --fast-path added latency p99 us" "$((F[lat99] - K[lat99]))" 0

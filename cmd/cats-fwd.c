@@ -32,6 +32,7 @@
 #include "crypto.h"
 #include "ep.h"
 #include "fwd.h"
+#include "fwd_fast.h"
 #include "json.h"
 #include "log.h"
 #include "pkt.h"
@@ -51,6 +52,7 @@ static const char usage_text[] =
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
     "         [--icmp-unreach]\n"
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
+    "         [--fast-path]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -75,7 +77,7 @@ usage(int code)
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
-	X(rx_copies)
+	X(rx_copies) X(fast_pkts)
 
 #define X_ENUM(n) C_##n,
 enum { CTRS(X_ENUM) C__N };
@@ -164,6 +166,7 @@ static struct {
 	uint32_t mtu;
 	bool icmp_unreach;
 	bool jumbo;
+	bool fast;
 	uint64_t sync_ms;
 	uint64_t epoch;
 	unsigned ring_frames;
@@ -673,6 +676,239 @@ rx_csum_fix(struct rxmeta *m, struct cats_pkt *pk)
 		m->csum_partial = false;
 }
 
+/* ---- the fast path (--fast-path, fwd_fast.h) ---- */
+
+static struct cats_fwd_fast *fp;
+static uint64_t fp_keys;	/* keys in the kernel's map */
+
+enum { FP_OK, FP_LATER, FP_NEVER };
+
+/* The map key of binding b's key d: the port it comes in on, whether it
+ * comes encapsulated (the reverse at the ingress, the forward at the egress),
+ * the 5-tuple.  -1 when there is no such port or the key has wildcards. */
+static int
+fp_key(const struct cats_fbind *b, int d, struct cats_fp_key *k)
+{
+	const struct port *in = d == CATS_DIR_IN_FWD ? p_client :
+	    d == CATS_DIR_EG_REV ? p_site : p_core;
+	if (in == NULL || cats_fp_key_make(k, &b->keys[d], in->ifindex) < 0)
+		return -1;
+	k->tun = d == CATS_DIR_IN_REV || d == CATS_DIR_EG_FWD;
+	return 0;
+}
+
+/*
+ * Put key d of binding b into the kernel's map: its input and output ports,
+ * its rewrite and encapsulation, as the user-space path would apply them.
+ * FP_LATER: not yet (the output's link peer or the return tunnel is still to
+ * be learned, the map is full); FP_NEVER: not this key (a wildcard, a TUN
+ * port, another tenant, an encapsulation too long).
+ */
+static int
+fp_put(struct cats_fbind *b, int d)
+{
+	struct port *in, *out;
+	int rw = CATS_FP_RW_NONE;
+	const uint8_t *addr = NULL;
+	uint16_t port = 0;
+	const struct cats_encap *enc = NULL;
+	switch (d) {
+	case CATS_DIR_IN_FWD:
+		in = p_client, out = p_core, rw = CATS_FP_RW_DST;
+		addr = b->locator, port = b->port, enc = &b->enc;
+		break;
+	case CATS_DIR_IN_REV:
+		in = p_core, out = p_client, rw = CATS_FP_RW_SRC;
+		addr = b->restore, port = b->restore_port;
+		break;
+	case CATS_DIR_EG_FWD:
+		in = p_core, out = p_site;
+		break;
+	default:
+		in = p_site, out = p_core, enc = &b->renc;
+		break;
+	}
+	if (in == NULL || out == NULL || in->kind != K_PACKET ||
+	    out->kind != K_PACKET ||
+	    (d == CATS_DIR_IN_FWD && b->keys[d].tenant != cf.tenant_h))
+		return FP_NEVER;
+	/* The egress learns the return tunnel from the first forward packet,
+	 * in user space. */
+	if (d >= CATS_DIR_EG_FWD && b->renc.kind != CATS_ENC_NONE &&
+	    b->renc.nsids == 0 && b->renc.outer_af == 0)
+		return FP_LATER;
+	if (!out->has_peer)
+		return FP_LATER;
+	struct cats_fp_key k;
+	if (fp_key(b, d, &k) < 0)
+		return FP_NEVER;
+	uint8_t l2[14];
+	l2_header(out, l2, b->af);
+	uint32_t mtu = out == p_core && cf.mtu ? cf.mtu : out->mtu;
+	struct cats_fp_act a;
+	if (cats_fp_act_make(&a, out->ifindex, l2, mtu, rw, addr, b->af, port,
+	    enc != NULL && enc->kind != CATS_ENC_NONE ? enc : NULL) < 0)
+		return FP_NEVER;
+	if (cats_fwd_fast_put(fp, &k, &a) < 0)
+		return FP_LATER;
+	return FP_OK;
+}
+
+/* Offer the keys of b the kernel does not forward yet. */
+static void
+fp_offer(struct cats_fbind *b)
+{
+	for (int d = 0; d < CATS_DIR__N; d++) {
+		uint8_t bit = (uint8_t)(1u << d);
+		if (!b->keyed[d])
+			b->fast_never |= bit;
+		if ((b->fast | b->fast_never) & bit)
+			continue;
+		int r = fp_put(b, d);
+		if (r == FP_OK) {
+			b->fast |= bit;
+			b->fast_pkts[d] = b->fast_bytes[d] = 0;
+			fp_keys++;
+		} else if (r == FP_NEVER) {
+			b->fast_never |= bit;
+		}
+	}
+}
+
+/*
+ * Does b have keys the fast path could still take, and has it carried
+ * FP_AFTER packets in user space?  A flow of a packet or two (a DNS query,
+ * a flood of new source ports) costs no map updates; a longer one goes to
+ * the kernel after its first packets.
+ */
+#define FP_AFTER 4
+static inline bool
+fp_wants(const struct cats_fbind *b)
+{
+	return fp != NULL && !b->fast_queued &&
+	    (b->fast | b->fast_never) != 0x0f && b->pkts + b->rpkts >= FP_AFTER;
+}
+
+/*
+ * Bindings (by id) to offer once the receive rings are empty, so that the
+ * packets of a flow already in a ring leave before the kernel forwards the
+ * flow's next ones; under a load that never lets the rings empty, after
+ * FP_WAIT_MS all the same (and on every tick).
+ */
+#define FP_QUEUE 4096
+#define FP_WAIT_MS 2
+static uint64_t fp_queue[FP_QUEUE];
+static size_t fp_nqueue;
+static uint64_t fp_queued_at;
+
+static void
+fp_enqueue(struct cats_fbind *b, uint64_t now)
+{
+	if (fp_nqueue == FP_QUEUE)
+		return;		/* offered at one of its next packets */
+	if (fp_nqueue == 0)
+		fp_queued_at = now;
+	fp_queue[fp_nqueue++] = b->id;
+	b->fast_queued = true;
+}
+
+static bool ring_ready(const struct port *pt);
+static unsigned rx_packet_ring(struct port *pt, uint64_t now);
+
+/* Offer the queued bindings: when the rings are empty, or force. */
+static void
+fp_offer_queued(uint64_t now, bool force)
+{
+	if (fp_nqueue == 0)
+		return;
+	if (!force && now < fp_queued_at + FP_WAIT_MS)
+		for (int i = 0; i < nports; i++)
+			if (ports[i].kind == K_PACKET && ring_ready(&ports[i]))
+				return;
+	tx_flush_all();
+	for (size_t i = 0; i < fp_nqueue; i++) {
+		struct cats_fbind *b = cats_fwd_by_id(&tab, fp_queue[i]);
+		if (b == NULL)
+			continue;
+		b->fast_queued = false;
+		fp_offer(b);
+	}
+	fp_nqueue = 0;
+	/* What reached the rings before the map changed leaves now, close
+	 * behind: the kernel forwards the flows' next packets already. */
+	for (int i = 0; i < nports; i++)
+		if (ports[i].kind == K_PACKET)
+			rx_packet_ring(&ports[i], now);
+	tx_flush_all();
+}
+
+/* Add what the kernel forwarded for b since the last call to its counters. */
+static void
+fp_sync(struct cats_fbind *b, uint64_t now, void *arg)
+{
+	(void)arg;
+	for (int d = 0; d < CATS_DIR__N; d++) {
+		struct cats_fp_key k;
+		struct cats_fp_act a;
+		if (!(b->fast & (1u << d)) || fp_key(b, d, &k) < 0 ||
+		    cats_fwd_fast_get(fp, &k, &a) < 0 ||
+		    a.pkts == b->fast_pkts[d])
+			continue;
+		bool rev = d == CATS_DIR_IN_REV || d == CATS_DIR_EG_REV;
+		uint64_t dp = a.pkts - b->fast_pkts[d];
+		uint64_t db = a.bytes - b->fast_bytes[d];
+		*(rev ? &b->rpkts : &b->pkts) += dp;
+		*(rev ? &b->rbytes : &b->bytes) += db;
+		ctr[rev ? (d == CATS_DIR_IN_REV ? C_rev_pkts : C_eg_rev_pkts) :
+		    (d == CATS_DIR_IN_FWD ? C_fwd_pkts : C_eg_fwd_pkts)] += dp;
+		ctr[C_fast_pkts] += dp;
+		b->fast_pkts[d] = a.pkts;
+		b->fast_bytes[d] = a.bytes;
+		if (now > b->last)
+			b->last = now;
+	}
+}
+
+/* Take b's keys out of the kernel's map (its counters added first). */
+static void
+fp_drop(struct cats_fbind *b, void *arg)
+{
+	fp_sync(b, cats_clock_now(), arg);
+	for (int d = 0; d < CATS_DIR__N; d++) {
+		struct cats_fp_key k;
+		if (!(b->fast & (1u << d)) || fp_key(b, d, &k) < 0)
+			continue;
+		cats_fwd_fast_del(fp, &k);
+		fp_keys--;
+	}
+	b->fast = 0;
+}
+
+/* Load the fast path and attach it to every AF_PACKET port. */
+static int
+fp_start(char *err, size_t errlen)
+{
+	fp = cats_fwd_fast_open((size_t)tab.c.max_bindings * 2, err, errlen);
+	if (fp == NULL)
+		return -1;
+	for (size_t i = 0; i < cf.nsids; i++)
+		if (cats_fwd_fast_sid(fp, cf.sids[i].af, cf.sids[i].a) < 0) {
+			snprintf(err, errlen, "SID map: %s", strerror(errno));
+			return -1;
+		}
+	for (int i = 0; i < nports; i++) {
+		char e[200];
+		if (ports[i].kind == K_PACKET && cats_fwd_fast_port(fp,
+		    ports[i].ifindex, ports[i].rxfd, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "%s: %s", ports[i].name, e);
+			return -1;
+		}
+	}
+	tab.fast_sync = fp_sync;
+	tab.fast_drop = fp_drop;
+	return 0;
+}
+
 /* ---- the forward and reverse actions ---- */
 
 /*
@@ -706,6 +942,8 @@ ingress_forward(struct cats_fbind *b, struct cats_pkt *pk,
 	cats_fbind_count(b, 0, pk->len, now);
 	cats_pkt_set_dst(pk, b->locator, b->port);
 	to_core(pk, m, &b->enc, C_fwd_pkts);
+	if (fp_wants(b))
+		fp_enqueue(b, now);
 }
 
 static void
@@ -996,6 +1234,8 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 			}
 			ctr[C_rev_pkts]++;
 			out_big(p_client, pk, m);
+			if (fp_wants(b))
+				fp_enqueue(b, now);
 			return;
 		}
 	}
@@ -1038,6 +1278,8 @@ on_core_inner(struct cats_pkt *pk, const uint8_t *outer_src, uint8_t outer_af,
 		}
 		ctr[C_eg_fwd_pkts]++;
 		out_big(p_site, pk, m);
+		if (b != NULL && fp_wants(b))
+			fp_enqueue(b, now);
 		return;
 	}
 	ctr[C_drop_no_reverse_binding]++;
@@ -1078,6 +1320,8 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 	}
 	cats_fbind_count(b, 1, pk->len, now);
 	to_core(pk, m, &b->renc, C_eg_rev_pkts);
+	if (fp_wants(b))
+		fp_enqueue(b, now);
 }
 
 /* One IP packet from a port. */
@@ -1293,6 +1537,7 @@ on_port(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	unsigned n = rx_packet_ring(pt, now);
+	fp_offer_queued(now, false);
 	if (n > 0 && n <= RX_BATCH && cf.poll_us > 0)
 		poll_rings();
 }
@@ -1846,8 +2091,11 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	for (size_t j = 0; ch_bind.s != NULL && j < n && j < cap; j++) {
 		size_t i = (pos + j) & (cap - 1);
 		struct cats_fbind *b = tab.bind_by_id.s[i].item;
-		if (tab.bind_by_id.s[i].h == 0 ||
-		    b->pkts + b->rpkts == b->rep_pkts)
+		if (tab.bind_by_id.s[i].h == 0)
+			continue;
+		if (b->fast)
+			fp_sync(b, now, NULL);
+		if (b->pkts + b->rpkts == b->rep_pkts)
 			continue;
 		uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
 		if (now - b->reported < every)
@@ -1858,6 +2106,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	cats_fwd_expire_step(&tab, now, &pos, n, pend_expired, bind_expired,
 	    NULL);
+	fp_offer_queued(now, true);
 	tx_flush_all();
 }
 
@@ -1911,6 +2160,18 @@ dump_stats(void)
 	kv[n++].v = tab.st.held;
 	kv[n].k = "synced";
 	kv[n++].v = synced;
+	if (fp != NULL) {
+		uint64_t fc[CATS_FP__N];
+		cats_fwd_fast_counters(fp, fc);
+		kv[n].k = "fast_keys";
+		kv[n++].v = fp_keys;
+		kv[n].k = "fast_hit";
+		kv[n++].v = fc[CATS_FP_HIT];
+		kv[n].k = "fast_pass";
+		kv[n++].v = fc[CATS_FP_PASS];
+		kv[n].k = "fast_fail";
+		kv[n++].v = fc[CATS_FP_FAIL];
+	}
 	struct cats_rec r;
 	cats_stats_rec(&r, "cats-fwd", cf.id, kv, n, cats_clock_now());
 	FILE *f = stderr;
@@ -1933,8 +2194,11 @@ dump_bindings(void)
 	for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
 		if (tab.bind_by_id.s[i].h == 0)
 			continue;
+		struct cats_fbind *b = tab.bind_by_id.s[i].item;
+		if (b->fast)
+			fp_sync(b, cats_clock_now(), NULL);
 		struct cats_rec r;
-		cats_fwd_status(&tab, tab.bind_by_id.s[i].item,
+		cats_fwd_status(&tab, b,
 		    CATS_EV_REFRESHED, "counters", cats_clock_now(), &r);
 		cats_rec_print_json(&r, stderr);
 	}
@@ -2077,7 +2341,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN };
+	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -2086,6 +2350,7 @@ static const struct option longopts[] = {
 	{ "core", required_argument, NULL, O_CORE },
 	{ "dataplane", required_argument, NULL, O_DP },
 	{ "epoch", required_argument, NULL, O_EPOCH },
+	{ "fast-path", no_argument, NULL, O_FAST },
 	{ "help", no_argument, NULL, 'h' },
 	{ "icmp-unreach", no_argument, NULL, O_ICMP },
 	{ "id", required_argument, NULL, O_ID },
@@ -2286,6 +2551,9 @@ main(int argc, char **argv)
 		case O_JUMBO:
 			cf.jumbo = true;
 			break;
+		case O_FAST:
+			cf.fast = true;
+			break;
 		case O_SYNCTO:
 			cf.sync_ms = need_ms(optarg, "sync-timeout");
 			break;
@@ -2374,6 +2642,10 @@ main(int argc, char **argv)
 		    pt);
 		event_add(pt->ev, NULL);
 	}
+	if (cf.fast && fp_start(err, sizeof(err)) < 0) {
+		cats_errorx("--fast-path: %s", err);
+		return CATS_EXIT_FAIL;
+	}
 	icmp_tokens = 100;
 	icmp_last = cats_clock_now();
 	synced = cf.bind_ep == NULL;
@@ -2404,6 +2676,10 @@ main(int argc, char **argv)
 	for (int i = 0; i < 4; i++)
 		event_free(sev[i]);
 	event_free(tick);
+	/* The kernel stops forwarding with the program gone: no map edits. */
+	tab.fast_sync = NULL;
+	tab.fast_drop = NULL;
+	cats_fwd_fast_close(fp);
 	cats_fwd_free(&tab);
 	cats_dec_free(&ctl_dec);
 	return CATS_EXIT_OK;

@@ -346,6 +346,8 @@ cats_fwd_error(struct cats_fwd *t, const struct cats_error *e)
 static void
 unkey(struct cats_fwd *t, struct cats_fbind *b)
 {
+	if (b->fast && t->fast_drop != NULL)
+		t->fast_drop(b, t->fast_arg);
 	for (int d = 0; d < CATS_DIR__N; d++) {
 		if (!b->keyed[d])
 			continue;
@@ -740,6 +742,8 @@ expire_window(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
 		struct cats_fbind *b = t->bind_by_id.s[i].item;
 		if (t->bind_by_id.s[i].h == 0)
 			continue;
+		if (b->fast && b->idle_ms && t->fast_sync != NULL)
+			t->fast_sync(b, now, t->fast_arg);
 		bool idle = b->idle_ms && b->last + b->idle_ms <= now;
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
 		if ((idle || hard) && !push(&v, &nv, &cap, b))

@@ -84,6 +84,13 @@ struct cats_fbind {
 	uint64_t reported;		/* last activity report (ms) */
 	uint64_t rep_pkts;		/* pkts + rpkts at that report */
 	char cs_id[CATS_ID + 1];
+	/* The caller's fast path (fwd_fast.h): keys whose packets the kernel
+	 * forwards and those it never can (bit per CATS_DIR_*), whether the
+	 * binding waits to be offered, and the kernel's counters already added
+	 * to pkts, bytes, rpkts, rbytes. */
+	uint8_t fast, fast_never;
+	bool fast_queued;
+	uint64_t fast_pkts[CATS_DIR__N], fast_bytes[CATS_DIR__N];
 };
 
 /* The return tunnel destination of an ingress forwarder (--return). */
@@ -153,6 +160,15 @@ struct cats_fwd {
 	uint64_t wild_keys;		/* bindings with wildcard ports */
 	struct cats_pend *oldest, *newest;	/* pending records by deadline */
 	struct cats_fwd_stats st;
+	/*
+	 * A caller with a fast path (b->fast set) is called to add its
+	 * counters to b before b's idle time is judged (fast_sync), and
+	 * before b's keys leave the table, to take them out of the fast path
+	 * too (fast_drop).
+	 */
+	void (*fast_sync)(struct cats_fbind *b, uint64_t now, void *arg);
+	void (*fast_drop)(struct cats_fbind *b, void *arg);
+	void *fast_arg;
 };
 
 int cats_fwd_init(struct cats_fwd *t, const struct cats_fwd_conf *c);

@@ -20,7 +20,7 @@ teardown() {
 	true
 }
 
-@test "fwd srv6: cats-fwd ingress -> kernel End.DX4 egress delivers, kernel seg6 return is restored" {
+@test "fwd srv6: cats-fwd ingress (user space, then --fast-path) -> kernel End.DX4 egress delivers, kernel seg6 return is restored" {
 	xe sysctl -qw net.ipv4.ip_forward=1
 	xe sysctl -qw net.ipv6.conf.all.forwarding=1
 	xe sysctl -qw net.ipv6.conf.all.seg6_enabled=1
@@ -31,16 +31,27 @@ teardown() {
 	xe ip route add 192.0.2.0/24 encap seg6 mode encap segs 2001:db8:1::1 dev e1
 	start_cps --egress EF-K --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_ingress
 	BIG_SIZE=300000 start_web
-	run xc curl -s -m 5 http://203.0.113.100/
-	[ "$status" -eq 0 ]
-	[ "$output" = "instance 198.51.100.11" ]
-	# A larger transfer: MSS clamping keeps the SRv6 packets within the MTU.
-	xc curl -s -m 10 -o "$FWD_DIR/big" http://203.0.113.100/big
-	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
-	[ "$(counter ingress mss_clamped)" -ge 1 ]
-	[ "$(counter ingress rev_pkts)" -ge 10 ]
+	# In user space, then with established flows in cats-fwd's kernel
+	# programs (--fast-path).
+	for mode in "" --fast-path; do
+		start_ingress $mode
+		run xc curl -s -m 5 http://203.0.113.100/
+		[ "$status" -eq 0 ]
+		[ "$output" = "instance 198.51.100.11" ]
+		# A larger transfer: MSS clamping keeps the SRv6 packets
+		# within the MTU.
+		xc curl -s -m 10 -o "$FWD_DIR/big" http://203.0.113.100/big
+		cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+		[ "$(counter ingress mss_clamped)" -ge 1 ]
+		if [ -n "$mode" ]; then
+			[ "$(counter ingress fast_hit)" -ge 10 ]
+			[ "$(counter ingress fast_fail)" -eq 0 ]
+		else
+			[ "$(counter ingress rev_pkts)" -ge 10 ]
+		fi
+		stop ingress
+	done
 }
 
 @test "fwd srv6: kernel seg6 encapsulation -> cats-fwd egress decapsulates and delivers" {

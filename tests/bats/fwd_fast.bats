@@ -1,0 +1,143 @@
+#!/usr/bin/env bats
+# cats-fwd --fast-path: established flows forwarded by the kernel (tc and
+# socket filter BPF programs, lib/bpf/fwd_fast.c) in the test's namespaces.
+# The rewrite itself is checked byte for byte in tests/unit/test_fwd_fast.c;
+# here: real flows, ordering across the move to the kernel, counters and
+# idle expiry from the kernel's counts, the unbound reverse packet, and the
+# programs leaving with the forwarder.
+
+load helper
+load fwd_net
+
+setup() {
+	need_root
+	FWD_ID=f$$
+	. "$BATS_TEST_DIRNAME/fwd_net.bash"
+	fwd_up
+}
+
+teardown() {
+	[ "$(id -u)" = 0 ] || return 0
+	fwd_down
+	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
+	true
+}
+
+@test "fwd fast: a burst of one flow arrives complete; the kernel carried it" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --fast-path
+	start_ingress --fast-path
+	xs $PY "$TOP/tests/tools/fwd_pkt.py" seq-recv 198.51.100.11 9300 3001 15 \
+		>"$FWD_DIR/seq.out" &
+	rcv=$!
+	sleep 0.5
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 1 0
+	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
+	# Back to back: the flow moves to the kernel in the middle of it.
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 3000 1
+	wait $rcv
+	cat "$FWD_DIR/seq.out"
+	# Complete (the order of the few packets around the move to the
+	# kernel is not promised: cats-fwd(1) FAST PATH).
+	[ "$(cut -d' ' -f1 "$FWD_DIR/seq.out")" = 3001 ]
+	# Most of the burst never reached user space.
+	[ "$(counter ingress fast_hit)" -gt 1000 ]
+	[ "$(counter ingress fast_keys)" -ge 1 ]
+	[ "$(counter ingress fast_fail)" -eq 0 ]
+	[ "$(counter egress fast_hit)" -gt 1000 ]
+	[ "$(counter ingress rx_pkts)" -lt 2000 ]
+	# Bindings are visited once a second: then its counters have it.
+	sleep 1.2
+	# The binding's own counters include the kernel's packets.
+	kill -USR2 "$(cat "$FWD_DIR/ingress.pid")"
+	wait_for 30 grep -q '"reason":"counters"' "$FWD_DIR/ingress.err"
+	grep '"reason":"counters"' "$FWD_DIR/ingress.err" | tail -1 >"$FWD_DIR/st"
+	cat "$FWD_DIR/st"
+	[ "$(jq -r '.pkts // .counters.pkts // 0' "$FWD_DIR/st")" -ge 3001 ]
+}
+
+@test "fwd fast: curl and a download through the kernel; TCP SYNs still clamped in user space" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --fast-path
+	start_ingress --fast-path
+	BIG_SIZE=3000000 start_web
+	run xc curl -s -m 5 http://203.0.113.100/
+	[ "$output" = "instance 198.51.100.11" ]
+	xc curl -s -m 10 -o "$FWD_DIR/big" http://203.0.113.100/big
+	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+	[ "$(counter ingress mss_clamped)" -ge 2 ]
+	[ "$(counter ingress fast_hit)" -gt 100 ]
+	[ "$(counter egress fast_hit)" -gt 100 ]
+	[ "$(counter ingress fast_fail)" -eq 0 ]
+	[ "$(counter egress fast_fail)" -eq 0 ]
+}
+
+@test "fwd fast: a binding the kernel keeps busy does not expire; idle, it does" {
+	start_cps --egress EF-2 --locator 198.51.100.11 --idle-ms 1500 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --fast-path
+	start_ingress --fast-path
+	bg sink "$NS" socat -u UDP4-RECV:7300,bind=198.51.100.11 \
+		"OPEN:$FWD_DIR/got,creat,append"
+	sleep 0.3
+	# One datagram every 100 ms for 3.5 s, twice the idle time, one flow.
+	for i in $(seq 35); do
+		xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7300 "d$i" 42100
+		sleep 0.1
+	done
+	[ "$(counter ingress bindings_expired)" -eq 0 ]
+	[ "$(counter ingress fast_pkts)" -ge 20 ]
+	[ "$(grep -o 'd[0-9]*' "$FWD_DIR/got" | sort -u | wc -l)" -eq 35 ]
+	# Quiet now: expired within idle time plus a round of the table.
+	wait_for 40 sh -c "[ \"\$(jq -r .counters.bindings_expired \
+		\"$FWD_DIR/ingress.stats\" 2>/dev/null | tail -1)\" = 1 ] ||
+		{ kill -USR1 $(cat "$FWD_DIR/ingress.pid"); false; }"
+	[ "$(counter ingress fast_keys)" -eq 0 ]
+	grep -q '"event":"expired"' "$FWD_DIR/cps.log"
+	# A new datagram of the flow is a new flow: a new request.
+	n0=$(grep -c '"type":"request"' "$FWD_DIR/cps.log")
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7300 again 42100
+	wait_for 30 grep -q again "$FWD_DIR/got"
+	[ "$(grep -c '"type":"request"' "$FWD_DIR/cps.log")" -eq $((n0 + 1)) ]
+}
+
+@test "fwd fast: a reverse packet without a binding is dropped, never delivered" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --fast-path
+	start_ingress --fast-path
+	before=$(counter egress drop_no_reverse_binding)
+	xc timeout 3 socat -u UDP-RECV:5555 CREATE:"$FWD_DIR/got" &
+	rcv=$!
+	sleep 0.3
+	echo stray | xs socat -u - UDP:192.0.2.10:5555,bind=198.51.100.21:80
+	sleep 0.5
+	[ "$(counter egress drop_no_reverse_binding)" -gt "$before" ]
+	b2=$(counter ingress drop_no_reverse_binding)
+	xe $PY "$TOP/tests/tools/fwd_pkt.py" srv6-stray e1 "$(mac_of "$NI" i1)"
+	sleep 0.3
+	[ "$(counter ingress drop_no_reverse_binding)" -gt "$b2" ]
+	wait $rcv || true
+	[ ! -s "$FWD_DIR/got" ]
+}
+
+@test "fwd fast: the tc programs leave with the forwarder; a refused load exits 1" {
+	start_cps --egress EF-2 --locator 198.51.100.11
+	start_ingress --fast-path
+	xi tc filter show dev i0 ingress | grep -q 'fp_tc'
+	xi tc filter show dev i1 ingress | grep -q 'fp_tc'
+	stop ingress
+	! xi tc filter show dev i0 ingress | grep -q 'fp_tc'
+	! xi tc filter show dev i1 ingress | grep -q 'fp_tc'
+	# Without the right to load BPF, as an unprivileged user
+	# (packet sockets allowed, BPF not), a clear error and exit 1.
+	run ip netns exec "$NI" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=+net_raw --ambient-caps=+net_raw \
+		"$(command -v cats-fwd)" --id X --client af_packet:i0 \
+		--core af_packet:i1 --fast-path
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cats-fwd: --fast-path: "* ]]
+}

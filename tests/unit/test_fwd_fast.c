@@ -1,0 +1,380 @@
+/*
+ * test_fwd_fast.c - the cats-fwd fast path: keys and action templates, and
+ * (as root, where the kernel runs BPF) the tc program run on packets with
+ * BPF_PROG_TEST_RUN, its output compared byte for byte with what the
+ * user-space path (lib/pkt.c) makes of the same packet.
+ */
+#include <arpa/inet.h>
+#include <linux/pkt_cls.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "fwd_fast.h"
+#include "log.h"
+#include "pkt.h"
+#include "t.h"
+
+#define HR CATS_PKT_HEADROOM
+
+static const uint8_t mac_out[14] = { 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1,
+	0x08, 0x00 };
+
+static void
+a4(uint8_t *p, const char *s)
+{
+	inet_pton(AF_INET, s, p);
+}
+
+static void
+a6(uint8_t *p, const char *s)
+{
+	inet_pton(AF_INET6, s, p);
+}
+
+/*
+ * An IPv4 (af 4) or IPv6 packet of proto (6 or 17) with flags (TCP) and n
+ * payload bytes, checksums filled; returns its length.
+ */
+static size_t
+mkpkt(uint8_t *p, int af, int proto, const char *src, const char *dst,
+    uint16_t sport, uint16_t dport, uint8_t flags, uint8_t ttl, size_t n)
+{
+	size_t ih = af == 4 ? 20 : 40, lh = proto == 6 ? 20 : 8;
+	size_t len = ih + lh + n;
+	memset(p, 0, len);
+	if (af == 4) {
+		p[0] = 0x45;
+		p[1] = 0x10;
+		p[2] = (uint8_t)(len >> 8);
+		p[3] = (uint8_t)len;
+		p[6] = 0x40;
+		p[8] = ttl;
+		p[9] = (uint8_t)proto;
+		a4(p + 12, src);
+		a4(p + 16, dst);
+	} else {
+		p[0] = 0x60;
+		p[4] = (uint8_t)((len - 40) >> 8);
+		p[5] = (uint8_t)(len - 40);
+		p[6] = (uint8_t)proto;
+		p[7] = ttl;
+		a6(p + 8, src);
+		a6(p + 24, dst);
+	}
+	uint8_t *l4 = p + ih;
+	l4[0] = (uint8_t)(sport >> 8);
+	l4[1] = (uint8_t)sport;
+	l4[2] = (uint8_t)(dport >> 8);
+	l4[3] = (uint8_t)dport;
+	if (proto == 6) {
+		l4[12] = 0x50;
+		l4[13] = flags;
+		l4[14] = 0xff;
+	} else {
+		l4[4] = (uint8_t)((lh + n) >> 8);
+		l4[5] = (uint8_t)(lh + n);
+	}
+	for (size_t i = 0; i < n; i++)
+		l4[lh + i] = (uint8_t)(i * 7);
+	if (af == 4) {	/* the header checksum first: the parse checks it */
+		uint16_t c = (uint16_t)~cats_csum_fold(cats_csum_add(0, p, 20));
+		p[10] = (uint8_t)(c >> 8);
+		p[11] = (uint8_t)c;
+	}
+	struct cats_pkt pk;
+	cats_pkt_parse(&pk, p, len);
+	cats_pkt_csum_fill(&pk);
+	return len;
+}
+
+/* Run the tc program on frame f (eth + IP, n bytes); out gets the result. */
+static int
+run(struct cats_fwd_fast *f, const uint8_t *fr, size_t n, uint8_t *out,
+    uint32_t *outn)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = fr,
+	    .data_size_in = (uint32_t)n, .data_out = out,
+	    .data_size_out = 4096, .repeat = 1);
+	if (bpf_prog_test_run_opts(cats_fwd_fast_prog(f, 0), &o) < 0)
+		return -1;
+	*outn = o.data_size_out;
+	return (int)o.retval;
+}
+
+/* Frame an IP packet behind a link header of its family. */
+static size_t
+frame(uint8_t *fr, const uint8_t *ip, size_t len)
+{
+	memset(fr, 0, 12);
+	fr[0] = 2;
+	fr[12] = (ip[0] >> 4) == 4 ? 0x08 : 0x86;
+	fr[13] = (ip[0] >> 4) == 4 ? 0x00 : 0xdd;
+	memcpy(fr + 14, ip, len);
+	return len + 14;
+}
+
+static void
+test_pure(void)
+{
+	struct cats_fkey k;
+	struct cats_fp_key fk;
+	memset(&k, 0, sizeof(k));
+	k.af = 4;
+	k.proto = 17;
+	k.sport = 4000;
+	k.dport = 53;
+	a4(k.src, "192.0.2.10");
+	a4(k.dst, "203.0.113.100");
+	T_OK(cats_fp_key_make(&fk, &k, 7) == 0 && fk.ifindex == 7 &&
+	    fk.sport == htons(4000) && fk.dport == htons(53) &&
+	    memcmp(fk.dst, k.dst, 4) == 0 && fk.dst[4] == 0,
+	    "fp key: a UDP 5-tuple, ports in network order");
+	k.wild = CATS_WILD_SPORT;
+	T_OK(cats_fp_key_make(&fk, &k, 7) < 0, "fp key: wildcard refused");
+	k.wild = 0;
+	k.proto = 1;
+	T_OK(cats_fp_key_make(&fk, &k, 7) < 0, "fp key: ICMP refused");
+
+	struct cats_encap e;
+	memset(&e, 0, sizeof(e));
+	e.kind = CATS_ENC_SRV6;
+	e.outer_af = 6;
+	a6(e.src, "2001:db8:1::1");
+	a6(e.sids[0], "2001:db8:cc::2");
+	a6(e.sids[1], "2001:db8:2::100");
+	e.nsids = 2;
+	struct cats_fp_act a;
+	uint8_t loc[4];
+	a4(loc, "198.51.100.11");
+	T_OK(cats_fp_act_make(&a, 3, mac_out, 1500, CATS_FP_RW_DST, loc, 4, 0,
+	    &e) == 0 && a.enc_len == 40 + 8 + 32 && a.outer_af == 6 &&
+	    a.l2[12] == 0x86 && a.l2[13] == 0xdd && a.enc[6] == 43 &&
+	    a.enc[40 + 3] == 1, "fp action: SRv6 template, link type IPv6");
+	e.nsids = 5;
+	T_OK(cats_fp_act_make(&a, 3, mac_out, 1500, CATS_FP_RW_DST, loc, 4, 0,
+	    &e) < 0, "fp action: 5 SIDs do not fit the fast path");
+}
+
+/*
+ * A case: the packet ip (len) arrives; the expected output is what the
+ * user-space path makes of it.
+ */
+struct fcase {
+	const char *name;
+	int af, proto;
+	uint8_t flags, ttl;
+	int rewrite;
+	int enc;		/* CATS_ENC_*, outer_af 6 unless ipip4 */
+	bool ipip4, decap;
+	uint16_t port;
+	size_t payload;		/* 0: 33 bytes */
+};
+
+static void
+test_case(struct cats_fwd_fast *f, const struct fcase *c)
+{
+	static uint8_t room[HR + 4096], fr[4096], out[4096], exp[4096];
+	uint8_t *ip = room + HR;
+	const char *cli = c->af == 4 ? "192.0.2.10" : "2001:db8:c::10";
+	const char *svc = c->af == 4 ? "203.0.113.100" : "2001:db8:5::100";
+	const char *loc = c->af == 4 ? "198.51.100.11" : "2001:db8:9::11";
+	uint8_t addr[16] = { 0 };
+	(c->af == 4 ? a4 : a6)(addr, c->rewrite == CATS_FP_RW_SRC ? svc : loc);
+	/* Forward: client -> service; reverse (decap): locator -> client. */
+	size_t pl = c->payload ? c->payload : 33;
+	size_t len = c->decap ?
+	    mkpkt(ip, c->af, c->proto, loc, cli, 80, 40000, c->flags, c->ttl, pl) :
+	    mkpkt(ip, c->af, c->proto, cli, svc, 40000, 80, c->flags, c->ttl, pl);
+	struct cats_pkt pk;
+	cats_pkt_parse(&pk, ip, len);
+
+	struct cats_fkey k;
+	cats_fkey_from_pkt(&k, &pk, 0, 0);
+	struct cats_fp_key fk;
+	cats_fp_key_make(&fk, &k, 1);	/* test runs come in on lo */
+	fk.tun = c->decap;
+
+	struct cats_encap e;
+	memset(&e, 0, sizeof(e));
+	e.kind = c->enc;
+	e.outer_af = c->ipip4 ? 4 : 6;
+	if (c->ipip4) {
+		a4(e.src, "10.99.0.1");
+		a4(e.dst, "10.99.0.2");
+	} else {
+		a6(e.src, "2001:db8:1::1");
+		a6(e.dst, "2001:db8:2::100");
+		a6(e.sids[0], "2001:db8:cc::2");
+		a6(e.sids[1], "2001:db8:2::100");
+		e.nsids = 2;
+	}
+	uint8_t l2[14];
+	memcpy(l2, mac_out, 14);
+	l2[12] = c->af == 4 ? 0x08 : 0x86;
+	l2[13] = c->af == 4 ? 0x00 : 0xdd;
+	struct cats_fp_act a;
+	T_OK(cats_fp_act_make(&a, 1, l2, 1500, c->rewrite, addr, (uint8_t)c->af,
+	    c->port, c->decap ? NULL : &e) == 0, "%s: action", c->name);
+	cats_fwd_fast_put(f, &fk, &a);
+
+	/* The input: the packet, or (decap) the packet SRv6-encapsulated to
+	 * our SID 2001:db8:1::1 with no segment left. */
+	uint8_t *in = ip;
+	size_t inlen = len;
+	if (c->decap) {
+		struct cats_encap d;
+		memset(&d, 0, sizeof(d));
+		d.kind = CATS_ENC_SRV6;
+		d.outer_af = 6;
+		a6(d.src, "2001:db8:2::100");
+		a6(d.sids[0], "2001:db8:1::1");
+		d.nsids = 1;
+		static uint8_t room2[HR + 4096];
+		in = room2 + HR;
+		memcpy(in, ip, len);
+		cats_encap_push(&d, &in, &inlen, 0);
+	}
+	size_t n = frame(fr, in, inlen);
+
+	/* The user-space path on the same packet. */
+	uint8_t *q = exp + 14 + HR;
+	memcpy(q, ip, len);
+	cats_pkt_parse(&pk, q, len);
+	if (c->rewrite == CATS_FP_RW_DST)
+		cats_pkt_set_dst(&pk, addr, c->port);
+	else if (c->rewrite == CATS_FP_RW_SRC)
+		cats_pkt_set_src(&pk, addr, c->port);
+	bool pass = c->ttl <= 1 || (c->proto == 6 && (c->flags & CATS_TCP_SYN));
+	cats_pkt_dec_ttl(&pk);
+	size_t elen = len;
+	if (!c->decap)
+		cats_encap_push(&e, &q, &elen, 0);
+	memcpy(q - 14, mac_out, 12);
+	q[-2] = (q[0] >> 4) == 4 ? 0x08 : 0x86;
+	q[-1] = (q[0] >> 4) == 4 ? 0x00 : 0xdd;
+
+	uint32_t outn = 0;
+	int r = run(f, fr, n, out, &outn);
+	if (pass) {
+		T_OK(r == TC_ACT_OK && outn == n && memcmp(out, fr, n) == 0,
+		    "%s: left to user space, unchanged (ret %d)", c->name, r);
+	} else {
+		bool same = r == TC_ACT_REDIRECT && outn == elen + 14 &&
+		    memcmp(out, q - 14, elen + 14) == 0;
+		T_OK(same, "%s: redirected, the bytes user space writes "
+		    "(ret %d, %u bytes, expected %zu)", c->name, r, outn,
+		    elen + 14);
+		if (!same)
+			for (size_t i = 0; i < outn && i < elen + 14; i++)
+				if (out[i] != q[i - 14])
+					printf("#   byte %zu: %02x, expected %02x\n",
+					    i, out[i], q[i - 14]);
+		struct cats_fp_act got;
+		T_OK(cats_fwd_fast_get(f, &fk, &got) == 0 && got.pkts == 1 &&
+		    got.bytes == len && got.last_ns > 0,
+		    "%s: counted on the action", c->name);
+	}
+	cats_fwd_fast_del(f, &fk);
+}
+
+static const struct fcase cases[] = {
+	{ "udp4 dst rewrite, SRv6", 4, 17, 0, 64, CATS_FP_RW_DST, CATS_ENC_SRV6,
+	  false, false, 0, 0 },
+	{ "udp4 of 2 payload bytes (frame of 44)", 4, 17, 0, 64, CATS_FP_RW_DST,
+	  CATS_ENC_SRV6, false, false, 0, 2 },
+	{ "tcp4 ack, dst+port rewrite, IPv4 in IPv4", 4, 6, 0x10, 64,
+	  CATS_FP_RW_DST, CATS_ENC_IPIP, true, false, 8080, 0 },
+	{ "tcp4 ack, IPv4 in IPv6", 4, 6, 0x18, 9, CATS_FP_RW_DST,
+	  CATS_ENC_IPIP, false, false, 0, 0 },
+	{ "udp6 dst rewrite, SRv6", 6, 17, 0, 64, CATS_FP_RW_DST, CATS_ENC_SRV6,
+	  false, false, 0, 0 },
+	{ "tcp6 ack, dst rewrite, SRv6", 6, 6, 0x10, 3, CATS_FP_RW_DST,
+	  CATS_ENC_SRV6, false, false, 0, 0 },
+	{ "tcp4 reverse: SRv6 decap, src+port restore", 4, 6, 0x10, 64,
+	  CATS_FP_RW_SRC, CATS_ENC_NONE, false, true, 443, 0 },
+	{ "udp6 reverse: SRv6 decap, src restore", 6, 17, 0, 64,
+	  CATS_FP_RW_SRC, CATS_ENC_NONE, false, true, 0, 0 },
+	{ "tcp4 egress: SRv6 decap only", 4, 6, 0x10, 64, CATS_FP_RW_NONE,
+	  CATS_ENC_NONE, false, true, 0, 0 },
+	{ "tcp4 SYN", 4, 6, 0x02, 64, CATS_FP_RW_DST, CATS_ENC_SRV6, false,
+	  false, 0, 0 },
+	{ "udp4 TTL 1", 4, 17, 0, 1, CATS_FP_RW_DST, CATS_ENC_SRV6, false,
+	  false, 0, 0 },
+};
+
+/* Packets the program must leave alone, whatever the map holds. */
+static void
+test_pass(struct cats_fwd_fast *f)
+{
+	static uint8_t room[HR + 4096], fr[4096], out[4096];
+	uint8_t *ip = room + HR;
+	size_t len = mkpkt(ip, 4, 17, "192.0.2.10", "203.0.113.100", 40000, 80,
+	    0, 64, 33);
+	struct cats_pkt pk;
+	cats_pkt_parse(&pk, ip, len);
+	struct cats_fkey k;
+	cats_fkey_from_pkt(&k, &pk, 0, 0);
+	struct cats_fp_key fk;
+	cats_fp_key_make(&fk, &k, 1);
+	struct cats_fp_act a;
+	uint8_t loc[4];
+	a4(loc, "198.51.100.11");
+	cats_fp_act_make(&a, 1, mac_out, 100, CATS_FP_RW_DST, loc, 4, 0, NULL);
+	cats_fwd_fast_put(f, &fk, &a);
+	uint32_t outn;
+	size_t n = frame(fr, ip, len);
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_REDIRECT, "pass: fits mtu 100");
+	a.mtu = 60;
+	cats_fwd_fast_put(f, &fk, &a);
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_OK, "pass: bigger than the mtu");
+	a.mtu = 1500;
+	cats_fwd_fast_put(f, &fk, &a);
+	fr[14 + 10] ^= 0x40;
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_OK,
+	    "pass: bad IPv4 header checksum");
+	fr[14 + 10] ^= 0x40;
+	fr[14 + 6] |= 0x20;	/* more fragments */
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_OK, "pass: a fragment");
+	fr[14 + 6] &= (uint8_t)~0x20;
+	T_OK(run(f, fr, 14 + 30, out, &outn) == TC_ACT_OK,
+	    "pass: truncated below its IP length");
+	fr[14 + 12] ^= 1;	/* another source: no key */
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_OK, "pass: no action");
+	fr[14 + 12] ^= 1;
+	fr[12] = 0x08;
+	fr[13] = 0x06;
+	T_OK(run(f, fr, n, out, &outn) == TC_ACT_OK, "pass: ARP");
+	cats_fwd_fast_del(f, &fk);
+	uint64_t ctr[CATS_FP__N];
+	cats_fwd_fast_counters(f, ctr);
+	T_OK(ctr[CATS_FP_HIT] > 0 && ctr[CATS_FP_PASS] >= 6 &&
+	    ctr[CATS_FP_FAIL] == 0, "program counters: %llu hit, %llu passed",
+	    (unsigned long long)ctr[CATS_FP_HIT],
+	    (unsigned long long)ctr[CATS_FP_PASS]);
+}
+
+int
+main(void)
+{
+	cats_log_init("test_fwd_fast");
+	test_pure();
+	char err[256];
+	struct cats_fwd_fast *f = geteuid() == 0 ?
+	    cats_fwd_fast_open(1024, err, sizeof(err)) : NULL;
+	if (f == NULL) {
+		printf("ok %d - fast path test runs # SKIP %s\n", ++t_count,
+		    geteuid() ? "not root" : err);
+		return t_done();
+	}
+	uint8_t sid[16];
+	a6(sid, "2001:db8:1::1");
+	cats_fwd_fast_sid(f, 6, sid);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		test_case(f, &cases[i]);
+	test_pass(f);
+	cats_fwd_fast_close(f);
+	return t_done();
+}
