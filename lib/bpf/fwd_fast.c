@@ -113,18 +113,25 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	if (bpf_skb_load_bytes(skb, 12, &eth, 2) < 0)
 		return NULL;
 	p->outer = 0;
+	__u32 end = skb->len;	/* where the (outer) IP packet ends */
 	if (eth == bpf_htons(ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, off, h, 40) < 0)
+		if (bpf_skb_load_bytes(skb, off, h, 40) < 0 || (h[0] >> 4) != 6)
 			return NULL;
 		__u8 nh = h[6];
 		if ((nh == 43 || nh == 4 || nh == 41) && is_sid(6, h + 24)) {
 			__u32 o = 40;
+			end = off + 40 + ((__u32)h[4] << 8 | h[5]);
+			if (end == off + 40 || end > skb->len)
+				return NULL;
 			if (nh == 43) {
 				__u8 r[8];
 				if (bpf_skb_load_bytes(skb, off + 40, r, 8) < 0)
 					return NULL;
-				/* An SRH (type 4) with no segment left. */
-				if (r[2] != 4 || r[3] != 0)
+				/* An SRH (type 4) with no segment left whose
+				 * last entry fits (RFC 8754). */
+				if (r[2] != 4 || r[3] != 0 || r[1] == 0 ||
+				    (r[1] & 1) ||
+				    ((__u32)r[4] + 1) * 16 > (__u32)r[1] * 8)
 					return NULL;
 				nh = r[0];
 				o += 8 + (__u32)r[1] * 8;
@@ -140,7 +147,11 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 		if (bpf_skb_load_bytes(skb, off, h, 20) < 0)
 			return NULL;
 		if ((h[9] == 4 || h[9] == 41) && is_sid(4, h + 16)) {
-			if (h[0] != 0x45 || (h[6] & 0x3f) || h[7])
+			if (h[0] != 0x45 || (h[6] & 0x3f) || h[7] ||
+			    sum20(h) != 0xffff)
+				return NULL;
+			end = off + ((__u32)h[2] << 8 | h[3]);
+			if (end > skb->len)
 				return NULL;
 			p->outer = 20;
 			inner = h[9] == 4 ? 4 : 6;
@@ -189,16 +200,28 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	k.af = inner;
 	if (k.proto != 6 && k.proto != 17)
 		return NULL;
+	__u32 rem = p->iplen - (p->l4 - off);	/* L4 bytes */
 	if (p->ttl <= 1 || p->iplen < (p->l4 - off) + 8 ||
-	    off + p->iplen > skb->len)
+	    off + p->iplen > end)
 		return NULL;
-	/* Ports; for TCP also the data offset and the flags. */
-	__u8 l4[4], th[2] = { 5 << 4, 0 };
-	if (bpf_skb_load_bytes(skb, p->l4, l4, 4) < 0 || (k.proto == 6 &&
-	    bpf_skb_load_bytes(skb, p->l4 + 12, th, 2) < 0))
+	/* A GSO packet is whole; another loses what follows its IP length. */
+	if (skb->gso_size && off + p->iplen != skb->len)
 		return NULL;
-	if (th[1] & 0x02)
-		return NULL;	/* SYN: the MSS is clamped in user space */
+	/* Ports; for TCP the data offset and the flags, for UDP the length
+	 * and the checksum (an IPv6 one of 0 is user space's to count). */
+	__u8 l4[8], th[2] = { 5 << 4, 0 };
+	if (bpf_skb_load_bytes(skb, p->l4, l4, 8) < 0)
+		return NULL;
+	if (k.proto == 6) {
+		if (rem < 20 || bpf_skb_load_bytes(skb, p->l4 + 12, th, 2) < 0 ||
+		    (th[0] >> 4) < 5 || (__u32)(th[0] >> 4) * 4 > rem)
+			return NULL;
+		if (th[1] & 0x02)
+			return NULL;	/* SYN: the MSS is clamped in user space */
+	} else if (((__u32)l4[4] << 8 | l4[5]) != rem ||
+	    (inner == 6 && l4[6] == 0 && l4[7] == 0)) {
+		return NULL;
+	}
 	__builtin_memcpy(&k.sport, l4, 2);
 	__builtin_memcpy(&k.dport, l4 + 2, 2);
 	struct cats_fp_act *a = bpf_map_lookup_elem(&fp_flows, &k);
@@ -234,7 +257,8 @@ rw4(struct __sk_buff *skb, __u32 off, __u32 csum, __u64 flags,
 
 /* The same for 16 bytes (IPv6). */
 static __always_inline int
-rw16(struct __sk_buff *skb, __u32 off, __u32 csum, const __u8 *new)
+rw16(struct __sk_buff *skb, __u32 off, __u32 csum, __u64 flags,
+    const __u8 *new)
 {
 	__u8 o[16], n[16];
 	if (bpf_skb_load_bytes(skb, off, o, 16) < 0)
@@ -242,7 +266,7 @@ rw16(struct __sk_buff *skb, __u32 off, __u32 csum, const __u8 *new)
 	__builtin_memcpy(n, new, 16);
 	__s64 d = bpf_csum_diff((__be32 *)o, 16, (__be32 *)n, 16, 0);
 	if (d < 0 || bpf_l4_csum_replace(skb, csum, 0, (__u32)d,
-	    BPF_F_PSEUDO_HDR) < 0)
+	    flags | BPF_F_PSEUDO_HDR) < 0)
 		return -1;
 	return bpf_skb_store_bytes(skb, off, n, 16, 0);
 }
@@ -253,6 +277,9 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 {
 	__u32 l3 = p->l3, l4 = p->l4;
 	__u32 csum = l4 + (p->proto == 6 ? 16 : 6);
+	if (skb->len > l3 + p->iplen &&
+	    bpf_skb_change_tail(skb, l3 + p->iplen, 0) < 0)
+		return -1;
 	__u64 mangled = p->proto == 17 ? BPF_F_MARK_MANGLED_0 : 0;
 
 	if (a->rewrite != CATS_FP_RW_NONE) {
@@ -261,7 +288,8 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 			if (rw4(skb, l3 + (dst ? 16 : 12), csum, mangled,
 			    a->addr, l3 + 10) < 0)
 				return -1;
-		} else if (rw16(skb, l3 + (dst ? 24 : 8), csum, a->addr) < 0) {
+		} else if (rw16(skb, l3 + (dst ? 24 : 8), csum, mangled,
+		    a->addr) < 0) {
 			return -1;
 		}
 		if (a->port) {

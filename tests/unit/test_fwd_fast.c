@@ -173,111 +173,277 @@ struct fcase {
 	size_t payload;		/* 0: 33 bytes */
 };
 
+/* A case set up: its action installed, its input frame. */
+struct fctx {
+	const struct fcase *c;
+	struct cats_fp_key fk;
+	struct cats_encap e;
+	uint8_t addr[16];
+	uint8_t fr[4096];
+	size_t n;		/* bytes of fr */
+	size_t len;		/* the (inner) IP packet's length */
+};
+
+static uint8_t our_sid[16];
+
 static void
-test_case(struct cats_fwd_fast *f, const struct fcase *c)
+setup_case(struct cats_fwd_fast *f, struct fctx *x, const struct fcase *c)
 {
-	static uint8_t room[HR + 4096], fr[4096], out[4096], exp[4096];
+	static uint8_t room[HR + 4096], room2[HR + 4096];
 	uint8_t *ip = room + HR;
 	const char *cli = c->af == 4 ? "192.0.2.10" : "2001:db8:c::10";
 	const char *svc = c->af == 4 ? "203.0.113.100" : "2001:db8:5::100";
 	const char *loc = c->af == 4 ? "198.51.100.11" : "2001:db8:9::11";
-	uint8_t addr[16] = { 0 };
-	(c->af == 4 ? a4 : a6)(addr, c->rewrite == CATS_FP_RW_SRC ? svc : loc);
+	memset(x, 0, sizeof(*x));
+	x->c = c;
+	(c->af == 4 ? a4 : a6)(x->addr, c->rewrite == CATS_FP_RW_SRC ? svc : loc);
 	/* Forward: client -> service; reverse (decap): locator -> client. */
 	size_t pl = c->payload ? c->payload : 33;
-	size_t len = c->decap ?
+	x->len = c->decap ?
 	    mkpkt(ip, c->af, c->proto, loc, cli, 80, 40000, c->flags, c->ttl, pl) :
 	    mkpkt(ip, c->af, c->proto, cli, svc, 40000, 80, c->flags, c->ttl, pl);
 	struct cats_pkt pk;
-	cats_pkt_parse(&pk, ip, len);
-
+	cats_pkt_parse(&pk, ip, x->len);
 	struct cats_fkey k;
 	cats_fkey_from_pkt(&k, &pk, 0, 0);
-	struct cats_fp_key fk;
-	cats_fp_key_make(&fk, &k, 1);	/* test runs come in on lo */
-	fk.tun = c->decap;
+	cats_fp_key_make(&x->fk, &k, 1);	/* test runs come in on lo */
+	x->fk.tun = c->decap;
 
-	struct cats_encap e;
-	memset(&e, 0, sizeof(e));
-	e.kind = c->enc;
-	e.outer_af = c->ipip4 ? 4 : 6;
+	struct cats_encap *e = &x->e;
+	e->kind = c->enc;
+	e->outer_af = c->ipip4 ? 4 : 6;
 	if (c->ipip4) {
-		a4(e.src, "10.99.0.1");
-		a4(e.dst, "10.99.0.2");
+		a4(e->src, "10.99.0.1");
+		a4(e->dst, "10.99.0.2");
 	} else {
-		a6(e.src, "2001:db8:1::1");
-		a6(e.dst, "2001:db8:2::100");
-		a6(e.sids[0], "2001:db8:cc::2");
-		a6(e.sids[1], "2001:db8:2::100");
-		e.nsids = 2;
+		a6(e->src, "2001:db8:1::1");
+		a6(e->dst, "2001:db8:2::100");
+		a6(e->sids[0], "2001:db8:cc::2");
+		a6(e->sids[1], "2001:db8:2::100");
+		e->nsids = 2;
 	}
 	uint8_t l2[14];
 	memcpy(l2, mac_out, 14);
 	l2[12] = c->af == 4 ? 0x08 : 0x86;
 	l2[13] = c->af == 4 ? 0x00 : 0xdd;
 	struct cats_fp_act a;
-	T_OK(cats_fp_act_make(&a, 1, l2, 1500, c->rewrite, addr, (uint8_t)c->af,
-	    c->port, c->decap ? NULL : &e) == 0, "%s: action", c->name);
-	cats_fwd_fast_put(f, &fk, &a);
+	T_OK(cats_fp_act_make(&a, 1, l2, 1500, c->rewrite, x->addr,
+	    (uint8_t)c->af, c->port, c->decap ? NULL : e) == 0 &&
+	    cats_fwd_fast_put(f, &x->fk, &a) == 0, "%s: action", c->name);
 
 	/* The input: the packet, or (decap) the packet SRv6-encapsulated to
-	 * our SID 2001:db8:1::1 with no segment left. */
+	 * our SID with no segment left. */
 	uint8_t *in = ip;
-	size_t inlen = len;
+	size_t inlen = x->len;
 	if (c->decap) {
 		struct cats_encap d;
 		memset(&d, 0, sizeof(d));
 		d.kind = CATS_ENC_SRV6;
 		d.outer_af = 6;
 		a6(d.src, "2001:db8:2::100");
-		a6(d.sids[0], "2001:db8:1::1");
+		memcpy(d.sids[0], our_sid, 16);
 		d.nsids = 1;
-		static uint8_t room2[HR + 4096];
 		in = room2 + HR;
-		memcpy(in, ip, len);
+		memcpy(in, ip, x->len);
 		cats_encap_push(&d, &in, &inlen, 0);
 	}
-	size_t n = frame(fr, in, inlen);
+	x->n = frame(x->fr, in, inlen);
+}
 
-	/* The user-space path on the same packet. */
+/*
+ * What the user-space path makes of frame fr (n bytes) under the case's
+ * binding: the frame it sends into exp (its length), or 0 when it would not
+ * forward it with this key (a drop, another flow, the slow path's SYN or
+ * last TTL).  ipid: the outer IPv4 identification (the program takes the
+ * action's packet count).
+ */
+static size_t
+reference(const struct fctx *x, const uint8_t *fr, size_t n, uint8_t *exp,
+    uint16_t ipid)
+{
+	static uint8_t room[HR + 4096];
+	if (n < 15)
+		return 0;
+	uint8_t *p = room + HR;
+	memcpy(p, fr + 14, n - 14);
+	int et = fr[12] << 8 | fr[13];
+	if ((et != 0x0800 || (p[0] >> 4) != 4) &&
+	    (et != 0x86dd || (p[0] >> 4) != 6))
+		return 0;
+	struct cats_pkt pk, ipk;
+	if (cats_pkt_parse(&pk, p, n - 14) != 0)
+		return 0;
+	if (x->c->decap) {
+		uint8_t *inner, osrc[16];
+		size_t ilen;
+		if ((pk.proto != 4 && pk.proto != 41) || pk.af != 6 ||
+		    memcmp(cats_pkt_dst(&pk), our_sid, 16) != 0 ||
+		    cats_decap(&pk, &inner, &ilen, osrc) != 0 ||
+		    cats_pkt_parse(&ipk, inner, ilen) != 0)
+			return 0;
+	} else {
+		ipk = pk;
+	}
+	struct cats_fkey k;
+	struct cats_fp_key fk;
+	cats_fkey_from_pkt(&k, &ipk, 0, 0);
+	if (cats_fp_key_make(&fk, &k, 1) < 0)
+		return 0;
+	fk.tun = x->c->decap;
+	if (memcmp(&fk, &x->fk, sizeof(fk)) != 0)
+		return 0;
+	if (ipk.proto == 6 && (ipk.tcp_flags & CATS_TCP_SYN))
+		return 0;
 	uint8_t *q = exp + 14 + HR;
-	memcpy(q, ip, len);
-	cats_pkt_parse(&pk, q, len);
-	if (c->rewrite == CATS_FP_RW_DST)
-		cats_pkt_set_dst(&pk, addr, c->port);
-	else if (c->rewrite == CATS_FP_RW_SRC)
-		cats_pkt_set_src(&pk, addr, c->port);
-	bool pass = c->ttl <= 1 || (c->proto == 6 && (c->flags & CATS_TCP_SYN));
-	cats_pkt_dec_ttl(&pk);
-	size_t elen = len;
-	if (!c->decap)
-		cats_encap_push(&e, &q, &elen, 0);
+	memmove(q, ipk.p, ipk.len);
+	size_t elen = ipk.len;
+	cats_pkt_parse(&ipk, q, elen);
+	if (x->c->rewrite == CATS_FP_RW_DST)
+		cats_pkt_set_dst(&ipk, x->addr, x->c->port);
+	else if (x->c->rewrite == CATS_FP_RW_SRC)
+		cats_pkt_set_src(&ipk, x->addr, x->c->port);
+	if (cats_pkt_dec_ttl(&ipk) != 0)
+		return 0;
+	if (!x->c->decap && cats_encap_push(&x->e, &q, &elen, ipid) != 0)
+		return 0;
 	memcpy(q - 14, mac_out, 12);
 	q[-2] = (q[0] >> 4) == 4 ? 0x08 : 0x86;
 	q[-1] = (q[0] >> 4) == 4 ? 0x00 : 0xdd;
+	memmove(exp, q - 14, elen + 14);
+	return elen + 14;
+}
 
+static void
+test_case(struct cats_fwd_fast *f, const struct fcase *c)
+{
+	static struct fctx x;
+	static uint8_t out[4096], exp[4096 + HR];
+	setup_case(f, &x, c);
+	size_t elen = reference(&x, x.fr, x.n, exp, 0);
 	uint32_t outn = 0;
-	int r = run(f, fr, n, out, &outn);
-	if (pass) {
-		T_OK(r == TC_ACT_OK && outn == n && memcmp(out, fr, n) == 0,
+	int r = run(f, x.fr, x.n, out, &outn);
+	if (elen == 0) {
+		T_OK(r == TC_ACT_OK && outn == x.n && memcmp(out, x.fr, x.n) == 0,
 		    "%s: left to user space, unchanged (ret %d)", c->name, r);
 	} else {
-		bool same = r == TC_ACT_REDIRECT && outn == elen + 14 &&
-		    memcmp(out, q - 14, elen + 14) == 0;
+		bool same = r == TC_ACT_REDIRECT && outn == elen &&
+		    memcmp(out, exp, elen) == 0;
 		T_OK(same, "%s: redirected, the bytes user space writes "
-		    "(ret %d, %u bytes, expected %zu)", c->name, r, outn,
-		    elen + 14);
+		    "(ret %d, %u bytes, expected %zu)", c->name, r, outn, elen);
 		if (!same)
-			for (size_t i = 0; i < outn && i < elen + 14; i++)
-				if (out[i] != q[i - 14])
+			for (size_t i = 0; i < outn && i < elen; i++)
+				if (out[i] != exp[i])
 					printf("#   byte %zu: %02x, expected %02x\n",
-					    i, out[i], q[i - 14]);
+					    i, out[i], exp[i]);
 		struct cats_fp_act got;
-		T_OK(cats_fwd_fast_get(f, &fk, &got) == 0 && got.pkts == 1 &&
-		    got.bytes == len && got.last_ns > 0,
+		T_OK(cats_fwd_fast_get(f, &x.fk, &got) == 0 && got.pkts == 1 &&
+		    got.bytes == x.len && got.last_ns > 0,
 		    "%s: counted on the action", c->name);
 	}
-	cats_fwd_fast_del(f, &fk);
+	cats_fwd_fast_del(f, &x.fk);
+}
+
+/* Fill in the IPv4 header checksum at p (when it is IPv4 with room). */
+static void
+fix4(uint8_t *p, size_t room)
+{
+	if (room < 20 || (p[0] >> 4) != 4 || (size_t)(p[0] & 0xf) * 4 > room)
+		return;
+	size_t hl = (size_t)(p[0] & 0xf) * 4;
+	if (hl < 20)
+		return;
+	p[10] = p[11] = 0;
+	uint16_t c = (uint16_t)~cats_csum_fold(cats_csum_add(0, p, hl));
+	p[10] = (uint8_t)(c >> 8);
+	p[11] = (uint8_t)c;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15;
+
+static uint32_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+/*
+ * Bad input, differentially: mutated frames of a case (bits flipped, bytes
+ * replaced, headers rewritten with their IPv4 checksums made good again,
+ * frames cut short).  Whatever the program redirects must be what user
+ * space sends, byte for byte; it never drops (a helper failing); the rest
+ * is left to user space.
+ */
+static void
+test_mutations(struct cats_fwd_fast *f, const struct fcase *c, unsigned iters)
+{
+	static struct fctx x;
+	static uint8_t fr[4096], out[4096], exp[4096 + HR];
+	setup_case(f, &x, c);
+	unsigned redirected = 0, passed = 0, bad = 0, untested = 0;
+	size_t inner = c->decap ? 14 + 40 + 8 + 16 : 14;
+	for (unsigned i = 0; i < iters; i++) {
+		size_t n = x.n;
+		memcpy(fr, x.fr, n);
+		for (unsigned m = 1 + rnd() % 3; m > 0; m--) {
+			size_t span = n - 12 < 100 ? n - 12 : 100;
+			size_t at = 12 + rnd() % span;
+			switch (rnd() % 4) {
+			case 0:
+				fr[at] ^= (uint8_t)(1u << (rnd() % 8));
+				break;
+			case 1:
+				fr[at] = (uint8_t)rnd();
+				break;
+			case 2:
+				if (n > 15)
+					n = 14 + rnd() % (n - 14);
+				break;
+			default:
+				at = (rnd() % 2 ? inner : 14) + rnd() % 40;
+				if (at < n)
+					fr[at] = (uint8_t)rnd();
+				break;
+			}
+		}
+		if (rnd() % 2) {
+			fix4(fr + 14, n - 14);
+			if (c->decap && n > inner)
+				fix4(fr + inner, n - inner);
+		}
+		struct cats_fp_act a;
+		cats_fwd_fast_get(f, &x.fk, &a);
+		uint32_t outn = 0;
+		int r = run(f, fr, n, out, &outn);
+		if (r < 0) {
+			untested++;	/* shorter than the kernel runs */
+			continue;
+		}
+		if (r == TC_ACT_OK) {
+			passed++;
+			continue;
+		}
+		size_t elen = reference(&x, fr, n, exp, (uint16_t)a.pkts);
+		if (r == TC_ACT_REDIRECT && elen == outn &&
+		    memcmp(out, exp, elen) == 0) {
+			redirected++;
+			continue;
+		}
+		if (bad++ < 3) {
+			printf("#   mutation %u: ret %d, %u bytes out, user space "
+			    "%zu; input:", i, r, outn, elen);
+			for (size_t j = 0; j < n; j++)
+				printf("%s%02x", j % 32 ? "" : "\n#     ", fr[j]);
+			printf("\n");
+		}
+	}
+	T_OK(bad == 0 && redirected > 0 && passed > 0,
+	    "%s: %u mutations: %u redirected as user space would send them, "
+	    "%u left to it, %u wrong (%u too short to run)", c->name, iters,
+	    redirected, passed, bad, untested);
+	cats_fwd_fast_del(f, &x.fk);
 }
 
 static const struct fcase cases[] = {
@@ -369,12 +535,14 @@ main(void)
 		    geteuid() ? "not root" : err);
 		return t_done();
 	}
-	uint8_t sid[16];
-	a6(sid, "2001:db8:1::1");
-	cats_fwd_fast_sid(f, 6, sid);
+	a6(our_sid, "2001:db8:1::1");
+	cats_fwd_fast_sid(f, 6, our_sid);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		test_case(f, &cases[i]);
 	test_pass(f);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (cases[i].ttl > 1 && !(cases[i].flags & CATS_TCP_SYN))
+			test_mutations(f, &cases[i], 3000);
 	cats_fwd_fast_close(f);
 	return t_done();
 }
