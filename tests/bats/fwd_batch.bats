@@ -11,37 +11,22 @@ load helper
 load fwd_net
 
 setup() {
-	need_root
-	FWD_ID=k$$
 	FWD_RING=4096
-	. "$BATS_TEST_DIRNAME/fwd_net.bash"
-	fwd_up
+	fwd_setup k
 	start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
 }
 
 teardown() {
-	[ "$(id -u)" = 0 ] || return 0
-	fwd_down
-	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
-	true
+	fwd_teardown
 }
 
 @test "fwd batch: a burst of one flow arrives complete and in order" {
 	start_egress
 	start_ingress --poll-us 100
-	xs $PY "$TOP/tests/tools/fwd_pkt.py" seq-recv 198.51.100.11 9300 3001 15 \
-		>"$FWD_DIR/seq.out" &
-	rcv=$!
-	sleep 0.5
-	# The first datagram makes the binding; the burst then takes the
-	# established path.
-	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 1 0
-	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
-	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 3000 1
-	wait $rcv
-	cat "$FWD_DIR/seq.out"
-	[ "$(cat "$FWD_DIR/seq.out")" = "3001 1" ]
+	# The burst takes the established path.
+	run burst_one_flow 3000
+	[ "$output" = "3001 1" ]
 	[ "$(counter ingress rx_ring_drops)" -eq 0 ]
 	[ "$(counter egress rx_ring_drops)" -eq 0 ]
 }

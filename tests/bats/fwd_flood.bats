@@ -6,10 +6,7 @@ load helper
 load fwd_net
 
 setup() {
-	need_root
-	FWD_ID=f$$
-	. "$BATS_TEST_DIRNAME/fwd_net.bash"
-	fwd_up
+	fwd_setup f
 	# Requests for port 9999 are never answered: their flows stay pending.
 	start_cps --egress EF-2 --locator 198.51.100.11 --ignore-port 9999 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
@@ -18,10 +15,7 @@ setup() {
 }
 
 teardown() {
-	[ "$(id -u)" = 0 ] || return 0
-	fwd_down
-	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
-	true
+	fwd_teardown
 }
 
 flood_during_download() {

@@ -26,6 +26,22 @@ xs() { ip netns exec "$NS" "$@"; }
 
 mac_of() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
 
+# Namespaces of a test's own: setup() calls fwd_setup with a letter that
+# names the file's namespaces (with the PID), teardown() fwd_teardown.
+fwd_setup() {
+	need_root
+	FWD_ID=$1$$
+	. "$BATS_TEST_DIRNAME/fwd_net.bash"
+	fwd_up
+}
+
+fwd_teardown() {
+	[ "$(id -u)" = 0 ] || return 0
+	fwd_down
+	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
+	true
+}
+
 fwd_up() {
 	fwd_down
 	for n in "$NC" "$NI" "$NE" "$NS"; do
@@ -154,6 +170,22 @@ counter() {
 	wait_for 30 test -s "$FWD_DIR/$who.stats"
 	sleep 0.1
 	jq -r ".counters.$name" "$FWD_DIR/$who.stats" | tail -1
+}
+
+# A burst of one UDP flow to the service: its first datagram makes the
+# binding, then N more follow back to back; prints what the instance got,
+# "received in_order" (fwd_pkt.py seq-recv).
+burst_one_flow() {
+	local n=$1 rcv
+	xs $PY "$TOP/tests/tools/fwd_pkt.py" seq-recv 198.51.100.11 9300 \
+		$((n + 1)) 15 >"$FWD_DIR/seq.out" &
+	rcv=$!
+	sleep 0.5
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 1 0
+	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 "$n" 1
+	wait $rcv
+	cat "$FWD_DIR/seq.out"
 }
 
 # Two web servers, one per instance address, each with its own page.

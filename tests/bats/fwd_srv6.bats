@@ -7,17 +7,11 @@ load helper
 load fwd_net
 
 setup() {
-	need_root
-	FWD_ID=k$$
-	. "$BATS_TEST_DIRNAME/fwd_net.bash"
-	fwd_up
+	fwd_setup k
 }
 
 teardown() {
-	[ "$(id -u)" = 0 ] || return 0
-	fwd_down
-	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
-	true
+	fwd_teardown
 }
 
 @test "fwd srv6: cats-fwd ingress (user space, then --fast-path) -> kernel End.DX4 egress delivers, kernel seg6 return is restored" {

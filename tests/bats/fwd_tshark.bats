@@ -12,16 +12,11 @@ load fwd_net
 setup() {
 	need_root
 	command -v tshark >/dev/null || skip "no tshark"
-	FWD_ID=t$$
-	. "$BATS_TEST_DIRNAME/fwd_net.bash"
-	fwd_up
+	fwd_setup t
 }
 
 teardown() {
-	[ "$(id -u)" = 0 ] || return 0
-	fwd_down
-	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
-	true
+	fwd_teardown
 }
 
 cap_start() {
@@ -75,20 +70,34 @@ check_clean() {
 # so, as in the kernel's own forwarding, and is completed where it leaves
 # the machine: captures on a veth would show its partial sum.  So for the
 # fast path the two stacks compute their checksums themselves.
-MODES=("" --fast-path)
-
 fast_mode() {
-	[ -z "$1" ] && return 0
 	xc ethtool -K c0 tx off >/dev/null
 	xs ethtool -K s0 tx off >/dev/null
 }
 
 fast_used() {
-	[ -z "$1" ] && return 0
 	[ "$(counter ingress fast_hit)" -gt 10 ]
 	[ "$(counter egress fast_hit)" -gt 10 ]
 	[ "$(counter ingress fast_fail)" -eq 0 ]
 	[ "$(counter egress fast_fail)" -eq 0 ]
+}
+
+# A case in both modes: CHECKS names the case's own checks, EARGS and IARGS
+# are the egress's and the ingress's arguments.
+each_mode() {
+	local checks=$1 eargs=$2 iargs=$3 mode
+	BIG_SIZE=200000 start_web
+	for mode in "" --fast-path; do
+		[ -n "$mode" ] && fast_mode
+		start_egress $eargs $mode
+		start_ingress $iargs $mode
+		run_curl
+		check_clean
+		$checks
+		[ -z "$mode" ] || fast_used
+		stop ingress
+		stop egress
+	done
 }
 
 run_curl() {
@@ -103,21 +112,13 @@ run_curl() {
 @test "fwd tshark: SRv6 (outer IPv6 + SRH) both directions, user space and kernel" {
 	start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	BIG_SIZE=200000 start_web
-	for mode in "${MODES[@]}"; do
-		fast_mode "$mode"
-		start_egress $mode
-		start_ingress $mode
-		run_curl
-		check_clean
+	srv6_checks() {
 		[ "$(tcount 'ipv6.routing.type == 4 && ipv6.routing.segleft == 0 && ip.dst == 198.51.100.11 && tcp')" -gt 5 ]
 		[ "$(tcount 'ipv6.routing.type == 4 && ip.src == 198.51.100.11 && tcp')" -gt 5 ]
 		# Restored source at the client, locator at the instance.
 		[ "$(tcount 'ip.src == 203.0.113.100 && tcp.srcport == 80')" -gt 5 ]
-		fast_used "$mode"
-		stop ingress
-		stop egress
-	done
+	}
+	each_mode srv6_checks "" ""
 }
 
 @test "fwd tshark: SRv6 with three segments decodes (segment list reversed)" {
@@ -142,35 +143,20 @@ run_curl() {
 	xe ip addr add 10.99.1.2/24 dev e1
 	start_cps --egress EF-2 --locator 198.51.100.11 --encap ipip \
 		--tunnel-dst 10.99.2.100 --rev-tunnel-dst 10.99.1.100
-	BIG_SIZE=200000 start_web
-	for mode in "${MODES[@]}"; do
-		fast_mode "$mode"
-		start_egress --src4 10.99.2.100 --sid 10.99.2.100 $mode
-		start_ingress --sid 10.99.1.100 --src4 10.99.1.100 $mode
-		run_curl
-		check_clean
+	ipip4_checks() {
 		[ "$(tcount 'ip.proto == 4 && ip.dst == 10.99.2.100')" -gt 5 ]
 		[ "$(tcount 'ip.proto == 4 && ip.dst == 10.99.1.100')" -gt 5 ]
-		fast_used "$mode"
-		stop ingress
-		stop egress
-	done
+	}
+	each_mode ipip4_checks "--src4 10.99.2.100 --sid 10.99.2.100" \
+		"--sid 10.99.1.100 --src4 10.99.1.100"
 }
 
 @test "fwd tshark: IPv4-in-IPv6, user space and kernel" {
 	start_cps --egress EF-2 --locator 198.51.100.11 --encap ipip \
 		--tunnel-dst 2001:db8:2::100 --rev-tunnel-dst 2001:db8:1::1
-	BIG_SIZE=200000 start_web
-	for mode in "${MODES[@]}"; do
-		fast_mode "$mode"
-		start_egress $mode
-		start_ingress $mode
-		run_curl
-		check_clean
+	ipip6_checks() {
 		[ "$(tcount 'ipv6.nxt == 4 && ipv6.dst == 2001:db8:2::100 && tcp')" -gt 5 ]
 		[ "$(tcount 'ipv6.nxt == 4 && ipv6.dst == 2001:db8:1::1 && tcp')" -gt 5 ]
-		fast_used "$mode"
-		stop ingress
-		stop egress
-	done
+	}
+	each_mode ipip6_checks "" ""
 }

@@ -7,18 +7,12 @@ load helper
 load fwd_net
 
 setup() {
-	need_root
 	[ -c /dev/net/tun ] || skip "no /dev/net/tun"
-	FWD_ID=u$$
-	. "$BATS_TEST_DIRNAME/fwd_net.bash"
-	fwd_up
+	fwd_setup u
 }
 
 teardown() {
-	[ "$(id -u)" = 0 ] || return 0
-	fwd_down
-	[ -n "$FWD_DIR" ] && rm -rf "$FWD_DIR"
-	true
+	fwd_teardown
 }
 
 @test "fwd tun: curl through a TUN ingress and an AF_PACKET egress" {
