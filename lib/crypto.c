@@ -29,7 +29,9 @@ static void
 set_kid(struct cats_key *k)
 {
 	uint8_t h[32];
+	k->hmac_ready = k->kind == CATS_KEY_PSK;
 	if (k->kind == CATS_KEY_PSK) {
+		crypto_auth_hmacsha256_init(&k->hmac, k->psk, sizeof(k->psk));
 		crypto_generichash_state st;
 		crypto_generichash_init(&st, NULL, 0, sizeof(h));
 		crypto_generichash_update(&st, (const uint8_t *)"cats-psk", 8);
@@ -267,26 +269,57 @@ cats_keyring_free(struct cats_keyring *kr)
 }
 
 /* Encode ["Signature1"|"MAC0", prot, h'', payload] into b. */
-static int
-to_be_signed(struct cats_buf *b, bool mac, const uint8_t *prot, size_t protlen,
-    const uint8_t *payload, size_t n)
+/*
+ * The head of the COSE Sig_structure / MAC_structure (RFC 9052 4.4, 6.3):
+ * ["MAC0" or "Signature1", protected, external_aad = h'', payload] up to
+ * the payload's own bytes, into h (room for protlen + 32); its length.
+ */
+static size_t
+tbs_head(uint8_t *h, size_t room, bool mac, const uint8_t *prot,
+    size_t protlen, size_t n)
 {
 	const char *ctx = mac ? "MAC0" : "Signature1";
-	uint8_t h[9];
-	size_t k;
-	k = cbor_encode_array_start(4, h, sizeof(h));
-	if (cats_buf_add(b, h, k) < 0)
+	size_t k = cbor_encode_array_start(4, h, room);
+	k += cbor_encode_string_start(strlen(ctx), h + k, room - k);
+	memcpy(h + k, ctx, strlen(ctx));
+	k += strlen(ctx);
+	k += cbor_encode_bytestring_start(protlen, h + k, room - k);
+	memcpy(h + k, prot, protlen);
+	k += protlen;
+	k += cbor_encode_bytestring_start(0, h + k, room - k);
+	k += cbor_encode_bytestring_start(n, h + k, room - k);
+	return k;
+}
+
+#define TBS_HEAD_MAX(protlen) ((protlen) + 32)
+
+/* The HMAC-SHA256 tag of the MAC_structure, without copying the payload. */
+static void
+mac_tag(const struct cats_key *k, const uint8_t *prot, size_t protlen,
+    const uint8_t *payload, size_t n, uint8_t tag[32])
+{
+	uint8_t h[TBS_HEAD_MAX(64)];
+	crypto_auth_hmacsha256_state st;
+	if (k->hmac_ready)
+		st = k->hmac;
+	else
+		crypto_auth_hmacsha256_init(&st, k->psk, sizeof(k->psk));
+	crypto_auth_hmacsha256_update(&st, h, tbs_head(h, sizeof(h), true,
+	    prot, protlen, n));
+	crypto_auth_hmacsha256_update(&st, payload, n);
+	crypto_auth_hmacsha256_final(&st, tag);
+	sodium_memzero(&st, sizeof(st));
+}
+
+/* The Sig_structure whole, for Ed25519. */
+static int
+to_be_signed(struct cats_buf *b, const uint8_t *prot, size_t protlen,
+    const uint8_t *payload, size_t n)
+{
+	uint8_t h[TBS_HEAD_MAX(64)];
+	if (protlen > 64)
 		return -1;
-	k = cbor_encode_string_start(strlen(ctx), h, sizeof(h));
-	if (cats_buf_add(b, h, k) < 0 || cats_buf_add(b, ctx, strlen(ctx)) < 0)
-		return -1;
-	k = cbor_encode_bytestring_start(protlen, h, sizeof(h));
-	if (cats_buf_add(b, h, k) < 0 || cats_buf_add(b, prot, protlen) < 0)
-		return -1;
-	k = cbor_encode_bytestring_start(0, h, sizeof(h));
-	if (cats_buf_add(b, h, k) < 0)
-		return -1;
-	k = cbor_encode_bytestring_start(n, h, sizeof(h));
+	size_t k = tbs_head(h, sizeof(h), false, prot, protlen, n);
 	if (cats_buf_add(b, h, k) < 0 || cats_buf_add(b, payload, n) < 0)
 		return -1;
 	return 0;
@@ -296,19 +329,18 @@ int
 cats_cose_tag(const struct cats_key *k, const uint8_t *prot, size_t protlen,
     const uint8_t *payload, size_t n, uint8_t tag[64], size_t *taglen)
 {
+	if (k->kind == CATS_KEY_ED25519_PUBLIC || protlen > 64)
+		return -1;
+	if (k->kind == CATS_KEY_PSK) {
+		mac_tag(k, prot, protlen, payload, n, tag);
+		*taglen = 32;
+		return 0;
+	}
 	struct cats_buf tbs = { 0 };
 	int rc = -1;
-	if (k->kind == CATS_KEY_ED25519_PUBLIC)
-		return -1;
-	if (to_be_signed(&tbs, k->kind == CATS_KEY_PSK, prot, protlen, payload,
-	    n) == 0) {
-		if (k->kind == CATS_KEY_PSK) {
-			crypto_auth_hmacsha256(tag, tbs.p, tbs.len, k->psk);
-			*taglen = 32;
-		} else {
-			crypto_sign_detached(tag, NULL, tbs.p, tbs.len, k->sk);
-			*taglen = 64;
-		}
+	if (to_be_signed(&tbs, prot, protlen, payload, n) == 0) {
+		crypto_sign_detached(tag, NULL, tbs.p, tbs.len, k->sk);
+		*taglen = 64;
 		rc = 0;
 	}
 	cats_buf_free(&tbs);
@@ -320,21 +352,21 @@ cats_cose_check(const struct cats_key *k, int alg, const uint8_t *prot,
     size_t protlen, const uint8_t *payload, size_t n, const uint8_t *tag,
     size_t taglen)
 {
-	struct cats_buf tbs = { 0 };
-	int rc = -1;
 	bool mac = alg == CATS_ALG_HMAC256;
-	if (mac != (k->kind == CATS_KEY_PSK))
+	if (mac != (k->kind == CATS_KEY_PSK) || protlen > 64)
 		return -1;
 	if (taglen != (mac ? 32u : 64u))
 		return -1;
-	if (to_be_signed(&tbs, mac, prot, protlen, payload, n) == 0) {
-		if (mac)
-			rc = crypto_auth_hmacsha256_verify(tag, tbs.p, tbs.len,
-			    k->psk) == 0 ? 0 : -1;
-		else
-			rc = crypto_sign_verify_detached(tag, tbs.p, tbs.len,
-			    k->pk) == 0 ? 0 : -1;
+	if (mac) {
+		uint8_t want[32];
+		mac_tag(k, prot, protlen, payload, n, want);
+		return crypto_verify_32(want, tag) == 0 ? 0 : -1;
 	}
+	struct cats_buf tbs = { 0 };
+	int rc = -1;
+	if (to_be_signed(&tbs, prot, protlen, payload, n) == 0)
+		rc = crypto_sign_verify_detached(tag, tbs.p, tbs.len,
+		    k->pk) == 0 ? 0 : -1;
 	cats_buf_free(&tbs);
 	return rc;
 }

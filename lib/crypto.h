@@ -14,6 +14,7 @@
 #ifndef CATS_CRYPTO_H
 #define CATS_CRYPTO_H
 
+#include <sodium.h>
 #include "rec.h"
 
 enum cats_key_kind {
@@ -29,6 +30,10 @@ struct cats_key {
 	uint8_t sk[64];		/* Ed25519 secret key (seed || pk) */
 	uint8_t psk[32];
 	char name[CATS_ID + 1];	/* identity the key belongs to, may be "" */
+	/* HMAC-SHA256 keyed with psk (its two pad blocks hashed), ready to
+	 * copy for each tag; set where keys are made and loaded. */
+	crypto_auth_hmacsha256_state hmac;
+	bool hmac_ready;
 };
 
 struct cats_keyring {

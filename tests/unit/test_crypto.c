@@ -177,6 +177,47 @@ test_replay(void)
 	    "constant-time compare");
 }
 
+/*
+ * The MAC tag is HMAC-SHA256 of the COSE MAC_structure (RFC 9052 6.3),
+ * the same whether the key's HMAC state was made at load or not.
+ */
+static void
+test_mac_structure(void)
+{
+	struct cats_key k, raw;
+	cats_key_gen_psk(&k, "p");
+	memset(&raw, 0, sizeof(raw));
+	raw.kind = CATS_KEY_PSK;
+	memcpy(raw.psk, k.psk, sizeof(raw.psk));
+	const uint8_t prot[] = { 0xa1, 0x01, 0x05 };	/* {1: 5} HMAC 256/256 */
+	uint8_t payload[300];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)i;
+	/* ["MAC0", h'a10105', h'', h'00 01 ...'] */
+	uint8_t tbs[400];
+	size_t n = 0;
+	const uint8_t head[] = { 0x84, 0x64, 'M', 'A', 'C', '0', 0x43, 0xa1,
+		0x01, 0x05, 0x40, 0x59, 0x01, 0x2c };
+	memcpy(tbs, head, sizeof(head));
+	n = sizeof(head);
+	memcpy(tbs + n, payload, sizeof(payload));
+	n += sizeof(payload);
+	uint8_t want[32], tag[64], tag2[64];
+	size_t tl = 0, tl2 = 0;
+	crypto_auth_hmacsha256(want, tbs, n, k.psk);
+	T_OK(cats_cose_tag(&k, prot, sizeof(prot), payload, sizeof(payload),
+	    tag, &tl) == 0 && tl == 32 && memcmp(tag, want, 32) == 0,
+	    "MAC tag: HMAC-SHA256 of the MAC_structure");
+	T_OK(cats_cose_tag(&raw, prot, sizeof(prot), payload, sizeof(payload),
+	    tag2, &tl2) == 0 && tl2 == 32 && memcmp(tag2, want, 32) == 0,
+	    "MAC tag: the same from a key made by hand");
+	T_OK(cats_cose_check(&raw, CATS_ALG_HMAC256, prot, sizeof(prot), payload,
+	    sizeof(payload), tag, 32) == 0, "MAC tag checks");
+	tag[31] ^= 1;
+	T_OK(cats_cose_check(&k, CATS_ALG_HMAC256, prot, sizeof(prot), payload,
+	    sizeof(payload), tag, 32) < 0, "a changed MAC tag fails");
+}
+
 int
 main(void)
 {
@@ -186,6 +227,7 @@ main(void)
 	test_key_files();
 	test_tokens();
 	test_replay();
+	test_mac_structure();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
