@@ -10,6 +10,9 @@ load helper
 load fwd_net
 
 setup() {
+	# Rings that hold a burst until the flow moves to the kernel (as
+	# fwd_batch.bats).
+	FWD_RING=4096
 	fwd_setup f
 }
 
@@ -26,7 +29,9 @@ teardown() {
 	# Complete (the order of the few packets around the move is not
 	# promised: cats-fwd(1) FAST PATH).
 	run burst_one_flow 3000
+	echo "$output"
 	[ "${output%% *}" = 3001 ]
+	[ "$(counter ingress rx_ring_drops)" -eq 0 ]
 	# Most of the burst never reached user space.
 	[ "$(counter ingress fast_hit)" -gt 1000 ]
 	[ "$(counter ingress fast_keys)" -ge 1 ]
