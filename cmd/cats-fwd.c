@@ -683,14 +683,21 @@ static uint64_t fp_keys;	/* keys in the kernel's map */
 
 enum { FP_OK, FP_LATER, FP_NEVER };
 
+/* The port the packets of a binding's key d come in on (NULL: none). */
+static struct port *
+fp_port_in(int d)
+{
+	return d == CATS_DIR_IN_FWD ? p_client : d == CATS_DIR_EG_REV ?
+	    p_site : p_core;
+}
+
 /* The map key of binding b's key d: the port it comes in on, whether it
  * comes encapsulated (the reverse at the ingress, the forward at the egress),
  * the 5-tuple.  -1 when there is no such port or the key has wildcards. */
 static int
 fp_key(const struct cats_fbind *b, int d, struct cats_fp_key *k)
 {
-	const struct port *in = d == CATS_DIR_IN_FWD ? p_client :
-	    d == CATS_DIR_EG_REV ? p_site : p_core;
+	const struct port *in = fp_port_in(d);
 	if (in == NULL || cats_fp_key_make(k, &b->keys[d], in->ifindex) < 0)
 		return -1;
 	k->tun = d == CATS_DIR_IN_REV || d == CATS_DIR_EG_FWD;
@@ -707,25 +714,25 @@ fp_key(const struct cats_fbind *b, int d, struct cats_fp_key *k)
 static int
 fp_put(struct cats_fbind *b, int d)
 {
-	struct port *in, *out;
+	struct port *in = fp_port_in(d), *out;
 	int rw = CATS_FP_RW_NONE;
 	const uint8_t *addr = NULL;
 	uint16_t port = 0;
 	const struct cats_encap *enc = NULL;
 	switch (d) {
 	case CATS_DIR_IN_FWD:
-		in = p_client, out = p_core, rw = CATS_FP_RW_DST;
+		out = p_core, rw = CATS_FP_RW_DST;
 		addr = b->locator, port = b->port, enc = &b->enc;
 		break;
 	case CATS_DIR_IN_REV:
-		in = p_core, out = p_client, rw = CATS_FP_RW_SRC;
+		out = p_client, rw = CATS_FP_RW_SRC;
 		addr = b->restore, port = b->restore_port;
 		break;
 	case CATS_DIR_EG_FWD:
-		in = p_core, out = p_site;
+		out = p_site;
 		break;
 	default:
-		in = p_site, out = p_core, enc = &b->renc;
+		out = p_core, enc = &b->renc;
 		break;
 	}
 	if (in == NULL || out == NULL || in->kind != K_PACKET ||

@@ -170,8 +170,6 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 			return NULL;
 		if (h[0] != 0x45 || (h[6] & 0x3f) || h[7])
 			return NULL;	/* options, fragments */
-		if (sum20(h) != 0xffff)
-			return NULL;	/* user space counts it */
 		p->iplen = (__u32)h[2] << 8 | h[3];
 		p->ttl = h[8];
 		p->tos = h[1];
@@ -226,6 +224,10 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	__builtin_memcpy(&k.dport, l4 + 2, 2);
 	struct cats_fp_act *a = bpf_map_lookup_elem(&fp_flows, &k);
 	if (a == NULL)
+		return NULL;
+	/* The header checksum is summed for the flows there are only: a bad
+	 * one is user space's to count. */
+	if (inner == 4 && sum20(h) != 0xffff)
 		return NULL;
 	/* The output takes it: whole, or the segments of a GSO packet. */
 	__u32 oh = a->enc_len;

@@ -34,6 +34,21 @@ a6(uint8_t *p, const char *s)
 	inet_pton(AF_INET6, s, p);
 }
 
+/* Fill in the IPv4 header checksum at p (when it is IPv4 with room). */
+static void
+fix4(uint8_t *p, size_t room)
+{
+	if (room < 20 || (p[0] >> 4) != 4 || (size_t)(p[0] & 0xf) * 4 > room)
+		return;
+	size_t hl = (size_t)(p[0] & 0xf) * 4;
+	if (hl < 20)
+		return;
+	p[10] = p[11] = 0;
+	uint16_t c = (uint16_t)~cats_csum_fold(cats_csum_add(0, p, hl));
+	p[10] = (uint8_t)(c >> 8);
+	p[11] = (uint8_t)c;
+}
+
 /*
  * An IPv4 (af 4) or IPv6 packet of proto (6 or 17) with flags (TCP) and n
  * payload bytes, checksums filled; returns its length.
@@ -79,11 +94,7 @@ mkpkt(uint8_t *p, int af, int proto, const char *src, const char *dst,
 	}
 	for (size_t i = 0; i < n; i++)
 		l4[lh + i] = (uint8_t)(i * 7);
-	if (af == 4) {	/* the header checksum first: the parse checks it */
-		uint16_t c = (uint16_t)~cats_csum_fold(cats_csum_add(0, p, 20));
-		p[10] = (uint8_t)(c >> 8);
-		p[11] = (uint8_t)c;
-	}
+	fix4(p, len);	/* the header checksum first: the parse checks it */
 	struct cats_pkt pk;
 	cats_pkt_parse(&pk, p, len);
 	cats_pkt_csum_fill(&pk);
@@ -341,21 +352,6 @@ test_case(struct cats_fwd_fast *f, const struct fcase *c)
 		    "%s: counted on the action", c->name);
 	}
 	cats_fwd_fast_del(f, &x.fk);
-}
-
-/* Fill in the IPv4 header checksum at p (when it is IPv4 with room). */
-static void
-fix4(uint8_t *p, size_t room)
-{
-	if (room < 20 || (p[0] >> 4) != 4 || (size_t)(p[0] & 0xf) * 4 > room)
-		return;
-	size_t hl = (size_t)(p[0] & 0xf) * 4;
-	if (hl < 20)
-		return;
-	p[10] = p[11] = 0;
-	uint16_t c = (uint16_t)~cats_csum_fold(cats_csum_add(0, p, hl));
-	p[10] = (uint8_t)(c >> 8);
-	p[11] = (uint8_t)c;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15;
