@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>
@@ -52,7 +51,7 @@ static const char usage_text[] =
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
     "         [--icmp-unreach]\n"
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
-    "         [--fast-path]\n"
+    "         [--fast-path] [--reserve-flows N]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -170,6 +169,7 @@ static struct {
 	uint64_t sync_ms;
 	uint64_t epoch;
 	unsigned ring_frames;
+	unsigned reserve_flows;
 	uint64_t poll_us;
 	struct cats_fwd_conf fc;
 } cf;
@@ -2225,26 +2225,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 }
 
-/*
- * Touch the first HEAP_WARM bytes of the heap now and keep them: the
- * bindings, pending records and held packets of the first flows then come
- * from pages already mapped (a first write to a page can trap to the
- * hypervisor and costs as much as a flow's other work).
- */
-#define HEAP_WARM (16 << 20)
-static void
-heap_warm(void)
-{
-	mallopt(M_TRIM_THRESHOLD, 4 * HEAP_WARM);
-	mallopt(M_MMAP_THRESHOLD, 2 * HEAP_WARM);
-	void *p = malloc(HEAP_WARM);
-	if (p != NULL) {
-		memset(p, 0, HEAP_WARM);
-		free(p);
-	}
-	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-}
-
 /* ---- options ---- */
 
 static void
@@ -2348,7 +2328,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST };
+	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -2376,6 +2356,7 @@ static const struct option longopts[] = {
 	{ "pending-timeout", required_argument, NULL, O_PTIME },
 	{ "poll-us", required_argument, NULL, O_POLL },
 	{ "precedence", required_argument, NULL, O_PREC },
+	{ "reserve-flows", required_argument, NULL, O_RESERVE },
 	{ "return", required_argument, NULL, O_RETURN },
 	{ "ring-frames", required_argument, NULL, O_RING },
 	{ "select", required_argument, NULL, O_SELECT },
@@ -2404,6 +2385,7 @@ main(int argc, char **argv)
 	cf.sync_ms = 3000;
 	cf.poll_us = 0;
 	cf.epoch = 0;
+	cf.reserve_flows = 8192;
 	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
 		struct cats_ip ip;
 		switch (c) {
@@ -2571,6 +2553,10 @@ main(int argc, char **argv)
 		case O_POLL:
 			cf.poll_us = need_u64(optarg, 0, 1000, "poll-us");
 			break;
+		case O_RESERVE:
+			cf.reserve_flows = (unsigned)need_u64(optarg, 0, 1u << 22,
+			    "reserve-flows");
+			break;
 		case O_RING:
 			cf.ring_frames = (unsigned)need_u64(optarg, 8, 65536,
 			    "ring-frames");
@@ -2616,7 +2602,10 @@ main(int argc, char **argv)
 	cf.fc.id = cf.id;
 	cf.fc.ret = cf.ret;
 	cf.fc.nret = cf.nret;
-	heap_warm();
+	if (cats_tool_reserve((size_t)cf.reserve_flows *
+	    cats_fwd_flow_bytes()) < 0)
+		cats_warnx("--reserve-flows %u: out of memory; not reserved",
+		    cf.reserve_flows);
 	if (cats_fwd_init(&tab, &cf.fc) < 0)
 		return CATS_EXIT_FAIL;
 	tab.next_txn = cf.epoch * 1000 % (CATS_U53 / 2);

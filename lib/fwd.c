@@ -54,6 +54,17 @@ u64_hash(uint64_t v)
 	return cats_hash(&v, sizeof(v));
 }
 
+size_t
+cats_fwd_flow_bytes(void)
+{
+	/* Keys and id of the binding, key and txn of the pending record;
+	 * a table of n slots grows at 3/4 full to 2n, so 8/3 slots each. */
+	size_t slots = (CATS_DIR__N + 1 + 2) * 8 / 3 + 1;
+	return sizeof(struct cats_fbind) + sizeof(struct cats_pend) +
+	    sizeof(struct cats_held) + 256 + slots * sizeof(struct cats_hslot) +
+	    3 * 16;
+}
+
 int
 cats_fwd_init(struct cats_fwd *t, const struct cats_fwd_conf *c)
 {

@@ -172,6 +172,13 @@ struct cats_fwd {
 };
 
 int cats_fwd_init(struct cats_fwd *t, const struct cats_fwd_conf *c);
+/*
+ * Heap bytes one new flow takes at most, for sizing a reserve
+ * (cats_tool_reserve): its binding, its pending record and a held first
+ * packet of up to 256 bytes, and its slots in the tables at their lowest
+ * load, with malloc's overhead.
+ */
+size_t cats_fwd_flow_bytes(void);
 void cats_fwd_free(struct cats_fwd *t);
 
 /* Build a key from a packet (dir sets which addresses go where). */

@@ -1,6 +1,7 @@
 /*
  * tool.c - shared start-up of the cats tools.
  */
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
@@ -52,6 +53,42 @@ cats_tool_hugepages(void)
 	/* An error (no THP, old kernel) only means small pages. */
 	(void)madvise((void *)done, top - done, MADV_HUGEPAGE);
 	done = top;
+}
+
+#define RESERVE_PIECE ((size_t)16 << 20)	/* below the mmap threshold */
+#define RESERVE_PIECES 256
+
+int
+cats_tool_reserve(size_t bytes)
+{
+	if (bytes == 0)
+		return 0;
+	if (bytes > RESERVE_PIECE * RESERVE_PIECES)
+		bytes = RESERVE_PIECE * RESERVE_PIECES;
+	cats_tool_hugepages();
+	/* Tables' arrays on the heap too, and what is freed stays there. */
+	mallopt(M_MMAP_THRESHOLD, HEAP_STEP / 2);
+	mallopt(M_TRIM_THRESHOLD, bytes < INT_MAX - HEAP_STEP ?
+	    (int)(bytes + HEAP_STEP) : INT_MAX);
+	char *piece[RESERVE_PIECES];
+	size_t n = 0, left = bytes, page = (size_t)sysconf(_SC_PAGESIZE);
+	for (; left > 0; n++) {
+		size_t len = left < RESERVE_PIECE ? left : RESERVE_PIECE;
+		if ((piece[n] = malloc(len)) == NULL)
+			break;
+		left -= len;
+	}
+	/* Advise before the first touch, so that faults map huge pages. */
+	cats_tool_hugepages();
+	for (size_t i = 0; i < n && left == 0; i++) {
+		size_t len = i + 1 < n || bytes % RESERVE_PIECE == 0 ?
+		    RESERVE_PIECE : bytes % RESERVE_PIECE;
+		for (size_t off = 0; off < len; off += page)
+			((volatile char *)piece[i])[off] = 0;
+	}
+	while (n > 0)
+		free(piece[--n]);
+	return left == 0 ? 0 : -1;
 }
 
 void
