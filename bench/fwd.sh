@@ -119,8 +119,11 @@ table netdev catsfwd {
 }
 EOF
 	done
+	# fake-cps stands in for the control plane and shares the CPUs: its
+	# memory is touched at start, as cats-fwd's is by default.
 	CPS_NOLOG=1 start_cps --egress EF-2 --locator 198.51.100.11 \
-		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1 \
+		--reserve-flows 8192
 	start_egress --jumbo-core "${extra[@]}"
 	start_ingress --jumbo-core --pending-flows 65536 \
 		--pending-pkts 65536 --pending-client 65535 --pending-timeout 5s \
@@ -161,12 +164,13 @@ EOF
 	echo $((n / DUR))
 }
 
-# New flows through the whole loop: 5000 one-packet flows from flowgen (the
-# interpreter of fwd_udp.py newflows would take a fifth of the two CPUs the
-# forwarders share); the sink in the server namespace reports flows,
-# first-packet delay p50/p99, and the span.
+# New flows through the whole loop: 5000 one-packet flows from flowgen, a C
+# sender (the interpreter of fwd_udp.py newflows would take a fifth of the
+# two CPUs the forwarders share); flowsink in the server namespace reports
+# flows, first-packet delay p50/p99 and the span, from the kernel's receive
+# times.
 new_flows() {
-	xs $PY "$UDP" sink 198.51.100.11 9100 $((DUR + 3)) >"$FWD_DIR/sink.out" &
+	xs flowsink 198.51.100.11 9100 $((DUR + 3)) >"$FWD_DIR/sink.out" &
 	local sk=$!
 	sleep 0.5
 	xc flowgen 192.0.2.10 203.0.113.100 9100 5000
@@ -177,7 +181,7 @@ new_flows() {
 # The same one flow at a time (2 ms apart, source ports of their own): the
 # first-packet delay of the control loop without queueing behind a burst.
 paced_flows() {
-	xs $PY "$UDP" sink 198.51.100.11 9101 3 >"$FWD_DIR/sink2.out" &
+	xs flowsink 198.51.100.11 9101 3 >"$FWD_DIR/sink2.out" &
 	local sk=$!
 	sleep 0.5
 	xc $PY "$UDP" newflows 192.0.2.10 203.0.113.100 9101 200 2000 30000

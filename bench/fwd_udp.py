@@ -5,12 +5,11 @@ machine's, shared by every namespace).
   fwd_udp.py echo ADDR PORT            echo server
   fwd_udp.py ping DST PORT N           N request/reply round trips on one
                                        flow: prints "p50_us p99_us lost"
-  fwd_udp.py sink ADDR PORT SECONDS    prints "flows p50_us p99_us span_s"
-                                       (first-packet one-way delay)
   fwd_udp.py newflows SRC DST PORT N [GAP_US [SPORT0]]
                                        N one-packet flows, distinct source
                                        ports from SPORT0 (1024), as fast as
-                                       possible or GAP_US apart (raw socket)
+                                       possible or GAP_US apart (raw socket),
+                                       for tests/tools/flowsink
 """
 import socket
 import struct
@@ -50,31 +49,6 @@ def main(a):
                 if lost >= 20 and not rtt:
                     break
         print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
-    elif a[0] == "sink":
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        # A burst of released flows must not overflow the sink itself.
-        try:
-            s.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
-        except OSError:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
-        s.bind((a[1], int(a[2])))
-        s.settimeout(0.2)
-        end = time.time() + float(a[3])
-        seen, delays, first, last = set(), [], None, None
-        while time.time() < end:
-            try:
-                d, peer = s.recvfrom(64)
-            except socket.timeout:
-                continue
-            now = time.time()
-            if peer in seen or len(d) < 8:
-                continue
-            seen.add(peer)
-            delays.append((now - struct.unpack("!d", d[:8])[0]) * 1e6)
-            first = first or now
-            last = now
-        span = (last - first) if first and last and last > first else 0
-        print("%d %d %d %.6f" % (len(seen), pct(delays, 50), pct(delays, 99), span))
     elif a[0] == "newflows":
         src, dst, port, n = a[1], a[2], int(a[3]), int(a[4])
         gap = float(a[5]) / 1e6 if len(a) > 5 else 0

@@ -1,7 +1,7 @@
 /*
  * flowgen - N one-datagram UDP flows (distinct source ports from SPORT0) as
  * fast as a raw socket takes them, each carrying its send time (a
- * big-endian IEEE double of wall-clock seconds) for bench/fwd_udp.py sink.
+ * big-endian IEEE double of wall-clock seconds) for flowsink.
  * The same flows as fwd_udp.py newflows, without the interpreter's cost on
  * the CPUs the forwarders share.
  *
