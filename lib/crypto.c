@@ -31,7 +31,7 @@ set_kid(struct cats_key *k)
 	uint8_t h[32];
 	k->hmac_ready = k->kind == CATS_KEY_PSK;
 	if (k->kind == CATS_KEY_PSK) {
-		crypto_auth_hmacsha256_init(&k->hmac, k->psk, sizeof(k->psk));
+		cats_hmac_sha256_init(&k->hmac, k->psk, sizeof(k->psk));
 		crypto_generichash_state st;
 		crypto_generichash_init(&st, NULL, 0, sizeof(h));
 		crypto_generichash_update(&st, (const uint8_t *)"cats-psk", 8);
@@ -299,16 +299,15 @@ mac_tag(const struct cats_key *k, const uint8_t *prot, size_t protlen,
     const uint8_t *payload, size_t n, uint8_t tag[32])
 {
 	uint8_t h[TBS_HEAD_MAX(64)];
-	crypto_auth_hmacsha256_state st;
+	struct cats_hmac_sha256 st;
 	if (k->hmac_ready)
 		st = k->hmac;
 	else
-		crypto_auth_hmacsha256_init(&st, k->psk, sizeof(k->psk));
-	crypto_auth_hmacsha256_update(&st, h, tbs_head(h, sizeof(h), true,
+		cats_hmac_sha256_init(&st, k->psk, sizeof(k->psk));
+	cats_hmac_sha256_update(&st, h, tbs_head(h, sizeof(h), true,
 	    prot, protlen, n));
-	crypto_auth_hmacsha256_update(&st, payload, n);
-	crypto_auth_hmacsha256_final(&st, tag);
-	sodium_memzero(&st, sizeof(st));
+	cats_hmac_sha256_update(&st, payload, n);
+	cats_hmac_sha256_final(&st, tag);
 }
 
 /* The Sig_structure whole, for Ed25519. */

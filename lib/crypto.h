@@ -16,6 +16,7 @@
 
 #include <sodium.h>
 #include "rec.h"
+#include "sha256.h"
 
 enum cats_key_kind {
 	CATS_KEY_ED25519_SECRET,
@@ -32,7 +33,7 @@ struct cats_key {
 	char name[CATS_ID + 1];	/* identity the key belongs to, may be "" */
 	/* HMAC-SHA256 keyed with psk (its two pad blocks hashed), ready to
 	 * copy for each tag; set where keys are made and loaded. */
-	crypto_auth_hmacsha256_state hmac;
+	struct cats_hmac_sha256 hmac;
 	bool hmac_ready;
 };
 
