@@ -98,6 +98,7 @@ struct port {
 	int ifindex;
 	uint8_t mac[6], peer[6];
 	bool has_peer, fixed_peer;
+	bool peer_moved;	/* learned peer changed: fast path to follow */
 	uint32_t mtu;
 	int rxfd, txfd;
 	int gsofd;		/* vnet-header socket for GSO sends, or -1 */
@@ -691,6 +692,14 @@ fp_port_in(int d)
 	    p_site : p_core;
 }
 
+/* The port the packets of a binding's key d leave by (NULL: none). */
+static struct port *
+fp_port_out(int d)
+{
+	return d == CATS_DIR_IN_FWD || d == CATS_DIR_EG_REV ? p_core :
+	    d == CATS_DIR_IN_REV ? p_client : p_site;
+}
+
 /* The map key of binding b's key d: the port it comes in on, whether it
  * comes encapsulated (the reverse at the ingress, the forward at the egress),
  * the 5-tuple.  -1 when there is no such port or the key has wildcards. */
@@ -714,26 +723,19 @@ fp_key(const struct cats_fbind *b, int d, struct cats_fp_key *k)
 static int
 fp_put(struct cats_fbind *b, int d)
 {
-	struct port *in = fp_port_in(d), *out;
+	struct port *in = fp_port_in(d), *out = fp_port_out(d);
 	int rw = CATS_FP_RW_NONE;
 	const uint8_t *addr = NULL;
 	uint16_t port = 0;
 	const struct cats_encap *enc = NULL;
-	switch (d) {
-	case CATS_DIR_IN_FWD:
-		out = p_core, rw = CATS_FP_RW_DST;
+	if (d == CATS_DIR_IN_FWD) {
+		rw = CATS_FP_RW_DST;
 		addr = b->locator, port = b->port, enc = &b->enc;
-		break;
-	case CATS_DIR_IN_REV:
-		out = p_client, rw = CATS_FP_RW_SRC;
+	} else if (d == CATS_DIR_IN_REV) {
+		rw = CATS_FP_RW_SRC;
 		addr = b->restore, port = b->restore_port;
-		break;
-	case CATS_DIR_EG_FWD:
-		out = p_site;
-		break;
-	default:
-		out = p_core, enc = &b->renc;
-		break;
+	} else if (d == CATS_DIR_EG_REV) {
+		enc = &b->renc;
 	}
 	if (in == NULL || out == NULL || in->kind != K_PACKET ||
 	    out->kind != K_PACKET ||
@@ -889,6 +891,36 @@ fp_drop(struct cats_fbind *b, void *arg)
 		fp_keys--;
 	}
 	b->fast = 0;
+}
+
+/*
+ * A learned link peer changed (a neighbour replaced, its MAC changed): the
+ * kernel's actions toward that port still carry the old one.  Their
+ * bindings leave the map; user space forwards their next packets with the
+ * new peer and offers them again.  Called from the tick, so that a port
+ * whose peer flaps costs one walk of the bindings per tick at most.
+ */
+static void
+fp_follow_peers(void)
+{
+	bool moved = false;
+	for (int i = 0; i < nports; i++)
+		moved |= ports[i].peer_moved;
+	if (fp == NULL || !moved)
+		return;
+	for (size_t i = 0; i < tab.bind_by_id.cap; i++) {
+		struct cats_fbind *b = tab.bind_by_id.s[i].item;
+		if (tab.bind_by_id.s[i].h == 0 || b->fast == 0)
+			continue;
+		for (int d = 0; d < CATS_DIR__N; d++)
+			if ((b->fast & (1u << d)) && fp_port_out(d) != NULL &&
+			    fp_port_out(d)->peer_moved) {
+				fp_drop(b, NULL);
+				break;
+			}
+	}
+	for (int i = 0; i < nports; i++)
+		ports[i].peer_moved = false;
 }
 
 /* Load the fast path and attach it to every AF_PACKET port. */
@@ -1441,6 +1473,9 @@ rx_packet_ring(struct port *pt, uint64_t now)
 		} else {
 			uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
 			if (!pt->fixed_peer) {
+				if (pt->has_peer &&
+				    memcmp(pt->peer, f + 6, 6) != 0)
+					pt->peer_moved = true;
 				memcpy(pt->peer, f + 6, 6);
 				pt->has_peer = true;
 			}
@@ -2082,6 +2117,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	uint64_t now = cats_clock_now();
+	fp_follow_peers();
 	if (!synced && now >= sync_deadline) {
 		cats_warnx("no binding sync from %s; forwarding anyway",
 		    cf.bind_ep ? cf.bind_ep : "(none)");

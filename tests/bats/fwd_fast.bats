@@ -94,6 +94,31 @@ teardown() {
 	[ "$(grep -c '"type":"request"' "$FWD_DIR/cps.log")" -eq $((n0 + 1)) ]
 }
 
+@test "fwd fast: a learned peer MAC that changes is followed by the kernel's actions" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	# The site port learns its peer (no peer=) from the server's frames.
+	start_egress --fast-path --site af_packet:e2
+	start_ingress --fast-path
+	to_client() {
+		xs $PY -c 'import socket; socket.socket(socket.AF_INET,
+			socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.10", 9))'
+	}
+	to_client
+	run burst_one_flow 3000
+	echo "first: $output"
+	[ "${output%% *}" = 3001 ]
+	[ "$(counter egress fast_hit)" -gt 1000 ]
+	# The server's MAC changes; its next frame teaches the egress.
+	xs ip link set s0 address 02:ca:75:00:00:01
+	to_client
+	sleep 0.5
+	run burst_one_flow 3000
+	echo "after the change: $output"
+	[ "${output%% *}" = 3001 ]
+	[ "$(counter egress fast_fail)" -eq 0 ]
+}
+
 @test "fwd fast: a reverse packet without a binding is dropped, never delivered" {
 	start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
