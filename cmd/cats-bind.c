@@ -314,7 +314,8 @@ refused(const char *where, uint64_t index, int rc)
 		    bind_reason_names[rc]);
 }
 
-/* One record from the pipeline (stdin). */
+/* One record from the pipeline (stdin); scanned into g.dec's tokens
+ * (cats_stream_decode_into), as are the forwarders'. */
 static void
 in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
     const struct cats_peer *peer, void *arg)
@@ -326,7 +327,7 @@ in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	struct cats_err e;
 	memset(&e, 0, sizeof(e));
 	g.in_records++;
-	if (cats_rec_decode(&g.dec, p, n, &r, &e) < 0) {
+	if (cats_rec_from_toks(&g.dec, &r, &e) < 0) {
 		char msg[400];
 		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
 		g.in_bad++;
@@ -457,7 +458,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	(void)s;
 	(void)peer;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_decode(&g.dec, p, n, &r, &e) < 0) {
+	if (cats_rec_from_toks(&g.dec, &r, &e) < 0) {
 		char msg[400];
 		cats_errorx("forwarder %s: %s", c->fwd ? c->fwd : "?",
 		    cats_err_fmt(&e, index, msg, sizeof(msg)));
@@ -574,6 +575,7 @@ on_accept(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		cats_stream_own(c->s);
+		cats_stream_decode_into(c->s, &g.dec);
 		if (g.paused)
 			cats_stream_pause(c->s);
 		c->next = g.conns;
@@ -1022,6 +1024,7 @@ main(int argc, char **argv)
 		cats_errorx("input: %s", strerror(errno));
 		return CATS_EXIT_NOINPUT;
 	}
+	cats_stream_decode_into(g.in, &g.dec);
 	g.last_fsync = g.last_stats = now_ms();
 
 	event_base_dispatch(g.base);

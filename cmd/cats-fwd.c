@@ -1956,6 +1956,7 @@ on_binding(const struct cats_binding *b, uint64_t now)
 	send_status(fb, ev, NULL, 0, 0);
 }
 
+/* A control record; the stream scanned it into ctl_dec's tokens. */
 static void
 on_ctl_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
     const struct cats_peer *peer, void *arg)
@@ -1966,7 +1967,7 @@ on_ctl_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	(void)s;
 	(void)peer;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_decode(&ctl_dec, p, n, &r, &e) < 0) {
+	if (cats_rec_from_toks(&ctl_dec, &r, &e) < 0) {
 		char msg[400];
 		ctr[C_ctl_bad]++;
 		cats_warnx("%s: %s", c->name, cats_err_fmt(&e, index, msg,
@@ -2067,6 +2068,7 @@ chan_connect(struct chan *c)
 		return;
 	}
 	cats_stream_own(c->s);
+	cats_stream_decode_into(c->s, &ctl_dec);
 	if (c->is_bind) {
 		ctr[C_bind_connects]++;
 		send_status(NULL, CATS_EV_HELLO, NULL, 0, 0);

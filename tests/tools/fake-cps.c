@@ -320,8 +320,11 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	struct cats_rec r;
 	struct cats_err e;
 	(void)s;
+	(void)p;
+	(void)n;
 	(void)peer;
-	if (cats_rec_decode(&dec, p, n, &r, &e) < 0) {
+	memset(&e, 0, sizeof(e));
+	if (cats_rec_from_toks(&dec, &r, &e) < 0) {
 		fprintf(stderr, "fake-cps: record %" PRIu64 ": %s: %s\n", index,
 		    e.field, e.reason);
 		return;
@@ -408,6 +411,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		conns[i].s = cats_stream_new(base, fd, fd, false, NULL, 0, &cbs,
 		    &conns[i]);
 		cats_stream_own(conns[i].s);
+		cats_stream_decode_into(conns[i].s, &dec);
 		return;
 	}
 	close(fd);
