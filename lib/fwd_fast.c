@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@ struct cats_fwd_fast {
 	int tc, sock;		/* program fds */
 	int ports[FP_MAXPORTS];
 	size_t nports;
+	bool old_decap;		/* Linux before 6.3 */
 };
 
 /*
@@ -91,6 +93,11 @@ cats_fwd_fast_open(size_t max_keys, char *err, size_t errlen)
 	}
 	f->tc = bpf_program__fd(tc);
 	f->sock = bpf_program__fd(sk);
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	if (uname(&u) == 0)
+		sscanf(u.release, "%u.%u", &major, &minor);
+	f->old_decap = major < 6 || (major == 6 && minor < 3);
 	return f;
 fail:
 	bpf_object__close(f->obj);
@@ -162,11 +169,22 @@ cats_fwd_fast_sid(struct cats_fwd_fast *f, uint8_t af, const uint8_t *a)
 	return bpf_map_update_elem(f->sids, &k, &one, BPF_ANY);
 }
 
+bool
+cats_fwd_fast_old_decap(struct cats_fwd_fast *f, int on)
+{
+	if (on >= 0)
+		f->old_decap = on != 0;
+	return f->old_decap;
+}
+
 int
 cats_fwd_fast_put(struct cats_fwd_fast *f, const struct cats_fp_key *k,
     const struct cats_fp_act *a)
 {
-	return bpf_map_update_elem(f->flows, k, a, BPF_ANY);
+	struct cats_fp_act put = *a;
+	if (f->old_decap)
+		put.flags |= CATS_FP_F_OLD_DECAP;
+	return bpf_map_update_elem(f->flows, k, &put, BPF_ANY);
 }
 
 int

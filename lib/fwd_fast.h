@@ -46,7 +46,7 @@ struct cats_fp_act {
 	__u8 enc_len;		/* bytes of enc[]; 0: no encapsulation */
 	__u16 port;		/* new port, network order; 0: unchanged */
 	__u8 outer_af;		/* 4 or 6 when enc_len > 0 */
-	__u8 pad;
+	__u8 flags;		/* CATS_FP_F_* */
 	__u8 addr[16];		/* the new address */
 	__u8 l2[14];		/* the output link header */
 	__u8 pad2[2];
@@ -54,6 +54,13 @@ struct cats_fp_act {
 	__u64 pkts, bytes;	/* inner IP bytes */
 	__u64 last_ns;		/* CLOCK_MONOTONIC of the last packet */
 };
+
+/*
+ * The kernel has no BPF_F_ADJ_ROOM_DECAP flags (before Linux 6.3):
+ * decapsulate without them, and leave a GSO packet that arrives
+ * encapsulated to user space (its GSO type would keep the tunnel's).
+ */
+#define CATS_FP_F_OLD_DECAP 1
 
 /* A SID (or tunnel endpoint address) the forwarder decapsulates. */
 struct cats_fp_sid {
@@ -95,6 +102,12 @@ int cats_fwd_fast_port(struct cats_fwd_fast *f, int ifindex, int rxfd,
     char *err, size_t errlen);
 /* Decapsulate packets to this address (af 4 or 6). */
 int cats_fwd_fast_sid(struct cats_fwd_fast *f, uint8_t af, const uint8_t *a);
+/*
+ * Whether the kernel lacks the decapsulation flags of Linux 6.3 (as open
+ * found from its version); on changes it for the actions put from then on
+ * (tests run the older kernels' way on a newer one).
+ */
+bool cats_fwd_fast_old_decap(struct cats_fwd_fast *f, int on);
 /* Install, read back (counters) and remove one action. */
 int cats_fwd_fast_put(struct cats_fwd_fast *f, const struct cats_fp_key *k,
     const struct cats_fp_act *a);

@@ -231,6 +231,8 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 		return NULL;
 	/* The output takes it: whole, or the segments of a GSO packet. */
 	__u32 oh = a->enc_len;
+	if (skb->gso_size && p->outer && (a->flags & CATS_FP_F_OLD_DECAP))
+		return NULL;
 	if (skb->gso_size) {
 		__u32 l4h = k.proto == 6 ? (__u32)(th[0] >> 4) * 4 : 8;
 		if (p->l4 - off + l4h + skb->gso_size + oh > a->mtu)
@@ -321,13 +323,16 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 	}
 	__u64 fixed = BPF_F_ADJ_ROOM_FIXED_GSO;
 	if (p->outer) {
-		__u64 dec = p->af == 4 ? BPF_F_ADJ_ROOM_DECAP_L3_IPV4 :
-		    BPF_F_ADJ_ROOM_DECAP_L3_IPV6;
+		__u64 dec = a->flags & CATS_FP_F_OLD_DECAP ? 0 : p->af == 4 ?
+		    BPF_F_ADJ_ROOM_DECAP_L3_IPV4 : BPF_F_ADJ_ROOM_DECAP_L3_IPV6;
 		__s32 d = -(__s32)p->outer;
-		/* Kernels before 6.3 know no DECAP flags: the link header's
-		 * type, written below, is what the next device reads. */
+		/* Kernels before 6.3 know no DECAP flags (and GSO packets did
+		 * not come this far): the link header's type, written below,
+		 * is what the next device reads.  A kernel that refuses them
+		 * though its version promised them gets the same. */
 		if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_MAC, fixed | dec) < 0 &&
-		    bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_MAC, fixed) < 0)
+		    (dec == 0 || skb->gso_size ||
+		    bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_MAC, fixed) < 0))
 			return -1;
 	}
 	__u32 n = a->enc_len;
