@@ -2592,7 +2592,7 @@ main(int argc, char **argv)
 			cf.poll_us = need_u64(optarg, 0, 1000, "poll-us");
 			break;
 		case O_RESERVE:
-			cf.reserve_flows = (unsigned)need_u64(optarg, 0, 1u << 22,
+			cf.reserve_flows = (unsigned)need_u64(optarg, 0, 1u << 20,
 			    "reserve-flows");
 			break;
 		case O_RING:

@@ -41,6 +41,9 @@ load helper
 	[ "$status" -eq 2 ]
 	run cats-fwd --id IF-1 --core af_packet:a,peer=zz --client tun:b
 	[ "$status" -eq 2 ]
+	run cats-fwd --id IF-1 --core tun:a --client tun:b --reserve-flows 2000000
+	[ "$status" -eq 2 ]
+	[[ "$output" == "cats-fwd: --reserve-flows: "* ]]
 }
 
 @test "fwd cli: a refused key exits 77, a missing interface exits 1" {
