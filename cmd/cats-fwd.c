@@ -76,7 +76,7 @@ usage(int code)
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
-	X(rx_copies) X(fast_pkts)
+	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent)
 
 #define X_ENUM(n) C_##n,
 enum { CTRS(X_ENUM) C__N };
@@ -1363,6 +1363,56 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		fp_enqueue(b, now);
 }
 
+/*
+ * An ICMP error from the core about a packet this forwarder encapsulated
+ * (a router on the path found no route, the hop limit ran out): the
+ * binding whose packet it was is reported with a path-down status, at most
+ * once per PATH_DOWN_MS, for the control plane to repair its path.  The
+ * forwarder itself changes nothing: the error is unauthenticated, and the
+ * binding stays until the control plane says otherwise.
+ */
+#define PATH_DOWN_MS 5000
+static bool
+on_core_icmp(const struct cats_pkt *pk, uint64_t now)
+{
+	struct cats_quote q;
+	if (cats_pkt_icmp_quote(pk, cf.fc.has_src4 ? cf.fc.src4 : NULL,
+	    cf.fc.has_src6 ? cf.fc.src6 : NULL, &q) < 0)
+		return false;
+	ctr[C_path_errors]++;
+	struct cats_fkey k;
+	struct cats_fbind *b = NULL;
+	size_t al = q.af == 4 ? 4 : 16;
+	memset(&k, 0, sizeof(k));
+	k.af = q.af;
+	k.proto = q.proto;
+	if (p_client != NULL) {
+		/* A client's packet, rewritten: its binding's reverse key. */
+		k.dir = CATS_DIR_IN_REV;
+		memcpy(k.src, q.dst, al);
+		memcpy(k.dst, q.src, al);
+		k.sport = q.dport;
+		k.dport = q.sport;
+		b = cats_fwd_lookup(&tab, &k);
+	}
+	if (b == NULL && p_site != NULL) {
+		/* An instance's reply on its way back to the ingress. */
+		k.dir = CATS_DIR_EG_REV;
+		memcpy(k.src, q.src, al);
+		memcpy(k.dst, q.dst, al);
+		k.sport = q.sport;
+		k.dport = q.dport;
+		b = cats_fwd_lookup(&tab, &k);
+	}
+	if (b == NULL || (b->path_down_at != 0 &&
+	    now - b->path_down_at < PATH_DOWN_MS))
+		return true;
+	b->path_down_at = now;
+	ctr[C_path_down_sent]++;
+	send_status(b, CATS_EV_PATH_DOWN, q.what, 0, 0);
+	return true;
+}
+
 /* One IP packet from a port. */
 static void
 on_packet(uint8_t *ip, size_t len, const struct rxmeta *m, uint64_t now)
@@ -1406,6 +1456,9 @@ on_packet(uint8_t *ip, size_t len, const struct rxmeta *m, uint64_t now)
 		on_site(&pk, m, now);
 		return;
 	}
+	if ((in->roles & PORT_CORE) && (pk.proto == 1 || pk.proto == 58) &&
+	    on_core_icmp(&pk, now))
+		return;
 	if (in->roles & PORT_CORE) {
 		drop_pkt[(pk.proto == 4 || pk.proto == 41) ?
 		    CATS_DROP_NOT_OURS : CATS_DROP_NOT_TUNNEL]++;

@@ -47,6 +47,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cats_modeb_parse(&pk, off, &m);
 	uint8_t out[1400], src[16] = { 10, 0, 0, 1 };
 	cats_pkt_icmp_error(&pk, CATS_ICMP_TOO_BIG, 1280, src, out, sizeof(out));
+	/* An ICMP error to either address (the destination's own bytes). */
+	struct cats_quote q;
+	if (cats_pkt_icmp_quote(&pk, cats_pkt_dst(&pk), cats_pkt_dst(&pk),
+	    &q) == 0 && (q.af != 4 && q.af != 6))
+		abort();
 	size_t lens[8];
 	if (pk.proto == 6)
 		cats_pkt_tso(p, pk.len, 536, segs, 2048, 8, lens);

@@ -82,6 +82,7 @@ struct cats_fbind {
 	bool renc_learn;		/* take the ingress from outer sources */
 	uint64_t pkts, bytes, rpkts, rbytes;
 	uint64_t reported;		/* last activity report (ms) */
+	uint64_t path_down_at;		/* last path-down report (ms), 0 */
 	uint64_t rep_pkts;		/* pkts + rpkts at that report */
 	char cs_id[CATS_ID + 1];
 	/* The caller's fast path (fwd_fast.h): keys whose packets the kernel

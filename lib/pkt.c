@@ -715,6 +715,79 @@ cats_pkt_icmp_error(const struct cats_pkt *pk, int kind, uint32_t mtu,
 	return e.len;
 }
 
+int
+cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
+    const uint8_t *src6, struct cats_quote *q)
+{
+	const uint8_t *ours = pk->af == 4 ? src4 : src6;
+	size_t al = pk->af == 4 ? 4 : 16;
+	if (ours == NULL || !is_icmp_error(pk) ||
+	    memcmp(cats_pkt_dst(pk), ours, al) != 0 || pk->len < (size_t)pk->l4off + 8)
+		return -1;
+	const uint8_t *ic = pk->p + pk->l4off, *p = ic + 8;
+	size_t n = pk->len - pk->l4off - 8, off;
+	memset(q, 0, sizeof(*q));
+	if (pk->proto == 1) {
+		if (ic[0] == 3 && ic[1] == 4)
+			return -1;	/* fragmentation needed */
+		q->what = ic[0] == 3 ? "unreachable" : ic[0] == 11 ?
+		    "time-exceeded" : ic[0] == 12 ? "parameter-problem" : NULL;
+	} else {
+		if (ic[0] == 2)
+			return -1;	/* packet too big */
+		q->what = ic[0] == 1 ? "unreachable" : ic[0] == 3 ?
+		    "time-exceeded" : ic[0] == 4 ? "parameter-problem" : NULL;
+	}
+	if (q->what == NULL)
+		return -1;	/* a redirect, a source quench */
+	/* The quoted outer header: from us, of our family, encapsulating. */
+	uint8_t nh;
+	if (pk->af == 4) {
+		if (n < 20 || (p[0] >> 4) != 4 || memcmp(p + 12, ours, 4) != 0)
+			return -1;
+		off = (size_t)(p[0] & 15) * 4;
+		nh = p[9];
+	} else {
+		if (n < 40 || (p[0] >> 4) != 6 || memcmp(p + 8, ours, 16) != 0)
+			return -1;
+		off = 40;
+		nh = p[6];
+		for (int i = 0; i < 4 && (nh == 0 || nh == 43 || nh == 60); i++) {
+			if (n < off + 8)
+				return -1;
+			nh = p[off];
+			off += ((size_t)p[off + 1] + 1) * 8;
+		}
+	}
+	if ((nh != 4 && nh != 41) || off < 20 || n < off)
+		return -1;
+	p += off;
+	n -= off;
+	/* The inner header and its ports. */
+	size_t l4;
+	if (nh == 4 && n >= 20 && (p[0] >> 4) == 4 && (p[0] & 15) >= 5 &&
+	    (rd16(p + 6) & 0x1fff) == 0) {
+		q->af = 4;
+		q->proto = p[9];
+		memcpy(q->src, p + 12, 4);
+		memcpy(q->dst, p + 16, 4);
+		l4 = (size_t)(p[0] & 15) * 4;
+	} else if (nh == 41 && n >= 40 && (p[0] >> 4) == 6) {
+		q->af = 6;
+		q->proto = p[6];
+		memcpy(q->src, p + 8, 16);
+		memcpy(q->dst, p + 24, 16);
+		l4 = 40;
+	} else {
+		return -1;
+	}
+	if ((q->proto != 6 && q->proto != 17) || n < l4 + 4)
+		return -1;
+	q->sport = rd16(p + l4);
+	q->dport = rd16(p + l4 + 2);
+	return 0;
+}
+
 /* ---- encapsulation ---- */
 
 size_t

@@ -165,6 +165,25 @@ enum { CATS_ICMP_TIME_EXCEEDED, CATS_ICMP_UNREACH, CATS_ICMP_TOO_BIG };
 size_t cats_pkt_icmp_error(const struct cats_pkt *pk, int kind, uint32_t mtu,
     const uint8_t *src, uint8_t *out, size_t cap);
 
+/* The flow of a packet quoted by an ICMP error (cats_pkt_icmp_quote). */
+struct cats_quote {
+	const char *what;	/* "unreachable", "time-exceeded", ... */
+	uint8_t af, proto;
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+};
+
+/*
+ * Whether pk is an ICMP or ICMPv6 error sent to this forwarder (src4 or
+ * src6, NULL for a family it has no address of) about a packet it
+ * encapsulated from there (IPv4 or IPv6 outer, extension headers such as
+ * an SRH skipped): then 0, with the inner TCP or UDP packet's flow in q.
+ * The quote may end anywhere after the inner ports.  -1 for anything else:
+ * Packet Too Big (a size, not a path, problem), redirects, source quench.
+ */
+int cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
+    const uint8_t *src6, struct cats_quote *q);
+
 /* Encapsulation headers. */
 struct cats_encap {
 	int kind;		/* CATS_ENC_* */

@@ -112,6 +112,32 @@ setup() {
 	[ "$(counter ingress drop_no_reverse_binding)" -gt "$b2" ]
 }
 
+@test "fwd: an ICMP error from the core about a bound flow's packet reports its path down, once" {
+	echo 198.51.100.11 >"$FWD_DIR/choose"	# the quoted packet's locator
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7400 hello 42300
+	wait_for 50 sh -c "grep '\"type\":\"status\"' '$FWD_DIR/cps.log' |
+		grep '\"event\":\"installed\"' | grep -q '\"fwd\":\"IF-1\"' &&
+		grep '\"type\":\"binding\"' '$FWD_DIR/cps.log' | grep -q 42300"
+	id=$(grep '"type":"binding"' "$FWD_DIR/cps.log" | grep 42300 | tail -1 | jq .id)
+	e0=$(counter ingress path_errors)
+	d0=$(counter ingress path_down_sent)
+	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
+	wait_for 50 sh -c "grep '\"event\":\"path-down\"' '$FWD_DIR/cps.log' |
+		grep -q '\"id\":$id,'"
+	grep '"event":"path-down"' "$FWD_DIR/cps.log" | grep "\"id\":$id," |
+		grep -q '"reason":"unreachable"'
+	# Again at once: counted, not reported again (once per 5 s).
+	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
+	sleep 0.3
+	[ "$(counter ingress path_errors)" -eq $((e0 + 2)) ]
+	[ "$(counter ingress path_down_sent)" -eq $((d0 + 1)) ]
+	# About a flow nobody bound: counted, nothing reported.
+	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42399 7400
+	sleep 0.3
+	[ "$(counter ingress path_errors)" -eq $((e0 + 3)) ]
+	[ "$(counter ingress path_down_sent)" -eq $((d0 + 1)) ]
+}
+
 @test "fwd: established flows need a binding; an unknown TCP mid-flow packet is refused" {
 	before=$(counter ingress drop_no_binding_tcp)
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" tcp-ack 203.0.113.100

@@ -9,6 +9,11 @@
   fwd_pkt.py modeb CSID DST DPORT             IPv4 UDP, envelope at offset 0
   fwd_pkt.py srv6-stray IFACE DSTMAC          SRv6 to the ingress SID with an
                                               inner packet nobody bound
+  fwd_pkt.py icmp6-unreach IFACE DSTMAC SPORT DPORT
+                                              a core router's ICMPv6 unreachable
+                                              to the ingress about its SRv6
+                                              packet of 192.0.2.10:SPORT ->
+                                              198.51.100.11:DPORT (UDP)
   fwd_pkt.py flood DST DPORT N                N UDP flows (distinct ports)
   fwd_pkt.py udp DST DPORT TEXT [SPORT]       one plain UDP datagram
   fwd_pkt.py seq-send DST DPORT SPORT N [I0]  N numbered datagrams (from I0)
@@ -105,8 +110,8 @@ def main(a):
             s.close()
         return
     from scapy.all import (IP, IPv6, TCP, UDP, Raw, Ether, HBHOptUnknown,
-                           IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop,
-                           IPv6ExtHdrSegmentRouting)
+                           ICMPv6DestUnreach, IPv6ExtHdrDestOpt,
+                           IPv6ExtHdrHopByHop, IPv6ExtHdrSegmentRouting)
     if a[0] == "tcp-ack":
         raw_send(IP(dst=a[1]) / TCP(sport=40000, dport=80, flags="A",
                                     seq=1000, ack=2000), False)
@@ -138,6 +143,18 @@ def main(a):
         p = Ether(dst=mac) / IPv6(src="2001:db8:2::100", dst="2001:db8:1::1") / \
             IPv6ExtHdrSegmentRouting(addresses=["2001:db8:1::1"], segleft=0,
                                      lastentry=0, nh=4) / inner
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((iface, 0))
+        s.send(bytes(p))
+    elif a[0] == "icmp6-unreach":
+        iface, mac, sport, dport = a[1], a[2], int(a[3]), int(a[4])
+        quoted = IPv6(src="2001:db8:1::1", dst="2001:db8:2::100") / \
+            IPv6ExtHdrSegmentRouting(addresses=["2001:db8:2::100"],
+                                     segleft=0, lastentry=0, nh=4) / \
+            IP(src="192.0.2.10", dst="198.51.100.11") / \
+            UDP(sport=sport, dport=dport) / Raw(b"payload")
+        p = Ether(dst=mac) / IPv6(src="2001:db8:cc::7", dst="2001:db8:1::1") / \
+            ICMPv6DestUnreach(code=0) / quoted
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         s.bind((iface, 0))
         s.send(bytes(p))

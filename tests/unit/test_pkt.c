@@ -459,6 +459,107 @@ test_tso_seg(void)
 	T_OK(cats_tso_init(&t, big, len, 1460) < 0, "TSO refuses UDP");
 }
 
+/*
+ * ICMP errors about encapsulated packets: the core router's error quotes
+ * the outer header (and SRH) the forwarder wrote and the inner packet; the
+ * quote names the inner flow.  Errors of other kinds, about other senders'
+ * packets, to other addresses, or cut before the inner ports, do not.
+ */
+static void
+test_icmp_quote(void)
+{
+	static uint8_t out[2000];
+	uint8_t me6[16], me4[4], router6[16], router4[4], other[16];
+	a6(me6, "2001:db8:1::1");
+	a4(me4, "10.0.0.1");
+	a6(router6, "2001:db8:cc::7");
+	a4(router4, "10.0.0.9");
+	a6(other, "2001:db8:1::2");
+	struct cats_pkt pk, e;
+	struct cats_quote q;
+	size_t len = mk4(buf, 17, "192.0.2.10", "198.51.100.11", 41000, 9300,
+	    900, 0);
+	struct cats_encap en;
+	memset(&en, 0, sizeof(en));
+	en.kind = CATS_ENC_SRV6;
+	en.outer_af = 6;
+	memcpy(en.src, me6, 16);
+	a6(en.sids[0], "2001:db8:cc::2");
+	a6(en.sids[1], "2001:db8:2::100");
+	en.nsids = 2;
+	uint8_t *p = buf;
+	size_t n = len;
+	cats_encap_push(&en, &p, &n, 0);
+	cats_pkt_parse(&pk, p, n);
+	size_t el = cats_pkt_icmp_error(&pk, CATS_ICMP_UNREACH, 0, router6, out,
+	    sizeof(out));
+	T_OK(el > 0 && cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) == 0 && q.af == 4 &&
+	    q.proto == 17 && q.sport == 41000 && q.dport == 9300 &&
+	    memcmp(q.dst, buf + 16, 4) == 0 && strcmp(q.what, "unreachable") ==
+	    0, "ICMPv6 unreachable about an SRv6 packet: the inner flow");
+	T_OK(cats_pkt_icmp_quote(&e, me4, NULL, &q) < 0 &&
+	    cats_pkt_icmp_quote(&e, me4, other, &q) < 0,
+	    "not to one of our addresses: nothing");
+	/* Cut after the inner ports (a router quoting little), then before. */
+	size_t cut = 48 + 40 + 40 + 20 + 4;
+	out[4] = (uint8_t)((cut - 40) >> 8);
+	out[5] = (uint8_t)(cut - 40);
+	T_OK(cats_pkt_parse(&e, out, cut) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) == 0 && q.dport == 9300,
+	    "a quote that ends after the inner ports");
+	out[5] = (uint8_t)(cut - 41);
+	T_OK(cats_pkt_parse(&e, out, cut - 1) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) < 0,
+	    "one that ends before them: nothing");
+	el = cats_pkt_icmp_error(&pk, CATS_ICMP_TOO_BIG, 1280, router6, out,
+	    sizeof(out));
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) < 0,
+	    "Packet Too Big is not a path down");
+	el = cats_pkt_icmp_error(&pk, CATS_ICMP_TIME_EXCEEDED, 0, router6, out,
+	    sizeof(out));
+	memcpy(out + 48 + 8, other, 16);	/* someone else's packet */
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) < 0,
+	    "an error about another sender's packet: nothing");
+	memcpy(out + 48 + 8, me6, 16);
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) == 0 &&
+	    strcmp(q.what, "time-exceeded") == 0, "time exceeded");
+
+	/* IPv4 in IPv4: an ICMP unreachable quoting the outer header. */
+	len = mk4(buf, 6, "192.0.2.10", "198.51.100.11", 41001, 443, 10, 0x10);
+	memset(&en, 0, sizeof(en));
+	en.kind = CATS_ENC_IPIP;
+	en.outer_af = 4;
+	memcpy(en.src, me4, 4);
+	a4(en.dst, "10.0.0.2");
+	p = buf;
+	n = len;
+	cats_encap_push(&en, &p, &n, 1);
+	cats_pkt_parse(&pk, p, n);
+	el = cats_pkt_icmp_error(&pk, CATS_ICMP_UNREACH, 0, router4, out,
+	    sizeof(out));
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) == 0 && q.af == 4 &&
+	    q.proto == 6 && q.sport == 41001 && q.dport == 443,
+	    "ICMP unreachable about IPv4 in IPv4: the inner flow");
+	el = cats_pkt_icmp_error(&pk, CATS_ICMP_TOO_BIG, 1400, router4, out,
+	    sizeof(out));
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) < 0,
+	    "fragmentation needed is not a path down");
+	/* An error about a plain, unencapsulated packet of ours. */
+	len = mk4(buf, 17, "10.0.0.1", "192.0.2.10", 1, 2, 4, 0);
+	cats_pkt_parse(&pk, buf, len);
+	el = cats_pkt_icmp_error(&pk, CATS_ICMP_UNREACH, 0, router4, out,
+	    sizeof(out));
+	T_OK(cats_pkt_parse(&e, out, el) == 0 &&
+	    cats_pkt_icmp_quote(&e, me4, me6, &q) < 0,
+	    "an error about a packet that was not a tunnel: nothing");
+}
+
 int
 main(void)
 {
@@ -469,5 +570,6 @@ main(void)
 	test_mode_a_b();
 	test_encap();
 	test_mss_tso_partial();
+	test_icmp_quote();
 	return t_done();
 }
