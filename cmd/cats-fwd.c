@@ -51,7 +51,7 @@ static const char usage_text[] =
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
     "         [--icmp-unreach]\n"
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
-    "         [--fast-path] [--reserve-flows N]\n"
+    "         [--fast-path] [--path-down] [--reserve-flows N]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -171,6 +171,7 @@ static struct {
 	uint64_t epoch;
 	unsigned ring_frames;
 	unsigned reserve_flows;
+	bool path_down;
 	uint64_t poll_us;
 	struct cats_fwd_conf fc;
 } cf;
@@ -1365,11 +1366,12 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 
 /*
  * An ICMP error from the core about a packet this forwarder encapsulated
- * (a router on the path found no route, the hop limit ran out): the
- * binding whose packet it was is reported with a path-down status, at most
- * once per PATH_DOWN_MS, for the control plane to repair its path.  The
- * forwarder itself changes nothing: the error is unauthenticated, and the
- * binding stays until the control plane says otherwise.
+ * (a router on the path found no route, the hop limit ran out) is counted;
+ * with --path-down the binding whose packet it was is reported with a
+ * path-down status, at most once per PATH_DOWN_MS, for the control plane
+ * to repair its path.  The forwarder itself changes nothing: the error is
+ * unauthenticated, and the binding stays until the control plane says
+ * otherwise.
  */
 #define PATH_DOWN_MS 5000
 static bool
@@ -1380,6 +1382,8 @@ on_core_icmp(const struct cats_pkt *pk, uint64_t now)
 	    cf.fc.has_src6 ? cf.fc.src6 : NULL, &q) < 0)
 		return false;
 	ctr[C_path_errors]++;
+	if (!cf.path_down)
+		return true;
 	struct cats_fkey k;
 	struct cats_fbind *b = NULL;
 	size_t al = q.af == 4 ? 4 : 16;
@@ -2419,7 +2423,8 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE };
+	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
+	O_PATHDOWN };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -2439,6 +2444,7 @@ static const struct option longopts[] = {
 	{ "mode-b", required_argument, NULL, O_MODEB },
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "owns", required_argument, NULL, O_OWNS },
+	{ "path-down", no_argument, NULL, O_PATHDOWN },
 	{ "peer-keys", required_argument, NULL, O_PEERS },
 	{ "pending-client", required_argument, NULL, O_PCLIENT },
 	{ "pending-flow", required_argument, NULL, O_PFLOW },
@@ -2633,6 +2639,9 @@ main(int argc, char **argv)
 			break;
 		case O_FAST:
 			cf.fast = true;
+			break;
+		case O_PATHDOWN:
+			cf.path_down = true;
 			break;
 		case O_SYNCTO:
 			cf.sync_ms = need_ms(optarg, "sync-timeout");

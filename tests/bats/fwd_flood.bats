@@ -28,6 +28,17 @@ flood_during_download() {
 	cmp "$FWD_DIR/dl" "$FWD_DIR/www11/big"
 }
 
+@test "fwd flood: ICMP errors from the core are counted, not reported, unless --path-down" {
+	start_ingress
+	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7400 hello 42300
+	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
+	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
+	sleep 0.3
+	[ "$(counter ingress path_errors)" -eq 1 ]
+	[ "$(counter ingress path_down_sent)" -eq 0 ]
+	! grep -q '"event":"path-down"' "$FWD_DIR/cps.log"
+}
+
 @test "fwd flood: the global pending limit holds, the established download completes" {
 	start_ingress --pending-flows 64 --pending-client 1000 --pending-timeout 60s --ring-frames 512
 	flood_during_download 64

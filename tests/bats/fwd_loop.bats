@@ -18,7 +18,7 @@ setup_file() {
 	start_cps --egress EF-2 --locator 198.51.100.11 --choose "$FWD_DIR/choose" \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
 	start_egress
-	start_ingress
+	start_ingress --path-down
 	BIG_SIZE=3000000 start_web || { cat $FWD_DIR/web*.err $FWD_DIR/ingress.err >&3; xs ss -ltn >&3; false; }
 }
 
@@ -81,7 +81,7 @@ setup() {
 	# Restart the ingress forwarder in the middle of the download: it must
 	# fetch the active bindings again before forwarding the flow.
 	stop ingress
-	start_ingress
+	start_ingress --path-down	# as setup_file started it
 	grep -q "bindings fetched again" "$FWD_DIR/ingress.err"
 	wait $dl
 	cmp "$FWD_DIR/dl" "$FWD_DIR/www11/big"
