@@ -1364,6 +1364,24 @@ on_site(struct cats_pkt *pk, const struct rxmeta *m, uint64_t now)
 		fp_enqueue(b, now);
 }
 
+/* The binding of the quoted flow by its key of direction dir, the flow
+ * turned round (turn) or not. */
+static struct cats_fbind *
+quote_lookup(const struct cats_quote *q, int dir, bool turn)
+{
+	struct cats_fkey k;
+	size_t al = q->af == 4 ? 4 : 16;
+	memset(&k, 0, sizeof(k));
+	k.af = q->af;
+	k.proto = q->proto;
+	k.dir = (uint8_t)dir;
+	memcpy(k.src, turn ? q->dst : q->src, al);
+	memcpy(k.dst, turn ? q->src : q->dst, al);
+	k.sport = turn ? q->dport : q->sport;
+	k.dport = turn ? q->sport : q->dport;
+	return cats_fwd_lookup(&tab, &k);
+}
+
 /*
  * An ICMP error from the core about a packet this forwarder encapsulated
  * (a router on the path found no route, the hop limit ran out) is counted;
@@ -1384,30 +1402,12 @@ on_core_icmp(const struct cats_pkt *pk, uint64_t now)
 	ctr[C_path_errors]++;
 	if (!cf.path_down)
 		return true;
-	struct cats_fkey k;
-	struct cats_fbind *b = NULL;
-	size_t al = q.af == 4 ? 4 : 16;
-	memset(&k, 0, sizeof(k));
-	k.af = q.af;
-	k.proto = q.proto;
-	if (p_client != NULL) {
-		/* A client's packet, rewritten: its binding's reverse key. */
-		k.dir = CATS_DIR_IN_REV;
-		memcpy(k.src, q.dst, al);
-		memcpy(k.dst, q.src, al);
-		k.sport = q.dport;
-		k.dport = q.sport;
-		b = cats_fwd_lookup(&tab, &k);
-	}
-	if (b == NULL && p_site != NULL) {
-		/* An instance's reply on its way back to the ingress. */
-		k.dir = CATS_DIR_EG_REV;
-		memcpy(k.src, q.src, al);
-		memcpy(k.dst, q.dst, al);
-		k.sport = q.sport;
-		k.dport = q.dport;
-		b = cats_fwd_lookup(&tab, &k);
-	}
+	/* A client's packet, rewritten, at the ingress: its binding's reverse
+	 * key; an instance's reply at the egress: its own. */
+	struct cats_fbind *b = p_client != NULL ?
+	    quote_lookup(&q, CATS_DIR_IN_REV, true) : NULL;
+	if (b == NULL && p_site != NULL)
+		b = quote_lookup(&q, CATS_DIR_EG_REV, false);
 	if (b == NULL || (b->path_down_at != 0 &&
 	    now - b->path_down_at < PATH_DOWN_MS))
 		return true;
