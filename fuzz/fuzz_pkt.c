@@ -48,9 +48,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t out[1400], src[16] = { 10, 0, 0, 1 };
 	cats_pkt_icmp_error(&pk, CATS_ICMP_TOO_BIG, 1280, src, out, sizeof(out));
 	/* An ICMP error to either address (the destination's own bytes). */
-	struct cats_quote q;
+	struct cats_quote quote;
 	if (cats_pkt_icmp_quote(&pk, cats_pkt_dst(&pk), cats_pkt_dst(&pk),
-	    &q) == 0 && (q.af != 4 && q.af != 6))
+	    &quote) == 0 && quote.af != 4 && quote.af != 6)
 		abort();
 	size_t lens[8];
 	if (pk.proto == 6)
