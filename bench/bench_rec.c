@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "clock.h"
 #include "crypto.h"
 #include "json.h"

@@ -1529,10 +1529,9 @@ rx_packet_ring(struct port *pt, uint64_t now)
 			ctr[C_ignored]++;	/* L2 multicast / broadcast */
 		} else {
 			uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
-			if (!pt->fixed_peer) {
-				if (pt->has_peer &&
-				    memcmp(pt->peer, f + 6, 6) != 0)
-					pt->peer_moved = true;
+			if (!pt->fixed_peer && (!pt->has_peer ||
+			    memcmp(pt->peer, f + 6, 6) != 0)) {
+				pt->peer_moved |= pt->has_peer;
 				memcpy(pt->peer, f + 6, 6);
 				pt->has_peer = true;
 			}

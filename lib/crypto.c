@@ -268,7 +268,6 @@ cats_keyring_free(struct cats_keyring *kr)
 	kr->n = 0;
 }
 
-/* Encode ["Signature1"|"MAC0", prot, h'', payload] into b. */
 /*
  * The head of the COSE Sig_structure / MAC_structure (RFC 9052 4.4, 6.3):
  * ["MAC0" or "Signature1", protected, external_aad = h'', payload] up to

@@ -14,7 +14,6 @@
 #ifndef CATS_CRYPTO_H
 #define CATS_CRYPTO_H
 
-#include <sodium.h>
 #include "rec.h"
 #include "sha256.h"
 

@@ -722,7 +722,8 @@ cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
 	const uint8_t *ours = pk->af == 4 ? src4 : src6;
 	size_t al = pk->af == 4 ? 4 : 16;
 	if (ours == NULL || !is_icmp_error(pk) ||
-	    memcmp(cats_pkt_dst(pk), ours, al) != 0 || pk->len < (size_t)pk->l4off + 8)
+	    memcmp(cats_pkt_dst(pk), ours, al) != 0 ||
+	    pk->len < (size_t)pk->l4off + 8)
 		return -1;
 	const uint8_t *ic = pk->p + pk->l4off, *p = ic + 8;
 	size_t n = pk->len - pk->l4off - 8, off;

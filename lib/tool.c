@@ -71,21 +71,19 @@ cats_tool_reserve(size_t bytes)
 	mallopt(M_TRIM_THRESHOLD, bytes < INT_MAX - HEAP_STEP ?
 	    (int)(bytes + HEAP_STEP) : INT_MAX);
 	char *piece[RESERVE_PIECES];
+	size_t len[RESERVE_PIECES];
 	size_t n = 0, left = bytes, page = (size_t)sysconf(_SC_PAGESIZE);
 	for (; left > 0; n++) {
-		size_t len = left < RESERVE_PIECE ? left : RESERVE_PIECE;
-		if ((piece[n] = malloc(len)) == NULL)
+		len[n] = left < RESERVE_PIECE ? left : RESERVE_PIECE;
+		if ((piece[n] = malloc(len[n])) == NULL)
 			break;
-		left -= len;
+		left -= len[n];
 	}
 	/* Advise before the first touch, so that faults map huge pages. */
 	cats_tool_hugepages();
-	for (size_t i = 0; i < n && left == 0; i++) {
-		size_t len = i + 1 < n || bytes % RESERVE_PIECE == 0 ?
-		    RESERVE_PIECE : bytes % RESERVE_PIECE;
-		for (size_t off = 0; off < len; off += page)
+	for (size_t i = 0; i < n && left == 0; i++)
+		for (size_t off = 0; off < len[i]; off += page)
 			((volatile char *)piece[i])[off] = 0;
-	}
 	while (n > 0)
 		free(piece[--n]);
 	return left == 0 ? 0 : -1;
