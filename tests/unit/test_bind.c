@@ -1324,7 +1324,10 @@ test_journal_blocks(void)
 		}
 	closedir(d);
 	struct stat sb;
-	stat(path, &sb);
+	if (path[0] == '\0' || stat(path, &sb) < 0) {
+		T_OK(0, "a journal segment in %s", dir);
+		return;
+	}
 	size_t size = (size_t)sb.st_size;
 	T_OK(size > (size_t)9 << 20, "a journal of %zu bytes, %zu bindings",
 	    size, made);

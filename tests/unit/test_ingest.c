@@ -71,8 +71,12 @@ send_body(struct cats_ingest *g, int op, struct cats_buf *b, uint64_t now)
 		cats_arena_reset(&adec.arena);
 		if (cats_scan(out.p + off, out.len - off, true, &adec.lim,
 		    &adec.toks, &adec.arena, &used, NULL, &e) != CATS_SCAN_OK ||
-		    cats_rec_from_toks(&adec, &r, &e) < 0)
+		    cats_rec_from_toks(&adec, &r, &e) < 0) {
+			/* The rest of the answer would be lost unseen. */
+			T_OK(0, "the answer decodes at byte %zu of %zu: %s",
+			    off, out.len, e.reason);
 			break;
+		}
 		off += used;
 		if (r.type == CATS_T_ACK) {
 			a.result = r.u.ack.result;

@@ -733,7 +733,8 @@ test_out_and_state(void)
 		    r.type == CATS_T_METRIC;
 		off += used;
 	}
-	T_OK(valid == total && total == 3 && r.u.metric.op == CATS_OP_FULL &&
+	T_OK(off == outbuf.len && valid == total && total == 3 &&
+	    r.u.metric.op == CATS_OP_FULL &&
 	    r.u.metric.entries.n == 2 && r.u.metric.sites.n == 2 &&
 	    r.u.metric.epoch == 7 && r.u.metric.seq == 103,
 	    "records valid; the snapshot has both entries and sites");
@@ -748,18 +749,24 @@ test_out_and_state(void)
 	sma_out_snapshot(o, s, 100001);
 	off = 0;
 	size_t ents = 0, parts = 0;
+	size_t bad = 0;
 	while (off < outbuf.len) {
 		size_t used;
-		cats_scan(outbuf.p + off, outbuf.len - off, true, &d.lim,
-		    &d.toks, &d.arena, &used, NULL, &e);
+		if (cats_scan(outbuf.p + off, outbuf.len - off, true, &d.lim,
+		    &d.toks, &d.arena, &used, NULL, &e) != CATS_SCAN_OK) {
+			bad++;
+			break;
+		}
 		if (cats_rec_from_toks(&d, &r, &e) == 0) {
 			ents += r.u.metric.entries.n;
 			parts = r.u.metric.parts;
-		}
+		} else
+			bad++;
 		off += used;
 	}
-	T_OK(nout == 3 && parts == 3 && ents == 602, "602 entries in 3 parts "
-	    "(%zu records, %zu entries)", nout, ents);
+	T_OK(bad == 0 && nout == 3 && parts == 3 && ents == 602,
+	    "602 entries in 3 parts (%zu records, %zu entries, %zu invalid)",
+	    nout, ents, bad);
 	/* State file round trip. */
 	char path[] = "/tmp/test_sma_stateXXXXXX";
 	int fd = mkstemp(path);
