@@ -4,6 +4,10 @@
 
 load helper
 
+# A tool that fails inside a pipeline fails the test (not only the last
+# command of it).
+set -o pipefail
+
 SEL="$DATA/select"
 T0=1764460800000
 
@@ -41,13 +45,21 @@ field() {
 }
 
 run_case() {
-	local name=$1 args expect
+	local name=$1 args status expect rc=0
 	[ -f "$SEL/cases/$name.jsonl" ] || { echo "no fixture for $name"; return 1; }
 	args=$(field "$name" 2)
-	expect=$(field "$name" 3)
+	status=$(field "$name" 3)
+	expect=$(field "$name" 4)
+	cat "$SEL/base.jsonl" "$SEL/cases/$name.jsonl" | enc >"$TMP/in"
 	# shellcheck disable=SC2086
-	cat "$SEL/base.jsonl" "$SEL/cases/$name.jsonl" | enc |
-	    cats-select --replay --no-auth $args 2>"$TMP/err" | dec >"$TMP/out" || true
+	cats-select --replay --no-auth $args <"$TMP/in" >"$TMP/out.cbor" \
+	    2>"$TMP/err" || rc=$?
+	dec "$TMP/out.cbor" >"$TMP/out"
+	if [ "$rc" != "$status" ]; then
+		echo "cats-select exited $rc, not $status"
+		cat "$TMP/err"
+		return 1
+	fi
 	if [ "$expect" != "*" ]; then
 		got=$(summarize "$TMP/out")
 		if [ "$got" != "$expect" ]; then
@@ -161,15 +173,18 @@ run_case() {
 @test "select: bad input records are counted, reported and do not stop the stream; --strict stops" {
 	{ cat "$SEL/base.jsonl"; echo '{"type":"metric","op":"full"}';
 	  cat "$SEL/cases/min-latency.jsonl"; } | enc >"$TMP/in"
-	run cats-select --replay --no-auth --stats-at-end <"$TMP/in"
-	[ "$status" -eq 65 ]
-	cats-select --replay --no-auth --stats-at-end <"$TMP/in" 2>"$TMP/err" | dec >"$TMP/out" || true
+	rc=0
+	cats-select --replay --no-auth --stats-at-end <"$TMP/in" >"$TMP/out.cbor" \
+	    2>"$TMP/err" || rc=$?
+	[ "$rc" -eq 65 ]
+	dec "$TMP/out.cbor" >"$TMP/out"
 	grep -q 'input: record 8: sma_id: required field missing' "$TMP/err"
 	[ "$(jq -r 'select(.type == "path-req") | .txn' "$TMP/out")" = 1001 ]
 	[ "$(jq -r 'select(.type == "stats") | .counters.bad_records' "$TMP/out")" = 1 ]
-	run cats-select --replay --no-auth --strict <"$TMP/in"
-	[ "$status" -eq 65 ]
-	cats-select --replay --no-auth --strict <"$TMP/in" 2>/dev/null | dec >"$TMP/out2" || true
+	rc=0
+	cats-select --replay --no-auth --strict <"$TMP/in" >"$TMP/out2" \
+	    2>/dev/null || rc=$?
+	[ "$rc" -eq 65 ]
 	[ ! -s "$TMP/out2" ]
 }
 
