@@ -44,6 +44,8 @@ static const char usage_text[] =
     "                   [--peercred ID=UID] [--policy NAME]\n"
     "                   [--precedence reject|explicit|address] [--replay]\n"
     "                   [--seed N] [--services FILE] [--sma ID=CS-ID,...]\n"
+    "                   [--sma-egresses ID=NODE,...]\n"
+    "                   [--sma-locators ID=PREFIX,...]\n"
     "                   [--stats-at-end] [--stats-interval DURATION]\n"
     "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
     "                   [--window DURATION]\n";
@@ -67,10 +69,11 @@ static const struct cats_rate default_limits[3] = {
 	{ 1000, 2000 },		/* per client address */
 };
 
-/* A C-SMA and the CS-IDs it may advertise ("A,B" or "*"). */
+/* A C-SMA, the CS-IDs it may advertise ("A,B" or "*"), and its site: the
+ * locator prefixes and egress nodes it may name (NULL: not limited). */
 struct sma_allow {
 	char id[CATS_ID + 1];
-	const char *cs;
+	const char *cs, *locators, *egresses;
 };
 
 struct peercred {
@@ -148,7 +151,8 @@ struct app {
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
 	uint64_t svc_applied, svc_ignored, svc_refused;
 	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
-	    met_removed, met_refused, met_passed;
+	    met_removed, met_refused, met_passed, met_refused_owner,
+	    met_refused_scope;
 	uint64_t net_applied, net_ignored, net_refused;
 	uint64_t purged;
 };
@@ -326,6 +330,8 @@ emit_stats(struct app *a)
 	KV("metric_entries_removed", a->met_removed);
 	KV("metric_entries_refused", a->met_refused);
 	KV("metric_passed", a->met_passed);
+	KV("metric_refused_owner", a->met_refused_owner);
+	KV("metric_refused_scope", a->met_refused_scope);
 	KV("net_applied", a->net_applied);
 	KV("net_ignored", a->net_ignored);
 	KV("net_refused", a->net_refused);
@@ -488,8 +494,47 @@ apply_metric(struct app *a, const struct cats_metric *m, uint64_t now,
     uint64_t index, const char *where)
 {
 	struct cats_cst_result res;
+	char q[CATS_ID + 1], o[CATS_ID + 1];
 	a->met_records++;
+	if (m->op == CATS_OP_RELEASE) {
+		/* The operator's action: the control stream is trusted. */
+		cats_cst_release(a->cst, m, &res);
+		a->met_removed += res.removed;
+		for (size_t i = 0; i < m->entries.n; i++) {
+			char c1[CATS_ID + 1], c2[CATS_ID + 1];
+			cats_audit("instance-released", "by=%s cs_id=%s "
+			    "csci_id=%s where=%s", cats_safe(m->sma_id, q,
+			    sizeof(q)), cats_safe(m->entries.v[i].cs_id, c1,
+			    sizeof(c1)), cats_safe(m->entries.v[i].csci_id, c2,
+			    sizeof(c2)), where);
+		}
+		cats_info("%s: record %" PRIu64 ": %zu entries released by the "
+		    "operator%s%s", where, index, res.removed,
+		    res.refused ? "; " : "", res.reason);
+		if (res.removed > 0 && a->out != NULL) {
+			struct cats_rec r;
+			cats_rec_init(&r, CATS_T_METRIC);
+			r.u.metric = *m;
+			r.u.metric.op = CATS_OP_WITHDRAW;
+			a->met_passed++;
+			send_rec(a, a->out, &r);
+		}
+		return;
+	}
 	cats_cst_apply(a->cst, m, now, &res);
+	if (res.conflict || res.forbidden) {
+		a->met_refused_owner += res.conflict;
+		a->met_refused_scope += res.forbidden;
+		cats_audit("metric-refused", "sma=%s owner=%s where=%s "
+		    "record=%" PRIu64 " reason=\"%s\"", cats_safe(m->sma_id, q,
+		    sizeof(q)), res.conflict ? cats_safe(res.owner, o,
+		    sizeof(o)) : "-", where, index, res.reason);
+	}
+	if (res.taken_over > 0)
+		cats_audit("instance-takeover", "sma=%s from=%s where=%s "
+		    "entries=%zu reason=\"the owner's entries had expired\"",
+		    cats_safe(m->sma_id, q, sizeof(q)), cats_safe(res.owner, o,
+		    sizeof(o)), where, res.taken_over);
 	a->met_applied += res.applied;
 	a->met_removed += res.removed;
 	a->met_refused += res.refused;
@@ -1090,38 +1135,66 @@ parse_limit(const char *s, struct opts *o, bool from_conf, char *err,
 	return 0;
 }
 
-/* "ID=CS-ID,CS-ID" (or ID with list, a config section): the C-SMA ID may
- * advertise those CS-IDs ("*": any). */
+/*
+ * "ID=LIST" (or ID with LIST, a config section) for one of a C-SMA's lists:
+ * what 's' is the CS-IDs it may advertise ("*": any), 'l' its locator
+ * prefixes, 'e' its egress nodes.  The C-SMA's slot is found or added.
+ */
 static int
-parse_sma(struct opts *o, const char *v, const char *id, char *err,
+parse_sma(struct opts *o, int what, const char *v, const char *id, char *err,
     size_t errlen)
 {
-	const char *cs = v;
+	const char *list = v;
 	size_t n;
 	if (id == NULL) {
 		const char *eq = strchr(v, '=');
 		if (eq == NULL || eq == v || eq[1] == '\0') {
-			snprintf(err, errlen, "expected SMA-ID=CS-ID[,CS-ID...] "
-			    "or SMA-ID=*");
+			snprintf(err, errlen, "expected SMA-ID=%s[,...] or "
+			    "SMA-ID=*", what == 's' ? "CS-ID" : what == 'l' ?
+			    "PREFIX" : "NODE");
 			return -1;
 		}
 		n = (size_t)(eq - v);
-		cs = eq + 1;
+		list = eq + 1;
 	} else {
 		n = strlen(id);
+		v = id;
 	}
 	if (n > CATS_ID) {
 		snprintf(err, errlen, "an id longer than %d bytes", CATS_ID);
 		return -1;
 	}
-	if (o->nsmas == MAX_SMA) {
-		snprintf(err, errlen, "at most %d C-SMAs", MAX_SMA);
-		return -1;
+	struct sma_allow *s = NULL;
+	for (size_t i = 0; i < o->nsmas && s == NULL; i++)
+		if (strlen(o->smas[i].id) == n &&
+		    memcmp(o->smas[i].id, v, n) == 0)
+			s = &o->smas[i];
+	if (s == NULL) {
+		if (o->nsmas == MAX_SMA) {
+			snprintf(err, errlen, "at most %d C-SMAs", MAX_SMA);
+			return -1;
+		}
+		s = &o->smas[o->nsmas++];
+		memset(s, 0, sizeof(*s));
+		memcpy(s->id, v, n);
+		s->id[n] = '\0';
 	}
-	struct sma_allow *s = &o->smas[o->nsmas++];
-	memcpy(s->id, id ? id : v, n);
-	s->id[n] = '\0';
-	s->cs = cs;
+	if (what != 's') {
+		/* Checked now, so that the error names its option or line. */
+		struct cats_cst *scratch = cats_cst_new(0, 1);
+		int rc = scratch == NULL ? -1 : cats_cst_scope(scratch, "-",
+		    what == 'l' ? list : NULL, what == 'e' ? list : NULL, err,
+		    errlen);
+		cats_cst_free(scratch);
+		if (rc < 0)
+			return -1;
+	}
+	if (what == 's')
+		s->cs = list;
+	else if (what == 'l')
+		s->locators = list;
+	else
+		s->egresses = list;
 	return 0;
 }
 
@@ -1204,7 +1277,11 @@ set_value(struct opts *o, const char *key, const char *v, bool from_conf,
 		ONCE(set_ingest_window)
 		return cats_parse_ms(v, &o->ingest_window, err, errlen);
 	} else if (strcmp(key, "sma") == 0) {
-		return parse_sma(o, v, NULL, err, errlen);
+		return parse_sma(o, 's', v, NULL, err, errlen);
+	} else if (strcmp(key, "sma-locators") == 0) {
+		return parse_sma(o, 'l', v, NULL, err, errlen);
+	} else if (strcmp(key, "sma-egresses") == 0) {
+		return parse_sma(o, 'e', v, NULL, err, errlen);
 	} else if (strcmp(key, "listen") == 0) {
 		if (o->nlisten == MAX_LISTEN) {
 			snprintf(err, errlen, "at most %d", MAX_LISTEN);
@@ -1263,11 +1340,16 @@ load_config(struct opts *o, struct cats_conf *cf)
 			continue;
 		}
 		if (strcmp(e->section, "sma") == 0 && e->arg[0] != '\0') {
-			if (strcmp(e->key, "cs-ids") != 0) {
-				snprintf(why, sizeof(why), "unknown key (cs-ids)");
+			int what = strcmp(e->key, "cs-ids") == 0 ? 's' :
+			    strcmp(e->key, "locators") == 0 ? 'l' :
+			    strcmp(e->key, "egresses") == 0 ? 'e' : 0;
+			if (what == 0) {
+				snprintf(why, sizeof(why), "unknown key "
+				    "(cs-ids, locators, egresses)");
 				goto bad;
 			}
-			if (parse_sma(o, e->val, e->arg, why, sizeof(why)) < 0)
+			if (parse_sma(o, what, e->val, e->arg, why,
+			    sizeof(why)) < 0)
 				goto bad;
 			continue;
 		}
@@ -1431,7 +1513,8 @@ setup_ingest(struct app *a)
 	for (size_t i = 0; i < o->nsmas; i++) {
 		const char *cs[256];
 		size_t ncs = 0;
-		char *copy = strdup(o->smas[i].cs), *save = NULL;
+		char *copy = strdup(o->smas[i].cs ? o->smas[i].cs : ""),
+		    *save = NULL;
 		if (copy == NULL)
 			return CATS_EXIT_FAIL;
 		for (char *t = strtok_r(copy, " \t,", &save); t != NULL &&
@@ -1491,6 +1574,8 @@ run(struct app *a, int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "services", required_argument, NULL, 'F' },
 		{ "sma", required_argument, NULL, 'M' },
+		{ "sma-egresses", required_argument, NULL, 'X' },
+		{ "sma-locators", required_argument, NULL, 'C' },
 		{ "stats-at-end", no_argument, NULL, 'Z' },
 		{ "stats-interval", required_argument, NULL, 'i' },
 		{ "stats-to", required_argument, NULL, 'O' },
@@ -1529,6 +1614,8 @@ run(struct app *a, int argc, char **argv)
 		case 'j': key = "ingest-keys"; break;
 		case 'W': key = "ingest-window"; break;
 		case 'M': key = "sma"; break;
+		case 'X': key = "sma-egresses"; break;
+		case 'C': key = "sma-locators"; break;
 		case 'B': key = "tedb"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'k': key = "keys"; break;
@@ -1622,6 +1709,19 @@ run(struct app *a, int argc, char **argv)
 	    cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
+	}
+	/* Each C-SMA's site, for the ingest and the stream alike. */
+	for (size_t i = 0; i < o->nsmas; i++) {
+		const struct sma_allow *sa = &o->smas[i];
+		if (cats_cst_scope(a->cst, sa->id, sa->locators, sa->egresses,
+		    err, sizeof(err)) < 0) {
+			cats_errorx("--sma-locators/--sma-egresses %s: %s",
+			    sa->id, err);
+			return CATS_EXIT_USAGE;
+		}
+		if (sa->locators == NULL)
+			cats_info("C-SMA %s: no --sma-locators, any locator "
+			    "taken", sa->id);
 	}
 	if (o->tedb != NULL) {
 		/* Measured paths first, the TE database's view behind them. */

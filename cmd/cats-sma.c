@@ -607,7 +607,7 @@ stream_item(struct app *a, struct cats_stream *in, const uint8_t *p, size_t n,
 		a->malformed++;
 		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
 		cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
-		    "reason=\"%s\"", peer, index, sma_quote(msg, q, sizeof(q)));
+		    "reason=\"%s\"", peer, index, cats_quote(msg, q, sizeof(q)));
 		if (a->strict)
 			stop_loop(a, CATS_EXIT_DATAERR);
 		return;
@@ -690,7 +690,7 @@ stdin_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	a->malformed++;
 	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
 	cats_audit("reject", "src=stdin index=%" PRIu64 " status=400 "
-	    "reason=\"%s\"", index, sma_quote(msg, q, sizeof(q)));
+	    "reason=\"%s\"", index, cats_quote(msg, q, sizeof(q)));
 	if (a->strict)
 		stop_loop(a, CATS_EXIT_DATAERR);
 }
@@ -753,7 +753,7 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	c->app->malformed++;
 	cats_err_fmt(e, index, msg, sizeof(msg));
 	cats_audit("reject", "src=%s index=%" PRIu64 " status=400 reason=\"%s\"",
-	    c->peer, index, sma_quote(msg, q, sizeof(q)));
+	    c->peer, index, cats_quote(msg, q, sizeof(q)));
 	cats_rec_init(&er, CATS_T_ERROR);
 	er.u.error.code = "malformed";
 	er.u.error.stage = "cats-sma";
@@ -1339,7 +1339,7 @@ write_prom(struct app *a)
 		return;
 	}
 	char id[CATS_ID + 1];
-	sma_quote(a->c->id, id, sizeof(id));
+	cats_quote(a->c->id, id, sizeof(id));
 	const char *k;
 	json_t *v;
 	json_object_foreach(cs, k, v) {
@@ -1407,7 +1407,7 @@ load_policy(const struct sma_conf *c, struct sma_policy **pp)
 		char q[600];
 		cats_errorx("%s", err);
 		cats_audit("config-refused", "file=%s reason=\"%s\"",
-		    c->pol.rules, sma_quote(err, q, sizeof(q)));
+		    c->pol.rules, cats_quote(err, q, sizeof(q)));
 		return -1;
 	}
 	return 0;
@@ -1431,7 +1431,7 @@ load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
 		char q[600];
 		cats_errorx("%s", err);
 		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
-		    sma_quote(err, q, sizeof(q)));
+		    cats_quote(err, q, sizeof(q)));
 		free(c);
 		free(k);
 		*code = CATS_EXIT_CONFIG;
@@ -1441,7 +1441,7 @@ load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
 		char q[600];
 		cats_errorx("%s", err);
 		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
-		    sma_quote(err, q, sizeof(q)));
+		    cats_quote(err, q, sizeof(q)));
 		sma_conf_free(c);
 		free(c);
 		free(k);
@@ -1507,10 +1507,17 @@ reload(struct app *a)
 	sma_uc_reconf(a->uc, c, now_ms());
 	if (a->nb != NULL)
 		sma_nb_reconf(a->nb, &c->nb);
-	for (size_t i = 0; a->sub_ing != NULL && i < c->nsubs; i++)
+	for (size_t i = 0; a->sub_ing != NULL && i < c->nsubs; i++) {
+		char err[200];
 		cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
 		    (const char *const *)c->subs[i].cs_ids,
 		    c->subs[i].ncs_ids);
+		if (cats_cst_scope(a->sub_cst, c->subs[i].sma_id,
+		    c->subs[i].locators, c->subs[i].egresses, err,
+		    sizeof(err)) < 0)
+			cats_warnx("[subordinate \"%s\"]: %s",
+			    c->subs[i].sma_id, err);
+	}
 	sma_reconf(a->core, c, k, now_ms());
 	sma_conf_free(oc);
 	free(oc);
@@ -1759,13 +1766,22 @@ setup_hierarchy(struct app *a)
 		return CATS_EXIT_FAIL;
 	}
 	cats_cst_set_hook(a->sub_cst, sub_hook, a);
-	for (size_t i = 0; i < c->nsubs; i++)
+	for (size_t i = 0; i < c->nsubs; i++) {
 		if (cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
 		    (const char *const *)c->subs[i].cs_ids,
 		    c->subs[i].ncs_ids) < 0) {
 			cats_errorx("out of memory");
 			return CATS_EXIT_FAIL;
 		}
+		/* What a subordinate may advertise, it alone passes on. */
+		if (cats_cst_scope(a->sub_cst, c->subs[i].sma_id,
+		    c->subs[i].locators, c->subs[i].egresses, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("[subordinate \"%s\"]: %s",
+			    c->subs[i].sma_id, err);
+			return CATS_EXIT_CONFIG;
+		}
+	}
 	return 0;
 }
 

@@ -2763,17 +2763,20 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 }
 
 size_t
-bind_instance_down(struct bind_table *t, const char *csci_id, uint64_t now)
+bind_instance_down(struct bind_table *t, const char *cs_id,
+    const char *csci_id, uint64_t now)
 {
 	struct bstr *x = str_find(t, csci_id);
+	struct bstr *cs = cs_id ? str_find(t, cs_id) : NULL;
 	size_t n = 0;
-	if (x == NULL)
+	if (x == NULL || (cs_id != NULL && cs == NULL))
 		return 0;
 	x->refs++;	/* kept while the flows that name it go */
 	for (uint32_t i = 1; i < t->ents.top; i++) {
 		struct bent *e = ent(t, i);
 		if (e->state == S_ABSENT || e->cls == 0 ||
-		    cls(t, e)->k.csci_id != x)
+		    cls(t, e)->k.csci_id != x ||
+		    (cs != NULL && cls(t, e)->k.cs_id != cs))
 			continue;
 		const struct bclass *c = cls(t, e);
 		snprintf(t->msg, sizeof(t->msg), "instance %s failed", x->s);
@@ -2803,7 +2806,7 @@ bind_metric(struct bind_table *t, const struct cats_metric *m, uint64_t now)
 		    (CATS_HAS(x, ENT, health) && x->health == CATS_UNHEALTHY) ||
 		    (CATS_HAS(x, ENT, state) && x->state == CATS_SCI_FAILED);
 		if (down)
-			bind_instance_down(t, x->csci_id, now);
+			bind_instance_down(t, x->cs_id, x->csci_id, now);
 	}
 	return BR_OK;
 }

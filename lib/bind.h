@@ -176,9 +176,11 @@ int bind_status(struct bind_table *t, const struct cats_status *s,
 /* Metric records: withdrawn or failed instances fail their flows. */
 int bind_metric(struct bind_table *t, const struct cats_metric *m,
     uint64_t now);
-/* The instance csci_id is gone: its flows fail or need a reconnect. */
-size_t bind_instance_down(struct bind_table *t, const char *csci_id,
-    uint64_t now);
+/* The instance csci_id of the service cs_id (NULL: of any) is gone: its
+ * flows fail or need a reconnect.  An instance is named by both: another
+ * service's instance of the same CSCI-ID, another C-SMA's, is not touched. */
+size_t bind_instance_down(struct bind_table *t, const char *cs_id,
+    const char *csci_id, uint64_t now);
 
 /* A forwarder said hello: re-sync every binding naming it. */
 int bind_fwd_hello(struct bind_table *t, const char *fwd, uint64_t fwd_epoch,

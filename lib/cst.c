@@ -2,6 +2,7 @@
  * cst.c - the Computing Service Table: entries by (CS-ID, CSCI-ID), lists by
  * CS-ID and by C-SMA, per-C-SMA ordering and multi-part snapshots.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "cst.h"
 #include "htab.h"
+#include "log.h"
 
 struct plist {
 	struct cats_cst_entry **v;
@@ -23,18 +25,37 @@ struct bucket {
 	char cs_id[];
 };
 
+/* The entries of one CSCI-ID under every CS-ID and in every spelling of
+ * case and surrounding white space, by its folded form. */
+struct inst {
+	struct plist l;
+	char key[];
+};
+
+/* What a C-SMA may advertise; a list not limited: anything. */
+struct scope {
+	struct cats_prefix *pfx;
+	size_t npfx;
+	bool locators_limited;
+	char **egress;
+	size_t negress;
+	bool egresses_limited;
+};
+
 struct sma {
 	char *id;
 	struct cats_cst_peer pos;
 	struct plist l;
 	bool snap_active;
 	uint64_t snap_id, snap_parts, snap_next, snap_epoch;
+	struct scope scope;
 };
 
 struct cats_cst {
 	struct cats_htab byk;		/* entries by (cs_id, csci_id) */
 	struct cats_htab bycs;		/* struct bucket by cs_id */
 	struct cats_htab bysma;		/* struct sma by sma_id */
+	struct cats_htab byinst;	/* struct inst by folded CSCI-ID */
 	size_t n;
 	size_t max;
 	uint64_t default_ttl;
@@ -76,6 +97,31 @@ eq_sma(const void *item, const void *key)
 	return strcmp(((const struct sma *)item)->id, key) == 0;
 }
 
+static bool
+eq_inst(const void *item, const void *key)
+{
+	return strcmp(((const struct inst *)item)->key, key) == 0;
+}
+
+/*
+ * The instance key of a CSCI-ID: ASCII lower case, without surrounding
+ * white space, so that "Web-1 " cannot pass for another instance than
+ * "web-1".  buf has CATS_ID + 1 bytes (the records' limit).
+ */
+static const char *
+inst_key(const char *csci_id, char *buf)
+{
+	while (isspace((unsigned char)*csci_id))
+		csci_id++;
+	size_t n = 0;
+	for (; csci_id[n] != '\0' && n < CATS_ID; n++)
+		buf[n] = (char)tolower((unsigned char)csci_id[n]);
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		n--;
+	buf[n] = '\0';
+	return buf;
+}
+
 static int
 plist_add(struct plist *l, struct cats_cst_entry *e, size_t *pos)
 {
@@ -108,6 +154,14 @@ plist_del_sma(struct plist *l, size_t pos)
 	l->v[pos] = l->v[--l->n];
 	if (pos < l->n)
 		l->v[pos]->sma_pos = pos;
+}
+
+static void
+plist_del_inst(struct plist *l, size_t pos)
+{
+	l->v[pos] = l->v[--l->n];
+	if (pos < l->n)
+		l->v[pos]->inst_pos = pos;
 }
 
 struct cats_cst *
@@ -146,6 +200,16 @@ free_entry(struct cats_cst_entry *e)
 	free(e);
 }
 
+static void
+scope_clear(struct scope *sc)
+{
+	free(sc->pfx);
+	for (size_t i = 0; i < sc->negress; i++)
+		free(sc->egress[i]);
+	free(sc->egress);
+	memset(sc, 0, sizeof(*sc));
+}
+
 void
 cats_cst_free(struct cats_cst *t)
 {
@@ -164,14 +228,23 @@ cats_cst_free(struct cats_cst *t)
 	for (size_t i = 0; i < t->bysma.cap; i++) {
 		if (t->bysma.s[i].h) {
 			struct sma *s = t->bysma.s[i].item;
+			scope_clear(&s->scope);
 			free(s->id);
 			free(s->l.v);
 			free(s);
 		}
 	}
+	for (size_t i = 0; i < t->byinst.cap; i++) {
+		if (t->byinst.s[i].h) {
+			struct inst *in = t->byinst.s[i].item;
+			free(in->l.v);
+			free(in);
+		}
+	}
 	cats_htab_free(&t->byk);
 	cats_htab_free(&t->bycs);
 	cats_htab_free(&t->bysma);
+	cats_htab_free(&t->byinst);
 	free(t);
 }
 
@@ -211,6 +284,26 @@ get_sma(struct cats_cst *t, const char *id, bool create)
 	return s;
 }
 
+static struct inst *
+get_inst(struct cats_cst *t, const char *csci_id, bool create)
+{
+	char kb[CATS_ID + 1];
+	const char *key = inst_key(csci_id, kb);
+	uint64_t h = cats_hash_str(key);
+	struct inst *in = cats_htab_get(&t->byinst, h, eq_inst, key);
+	if (in != NULL || !create)
+		return in;
+	size_t n = strlen(key) + 1;
+	if ((in = calloc(1, sizeof(*in) + n)) == NULL)
+		return NULL;
+	memcpy(in->key, key, n);
+	if (cats_htab_put(&t->byinst, h, in) < 0) {
+		free(in);
+		return NULL;
+	}
+	return in;
+}
+
 static void
 remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 {
@@ -234,6 +327,16 @@ remove_entry(struct cats_cst *t, struct cats_cst_entry *e)
 	if (s != NULL) {
 		plist_del_sma(&s->l, e->sma_pos);
 		s->pos.entries = s->l.n;
+	}
+	struct inst *in = get_inst(t, e->csci_id, false);
+	if (in != NULL) {
+		plist_del_inst(&in->l, e->inst_pos);
+		if (in->l.n == 0) {
+			cats_htab_del(&t->byinst, cats_hash_str(in->key),
+			    eq_inst, in->key);
+			free(in->l.v);
+			free(in);
+		}
 	}
 	t->n--;
 	free_entry(e);
@@ -351,7 +454,7 @@ struct ctx {
 	uint64_t base;
 	struct cats_cst_result *res;
 	bool changed;
-	size_t full, foreign;
+	size_t full;
 };
 
 static uint64_t
@@ -410,6 +513,9 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 		struct bucket *b = get_bucket(t, in->cs_id, true);
 		if (b == NULL || reserve(&b->l) < 0)
 			return -1;
+		struct inst *ins = get_inst(t, in->csci_id, true);
+		if (ins == NULL || reserve(&ins->l) < 0)
+			return -1;
 		/* The CSCI-ID, the key, never changes: it follows the
 		 * entry, near egress_buf, which a decision reads too. */
 		size_t ln = strlen(in->csci_id) + 1;
@@ -424,18 +530,22 @@ upsert(struct ctx *c, const struct cats_entry *in, bool replace, uint64_t snap)
 		}
 		plist_add(&b->l, e, &e->cs_pos);
 		plist_add(&c->s->l, e, &e->sma_pos);
+		plist_add(&ins->l, e, &e->inst_pos);
 		c->s->pos.entries = c->s->l.n;
 		t->n++;
 		replace = true;
 	} else if (strcmp(e->sma_id, c->s->id) != 0) {
-		/* Another C-SMA now reports this instance: it moves. */
+		/* The owner's entry has expired (check_record refused any
+		 * other case): the reporting C-SMA takes it over. */
 		char *id = strdup(c->s->id);
 		if (id == NULL)
 			return -1;
+		cats_strlcpy(c->res->owner, e->sma_id, sizeof(c->res->owner));
 		move_to_sma(t, e, c->s);
 		free(e->sma_id);
 		e->sma_id = id;
-		c->foreign++;
+		c->res->taken_over++;
+		replace = true;
 	}
 	if (write_fields(e, in, replace) < 0)
 		return -1;
@@ -485,6 +595,217 @@ refresh(struct ctx *c, struct cats_cst_entry *e)
 		c->t->hook(c->t->hook_arg, CATS_CST_REFRESH, e);
 }
 
+static struct cats_cst_entry *
+find_entry(const struct cats_cst *t, const char *cs_id, const char *csci_id)
+{
+	struct ekey k = { cs_id, csci_id };
+	return cats_htab_get(&t->byk, cats_hash_pair(cs_id, csci_id),
+	    eq_entry, &k);
+}
+
+/* An entry of the service's instance (its CSCI-ID folded), fresh at now,
+ * that a C-SMA other than sma_id owns; NULL if there is none. */
+static const struct cats_cst_entry *
+fresh_other(struct cats_cst *t, const char *cs_id, const char *csci_id,
+    const char *sma_id, uint64_t now)
+{
+	const struct inst *in = get_inst(t, csci_id, false);
+	for (size_t i = 0; in != NULL && i < in->l.n; i++) {
+		const struct cats_cst_entry *e = in->l.v[i];
+		if (cats_cst_fresh(e, now) && strcmp(e->sma_id, sma_id) != 0 &&
+		    strcmp(e->cs_id, cs_id) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static bool
+scope_locator(const struct scope *sc, const struct cats_ip *ip)
+{
+	if (!sc->locators_limited || ip->af == 0)
+		return true;
+	for (size_t i = 0; i < sc->npfx; i++)
+		if (cats_prefix_has(&sc->pfx[i], ip))
+			return true;
+	return false;
+}
+
+static bool
+scope_egress(const struct scope *sc, const char *egress)
+{
+	if (!sc->egresses_limited || egress == NULL)
+		return true;
+	for (size_t i = 0; i < sc->negress; i++)
+		if (strcmp(sc->egress[i], egress) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Before anything of the record is applied: does it name another C-SMA's
+ * instance, or a locator or egress outside the sender's scope?  Either
+ * refuses the whole record (the caller returns BAD without a change).
+ */
+static bool
+record_refused(struct cats_cst *t, const struct sma *s,
+    const struct cats_metric *m, uint64_t now, struct cats_cst_result *res)
+{
+	char a[48], q1[65], q2[65], q3[65];
+	bool names_only = m->op == CATS_OP_WITHDRAW || m->op == CATS_OP_REFRESH ||
+	    (m->op == CATS_OP_HEARTBEAT && m->entries.n == 0);
+	for (size_t i = 0; i < m->entries.n; i++) {
+		const struct cats_entry *in = &m->entries.v[i];
+		const struct cats_cst_entry *o;
+		if (names_only) {
+			o = find_entry(t, in->cs_id, in->csci_id);
+			if (o == NULL || strcmp(o->sma_id, s->id) == 0)
+				continue;
+		} else if ((o = fresh_other(t, in->cs_id, in->csci_id, s->id,
+		    now)) ==
+		    NULL) {
+			const char *eg = in->egress ? in->egress : m->egress;
+			if (!scope_locator(&s->scope, &in->locator)) {
+				snprintf(res->reason, sizeof(res->reason),
+				    "entry %zu (%s): locator %s is outside "
+				    "the site of %s", i, cats_safe(in->csci_id,
+				    q1, sizeof(q1)), cats_ip_fmt(&in->locator,
+				    a, sizeof(a)), cats_safe(s->id, q2,
+				    sizeof(q2)));
+				res->forbidden = true;
+				return true;
+			}
+			if (!scope_egress(&s->scope, eg)) {
+				snprintf(res->reason, sizeof(res->reason),
+				    "entry %zu (%s): egress %s is not one of "
+				    "%s", i, cats_safe(in->csci_id, q1,
+				    sizeof(q1)), cats_safe(eg, q2, sizeof(q2)),
+				    cats_safe(s->id, q3, sizeof(q3)));
+				res->forbidden = true;
+				return true;
+			}
+			continue;
+		}
+		cats_strlcpy(res->owner, o->sma_id, sizeof(res->owner));
+		snprintf(res->reason, sizeof(res->reason), "entry %zu: instance "
+		    "%s (CS-ID %s) is owned by C-SMA %s", i,
+		    cats_safe(in->csci_id, q1, sizeof(q1)), cats_safe(o->cs_id,
+		    q2, sizeof(q2)), cats_safe(o->sma_id, q3, sizeof(q3)));
+		res->conflict = true;
+		return true;
+	}
+	return false;
+}
+
+/* One item of a list separated by commas or white space, or NULL at its
+ * end; *p moves past it. */
+static const char *
+list_next(const char **p, size_t *n)
+{
+	const char *s = *p;
+	while (*s == ',' || isspace((unsigned char)*s))
+		s++;
+	if (*s == '\0')
+		return NULL;
+	const char *b = s;
+	while (*s != '\0' && *s != ',' && !isspace((unsigned char)*s))
+		s++;
+	*n = (size_t)(s - b);
+	*p = s;
+	return b;
+}
+
+#define SCOPE_MAX 256
+
+int
+cats_cst_scope(struct cats_cst *t, const char *sma_id, const char *locators,
+    const char *egresses, char *err, size_t errlen)
+{
+	struct scope sc = { .locators_limited = locators != NULL,
+	    .egresses_limited = egresses != NULL };
+	bool any_locator = false, any_egress = false;
+	const char *p = locators, *it;
+	size_t n;
+	while (p != NULL && (it = list_next(&p, &n)) != NULL) {
+		if (n == 1 && it[0] == '*') {
+			any_locator = true;
+			continue;
+		}
+		if (sc.npfx == SCOPE_MAX) {
+			snprintf(err, errlen, "locators: more than %d",
+			    SCOPE_MAX);
+			goto fail;
+		}
+		if (sc.pfx == NULL &&
+		    (sc.pfx = calloc(SCOPE_MAX, sizeof(*sc.pfx))) == NULL)
+			goto oom;
+		char why[160];
+		if (cats_prefix_parse(it, n, true, &sc.pfx[sc.npfx], why,
+		    sizeof(why)) < 0) {
+			snprintf(err, errlen, "locators: %s", why);
+			goto fail;
+		}
+		sc.npfx++;
+	}
+	p = egresses;
+	while (p != NULL && (it = list_next(&p, &n)) != NULL) {
+		if (n == 1 && it[0] == '*') {
+			any_egress = true;
+			continue;
+		}
+		if (sc.negress == SCOPE_MAX || n > CATS_ID) {
+			snprintf(err, errlen, "egresses: %s", n > CATS_ID ?
+			    "a name longer than 128 bytes" : "more than 256");
+			goto fail;
+		}
+		if (sc.egress == NULL &&
+		    (sc.egress = calloc(SCOPE_MAX, sizeof(*sc.egress))) == NULL)
+			goto oom;
+		if ((sc.egress[sc.negress] = strndup(it, n)) == NULL)
+			goto oom;
+		sc.negress++;
+	}
+	if (any_locator)
+		sc.locators_limited = false;
+	if (any_egress)
+		sc.egresses_limited = false;
+	struct sma *s = get_sma(t, sma_id, true);
+	if (s == NULL)
+		goto oom;
+	scope_clear(&s->scope);
+	s->scope = sc;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+fail:
+	scope_clear(&sc);
+	return -1;
+}
+
+int
+cats_cst_release(struct cats_cst *t, const struct cats_metric *m,
+    struct cats_cst_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->result = CATS_ACK_OK;
+	for (size_t i = 0; i < m->entries.n; i++) {
+		struct cats_cst_entry *e = find_entry(t, m->entries.v[i].cs_id,
+		    m->entries.v[i].csci_id);
+		if (e == NULL) {
+			res->refused++;
+			continue;
+		}
+		cats_strlcpy(res->owner, e->sma_id, sizeof(res->owner));
+		remove_entry(t, e);
+		res->removed++;
+	}
+	if (res->removed > 0)
+		t->gen++;
+	if (res->refused > 0)
+		snprintf(res->reason, sizeof(res->reason), "%zu entries not in "
+		    "the table", res->refused);
+	return res->result;
+}
+
 static int
 oom(struct cats_cst_result *res)
 {
@@ -515,8 +836,18 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 		res->seq = s->pos.seq;
 		return res->result = CATS_ACK_STALE;
 	}
+	if (m->op == CATS_OP_RELEASE) {
+		snprintf(res->reason, sizeof(res->reason), "op release is the "
+		    "operator's, on cats-select's control stream");
+		return res->result = CATS_ACK_BAD;
+	}
 	if (!known && (s = get_sma(t, m->sma_id, true)) == NULL)
 		return oom(res);
+	if (record_refused(t, s, m, now, res)) {
+		res->epoch = s->pos.epoch;
+		res->seq = s->pos.seq;
+		return res->result = CATS_ACK_BAD;
+	}
 	bool new_epoch = !known || m->epoch != s->pos.epoch || !s->pos.has_seq;
 	bool gap = !new_epoch && m->seq != s->pos.seq + 1;
 	uint64_t prev_seq = s->pos.seq;
@@ -578,11 +909,6 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 				    in->csci_id), eq_entry, &k);
 				if (e == NULL)
 					continue;
-				if (strcmp(e->sma_id, s->id) != 0) {
-					c.foreign++;
-					res->refused++;
-					continue;
-				}
 				remove_entry(t, e);
 				res->removed++;
 				c.changed = true;
@@ -600,8 +926,7 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 					    cats_hash_pair(in->cs_id,
 					    in->csci_id),
 					    eq_entry, &k);
-					if (e == NULL ||
-					    strcmp(e->sma_id, s->id) != 0) {
+					if (e == NULL) {
 						res->refused++;
 						res->resync = true;
 						continue;
@@ -631,11 +956,6 @@ cats_cst_apply(struct cats_cst *t, const struct cats_metric *m, uint64_t now,
 		snprintf(res->reason, sizeof(res->reason),
 		    "%zu entries refused: the table is full (%zu)", c.full,
 		    t->max);
-		return res->result = CATS_ACK_BAD;
-	}
-	if (m->op == CATS_OP_WITHDRAW && c.foreign > 0) {
-		snprintf(res->reason, sizeof(res->reason),
-		    "%zu entries refused: owned by another C-SMA", c.foreign);
 		return res->result = CATS_ACK_BAD;
 	}
 	if (res->resync)
@@ -712,7 +1032,7 @@ cats_cst_peer(const struct cats_cst *t, const char *sma_id,
 {
 	const struct sma *s = cats_htab_get(&t->bysma, cats_hash_str(sma_id),
 	    eq_sma, sma_id);
-	if (s == NULL)
+	if (s == NULL || (!s->pos.has_seq && s->l.n == 0))
 		return false;
 	*p = s->pos;
 	return true;

@@ -19,6 +19,7 @@
  * An entry's own site or egress (a domain C-SMA relaying several sites)
  * wins over the record's.
  *   withdraw   remove the listed entries (only those owned by this C-SMA).
+ *   release    not taken here: the operator's action, cats_cst_release().
  *   heartbeat  with entries: a full snapshot (000 §9.2); without: a refresh.
  *   refresh    extend the soft state of the C-SMA's entries (the listed ones
  *              if any are listed) that are still fresh.  An expired entry is
@@ -34,6 +35,21 @@
  * buffered old advertisement does not look newer than it is) and ttl is the
  * record's ttl_ms, else the entry's ttl_ms, else the table default.  Expired
  * entries stay visible (as expired) until cats_cst_expire() purges them.
+ *
+ * Ownership (001 §9, 000 §12): an instance belongs to the C-SMA that
+ * advertises it: an instance is a CSCI-ID of a CS-ID.  A record of another
+ * C-SMA that names it (a full, delta or heartbeat entry with the same CS-ID
+ * and the same CSCI-ID compared without ASCII case and surrounding white
+ * space, while the owner's entry is fresh; a refresh or withdraw entry of
+ * the owner's exact key, fresh or not) is refused whole (result BAD,
+ * `conflict`, the owner in `owner`) and changes nothing, not even the
+ * sender's position.  The instance changes hands when its owner withdraws
+ * it, when all the owner's entries of it have expired (`taken_over`), or by
+ * cats_cst_release().
+ *
+ * Scope: a C-SMA given one (cats_cst_scope) may advertise only locators
+ * inside its prefixes and egresses among its names; a record with an entry
+ * outside is refused whole (result BAD, `forbidden`).
  *
  * The generation grows by one on every applied change of content (insert,
  * update, removal); refreshes do not change it.  Decisions record it.
@@ -73,7 +89,7 @@ struct cats_cst_entry {
 	uint64_t memo;
 	/* Internal. */
 	uint64_t snap;
-	size_t cs_pos, sma_pos;
+	size_t cs_pos, sma_pos, inst_pos;
 	char egress_buf[CATS_ID + 1];
 };
 
@@ -92,8 +108,13 @@ struct cats_cst_result {
 	size_t applied;		/* entries inserted, updated or refreshed */
 	size_t removed;
 	size_t refused;		/* table full, another C-SMA's, expired */
+	size_t taken_over;	/* entries whose expired owner was replaced */
+	bool conflict;		/* refused: an instance of another C-SMA */
+	bool forbidden;		/* refused: outside the C-SMA's scope */
 	uint64_t epoch, seq;	/* the C-SMA's position after this record */
-	char reason[160];
+	char owner[CATS_ID + 1];	/* conflict: the owner; taken_over: the
+					 * previous one */
+	char reason[300];
 };
 
 struct cats_cst;
@@ -114,6 +135,24 @@ struct cats_cst *cats_cst_new(uint64_t default_ttl_ms, size_t max_entries);
 void cats_cst_free(struct cats_cst *t);
 
 void cats_cst_set_hook(struct cats_cst *t, cats_cst_hook_fn fn, void *arg);
+
+/*
+ * What sma_id may advertise: locators inside one of the prefixes and
+ * egresses among the names, each a list separated by commas or white space
+ * ("*" or NULL: any).  Replaces the C-SMA's scope.  Returns 0, or -1 with
+ * a reason in err (a bad prefix, more than 256 items, out of memory).
+ */
+int cats_cst_scope(struct cats_cst *t, const char *sma_id,
+    const char *locators, const char *egresses, char *err, size_t errlen);
+
+/*
+ * The operator's release (op release, cats-select's control stream): remove
+ * the listed (CS-ID, CSCI-ID) entries whoever owns them, so that another
+ * C-SMA may advertise the instance.  Ordering is not checked; res->removed
+ * counts them and res->owner names the last owner.
+ */
+int cats_cst_release(struct cats_cst *t, const struct cats_metric *m,
+    struct cats_cst_result *res);
 
 /* Apply one metric record at time now.  Returns res->result. */
 int cats_cst_apply(struct cats_cst *t, const struct cats_metric *m,

@@ -337,7 +337,7 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			    index, g->c.keys ? e.reason : "no C-SMA keys");
 			g->st.unauthenticated++;
 			cats_audit("ingest-refused", "sma=%s peer=%s status=401 "
-			    "reason=\"%s\"", sma_safe(sma_id, q, sizeof(q)), peer,
+			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)), peer,
 			    a.reason);
 			break;
 		}
@@ -345,8 +345,8 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			char b[CATS_ID + 1];
 			refuse(&a, 403, CATS_ACK_UNAUTHORIZED, "record %zu: the "
 			    "key of %s cannot speak for %s", index,
-			    sma_safe(who->name[0] ? who->name : "(unnamed)", b,
-			    sizeof(b)), sma_safe(sma_id, q, sizeof(q)));
+			    cats_safe(who->name[0] ? who->name : "(unnamed)", b,
+			    sizeof(b)), cats_safe(sma_id, q, sizeof(q)));
 			g->st.unauthorized++;
 			cats_audit("ingest-refused", "sma=%s peer=%s status=403 "
 			    "reason=\"%s\"", q, peer, a.reason);
@@ -366,7 +366,7 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 				    cats_replay_reason(rc), ts, nonce);
 			g->st.replays++;
 			cats_audit("ingest-refused", "sma=%s peer=%s status=409 "
-			    "reason=\"%s\"", sma_safe(sma_id, q, sizeof(q)), peer,
+			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)), peer,
 			    a.reason);
 			break;
 		}
@@ -391,7 +391,7 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			char b[CATS_ID + 1];
 			refuse(&a, 403, CATS_ACK_UNAUTHORIZED, "record %zu: %s "
 			    "may not advertise CS-ID %s", index,
-			    sma_safe(sma_id, q, sizeof(q)), sma_safe(bad, b,
+			    cats_safe(sma_id, q, sizeof(q)), cats_safe(bad, b,
 			    sizeof(b)));
 			g->st.unauthorized++;
 			cats_audit("ingest-refused", "sma=%s peer=%s status=403 "
@@ -406,6 +406,15 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			    "a delta of one entry" : "withdrawals");
 			break;
 		}
+		if (m->op == CATS_OP_RELEASE) {
+			refuse(&a, 400, CATS_ACK_BAD, "record %zu: op release "
+			    "is the operator's, not a C-SMA's", index);
+			g->st.unauthorized++;
+			cats_audit("ingest-refused", "sma=%s peer=%s status=400 "
+			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)),
+			    peer, a.reason);
+			break;
+		}
 		struct cats_cst_result res;
 		cats_cst_apply(g->cst, m, now, &res);
 		g->st.entries_applied += res.applied;
@@ -415,14 +424,30 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			if (a.result == CATS_ACK_OK)
 				a.result = CATS_ACK_STALE;
 		} else if (res.result != CATS_ACK_OK) {
-			refuse(&a, 409, CATS_ACK_BAD, "record %zu: %s", index,
-			    res.reason);
-			g->st.conflicts++;
-			cats_audit("ingest-refused", "sma=%s peer=%s status=409 "
-			    "reason=\"%s\"", sma_safe(sma_id, q, sizeof(q)), peer,
-			    a.reason);
+			/* Outside the sender's scope: not its to say (403);
+			 * another's instance, a full table: a conflict. */
+			int st = res.forbidden ? 403 : 409;
+			char o[CATS_ID + 1];
+			refuse(&a, st, res.forbidden ? CATS_ACK_UNAUTHORIZED :
+			    CATS_ACK_BAD, "record %zu: %s", index, res.reason);
+			if (res.forbidden)
+				g->st.unauthorized++;
+			else
+				g->st.conflicts++;
+			cats_audit("ingest-refused", "sma=%s owner=%s peer=%s "
+			    "status=%d reason=\"%s\"", cats_safe(sma_id, q,
+			    sizeof(q)), res.conflict ? cats_safe(res.owner, o,
+			    sizeof(o)) : "-", peer, st, a.reason);
 			break;
 		} else {
+			if (res.taken_over > 0) {
+				char o[CATS_ID + 1];
+				cats_audit("instance-takeover", "sma=%s from=%s "
+				    "peer=%s entries=%zu reason=\"the owner's "
+				    "entries had expired\"", cats_safe(sma_id, q,
+				    sizeof(q)), cats_safe(res.owner, o,
+				    sizeof(o)), peer, res.taken_over);
+			}
 			g->st.applied++;
 			if (g->c.applied != NULL)
 				g->c.applied(m, g->c.applied_arg);
@@ -439,7 +464,7 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 				pe->want_full = true;
 				g->st.full_wanted++;
 				cats_info("C-SMA %s: %s; asking for a full sync",
-				    sma_safe(sma_id, q, sizeof(q)), res.reason);
+				    cats_safe(sma_id, q, sizeof(q)), res.reason);
 			}
 		} else if (snapshot && part == parts &&
 		    res.result == CATS_ACK_OK && pe != NULL) {

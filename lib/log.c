@@ -137,3 +137,33 @@ cats_audit_count(void)
 {
 	return audit_lines;
 }
+
+const char *
+cats_safe(const char *s, char *buf, size_t len)
+{
+	size_t i = 0;
+	if (len == 0)
+		return "";
+	for (; s != NULL && s[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		buf[i] = ch <= 0x20 || ch == '"' || ch == 0x7f || ch == '\\' ?
+		    '?' : (char)ch;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+const char *
+cats_quote(const char *s, char *buf, size_t len)
+{
+	size_t i = 0;
+	if (len == 0)
+		return "";
+	for (; s != NULL && s[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		buf[i] = ch == '"' ? '\'' : ch < 0x20 || ch == 0x7f ? '?'
+		    : (char)ch;
+	}
+	buf[i] = '\0';
+	return buf;
+}

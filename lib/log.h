@@ -36,4 +36,9 @@ void cats_audit(const char *event, const char *fmt, ...)
 /* Audit lines written so far. */
 uint64_t cats_audit_count(void);
 
+/* Copy text for an audit or log line: controls, spaces, quotes as '?'. */
+const char *cats_safe(const char *s, char *buf, size_t len);
+/* Copy text for a quoted audit value: '"' as "'", controls as '?'. */
+const char *cats_quote(const char *s, char *buf, size_t len);
+
 #endif

@@ -15,7 +15,7 @@ const char *const cats_health_names[] = { "HEALTHY", "DEGRADED", "UNHEALTHY",
 const char *const cats_sci_state_names[] = { "ACTIVE", "HEALTHY", "STALE",
 	"FAILED", NULL };
 const char *const cats_metric_op_names[] = { "full", "delta", "withdraw",
-	"heartbeat", "refresh", NULL };
+	"heartbeat", "refresh", "release", NULL };
 const char *const cats_sync_mode_names[] = { "none", "full", "incremental",
 	NULL };
 const char *const cats_ack_result_names[] = { "ok", "stale", "replay",
@@ -91,8 +91,10 @@ check_metric(const void *p, struct cats_err *e)
 	if (CATS_HAS(m, MET, part) && m->part > m->parts)
 		return cats_err_set(e, "part", "part %" PRIu64 " of %" PRIu64,
 		    m->part, m->parts);
-	if (m->op == CATS_OP_WITHDRAW && m->entries.n == 0)
-		return cats_err_set(e, "entries", "withdraw names no entry");
+	if ((m->op == CATS_OP_WITHDRAW || m->op == CATS_OP_RELEASE) &&
+	    m->entries.n == 0)
+		return cats_err_set(e, "entries", "%s names no entry",
+		    cats_metric_op_names[m->op]);
 	return 0;
 }
 
@@ -545,6 +547,70 @@ cats_ip_eq(const struct cats_ip *a, const struct cats_ip *b)
 {
 	return a->af == b->af &&
 	    memcmp(a->a, b->a, a->af == 4 ? 4 : 16) == 0;
+}
+
+bool
+cats_bits_match(const uint8_t *a, const uint8_t *pfx, unsigned plen)
+{
+	unsigned full = plen / 8, rest = plen % 8;
+	if (memcmp(a, pfx, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	uint8_t mask = (uint8_t)(0xff << (8 - rest));
+	return (a[full] & mask) == (pfx[full] & mask);
+}
+
+bool
+cats_prefix_has(const struct cats_prefix *p, const struct cats_ip *ip)
+{
+	return p->ip.af == ip->af && cats_bits_match(ip->a, p->ip.a, p->plen);
+}
+
+int
+cats_prefix_parse(const char *s, size_t n, bool host_ok,
+    struct cats_prefix *p, char *err, size_t errlen)
+{
+	const char *slash = memchr(s, '/', n);
+	size_t alen = slash ? (size_t)(slash - s) : n;
+	memset(p, 0, sizeof(*p));
+	if (slash == NULL && !host_ok) {
+		snprintf(err, errlen, "\"%.*s\": expected ADDRESS/LENGTH",
+		    (int)(n > 64 ? 64 : n), s);
+		return -1;
+	}
+	if (cats_ip_parse(s, alen, &p->ip) < 0) {
+		snprintf(err, errlen, "\"%.*s\" is not an IP address",
+		    (int)(alen > 64 ? 64 : alen), s);
+		return -1;
+	}
+	unsigned max = p->ip.af == 4 ? 32 : 128, len = max;
+	if (slash != NULL) {
+		const char *d = slash + 1, *end = s + n;
+		len = 0;
+		if (d == end || end - d > 3)
+			goto bad_len;
+		for (; d < end; d++) {
+			if (*d < '0' || *d > '9')
+				goto bad_len;
+			len = len * 10 + (unsigned)(*d - '0');
+		}
+		if (len > max)
+			goto bad_len;
+	}
+	p->plen = (uint8_t)len;
+	/* Bits past the length set: a typo more likely than a wish. */
+	for (unsigned i = len; i < max; i++)
+		if (p->ip.a[i / 8] & (0x80 >> (i % 8))) {
+			snprintf(err, errlen, "\"%.*s\": bits set past the "
+			    "prefix length", (int)(n > 64 ? 64 : n), s);
+			return -1;
+		}
+	return 0;
+bad_len:
+	snprintf(err, errlen, "\"%.*s\": bad prefix length (0..%u)",
+	    (int)(n > 64 ? 64 : n), s, max);
+	return -1;
 }
 
 /* ---- decoding ---- */

@@ -73,8 +73,10 @@ extern const char *const cats_health_names[];
 enum cats_sci_state { CATS_SCI_ACTIVE, CATS_SCI_HEALTHY, CATS_SCI_STALE,
 	CATS_SCI_FAILED };
 extern const char *const cats_sci_state_names[];
+/* release: the operator's removal of the listed entries whoever owns them,
+ * taken only on cats-select's control stream (cats_cst_release). */
 enum cats_metric_op { CATS_OP_FULL, CATS_OP_DELTA, CATS_OP_WITHDRAW,
-	CATS_OP_HEARTBEAT, CATS_OP_REFRESH };
+	CATS_OP_HEARTBEAT, CATS_OP_REFRESH, CATS_OP_RELEASE };
 extern const char *const cats_metric_op_names[];
 enum cats_sync_mode { CATS_SYNC_NONE, CATS_SYNC_FULL, CATS_SYNC_INCREMENTAL };
 extern const char *const cats_sync_mode_names[];
@@ -637,6 +639,21 @@ size_t cats_cose_protected(int alg, const uint8_t kid[CATS_KID_LEN],
 int cats_ip_parse(const char *s, size_t n, struct cats_ip *ip);
 const char *cats_ip_fmt(const struct cats_ip *ip, char *buf, size_t len);
 bool cats_ip_eq(const struct cats_ip *a, const struct cats_ip *b);
+
+/* An address prefix (ADDRESS/LENGTH). */
+struct cats_prefix {
+	struct cats_ip ip;
+	uint8_t plen;
+};
+/* Parse "ADDRESS/LENGTH" (n bytes of s); a bare address is a host prefix
+ * when host_ok, else an error.  The address bits past the length must be
+ * zero.  Returns 0, or -1 with a reason in err. */
+int cats_prefix_parse(const char *s, size_t n, bool host_ok,
+    struct cats_prefix *p, char *err, size_t errlen);
+/* Do the first plen bits of a and pfx agree (16-byte or 4-byte arrays)? */
+bool cats_bits_match(const uint8_t *a, const uint8_t *pfx, unsigned plen);
+/* Is ip inside p (same family, first plen bits equal)? */
+bool cats_prefix_has(const struct cats_prefix *p, const struct cats_ip *ip);
 
 /* "record N: field: reason" into buf, for one-line error messages. */
 const char *cats_err_fmt(const struct cats_err *e, uint64_t index, char *buf,

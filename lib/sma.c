@@ -48,36 +48,6 @@ struct sma {
 	struct sma_stats st;
 };
 
-const char *
-sma_safe(const char *s, char *buf, size_t len)
-{
-	size_t i = 0;
-	if (len == 0)
-		return "";
-	for (; s != NULL && s[i] && i + 1 < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		buf[i] = ch <= 0x20 || ch == '"' || ch == 0x7f || ch == '\\' ?
-		    '?' : (char)ch;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
-const char *
-sma_quote(const char *s, char *buf, size_t len)
-{
-	size_t i = 0;
-	if (len == 0)
-		return "";
-	for (; s != NULL && s[i] && i + 1 < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		buf[i] = ch == '"' ? '\'' : ch < 0x20 || ch == 0x7f ? '?'
-		    : (char)ch;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 /* ---- lookups ---- */
 
 static bool
@@ -539,7 +509,7 @@ static void
 move_entry(struct sma *s, struct sma_entry *e, struct sma_svc *v, uint64_t now)
 {
 	char b[CATS_ID + 1];
-	cats_audit("move", "csci=%s from=%s to=%s", sma_safe(e->csci_id, b,
+	cats_audit("move", "csci=%s from=%s to=%s", cats_safe(e->csci_id, b,
 	    sizeof(b)), e->svc->cs_id, v->cs_id);
 	account(e->svc, e, -1);
 	mark_dirty(s, e->svc);
@@ -559,7 +529,7 @@ evict_one(struct sma *s, uint64_t now)
 	char b[CATS_ID + 1];
 	if (e == NULL)
 		return;
-	cats_audit("evict", "csci=%s cs=%s reason=cache-full", sma_safe(
+	cats_audit("evict", "csci=%s cs=%s reason=cache-full", cats_safe(
 	    e->csci_id, b, sizeof(b)), e->svc->cs_id);
 	s->st.evicted++;
 	entry_remove(s, e);
@@ -855,7 +825,7 @@ authenticate(struct sma *s, const struct cats_rec *r, struct sma_entry *e,
 		if (strcmp(t.sub, sr->csci_id) != 0) {
 			char b[CATS_ID + 1];
 			return rej(res, 403, "csci_id", "the token is for "
-			    "CSCI-ID %s", sma_safe(t.sub, b, sizeof(b)));
+			    "CSCI-ID %s", cats_safe(t.sub, b, sizeof(b)));
 		}
 		if (!cats_token_allows(&t, sr->cs_id))
 			return rej(res, 403, "cs_id", "the token does not "
@@ -1063,7 +1033,7 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 	char why[64];
 	flag_list(fl, why, sizeof(why));
 	cats_audit("quarantine", "id=%" PRIu64 " csci=%s cs=%s seq=%" PRIu64
-	    " anomaly=%s", q->id, sma_safe(sr->csci_id, b, sizeof(b)),
+	    " anomaly=%s", q->id, cats_safe(sr->csci_id, b, sizeof(b)),
 	    e->svc->cs_id, sr->seq, why);
 	s->st.quarantined++;
 	res->verdict = SMA_QUARANTINED;
@@ -1309,7 +1279,7 @@ audit_state(const struct sma_entry *e, int from, const char *why)
 {
 	char b[CATS_ID + 1];
 	cats_audit("state", "csci=%s cs=%s from=%s to=%s reason=%s",
-	    sma_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
+	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
 	    state_name(from), state_name(e->state), why);
 }
 
@@ -1428,7 +1398,7 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 		e->since = now;
 		account(v, e, 1);
 		cats_audit("state", "csci=%s cs=%s from=NONE to=ACTIVE "
-		    "reason=discovered", sma_safe(e->csci_id, b1, sizeof(b1)),
+		    "reason=discovered", cats_safe(e->csci_id, b1, sizeof(b1)),
 		    v->cs_id);
 	}
 	adv_of(e, &old);
@@ -1469,7 +1439,7 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	if (fl & ANOMALIES) {
 		char list[64];
 		cats_audit("anomaly", "csci=%s cs=%s seq=%" PRIu64 " anomaly=%s "
-		    "action=flag", sma_safe(e->csci_id, b1, sizeof(b1)),
+		    "action=flag", cats_safe(e->csci_id, b1, sizeof(b1)),
 		    v->cs_id, sr->seq, flag_list(fl & ANOMALIES, list,
 		    sizeof(list)));
 	}
@@ -1495,20 +1465,20 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	return res->verdict;
 
 audit_auth:
-	sma_quote(res->err.reason, why, sizeof(why));
+	cats_quote(res->err.reason, why, sizeof(why));
 	cats_audit("auth-fail", "csci=%s cs=%s src=%s index=%" PRIu64
-	    " status=%d field=%s reason=\"%s\"", sma_safe(sr->csci_id, b1,
-	    sizeof(b1)), sma_safe(sr->cs_id, b2, sizeof(b2)),
+	    " status=%d field=%s reason=\"%s\"", cats_safe(sr->csci_id, b1,
+	    sizeof(b1)), cats_safe(sr->cs_id, b2, sizeof(b2)),
 	    src->peer ? src->peer : "-", src->index, res->status,
 	    res->err.field, why);
 	s->st.rejected++;
 	return SMA_REJECTED;
 rejected:
-	sma_quote(res->err.reason, why, sizeof(why));
+	cats_quote(res->err.reason, why, sizeof(why));
 	cats_audit("reject", "csci=%s cs=%s src=%s index=%" PRIu64
 	    " status=%d field=%s reason=\"%s\"", r->type == CATS_T_SCI_REPORT ?
-	    sma_safe(sr->csci_id, b1, sizeof(b1)) : "-",
-	    r->type == CATS_T_SCI_REPORT ? sma_safe(sr->cs_id, b2, sizeof(b2))
+	    cats_safe(sr->csci_id, b1, sizeof(b1)) : "-",
+	    r->type == CATS_T_SCI_REPORT ? cats_safe(sr->cs_id, b2, sizeof(b2))
 	    : "-", src->peer ? src->peer : "-", src->index, res->status,
 	    res->err.field, why);
 	s->st.rejected++;
@@ -1534,7 +1504,7 @@ release_one(struct sma *s, size_t i, uint64_t now)
 		cats_audit("release", "id=%" PRIu64 " csci=%s result=%s%s%s%s",
 		    q.id, q.csci_id, rc == SMA_REJECTED ? "refused" : "applied",
 		    rc == SMA_REJECTED ? " reason=\"" : "",
-		    rc == SMA_REJECTED ? sma_quote(res.err.reason, why,
+		    rc == SMA_REJECTED ? cats_quote(res.err.reason, why,
 		    sizeof(why)) : "", rc == SMA_REJECTED ? "\"" : "");
 	}
 	free(q.raw);
@@ -1558,10 +1528,10 @@ to_failed(struct sma *s, struct sma_entry *e, uint64_t t)
 	set_deadline(s, e, 0);
 	s->st.failed++;
 	cats_audit("state", "csci=%s cs=%s from=STALE to=FAILED "
-	    "reason=no-report-within-grace", sma_safe(e->csci_id, b, sizeof(b)),
+	    "reason=no-report-within-grace", cats_safe(e->csci_id, b, sizeof(b)),
 	    e->svc->cs_id);
 	cats_info("SCI %s (CS-ID %s) failed: no report since %" PRIu64,
-	    sma_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, e->updated);
+	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, e->updated);
 	withdraw_event(s, e, SMA_WD_FAILED, t);
 }
 
@@ -1877,7 +1847,7 @@ sma_import(struct sma *s, const struct cats_entry *ce, const char *site,
 	reschedule(s, e);
 	if (added || from == CATS_SCI_FAILED) {
 		cats_audit("state", "csci=%s cs=%s from=%s to=%s "
-		    "reason=imported", sma_safe(e->csci_id, b, sizeof(b)),
+		    "reason=imported", cats_safe(e->csci_id, b, sizeof(b)),
 		    v->cs_id, added ? "NONE" : "FAILED",
 		    cats_sci_state_names[e->state]);
 		struct sma_event ev = { .kind = SMA_EV_ADD, .now = now,
@@ -1914,7 +1884,7 @@ sma_remove(struct sma *s, const char *csci_id, int reason, uint64_t now)
 	if (e == NULL)
 		return 0;
 	cats_audit("state", "csci=%s cs=%s from=%s to=NONE reason=%s",
-	    sma_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
+	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
 	    cats_sci_state_names[e->state], sma_wd_names[reason]);
 	entry_remove(s, e);
 	if (e->state != CATS_SCI_FAILED)
@@ -2018,7 +1988,7 @@ sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p, size_t n,
 			s->st.rej_other++;
 			cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
 			    "reason=\"%s\"", sc.peer ? sc.peer : "-", sc.index,
-			    sma_quote(cats_err_fmt(&res.err, sc.index, b,
+			    cats_quote(cats_err_fmt(&res.err, sc.index, b,
 			    sizeof(b)), q, sizeof(q)));
 			if (fn)
 				fn(arg, sc.index, &res);

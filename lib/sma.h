@@ -116,6 +116,8 @@ struct sma_cfg_sub {
 	char *sma_id;
 	char **cs_ids;		/* CS-IDs it may advertise ("*": any) */
 	size_t ncs_ids;
+	char *locators;		/* its site's locator prefixes, NULL: any */
+	char *egresses;		/* its site's egress nodes, NULL: any */
 };
 
 enum sma_auth_mode { SMA_AUTH_TOKEN, SMA_AUTH_NONE };
@@ -603,9 +605,5 @@ size_t sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p,
     size_t n, const struct sma_src *src, uint64_t now, sma_result_fn fn,
     void *arg);
 
-/* Copy text for an audit or log line: controls, spaces, quotes as '?'. */
-const char *sma_safe(const char *s, char *buf, size_t len);
-/* Copy text for a quoted audit value: '"' as "'", controls as '?'. */
-const char *sma_quote(const char *s, char *buf, size_t len);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "cst.h"
 #include "sma.h"
 
 void
@@ -110,6 +111,8 @@ sma_conf_free(struct sma_conf *c)
 	for (size_t i = 0; i < c->nsubs; i++) {
 		free(c->subs[i].sma_id);
 		free_list(c->subs[i].cs_ids, c->subs[i].ncs_ids);
+		free(c->subs[i].locators);
+		free(c->subs[i].egresses);
 	}
 	free(c->subs);
 	for (size_t i = 0; i < c->nscis; i++) {
@@ -303,6 +306,19 @@ set_bool(struct ctx *x, bool *dst)
 }
 
 /* A list of identifiers separated by spaces or commas (replaces). */
+/* A subordinate's site (cats_cst_scope's lists), checked here so that the
+ * error names its line. */
+static int
+check_scope(struct ctx *x, const char *locators, const char *egresses)
+{
+	char why[200] = "out of memory";
+	struct cats_cst *scratch = cats_cst_new(0, 1);
+	int rc = scratch == NULL ? -1 : cats_cst_scope(scratch, "-",
+	    locators, egresses, why, sizeof(why));
+	cats_cst_free(scratch);
+	return rc < 0 ? bad(x, why) : 0;
+}
+
 static int
 set_list(struct ctx *x, char ***dst, size_t *n, size_t max)
 {
@@ -784,11 +800,21 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 					goto fail;
 				}
 			}
-			if (strcmp(e->key, "cs-ids") != 0) {
-				bad(&x, "unknown key (cs-ids)");
+			if (strcmp(e->key, "cs-ids") == 0) {
+				rc = set_list(&x, &s->cs_ids, &s->ncs_ids, 4096);
+			} else if (strcmp(e->key, "locators") == 0 ||
+			    strcmp(e->key, "egresses") == 0) {
+				bool loc = e->key[0] == 'l';
+				rc = set_str(&x, loc ? &s->locators :
+				    &s->egresses, 16384);
+				if (rc == 0 && check_scope(&x, loc ? e->val :
+				    NULL, loc ? NULL : e->val) < 0)
+					rc = -1;
+			} else {
+				bad(&x, "unknown key (cs-ids, locators, "
+				    "egresses)");
 				goto fail;
 			}
-			rc = set_list(&x, &s->cs_ids, &s->ncs_ids, 4096);
 		} else if (strcmp(sec, "sci") == 0) {
 			if (check_arg(cf, e, "sci", err, errlen) < 0)
 				goto fail;

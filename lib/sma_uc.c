@@ -537,7 +537,7 @@ damp_add(struct sma_uc *u, struct damp *d, const char *what, const char *id,
 			d->observed = true;
 			u->st.damp_observed++;
 			cats_audit("damp", "%s=%s penalty=%.0f action=observe",
-			    what, sma_safe(id, b, sizeof(b)), p);
+			    what, cats_safe(id, b, sizeof(b)), p);
 		}
 		return false;
 	}
@@ -571,7 +571,7 @@ damp_note(struct sma_uc *u, struct item *it, uint64_t now)
 		u->st.damped++;
 		u->st.damp_suppressed++;
 		cats_audit("damp", "csci=%s penalty=%.0f action=suppress "
-		    "reuse_at=%" PRIu64, sma_safe(it->csci_id, b, sizeof(b)), p,
+		    "reuse_at=%" PRIu64, cats_safe(it->csci_id, b, sizeof(b)), p,
 		    reuse_time(u, &it->d));
 	}
 	if (it->damped)
@@ -965,7 +965,7 @@ sites_commit(struct sma_uc *u, uint64_t now)
 			u->st.damped++;
 			u->st.damp_suppressed++;
 			cats_audit("damp", "cs=%s penalty=%.0f action=suppress "
-			    "reuse_at=%" PRIu64, sma_safe(s->cs_id, b,
+			    "reuse_at=%" PRIu64, cats_safe(s->cs_id, b,
 			    sizeof(b)), s->d.penalty, reuse_time(u, &s->d));
 			recompute_reuse(u);
 		} else if (s->damped) {
@@ -1686,7 +1686,7 @@ reuse(struct sma_uc *u, uint64_t now)
 		damp_unlink(u, it);
 		u->st.damp_reused++;
 		cats_audit("damp", "csci=%s penalty=%.0f action=reuse",
-		    sma_safe(it->csci_id, b, sizeof(b)), decayed(u, &it->d, now));
+		    cats_safe(it->csci_id, b, sizeof(b)), decayed(u, &it->d, now));
 		it->held &= (uint8_t)~H_DAMP;
 		int cls = classify(u, it, false);
 		if (cls == C_CRIT)
@@ -1703,7 +1703,7 @@ reuse(struct sma_uc *u, uint64_t now)
 		u->st.damped--;
 		u->st.damp_reused++;
 		cats_audit("damp", "cs=%s penalty=%.0f action=reuse",
-		    sma_safe(s->cs_id, b, sizeof(b)), decayed(u, &s->d, now));
+		    cats_safe(s->cs_id, b, sizeof(b)), decayed(u, &s->d, now));
 		if (s->inpend)
 			min_at(&u->routine_at, now);
 	}

@@ -194,18 +194,6 @@ add_name(struct cats_te_builder *b, const char *s, uint32_t *off)
 	return 0;
 }
 
-static bool
-in_prefix(const uint8_t *a, const uint8_t *pfx, unsigned plen)
-{
-	unsigned full = plen / 8, rest = plen % 8;
-	if (memcmp(a, pfx, full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	uint8_t mask = (uint8_t)(0xff << (8 - rest));
-	return (a[full] & mask) == (pfx[full] & mask);
-}
-
 /* The node arrays follow name_off's capacity. */
 static int
 grow_nodes(struct cats_te_builder *b)
@@ -282,7 +270,7 @@ cats_te_add_node(struct cats_te_builder *b, const struct cats_te_node_spec *s,
 	if (sid.af == 0 && s->srv6_locator.af == 6)
 		sid = s->srv6_locator;
 	if (s->srv6_sid.af == 6 && s->srv6_locator.af == 6 &&
-	    !in_prefix(s->srv6_sid.a, s->srv6_locator.a, s->srv6_plen)) {
+	    !cats_bits_match(s->srv6_sid.a, s->srv6_locator.a, s->srv6_plen)) {
 		errf(err, errlen, "srv6_sid: not within srv6_locator");
 		return -1;
 	}

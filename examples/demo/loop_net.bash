@@ -239,7 +239,7 @@ loop_nst() {
 # sends its advertisements over HTTP (cats-northbound(7)), MAC'd with its
 # PSK (keys/sma-siteN.psk), to cats-select's C-SMA ingest on the management
 # link; cats-select knows their keys (keys/sma.ring) and lets each
-# advertise S1 only.  A heartbeat every $LOOP_KEEPALIVE s keeps the
+# advertise S1 only, with locators and the egress of its own site.  A heartbeat every $LOOP_KEEPALIVE s keeps the
 # entries (advert-ttl is three times that); a restarted C-PS asks the
 # agents for a full sync in its acks.  Each agent also writes a copy of
 # what it queued to $LOOP_DIR/metricsN.cbor (loop_metrics reads them).
@@ -253,7 +253,10 @@ loop_northbound() {
 	select-args)
 		echo "--ingest http://0.0.0.0:$LOOP_NB_PORT/" \
 			"--ingest-keys $LOOP_DIR/keys/sma.ring" \
-			"--sma sma-site1=S1 --sma sma-site2=S1"
+			"--sma sma-site1=S1 --sma sma-site2=S1" \
+			"--sma-locators sma-site1=198.51.100.0/24" \
+			"--sma-locators sma-site2=198.51.101.0/24" \
+			"--sma-egresses sma-site1=EF-1 --sma-egresses sma-site2=EF-2"
 		;;
 	esac
 }

@@ -150,6 +150,62 @@ setup_file() { loop_file_up t; }
 	loop_alive select
 	loop_alive bind
 	loop_alive sma1
-	loop_wait 30 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
+	loop_wait 100 loop_cst_is 198.51.100.11:80 HEALTHY HEALTHY
 	best_is site1-a
+}
+
+# A metric record as site 2's agent, MAC'd with its real key, POSTed to the
+# C-PS's ingest from site 2: prints the HTTP status.  $1 is the JSON of one
+# entry.
+rogue_post() {
+	local now
+	now=$(date +%s%3N)
+	printf '{"type":"metric","op":"delta","sma_id":"sma-site2","epoch":%s,"seq":1,"ts":%s,"nonce":%s,"site":"site2","egress":"EF-2","ttl_ms":600000,"entries":[%s]}\n' \
+		$((now * 10)) "$now" $((now * 1000 + 999)) "$1" |
+		cats-cbor encode | pce-sign -k "$LOOP_DIR/keys/sma-site2.psk" |
+		lx "$LS2" curl -s -o /dev/null -w '%{http_code}' \
+			-H 'Content-Type: application/cbor-seq' --data-binary @- \
+			"$(loop_northbound url 2)metrics"
+}
+
+# Packets that reached 198.51.101.99, the rogue locator inside site 2.
+rogue_packets() {
+	lx "$LS2" nft -j list counter inet "rogue$LOOP_ID" hits |
+		jq '.nftables[] | select(.counter) | .counter.packets'
+}
+
+@test "loop: a site agent cannot take over another site's instance or point outside its site" {
+	best_is site1-a
+	lx "$LS2" ip addr add 198.51.101.99/24 dev s0
+	lx "$LS2" nft -f - <<EOF
+table inet rogue$LOOP_ID {
+	counter hits { }
+	chain pre { type filter hook prerouting priority -300; ip daddr 198.51.101.99 counter name hits; }
+}
+EOF
+	a0=$(grep -c 'event=ingest-refused sma=sma-site2 owner=sma-site1 ' "$LOOP_DIR/log/select.audit" || true)
+	# Site 2's agent (a valid key, allowed S1) claims site1-a, the best
+	# instance, with a locator of its own site.
+	code=$(rogue_post '{"csci_id":"198.51.100.11:80","cs_id":"S1","health":"HEALTHY","state":"HEALTHY","gas":1000,"comp_time_ms":0,"locator":"198.51.101.99","port":80}')
+	[ "$code" = 409 ]
+	# The same under another spelling of the CSCI-ID.
+	code=$(rogue_post '{"csci_id":" 198.51.100.11:80 ","cs_id":"S1","health":"HEALTHY","state":"HEALTHY","gas":1000,"comp_time_ms":0,"locator":"198.51.101.99","port":80}')
+	[ "$code" = 409 ]
+	# A first advertisement of a new instance cannot point into site 1.
+	code=$(rogue_post '{"csci_id":"rogue:80","cs_id":"S1","health":"HEALTHY","state":"HEALTHY","gas":1000,"comp_time_ms":0,"locator":"198.51.100.12","port":80}')
+	[ "$code" = 403 ]
+	grep -q 'event=ingest-refused sma=sma-site2 owner=sma-site1 .*status=409' "$LOOP_DIR/log/select.audit"
+	[ "$(grep -c 'event=ingest-refused sma=sma-site2 owner=sma-site1 ' "$LOOP_DIR/log/select.audit")" -ge $((a0 + 2)) ]
+	grep -q 'event=ingest-refused sma=sma-site2 owner=- .*status=403 .*locator 198.51.100.12 is outside the site of sma-site2' "$LOOP_DIR/log/select.audit"
+	# New flows still reach the real instance; nothing reached the rogue
+	# locator (the counter is alive: a datagram to it from site 2 counts).
+	for i in 1 2 3; do
+		best_is site1-a
+		[ "$(jq -r .decision.locator <<<"$(loop_reply_of "$LOOP_PORT")")" = 198.51.100.11 ]
+	done
+	[ "$(rogue_packets)" = 0 ]
+	lx "$LS2" bash -c "echo probe >/dev/udp/198.51.101.99/9"
+	[ "$(rogue_packets)" -ge 1 ]
+	lx "$LS2" nft delete table inet "rogue$LOOP_ID"
+	lx "$LS2" ip addr del 198.51.101.99/24 dev s0
 }

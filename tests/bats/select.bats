@@ -129,6 +129,9 @@ run_case() {
 @test "select case: pass-through" { run_case pass-through; }
 @test "select case: rate-limited" { run_case rate-limited; }
 @test "select case: local-site" { run_case local-site; }
+@test "select case: owner-refused" { run_case owner-refused; }
+@test "select case: operator-release" { run_case operator-release; }
+@test "select case: scope" { run_case scope; }
 
 @test "select: every failing request closes the loop with txn, code, ingress and flow" {
 	cat "$SEL/base.jsonl" "$SEL"/cases/{conflict,unknown-cs-id,tenant-mismatch,all-stale,gas-zero,no-reachable,dataplane-mismatch,fallback-relax}.jsonl |

@@ -423,7 +423,9 @@ adverts() {
 	[[ "$output" == *"event=config-refused"* ]]
 }
 
-@test "sma: hierarchy in replay: a domain C-SMA aggregates two sites per CS-ID, each entry keeps its site and egress" {
+# Two site C-SMAs for the hierarchy tests, in $W: keys sa.psk and sb.psk
+# (subs.ring for the domain), configurations a.conf and b.conf.
+two_sites() {
 	cd "$W"
 	cats-key psk -n site-a -o sa.psk
 	cats-key psk -n site-b -o sb.psk
@@ -434,6 +436,10 @@ adverts() {
 		    -e "s/^egress = .*/egress = EF-$s/" "$D/base.conf"
 		  printf '[timing]\ninterval = 10s\n[northbound]\nkey = %s\n' "$W/s$s.psk"; } > $s.conf
 	done
+}
+
+@test "sma: hierarchy in replay: a domain C-SMA aggregates two sites per CS-ID, each entry keeps its site and egress" {
+	two_sites
 	rep() { echo "{\"type\":\"sci-report\",\"csci_id\":\"$1\",\"cs_id\":\"$2\",\"seq\":$3,\"ts\":$((1700000000000 + $4)),\"health\":\"HEALTHY\",\"gas\":$5,\"comp_time_ms\":$6,\"locator\":\"192.0.2.$3\"}"; }
 	{ rep a1 ARS 1 0 400 5; rep a1 ARS 2 1000 400 5; } | enc |
 	    cats-sma -c a.conf --replay --epoch 1 > a.cbor 2>/dev/null
@@ -462,4 +468,36 @@ adverts() {
 	# site-b may not advertise VRS: refused, audited, not in the cache.
 	grep -q 'event=ingest-refused sma=site-b .*may not advertise CS-ID VRS' dom.err
 	! grep -q '"b2"' dom.out
+}
+
+@test "sma: hierarchy: a subordinate cannot take over another's instance or advertise outside its site" {
+	two_sites
+	rep() { echo "{\"type\":\"sci-report\",\"csci_id\":\"$1\",\"cs_id\":\"ARS\",\"seq\":$2,\"ts\":$((1700000000000 + $3)),\"health\":\"HEALTHY\",\"gas\":$4,\"comp_time_ms\":5,\"locator\":\"$5\"}"; }
+	{ rep a1 1 0 400 192.0.2.1; rep a1 2 1000 400 192.0.2.1; } | enc |
+	    cats-sma -c a.conf --replay --epoch 1 > a.cbor 2>/dev/null
+	# site-b claims a1 with its own locator, then b1 outside its site.
+	{ rep a1 1 2000 9999 198.51.101.9; rep a1 2 3000 9999 198.51.101.9; } | enc |
+	    cats-sma -c b.conf --replay --epoch 1 > b1.cbor 2>/dev/null
+	{ rep b1 1 4000 600 192.0.2.77; rep b1 2 5000 600 192.0.2.77; } | enc |
+	    cats-sma -c b.conf --replay --epoch 2 > b2.cbor 2>/dev/null
+	{ sed "s/^id = .*/id = domain/; s/^site = .*/site = dom/; /^egress/d" \
+	    "$D/base.conf"
+	  printf '[hierarchy]\nkeys = %s\n' "$W/subs.ring"
+	  printf '[subordinate "site-a"]\ncs-ids = ARS\nlocators = 192.0.2.0/24\negresses = EF-a\n'
+	  printf '[subordinate "site-b"]\ncs-ids = ARS\nlocators = 198.51.101.0/24\negresses = EF-b\n'; } > dom.conf
+	cat a.cbor b1.cbor b2.cbor | cats-sma -c dom.conf --replay --epoch 1 \
+	    > dom.cbor 2> dom.err
+	dec < dom.cbor > dom.out
+	# a1 is passed on as site-a's only, with its own locator.
+	jq -e -s '[.[] | .entries[]? | select(.csci_id == "a1")] |
+	    length > 0 and all(.site == "site-a" and .locator == "192.0.2.1" and .gas == 400)' dom.out
+	grep -q 'event=ingest-refused sma=site-b owner=site-a .*status=409' dom.err
+	# b1 points into site-a's prefix: refused, never passed on.
+	grep -q 'event=ingest-refused sma=site-b owner=- .*status=403 .*locator 192.0.2.77 is outside the site of site-b' dom.err
+	! grep -q '"b1"' dom.out
+	# A bad prefix in the configuration names its line.
+	printf '[subordinate "site-c"]\ncs-ids = ARS\nlocators = 10.0.0.1/8\n' >> dom.conf
+	run cats-sma -c dom.conf --replay --epoch 1 < /dev/null
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"dom.conf:"*"locators"*"bits set past the prefix length"* ]]
 }

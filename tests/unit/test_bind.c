@@ -541,7 +541,7 @@ test_active_edges(void)
 
 	/* ACTIVE -> FAILED on instance failure (on_failure fail). */
 	id = make_active(t, 54, 54000, 40000);
-	bind_instance_down(t, "B", 40001);
+	bind_instance_down(t, NULL, "B", 40001);
 	T_OK(state_of(t, id) == FAILED && traced(ACTIVE, FAILED, 54),
 	    "ACTIVE -> FAILED on instance failure");
 	check(t, "active_edges");
@@ -591,7 +591,7 @@ reach(struct bind_table *t, int state, uint64_t txn)
 		id = bind_next_id(t) - 1;
 		feed(t, now, status("EF-2", "installed", id, now));
 		feed(t, now, status("IF-1", "installed", id, now));
-		bind_instance_down(t, "B", now);
+		bind_instance_down(t, NULL, "B", now);
 		return id;
 	}
 	return 0;

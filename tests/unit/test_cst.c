@@ -162,9 +162,9 @@ test_snapshots(void)
 	apply(t, 4100, &res, "{\"type\":\"metric\",\"op\":\"withdraw\","
 	    "\"sma_id\":\"s2\",\"epoch\":1,\"seq\":1,\"ts\":4100,\"entries\":["
 	    "{\"csci_id\":\"a\",\"cs_id\":\"S\"}]}");
-	T_OK(res.result == CATS_ACK_BAD && res.refused == 1 &&
-	    cats_cst_count(t) == 1, "another C-SMA cannot withdraw: %s",
-	    res.reason);
+	T_OK(res.result == CATS_ACK_BAD && res.conflict &&
+	    strcmp(res.owner, "s1") == 0 && cats_cst_count(t) == 1,
+	    "another C-SMA cannot withdraw: %s", res.reason);
 	apply(t, 4200, &res, "{\"type\":\"metric\",\"op\":\"withdraw\","
 	    "\"sma_id\":\"s1\",\"epoch\":1,\"seq\":8,\"ts\":4200,\"entries\":["
 	    "{\"csci_id\":\"a\",\"cs_id\":\"S\"},{\"csci_id\":\"q\","
@@ -173,7 +173,7 @@ test_snapshots(void)
 	    cats_cst_count(t) == 0, "the owner withdraws (an unknown one is "
 	    "ignored)");
 
-	/* Re-reported by another C-SMA, an entry moves. */
+	/* Re-reported by another C-SMA while fresh, an entry stays. */
 	apply(t, 5000, &res, FULL1);
 	T_OK(res.result == CATS_ACK_STALE, "FULL1 again (seq 1) is stale");
 	apply(t, 5000, &res, "{\"type\":\"metric\",\"op\":\"full\",\"sma_id\":"
@@ -188,8 +188,10 @@ test_snapshots(void)
 	struct cats_cst_peer p2, p3;
 	cats_cst_peer(t, "s2", &p2);
 	cats_cst_peer(t, "s3", &p3);
-	T_OK(strcmp(x->sma_id, "s3") == 0 && strcmp(x->site, "site3") == 0 &&
-	    p2.entries == 0 && p3.entries == 1, "x moved from s2 to s3");
+	T_OK(res.result == CATS_ACK_BAD && res.conflict &&
+	    strcmp(x->sma_id, "s2") == 0 && strcmp(x->site, "site2") == 0 &&
+	    p2.entries == 1 && !cats_cst_peer(t, "s3", &p3),
+	    "x stays with s2; s3's snapshot is refused whole (%s)", res.reason);
 	cats_cst_free(t);
 }
 
@@ -332,6 +334,216 @@ test_dump(void)
 	cats_cst_free(t);
 }
 
+/* A metric record with one entry: op, C-SMA, epoch, seq, ts, entry. */
+static int
+one(struct cats_cst *t, uint64_t now, struct cats_cst_result *res,
+    const char *op, const char *sma, int epoch, int seq, const char *ent)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "{\"type\":\"metric\",\"op\":\"%s\","
+	    "\"sma_id\":\"%s\",\"epoch\":%d,\"seq\":%d,\"ts\":%llu,"
+	    "\"egress\":\"EF-%s\",\"ttl_ms\":5000,\"entries\":[%s]}", op, sma,
+	    epoch, seq, (unsigned long long)now, sma, ent);
+	return apply(t, now, res, buf);
+}
+
+#define E(csci, loc) "{\"csci_id\":\"" csci "\",\"cs_id\":\"S1\"," \
+	"\"health\":\"HEALTHY\",\"gas\":10,\"locator\":\"" loc "\"}"
+
+/* What the table holds of (S1, csci): owner and locator, or "-". */
+static const char *
+held(const struct cats_cst *t, const char *csci)
+{
+	static char buf[200];
+	const struct cats_cst_entry *e = cats_cst_get(t, "S1", csci);
+	char a[48];
+	if (e == NULL)
+		return "-";
+	snprintf(buf, sizeof(buf), "%s %s", e->sma_id,
+	    cats_ip_fmt(&e->locator, a, sizeof(a)));
+	return buf;
+}
+
+static void
+test_ownership(void)
+{
+	struct cats_cst *t = cats_cst_new(9000, 0);
+	struct cats_cst_result res;
+	struct cats_cst_peer p;
+	one(t, 1000, &res, "full", "a", 1, 1, E("web-1", "10.1.0.5") ","
+	    E("web-2", "10.1.0.6"));
+	uint64_t g = cats_cst_gen(t);
+
+	/* The attack of the issue: another C-SMA's delta with its locator. */
+	one(t, 1100, &res, "delta", "e", 1, 1, E("web-1", "10.9.0.9"));
+	T_OK(res.result == CATS_ACK_BAD && res.conflict &&
+	    strcmp(res.owner, "a") == 0 && strcmp(held(t, "web-1"),
+	    "a 10.1.0.5") == 0 && cats_cst_gen(t) == g,
+	    "another C-SMA's delta for a's instance is refused, nothing "
+	    "changes (%s)", res.reason);
+	T_OK(!cats_cst_peer(t, "e", &p), "the refused sender's position is "
+	    "not moved");
+	one(t, 1100, &res, "delta", "e", 7, 1, E("web-1", "10.9.0.9"));
+	T_OK(res.conflict && strcmp(held(t, "web-1"), "a 10.1.0.5") == 0,
+	    "a new epoch does not help");
+	one(t, 1100, &res, "full", "e", 8, 1, E("web-9", "10.9.0.9") ","
+	    E("web-2", "10.9.0.9"));
+	T_OK(res.conflict && strcmp(held(t, "web-9"), "-") == 0 &&
+	    strcmp(held(t, "web-2"), "a 10.1.0.6") == 0,
+	    "a full sync with one foreign instance is refused whole: its own "
+	    "web-9 is not inserted either");
+	one(t, 1100, &res, "heartbeat", "e", 8, 1, E("web-2", "10.9.0.9"));
+	T_OK(res.conflict, "a heartbeat with entries (a snapshot) likewise");
+	one(t, 1100, &res, "refresh", "e", 8, 1, "{\"csci_id\":\"web-1\","
+	    "\"cs_id\":\"S1\"}");
+	T_OK(res.conflict && strcmp(res.owner, "a") == 0,
+	    "a refresh naming a's instance is refused");
+	one(t, 1100, &res, "withdraw", "e", 8, 1, "{\"csci_id\":\"web-1\","
+	    "\"cs_id\":\"S1\"}");
+	T_OK(res.conflict && strcmp(held(t, "web-1"), "a 10.1.0.5") == 0,
+	    "a withdrawal of a's instance is refused");
+	const char *variants[] = { "WEB-1", "Web-1", " web-1", "web-1 ",
+	    "\tweb-1\n", "wEb-1  " };
+	for (size_t i = 0; i < sizeof(variants) / sizeof(*variants); i++) {
+		char ent[256];
+		snprintf(ent, sizeof(ent), "{\"csci_id\":\"%s\",\"cs_id\":"
+		    "\"S1\",\"gas\":99,\"locator\":\"10.9.0.9\"}",
+		    variants[i][0] == '\t' ? "\\tweb-1\\n" : variants[i]);
+		one(t, 1100, &res, "delta", "e", 9, (int)i + 1, ent);
+		T_OK(res.conflict && cats_cst_count(t) == 2 &&
+		    strchr(res.reason, '\n') == NULL,
+		    "the spelling \"%s\" is the same instance: refused (%s)",
+		    variants[i][0] == '\t' ? "\\tweb-1\\n" : variants[i],
+		    res.reason);
+	}
+	one(t, 1100, &res, "delta", "e", 9, 10, E("web-1x", "10.9.0.9"));
+	T_OK(res.result == CATS_ACK_OK && strcmp(held(t, "web-1x"),
+	    "e 10.9.0.9") == 0, "another CSCI-ID is e's own instance");
+	one(t, 1100, &res, "delta", "e", 9, 11, "{\"csci_id\":\"web-1\","
+	    "\"cs_id\":\"S2\",\"gas\":1,\"locator\":\"10.9.0.9\"}");
+	T_OK(res.result == CATS_ACK_OK && cats_cst_get(t, "S2", "web-1") &&
+	    strcmp(held(t, "web-1"), "a 10.1.0.5") == 0,
+	    "the same CSCI-ID under another CS-ID is another instance; S1's "
+	    "stays a's");
+	one(t, 1100, &res, "delta", "a", 1, 2, E("WEB-1", "10.1.0.7"));
+	T_OK(res.result == CATS_ACK_OK, "the owner may use another spelling");
+
+	/* Expired: taken over (audited by the caller), then owned by e. */
+	one(t, 6000, &res, "delta", "e", 9, 12, E("web-2", "10.9.0.2"));
+	T_OK(res.result == CATS_ACK_OK && res.taken_over == 1 &&
+	    strcmp(res.owner, "a") == 0 && strcmp(held(t, "web-2"),
+	    "e 10.9.0.2") == 0, "an expired entry is taken over (from %s)",
+	    res.owner);
+	one(t, 6100, &res, "delta", "a", 1, 3, E("web-2", "10.1.0.6"));
+	T_OK(res.conflict && strcmp(res.owner, "e") == 0 &&
+	    strcmp(held(t, "web-2"), "e 10.9.0.2") == 0,
+	    "the old owner now meets the new one's claim");
+	one(t, 6099, &res, "delta", "a", 1, 3, E("web-1", "10.1.0.8"));
+	T_OK(res.result == CATS_ACK_OK, "the refused record did not use up "
+	    "a's sequence 3");
+
+	/* The owner withdraws: the instance is free. */
+	one(t, 6200, &res, "withdraw", "a", 1, 4, "{\"csci_id\":\"web-1\","
+	    "\"cs_id\":\"S1\"},{\"csci_id\":\"WEB-1\",\"cs_id\":\"S1\"}");
+	T_OK(res.result == CATS_ACK_OK && res.removed == 2, "a withdraws "
+	    "web-1 in both spellings");
+	one(t, 6300, &res, "delta", "e", 9, 13, E("web-1", "10.9.0.1"));
+	T_OK(res.result == CATS_ACK_OK && strcmp(held(t, "web-1"),
+	    "e 10.9.0.1") == 0, "then e may advertise it");
+
+	/* The operator's release, and op release refused elsewhere. */
+	one(t, 6400, &res, "release", "e", 9, 14, E("web-1", "10.9.0.1"));
+	T_OK(res.result == CATS_ACK_BAD && strcmp(held(t, "web-1"),
+	    "e 10.9.0.1") == 0, "op release is not taken by the table");
+	const struct cats_metric *m = met("{\"type\":\"metric\",\"op\":"
+	    "\"release\",\"sma_id\":\"operator\",\"epoch\":0,\"seq\":0,\"ts\":"
+	    "0,\"entries\":[{\"csci_id\":\"web-1\",\"cs_id\":\"S1\"},"
+	    "{\"csci_id\":\"nope\",\"cs_id\":\"S1\"}]}");
+	cats_cst_release(t, m, &res);
+	T_OK(res.removed == 1 && res.refused == 1 && strcmp(res.owner, "e") ==
+	    0 && strcmp(held(t, "web-1"), "-") == 0,
+	    "cats_cst_release removes e's entry (%s)", res.reason);
+	one(t, 6500, &res, "delta", "a", 1, 5, E("web-1", "10.1.0.5"));
+	T_OK(res.result == CATS_ACK_OK && strcmp(held(t, "web-1"),
+	    "a 10.1.0.5") == 0, "a may advertise it again");
+	cats_cst_free(t);
+}
+
+static void
+test_scope(void)
+{
+	struct cats_cst *t = cats_cst_new(9000, 0);
+	struct cats_cst_result res;
+	char err[200] = "";
+	T_OK(cats_cst_scope(t, "a", "10.1.0.0/24, 2001:db8:a::/48",
+	    "EF-a EF-a2", err, sizeof(err)) == 0, "a's scope: %s", err);
+	T_OK(cats_cst_scope(t, "any", "*", NULL, err, sizeof(err)) == 0,
+	    "\"*\": any locator");
+	static const struct { const char *loc; bool ok; } cases[] = {
+		{ "10.1.0.0", true }, { "10.1.0.255", true },
+		{ "10.0.255.255", false }, { "10.1.1.0", false },
+		{ "2001:db8:a::1", true }, { "2001:db8:a:ffff:ffff:ffff:ffff:ffff",
+		true }, { "2001:db8:b::", false }, { "::ffff:10.1.0.5", false },
+		{ "10.9.0.9", false },
+	};
+	int seq = 1;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char ent[256];
+		snprintf(ent, sizeof(ent), "{\"csci_id\":\"i%zu\",\"cs_id\":"
+		    "\"S1\",\"locator\":\"%s\"}", i, cases[i].loc);
+		one(t, 1000, &res, "delta", "a", 1, seq, ent);
+		if (res.result == CATS_ACK_OK)
+			seq++;
+		T_OK(cases[i].ok ? res.result == CATS_ACK_OK :
+		    res.forbidden && cats_cst_get(t, "S1", ent) == NULL,
+		    "locator %s: %s (%s)", cases[i].loc, cases[i].ok ?
+		    "inside" : "outside, refused", res.reason);
+	}
+	/* The record's egress is EF-<sma>; an entry's own wins. */
+	cats_cst_scope(t, "b", NULL, "EF-x", err, sizeof(err));
+	one(t, 1000, &res, "delta", "b", 1, 1, E("j1", "10.9.9.9"));
+	T_OK(res.forbidden && cats_cst_count(t) == 4, "egress EF-b outside "
+	    "b's scope: refused (%s)", res.reason);
+	one(t, 1000, &res, "delta", "b", 1, 1, "{\"csci_id\":\"j1\","
+	    "\"cs_id\":\"S1\",\"egress\":\"EF-x\"}");
+	T_OK(res.result == CATS_ACK_OK, "the entry's own egress EF-x: inside");
+	one(t, 1000, &res, "full", "a", 1, seq, E("k1", "10.1.0.1") ","
+	    "{\"csci_id\":\"k2\",\"cs_id\":\"S1\",\"egress\":\"EF-b\"}");
+	T_OK(res.forbidden && cats_cst_get(t, "S1", "k1") == NULL,
+	    "one entry with a foreign egress refuses the whole snapshot");
+	one(t, 1000, &res, "delta", "any", 1, 1, E("z", "192.0.2.1"));
+	T_OK(res.result == CATS_ACK_OK, "a C-SMA with locators * may "
+	    "advertise any");
+	one(t, 1000, &res, "delta", "unscoped", 1, 1, E("u", "192.0.2.1"));
+	T_OK(res.result == CATS_ACK_OK, "a C-SMA without a scope is not "
+	    "limited");
+
+	static const char *const bad[] = { "10.1.0.0/33", "10.1.0.1/24",
+	    "10.1.0.0/", "10.1.0.0/2x", "nope/8", "2001:db8::/129",
+	    "2001:db8::1/64", "10.1.0.0/0024" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		err[0] = '\0';
+		T_OK(cats_cst_scope(t, "c", bad[i], NULL, err, sizeof(err)) < 0
+		    && strstr(err, "locators: ") == err,
+		    "prefix %s refused: %s", bad[i], err);
+	}
+	static const char *const good[] = { "0.0.0.0/0", "::/0",
+	    "10.1.0.1/32", "10.1.0.1", "2001:db8::1/128", "10.0.0.0/8" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		T_OK(cats_cst_scope(t, "c", good[i], NULL, err, sizeof(err)) ==
+		    0, "prefix %s taken", good[i]);
+	struct cats_prefix pf;
+	cats_prefix_parse("0.0.0.0/0", 9, false, &pf, err, sizeof(err));
+	struct cats_ip ip6, ip4;
+	cats_ip_parse("2001:db8::1", 11, &ip6);
+	cats_ip_parse("1.2.3.4", 7, &ip4);
+	T_OK(cats_prefix_has(&pf, &ip4) && !cats_prefix_has(&pf, &ip6),
+	    "0.0.0.0/0 holds every IPv4 address and no IPv6 one");
+	T_OK(cats_prefix_parse("10.0.0.1", 8, false, &pf, err, sizeof(err)) < 0,
+	    "a bare address where a prefix is required: %s", err);
+	cats_cst_free(t);
+}
+
 int
 main(void)
 {
@@ -341,6 +553,8 @@ main(void)
 	test_soft_state();
 	test_cap();
 	test_dump();
+	test_ownership();
+	test_scope();
 	cats_dec_free(&dec);
 	return t_done();
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ingest.h"
 #include "json.h"
@@ -143,6 +144,131 @@ hook(void *arg, int what, const struct cats_cst_entry *e)
 		hook_refresh++;
 	else
 		hook_rm++;
+}
+
+/* The audit lines written since off, into buf. */
+static const char *
+audit_since(const char *path, long *off, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	buf[0] = '\0';
+	if (f == NULL)
+		return buf;
+	fseek(f, *off, SEEK_SET);
+	size_t n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	*off = ftell(f);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Instance takeover (issue 16): sma-b, allowed every CS-ID and holding a
+ * valid key, advertises sma-a's instance with its own locator.
+ */
+/* sma-b's metric record (epoch 1, ts now), signed, sent to /metrics. */
+static struct ans
+as_b(struct cats_ingest *g, const char *op, int seq, const char *egress,
+    const char *entries, uint64_t now)
+{
+	char j[1024];
+	struct cats_buf b = { 0 };
+	snprintf(j, sizeof(j), "{\"type\":\"metric\",\"op\":\"%s\",\"sma_id\":"
+	    "\"sma-b\",\"epoch\":1,\"seq\":%d,\"ts\":1,%s%s%s\"entries\":[%s]}",
+	    op, seq, egress ? "\"egress\":\"" : "", egress ? egress : "",
+	    egress ? "\"," : "", entries);
+	body_add(&b, j, now, &edsk);
+	struct ans a = send_body(g, CATS_ING_METRICS, &b, now);
+	cats_buf_free(&b);
+	return a;
+}
+
+static void
+test_takeover(void)
+{
+	char path[] = "/tmp/cats-test-ingest-audit-XXXXXX", au[4096];
+	int fd = mkstemp(path);
+	long off = 0;
+	close(fd);
+	char spec[64];
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	cats_audit_open(spec);
+	struct cats_cst *t = cats_cst_new(180000, 0);
+	struct cats_ingest_conf c = { .keys = &ring, .window_ms = 30000,
+		.ps_id = "cps-1", .ps_epoch = 42, .refresh = true };
+	struct cats_ingest *g = cats_ingest_new(&c, t);
+	const char *ars[] = { "ARS" }, *any[] = { "*" };
+	cats_ingest_allow(g, "sma-a", ars, 1);
+	cats_ingest_allow(g, "sma-b", any, 1);
+	char err[200] = "";
+	cats_cst_scope(t, "sma-b", "198.51.100.0/24", "EF-1 EF-b", err,
+	    sizeof(err));
+	struct cats_buf b = { 0 };
+	struct ans a;
+	body_add(&b, MET("full", "sma-a", 1, ENT("a1", "ARS", 400)), NOW, &psk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 200, "sma-a advertises a1");
+	uint64_t gen = cats_cst_gen(t);
+	a = as_b(g, "delta", 1, "EF-b",
+	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\",\"gas\":9999,"
+	    "\"locator\":\"198.51.100.66\"}", NOW);
+	const struct cats_cst_entry *e = cats_cst_get(t, "ARS", "a1");
+	char ip[48];
+	T_OK(a.status == 409 && a.result == CATS_ACK_BAD &&
+	    strstr(a.reason, "owned by C-SMA sma-a") != NULL &&
+	    strcmp(e->sma_id, "sma-a") == 0 && e->gas == 400 &&
+	    strcmp(cats_ip_fmt(&e->locator, ip, sizeof(ip)), "192.0.2.1") == 0
+	    && cats_cst_gen(t) == gen, "another C-SMA's delta for a1: 409, "
+	    "the table as it was (%s)", a.reason);
+	audit_since(path, &off, au, sizeof(au));
+	T_OK(strstr(au, "event=ingest-refused sma=sma-b owner=sma-a ") !=
+	    NULL && strstr(au, "status=409") != NULL,
+	    "audited with both identities: %s", au);
+	body_add(&b, MET("full", "sma-b", 2, ENT("a1", "ARS", 1)), NOW, &edsk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 409 && cats_cst_get(t, "ARS", "a1")->gas == 400,
+	    "a full sync naming it: 409");
+	a = as_b(g, "refresh", 3, NULL,
+	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\"}", NOW);
+	T_OK(a.status == 409, "a refresh naming it: 409");
+	a = as_b(g, "withdraw", 4, NULL,
+	    "{\"csci_id\":\"A1 \",\"cs_id\":\"ARS\"}", NOW);
+	T_OK(a.status == 200 && cats_cst_get(t, "ARS", "a1") != NULL,
+	    "withdrawing another spelling removes nothing of sma-a's");
+	/* Scope: a first advertisement cannot point outside the site. */
+	a = as_b(g, "delta", 5, "EF-b",
+	    "{\"csci_id\":\"b9\",\"cs_id\":\"ARS\",\"gas\":9999,"
+	    "\"locator\":\"192.0.2.1\"}", NOW);
+	T_OK(a.status == 403 && a.result == CATS_ACK_UNAUTHORIZED &&
+	    cats_cst_get(t, "ARS", "b9") == NULL, "a locator outside sma-b's "
+	    "prefixes: 403 (%s)", a.reason);
+	a = as_b(g, "delta", 5, "EF-2",
+	    "{\"csci_id\":\"b9\",\"cs_id\":\"ARS\","
+	    "\"locator\":\"198.51.100.9\"}", NOW);
+	T_OK(a.status == 403 && strstr(a.reason, "egress EF-2") != NULL,
+	    "an egress not sma-b's: 403 (%s)", a.reason);
+	a = as_b(g, "delta", 5, "EF-b",
+	    "{\"csci_id\":\"b9\",\"cs_id\":\"ARS\","
+	    "\"locator\":\"198.51.100.9\"}", NOW);
+	T_OK(a.status == 200 && cats_cst_get(t, "ARS", "b9") != NULL,
+	    "inside both: 200");
+	a = as_b(g, "release", 6, NULL,
+	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\"}", NOW);
+	T_OK(a.status == 400 && cats_cst_get(t, "ARS", "a1") != NULL,
+	    "op release from a C-SMA: 400 (%s)", a.reason);
+	/* After expiry sma-b may take it over, and that is audited. */
+	a = as_b(g, "delta", 7, "EF-b",
+	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\","
+	    "\"locator\":\"198.51.100.1\"}", NOW + 5000);
+	audit_since(path, &off, au, sizeof(au));
+	T_OK(a.status == 200 && strcmp(cats_cst_get(t, "ARS", "a1")->sma_id,
+	    "sma-b") == 0 && strstr(au, "event=instance-takeover sma=sma-b "
+	    "from=sma-a") != NULL, "expired: taken over, audited (%s)", au);
+	cats_ingest_free(g);
+	cats_cst_free(t);
+	cats_buf_free(&b);
+	cats_audit_open("none");
+	unlink(path);
 }
 
 int
@@ -377,6 +503,7 @@ main(void)
 	cats_ingest_free(g);
 	cats_cst_free(t);
 	cats_buf_free(&b);
+	test_takeover();
 	cats_dec_free(&dec);
 	cats_dec_free(&adec);
 	return t_done();
