@@ -9,9 +9,12 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make deps           install the Debian 12 packages the build and tests need
 #
-# Sources are found by name: lib/*.c is libcats, cmd/cats-*.c one tool each,
-# tests/unit/test_*.c one unit test each, tests/tools/*.c test helpers,
-# fuzz/fuzz_*.c one fuzz target each, bench/bench_*.c one benchmark each.
+# Sources are found by name: lib/FOLDER/*.c is libcats (one folder per
+# stage of the loop and per layer of the foundation, see HACKING.md),
+# cmd/cats-*.c one tool each, tests/unit/test_*.c one unit test each,
+# tests/tools/*.c test helpers, fuzz/fuzz_*.c one fuzz target each,
+# bench/bench_*.c one benchmark each, bench/lib/*.c code only benchmarks and
+# tests link (libcats-bench.a).
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -50,19 +53,22 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter
 CFLAGS ?= $(OPT)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 $(WARN) $(CFLAGS) \
-	$(SANFLAGS) -Ilib $(PKG_CFLAGS) -MMD -MP
+	$(SANFLAGS) -Ilib -Ibench/lib $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lm
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
-LIB_SRC := $(sort $(wildcard lib/*.c))
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+BLIB_SRC := $(sort $(wildcard bench/lib/*.c))
 CMD_SRC := $(sort $(wildcard cmd/cats-*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lib/fwd_fast_obj.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lib/fwd/fwd_fast_obj.o
 LIBCATS := $(BUILD)/libcats.a
+BLIB_OBJ := $(BLIB_SRC:%.c=$(BUILD)/%.o)
+LIBBENCH := $(BUILD)/libcats-bench.a
 BINS := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOLS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
@@ -84,10 +90,10 @@ $(BUILD)/%.o: %.c
 # embedded in libcats by fwd_fast_obj.S.
 BPF_CFLAGS = -O2 -g -target bpf -Wall -Werror \
 	-I/usr/include/$(shell gcc -print-multiarch 2>/dev/null)
-$(BUILD)/bpf/fwd_fast.o: lib/bpf/fwd_fast.c lib/fwd_fast.h
+$(BUILD)/bpf/fwd_fast.o: lib/fwd/bpf/fwd_fast.c lib/fwd/fwd_fast.h
 	@mkdir -p $(dir $@)
 	clang $(BPF_CFLAGS) -c -o $@ $<
-$(BUILD)/lib/fwd_fast_obj.o: lib/fwd_fast_obj.S $(BUILD)/bpf/fwd_fast.o
+$(BUILD)/lib/fwd/fwd_fast_obj.o: lib/fwd/fwd_fast_obj.S $(BUILD)/bpf/fwd_fast.o
 	@mkdir -p $(dir $@)
 	$(CC) -DCATS_FP_OBJ='"$(BUILD)/bpf/fwd_fast.o"' -c -o $@ $<
 
@@ -95,17 +101,21 @@ $(LIBCATS): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(LIBBENCH): $(BLIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 $(BUILD)/bin/%: $(BUILD)/cmd/%.o $(LIBCATS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBCATS)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBBENCH) $(LIBCATS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBBENCH) $(LIBCATS) $(LDLIBS)
 
-$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIBCATS)
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIBBENCH) $(LIBCATS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBBENCH) $(LIBCATS) $(LDLIBS)
 
 # Benchmarks may use igraph (the PCE baseline).
 BENCH_LIBS = $(shell pkg-config --libs igraph 2>/dev/null)
@@ -113,9 +123,9 @@ BENCH_CFLAGS = $(shell pkg-config --cflags igraph 2>/dev/null)
 $(BUILD)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(BENCH_CFLAGS) -c -o $@ $<
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBCATS)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBBENCH) $(LIBCATS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBCATS) $(LDLIBS) $(BENCH_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBBENCH) $(LIBCATS) $(LDLIBS) $(BENCH_LIBS)
 
 # Install what is missing; a no-op when everything is there.
 deps:
@@ -131,7 +141,7 @@ check-unit: deps
 
 # libFuzzer targets are built with clang, ASan and UBSan, in build-fuzz/.
 FUZZ_BUILD = build-fuzz
-FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -Ibench/lib $(PKG_CFLAGS) \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
 	-MMD -MP
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
@@ -176,6 +186,6 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CMD_SRC:%.c=$(BUILD)/%.d) \
+-include $(LIB_OBJ:.o=.d) $(BLIB_OBJ:.o=.d) $(CMD_SRC:%.c=$(BUILD)/%.d) \
 	$(UNIT_SRC:%.c=$(BUILD)/%.d) $(TOOL_SRC:%.c=$(BUILD)/%.d) \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.d)

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bind.h"
-#include "bind_journal.h"
-#include "clock.h"
-#include "crypto.h"
+#include "bind/bind.h"
+#include "bind/bind_journal.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
 
 static struct bj *jr;
 static uint64_t jbytes;

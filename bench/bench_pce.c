@@ -25,9 +25,9 @@
 
 #include <igraph/igraph.h>
 
-#include "clock.h"
-#include "json.h"
-#include "pce.h"
+#include "base/clock.h"
+#include "rec/json.h"
+#include "pce/pce.h"
 #include "te_synth.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ULL;

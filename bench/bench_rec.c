@@ -12,10 +12,10 @@
 
 #include <sodium.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "json.h"
-#include "seq.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
+#include "rec/json.h"
+#include "rec/seq.h"
 
 /* Tags per second of cats_cose_tag and of libsodium over the same bytes. */
 static void

@@ -49,11 +49,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "log.h"
-#include "select.h"
-#include "seq.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
+#include "base/log.h"
+#include "select/select.h"
+#include "rec/seq.h"
 
 #define NSVC 1000
 #define NCAND 32

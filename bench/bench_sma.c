@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "seq.h"
-#include "sma.h"
-#include "token.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "sma/sma.h"
+#include "sec/token.h"
 
 #define NSCI 100000
 #define ROUNDS 3	/* the first warms the cache; all are timed apart */

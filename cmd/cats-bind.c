@@ -15,16 +15,16 @@
 
 #include <event2/event.h>
 
-#include "bind.h"
-#include "bind_journal.h"
-#include "clock.h"
-#include "conf.h"
-#include "crypto.h"
-#include "ep.h"
-#include "htab.h"
-#include "log.h"
-#include "seq.h"
-#include "tool.h"
+#include "bind/bind.h"
+#include "bind/bind_journal.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "base/htab.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-bind [-qsv] [--commit both|ingress|none] "

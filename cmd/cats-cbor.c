@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conf.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "tool.h"
+#include "base/conf.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-cbor decode [-s] [-m size] [file]\n"

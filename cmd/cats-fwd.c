@@ -26,17 +26,17 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "crypto.h"
-#include "ep.h"
-#include "fwd.h"
-#include "fwd_fast.h"
-#include "json.h"
-#include "log.h"
-#include "pkt.h"
-#include "seq.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "fwd/fwd.h"
+#include "fwd/fwd_fast.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "fwd/pkt.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-fwd --id ID [--client PORT] [--core PORT] [--site PORT]\n"

@@ -13,13 +13,13 @@
 
 #include <sodium.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "token.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "sec/token.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-key gen [-n name] -o prefix\n"

@@ -14,15 +14,15 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "crypto.h"
-#include "ep.h"
-#include "json.h"
-#include "log.h"
-#include "pce.h"
-#include "seq.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "pce/pce.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-pce -t file [-v] [--listen endpoint | --to endpoint]\n"

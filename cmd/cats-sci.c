@@ -16,15 +16,15 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "crypto.h"
-#include "httpc.h"
-#include "httpd.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "sec/crypto.h"
+#include "net/httpc.h"
+#include "net/httpd.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-sci [-1jv] [-C comp-time] -c cs-id [-e command] [-g gas]\n"

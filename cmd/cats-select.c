@@ -18,18 +18,18 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "crypto.h"
-#include "ep.h"
-#include "httpd.h"
-#include "ingest.h"
-#include "json.h"
-#include "log.h"
-#include "select.h"
-#include "seq.h"
-#include "te.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "net/httpd.h"
+#include "select/ingest.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "select/select.h"
+#include "rec/seq.h"
+#include "pce/te.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"

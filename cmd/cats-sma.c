@@ -16,19 +16,19 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "clock.h"
-#include "ep.h"
-#include "httpc.h"
-#include "httpd.h"
-#include "ingest.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "sma.h"
-#include "sma_nb.h"
-#include "sma_policy.h"
-#include "sma_uc.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "net/ep.h"
+#include "net/httpc.h"
+#include "net/httpd.h"
+#include "select/ingest.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "sma/sma.h"
+#include "sma/sma_nb.h"
+#include "sma/sma_policy.h"
+#include "sma/sma_uc.h"
+#include "base/tool.h"
 
 static const char usage_text[] =
     "usage: cats-sma [-1iqrSsv] [-a endpoint] -c config [-E epoch]\n"
@@ -1220,7 +1220,7 @@ stats_json(struct app *a)
 {
 	const struct sma_stats *st = sma_stats(a->core);
 	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
-	/* Requests refused by the HTTP layer (413, 408: lib/httpd.h). */
+	/* Requests refused by the HTTP layer (413, 408: lib/net/httpd.h). */
 	struct httpd_stats hs = { 0 };
 	for (size_t i = 0; i <= a->nlisten; i++) {
 		struct httpd *h = i < a->nlisten ? a->push[i] : a->admin;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bind.h"
-#include "cbor_scan.h"
+#include "bind/bind.h"
+#include "rec/cbor_scan.h"
 
 static void
 fz_send(void *arg, const struct cats_rec *r, const char *to)

@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "conf.h"
+#include "base/conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ingest.h"
-#include "log.h"
+#include "select/ingest.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
  * valid record, apply nothing of it, keep the table consistent, and every
  * binding it restored must come out again as a valid record.
  */
-#include "bind_journal.h"
+#include "bind/bind_journal.h"
 #include "fuzz_bind_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

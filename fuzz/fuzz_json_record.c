@@ -1,7 +1,7 @@
 /*
  * fuzz_json_record.c - JSON text to record: never a crash.
  */
-#include "json.h"
+#include "rec/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

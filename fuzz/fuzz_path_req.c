@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pce.h"
+#include "pce/pce.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

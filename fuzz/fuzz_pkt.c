@@ -1,12 +1,12 @@
 /*
  * fuzz_pkt.c - libFuzzer target for the packet parser and rewriter
- * (lib/pkt.c): parse, then rewrite, encapsulate, decapsulate, segment and
+ * (lib/fwd/pkt.c): parse, then rewrite, encapsulate, decapsulate, segment and
  * answer with ICMP; a packet whose checksums were right must stay right.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "pkt.h"
+#include "fwd/pkt.h"
 
 static uint8_t room[CATS_PKT_HEADROOM + 70000];
 static uint8_t segs[8 * 2048], seg1[2048];

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "seq.h"
+#include "rec/json.h"
+#include "rec/seq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
-#include "select.h"
-#include "seq.h"
+#include "sec/crypto.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "select/select.h"
+#include "rec/seq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

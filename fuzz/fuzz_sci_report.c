@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpc.h"
-#include "json.h"
-#include "log.h"
-#include "sma.h"
+#include "net/httpc.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "sma/sma.h"
 
 static struct sma_conf conf_none, conf_tok;
 static struct sma_keys keys;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sma.h"
+#include "sma/sma.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "rec.h"
-#include "sma_policy.h"
+#include "rec/rec.h"
+#include "sma/sma_policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

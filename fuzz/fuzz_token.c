@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "token.h"
+#include "sec/token.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "ep.h"
-#include "json.h"
-#include "seq.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "rec/json.h"
+#include "rec/seq.h"
 
 static int fd = -1;
 static struct cats_key key;

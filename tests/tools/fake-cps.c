@@ -28,13 +28,13 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "ep.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "tool.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 /*
  * A forwarder's connection.  Records for it are gathered in out and

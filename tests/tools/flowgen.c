@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pkt.h"
+#include "fwd/pkt.h"
 
 int
 main(int argc, char **argv)

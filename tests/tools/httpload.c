@@ -25,9 +25,9 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "token.h"
+#include "base/clock.h"
+#include "sec/crypto.h"
+#include "sec/token.h"
 
 static void
 ok_cb(struct evhttp_request *req, void *arg)

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crypto.h"
-#include "seq.h"
+#include "sec/crypto.h"
+#include "rec/seq.h"
 
 int
 main(int argc, char **argv)

@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crypto.h"
-#include "ep.h"
-#include "json.h"
-#include "log.h"
-#include "seq.h"
-#include "tool.h"
+#include "sec/crypto.h"
+#include "net/ep.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "rec/seq.h"
+#include "base/tool.h"
 
 int
 main(int argc, char **argv)

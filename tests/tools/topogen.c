@@ -73,7 +73,7 @@ main(int argc, char **argv)
 	p.nodes = (uint32_t)strtoul(argv[optind], NULL, 0);
 	static const struct cats_synth_cbs cbs = { out_node, out_link };
 	printf("{\"name\":\"synthetic-%" PRIu32 "-%" PRIu64 "\",\"version\":1,"
-	    "\"source\":\"tests/tools/topogen (lib/te_synth.c)\"}\n", p.nodes,
+	    "\"source\":\"tests/tools/topogen (bench/lib/te_synth.c)\"}\n", p.nodes,
 	    p.seed);
 	if (cats_te_synth(&p, &cbs, NULL) < 0) {
 		fprintf(stderr, "topogen: cannot generate %" PRIu32 " nodes "

@@ -1,6 +1,6 @@
 /*
- * test_bind.c - the binding table and the flow state machine (lib/bind.c),
- * and the journal (lib/bind_journal.c).
+ * test_bind.c - the binding table and the flow state machine (lib/bind/bind.c),
+ * and the journal (lib/bind/bind_journal.c).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bind.h"
-#include "bind_journal.h"
-#include "crypto.h"
-#include "json.h"
+#include "bind/bind.h"
+#include "bind/bind_journal.h"
+#include "sec/crypto.h"
+#include "rec/json.h"
 #include "t.h"
 
 enum { ABSENT, PENDING, DS, READY, ACTIVE, DRAINING, FAILED, RECONNECT };

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "json.h"
+#include "rec/json.h"
 #include "t.h"
 
 static size_t

@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "token.h"
+#include "sec/token.h"
 #include "t.h"
 
 static char dir[] = "/tmp/cats-test-crypto-XXXXXX";

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cspf.h"
-#include "tedist.h"
-#include "pce.h"
+#include "pce/cspf.h"
+#include "pce/tedist.h"
+#include "pce/pce.h"
 #include "te_synth.h"
 #include "t.h"
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cst.h"
-#include "json.h"
-#include "seq.h"
+#include "select/cst.h"
+#include "rec/json.h"
+#include "rec/seq.h"
 #include "t.h"
 
 static struct cats_dec dec;

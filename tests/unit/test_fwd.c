@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "fwd.h"
-#include "json.h"
+#include "fwd/fwd.h"
+#include "rec/json.h"
 #include "t.h"
 
 static struct cats_dec dec;

@@ -2,7 +2,7 @@
  * test_fwd_fast.c - the cats-fwd fast path: keys and action templates, and
  * (as root, where the kernel runs BPF) the tc program run on packets with
  * BPF_PROG_TEST_RUN, its output compared byte for byte with what the
- * user-space path (lib/pkt.c) makes of the same packet.
+ * user-space path (lib/fwd/pkt.c) makes of the same packet.
  */
 #include <arpa/inet.h>
 #include <linux/pkt_cls.h>
@@ -12,9 +12,9 @@
 
 #include <bpf/bpf.h>
 
-#include "fwd_fast.h"
-#include "log.h"
-#include "pkt.h"
+#include "fwd/fwd_fast.h"
+#include "base/log.h"
+#include "fwd/pkt.h"
 #include "t.h"
 
 #define HR CATS_PKT_HEADROOM

@@ -9,8 +9,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "httpc.h"
-#include "httpd.h"
+#include "net/httpc.h"
+#include "net/httpd.h"
 #include "t.h"
 
 /* ---- the parser ---- */

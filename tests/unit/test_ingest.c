@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ingest.h"
-#include "json.h"
-#include "log.h"
+#include "select/ingest.h"
+#include "rec/json.h"
+#include "base/log.h"
 #include "t.h"
 
 #define NOW UINT64_C(1700000000000)

@@ -7,12 +7,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "conf.h"
-#include "ep.h"
-#include "htab.h"
+#include "base/clock.h"
+#include "base/conf.h"
+#include "net/ep.h"
+#include "base/htab.h"
 #include "t.h"
-#include "tool.h"
+#include "base/tool.h"
 
 static void
 test_conf(void)

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "htab.h"
-#include "json.h"
-#include "te.h"
-#include "nst.h"
+#include "base/htab.h"
+#include "rec/json.h"
+#include "pce/te.h"
+#include "select/nst.h"
 #include "t.h"
 
 static struct cats_dec dec;

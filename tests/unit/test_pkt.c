@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pkt.h"
+#include "fwd/pkt.h"
 #include "t.h"
 
 #define HR CATS_PKT_HEADROOM

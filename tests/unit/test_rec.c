@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto.h"
-#include "json.h"
+#include "sec/crypto.h"
+#include "rec/json.h"
 #include "t.h"
 
 /* Decode a JSON text as a record; returns 0 or -1 with e set. */

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "log.h"
-#include "select.h"
+#include "rec/json.h"
+#include "base/log.h"
+#include "select/select.h"
 #include "t.h"
 
 #define T0 UINT64_C(1764460800000)

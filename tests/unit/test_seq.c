@@ -8,8 +8,8 @@
 
 #include <event2/event.h>
 
-#include "json.h"
-#include "seq.h"
+#include "rec/json.h"
+#include "rec/seq.h"
 #include "t.h"
 
 static void

@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "sha256.h"
+#include "base/sha256.h"
 #include "t.h"
 
 static void

@@ -10,8 +10,8 @@
 
 #include <sodium.h>
 
-#include "log.h"
-#include "sma.h"
+#include "base/log.h"
+#include "sma/sma.h"
 #include "t.h"
 
 /* ---- an event recorder ---- */

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "ingest.h"
-#include "log.h"
-#include "sma_nb.h"
-#include "sma_uc.h"
+#include "select/ingest.h"
+#include "base/log.h"
+#include "sma/sma_nb.h"
+#include "sma/sma_uc.h"
 #include "t.h"
 
 #define T0 UINT64_C(1700000000000)

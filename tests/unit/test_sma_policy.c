@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rec.h"
-#include "sma_policy.h"
+#include "rec/rec.h"
+#include "sma/sma_policy.h"
 #include "t.h"
 
 #define SAT_0200 UINT64_C(1777687200000)	/* Sat 2026-05-02 02:00 UTC */

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "sma_uc.h"
+#include "base/log.h"
+#include "sma/sma_uc.h"
 #include "t.h"
 
 #define T0 UINT64_C(1700000000000)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "svc.h"
+#include "rec/json.h"
+#include "select/svc.h"
 #include "t.h"
 
 static struct cats_dec dec;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "te.h"
+#include "pce/te.h"
 #include "t.h"
 
 #define LAB "tests/data/pce/lab.json"

@@ -1,0 +1,287 @@
+/*
+ * ep.c - endpoint parsing and sockets.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cats.h"
+#include "net/ep.h"
+
+static int
+host_port(const char *s, struct cats_ep *ep, char *err, size_t errlen)
+{
+	const char *colon;
+	if (*s == '[') {
+		const char *end = strchr(s, ']');
+		if (end == NULL || end[1] != ':') {
+			snprintf(err, errlen, "expected [ADDR]:PORT in \"%s\"", s);
+			return -1;
+		}
+		if ((size_t)(end - s - 1) >= sizeof(ep->host)) {
+			snprintf(err, errlen, "host too long");
+			return -1;
+		}
+		memcpy(ep->host, s + 1, (size_t)(end - s - 1));
+		ep->host[end - s - 1] = '\0';
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || colon == s) {
+			snprintf(err, errlen, "expected HOST:PORT in \"%s\"", s);
+			return -1;
+		}
+		if ((size_t)(colon - s) >= sizeof(ep->host)) {
+			snprintf(err, errlen, "host too long");
+			return -1;
+		}
+		memcpy(ep->host, s, (size_t)(colon - s));
+		ep->host[colon - s] = '\0';
+		if (strchr(ep->host, ':') != NULL) {
+			snprintf(err, errlen, "write an IPv6 host as [ADDR]:PORT");
+			return -1;
+		}
+	}
+	const char *port = colon + 1;
+	size_t n = strlen(port);
+	if (n == 0 || n >= sizeof(ep->port) ||
+	    strspn(port, "0123456789") != n || atoi(port) > 65535) {
+		snprintf(err, errlen, "bad port \"%s\"", port);
+		return -1;
+	}
+	memcpy(ep->port, port, n + 1);
+	return 0;
+}
+
+int
+cats_ep_parse(const char *s, struct cats_ep *ep, char *err, size_t errlen)
+{
+	memset(ep, 0, sizeof(*ep));
+	if (strcmp(s, "-") == 0) {
+		ep->kind = CATS_EP_STDIO;
+		return 0;
+	}
+	if (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0) {
+		ep->kind = s[4] == 's' ? CATS_EP_HTTPS : CATS_EP_HTTP;
+		if (strlen(s) >= sizeof(ep->path)) {
+			snprintf(err, errlen, "URL too long");
+			return -1;
+		}
+		cats_strlcpy(ep->path, s, sizeof(ep->path));
+		return 0;
+	}
+	static const struct { const char *pfx; int kind; } schemes[] = {
+		{ "file:", CATS_EP_FILE }, { "unix:", CATS_EP_UNIX },
+		{ "tcp:", CATS_EP_TCP }, { "udp:", CATS_EP_UDP },
+	};
+	for (size_t i = 0; i < CATS_ARRAY_LEN(schemes); i++) {
+		size_t n = strlen(schemes[i].pfx);
+		if (strncmp(s, schemes[i].pfx, n) != 0)
+			continue;
+		ep->kind = schemes[i].kind;
+		const char *rest = s + n;
+		if (ep->kind == CATS_EP_FILE || ep->kind == CATS_EP_UNIX) {
+			size_t max = ep->kind == CATS_EP_UNIX
+			    ? sizeof(((struct sockaddr_un *)0)->sun_path)
+			    : sizeof(ep->path);
+			if (*rest == '\0' || strlen(rest) >= max) {
+				snprintf(err, errlen, "bad path in \"%s\"", s);
+				return -1;
+			}
+			cats_strlcpy(ep->path, rest, sizeof(ep->path));
+			return 0;
+		}
+		return host_port(rest, ep, err, errlen);
+	}
+	snprintf(err, errlen, "unknown endpoint \"%s\" (use -, file:PATH, "
+	    "unix:PATH, tcp:HOST:PORT, udp:HOST:PORT, http(s)://...)", s);
+	return -1;
+}
+
+const char *
+cats_ep_str(const struct cats_ep *ep, char *buf, size_t len)
+{
+	switch (ep->kind) {
+	case CATS_EP_STDIO: snprintf(buf, len, "-"); break;
+	case CATS_EP_FILE: snprintf(buf, len, "file:%s", ep->path); break;
+	case CATS_EP_UNIX: snprintf(buf, len, "unix:%s", ep->path); break;
+	case CATS_EP_TCP:
+	case CATS_EP_UDP:
+		snprintf(buf, len, strchr(ep->host, ':') ? "%s:[%s]:%s"
+		    : "%s:%s:%s", ep->kind == CATS_EP_TCP ? "tcp" : "udp",
+		    ep->host, ep->port);
+		break;
+	default: snprintf(buf, len, "%s", ep->path); break;
+	}
+	return buf;
+}
+
+bool
+cats_ep_is_dgram(const struct cats_ep *ep)
+{
+	return ep->kind == CATS_EP_UDP;
+}
+
+int
+cats_fd_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int
+resolve(const struct cats_ep *ep, bool passive, struct addrinfo **res,
+    char *err, size_t errlen)
+{
+	struct addrinfo hints = { 0 };
+	hints.ai_socktype = ep->kind == CATS_EP_UDP ? SOCK_DGRAM : SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	int r = getaddrinfo(ep->host, ep->port, &hints, res);
+	if (r != 0) {
+		snprintf(err, errlen, "%s:%s: %s", ep->host, ep->port,
+		    gai_strerror(r));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+unix_addr(const struct cats_ep *ep, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	cats_strlcpy(sun->sun_path, ep->path, sizeof(sun->sun_path));
+	return 0;
+}
+
+int
+cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
+{
+	int fd = -1;
+	char name[300];
+	cats_ep_str(ep, name, sizeof(name));
+	if (ep->kind == CATS_EP_UNIX) {
+		struct sockaddr_un sun;
+		struct stat st;
+		unix_addr(ep, &sun);
+		/* Replace a stale socket, never another kind of file. */
+		if (lstat(ep->path, &st) == 0) {
+			if (!S_ISSOCK(st.st_mode)) {
+				snprintf(err, errlen, "%s: exists and is not a "
+				    "socket", name);
+				return -1;
+			}
+			unlink(ep->path);
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+		    listen(fd, 128) < 0) {
+			snprintf(err, errlen, "%s: %s", name, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	if (ep->kind != CATS_EP_TCP && ep->kind != CATS_EP_UDP) {
+		snprintf(err, errlen, "%s: cannot listen on this endpoint", name);
+		return -1;
+	}
+	struct addrinfo *res, *ai;
+	if (resolve(ep, true, &res, err, errlen) < 0)
+		return -1;
+	int saved = 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    (ep->kind == CATS_EP_UDP || listen(fd, 1024) == 0))
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		snprintf(err, errlen, "%s: %s", name, strerror(saved));
+	return fd;
+}
+
+int
+cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
+    size_t errlen)
+{
+	char name[300];
+	cats_ep_str(ep, name, sizeof(name));
+	switch (ep->kind) {
+	case CATS_EP_STDIO:
+		return for_write ? 1 : 0;
+	case CATS_EP_FILE: {
+		int fd = for_write
+		    ? open(ep->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+		    : open(ep->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			snprintf(err, errlen, "%s: %s", ep->path, strerror(errno));
+		return fd;
+	}
+	case CATS_EP_UNIX: {
+		struct sockaddr_un sun;
+		unix_addr(ep, &sun);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sun,
+		    sizeof(sun)) < 0) {
+			snprintf(err, errlen, "%s: %s", name, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		cats_fd_nonblock(fd);
+		return fd;
+	}
+	case CATS_EP_TCP:
+	case CATS_EP_UDP: {
+		struct addrinfo *res, *ai;
+		int fd = -1, saved = 0;
+		if (resolve(ep, false, &res, err, errlen) < 0)
+			return -1;
+		for (ai = res; ai != NULL; ai = ai->ai_next) {
+			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+			if (fd < 0) {
+				saved = errno;
+				continue;
+			}
+			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+				break;
+			saved = errno;
+			close(fd);
+			fd = -1;
+		}
+		freeaddrinfo(res);
+		if (fd < 0) {
+			snprintf(err, errlen, "%s: %s", name, strerror(saved));
+			return -1;
+		}
+		cats_fd_nonblock(fd);
+		return fd;
+	}
+	default:
+		snprintf(err, errlen, "%s: not a record stream endpoint (HTTP "
+		    "endpoints are handled by the tool)", name);
+		return -1;
+	}
+}

@@ -1,0 +1,560 @@
+/*
+ * pce.c - path requests to path replies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pce/pce.h"
+
+/* A cached answer: the computation's result with its own path arrays. */
+struct pce_cent {
+	uint8_t *key;
+	size_t klen;
+	uint64_t h;
+	struct cats_cspf_res res;
+	uint32_t *nodes, *edges;
+	struct pce_cent *prev, *next;	/* LRU, most recent first */
+};
+
+int
+cats_pce_init(struct cats_pce *p, struct cats_te *te)
+{
+	memset(p, 0, sizeof(*p));
+	p->te = te;
+	p->cache_max = CATS_PCE_CACHE_DEFAULT;
+	p->ws = cats_cspf_ws_new();
+	return p->ws ? 0 : -1;
+}
+
+static void
+cent_free(struct pce_cent *c)
+{
+	free(c->key);
+	free(c->nodes);
+	free(c->edges);
+	free(c);
+}
+
+static void
+lru_unlink(struct cats_pce *p, struct pce_cent *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		p->lru = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		p->lru_tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void
+lru_front(struct cats_pce *p, struct pce_cent *c)
+{
+	c->prev = NULL;
+	c->next = p->lru;
+	if (p->lru)
+		p->lru->prev = c;
+	p->lru = c;
+	if (p->lru_tail == NULL)
+		p->lru_tail = c;
+}
+
+void
+cats_pce_cache_clear(struct cats_pce *p)
+{
+	struct pce_cent *c = p->lru;
+	while (c != NULL) {
+		struct pce_cent *n = c->next;
+		cent_free(c);
+		c = n;
+	}
+	p->lru = p->lru_tail = NULL;
+	p->ncache = 0;
+	cats_htab_free(&p->cache);
+}
+
+void
+cats_pce_free(struct cats_pce *p)
+{
+	cats_pce_cache_clear(p);
+	cats_buf_free(&p->key);
+	cats_te_free(p->te);
+	cats_cspf_ws_free(p->ws);
+	memset(p, 0, sizeof(*p));
+}
+
+void
+cats_pce_set_te(struct cats_pce *p, struct cats_te *te)
+{
+	cats_pce_cache_clear(p);
+	cats_te_free(p->te);
+	p->te = te;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The request in canonical form: exclusion lists sorted. */
+static int
+make_key(struct cats_buf *k, struct cats_cspf_req *q)
+{
+	k->len = 0;
+	struct {
+		uint32_t src, dst;
+		int32_t metric, dataplane;
+		uint64_t max_delay, min_bw, max_labels;
+		uint32_t max_hops, ia, il, xa;
+		uint32_t nn, nl, ns, pad;
+	} h;
+	memset(&h, 0, sizeof(h));
+	h.src = q->src;
+	h.dst = q->dst;
+	h.metric = q->metric;
+	h.dataplane = q->dataplane;
+	h.max_delay = q->max_delay_us;
+	h.min_bw = q->min_bw;
+	h.max_labels = q->max_labels;
+	h.max_hops = q->max_hops;
+	h.ia = q->include_any;
+	h.il = q->include_all;
+	h.xa = q->exclude_any;
+	h.nn = (uint32_t)q->n_ex_nodes;
+	h.nl = (uint32_t)q->n_ex_links;
+	h.ns = (uint32_t)q->n_ex_srlgs;
+	/* The arrays live in the request's arena: sorting them is fine. */
+	if (q->n_ex_nodes)
+		qsort((void *)q->ex_nodes, q->n_ex_nodes, 4, cmp_u32);
+	if (q->n_ex_links)
+		qsort((void *)q->ex_links, q->n_ex_links, 4, cmp_u32);
+	if (q->n_ex_srlgs)
+		qsort((void *)q->ex_srlgs, q->n_ex_srlgs, 4, cmp_u32);
+	if (cats_buf_add(k, &h, sizeof(h)) < 0 ||
+	    cats_buf_add(k, q->ex_nodes, q->n_ex_nodes * 4) < 0 ||
+	    cats_buf_add(k, q->ex_links, q->n_ex_links * 4) < 0 ||
+	    cats_buf_add(k, q->ex_srlgs, q->n_ex_srlgs * 4) < 0)
+		return -1;
+	return 0;
+}
+
+static bool
+cent_eq(const void *item, const void *key)
+{
+	const struct pce_cent *c = item;
+	const struct cats_buf *k = key;
+	return c->klen == k->len && memcmp(c->key, k->p, k->len) == 0;
+}
+
+/* Remember a computed answer (best effort: a failure only skips it). */
+static void
+cache_put(struct cats_pce *p, uint64_t h, const struct cats_cspf_res *r)
+{
+	struct pce_cent *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return;
+	c->h = h;
+	c->klen = p->key.len;
+	c->key = malloc(p->key.len);
+	c->res = *r;
+	if (r->nodes != NULL) {
+		c->nodes = malloc((r->hops + 1) * sizeof(uint32_t));
+		c->edges = malloc((r->hops + 1) * sizeof(uint32_t));
+	}
+	if (c->key == NULL || (r->nodes != NULL && (c->nodes == NULL ||
+	    c->edges == NULL))) {
+		cent_free(c);
+		return;
+	}
+	memcpy(c->key, p->key.p, p->key.len);
+	if (r->nodes != NULL) {
+		memcpy(c->nodes, r->nodes, (r->hops + 1) * sizeof(uint32_t));
+		memcpy(c->edges, r->edges, r->hops * sizeof(uint32_t));
+		c->res.nodes = c->nodes;
+		c->res.edges = c->edges;
+	}
+	if (cats_htab_put(&p->cache, h, c) < 0) {
+		cent_free(c);
+		return;
+	}
+	lru_front(p, c);
+	if (++p->ncache > p->cache_max) {
+		struct pce_cent *old = p->lru_tail;
+		struct cats_buf k = { .p = old->key, .len = old->klen };
+		cats_htab_del(&p->cache, old->h, cent_eq, &k);
+		lru_unlink(p, old);
+		cent_free(old);
+		p->ncache--;
+	}
+}
+
+/* Compute, or take the cached answer. */
+static int
+compute(struct cats_pce *p, struct cats_cspf_req *q, struct cats_cspf_res *r)
+{
+	const struct cats_te *te = p->te;
+	if (p->cache_max == 0)
+		return cats_cspf(te, p->ws, q, r);
+	if (p->cache_uid != cats_te_uid(te) ||
+	    p->cache_gen != cats_te_gen(te)) {
+		cats_pce_cache_clear(p);
+		p->cache_uid = cats_te_uid(te);
+		p->cache_gen = cats_te_gen(te);
+	}
+	if (make_key(&p->key, q) < 0)
+		return cats_cspf(te, p->ws, q, r);
+	uint64_t h = cats_hash(p->key.p, p->key.len);
+	struct pce_cent *c = cats_htab_get(&p->cache, h, cent_eq, &p->key);
+	if (c != NULL) {
+		*r = c->res;
+		r->settled = r->labels = 0;
+		r->exact_search = false;
+		lru_unlink(p, c);
+		lru_front(p, c);
+		p->c.cache_hits++;
+		return 0;
+	}
+	if (cats_cspf(te, p->ws, q, r) < 0)
+		return -1;
+	/* Out of budget is no property of the request: do not keep it. */
+	if (r->status != CATS_CSPF_BUDGET)
+		cache_put(p, h, r);
+	return 0;
+}
+
+int
+cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
+    struct cats_cspf_req *out, struct cats_arena *arena)
+{
+	cats_cspf_req_init(out, cats_te_node(te, rq->headend),
+	    cats_te_node(te, rq->endpoint));
+	out->dataplane = rq->dataplane;
+	if (!CATS_HAS(rq, PRQ, constraints))
+		return 0;
+	const struct cats_constraints *k = &rq->constraints;
+	if (CATS_HAS(k, CON, metric))
+		out->metric = k->metric;
+	if (CATS_HAS(k, CON, max_delay_us))
+		out->max_delay_us = k->max_delay_us;
+	if (CATS_HAS(k, CON, max_hops))
+		out->max_hops = (uint32_t)k->max_hops;
+	if (CATS_HAS(k, CON, min_bw))
+		out->min_bw = k->min_bw;
+	if (CATS_HAS(k, CON, include_any))
+		out->include_any = (uint32_t)k->include_any;
+	if (CATS_HAS(k, CON, include_all))
+		out->include_all = (uint32_t)k->include_all;
+	if (CATS_HAS(k, CON, exclude_any))
+		out->exclude_any = (uint32_t)k->exclude_any;
+	size_t n = k->exclude_nodes.n + k->exclude_links.n +
+	    k->exclude_srlgs.n;
+	if (n == 0)
+		return 0;
+	uint32_t *a = cats_arena_alloc(arena, n * sizeof(uint32_t));
+	if (a == NULL)
+		return -1;
+	uint32_t *p = a;
+	out->ex_nodes = p;
+	for (size_t i = 0; i < k->exclude_nodes.n; i++) {
+		uint32_t v = cats_te_node(te, k->exclude_nodes.v[i]);
+		if (v != CATS_TE_NONE)
+			p[out->n_ex_nodes++] = v;
+	}
+	p += out->n_ex_nodes;
+	out->ex_links = p;
+	for (size_t i = 0; i < k->exclude_links.n; i++) {
+		uint32_t l = cats_te_link(te, k->exclude_links.v[i]);
+		if (l != CATS_TE_NONE)
+			p[out->n_ex_links++] = l;
+	}
+	p += out->n_ex_links;
+	out->ex_srlgs = p;
+	for (size_t i = 0; i < k->exclude_srlgs.n; i++)
+		if (k->exclude_srlgs.v[i] <= UINT32_MAX)
+			p[out->n_ex_srlgs++] = (uint32_t)k->exclude_srlgs.v[i];
+	return 0;
+}
+
+/* A stable identifier of a path: FNV-1a over its directions and data
+ * plane, within 53 bits, never 0. */
+static uint64_t
+path_id(const struct cats_te *te, const struct cats_cspf_res *r, int dp)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	uint32_t x[2] = { (uint32_t)dp, r->nodes ? r->nodes[0] : 0 };
+	for (int k = 0; k < 2; k++)
+		for (int b = 0; b < 4; b++) {
+			h ^= (x[k] >> (8 * b)) & 0xff;
+			h *= UINT64_C(1099511628211);
+		}
+	for (uint32_t i = 0; i < r->hops; i++) {
+		/* Link ids and direction heads: stable across reloads of
+		 * the same file, unlike direction indexes. */
+		const char *s = cats_te_link_id(te, te->link[r->edges[i]]);
+		const char *d = cats_te_node_id(te, te->dst[r->edges[i]]);
+		for (; *s; s++) {
+			h ^= (uint8_t)*s;
+			h *= UINT64_C(1099511628211);
+		}
+		h ^= 0xff;
+		h *= UINT64_C(1099511628211);
+		for (; *d; d++) {
+			h ^= (uint8_t)*d;
+			h *= UINT64_C(1099511628211);
+		}
+		h ^= 0xfe;
+		h *= UINT64_C(1099511628211);
+	}
+	h &= CATS_U53;
+	return h ? h : 1;
+}
+
+static int
+fill_segments(const struct cats_te *te, const struct cats_cspf_res *r, int dp,
+    struct cats_path_rep *o, struct cats_arena *a)
+{
+	if (r->nsegs == 0)
+		return 0;
+	struct cats_segment *s = cats_arena_alloc(a, r->nsegs * sizeof(*s));
+	if (s == NULL)
+		return -1;
+	memset(s, 0, r->nsegs * sizeof(*s));
+	for (size_t i = 0; i < r->nsegs; i++) {
+		const struct cats_cspf_seg *g = &r->segs[i];
+		s[i].node = cats_te_node_id(te, g->node);
+		if (g->adj) {
+			s[i].kind = CATS_SEG_ADJ;
+			s[i].remote = cats_te_node_id(te, te->dst[g->edge]);
+			if (dp == CATS_DP_SRMPLS)
+				CATS_SET(&s[i], SEG, label,
+				    te->adj_label[g->edge]);
+			else {
+				s[i].sid.af = 6;
+				memcpy(s[i].sid.a, te->adj6[g->edge], 16);
+			}
+		} else {
+			s[i].kind = CATS_SEG_NODE;
+			if (dp == CATS_DP_SRMPLS)
+				CATS_SET(&s[i], SEG, label, te->label[g->node]);
+			else {
+				s[i].sid.af = 6;
+				memcpy(s[i].sid.a, te->sid6[g->node], 16);
+			}
+		}
+	}
+	o->segments.v = s;
+	o->segments.n = r->nsegs;
+	return 0;
+}
+
+/* The longest path a reply can name node by node (cats-records(5)). */
+#define PATH_NODES_MAX 1024
+#define HOPS_MAX 4096
+
+int
+cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
+    uint64_t now, struct cats_rec *rep, struct cats_arena *a)
+{
+	const struct cats_te *te = p->te;
+	cats_rec_init(rep, CATS_T_PATH_REP);
+	struct cats_path_rep *o = &rep->u.prep;
+	o->txn = rq->txn;
+	o->ts = now;
+	o->headend = rq->headend;
+	o->endpoint = rq->endpoint;
+	CATS_SET(o, PRP, dataplane, rq->dataplane);
+	if (CATS_HAS(rq, PRQ, decision)) {
+		o->decision = rq->decision;
+		o->has |= UINT64_C(1) << CATS_PRP_decision;
+	}
+	if (CATS_HAS(rq, PRQ, flow)) {
+		o->flow = rq->flow;
+		o->has |= UINT64_C(1) << CATS_PRP_flow;
+	}
+	o->ingress = rq->ingress;
+	if (CATS_HAS(rq, PRQ, deadline))
+		CATS_SET(o, PRP, deadline, rq->deadline);
+	p->c.requests++;
+	if (te != NULL)
+		CATS_SET(o, PRP, gen, cats_te_gen(te));
+	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline <= now) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "deadline";
+		p->c.expired++;
+		p->c.errors++;
+		return 0;
+	}
+	if (te == NULL) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "no-database";
+		p->c.errors++;
+		return 0;
+	}
+	struct cats_cspf_req q;
+	if (cats_pce_request(te, rq, &q, a) < 0)
+		return -1;
+	q.max_labels = p->max_labels;
+	struct cats_cspf_res r;
+	if (compute(p, &q, &r) < 0)
+		return -1;
+	p->c.settled += r.settled;
+	p->c.labels += r.labels;
+	p->c.exact_searches += r.exact_search;
+	if (r.status == CATS_CSPF_OK && r.hops > HOPS_MAX) {
+		o->status = CATS_PATH_ERROR;
+		o->reason = "path-too-long";
+		p->c.errors++;
+		return 0;
+	}
+	if (r.status == CATS_CSPF_OK) {
+		o->status = CATS_PATH_OK;
+		p->c.ok++;
+	} else if (cats_cspf_status_is_nopath(r.status)) {
+		o->status = CATS_PATH_NO_PATH;
+		o->reason = cats_cspf_status_name(r.status);
+		p->c.no_path++;
+	} else {
+		o->status = CATS_PATH_ERROR;
+		o->reason = cats_cspf_status_name(r.status);
+		p->c.errors++;
+	}
+	if (r.status == CATS_CSPF_NO_PATH)
+		o->pruned = cats_cspf_prune_name(r.pruned);
+	if (r.nodes == NULL || r.hops > HOPS_MAX)
+		return 0;
+	/* A path: the answer, or the path that could not be realized. */
+	CATS_SET(o, PRP, cost, r.cost);
+	CATS_SET(o, PRP, delay_us, r.delay_us);
+	CATS_SET(o, PRP, hops, r.hops);
+	if (r.hops + 1 <= PATH_NODES_MAX) {
+		const char **names = cats_arena_alloc(a, (r.hops + 1) *
+		    sizeof(*names));
+		if (names == NULL)
+			return -1;
+		for (uint32_t i = 0; i <= r.hops; i++)
+			names[i] = cats_te_node_id(te, r.nodes[i]);
+		o->path.v = names;
+		o->path.n = r.hops + 1;
+	}
+	if (r.status != CATS_CSPF_OK)
+		return 0;
+	CATS_SET(o, PRP, path_id, path_id(te, &r, rq->dataplane));
+	if (te->router_id != NULL && te->router_id[q.dst].af != 0)
+		o->endpoint_addr = te->router_id[q.dst];
+	return fill_segments(te, &r, rq->dataplane, o, a);
+}
+
+/* ---- replay protection ---- */
+
+struct gent {
+	uint64_t expire;
+	uint64_t h;
+	uint8_t tag[64];
+	uint8_t len;
+	bool live;
+};
+
+struct cats_pce_guard {
+	uint64_t window;
+	struct gent *ring;	/* insertion order = expiry order */
+	size_t cap, head, n;
+	struct cats_htab seen;
+};
+
+struct cats_pce_guard *
+cats_pce_guard_new(uint64_t window_ms, size_t max)
+{
+	struct cats_pce_guard *g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	g->window = window_ms;
+	g->cap = max ? max : 1;
+	g->ring = calloc(g->cap, sizeof(*g->ring));
+	if (g->ring == NULL) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void
+cats_pce_guard_free(struct cats_pce_guard *g)
+{
+	if (g == NULL)
+		return;
+	cats_htab_free(&g->seen);
+	free(g->ring);
+	free(g);
+}
+
+struct gkey {
+	const uint8_t *tag;
+	size_t len;
+};
+
+static bool
+gent_eq(const void *item, const void *key)
+{
+	const struct gent *e = item;
+	const struct gkey *k = key;
+	return e->len == k->len && memcmp(e->tag, k->tag, k->len) == 0;
+}
+
+const char *
+cats_pce_guard_reason(int code)
+{
+	switch (code) {
+	case CATS_GUARD_OK:
+		return "ok";
+	case CATS_GUARD_WINDOW:
+		return "timestamp outside the accepted window";
+	case CATS_GUARD_REPLAY:
+		return "replayed record";
+	case CATS_GUARD_FULL:
+		return "too many records in the replay window";
+	default:
+		return "record is not authenticated";
+	}
+}
+
+int
+cats_pce_guard_check(struct cats_pce_guard *g, const struct cats_rec *r,
+    uint64_t ts, uint64_t now)
+{
+	if (r->auth.alg == CATS_ALG_NONE || r->auth.tag_len == 0)
+		return CATS_GUARD_UNAUTH;
+	if (ts + g->window < now || ts > now + g->window)
+		return CATS_GUARD_WINDOW;
+	/* Forget tags whose records can no longer pass the window. */
+	while (g->n > 0 && g->ring[g->head].expire < now) {
+		struct gent *e = &g->ring[g->head];
+		struct gkey k = { e->tag, e->len };
+		cats_htab_del(&g->seen, e->h, gent_eq, &k);
+		e->live = false;
+		g->head = (g->head + 1) % g->cap;
+		g->n--;
+	}
+	struct gkey k = { r->auth.tag, r->auth.tag_len };
+	uint64_t h = cats_hash(r->auth.tag, r->auth.tag_len);
+	if (cats_htab_get(&g->seen, h, gent_eq, &k) != NULL)
+		return CATS_GUARD_REPLAY;
+	if (g->n == g->cap)
+		return CATS_GUARD_FULL;
+	struct gent *e = &g->ring[(g->head + g->n) % g->cap];
+	/* A record with ts <= now + window stops passing after ts + window,
+	 * that is by now + 2 window at the latest: expiry follows the
+	 * order of insertion. */
+	e->expire = now + 2 * g->window;
+	e->h = h;
+	e->len = (uint8_t)r->auth.tag_len;
+	memcpy(e->tag, r->auth.tag, r->auth.tag_len);
+	e->live = true;
+	if (cats_htab_put(&g->seen, h, e) < 0)
+		return CATS_GUARD_FULL;
+	g->n++;
+	return CATS_GUARD_OK;
+}

@@ -1,0 +1,677 @@
+/*
+ * seq.c - CBOR Sequence reader, and record streams under libevent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "rec/seq.h"
+
+#define READ_CHUNK 65536
+
+void
+cats_seq_reader_init(struct cats_seq_reader *r, const struct cats_limits *lim)
+{
+	memset(r, 0, sizeof(*r));
+	r->lim = lim ? *lim : cats_limits_default;
+}
+
+void
+cats_seq_reader_free(struct cats_seq_reader *r)
+{
+	cats_buf_free(&r->buf);
+	cats_toks_free(&r->toks);
+}
+
+/* Drop consumed bytes when they are more than what is left. */
+static void
+compact(struct cats_seq_reader *r)
+{
+	if (r->start == 0)
+		return;
+	if (r->start == r->buf.len) {
+		r->buf.len = 0;
+		r->start = 0;
+	} else if (r->start > r->buf.len / 2) {
+		cats_buf_consume(&r->buf, r->start);
+		r->start = 0;
+	}
+}
+
+int
+cats_seq_feed(struct cats_seq_reader *r, const void *p, size_t n)
+{
+	r->start += r->consume;
+	r->consume = 0;
+	compact(r);
+	return cats_buf_add(&r->buf, p, n);
+}
+
+ssize_t
+cats_seq_read_fd(struct cats_seq_reader *r, int fd)
+{
+	r->start += r->consume;
+	r->consume = 0;
+	compact(r);
+	if (cats_buf_reserve(&r->buf, READ_CHUNK) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ssize_t got = read(fd, r->buf.p + r->buf.len, READ_CHUNK);
+	if (got > 0)
+		r->buf.len += (size_t)got;
+	else if (got == 0)
+		r->eof = true;
+	return got;
+}
+
+/* Skip to the next byte that could start a map (major type 5). */
+static void
+skip_to_map(struct cats_seq_reader *r)
+{
+	r->start++;
+	while (r->start < r->buf.len && (r->buf.p[r->start] >> 5) != 5)
+		r->start++;
+	r->need = 0;
+}
+
+static int
+next_item(struct cats_seq_reader *r, struct cats_toks *toks,
+    struct cats_arena *arena, const uint8_t **p, size_t *n,
+    struct cats_err *err)
+{
+	r->start += r->consume;
+	r->consume = 0;
+	for (;;) {
+		size_t avail = r->buf.len - r->start;
+		if (avail == 0) {
+			compact(r);
+			return CATS_SEQ_NEED;
+		}
+		if (!r->eof && avail < r->need)
+			return CATS_SEQ_NEED;
+		size_t used = 0, need = 0;
+		if (arena != NULL)
+			cats_arena_reset(arena);
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		int s = cats_scan(r->buf.p + r->start, avail, r->eof, &r->lim,
+		    toks, arena, &used, &need, &e);
+		if (s == CATS_SCAN_OK) {
+			r->need = 0;
+			r->resync = false;
+			r->consume = used;
+			r->index++;
+			*p = r->buf.p + r->start;
+			*n = used;
+			return CATS_SEQ_ITEM;
+		}
+		if (s == CATS_SCAN_MORE) {
+			r->need = need;
+			return CATS_SEQ_NEED;
+		}
+		if (r->resync) {
+			skip_to_map(r);
+			continue;
+		}
+		if (err != NULL) {
+			*err = e;
+			err->offset = e.offset;
+		}
+		r->index++;
+		r->resync = true;
+		skip_to_map(r);
+		return CATS_SEQ_BAD;
+	}
+}
+
+int
+cats_seq_next(struct cats_seq_reader *r, const uint8_t **p, size_t *n,
+    struct cats_err *err)
+{
+	return next_item(r, &r->toks, NULL, p, n, err);
+}
+
+/* The next item, scanned into d's tokens and arena with d's limits. */
+static int
+next_item_dec(struct cats_seq_reader *r, struct cats_dec *d,
+    const uint8_t **p, size_t *n, struct cats_err *err)
+{
+	struct cats_limits saved = r->lim;
+	r->lim = d->lim;
+	int s = next_item(r, &d->toks, &d->arena, p, n, err);
+	r->lim = saved;
+	return s;
+}
+
+int
+cats_seq_next_rec(struct cats_seq_reader *r, struct cats_dec *d,
+    struct cats_rec *rec, struct cats_err *err)
+{
+	const uint8_t *p;
+	size_t n;
+	int s = next_item_dec(r, d, &p, &n, err);
+	if (s != CATS_SEQ_ITEM)
+		return s;
+	return cats_rec_from_toks(d, rec, err) < 0 ? CATS_SEQ_BAD
+	    : CATS_SEQ_ITEM;
+}
+
+int
+cats_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n > 0) {
+		ssize_t w = write(fd, q, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				fd_set ws;
+				FD_ZERO(&ws);
+				FD_SET(fd, &ws);
+				select(fd + 1, NULL, &ws, NULL, NULL);
+				continue;
+			}
+			return -1;
+		}
+		q += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- streams ---- */
+
+struct cats_stream {
+	struct event_base *base;
+	int rfd, wfd;
+	bool dgram, rfile, wfile, own;
+	struct event *rev, *wev, *kick;
+	struct cats_seq_reader rd;
+	uint8_t *dgbuf;
+	struct cats_buf out;
+	size_t out_start, high, low;
+	bool above, paused, eof_told, broken;
+	int busy;		/* inside a callback */
+	bool dead;		/* freed while busy */
+	struct cats_stream_cbs cbs;
+	void *arg;
+	struct cats_dec *dec;	/* items are scanned into it (or NULL) */
+	struct cats_stream_stats st;
+	int rflags, wflags;	/* file status flags to restore, or -1 */
+};
+
+/*
+ * Make fd non-blocking, remembering its flags: stdin and stdout may be
+ * shared with the shell, which must get them back as they were.
+ */
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && !(fl & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	return fl;
+}
+
+static void stream_destroy(struct cats_stream *s);
+
+static void
+deliver(struct cats_stream *s)
+{
+	s->busy++;
+	while (!s->paused && !s->dead) {
+		const uint8_t *p;
+		size_t n;
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		int r = s->dec != NULL ? next_item_dec(&s->rd, s->dec, &p, &n,
+		    &e) : cats_seq_next(&s->rd, &p, &n, &e);
+		if (r == CATS_SEQ_ITEM) {
+			s->st.items++;
+			if (s->cbs.item)
+				s->cbs.item(s, p, n, s->rd.index - 1, NULL,
+				    s->arg);
+		} else if (r == CATS_SEQ_BAD) {
+			s->st.bad++;
+			if (s->cbs.bad)
+				s->cbs.bad(s, s->rd.index - 1, &e, s->arg);
+		} else {
+			if (s->rd.eof && !s->eof_told &&
+			    s->rd.buf.len == s->rd.start) {
+				s->eof_told = true;
+				if (s->rev)
+					event_del(s->rev);
+				if (s->cbs.eof)
+					s->cbs.eof(s, 0, s->arg);
+			}
+			break;
+		}
+	}
+	s->busy--;
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
+}
+
+static void
+read_dgram(struct cats_stream *s)
+{
+	size_t cap = s->rd.lim.max_record + 1;
+	s->busy++;
+	for (int i = 0; i < 64 && !s->paused && !s->dead; i++) {
+		struct cats_peer peer;
+		peer.len = sizeof(peer.addr);
+		ssize_t n = recvfrom(s->rfd, s->dgbuf, cap, 0,
+		    (struct sockaddr *)&peer.addr, &peer.len);
+		if (n < 0)
+			break;
+		uint64_t index = s->rd.index++;
+		struct cats_err e;
+		memset(&e, 0, sizeof(e));
+		size_t used = 0;
+		int r;
+		if ((size_t)n > s->rd.lim.max_record) {
+			cats_err_set(&e, NULL, "datagram exceeds the %zu-byte "
+			    "record limit", s->rd.lim.max_record);
+			r = CATS_SCAN_BAD;
+		} else {
+			struct cats_dec *d = s->dec;
+			if (d != NULL)
+				cats_arena_reset(&d->arena);
+			r = cats_scan(s->dgbuf, (size_t)n, true,
+			    d ? &d->lim : &s->rd.lim, d ? &d->toks : &s->rd.toks,
+			    d ? &d->arena : NULL, &used, NULL, &e);
+			if (r == CATS_SCAN_OK && used != (size_t)n) {
+				cats_err_set(&e, NULL, "%zu bytes after the "
+				    "record in the datagram", (size_t)n - used);
+				r = CATS_SCAN_BAD;
+			}
+		}
+		if (r == CATS_SCAN_OK) {
+			s->st.items++;
+			if (s->cbs.item)
+				s->cbs.item(s, s->dgbuf, (size_t)n, index,
+				    peer.len ? &peer : NULL, s->arg);
+		} else {
+			s->st.bad++;
+			if (s->cbs.bad)
+				s->cbs.bad(s, index, &e, s->arg);
+		}
+	}
+	s->busy--;
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
+}
+
+static void
+on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_stream *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->dgram) {
+		read_dgram(s);
+		return;
+	}
+	/* A regular file is read a chunk per turn of the loop. */
+	ssize_t got = cats_seq_read_fd(&s->rd, s->rfd);
+	if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (got < 0) {
+		int e = errno;
+		s->rd.eof = true;
+		event_del(s->rev);
+		s->busy++;
+		if (!s->eof_told && s->cbs.eof) {
+			s->eof_told = true;
+			s->cbs.eof(s, e, s->arg);
+		}
+		s->busy--;
+		if (s->dead && s->busy == 0)
+			stream_destroy(s);
+		return;
+	}
+	/* deliver() may run a callback that frees the stream. */
+	s->busy++;
+	deliver(s);
+	s->busy--;
+	if (s->dead && s->busy == 0) {
+		stream_destroy(s);
+		return;
+	}
+	if (s->rfile && !s->rd.eof && !s->paused && !s->dead)
+		event_active(s->rev, EV_READ, 0);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_stream *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->dgram)
+		return;
+	s->busy++;
+	deliver(s);
+	s->busy--;
+	if (s->dead && s->busy == 0) {
+		stream_destroy(s);
+		return;
+	}
+	if (!s->dead && !s->paused && !s->rd.eof) {
+		if (s->rfile)
+			event_active(s->rev, EV_READ, 0);
+	}
+}
+
+static size_t
+queued(const struct cats_stream *s)
+{
+	return s->out.len - s->out_start;
+}
+
+static void
+flush_some(struct cats_stream *s)
+{
+	while (queued(s) > 0) {
+		ssize_t w = write(s->wfd, s->out.p + s->out_start, queued(s));
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN) {
+				s->broken = true;
+				s->out.len = s->out_start = 0;
+			}
+			break;
+		}
+		s->out_start += (size_t)w;
+		s->st.bytes_out += (size_t)w;
+	}
+	if (queued(s) == 0) {
+		s->out.len = s->out_start = 0;
+	} else if (s->out_start > s->out.len / 2) {
+		cats_buf_consume(&s->out, s->out_start);
+		s->out_start = 0;
+	}
+}
+
+static void
+on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_stream *s = arg;
+	(void)fd;
+	(void)what;
+	flush_some(s);
+	if (queued(s) == 0 || s->broken)
+		event_del(s->wev);
+	if (s->above && queued(s) <= s->low) {
+		s->above = false;
+		s->busy++;
+		if (s->cbs.drained)
+			s->cbs.drained(s, s->arg);
+		s->busy--;
+		if (s->dead && s->busy == 0)
+			stream_destroy(s);
+		return;
+	}
+	if (s->broken && !s->eof_told && s->cbs.eof) {
+		s->eof_told = true;
+		s->busy++;
+		s->cbs.eof(s, EPIPE, s->arg);
+		s->busy--;
+		if (s->dead && s->busy == 0)
+			stream_destroy(s);
+	}
+}
+
+/*
+ * Descriptors epoll cannot watch (regular files, and character devices
+ * such as /dev/null that are not terminals) are read and written directly.
+ */
+static bool
+is_regular(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return false;
+	return S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) && !isatty(fd));
+}
+
+struct cats_stream *
+cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
+    const struct cats_limits *lim, size_t out_high,
+    const struct cats_stream_cbs *cbs, void *arg)
+{
+	struct cats_stream *s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	s->base = base;
+	s->rfd = rfd;
+	s->wfd = wfd;
+	s->rflags = s->wflags = -1;
+	s->dgram = dgram;
+	s->high = out_high ? out_high : (1u << 20);
+	s->low = s->high / 4;
+	if (cbs != NULL)
+		s->cbs = *cbs;
+	s->arg = arg;
+	cats_seq_reader_init(&s->rd, lim);
+	s->kick = event_new(base, -1, 0, on_kick, s);
+	if (s->kick == NULL)
+		goto fail;
+	if (rfd >= 0) {
+		s->rfile = is_regular(rfd);
+		if (dgram) {
+			s->dgbuf = malloc(s->rd.lim.max_record + 1);
+			if (s->dgbuf == NULL)
+				goto fail;
+		}
+		if (!s->rfile)
+			s->rflags = set_nonblock(rfd);
+		s->rev = s->rfile ? event_new(base, -1, 0, on_read, s)
+		    : event_new(base, rfd, EV_READ | EV_PERSIST, on_read, s);
+		if (s->rev == NULL)
+			goto fail;
+		if (s->rfile)
+			event_active(s->rev, EV_READ, 0);
+		else
+			event_add(s->rev, NULL);
+	}
+	if (wfd >= 0) {
+		s->wfile = is_regular(wfd);
+		if (!s->wfile) {
+			s->wflags = set_nonblock(wfd);
+			s->wev = event_new(base, wfd, EV_WRITE | EV_PERSIST,
+			    on_write, s);
+			if (s->wev == NULL)
+				goto fail;
+		}
+	}
+	return s;
+fail:
+	stream_destroy(s);
+	return NULL;
+}
+
+void
+cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d)
+{
+	s->dec = d;
+}
+
+void
+cats_stream_own(struct cats_stream *s)
+{
+	s->own = true;
+}
+
+int
+cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	if (s->broken || s->wfd < 0)
+		return -1;
+	if (s->dgram) {
+		if (send(s->wfd, p, n, MSG_DONTWAIT) < 0)
+			s->st.dropped++;
+		else
+			s->st.bytes_out += n;
+		return 0;
+	}
+	if (s->wfile) {
+		if (cats_write_all(s->wfd, p, n) < 0) {
+			s->broken = true;
+			return -1;
+		}
+		s->st.bytes_out += n;
+		return 0;
+	}
+	if (queued(s) == 0) {
+		ssize_t w = write(s->wfd, p, n);
+		if (w < 0 && errno != EAGAIN && errno != EINTR) {
+			s->broken = true;
+			return -1;
+		}
+		if (w > 0) {
+			s->st.bytes_out += (size_t)w;
+			p += w;
+			n -= (size_t)w;
+		}
+	}
+	if (n > 0) {
+		if (cats_buf_add(&s->out, p, n) < 0)
+			return -1;
+		event_add(s->wev, NULL);
+	}
+	if (queued(s) > s->high) {
+		s->above = true;
+		return 1;
+	}
+	return 0;
+}
+
+int
+cats_stream_send_rec(struct cats_stream *s, const struct cats_rec *r)
+{
+	struct cats_buf b = { 0 };
+	int rc = -1;
+	if (cats_rec_encode(r, &b, true) == 0)
+		rc = cats_stream_send(s, b.p, b.len);
+	cats_buf_free(&b);
+	return rc;
+}
+
+int
+cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,
+    const uint8_t *p, size_t n)
+{
+	if (peer == NULL)
+		return cats_stream_send(s, p, n);
+	if (sendto(s->rfd, p, n, MSG_DONTWAIT,
+	    (const struct sockaddr *)&peer->addr, peer->len) < 0) {
+		s->st.dropped++;
+		return 0;
+	}
+	s->st.bytes_out += n;
+	return 0;
+}
+
+size_t
+cats_stream_queued(const struct cats_stream *s)
+{
+	return queued(s);
+}
+
+void
+cats_stream_pause(struct cats_stream *s)
+{
+	if (s->paused)
+		return;
+	s->paused = true;
+	if (s->rev != NULL && !s->rfile)
+		event_del(s->rev);
+}
+
+void
+cats_stream_resume(struct cats_stream *s)
+{
+	if (!s->paused)
+		return;
+	s->paused = false;
+	if (s->rev != NULL && !s->rfile && !s->rd.eof)
+		event_add(s->rev, NULL);
+	/* Items already buffered are delivered on the next loop turn. */
+	event_active(s->kick, 0, 0);
+}
+
+int
+cats_stream_flush(struct cats_stream *s)
+{
+	if (s->wfd < 0 || queued(s) == 0)
+		return s->broken ? -1 : 0;
+	int fl = fcntl(s->wfd, F_GETFL);
+	if (fl >= 0)
+		fcntl(s->wfd, F_SETFL, fl & ~O_NONBLOCK);
+	int rc = cats_write_all(s->wfd, s->out.p + s->out_start, queued(s));
+	if (rc == 0)
+		s->st.bytes_out += queued(s);
+	s->out.len = s->out_start = 0;
+	if (fl >= 0)
+		fcntl(s->wfd, F_SETFL, fl);
+	if (s->wev)
+		event_del(s->wev);
+	return rc;
+}
+
+static void
+stream_destroy(struct cats_stream *s)
+{
+	if (s->rev)
+		event_free(s->rev);
+	if (s->wev)
+		event_free(s->wev);
+	if (s->kick)
+		event_free(s->kick);
+	if (s->own) {
+		if (s->rfd >= 0)
+			close(s->rfd);
+		if (s->wfd >= 0 && s->wfd != s->rfd)
+			close(s->wfd);
+	} else {
+		if (s->rflags >= 0)
+			fcntl(s->rfd, F_SETFL, s->rflags);
+		if (s->wflags >= 0 && s->wfd != s->rfd)
+			fcntl(s->wfd, F_SETFL, s->wflags);
+	}
+	cats_seq_reader_free(&s->rd);
+	cats_buf_free(&s->out);
+	free(s->dgbuf);
+	free(s);
+}
+
+void
+cats_stream_free(struct cats_stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->busy > 0) {
+		s->dead = true;
+		if (s->rev)
+			event_del(s->rev);
+		if (s->wev)
+			event_del(s->wev);
+		return;
+	}
+	stream_destroy(s);
+}
+
+void
+cats_stream_stats(const struct cats_stream *s, struct cats_stream_stats *st)
+{
+	*st = s->st;
+}

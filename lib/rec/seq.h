@@ -1,0 +1,125 @@
+/*
+ * seq.h - CBOR Sequences (RFC 8742): records back to back on a stream, one
+ * record per datagram on a datagram socket.
+ *
+ * struct cats_seq_reader buffers partial items (bounded by the record cap)
+ * and hands out complete ones.  After a malformed item it reports one error
+ * and resynchronizes at the next byte that starts a well-formed map.
+ *
+ * struct cats_stream drives a reader and a writer on a file descriptor from
+ * a libevent loop: items are delivered to a callback; output is queued and
+ * written as the descriptor allows; when the queue passes its high-water
+ * mark, send() says so and the caller pauses its inputs until the drained
+ * callback fires (back-pressure).  Regular files, which epoll cannot watch,
+ * are read and written directly.
+ */
+#ifndef CATS_SEQ_H
+#define CATS_SEQ_H
+
+#include <sys/socket.h>
+
+#include "rec/rec.h"
+
+struct event_base;
+
+struct cats_seq_reader {
+	struct cats_limits lim;
+	struct cats_buf buf;
+	size_t start;		/* first unconsumed byte of buf */
+	size_t consume;		/* size of the item handed out last */
+	size_t need;		/* bytes needed before scanning again */
+	uint64_t index;		/* items handed out (good and bad) */
+	bool resync;		/* skipping after a malformed item */
+	bool eof;
+	struct cats_toks toks;	/* used by cats_seq_next() */
+};
+
+void cats_seq_reader_init(struct cats_seq_reader *r,
+    const struct cats_limits *lim);
+void cats_seq_reader_free(struct cats_seq_reader *r);
+int cats_seq_feed(struct cats_seq_reader *r, const void *p, size_t n);
+/* Read what fd has (up to 64 KiB); returns bytes read, 0 at EOF, -1. */
+ssize_t cats_seq_read_fd(struct cats_seq_reader *r, int fd);
+
+enum { CATS_SEQ_ITEM = 1, CATS_SEQ_NEED = 0, CATS_SEQ_BAD = -1 };
+
+/*
+ * The next complete item: ITEM with *p and *n valid until the next call; NEED
+ * when more input is needed (or at EOF when all is consumed); BAD with err
+ * set for a malformed or oversized item (the index is r->index - 1).
+ */
+int cats_seq_next(struct cats_seq_reader *r, const uint8_t **p, size_t *n,
+    struct cats_err *err);
+/*
+ * The same, scanning straight into d and decoding the record (one pass):
+ * ITEM with rec set; BAD for a malformed item or an invalid record.
+ */
+int cats_seq_next_rec(struct cats_seq_reader *r, struct cats_dec *d,
+    struct cats_rec *rec, struct cats_err *err);
+
+/* Write all of p to a blocking fd; -1 on error. */
+int cats_write_all(int fd, const void *p, size_t n);
+
+/* ---- libevent streams ---- */
+
+struct cats_stream;
+
+/* The sender of a datagram, for replies; NULL on connected streams. */
+struct cats_peer {
+	struct sockaddr_storage addr;
+	socklen_t len;
+};
+
+struct cats_stream_cbs {
+	/* A complete item; index counts items on this stream from 0. */
+	void (*item)(struct cats_stream *s, const uint8_t *p, size_t n,
+	    uint64_t index, const struct cats_peer *peer, void *arg);
+	/* A malformed item (the stream goes on). */
+	void (*bad)(struct cats_stream *s, uint64_t index,
+	    const struct cats_err *err, void *arg);
+	/* End of input (0) or an error (errno); the stream stays valid. */
+	void (*eof)(struct cats_stream *s, int error, void *arg);
+	/* Output fell below the low-water mark after passing the high one. */
+	void (*drained)(struct cats_stream *s, void *arg);
+};
+
+/*
+ * A stream on fd; rfd < 0 for output only, wfd < 0 for input only (rfd and
+ * wfd may be the same socket).  out_high is the high-water mark in bytes
+ * (0: 1 MiB).  The stream owns neither fd unless cats_stream_own() is used.
+ */
+struct cats_stream *cats_stream_new(struct event_base *base, int rfd, int wfd,
+    bool dgram, const struct cats_limits *lim, size_t out_high,
+    const struct cats_stream_cbs *cbs, void *arg);
+/* Close the fds when the stream is freed. */
+void cats_stream_own(struct cats_stream *s);
+/*
+ * Scan items into d's tokens and arena, with d's limits: during an item
+ * callback, cats_rec_from_toks(d, ...) decodes the item without a second
+ * scan (cats_rec_decode would scan it again).  d must outlive the stream.
+ */
+void cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d);
+/*
+ * Queue one item: 0, 1 if the queue is now above the high-water mark
+ * (pause inputs until drained), -1 if the stream is broken.
+ */
+int cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n);
+/* Encode and queue a record. */
+int cats_stream_send_rec(struct cats_stream *s, const struct cats_rec *r);
+/* Datagram streams: reply to the sender of an item. */
+int cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,
+    const uint8_t *p, size_t n);
+size_t cats_stream_queued(const struct cats_stream *s);
+void cats_stream_pause(struct cats_stream *s);
+void cats_stream_resume(struct cats_stream *s);
+/* Flush what is queued, blocking (used at exit). */
+int cats_stream_flush(struct cats_stream *s);
+void cats_stream_free(struct cats_stream *s);
+/* Counters: items read, bad items, bytes written, datagrams dropped. */
+struct cats_stream_stats {
+	uint64_t items, bad, bytes_out, dropped;
+};
+void cats_stream_stats(const struct cats_stream *s,
+    struct cats_stream_stats *st);
+
+#endif

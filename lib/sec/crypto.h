@@ -1,0 +1,114 @@
+/*
+ * crypto.h - keys, record authentication and replay protection (libsodium).
+ *
+ * Key files are one line each: "cats-key v1 KIND BASE64URL [NAME]", KIND one
+ * of ed25519-secret (the 32-byte seed), ed25519-public, psk (32 bytes).  A
+ * keyring file holds several such lines.  A file holding a secret must not be
+ * readable by group or others.  The key id (kid) is the first 8 bytes of
+ * BLAKE2b-256 over the public key (Ed25519) or over "cats-psk" and the key.
+ *
+ * A record is authenticated by its "auth" entry: COSE_Sign1 (EdDSA) or
+ * COSE_Mac0 (HMAC 256/256) with a detached payload, the payload being the
+ * record's deterministic encoding without "auth" (RFC 9052 §4.4, §6.3).
+ */
+#ifndef CATS_CRYPTO_H
+#define CATS_CRYPTO_H
+
+#include "rec/rec.h"
+#include "base/sha256.h"
+
+enum cats_key_kind {
+	CATS_KEY_ED25519_SECRET,
+	CATS_KEY_ED25519_PUBLIC,
+	CATS_KEY_PSK,
+};
+
+struct cats_key {
+	int kind;
+	uint8_t kid[CATS_KID_LEN];
+	uint8_t pk[32];		/* Ed25519 public key */
+	uint8_t sk[64];		/* Ed25519 secret key (seed || pk) */
+	uint8_t psk[32];
+	char name[CATS_ID + 1];	/* identity the key belongs to, may be "" */
+	/* HMAC-SHA256 keyed with psk (its two pad blocks hashed), ready to
+	 * copy for each tag; set where keys are made and loaded. */
+	struct cats_hmac_sha256 hmac;
+	bool hmac_ready;
+};
+
+struct cats_keyring {
+	struct cats_key *v;
+	size_t n;
+};
+
+/* Initialise libsodium; call once before any other function here. */
+int cats_crypto_init(void);
+
+/* Fresh keys. */
+void cats_key_gen_ed25519(struct cats_key *k, const char *name);
+void cats_key_gen_psk(struct cats_key *k, const char *name);
+/* The public half of an Ed25519 secret key. */
+void cats_key_public(const struct cats_key *sk, struct cats_key *pk);
+
+/* Write one key line to path with the given mode (0600 for secrets). */
+int cats_key_save(const struct cats_key *k, const char *path, int mode,
+    char *err, size_t errlen);
+/*
+ * Load every key of a key or keyring file, appending to kr.  A secret in a
+ * file that group or others can read is refused.
+ */
+int cats_keyring_load(struct cats_keyring *kr, const char *path, char *err,
+    size_t errlen);
+/* Load exactly one key of the given kind (-1 for any). */
+int cats_key_load(struct cats_key *k, const char *path, int kind, char *err,
+    size_t errlen);
+const struct cats_key *cats_keyring_find(const struct cats_keyring *kr,
+    const uint8_t kid[CATS_KID_LEN]);
+void cats_keyring_free(struct cats_keyring *kr);
+
+/*
+ * COSE_Sign1 / COSE_Mac0 tag over payload with protected header prot:
+ * ToBeSigned = ["Signature1" | "MAC0", prot, h'', payload].
+ */
+int cats_cose_tag(const struct cats_key *k, const uint8_t *prot,
+    size_t protlen, const uint8_t *payload, size_t n, uint8_t tag[64],
+    size_t *taglen);
+/* Check a tag; constant time for MACs.  0 if valid. */
+int cats_cose_check(const struct cats_key *k, int alg, const uint8_t *prot,
+    size_t protlen, const uint8_t *payload, size_t n, const uint8_t *tag,
+    size_t taglen);
+
+/* Sign (Ed25519 secret) or MAC (PSK) a record: sets r->auth. */
+int cats_rec_sign(struct cats_rec *r, const struct cats_key *k);
+
+/*
+ * Verify a record's auth against a keyring.  On success *who is the key
+ * that verified it (its name is the sender's identity).
+ */
+int cats_rec_verify(const struct cats_rec *r, const struct cats_keyring *kr,
+    const struct cats_key **who, struct cats_err *err);
+
+/*
+ * Replay guard: per sender, a timestamp window and a strictly increasing
+ * nonce (000 §8.3).  check() accepts and records, or refuses.
+ */
+enum {
+	CATS_REPLAY_OK = 0,
+	CATS_REPLAY_WINDOW = 1,	/* timestamp outside now +/- window */
+	CATS_REPLAY_NONCE = 2,	/* nonce not above the last accepted one */
+	CATS_REPLAY_NOMEM = 3,
+};
+
+struct cats_replay;
+struct cats_replay *cats_replay_new(uint64_t window_ms);
+int cats_replay_check(struct cats_replay *g, const char *sender, uint64_t ts,
+    uint64_t nonce, uint64_t now_ms);
+/* Last nonce accepted from sender (0 if none). */
+uint64_t cats_replay_last(const struct cats_replay *g, const char *sender);
+void cats_replay_free(struct cats_replay *g);
+const char *cats_replay_reason(int code);
+
+/* Constant-time equality of two byte strings of length n. */
+bool cats_ct_equal(const void *a, const void *b, size_t n);
+
+#endif

@@ -1,0 +1,1814 @@
+/*
+ * sma_uc.c - the update controller: policy and transformations, triggers
+ * and their priorities, thresholds, minimum interval, token bucket,
+ * maintenance windows, dampening, batching, heartbeats and refreshes.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/htab.h"
+#include "base/log.h"
+#include "sma/sma_uc.h"
+
+#define SNAP_PART 256	/* entries and sites in one snapshot record */
+#define MILLI 1000
+#define PPM UINT64_C(1000000)
+
+enum { P_NONE, P_CRIT, P_ROUTINE };
+enum { C_NONE, C_MINOR, C_ROUTINE, C_CRIT };
+
+/* Presence bits of struct vals. */
+enum {
+	VH_GAS = 1 << 0, VH_CT = 1 << 1, VH_PRICE = 1 << 2, VH_REP = 1 << 3,
+	VH_SEC = 1 << 4, VH_PORT = 1 << 5,
+};
+#define VH_METRICS (VH_GAS | VH_CT | VH_PRICE | VH_REP | VH_SEC)
+
+/* An entry's values as advertised (after policy and transformations). */
+struct vals {
+	uint8_t health, state, flags;
+	uint8_t has;
+	uint16_t port;
+	uint8_t rep, sec;
+	bool suppress, omit_ext;
+	uint32_t gas, ct, price;
+	struct cats_ip loc;
+	uint64_t gen, ts, ttl, exthash;
+	const struct sma_origin *origin;
+};
+
+struct site;
+
+/* A dampening penalty (RFC 2439): decays with the half-life. */
+struct damp {
+	double penalty;
+	uint64_t pen_at;
+	bool observed;
+};
+
+struct item {
+	struct item *prev, *next;	/* its pending list */
+	struct item *dprev, *dnext;	/* the damped list */
+	struct site *site;		/* the CS-ID it is accounted in */
+	struct site *adv_site;		/* the CS-ID it is advertised under */
+	struct vals cur, adv;
+	struct cats_kv *adv_ext;	/* extensions as advertised (owned) */
+	uint8_t adv_next;
+	uint8_t list;			/* P_* */
+	int8_t wd;			/* pending withdrawal reason, or -1 */
+	bool adv_valid, accounted, gone, damped, observed;
+	uint8_t held;			/* counted holds of this episode */
+	struct damp d;
+	uint64_t last_sent;
+	uint64_t seen;			/* snapshot generation */
+	char csci_id[];
+};
+
+/* Holds counted once per pending episode. */
+enum { H_INTERVAL = 1, H_WINDOW = 2, H_DAMP = 4 };
+
+struct site {
+	struct site *next;		/* every site, in order of creation */
+	struct site *dnext;		/* the dirty list */
+	struct site *pnext;		/* the pending list */
+	bool dirty, inpend, adv_valid, suppress, damped;
+	uint8_t pend;			/* C_* */
+	struct damp d;
+	struct sma_site_acc acc;
+	struct sma_site_view cur, adv;
+	uint64_t last_sent;
+	char cs_id[];
+};
+
+struct list {
+	struct item *head, *tail;
+	size_t n;
+};
+
+struct sma_uc {
+	const struct sma_conf *c;
+	const struct sma *core;
+	struct sma_policy *pol;
+	uint64_t epoch, seq;
+	sma_uc_emit_fn emit;
+	void *arg;
+	struct cats_htab items;		/* by CSCI-ID */
+	struct cats_htab sites;		/* by CS-ID */
+	struct site *site_head, *site_tail;
+	struct site *dirty;		/* sites touched by this change set */
+	struct site *spend;		/* sites with something to send */
+	struct list crit, routine;
+	struct item *damped;
+	uint64_t routine_at, boundary_at, reuse_at, hb_at, token_at;
+	uint64_t tokens_milli, tokens_ts;
+	bool tokens_init;
+	uint64_t hb_count;
+	bool peer_refresh;
+	uint64_t load_ppm;
+	uint64_t rng;
+	uint64_t snapgen;
+	size_t nadv;		/* items advertised */
+	bool draining;
+	struct cats_arena arena;	/* copies while a record is built */
+	struct sma_uc_stats st;
+};
+
+/* ---- small helpers ---- */
+
+/* interval +/- jitter, uniformly. */
+static uint64_t
+jittered(struct sma_uc *u, uint64_t interval, uint64_t jitter_ppm)
+{
+	return cats_jitter(interval, jitter_ppm, &u->rng);
+}
+
+static bool
+item_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct item *)item)->csci_id, key) == 0;
+}
+
+static bool
+site_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct site *)item)->cs_id, key) == 0;
+}
+
+static void
+list_add(struct list *l, struct item *it)
+{
+	it->prev = l->tail;
+	it->next = NULL;
+	if (l->tail)
+		l->tail->next = it;
+	else
+		l->head = it;
+	l->tail = it;
+	l->n++;
+}
+
+static void
+list_del(struct list *l, struct item *it)
+{
+	if (it->prev)
+		it->prev->next = it->next;
+	else
+		l->head = it->next;
+	if (it->next)
+		it->next->prev = it->prev;
+	else
+		l->tail = it->prev;
+	it->prev = it->next = NULL;
+	l->n--;
+}
+
+static struct list *
+list_of(struct sma_uc *u, const struct item *it)
+{
+	return it->list == P_CRIT ? &u->crit : it->list == P_ROUTINE ?
+	    &u->routine : NULL;
+}
+
+static void
+unpend(struct sma_uc *u, struct item *it)
+{
+	struct list *l = list_of(u, it);
+	if (l != NULL)
+		list_del(l, it);
+	it->list = P_NONE;
+	it->held = 0;
+}
+
+static void
+pend(struct sma_uc *u, struct item *it, int list)
+{
+	if (it->list == list)
+		return;
+	struct list *l = list_of(u, it);
+	if (l != NULL)
+		list_del(l, it);
+	else
+		it->held = 0;
+	it->list = (uint8_t)list;
+	list_add(list == P_CRIT ? &u->crit : &u->routine, it);
+}
+
+static void
+set_adv(struct sma_uc *u, struct item *it, bool v)
+{
+	if (it->adv_valid != v)
+		u->nadv += v ? 1 : (size_t)-1;
+	it->adv_valid = v;
+}
+
+static void
+free_adv_ext(struct item *it)
+{
+	for (size_t i = 0; i < it->adv_next; i++)
+		free((char *)it->adv_ext[i].k);
+	free(it->adv_ext);
+	it->adv_ext = NULL;
+	it->adv_next = 0;
+}
+
+static void
+damp_unlink(struct sma_uc *u, struct item *it)
+{
+	if (!it->damped)
+		return;
+	if (it->dprev)
+		it->dprev->dnext = it->dnext;
+	else
+		u->damped = it->dnext;
+	if (it->dnext)
+		it->dnext->dprev = it->dprev;
+	it->dprev = it->dnext = NULL;
+	it->damped = false;
+	u->st.damped--;
+}
+
+static void
+item_free(struct sma_uc *u, struct item *it)
+{
+	set_adv(u, it, false);
+	unpend(u, it);
+	damp_unlink(u, it);
+	cats_htab_del(&u->items, cats_hash_str(it->csci_id), item_eq,
+	    it->csci_id);
+	free_adv_ext(it);
+	free(it);
+}
+
+static struct item *
+get_item(struct sma_uc *u, const char *csci_id, bool create)
+{
+	uint64_t h = cats_hash_str(csci_id);
+	struct item *it = cats_htab_get(&u->items, h, item_eq, csci_id);
+	if (it != NULL || !create)
+		return it;
+	size_t n = strlen(csci_id) + 1;
+	if ((it = calloc(1, sizeof(*it) + n)) == NULL)
+		return NULL;
+	memcpy(it->csci_id, csci_id, n);
+	it->wd = -1;
+	if (cats_htab_put(&u->items, h, it) < 0) {
+		free(it);
+		return NULL;
+	}
+	return it;
+}
+
+static struct site *
+get_site(struct sma_uc *u, const char *cs_id)
+{
+	uint64_t h = cats_hash_str(cs_id);
+	struct site *s = cats_htab_get(&u->sites, h, site_eq, cs_id);
+	if (s != NULL)
+		return s;
+	size_t n = strlen(cs_id) + 1;
+	if ((s = calloc(1, sizeof(*s) + n)) == NULL)
+		return NULL;
+	memcpy(s->cs_id, cs_id, n);
+	if (cats_htab_put(&u->sites, h, s) < 0) {
+		free(s);
+		return NULL;
+	}
+	if (u->site_tail)
+		u->site_tail->next = s;
+	else
+		u->site_head = s;
+	u->site_tail = s;
+	return s;
+}
+
+static void
+site_dirty(struct sma_uc *u, struct site *s)
+{
+	if (s == NULL || s->dirty)
+		return;
+	s->dirty = true;
+	s->dnext = u->dirty;
+	u->dirty = s;
+}
+
+/* ---- the values an entry advertises ---- */
+
+static uint64_t
+ext_hash(const struct sma_entry *e)
+{
+	uint64_t h = e->next_n;
+	for (size_t i = 0; i < e->next_n; i++)
+		h = h * 1000003 ^ cats_hash_str(e->ext[i].k) ^ e->ext[i].v * 31;
+	return h;
+}
+
+/* The core's entry through the policy and the transformations. */
+static void
+transform(struct sma_uc *u, const struct sma_entry *e, uint64_t now,
+    struct vals *v)
+{
+	const struct sma_conf *c = u->c;
+	const char *fl[SMA_NFLAGS];
+	struct cats_entry ce;
+	sma_entry_view(e, &ce, fl);
+	memset(v, 0, sizeof(*v));
+	struct sma_pmetrics m;
+	memset(&m, 0, sizeof(m));
+	m.health = ce.health;
+	m.state = ce.state;
+	m.has = SMA_PM_HEALTH | SMA_PM_STATE;
+#define TAKE(f, bit, dst) \
+	if (CATS_HAS(&ce, ENT, f)) { m.dst = ce.f; m.has |= bit; }
+	TAKE(gas, SMA_PM_GAS, gas)
+	TAKE(comp_time_ms, SMA_PM_CT, ct)
+	TAKE(price, SMA_PM_PRICE, price)
+	TAKE(reputation, SMA_PM_REPUTATION, reputation)
+	TAKE(security_level, SMA_PM_SECURITY, security)
+#undef TAKE
+	if (ce.ext.n > 0)
+		m.has |= SMA_PM_EXT;
+	struct sma_pout po;
+	memset(&po, 0, sizeof(po));
+	if (u->pol != NULL && e->state != CATS_SCI_FAILED) {
+		const struct sma_site_view *sv = &e->svc->view;
+		struct sma_pctx ctx = { .entry = true, .cs_id = e->svc->cs_id,
+			.csci_id = e->csci_id, .has_site = true,
+			.site_gas = sv->gas, .site_ct = sv->ct,
+			.site_has_ct = sv->has_ct, .site_healthy = sv->healthy,
+			.site_total = sv->total, .site_health = sv->health,
+			.now = now };
+		sma_policy_eval(u->pol, &m, &ctx, &po);
+	}
+	/* Safety margin, then the computing-time bounds (000 §7.2). */
+	if ((m.has & SMA_PM_GAS) && c->pol.gas_factor_ppm != PPM)
+		m.gas = (uint64_t)((unsigned __int128)m.gas *
+		    c->pol.gas_factor_ppm / PPM);
+	if (m.has & SMA_PM_CT) {
+		if (c->pol.has_ct_floor && m.ct < c->pol.ct_floor)
+			m.ct = c->pol.ct_floor;
+		if (c->pol.has_ct_ceiling && m.ct > c->pol.ct_ceiling)
+			m.ct = c->pol.ct_ceiling;
+	}
+	/* A policy cannot make a non-contributing entry contribute GAS. */
+	if (e->state == CATS_SCI_FAILED)
+		m.gas = 0;
+	v->health = (uint8_t)m.health;
+	v->state = (uint8_t)m.state;
+	v->flags = e->flags;
+	if (m.has & SMA_PM_GAS) {
+		v->has |= VH_GAS;
+		v->gas = (uint32_t)(m.gas > CATS_U32 ? CATS_U32 : m.gas);
+	}
+	if (m.has & SMA_PM_CT) {
+		v->has |= VH_CT;
+		v->ct = (uint32_t)m.ct;
+	}
+	if (m.has & SMA_PM_PRICE) {
+		v->has |= VH_PRICE;
+		v->price = (uint32_t)m.price;
+	}
+	if (m.has & SMA_PM_REPUTATION) {
+		v->has |= VH_REP;
+		v->rep = (uint8_t)m.reputation;
+	}
+	if (m.has & SMA_PM_SECURITY) {
+		v->has |= VH_SEC;
+		v->sec = (uint8_t)m.security;
+	}
+	if (CATS_HAS(&ce, ENT, port)) {
+		v->has |= VH_PORT;
+		v->port = (uint16_t)ce.port;
+	}
+	v->loc = ce.locator;
+	v->suppress = po.suppress;
+	v->omit_ext = (po.omit & SMA_PM_EXT) != 0;
+	v->exthash = v->omit_ext || e->state == CATS_SCI_FAILED ? 0 :
+	    ext_hash(e);
+	v->gen = ce.gen;
+	v->ts = ce.ts;
+	v->ttl = ce.ttl_ms;
+	v->origin = e->origin;
+}
+
+/* ---- site aggregation over the advertised values ---- */
+
+static void
+acc(struct site *s, const struct vals *v, int sign)
+{
+	sma_site_acc(&s->acc, v->state, v->health, v->has & VH_GAS, v->gas,
+	    v->has & VH_CT, v->ct, sign);
+}
+
+/* ---- classification ---- */
+
+static bool
+beyond(uint64_t old, uint64_t nw, uint64_t ppm, uint64_t abs)
+{
+	uint64_t d = nw > old ? nw - old : old - nw;
+	if (d == 0)
+		return false;
+	if (abs > 0 && d > abs)
+		return true;
+	return (unsigned __int128)d * PPM > (unsigned __int128)old * ppm;
+}
+
+static bool
+same_loc(const struct vals *a, const struct vals *b)
+{
+	return cats_ip_eq(&a->loc, &b->loc) && a->port == b->port &&
+	    ((a->has ^ b->has) & VH_PORT) == 0;
+}
+
+/* The difference between cur and adv, as what it would trigger. */
+static int
+classify(const struct sma_uc *u, const struct item *it, bool any)
+{
+	const struct vals *c = &it->cur, *a = &it->adv;
+	const struct sma_uc_conf *k = &u->c->uc;
+	if (it->wd >= 0)
+		return C_CRIT;
+	if (!it->adv_valid)
+		return c->state == CATS_SCI_FAILED ? C_NONE : C_CRIT;
+	if (c->health != a->health || c->state != a->state || !same_loc(c, a))
+		return C_CRIT;
+	bool num = (c->has ^ a->has) & VH_METRICS;
+	num |= c->price != a->price || c->rep != a->rep || c->sec != a->sec;
+	if (num)
+		return C_ROUTINE;
+	bool gas = c->gas != a->gas, ct = c->ct != a->ct;
+	if (gas && (any || beyond(a->gas, c->gas, k->gas_ppm, k->gas_abs)))
+		return C_ROUTINE;
+	if (ct && (any || beyond(a->ct, c->ct, k->ct_ppm, 0)))
+		return C_ROUTINE;
+	if (gas || ct || c->flags != a->flags || c->exthash != a->exthash ||
+	    c->origin != a->origin)
+		return C_MINOR;
+	return C_NONE;
+}
+
+/* Worse than advertised: a damped entry sends these at once. */
+static int
+rank_health(int h)
+{
+	static const int r[] = { 0, 1, 3, 2 };	/* HEALTHY DEGRADED UNHEALTHY
+						 * UNKNOWN */
+	return h >= 0 && h < 4 ? r[h] : 3;
+}
+
+static int
+rank_state(int s)
+{
+	static const int r[] = { 1, 0, 2, 3 };	/* ACTIVE HEALTHY STALE
+						 * FAILED */
+	return s >= 0 && s < 4 ? r[s] : 3;
+}
+
+static bool
+degrades(const struct item *it)
+{
+	if (it->wd >= 0 || !it->adv_valid)
+		return it->wd >= 0;
+	return rank_health(it->cur.health) > rank_health(it->adv.health) ||
+	    rank_state(it->cur.state) > rank_state(it->adv.state) ||
+	    it->cur.gas < it->adv.gas;
+}
+
+/* ---- dampening (RFC 2439 style) ---- */
+
+static double
+decayed(const struct sma_uc *u, const struct damp *d, uint64_t now)
+{
+	if (d->penalty <= 0 || now <= d->pen_at)
+		return d->penalty;
+	double hl = (double)u->c->uc.damp_half_life_ms;
+	return d->penalty * exp2(-(double)(now - d->pen_at) / hl);
+}
+
+/* When the penalty falls below reuse. */
+static uint64_t
+reuse_time(const struct sma_uc *u, const struct damp *d)
+{
+	double p = d->penalty, r = (double)u->c->uc.damp_reuse;
+	if (p < r)
+		return d->pen_at;
+	double hl = (double)u->c->uc.damp_half_life_ms;
+	return d->pen_at + (uint64_t)ceil(hl * log2(p / r)) + 1;
+}
+
+static void
+recompute_reuse(struct sma_uc *u)
+{
+	u->reuse_at = 0;
+	for (struct item *it = u->damped; it; it = it->dnext) {
+		uint64_t t = reuse_time(u, &it->d);
+		if (u->reuse_at == 0 || t < u->reuse_at)
+			u->reuse_at = t;
+	}
+	for (struct site *s = u->site_head; s; s = s->next) {
+		uint64_t t = s->damped ? reuse_time(u, &s->d) : 0;
+		if (t != 0 && (u->reuse_at == 0 || t < u->reuse_at))
+			u->reuse_at = t;
+	}
+}
+
+/*
+ * A flap: the penalty grows.  Returns true when it crosses the suppress
+ * threshold (dampening on); observe mode audits instead.
+ */
+static bool
+damp_add(struct sma_uc *u, struct damp *d, const char *what, const char *id,
+    uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	double p = decayed(u, d, now) + (double)k->damp_penalty;
+	if (p > (double)k->damp_max)
+		p = (double)k->damp_max;
+	d->penalty = p;
+	d->pen_at = now;
+	char b[CATS_ID + 1];
+	if (k->damp == SMA_DAMP_OBSERVE) {
+		if (d->observed && p < (double)k->damp_reuse)
+			d->observed = false;
+		if (!d->observed && p >= (double)k->damp_suppress) {
+			d->observed = true;
+			u->st.damp_observed++;
+			cats_audit("damp", "%s=%s penalty=%.0f action=observe",
+			    what, cats_safe(id, b, sizeof(b)), p);
+		}
+		return false;
+	}
+	return p >= (double)k->damp_suppress;
+}
+
+static bool
+is_flap(const struct vals *o, const struct vals *n)
+{
+	bool down_o = o->state == CATS_SCI_FAILED, down_n = n->state ==
+	    CATS_SCI_FAILED;
+	return o->health != n->health || down_o != down_n;
+}
+
+static void
+damp_note(struct sma_uc *u, struct item *it, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	if (k->damp == SMA_DAMP_OFF || !k->control)
+		return;
+	bool over = damp_add(u, &it->d, "csci", it->csci_id, now);
+	char b[CATS_ID + 1];
+	double p = it->d.penalty;
+	if (!it->damped && over) {
+		it->damped = true;
+		it->dprev = NULL;
+		it->dnext = u->damped;
+		if (u->damped)
+			u->damped->dprev = it;
+		u->damped = it;
+		u->st.damped++;
+		u->st.damp_suppressed++;
+		cats_audit("damp", "csci=%s penalty=%.0f action=suppress "
+		    "reuse_at=%" PRIu64, cats_safe(it->csci_id, b, sizeof(b)), p,
+		    reuse_time(u, &it->d));
+	}
+	if (it->damped)
+		recompute_reuse(u);
+}
+
+/* ---- marking what changed ---- */
+
+/* May the C-PS receive this CS-ID ([northbound] authorized, 000 §8.2)? */
+static bool
+allowed(const struct sma_uc *u, const char *cs_id)
+{
+	const struct sma_nb_conf *n = &u->c->nb;
+	if (n->nauthorized == 0)
+		return true;
+	for (size_t i = 0; i < n->nauthorized; i++)
+		if (strcmp(n->authorized[i], cs_id) == 0)
+			return true;
+	return false;
+}
+
+static void
+mark(struct sma_uc *u, struct item *it, uint64_t now, bool policy)
+{
+	if (it->site != NULL && !allowed(u, it->site->cs_id) && it->wd < 0)
+		return;
+	if (!u->c->uc.control) {
+		if (it->wd >= 0 || classify(u, it, true) != C_NONE)
+			pend(u, it, P_CRIT);
+		return;
+	}
+	int cls = classify(u, it, policy);
+	if (cls == C_CRIT) {
+		if (it->wd >= 0)
+			;
+		else if (!it->adv_valid)
+			u->st.trig_discovery++;
+		else if (!same_loc(&it->cur, &it->adv))
+			u->st.trig_locator++;
+		else
+			u->st.trig_health++;
+		pend(u, it, P_CRIT);
+		return;
+	}
+	if (cls == C_ROUTINE) {
+		if (policy)
+			u->st.trig_policy++;
+		else
+			u->st.trig_metric++;
+		if (it->list == P_NONE) {
+			pend(u, it, P_ROUTINE);
+			uint64_t due = now + u->c->uc.batch_ms;
+			if (u->routine_at == 0 || due < u->routine_at)
+				u->routine_at = due;
+		}
+		return;
+	}
+	if (cls == C_MINOR && it->cur.gas != it->adv.gas)
+		u->st.sup_threshold++;
+	else if (cls == C_MINOR && it->cur.ct != it->adv.ct)
+		u->st.sup_threshold++;
+}
+
+/* Re-read an entry from the core and mark what changed. */
+static void
+refresh_item(struct sma_uc *u, struct item *it, const struct sma_entry *e,
+    uint64_t now, bool policy)
+{
+	struct site *s = get_site(u, e->svc->cs_id);
+	struct vals old = it->cur;
+	bool had = it->accounted;
+	if (it->accounted) {
+		acc(it->site, &it->cur, -1);
+		site_dirty(u, it->site);
+		it->accounted = false;
+	}
+	transform(u, e, now, &it->cur);
+	if (s != NULL) {
+		it->site = s;
+		acc(s, &it->cur, 1);
+		it->accounted = true;
+		site_dirty(u, s);
+	}
+	if (had && is_flap(&old, &it->cur))
+		damp_note(u, it, now);
+	mark(u, it, now, policy);
+}
+
+/* ---- records ---- */
+
+static void
+head(struct sma_uc *u, struct cats_rec *r, int op, uint64_t now)
+{
+	sma_metric_head(u->c, u->epoch, ++u->seq, op, now, r);
+}
+
+static int
+send(struct sma_uc *u, struct cats_rec *r, int kind)
+{
+	struct cats_metric *m = &r->u.metric;
+	u->st.records++;
+	u->st.entries_sent += m->entries.n;
+	switch (m->op) {
+	case CATS_OP_FULL: u->st.full++; break;
+	case CATS_OP_HEARTBEAT: u->st.heartbeats++; break;
+	case CATS_OP_WITHDRAW: u->st.withdraws++; break;
+	case CATS_OP_REFRESH: u->st.refreshes++; break;
+	default: u->st.deltas++; break;
+	}
+	return u->emit(u->arg, r, kind);
+}
+
+/* The flag names of a mask into fl (SMA_NFLAGS slots). */
+static size_t
+flag_names(uint8_t flags, const char **fl)
+{
+	size_t n = 0;
+	for (int i = 0; i < SMA_NFLAGS; i++)
+		if (flags & (1 << i))
+			fl[n++] = sma_flag_names[i];
+	return n;
+}
+
+/*
+ * An entry as a record map from its values; ext from the core (cur) or the
+ * copy kept with adv; strings and flag lists go into the arena.
+ */
+static void
+build_entry(struct sma_uc *u, const struct item *it, bool from_adv,
+    bool no_ext, struct cats_entry *o)
+{
+	const struct vals *v = from_adv ? &it->adv : &it->cur;
+	const struct site *s = from_adv ? it->adv_site : it->site;
+	memset(o, 0, sizeof(*o));
+	o->csci_id = it->csci_id;
+	o->cs_id = s ? s->cs_id : "";
+	CATS_SET(o, ENT, health, v->health);
+	CATS_SET(o, ENT, state, v->state);
+	if (v->state != CATS_SCI_FAILED) {
+		if (v->has & VH_GAS)
+			CATS_SET(o, ENT, gas, v->gas);
+		if (v->has & VH_CT)
+			CATS_SET(o, ENT, comp_time_ms, v->ct);
+		if (v->has & VH_PRICE)
+			CATS_SET(o, ENT, price, v->price);
+		if (v->has & VH_REP)
+			CATS_SET(o, ENT, reputation, v->rep);
+		if (v->has & VH_SEC)
+			CATS_SET(o, ENT, security_level, v->sec);
+		if (from_adv) {
+			o->ext.v = it->adv_ext;
+			o->ext.n = it->adv_next;
+		} else if (!v->omit_ext && !no_ext && u->core != NULL) {
+			const struct sma_entry *e = sma_lookup(u->core,
+			    it->csci_id);
+			if (e != NULL && e->next_n > 0) {
+				o->ext.v = e->ext;
+				o->ext.n = e->next_n;
+			}
+		}
+	} else {
+		CATS_SET(o, ENT, gas, 0);
+	}
+	o->locator = v->loc;
+	if (v->has & VH_PORT)
+		CATS_SET(o, ENT, port, v->port);
+	CATS_SET(o, ENT, gen, v->gen);
+	CATS_SET(o, ENT, ts, v->ts);
+	CATS_SET(o, ENT, ttl_ms, v->ttl);
+	const char **fl = cats_arena_alloc(&u->arena, SMA_NFLAGS *
+	    sizeof(*fl));
+	if (fl != NULL) {
+		o->flags.n = flag_names(v->flags, fl);
+		o->flags.v = fl;
+	}
+	if (v->origin != NULL) {
+		o->site = v->origin->site;
+		o->egress = v->origin->egress;
+	}
+}
+
+/* adv = cur, with a copy of the extensions as sent. */
+static void
+advertise(struct sma_uc *u, struct item *it, const struct cats_entry *sent,
+    uint64_t now)
+{
+	it->adv = it->cur;
+	set_adv(u, it, true);
+	it->adv_site = it->site;
+	it->last_sent = now;
+	free_adv_ext(it);
+	if (sent->ext.n > 0) {
+		it->adv_ext = calloc(sent->ext.n, sizeof(*it->adv_ext));
+		for (size_t i = 0; it->adv_ext && i < sent->ext.n; i++) {
+			it->adv_ext[i].v = sent->ext.v[i].v;
+			it->adv_ext[i].k = strdup(sent->ext.v[i].k);
+			if (it->adv_ext[i].k == NULL)
+				break;
+			it->adv_next++;
+		}
+	}
+	(void)u;
+}
+
+static void
+site_map(const struct site *s, const struct sma_site_view *v,
+    struct cats_site *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cs_id = s->cs_id;
+	CATS_SET(o, SITE, gas, v->gas);
+	if (v->has_ct)
+		CATS_SET(o, SITE, comp_time_ms, v->ct);
+	CATS_SET(o, SITE, health, v->health);
+	CATS_SET(o, SITE, healthy, v->healthy);
+	CATS_SET(o, SITE, total, v->total);
+}
+
+struct batch {
+	struct cats_entry *v;
+	struct item **who;
+	size_t n, cap;
+};
+
+static int
+batch_add(struct batch *b, struct item *it, struct cats_entry **slot)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		void *v = realloc(b->v, cap * sizeof(*b->v));
+		if (v == NULL)
+			return -1;
+		b->v = v;
+		void *w = realloc(b->who, cap * sizeof(*b->who));
+		if (w == NULL)
+			return -1;
+		b->who = w;
+		b->cap = cap;
+	}
+	b->who[b->n] = it;
+	*slot = &b->v[b->n++];
+	return 0;
+}
+
+static void
+batch_free(struct batch *b)
+{
+	free(b->v);
+	free(b->who);
+	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * Send withdrawals (one record per reason) and deltas (slices of max
+ * entries), the sites riding on the last record, as sma_out did.
+ */
+static void
+send_change(struct sma_uc *u, struct batch *wd, const int *wd_reason,
+    struct batch *delta, const struct cats_site *sites, size_t ns,
+    size_t max, int kind, uint64_t now)
+{
+	int reasons[8], nr = 0;
+	for (size_t i = 0; i < wd->n; i++) {
+		bool seen = false;
+		for (int j = 0; j < nr; j++)
+			seen |= reasons[j] == wd_reason[i];
+		if (!seen && nr < 8)
+			reasons[nr++] = wd_reason[i];
+	}
+	bool has_delta = delta->n > 0 || (nr == 0 && ns > 0);
+	int nrec = nr + (has_delta ? 1 : 0);
+	struct cats_entry *tmp = NULL;
+	if (wd->n > 0 && (tmp = calloc(wd->n, sizeof(*tmp))) == NULL)
+		return;
+	for (int k = 0; k < nrec; k++) {
+		bool is_wd = k < nr;
+		struct cats_entry *ents = delta->v;
+		size_t n = delta->n;
+		if (is_wd) {
+			n = 0;
+			for (size_t i = 0; i < wd->n; i++)
+				if (wd_reason[i] == reasons[k])
+					tmp[n++] = wd->v[i];
+			ents = tmp;
+		}
+		bool last = k == nrec - 1;
+		size_t off = 0;
+		do {
+			size_t take = n - off > max ? max : n - off;
+			bool final = last && off + take == n;
+			struct cats_rec r;
+			head(u, &r, is_wd ? CATS_OP_WITHDRAW : CATS_OP_DELTA,
+			    now);
+			r.u.metric.entries.v = ents + off;
+			r.u.metric.entries.n = take;
+			if (is_wd)
+				r.u.metric.reason = sma_wd_names[reasons[k]];
+			size_t soff = 0;
+			do {
+				struct cats_rec rr = r;
+				size_t st = 0;
+				if (final) {
+					st = ns - soff > SNAP_PART ? SNAP_PART
+					    : ns - soff;
+					rr.u.metric.sites.v =
+					    (struct cats_site *)sites + soff;
+					rr.u.metric.sites.n = st;
+					if (soff > 0) {
+						rr.u.metric.seq = ++u->seq;
+						rr.u.metric.entries.n = 0;
+						rr.u.metric.op = CATS_OP_DELTA;
+						rr.u.metric.reason = NULL;
+					}
+				}
+				send(u, &rr, kind);
+				soff += st;
+			} while (final && soff < ns);
+			off += take;
+		} while (off < n);
+	}
+	free(tmp);
+}
+
+/* The sites with something to send (pending), taken now. */
+static void min_at(uint64_t *at, uint64_t t);
+
+static size_t
+take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
+    uint64_t *next)
+{
+	size_t n = 0, cap = 0;
+	struct cats_site *v = NULL;
+	struct site **pp = &u->spend;
+	uint64_t mi = u->draining ? 0 : u->c->uc.min_interval_ms;
+	while (*pp != NULL) {
+		struct site *s = *pp;
+		bool ready = s->pend == C_CRIT || !u->c->uc.control ||
+		    (!s->suppress && (s->last_sent == 0 ||
+		    now >= s->last_sent + mi));
+		/* A damped site: only what makes it less attractive. */
+		bool damped = s->damped && u->c->uc.control &&
+		    rank_health(s->cur.health) <= rank_health(s->adv.health) &&
+		    s->cur.gas >= s->adv.gas;
+		if (damped)
+			ready = false;
+		if (!ready) {
+			if (!s->suppress && !damped && s->last_sent + mi > now)
+				min_at(next, s->last_sent + mi);
+			pp = &s->pnext;
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			void *x = realloc(v, nc * sizeof(*v));
+			if (x == NULL)
+				break;
+			v = x;
+			cap = nc;
+		}
+		site_map(s, &s->cur, &v[n++]);
+		s->adv = s->cur;
+		s->adv_valid = true;
+		s->last_sent = now;
+		s->pend = C_NONE;
+		s->inpend = false;
+		*pp = s->pnext;
+		s->pnext = NULL;
+	}
+	*out = v;
+	return n;
+}
+
+/* Sites touched by the change set: their new view against adv. */
+static void
+sites_commit(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	while (u->dirty != NULL) {
+		struct site *s = u->dirty;
+		u->dirty = s->dnext;
+		s->dnext = NULL;
+		s->dirty = false;
+		int was = s->cur.health;
+		bool had = s->adv_valid;
+		sma_site_view_of(&s->acc, &s->cur);
+		if (had && was != s->cur.health && k->control &&
+		    k->damp != SMA_DAMP_OFF &&
+		    damp_add(u, &s->d, "cs", s->cs_id, now) && !s->damped) {
+			char b[CATS_ID + 1];
+			s->damped = true;
+			u->st.damped++;
+			u->st.damp_suppressed++;
+			cats_audit("damp", "cs=%s penalty=%.0f action=suppress "
+			    "reuse_at=%" PRIu64, cats_safe(s->cs_id, b,
+			    sizeof(b)), s->d.penalty, reuse_time(u, &s->d));
+			recompute_reuse(u);
+		} else if (s->damped) {
+			recompute_reuse(u);
+		}
+		s->suppress = false;
+		if (u->pol != NULL) {
+			struct sma_pmetrics m;
+			struct sma_pout po;
+			memset(&m, 0, sizeof(m));
+			struct sma_pctx ctx = { .entry = false, .cs_id = s->cs_id,
+				.has_site = true, .site_gas = s->cur.gas,
+				.site_ct = s->cur.ct, .site_has_ct = s->cur.has_ct,
+				.site_healthy = s->cur.healthy,
+				.site_total = s->cur.total,
+				.site_health = s->cur.health, .now = now };
+			sma_policy_eval(u->pol, &m, &ctx, &po);
+			s->suppress = po.suppress;
+		}
+		if (!allowed(u, s->cs_id))
+			continue;
+		int cls = C_NONE;
+		const struct sma_site_view *c = &s->cur, *a = &s->adv;
+		if (!s->adv_valid || c->health != a->health ||
+		    c->healthy != a->healthy || c->total != a->total)
+			cls = C_CRIT;
+		else if (c->has_ct != a->has_ct ||
+		    beyond(a->gas, c->gas, k->gas_ppm, k->gas_abs) ||
+		    beyond(a->ct, c->ct, k->ct_ppm, 0))
+			cls = C_ROUTINE;
+		else if (memcmp(c, a, sizeof(*c)) != 0)
+			cls = k->control ? C_NONE : C_ROUTINE;
+		if (cls == C_NONE)
+			continue;
+		if (cls > s->pend)
+			s->pend = (uint8_t)cls;
+		if (!s->inpend) {
+			s->inpend = true;
+			s->pnext = u->spend;
+			u->spend = s;
+		}
+		if (cls == C_ROUTINE) {
+			uint64_t due = now + k->batch_ms;
+			if (u->routine_at == 0 || due < u->routine_at)
+				u->routine_at = due;
+		}
+	}
+}
+
+/* ---- flushing ---- */
+
+/* Take the critical list out: withdrawals, critical deltas, sites. */
+static void
+flush_critical(struct sma_uc *u, uint64_t now)
+{
+	struct batch wd = { 0 }, delta = { 0 };
+	int *reasons = NULL;
+	size_t nreasons = 0, capr = 0;
+	struct item *gone = NULL;
+	bool control = u->c->uc.control;
+	for (struct item *it = u->crit.head, *next; it != NULL; it = next) {
+		next = it->next;
+		if (it->wd >= 0) {
+			struct cats_entry *w;
+			if (nreasons == capr) {
+				size_t nc = capr ? capr * 2 : 16;
+				void *x = realloc(reasons, nc * sizeof(*reasons));
+				if (x == NULL)
+					break;
+				reasons = x;
+				capr = nc;
+			}
+			if (batch_add(&wd, it, &w) < 0)
+				break;
+			memset(w, 0, sizeof(*w));
+			w->csci_id = it->csci_id;
+			w->cs_id = it->adv_site ? it->adv_site->cs_id :
+			    it->site->cs_id;
+			CATS_SET(w, ENT, state, it->cur.state);
+			CATS_SET(w, ENT, health, it->cur.health);
+			CATS_SET(w, ENT, gas, 0);
+			CATS_SET(w, ENT, gen, it->cur.gen);
+			CATS_SET(w, ENT, ts, it->cur.ts);
+			reasons[nreasons++] = it->wd;
+			it->wd = -1;
+			set_adv(u, it, false);
+		}
+		if (it->gone) {
+			unpend(u, it);
+			/* Freed after the records: their strings are its. */
+			it->next = gone;
+			gone = it;
+			continue;
+		}
+		int cls = classify(u, it, !control);
+		if (cls == C_NONE || (control && cls == C_MINOR)) {
+			unpend(u, it);
+			u->st.coalesced += cls != C_NONE;
+			continue;
+		}
+		if (control && cls == C_ROUTINE) {
+			pend(u, it, P_ROUTINE);
+			continue;
+		}
+		if (control && it->damped && !degrades(it)) {
+			if (!(it->held & H_DAMP))
+				u->st.sup_damp++;
+			pend(u, it, P_ROUTINE);
+			it->held |= H_DAMP;
+			continue;
+		}
+		struct cats_entry *e;
+		if (batch_add(&delta, it, &e) < 0)
+			break;
+		build_entry(u, it, false, false, e);
+		unpend(u, it);
+	}
+	/* Sites ride along; a critical site change goes on its own. */
+	bool crit_site = !control;
+	for (struct site *s = u->spend; s != NULL && !crit_site; s = s->pnext)
+		crit_site = s->pend == C_CRIT;
+	struct cats_site *sites = NULL;
+	size_t ns = 0;
+	uint64_t later = 0;
+	if (wd.n > 0 || delta.n > 0 || crit_site)
+		ns = take_sites(u, &sites, now, &later);
+	min_at(&u->routine_at, later);
+	if (wd.n > 0 || delta.n > 0 || ns > 0)
+		send_change(u, &wd, reasons, &delta, sites, ns, SNAP_PART,
+		    SMA_UC_CRITICAL, now);
+	for (size_t i = 0; i < delta.n; i++)
+		advertise(u, delta.who[i], &delta.v[i], now);
+	while (gone != NULL) {
+		struct item *n = gone->next;
+		gone->next = NULL;
+		gone->list = P_NONE;
+		set_adv(u, gone, false);
+		damp_unlink(u, gone);
+		cats_htab_del(&u->items, cats_hash_str(gone->csci_id), item_eq,
+		    gone->csci_id);
+		free_adv_ext(gone);
+		free(gone);
+		gone = n;
+	}
+	free(sites);
+	free(reasons);
+	batch_free(&wd);
+	batch_free(&delta);
+	cats_arena_reset(&u->arena);
+}
+
+static void
+refill(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	uint64_t cap = k->burst * MILLI;
+	if (!u->tokens_init) {
+		u->tokens_init = true;
+		u->tokens_milli = cap;
+		u->tokens_ts = now;
+		return;
+	}
+	if (now > u->tokens_ts) {
+		unsigned __int128 add = (unsigned __int128)(now - u->tokens_ts) *
+		    k->rate_milli / 1000;
+		u->tokens_milli = add + u->tokens_milli > cap ? cap :
+		    u->tokens_milli + (uint64_t)add;
+		u->tokens_ts = now;
+	}
+}
+
+/* Take a token for one routine record; false (and when) if none. */
+static bool
+take_token(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	if (k->rate_milli == 0 || u->draining)
+		return true;
+	refill(u, now);
+	if (u->tokens_milli >= MILLI) {
+		u->tokens_milli -= MILLI;
+		return true;
+	}
+	uint64_t need = MILLI - u->tokens_milli;
+	u->token_at = now + (need * 1000 + k->rate_milli - 1) / k->rate_milli;
+	return false;
+}
+
+static void
+min_at(uint64_t *at, uint64_t t)
+{
+	if (t != 0 && (*at == 0 || t < *at))
+		*at = t;
+}
+
+/* Take the routine entries that are ready, batched, a token a record. */
+static void
+flush_routine(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	struct batch ready = { 0 };
+	uint64_t next = 0;
+	bool under_load = k->load_ppm > 0 && u->load_ppm >= k->load_ppm;
+	u->routine_at = 0;
+	u->token_at = 0;
+	for (struct item *it = u->routine.head, *nx; it != NULL; it = nx) {
+		nx = it->next;
+		int cls = classify(u, it, false);
+		if (cls == C_NONE || cls == C_MINOR) {
+			unpend(u, it);
+			u->st.coalesced++;
+			continue;
+		}
+		if (it->damped && (cls != C_CRIT || !degrades(it))) {
+			if (!(it->held & H_DAMP))
+				u->st.sup_damp++;
+			it->held |= H_DAMP;
+			continue;
+		}
+		if (cls == C_CRIT) {
+			pend(u, it, P_CRIT);
+			continue;
+		}
+		if (it->cur.suppress) {
+			if (!(it->held & H_WINDOW))
+				u->st.sup_window++;
+			it->held |= H_WINDOW;
+			continue;
+		}
+		if (!u->draining && it->last_sent != 0 && now < it->last_sent +
+		    k->min_interval_ms) {
+			if (!(it->held & H_INTERVAL))
+				u->st.sup_interval++;
+			it->held |= H_INTERVAL;
+			min_at(&next, it->last_sent + k->min_interval_ms);
+			continue;
+		}
+		struct cats_entry *e;
+		if (batch_add(&ready, it, &e) < 0)
+			break;
+	}
+	struct cats_site *sites = NULL;
+	size_t ns = take_sites(u, &sites, now, &next);
+	size_t off = 0;
+	bool blocked = false;
+	while (off < ready.n || (off == 0 && ready.n == 0 && ns > 0)) {
+		if (!take_token(u, now)) {
+			u->st.sup_bucket++;
+			blocked = true;
+			break;
+		}
+		size_t take = ready.n - off > k->batch_max ? k->batch_max :
+		    ready.n - off;
+		for (size_t i = 0; i < take; i++) {
+			struct item *it = ready.who[off + i];
+			build_entry(u, it, false, under_load, &ready.v[off + i]);
+			if (under_load && it->cur.exthash != 0)
+				u->st.omitted++;
+		}
+		bool last = off + take == ready.n;
+		struct cats_rec r;
+		head(u, &r, CATS_OP_DELTA, now);
+		r.u.metric.entries.v = ready.v + off;
+		r.u.metric.entries.n = take;
+		if (last && ns > 0) {
+			r.u.metric.sites.v = sites;
+			r.u.metric.sites.n = ns > SNAP_PART ? SNAP_PART : ns;
+		}
+		send(u, &r, SMA_UC_ROUTINE);
+		for (size_t i = 0; i < take; i++) {
+			struct item *it = ready.who[off + i];
+			advertise(u, it, &ready.v[off + i], now);
+			unpend(u, it);
+		}
+		off += take;
+		if (last)
+			break;
+	}
+	if (blocked) {
+		/* The sites taken wait with the entries for the token. */
+		for (size_t i = 0; i < ns; i++) {
+			struct site *s = cats_htab_get(&u->sites,
+			    cats_hash_str(sites[i].cs_id), site_eq,
+			    sites[i].cs_id);
+			if (s != NULL && !s->inpend) {
+				s->pend = C_ROUTINE;
+				s->inpend = true;
+				s->pnext = u->spend;
+				u->spend = s;
+			}
+		}
+		min_at(&next, u->token_at);
+	}
+	u->routine_at = next;
+	free(sites);
+	batch_free(&ready);
+	cats_arena_reset(&u->arena);
+	if (u->crit.n > 0)
+		flush_critical(u, now);
+}
+
+/* ---- life cycle ---- */
+
+struct sma_uc *
+sma_uc_new(const struct sma_conf *c, const struct sma *core, uint64_t epoch,
+    uint64_t seq, sma_uc_emit_fn emit, void *arg)
+{
+	struct sma_uc *u = calloc(1, sizeof(*u));
+	if (u == NULL)
+		return NULL;
+	u->c = c;
+	u->core = core;
+	u->epoch = epoch;
+	u->seq = seq;
+	u->emit = emit;
+	u->arg = arg;
+	u->arena.cap = 256u << 20;
+	/* The jitter is reproducible: seeded by FNV-1a of the id and the
+	 * epoch, never by the process's hash key. */
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (const char *p = c->id ? c->id : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	u->rng = h ^ epoch;
+	return u;
+}
+
+void
+sma_uc_set_core(struct sma_uc *u, const struct sma *core)
+{
+	u->core = core;
+}
+
+void
+sma_uc_free(struct sma_uc *u)
+{
+	if (u == NULL)
+		return;
+	for (size_t i = 0; i < u->items.cap; i++) {
+		struct item *it = u->items.s[i].h ? u->items.s[i].item : NULL;
+		if (it != NULL) {
+			free_adv_ext(it);
+			free(it);
+		}
+	}
+	cats_htab_free(&u->items);
+	for (struct site *s = u->site_head, *n; s; s = n) {
+		n = s->next;
+		free(s);
+	}
+	cats_htab_free(&u->sites);
+	sma_policy_free(u->pol);
+	cats_arena_free(&u->arena);
+	free(u);
+}
+
+static void
+schedule_heartbeat(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	u->hb_at = k->heartbeat_ms ? now + jittered(u, k->heartbeat_ms,
+	    k->jitter_ppm) : 0;
+}
+
+void
+sma_uc_reconf(struct sma_uc *u, const struct sma_conf *c, uint64_t now)
+{
+	bool hb = c->uc.heartbeat_ms != u->c->uc.heartbeat_ms;
+	u->c = c;
+	if (hb)
+		schedule_heartbeat(u, now);
+}
+
+/* Every entry evaluated again (a new policy, a window boundary). */
+static void
+reevaluate(struct sma_uc *u, uint64_t now, bool policy)
+{
+	if (u->core == NULL)
+		return;
+	for (const struct sma_svc *v = sma_services(u->core); v; v = v->next)
+		for (const struct sma_entry *e = v->head; e; e = e->svc_next) {
+			struct item *it = get_item(u, e->csci_id, true);
+			if (it != NULL)
+				refresh_item(u, it, e, now, policy);
+		}
+	for (struct site *s = u->site_head; s; s = s->next)
+		site_dirty(u, s);
+}
+
+static void commit(struct sma_uc *u, uint64_t now);
+
+void
+sma_uc_set_policy(struct sma_uc *u, struct sma_policy *p, uint64_t now)
+{
+	sma_policy_free(u->pol);
+	u->pol = p;
+	reevaluate(u, now, true);
+	u->boundary_at = sma_policy_uses_time(p) ?
+	    sma_policy_next_boundary(p, now) : 0;
+	commit(u, now);
+}
+
+const struct sma_policy *
+sma_uc_policy(const struct sma_uc *u)
+{
+	return u->pol;
+}
+
+/* ---- events ---- */
+
+static void
+commit(struct sma_uc *u, uint64_t now)
+{
+	sites_commit(u, now);
+	if (!u->c->uc.control) {
+		flush_critical(u, now);
+		return;
+	}
+	if (u->crit.n > 0 || u->spend != NULL)
+		flush_critical(u, now);
+	if (u->c->uc.batch_ms == 0 && (u->routine.n > 0 || u->spend != NULL))
+		flush_routine(u, now);
+}
+
+static void
+on_entry(struct sma_uc *u, const struct sma_entry *e, uint64_t now)
+{
+	struct item *it = get_item(u, e->csci_id, true);
+	if (it == NULL)
+		return;
+	refresh_item(u, it, e, now, false);
+}
+
+static void
+on_withdraw(struct sma_uc *u, const struct sma_event *ev)
+{
+	const struct sma_entry *e = ev->ent;
+	struct item *it = get_item(u, e->csci_id, true);
+	if (it == NULL)
+		return;
+	bool known = it->accounted || it->adv_valid;
+	struct vals old = it->cur;
+	if (it->accounted) {
+		acc(it->site, &it->cur, -1);
+		site_dirty(u, it->site);
+		it->accounted = false;
+	}
+	transform(u, e, ev->now, &it->cur);
+	if (ev->reason == SMA_WD_FAILED) {
+		it->site = get_site(u, e->svc->cs_id);
+		if (it->site != NULL) {
+			acc(it->site, &it->cur, 1);
+			it->accounted = true;
+			site_dirty(u, it->site);
+		}
+	} else if (ev->reason != SMA_WD_MOVED) {
+		it->gone = true;
+	}
+	if (known && is_flap(&old, &it->cur))
+		damp_note(u, it, ev->now);
+	if (!known && !it->adv_valid) {
+		/* Restored without an event, never seen: the C-PS may hold
+		 * it. */
+		set_adv(u, it, true);
+		it->adv_site = get_site(u, e->svc->cs_id);
+	}
+	if (it->adv_valid) {
+		it->wd = (int8_t)ev->reason;
+		u->st.trig_withdraw++;
+		pend(u, it, P_CRIT);
+	} else if (it->gone) {
+		item_free(u, it);
+	}
+}
+
+static void
+on_site(struct sma_uc *u, const struct sma_svc *v, uint64_t now)
+{
+	if (u->pol != NULL && sma_policy_uses_site(u->pol))
+		for (const struct sma_entry *e = v->head; e; e = e->svc_next) {
+			struct item *it = get_item(u, e->csci_id, true);
+			if (it != NULL)
+				refresh_item(u, it, e, now, false);
+		}
+	site_dirty(u, get_site(u, v->cs_id));
+}
+
+void
+sma_uc_event(void *arg, const struct sma_event *ev)
+{
+	struct sma_uc *u = arg;
+	switch (ev->kind) {
+	case SMA_EV_ADD:
+	case SMA_EV_UPDATE:
+		on_entry(u, ev->ent, ev->now);
+		break;
+	case SMA_EV_WITHDRAW:
+		on_withdraw(u, ev);
+		break;
+	case SMA_EV_SITE:
+		on_site(u, ev->svc, ev->now);
+		break;
+	case SMA_EV_COMMIT:
+		commit(u, ev->now);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- snapshots, heartbeats, refreshes ---- */
+
+/* Held: what a snapshot says for an entry is its advertised value. */
+static bool
+held(const struct sma_uc *u, const struct item *it)
+{
+	if (!u->c->uc.control)
+		return false;
+	int cls = classify(u, it, false);
+	if (cls == C_CRIT)
+		return it->damped && !degrades(it);
+	if (cls == C_ROUTINE)
+		return it->damped || it->cur.suppress;
+	return false;
+}
+
+int
+sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
+{
+	size_t ne = u->core ? sma_count(u->core) : 0, ns = 0;
+	for (struct site *s = u->site_head; s; s = s->next)
+		ns++;
+	struct batch b = { 0 };
+	struct cats_site *sites = calloc(ns ? ns : 1, sizeof(*sites));
+	int rc = -1;
+	if (sites == NULL)
+		goto out;
+	sites_commit(u, now);
+	u->snapgen++;
+	for (const struct sma_svc *v = u->core ? sma_services(u->core) :
+	    NULL; v; v = v->next) {
+		for (const struct sma_entry *e = v->head; e; e = e->svc_next) {
+			struct item *it = get_item(u, e->csci_id, true);
+			if (it == NULL)
+				goto out;
+			if (!it->accounted)
+				refresh_item(u, it, e, now, false);
+			it->seen = u->snapgen;
+			it->wd = -1;
+			if (!allowed(u, v->cs_id)) {
+				unpend(u, it);
+				set_adv(u, it, false);
+				continue;
+			}
+			struct cats_entry *ce;
+			if (held(u, it)) {
+				if (it->adv_valid && batch_add(&b, it, &ce) == 0)
+					build_entry(u, it, true, false, ce);
+				continue;
+			}
+			unpend(u, it);
+			if (it->cur.state == CATS_SCI_FAILED) {
+				set_adv(u, it, false);
+				continue;
+			}
+			if (batch_add(&b, it, &ce) < 0)
+				goto out;
+			build_entry(u, it, false, false, ce);
+		}
+	}
+	ne = b.n;
+	/* Entries the core no longer has (evicted, moved away) go. */
+	void **dead = NULL;
+	size_t nd = 0;
+	for (size_t i = 0; i < u->items.cap; i++) {
+		struct item *it = u->items.s[i].h ? u->items.s[i].item : NULL;
+		if (it != NULL && it->seen != u->snapgen) {
+			void **x = realloc(dead, (nd + 1) * sizeof(*dead));
+			if (x == NULL)
+				break;
+			dead = x;
+			dead[nd++] = it;
+		}
+	}
+	size_t j = 0;
+	for (const struct sma_svc *v = u->core ? sma_services(u->core) :
+	    NULL; v && j < ns; v = v->next) {
+		struct site *s = get_site(u, v->cs_id);
+		if (s == NULL || !allowed(u, v->cs_id))
+			continue;
+		sma_site_view_of(&s->acc, &s->cur);
+		site_map(s, &s->cur, &sites[j++]);
+		s->adv = s->cur;
+		s->adv_valid = true;
+		s->last_sent = now;
+	}
+	ns = j;
+	u->spend = NULL;
+	for (struct site *s = u->site_head; s; s = s->next) {
+		s->pend = C_NONE;
+		s->inpend = false;
+		s->pnext = NULL;
+	}
+	size_t pe = (ne + SNAP_PART - 1) / SNAP_PART;
+	size_t ps = (ns + SNAP_PART - 1) / SNAP_PART;
+	size_t parts = pe > ps ? pe : ps;
+	if (parts == 0)
+		parts = 1;
+	if (parts > 65535)
+		goto out;
+	rc = 0;
+	for (size_t p = 0; p < parts; p++) {
+		struct cats_rec r;
+		head(u, &r, op, now);
+		CATS_SET(&r.u.metric, MET, part, p + 1);
+		CATS_SET(&r.u.metric, MET, parts, parts);
+		size_t o = p * SNAP_PART;
+		if (o < ne) {
+			r.u.metric.entries.v = b.v + o;
+			r.u.metric.entries.n = ne - o > SNAP_PART ? SNAP_PART :
+			    ne - o;
+		}
+		if (o < ns) {
+			r.u.metric.sites.v = sites + o;
+			r.u.metric.sites.n = ns - o > SNAP_PART ? SNAP_PART :
+			    ns - o;
+		}
+		if (send(u, &r, SMA_UC_SNAPSHOT) < 0)
+			rc = -1;
+	}
+	for (size_t i = 0; i < b.n; i++) {
+		struct item *it = b.who[i];
+		if (!held(u, it))
+			advertise(u, it, &b.v[i], now);
+	}
+	for (size_t i = 0; i < nd; i++)
+		item_free(u, dead[i]);
+	free(dead);
+	u->st.last_full = now;
+	schedule_heartbeat(u, now);
+out:
+	free(sites);
+	batch_free(&b);
+	cats_arena_reset(&u->arena);
+	return rc;
+}
+
+void
+sma_uc_seed(struct sma_uc *u, uint64_t now)
+{
+	if (u->core == NULL)
+		return;
+	for (const struct sma_svc *v = sma_services(u->core); v; v = v->next) {
+		for (const struct sma_entry *e = v->head; e; e = e->svc_next) {
+			struct item *it = get_item(u, e->csci_id, true);
+			if (it == NULL)
+				continue;
+			struct site *s = get_site(u, v->cs_id);
+			if (it->accounted)
+				acc(it->site, &it->cur, -1);
+			transform(u, e, now, &it->cur);
+			it->site = s;
+			acc(s, &it->cur, 1);
+			it->accounted = true;
+			it->adv = it->cur;
+			set_adv(u, it, it->cur.state != CATS_SCI_FAILED);
+			it->adv_site = s;
+			it->last_sent = 0;
+		}
+	}
+	for (struct site *s = u->site_head; s; s = s->next) {
+		sma_site_view_of(&s->acc, &s->cur);
+		s->adv = s->cur;
+		s->adv_valid = true;
+	}
+	(void)now;
+}
+
+int
+sma_uc_withdraw_saved(struct sma_uc *u, const struct cats_entry *e,
+    int reason, uint64_t now)
+{
+	struct cats_entry w;
+	struct cats_rec r;
+	sma_withdrawal_entry(e, &w);
+	head(u, &r, CATS_OP_WITHDRAW, now);
+	r.u.metric.entries.v = &w;
+	r.u.metric.entries.n = 1;
+	r.u.metric.reason = sma_wd_names[reason];
+	return send(u, &r, SMA_UC_CRITICAL);
+}
+
+static void
+heartbeat(struct sma_uc *u, uint64_t now)
+{
+	const struct sma_uc_conf *k = &u->c->uc;
+	bool refresh = k->refresh == SMA_REFRESH_ON ||
+	    (k->refresh == SMA_REFRESH_AUTO && u->peer_refresh);
+	u->hb_count++;
+	if (refresh && u->hb_count % k->full_every != 0) {
+		struct cats_rec r;
+		head(u, &r, CATS_OP_REFRESH, now);
+		send(u, &r, SMA_UC_REFRESH);
+		schedule_heartbeat(u, now);
+		return;
+	}
+	sma_uc_snapshot(u, now, CATS_OP_HEARTBEAT);
+}
+
+/* Damped entries whose penalty fell below reuse. */
+static void
+reuse(struct sma_uc *u, uint64_t now)
+{
+	char b[CATS_ID + 1];
+	for (struct item *it = u->damped, *n; it != NULL; it = n) {
+		n = it->dnext;
+		if (reuse_time(u, &it->d) > now)
+			continue;
+		damp_unlink(u, it);
+		u->st.damp_reused++;
+		cats_audit("damp", "csci=%s penalty=%.0f action=reuse",
+		    cats_safe(it->csci_id, b, sizeof(b)), decayed(u, &it->d, now));
+		it->held &= (uint8_t)~H_DAMP;
+		int cls = classify(u, it, false);
+		if (cls == C_CRIT)
+			pend(u, it, P_CRIT);
+		else if (cls == C_ROUTINE && it->list == P_NONE)
+			pend(u, it, P_ROUTINE);
+		if (cls == C_ROUTINE)
+			min_at(&u->routine_at, now);
+	}
+	for (struct site *s = u->site_head; s; s = s->next) {
+		if (!s->damped || reuse_time(u, &s->d) > now)
+			continue;
+		s->damped = false;
+		u->st.damped--;
+		u->st.damp_reused++;
+		cats_audit("damp", "cs=%s penalty=%.0f action=reuse",
+		    cats_safe(s->cs_id, b, sizeof(b)), decayed(u, &s->d, now));
+		if (s->inpend)
+			min_at(&u->routine_at, now);
+	}
+	recompute_reuse(u);
+}
+
+uint64_t
+sma_uc_next_deadline(const struct sma_uc *u)
+{
+	uint64_t t = 0;
+	min_at(&t, u->routine_at);
+	min_at(&t, u->boundary_at);
+	min_at(&t, u->reuse_at);
+	min_at(&t, u->hb_at);
+	return t;
+}
+
+uint64_t
+sma_uc_tick(struct sma_uc *u, uint64_t now)
+{
+	if (u->boundary_at && u->boundary_at <= now) {
+		reevaluate(u, now, false);
+		u->boundary_at = sma_policy_next_boundary(u->pol, now);
+		commit(u, now);
+		min_at(&u->routine_at, now);
+	}
+	if (u->reuse_at && u->reuse_at <= now)
+		reuse(u, now);
+	if (u->crit.n > 0)
+		flush_critical(u, now);
+	if (u->routine_at && u->routine_at <= now)
+		flush_routine(u, now);
+	if (u->hb_at && u->hb_at <= now)
+		heartbeat(u, now);
+	return sma_uc_next_deadline(u);
+}
+
+void
+sma_uc_drain(struct sma_uc *u, uint64_t now)
+{
+	commit(u, now);
+	u->draining = true;
+	if (u->routine.n > 0 || u->spend != NULL)
+		flush_routine(u, now);
+	u->draining = false;
+}
+
+void
+sma_uc_peer_refresh(struct sma_uc *u, bool ok)
+{
+	u->peer_refresh = ok;
+}
+
+void
+sma_uc_set_load(struct sma_uc *u, uint64_t ppm)
+{
+	u->load_ppm = ppm;
+}
+
+uint64_t
+sma_uc_seq(const struct sma_uc *u)
+{
+	return u->seq;
+}
+
+void
+sma_uc_renumber(struct sma_uc *u, uint64_t seq)
+{
+	if (seq > u->seq)
+		u->seq = seq;
+}
+
+uint64_t
+sma_uc_epoch(const struct sma_uc *u)
+{
+	return u->epoch;
+}
+
+size_t
+sma_uc_count(const struct sma_uc *u)
+{
+	return u->nadv;
+}
+
+void
+sma_uc_view(const struct sma_uc *u,
+    void (*fn)(void *arg, const struct cats_entry *e), void *arg)
+{
+	struct sma_uc *w = (struct sma_uc *)u;	/* the arena only */
+	for (size_t i = 0; i < u->items.cap; i++) {
+		const struct item *it = u->items.s[i].h ? u->items.s[i].item :
+		    NULL;
+		if (it == NULL || !it->adv_valid)
+			continue;
+		struct cats_entry e;
+		build_entry(w, it, true, false, &e);
+		fn(arg, &e);
+		cats_arena_reset(&w->arena);
+	}
+}
+
+const struct sma_uc_stats *
+sma_uc_stats(const struct sma_uc *u)
+{
+	struct sma_uc_stats *st = (struct sma_uc_stats *)&u->st;
+	st->pending = u->crit.n + u->routine.n;
+	return st;
+}
