@@ -19,7 +19,7 @@ teardown() {
 }
 
 flood_during_download() {
-	xc curl -s -m 30 --limit-rate 400k -o "$FWD_DIR/dl" http://203.0.113.100/big &
+	xc curl -s --speed-limit 1 --speed-time 30 --limit-rate 400k -o "$FWD_DIR/dl" http://203.0.113.100/big &
 	dl=$!
 	sleep 0.7
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" flood 203.0.113.200 9999 3000
@@ -33,7 +33,7 @@ flood_during_download() {
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7400 hello 42300
 	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
 	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
-	sleep 0.3
+	wait_counter ingress path_errors -ge 1
 	[ "$(counter ingress path_errors)" -eq 1 ]
 	[ "$(counter ingress path_down_sent)" -eq 0 ]
 	! grep -q '"event":"path-down"' "$FWD_DIR/cps.log"
@@ -64,7 +64,7 @@ flood_during_download() {
 	for i in 1 2 3 4 5 6; do
 		xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.200 9999 "p$i" 40123
 	done
-	sleep 0.3
+	wait_counter ingress drop_pending_flow_full -ge 3
 	[ "$(counter ingress pending)" -eq 1 ]
 	[ "$(counter ingress pending_held)" -eq 3 ]
 	[ "$(counter ingress drop_pending_flow_full)" -eq 3 ]

@@ -66,13 +66,13 @@ setup() {
 	# (a CS-ID with mode none is malformed for cats-select).
 	jq -e '.mode == "none" and (has("cs_id") | not)' "$FWD_DIR/req"
 	# Both forwarders reported the install.
-	wait_for 20 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
+	wait_for 100 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
 	grep -q '"fwd":"EF-2","event":"installed"' "$FWD_DIR/cps.log"
 }
 
 @test "fwd: a long download keeps its instance while new flows go elsewhere; survives an ingress restart" {
 	echo 198.51.100.11 >"$FWD_DIR/choose"
-	xc curl -s -m 30 --limit-rate 600k -o "$FWD_DIR/dl" http://203.0.113.100/big &
+	xc curl -s --speed-limit 1 --speed-time 30 --limit-rate 600k -o "$FWD_DIR/dl" http://203.0.113.100/big &
 	dl=$!
 	sleep 1
 	echo 198.51.100.21 >"$FWD_DIR/choose"
@@ -99,17 +99,15 @@ setup() {
 	sleep 0.3
 	n0=$(grep -c '"type":"request"' "$FWD_DIR/cps.log")
 	echo stray | xs socat -u - UDP:192.0.2.10:5555,bind=198.51.100.21:80
-	sleep 0.5
-	after=$(counter egress drop_no_reverse_binding)
-	[ "$after" -gt "$before" ]
-	wait $rcv || true
+	# Dropped (the proof it arrived), then: never delivered, no request.
+	wait_counter egress drop_no_reverse_binding -gt "$before"
+	wait $rcv || true	# the receiver's timeout: it got nothing
 	[ ! -s "$FWD_DIR/got" ]
 	[ $(grep -c '"type":"request"' "$FWD_DIR/cps.log") -eq "$n0" ]
 	# A forged return packet at the ingress (outer SRv6 to its SID):
 	b2=$(counter ingress drop_no_reverse_binding)
 	xe $PY "$TOP/tests/tools/fwd_pkt.py" srv6-stray e1 "$(mac_of "$NI" i1)"
-	sleep 0.3
-	[ "$(counter ingress drop_no_reverse_binding)" -gt "$b2" ]
+	wait_counter ingress drop_no_reverse_binding -gt "$b2"
 }
 
 @test "fwd: an ICMP error from the core about a bound flow's packet reports its path down, once" {
@@ -128,12 +126,12 @@ setup() {
 		grep -q '"reason":"unreachable"'
 	# Again at once: counted, not reported again (once per 5 s).
 	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
-	sleep 0.3
+	wait_counter ingress path_errors -ge $((e0 + 2))
 	[ "$(counter ingress path_errors)" -eq $((e0 + 2)) ]
 	[ "$(counter ingress path_down_sent)" -eq $((d0 + 1)) ]
 	# About a flow nobody bound: counted, nothing reported.
 	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42399 7400
-	sleep 0.3
+	wait_counter ingress path_errors -ge $((e0 + 3))
 	[ "$(counter ingress path_errors)" -eq $((e0 + 3)) ]
 	[ "$(counter ingress path_down_sent)" -eq $((d0 + 1)) ]
 }
@@ -141,14 +139,13 @@ setup() {
 @test "fwd: established flows need a binding; an unknown TCP mid-flow packet is refused" {
 	before=$(counter ingress drop_no_binding_tcp)
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" tcp-ack 203.0.113.100
-	sleep 0.3
-	[ "$(counter ingress drop_no_binding_tcp)" -gt "$before" ]
+	wait_counter ingress drop_no_binding_tcp -gt "$before"
 }
 
 @test "fwd: SIGUSR2 dumps per-binding counters" {
 	rm -f "$FWD_DIR/ingress.err.mark"
 	kill -USR2 "$(cat "$FWD_DIR/ingress.pid")"
-	sleep 0.3
+	wait_for 50 grep -q '"reason":"counters"' "$FWD_DIR/ingress.err"
 	grep '"reason":"counters"' "$FWD_DIR/ingress.err" |
 		jq -es 'any(.[]; .pkts > 0 and .rev_pkts > 0 and .id > 0)'
 }

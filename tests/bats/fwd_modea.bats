@@ -56,8 +56,8 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 @test "fwd Mode A: the CS-ID in Destination Options steers the flow" {
 	pkt modea S2 2001:db8:100::200 7000
 	pkt modea S1 2001:db8:100::200 7000 2001:db8:c1::11 S1b
-	wait_for 30 grep -q "modea S2" "$FWD_DIR/got6_21"
-	wait_for 30 grep -q "modea S1b" "$FWD_DIR/got6_11"
+	wait_for 100 grep -q "modea S2" "$FWD_DIR/got6_21"
+	wait_for 100 grep -q "modea S1b" "$FWD_DIR/got6_11"
 	! grep -q "modea S2" "$FWD_DIR/got6_11"
 	# The request carried the CS-ID, the constraint and the mode.
 	grep '"type":"request"' "$FWD_DIR/cps.log" | grep '"cs_id":"S2"' |
@@ -66,7 +66,7 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 
 @test "fwd Mode A: the option in Hop-by-Hop Options works too" {
 	pkt modea-hbh S2 2001:db8:100::200 7000 2001:db8:c1::12 HBH
-	wait_for 30 grep -q "modea HBH" "$FWD_DIR/got6_21"
+	wait_for 100 grep -q "modea HBH" "$FWD_DIR/got6_21"
 	[ "$(grep -c '"mode":"a"' "$FWD_DIR/cps.log")" -ge 2 ]
 }
 
@@ -74,20 +74,21 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 	n0=$(grep -c '"type":"request"' "$FWD_DIR/cps.log")
 	before=$(counter ingress drop_csid_mismatch)
 	pkt modea S2 2001:db8:100::100 7000 2001:db8:c1::10 MISMATCH
-	sleep 0.5
+	# Seen and dropped (the proof it was handled), then nothing else.
+	wait_counter ingress drop_csid_mismatch -ge $((before + 1))
 	[ "$(counter ingress drop_csid_mismatch)" -eq $((before + 1)) ]
 	[ "$(grep -c '"type":"request"' "$FWD_DIR/cps.log")" -eq "$n0" ]
 	! grep -q MISMATCH "$FWD_DIR/got6_11" "$FWD_DIR/got6_21"
 	grep -q "event=csid-mismatch" "$FWD_DIR/ingress.err"
 	# The same CS-ID as the address's service is accepted.
 	pkt modea S1 2001:db8:100::100 7000 2001:db8:c1::14 AGREE
-	wait_for 30 grep -q "modea AGREE" "$FWD_DIR/got6_11"
+	wait_for 100 grep -q "modea AGREE" "$FWD_DIR/got6_11"
 }
 
 @test "fwd Mode A: an unknown CS-ID ends in an error that releases the packets" {
 	before=$(counter ingress drop_pending_error)
 	pkt modea S9 2001:db8:100::200 7000 2001:db8:c1::13 UNKNOWN
-	sleep 0.5
+	wait_counter ingress drop_pending_error -ge $((before + 1))
 	[ "$(counter ingress drop_pending_error)" -eq $((before + 1)) ]
 	[ "$(counter ingress pending)" -eq 0 ]
 }
@@ -95,18 +96,22 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 @test "fwd Mode A: a malformed CATS option is dropped and counted" {
 	before=$(counter ingress drop_bad_option)
 	pkt modea-bad 2001:db8:100::200 7000
-	sleep 0.3
+	wait_counter ingress drop_bad_option -ge $((before + 1))
 	[ "$(counter ingress drop_bad_option)" -eq $((before + 1)) ]
 }
 
 @test "fwd Mode B: the envelope at the configured UDP offset steers the flow" {
 	pkt modeb S2 203.0.113.200 7100
-	wait_for 30 grep -q "modeb S2" "$FWD_DIR/got4_21"
+	wait_for 100 grep -q "modeb S2" "$FWD_DIR/got4_21"
 	grep '"type":"request"' "$FWD_DIR/cps.log" | grep '"mode":"b"' |
 		jq -e '.cs_id == "S2"'
-	# Another port is not searched for an envelope.
+	# Another port is not searched for an envelope: the datagram is a new
+	# flow like any other, its request (the proof the forwarder saw it)
+	# has no CS-ID and mode none, and no Mode B request is added.
 	n0=$(grep -c '"mode":"b"' "$FWD_DIR/cps.log")
-	pkt modeb S2 203.0.113.200 7101 || true
-	sleep 0.3
+	pkt modeb S2 203.0.113.200 7101
+	wait_for 100 grep -q '"type":"request".*"dport":7101' "$FWD_DIR/cps.log"
+	grep '"type":"request"' "$FWD_DIR/cps.log" | grep '"dport":7101' |
+		jq -e '.mode == "none" and (has("cs_id") | not)'
 	[ "$(grep -c '"mode":"b"' "$FWD_DIR/cps.log")" -eq "$n0" ]
 }

@@ -131,7 +131,7 @@ start_cps() {
 	bg cps "$NI" fake-cps --select "unix:$FWD_DIR/select.sock" \
 		--bind "unix:$FWD_DIR/bind.sock" "$log" \
 		--key "$FWD_DIR/psk" "$@"
-	wait_for 30 test -S "$FWD_DIR/bind.sock"
+	wait_for 100 test -S "$FWD_DIR/bind.sock"
 }
 
 # The ingress forwarder IF-1.  Extra arguments are passed on.
@@ -163,13 +163,36 @@ start_egress() {
 }
 
 # Counter NAME of a forwarder (ingress|egress), from a fresh stats dump.
+# Fails, saying why, when the forwarder is gone, sends no stats or has no
+# such counter: a dead forwarder never reads as a count that did not move.
 counter() {
-	local who=$1 name=$2
+	local who=$1 name=$2 pid v
+	pid=$(cat "$FWD_DIR/$who.pid" 2>/dev/null)
 	rm -f "$FWD_DIR/$who.stats"
-	kill -USR1 "$(cat "$FWD_DIR/$who.pid")"
-	wait_for 30 test -s "$FWD_DIR/$who.stats"
-	sleep 0.1
-	jq -r ".counters.$name" "$FWD_DIR/$who.stats" | tail -1
+	kill -USR1 "$pid" 2>/dev/null ||
+		{ echo "counter: $who (pid ${pid:-none}) is not running" >&2; return 1; }
+	wait_for 50 jq -e .counters "$FWD_DIR/$who.stats" ||
+		{ echo "counter: no stats from $who" >&2; return 1; }
+	v=$(jq -r ".counters.$name" "$FWD_DIR/$who.stats" | tail -1)
+	case $v in
+	''|*[!0-9]*) echo "counter: $who has no counter $name ($v)" >&2; return 1 ;;
+	esac
+	echo "$v"
+}
+
+# Wait until counter NAME of forwarder WHO compares to VALUE with OP (an
+# operator of test(1): -eq -ge -gt ...): wait_counter WHO NAME OP VALUE.
+# This is the proof that a packet was seen before asserting what did not
+# happen to it.
+counter_is() {
+	local v
+	v=$(counter "$1" "$2") && [ "$v" "$3" "$4" ]
+}
+wait_counter() {
+	wait_for 100 counter_is "$@" || {
+		echo "$1 $2 is $(counter "$1" "$2"), not $3 $4"
+		return 1
+	}
 }
 
 # A burst of one UDP flow to the service: its first datagram makes the

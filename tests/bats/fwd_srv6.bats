@@ -35,7 +35,7 @@ teardown() {
 		[ "$output" = "instance 198.51.100.11" ]
 		# A larger transfer: MSS clamping keeps the SRv6 packets
 		# within the MTU.
-		xc curl -s -m 10 -o "$FWD_DIR/big" http://203.0.113.100/big
+		xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
 		cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
 		[ "$(counter ingress mss_clamped)" -ge 1 ]
 		if [ -n "$mode" ]; then
@@ -61,13 +61,13 @@ teardown() {
 	sleep 0.3
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 198.51.100.21 7200 "kernel-seg6-v4"
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 2001:db8:5::21 7200 "kernel-seg6-v6"
-	wait_for 30 grep -q kernel-seg6-v4 "$FWD_DIR/got4"
-	wait_for 30 grep -q kernel-seg6-v6 "$FWD_DIR/got6"
+	wait_for 100 grep -q kernel-seg6-v4 "$FWD_DIR/got4"
+	wait_for 100 grep -q kernel-seg6-v6 "$FWD_DIR/got6"
 	[ "$(counter egress eg_unbound)" -ge 2 ]
 	# An address the egress does not own is not delivered.
 	xi ip route add 203.0.113.0/24 encap seg6 mode encap segs 2001:db8:2::100 dev i1
 	before=$(counter egress drop_not_owned)
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.9 7200 "not-owned"
-	sleep 0.3
+	wait_counter egress drop_not_owned -ge $((before + 1))
 	[ "$(counter egress drop_not_owned)" -eq $((before + 1)) ]
 }
