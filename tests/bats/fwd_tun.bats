@@ -34,7 +34,7 @@ teardown() {
 	run xc curl -s -m 5 http://203.0.113.100/
 	[ "$status" -eq 0 ]
 	[ "$output" = "instance 198.51.100.21" ]
-	xc curl -s -m 10 -o "$FWD_DIR/big" http://203.0.113.100/big
+	xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
 	cmp "$FWD_DIR/big" "$FWD_DIR/www21/big"
 	[ "$(counter ingress fwd_pkts)" -gt 10 ]
 	[ "$(counter ingress rev_pkts)" -gt 10 ]

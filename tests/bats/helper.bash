@@ -16,15 +16,43 @@ need_root() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
 }
 
-# Wait until a command succeeds, up to $1 tenths of a second.
-wait_for() {
-	local n=$1; shift
-	while [ "$n" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
+# Wait until a command succeeds while something keeps moving:
+#   wait_progress STALL PROBE CMD...
+# PROBE is a shell command (one string) whose output shows progress, such
+# as "stat -c %s FILE" for a transfer; the wait fails only when CMD has not
+# succeeded and PROBE's output has not changed for STALL tenths of a
+# second.  A loaded machine slows a transfer down without failing it; a
+# stuck one fails after STALL however long the transfer is.  CMD and PROBE
+# are run anew each time: a "$(...)" in CMD would be counted only once,
+# before the wait (use a function or sh -c '...').
+wait_progress() {
+	local stall=$1 probe=$2 n=$1 last now
+	shift 2
+	last=$(eval "$probe" 2>/dev/null)
+	until "$@" >/dev/null 2>&1; do
+		if [ "$n" -le 0 ]; then
+			echo "wait_progress: $* still false after $((stall / 10)) s" \
+			    "without progress${probe:+ ($probe: ${last:-nothing})}" >&2
+			return 1
+		fi
 		sleep 0.1
-		n=$((n - 1))
+		[ -n "$probe" ] && now=$(eval "$probe" 2>/dev/null)
+		if [ -n "$probe" ] && [ "$now" != "$last" ]; then
+			last=$now
+			n=$stall
+		else
+			n=$((n - 1))
+		fi
 	done
-	return 1
+}
+
+# Wait until a command succeeds, up to $1 tenths of a second: for one event
+# (a socket, a log line), nothing to measure progress by.  The budget is a
+# count of tries, each at least 0.1 s: a loaded machine stretches it.
+wait_for() {
+	local n=$1
+	shift
+	wait_progress "$n" "" "$@"
 }
 
 # JSON Lines -> CBOR, and back, for fixtures.

@@ -23,7 +23,7 @@ setup_file() { loop_file_up t; }
 
 @test "loop: steering by metrics: load on the best instance moves new flows, and back" {
 	loop_wait 50 loop_ct_is 198.51.100.11:80 3
-	lx "$LC" curl -s -m 30 -o "$LOOP_DIR/dl1" "http://203.0.113.100/big?mb=3" &
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl1" "http://203.0.113.100/big?mb=3" &
 	dl=$!
 	# site1-a's SCI reports the connection: 13 ms, so site1-b (6.5 ms) wins.
 	loop_wait 60 loop_ct_is 198.51.100.11:80 13
@@ -38,7 +38,7 @@ setup_file() { loop_file_up t; }
 @test "loop: affinity: a running transfer keeps its instance and binding while metrics change" {
 	loop_wait 50 loop_ct_is 198.51.100.11:80 3
 	req0=$(loop_counter IF-1 requests)
-	lx "$LC" curl -s -m 30 -o "$LOOP_DIR/dl2" -w '%{local_port}' \
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl2" -w '%{local_port}' \
 		"http://203.0.113.100/big?mb=4" >"$LOOP_DIR/dl2.port" &
 	dl=$!
 	loop_wait 60 loop_ct_is 198.51.100.11:80 13
@@ -76,7 +76,7 @@ setup_file() { loop_file_up t; }
 	# The C-PS no longer has the entry (its CST, dumped on SIGUSR2).
 	n0=$(cats-cbor decode "$LOOP_DIR/select.stats" | wc -l)
 	kill -USR2 "$(loop_pid select)"
-	loop_wait 30 sh -c "cats-cbor decode '$LOOP_DIR/select.stats' | tail -n +$((n0 + 1)) | grep -q sma-site2"
+	loop_wait 100 sh -c "cats-cbor decode '$LOOP_DIR/select.stats' | tail -n +$((n0 + 1)) | grep -q sma-site2"
 	cats-cbor decode "$LOOP_DIR/select.stats" | tail -n +$((n0 + 1)) |
 		jq -se '[.[] | select(.type == "metric") | .entries[]?.csci_id] |
 		(index("198.51.100.12:80") != null) and (index("198.51.100.11:80") == null)'
@@ -93,13 +93,14 @@ setup_file() { loop_file_up t; }
 	b0=$(loop_bindout | jq -s '[.[] | select(.type == "binding")] | length')
 	run loop_curl http://203.0.113.99/
 	[ "$status" -ne 0 ]
-	loop_wait 30 test -n "$(loop_error_to 203.0.113.99)"
+	has_error_to() { [ -n "$(loop_error_to "$1")" ]; }
+	loop_wait 100 has_error_to 203.0.113.99
 	e=$(loop_error_to 203.0.113.99)
 	[ "$(jq -r .code <<<"$e")" = unresolved-service ]
 	[ "$(jq -r .ingress <<<"$e")" = IF-1 ]
 	# An explicit CS-ID the catalogue does not know (Mode B, UDP).
 	loop_modeb S9 203.0.113.99 7100 hello
-	loop_wait 30 sh -c "cats-cbor decode '$LOOP_DIR/bind.cbor' | grep -q '\"code\":\"unknown-cs-id\"'"
+	loop_wait 100 sh -c "cats-cbor decode '$LOOP_DIR/bind.cbor' | grep -q '\"code\":\"unknown-cs-id\"'"
 	[ "$(loop_counter IF-1 pending)" = 0 ]
 	[ "$(loop_counter IF-1 pending_held)" = 0 ]
 	[ "$(loop_counter IF-1 errors_received)" -ge 2 ]

@@ -22,7 +22,7 @@ answered_within() {
 
 @test "loop restart: cats-bind killed (-9) during a TCP transfer: the transfer completes" {
 	best_is site1-a
-	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl1" -w '%{local_port}' \
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl1" -w '%{local_port}' \
 		"http://203.0.113.100/big?mb=4" >"$LOOP_DIR/dl1.port" &
 	dl=$!
 	sleep 1
@@ -52,7 +52,7 @@ answered_within() {
 }
 
 @test "loop restart: the C-PS (selector, PCE) restarted: steering resumes after a full sync" {
-	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl2" "http://203.0.113.100/big?mb=8" &
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl2" "http://203.0.113.100/big?mb=8" &
 	dl=$!
 	loop_wait 60 loop_ct_is 198.51.100.11:80 13
 	full0=$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')
@@ -89,7 +89,7 @@ answered_within() {
 }
 
 @test "loop restart: the egress forwarder restarted: established flows resume, new flows bind" {
-	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl3" "http://203.0.113.100/big?mb=4" &
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl3" "http://203.0.113.100/big?mb=4" &
 	dl=$!
 	sleep 1
 	loop_stop EF-1
@@ -104,7 +104,7 @@ answered_within() {
 
 @test "loop restart: the ingress forwarder restarted during a transfer: re-synced, it completes" {
 	loop_wait 60 loop_ct_is 198.51.100.11:80 3
-	lx "$LC" curl -s -m 40 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
 	dl=$!
 	sleep 1
 	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")
