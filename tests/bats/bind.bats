@@ -145,7 +145,9 @@ all_whole() {
 	cat "$W/in" >"$W/fifo"
 	wait_for 100 sh -c "[ \$(cats-cbor decode '$W/out2' | wc -l) -eq 50 ]"
 	kill -9 "$BIND_PIDS"
-	wait "$BIND_PIDS" || true
+	rc=0
+	wait "$BIND_PIDS" || rc=$?
+	[ "$rc" -eq 137 ]	# alive until the kill, not dead before
 	[ ! -e "$W/j2/snapshot" ]
 	cats-bind --dump --journal "$W/j2" >"$W/d2"
 	[ "$(dec "$W/d2" | wc -l)" -eq 50 ]
@@ -185,7 +187,9 @@ all_whole() {
 	# Wait until some bindings are out, then kill it mid-stream.
 	wait_for 100 test -s "$W/out"
 	kill -9 "$pid"
-	wait "$pid" || true
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 137 ]	# alive until the kill, not dead before
 	n_out=$(dec "$W/out" 2>/dev/null | jq -c 'select(.type == "binding")' |
 	    wc -l)
 	cats-bind --dump --journal "$W/j" >"$W/d" 2>"$W/err2"
@@ -239,7 +243,7 @@ all_whole() {
 	# forwarder hears of the new epoch, and re-sent with it.
 	exec 7>&-
 	kill -TERM "$BIND_PIDS"
-	wait "$BIND_PIDS" || true
+	wait "$BIND_PIDS"	# a clean stop: exit 0
 	e1=$(jq 'select(.type == "binding") | .epoch' "$W/if2")
 	[ ! -e "$W/sock" ]
 	mkfifo "$W/fifo2"
