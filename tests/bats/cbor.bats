@@ -139,6 +139,5 @@ teardown() { rm -rf "$T"; }
 }
 
 @test "cbor: --help equals the man page SYNOPSIS" {
-	diff <(cats-cbor --help | sed 's/^usage: //; s/^ *//') \
-	     <(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$TOP/man/cats-cbor.1" | grep -v '^\.' | sed 's/\\-/-/g; s/^ *//')
+	check_synopsis cats-cbor
 }

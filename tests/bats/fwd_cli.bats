@@ -5,10 +5,7 @@
 load helper
 
 @test "fwd cli: --help equals the man page SYNOPSIS" {
-	run cats-fwd --help
-	[ "$status" -eq 0 ]
-	diff <(echo "$output" | sed 's/^usage: //; s/^ *//') \
-	    <(sed -n '/^\.SH SYNOPSIS/,/^\.fi/p' "$TOP/man/cats-fwd.1" | sed '1,2d;$d; s/^ *//')
+	check_synopsis cats-fwd
 }
 
 @test "fwd cli: every long option is documented in OPTIONS" {

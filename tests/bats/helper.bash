@@ -55,6 +55,35 @@ wait_for() {
 	wait_progress "$n" "" "$@"
 }
 
+# The SYNOPSIS section of man page $1 as text: requests dropped but the
+# words of .B and .I kept, font changes removed, \- as -.
+man_synopsis() {
+	sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$1" | sed '1d;$d' |
+	    sed -E 's/^\.[BI] +//; /^\./d; s/\\f([BIRP]|\(..)//g; s/\\-/-/g;
+		s/\\&//g; s/\\e/\\/g'
+}
+
+# The words of stdin, one a line.
+words() {
+	tr -s ' \t' '\n\n' | sed '/^$/d'
+}
+
+# The rule of HACKING.md for every tool: TOOL --help exits 0 and prints on
+# stdout "usage: " and then the SYNOPSIS of its man page (man/TOOL.1, or
+# $2), word for word: the same words in the same order, nothing more and
+# nothing less.  Only line breaks and indentation may differ (the page may
+# be filled by the formatter).
+check_synopsis() {
+	local tool=$1 page=${2:-$TOP/man/$1.1} help rc=0
+	help=$("$tool" --help 2>/dev/null) || rc=$?
+	[ "$rc" -eq 0 ] || { echo "$tool --help exited $rc"; return 1; }
+	[[ "$help" == "usage: $tool "* ]] ||
+	    { echo "$tool --help does not begin with 'usage: $tool'"; return 1; }
+	diff -u --label "SYNOPSIS of ${page##*/}" --label "$tool --help" \
+	    <(man_synopsis "$page" | words) \
+	    <(printf '%s\n' "${help#usage: }" | words)
+}
+
 # JSON Lines -> CBOR, and back, for fixtures.
 enc() { cats-cbor encode "$@"; }
 dec() { cats-cbor decode "$@"; }

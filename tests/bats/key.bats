@@ -130,6 +130,5 @@ PY
 	[ "$status" -eq 2 ]
 	run cats-key frob
 	[ "$status" -eq 2 ]
-	diff <(cats-key --help | sed 's/^usage: //; s/^ *//') \
-	     <(sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$TOP/man/cats-key.1" | grep -v '^\.' | sed 's/\\-/-/g; s/^ *//')
+	check_synopsis cats-key
 }

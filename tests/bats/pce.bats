@@ -36,12 +36,7 @@ req() {	# txn headend endpoint dataplane [constraints]
 @test "--help prints the synopsis of the man page, --version the version" {
 	run cats-pce --help
 	[ "$status" -eq 0 ]
-	[[ "$output" == "usage: cats-pce -t file"* ]]
-	# The man page SYNOPSIS says the same, troff aside.
-	syn=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$TOP/man/cats-pce.1" |
-	    sed '/^\./d; s/\\f[BIR]//g; s/\\-/-/g; s/^ *//' | tr -s ' ')
-	help=$(sed 's/^usage: //; s/^ *//' <<<"$output" | tr -s ' ')
-	[ "$syn" = "$help" ]
+	check_synopsis cats-pce
 	run cats-pce --version
 	[ "$status" -eq 0 ]
 	[[ "$output" == "cats-pce (cats) "* ]]

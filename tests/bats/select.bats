@@ -231,12 +231,9 @@ run_case() {
 	run cats-select --help
 	[ "$status" -eq 0 ]
 	[ "${lines[0]%% *}" = "usage:" ]
-	# The SYNOPSIS of the man page names exactly the options of --help.
-	sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$TOP/man/cats-select.1" |
-	    sed 's/\\f[BIR]//g; s/\\-/-/g' | grep -o -- '--[a-z-]*' | sort -u >"$TMP/man"
+	check_synopsis cats-select
+	# Each option is described under OPTIONS (.B or .BI).
 	cats-select --help | grep -o -- '--[a-z-]*' | sort -u >"$TMP/help"
-	diff -u "$TMP/help" "$TMP/man"
-	# and each is described under OPTIONS (.B or .BI).
 	sed 's/\\-/-/g' "$TOP/man/cats-select.1" >"$TMP/page"
 	for opt in $(cat "$TMP/help"); do
 		grep -qE "^\\.BI? $opt( |\$)" "$TMP/page" ||

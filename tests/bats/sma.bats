@@ -33,21 +33,12 @@ replay() {
 ent() { sed -n "${2}p" "$W/$1.out" | jq -r ".entries[0].$3"; }
 site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
 
-# The SYNOPSIS of man page $1 and the --help of tool $2, words only.
-synopsis() {
-	sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$1" | grep -v '^\.' |
-	    sed 's/\\f[BIR]//g; s/\\-/-/g' | tr -s ' \n' '  '
-}
-usage_words() {
-	"$1" --help | sed 's/^usage: //' | tr -s ' \n' '  '
-}
-
 @test "sma: --help is the man page synopsis, --version" {
 	run cats-sma --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == "usage: cats-sma "* ]]
-	[ "$(synopsis "$TOP/man/cats-sma.1")" = "$(usage_words cats-sma)" ]
-	[ "$(synopsis "$TOP/man/cats-sci.1")" = "$(usage_words cats-sci)" ]
+	check_synopsis cats-sma
+	check_synopsis cats-sci
 	run cats-sma --version
 	[[ "$output" == "cats-sma (cats) "* ]]
 	run cats-sma
