@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/conf.h"
 #include "rec/json.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "rec/seq.h"
 #include "base/tool.h"
 
@@ -341,7 +341,6 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .type = -1, .lim = cats_limits_default };
-	char err[256];
 	uint64_t v;
 	int ch;
 
@@ -355,12 +354,10 @@ main(int argc, char **argv)
 			o.json = true;
 			break;
 		case 'm':
-			if (cats_parse_size(optarg, &v, err, sizeof(err)) < 0 ||
-			    v < 16 || v > (64u << 20)) {
-				cats_errorx("--max-record: %s", v < 16 ? err :
-				    "between 16 and 64M");
-				return CATS_EXIT_USAGE;
-			}
+			v = cats_opt_size("--max-record", optarg);
+			if (v < 16 || v > (64u << 20))
+				cats_opt_fail("--max-record", "between 16 and "
+				    "64M");
 			o.lim.max_record = v;
 			if (o.lim.max_string > v)
 				o.lim.max_string = v;

@@ -14,9 +14,9 @@
 #include <sodium.h>
 
 #include "base/clock.h"
-#include "base/conf.h"
 #include "rec/json.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "rec/seq.h"
 #include "sec/token.h"
 #include "base/tool.h"
@@ -309,7 +309,6 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .lifetime_ms = 86400000 };
-	char err[256];
 	int ch;
 
 	cats_tool_init(argv[0]);
@@ -328,11 +327,7 @@ main(int argc, char **argv)
 			o.cs[o.ncs++] = optarg;
 			break;
 		case 'e':
-			if (cats_parse_ms(optarg, &o.lifetime_ms, err,
-			    sizeof(err)) < 0) {
-				cats_errorx("--lifetime: %s", err);
-				return CATS_EXIT_USAGE;
-			}
+			o.lifetime_ms = cats_opt_ms("--lifetime", optarg);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -362,11 +357,7 @@ main(int argc, char **argv)
 			o.csci = optarg;
 			break;
 		case 'T':
-			if (cats_parse_u64(optarg, 1, CATS_U53, &o.now_ms, err,
-			    sizeof(err)) < 0) {
-				cats_errorx("--now: %s", err);
-				return CATS_EXIT_USAGE;
-			}
+			o.now_ms = cats_opt_u64("--now", optarg, 1, CATS_U53);
 			break;
 		case 'V':
 			cats_tool_version();

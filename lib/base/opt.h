@@ -1,0 +1,35 @@
+/*
+ * opt.h - option values of the tools' command lines: parse or exit.
+ *
+ * Contract: each parser returns the value of option opt given as v, or
+ * prints one line "tool: OPT: reason" (cats_errorx; OPT exactly as passed,
+ * e.g. "--gas") and exits with CATS_EXIT_USAGE (2).  The reasons are those
+ * of the conf.h value parsers, so a value reads the same on the command
+ * line and in a configuration file: "expected a number, got \"x\"",
+ * "5 is out of range 1..4", "expected a duration (500ms, 2s, 5m, 1h), got
+ * ...", "size ... is too large", "expected yes or no, got ...".
+ * For mains only: library code returns errors instead of exiting.
+ */
+#ifndef CATS_OPT_H
+#define CATS_OPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A decimal integer in min..max (both included). */
+uint64_t cats_opt_u64(const char *opt, const char *v, uint64_t min,
+    uint64_t max);
+/* A duration in milliseconds, conf.h syntax ("250ms", "2s"; bare: ms). */
+uint64_t cats_opt_ms(const char *opt, const char *v);
+/* A size in bytes, conf.h syntax ("512", "64k", "16M", "1G"). */
+uint64_t cats_opt_size(const char *opt, const char *v);
+/* A boolean: yes/no, true/false, on/off, 1/0. */
+bool cats_opt_bool(const char *opt, const char *v);
+/*
+ * Refuse option opt with a reason of the caller's (a check the parsers
+ * above do not make, e.g. "must be positive"): "tool: OPT: reason", exit 2.
+ */
+void cats_opt_fail(const char *opt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+#endif
