@@ -639,6 +639,58 @@ cats_rec_init(struct cats_rec *r, enum cats_type t)
 	r->type = t;
 }
 
+void
+cats_rec_error_init(struct cats_rec *r, const char *code, const char *stage,
+    uint64_t txn, uint64_t ts, const char *msg)
+{
+	cats_rec_init(r, CATS_T_ERROR);
+	struct cats_error *e = &r->u.error;
+	e->code = code;
+	e->stage = stage;
+	CATS_SET(e, ERR, ts, ts);
+	if (txn != 0)
+		CATS_SET(e, ERR, txn, txn);
+	e->msg = msg != NULL && msg[0] != '\0' ? msg : NULL;
+}
+
+void
+cats_rec_error_route(struct cats_rec *r, const char *ingress,
+    const struct cats_flow *flow)
+{
+	struct cats_error *e = &r->u.error;
+	e->ingress = ingress;
+	if (flow != NULL) {
+		e->flow = *flow;
+		e->has |= UINT64_C(1) << CATS_ERR_flow;
+	} else {
+		e->has &= ~(UINT64_C(1) << CATS_ERR_flow);
+	}
+}
+
+uint64_t
+cats_rec_ts(const struct cats_rec *r)
+{
+	switch (r->type) {
+	case CATS_T_SCI_REPORT: return r->u.sci.ts;
+	case CATS_T_METRIC: return r->u.metric.ts;
+	case CATS_T_SYNC: return r->u.sync.ts;
+	case CATS_T_ACK: return r->u.ack.ts;
+	case CATS_T_NET: return r->u.net.ts;
+	case CATS_T_SERVICE:
+		return CATS_HAS(&r->u.service, SVC, ts) ? r->u.service.ts : 0;
+	case CATS_T_REQUEST: return r->u.request.ts;
+	case CATS_T_PATH_REQ: return r->u.preq.ts;
+	case CATS_T_PATH_REP: return r->u.prep.ts;
+	case CATS_T_BINDING: return r->u.binding.ts;
+	case CATS_T_STATUS: return r->u.status.ts;
+	case CATS_T_ERROR:
+		return CATS_HAS(&r->u.error, ERR, ts) ? r->u.error.ts : 0;
+	case CATS_T_STATS: return r->u.stats.ts;
+	case CATS_T__N: break;
+	}
+	return 0;
+}
+
 /*
  * The walk keeps the path to the current field as a stack of names and
  * indexes; the text "entries[2].gas" is only built when something fails.

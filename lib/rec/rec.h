@@ -611,6 +611,29 @@ void cats_dec_free(struct cats_dec *d);
 void cats_rec_init(struct cats_rec *r, enum cats_type t);
 
 /*
+ * The one way to build an error record: r becomes an "error" with code,
+ * stage (the tool that failed it, NULL: none), ts (always set: the time
+ * of the failure, 0 included), txn (0: none; transaction ids start at 1)
+ * and msg (NULL or "": none).  The strings are not copied: they must live
+ * as long as r.  The caller may then set index and field (CATS_SET,
+ * e->field) and the route with cats_rec_error_route().
+ */
+void cats_rec_error_init(struct cats_rec *r, const char *code,
+    const char *stage, uint64_t txn, uint64_t ts, const char *msg);
+/*
+ * Where an error goes back to: the ingress forwarder to notify (NULL:
+ * none) and the flow whose pending packets it releases (NULL: none).
+ */
+void cats_rec_error_route(struct cats_rec *r, const char *ingress,
+    const struct cats_flow *flow);
+/*
+ * The timestamp of a record of any type (ms); 0 when the type's ts is
+ * optional and absent (service, error).  Replay clocks observe it:
+ * cats_clock_observe(0) changes nothing.
+ */
+uint64_t cats_rec_ts(const struct cats_rec *r);
+
+/*
  * Decode and validate the one CBOR item p[0..n).  Returns 0, or -1 with err
  * naming the field and the reason.  Unknown keys are ignored.
  */

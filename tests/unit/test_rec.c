@@ -64,6 +64,10 @@ test_examples_round_trip(void)
 		json_t *in = json_loads(line, 0, &je);
 		json_t *out = cats_rec_to_json(&r2);
 		T_OK(json_equal(in, out), "line %d JSON round-trips", lineno);
+		json_t *ts = json_object_get(in, "ts");
+		T_OK(cats_rec_ts(&r2) == (ts ? (uint64_t)json_integer_value(ts) :
+		    0), "line %d (%s): cats_rec_ts is its ts", lineno,
+		    cats_type_name(r.type));
 		json_decref(in);
 		json_decref(out);
 		T_OK(cats_rec_validate(&r2, &e) == 0, "line %d validates",
@@ -277,6 +281,82 @@ test_build_and_set(void)
 	r.u.sci.health = 9;
 	T_OK(cats_rec_validate(&r, &e) < 0, "an enum out of range is refused");
 	cats_dec_free(&d);
+	cats_buf_free(&b);
+}
+
+/* r as compact JSON, for comparing (static buffer). */
+static const char *
+js(const struct cats_rec *r)
+{
+	static char buf[1024];
+	json_t *j = cats_rec_to_json(r);
+	char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	cats_strlcpy(buf, t ? t : "", sizeof(buf));
+	free(t);
+	json_decref(j);
+	return buf;
+}
+
+static void
+test_error_builder(void)
+{
+	struct cats_rec r, h;
+	struct cats_err e;
+	cats_rec_error_init(&r, "malformed", "cats-x", 0, 0, NULL);
+	T_OK(strcmp(js(&r), "{\"type\":\"error\",\"code\":\"malformed\","
+	    "\"ts\":0,\"stage\":\"cats-x\"}") == 0,
+	    "txn 0 and msg NULL absent, ts 0 kept: %s", js(&r));
+	T_OK(cats_rec_validate(&r, &e) == 0, "it validates");
+	cats_rec_error_init(&r, "x", NULL, 1, 1, "");
+	T_OK(strcmp(js(&r), "{\"type\":\"error\",\"code\":\"x\",\"ts\":1,"
+	    "\"txn\":1}") == 0, "txn 1 kept, msg \"\" and stage NULL absent: %s",
+	    js(&r));
+	cats_rec_error_init(&r, "x", "s", CATS_U53, CATS_U53, "m");
+	T_OK(strcmp(js(&r), "{\"type\":\"error\",\"code\":\"x\",\"ts\":"
+	    "9007199254740991,\"txn\":9007199254740991,\"stage\":\"s\","
+	    "\"msg\":\"m\"}") == 0 && cats_rec_validate(&r, &e) == 0,
+	    "2^53-1 for txn and ts: %s", js(&r));
+	T_OK(cats_rec_ts(&r) == CATS_U53, "cats_rec_ts of an error");
+
+	/* The route, and the same record as one built field by field. */
+	struct cats_flow f = { 0 };
+	f.proto = 6;
+	cats_ip_parse("192.0.2.1", 9, &f.src);
+	cats_ip_parse("192.0.2.2", 9, &f.dst);
+	cats_rec_error_init(&r, "unauthorized", "cats-pce", 7, 5,
+	    "path request refused: bad tag");
+	CATS_SET(&r.u.error, ERR, index, 3);
+	cats_rec_error_route(&r, "F1", &f);
+	cats_rec_init(&h, CATS_T_ERROR);
+	h.u.error.code = "unauthorized";
+	CATS_SET(&h.u.error, ERR, ts, 5);
+	CATS_SET(&h.u.error, ERR, txn, 7);
+	CATS_SET(&h.u.error, ERR, index, 3);
+	h.u.error.stage = "cats-pce";
+	h.u.error.msg = "path request refused: bad tag";
+	h.u.error.ingress = "F1";
+	h.u.error.flow = f;
+	h.u.error.has |= UINT64_C(1) << CATS_ERR_flow;
+	struct cats_buf a = { 0 }, b = { 0 };
+	cats_rec_encode(&r, &a, true);
+	cats_rec_encode(&h, &b, true);
+	T_OK(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
+	    "builder and route equal the record built by hand: %s", js(&r));
+	cats_rec_error_route(&r, NULL, NULL);
+	T_OK(r.u.error.ingress == NULL && !CATS_HAS(&r.u.error, ERR, flow),
+	    "a NULL route clears ingress and flow");
+	cats_rec_error_init(&r, "x", NULL, 0, 0, NULL);
+	T_OK(cats_rec_ts(&r) == 0 && CATS_HAS(&r.u.error, ERR, ts),
+	    "ts 0 set reads 0");
+	r.u.error.has = 0;
+	r.u.error.ts = 9;
+	T_OK(cats_rec_ts(&r) == 0, "an absent ts reads 0 whatever is stored");
+	cats_rec_init(&r, CATS_T_SERVICE);
+	r.u.service.ts = 9;
+	T_OK(cats_rec_ts(&r) == 0, "a service without ts reads 0");
+	CATS_SET(&r.u.service, SVC, ts, 9);
+	T_OK(cats_rec_ts(&r) == 9, "a service with ts reads it");
+	cats_buf_free(&a);
 	cats_buf_free(&b);
 }
 
@@ -527,6 +607,7 @@ main(void)
 	test_cbor_level();
 	test_type_key();
 	test_build_and_set();
+	test_error_builder();
 	test_auth();
 	test_addresses();
 	return t_done();
