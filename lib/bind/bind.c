@@ -14,7 +14,8 @@
  * through compact Robin Hood indexes of entry numbers (8 bytes a slot with
  * a hash tag, up to 7/8 full, growing in steps of a quarter); transactions
  * in flight and the interned objects, which are few, use cats_htab.  Arrays
- * of 2 MiB and more are mapped on huge pages.  Deadlines and lifetimes sit on a hashed
+ * of 2 MiB and more are mapped on huge pages.  The containers, and why
+ * they are not cats_htab, are in bind_store.h.  Deadlines and lifetimes sit on a hashed
  * timing wheel (doubly linked through the entries), so that a tick costs
  * what is due, not the table size.
  */
@@ -22,10 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "bind/bind.h"
 #include "base/htab.h"
+#include "bind/bind_store.h"
 
 const char *const bind_reason_names[] = {
 	"ok", "timeout", "late-reply", "duplicate-txn", "duplicate-flow",
@@ -132,396 +133,6 @@ str_eq(const void *item, const void *key)
 	return b->len == k->n && memcmp(b->s, k->s, k->n) == 0;
 }
 
-/* ---- large zeroed arrays, on huge pages where the kernel has them ---- */
-
-#define HUGE_SIZE ((size_t)2 << 20)
-
-/* The bytes a big_alloc() of n takes. */
-static size_t
-big_size(size_t n)
-{
-	return n < HUGE_SIZE ? n : (n + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
-}
-
-/*
- * n zeroed bytes.  From 2 MiB up, a mapping aligned to 2 MiB, marked for
- * transparent huge pages if huge: a 1M-binding table then takes a few
- * hundred page faults instead of tens of thousands, and its random probes
- * fewer TLB misses.  (A small table's first slab chunk is not: a huge page
- * is zeroed whole at its first touch.)
- */
-static void *
-big_alloc(size_t n, bool huge)
-{
-	if (n < HUGE_SIZE)
-		return calloc(1, n ? n : 1);
-	size_t len = big_size(n);
-	uint8_t *p = mmap(NULL, len + HUGE_SIZE, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	uintptr_t a = ((uintptr_t)p + HUGE_SIZE - 1) & ~(uintptr_t)(HUGE_SIZE - 1);
-	size_t head = (size_t)(a - (uintptr_t)p);
-	if (head > 0)
-		munmap(p, head);
-	if (HUGE_SIZE - head > 0)
-		munmap((uint8_t *)a + len, HUGE_SIZE - head);
-#ifdef MADV_HUGEPAGE
-	if (huge)
-		madvise((void *)a, len, MADV_HUGEPAGE);
-#endif
-	return (void *)a;
-}
-
-static void
-big_free(void *p, size_t n)
-{
-	if (p == NULL)
-		return;
-	if (n < HUGE_SIZE)
-		free(p);
-	else
-		munmap(p, big_size(n));
-}
-
-/* ---- slabs: fixed-size items in chunks that never move ---- */
-
-#define SLAB_SHIFT 15
-#define SLAB_CHUNK (1u << SLAB_SHIFT)
-#define SLAB_MASK (SLAB_CHUNK - 1)
-#define MAX_ITEMS (UINT32_C(1) << 30)
-
-/*
- * Item 0 of every chunk is never handed out: it holds the chunk's number,
- * so that an item's own number is found from its address when chunks are
- * aligned to their size (entries: 32768 of 64 bytes, one huge page).
- */
-struct slab {
-	uint8_t **chunk;
-	uint32_t nchunk, isz;
-	uint32_t top;		/* next never-used item (0 is reserved) */
-	uint32_t free;		/* free list, linked through the first u32 */
-	uint32_t live;
-};
-
-static inline void *
-slab_at(const struct slab *s, uint32_t i)
-{
-	return s->chunk[i >> SLAB_SHIFT] + (size_t)(i & SLAB_MASK) * s->isz;
-}
-
-static uint32_t
-slab_alloc(struct slab *s)
-{
-	uint32_t i;
-	if (s->free != 0) {
-		i = s->free;
-		memcpy(&s->free, slab_at(s, i), sizeof(uint32_t));
-	} else {
-		if ((s->top & SLAB_MASK) == 0)
-			s->top++;
-		if (s->top >= MAX_ITEMS)
-			return 0;
-		if ((s->top >> SLAB_SHIFT) >= s->nchunk) {
-			uint8_t **v = realloc(s->chunk, (s->nchunk + 1) *
-			    sizeof(*v));
-			if (v == NULL)
-				return 0;
-			s->chunk = v;
-			size_t bytes = (size_t)SLAB_CHUNK * s->isz;
-			uint8_t *c = big_alloc(bytes, s->nchunk > 0);
-			if (c == NULL)
-				return 0;
-			/* Items are zeroed when handed out; pages stay untouched. */
-			memcpy(c, &s->nchunk, sizeof(uint32_t));
-			v[s->nchunk] = c;
-			s->nchunk++;
-		}
-		i = s->top++;
-	}
-	memset(slab_at(s, i), 0, s->isz);
-	s->live++;
-	return i;
-}
-
-static void
-slab_free(struct slab *s, uint32_t i)
-{
-	memset(slab_at(s, i), 0, s->isz);
-	memcpy(slab_at(s, i), &s->free, sizeof(uint32_t));
-	s->free = i;
-	s->live--;
-}
-
-static void
-slab_destroy(struct slab *s)
-{
-	for (uint32_t i = 0; i < s->nchunk; i++)
-		big_free(s->chunk[i], (size_t)SLAB_CHUNK * s->isz);
-	free(s->chunk);
-	memset(s, 0, sizeof(*s));
-}
-
-/* ---- handles: 32-bit names of interned objects ---- */
-
-struct hvec {
-	void **v;
-	uint32_t n, cap;
-	uint32_t *freed;
-	uint32_t nfreed, capfreed;
-};
-
-static uint32_t
-hvec_add(struct hvec *h, void *p)
-{
-	if (h->nfreed > 0) {
-		uint32_t i = h->freed[--h->nfreed];
-		h->v[i] = p;
-		return i;
-	}
-	if (h->n == 0)
-		h->n = 1;
-	if (h->n >= h->cap) {
-		uint32_t cap = h->cap ? h->cap * 2 : 64;
-		void **v = realloc(h->v, cap * sizeof(*v));
-		if (v == NULL)
-			return 0;
-		h->v = v;
-		h->cap = cap;
-	}
-	h->v[h->n] = p;
-	return h->n++;
-}
-
-static void
-hvec_del(struct hvec *h, uint32_t i)
-{
-	h->v[i] = NULL;
-	if (h->nfreed == h->capfreed) {
-		uint32_t cap = h->capfreed ? h->capfreed * 2 : 64;
-		uint32_t *f = realloc(h->freed, cap * sizeof(*f));
-		if (f == NULL)
-			return;		/* the handle is leaked, not reused */
-		h->freed = f;
-		h->capfreed = cap;
-	}
-	h->freed[h->nfreed++] = i;
-}
-
-/* ---- compact open-addressing index of item numbers ---- */
-
-struct bind_table;
-
-/*
- * A slot is an item number and 32 bits of its key's hash (the tag): probes
- * compare the tag before touching the item, and growth and deletion need
- * no rehashing.  Robin Hood linear probing, so that the table may be 7/8
- * full and a miss still ends after a few slots; a key's home slot is
- * computed from its tag by multiplication (idx_home()), so that the
- * capacity need not be a power of two and grows in small steps.  Binding
- * ids, handed out in sequence, are their own tags: new bindings fill the
- * index in order.
- */
-struct cslot {
-	uint32_t v;		/* item number, 0 empty */
-	uint32_t tag;
-};
-
-struct cidx {
-	struct cslot *s;
-	uint32_t cap, n;
-	uint64_t m;		/* idx_home() */
-	bool seq;		/* tags come in sequence: homes by modulo */
-};
-
-#define IDX_MIN 64
-
-/*
- * The home slot of a tag: tag mod cap (Lemire's fastmod, m = UINT64_MAX /
- * cap + 1) for sequential tags, whose run of slots then follows their
- * order; else tag scaled to cap (m = 0), which keeps the slots in the
- * order of the tags, so that growth writes the new array front to back.
- */
-static inline uint32_t
-idx_home(uint32_t tag, uint64_t m, uint32_t cap)
-{
-	if (m != 0)
-		return (uint32_t)(((unsigned __int128)(m * tag) * cap) >> 64);
-	return (uint32_t)(((uint64_t)tag * cap) >> 32);
-}
-
-/* How far slot i is from the home of tag. */
-static inline uint32_t
-probe_dist(uint32_t i, uint32_t home, uint32_t cap)
-{
-	return i >= home ? i - home : i + cap - home;
-}
-
-/*
- * The capacity after cap: double while small, then a quarter more (a large
- * table is never less than 70% full), filling whole huge pages.
- */
-static uint32_t
-idx_next_cap(uint32_t cap, size_t slot)
-{
-	uint64_t c = cap == 0 ? IDX_MIN : cap < 65536 ? (uint64_t)cap * 2 :
-	    (uint64_t)cap + cap / 4;
-	c = big_size(c * slot) / slot;
-	return c > (UINT32_C(1) << 31) ? 0 : (uint32_t)c;
-}
-
-static inline bool
-idx_full(uint32_t n, uint32_t cap)
-{
-	return (uint64_t)(n + 1) * 8 > (uint64_t)cap * 7;
-}
-
-static uint32_t
-cidx_find(const struct cidx *x, uint64_t h, bool (*eq)(const struct bind_table *,
-    uint32_t, const void *), const struct bind_table *t, const void *key)
-{
-	if (x->s == NULL)
-		return 0;
-	uint32_t tag = (uint32_t)h, cap = x->cap;
-	uint32_t i = idx_home(tag, x->m, cap);
-	for (uint32_t d = 0;; d++) {
-		const struct cslot *c = &x->s[i];
-		if (c->v == 0)
-			return 0;
-		if (c->tag == tag && eq(t, c->v, key))
-			return c->v;
-		if (probe_dist(i, idx_home(c->tag, x->m, cap), cap) < d)
-			return 0;
-		if (++i == cap)
-			i = 0;
-	}
-}
-
-/* Insert into a table with room (no growth). */
-static void
-cidx_insert(struct cidx *x, struct cslot c)
-{
-	uint32_t cap = x->cap, i = idx_home(c.tag, x->m, cap);
-	for (uint32_t d = 0;; d++) {
-		struct cslot *o = &x->s[i];
-		if (o->v == 0) {
-			*o = c;
-			x->n++;
-			return;
-		}
-		uint32_t od = probe_dist(i, idx_home(o->tag, x->m, cap), cap);
-		if (od < d) {
-			struct cslot tmp = *o;
-			*o = c;
-			c = tmp;
-			d = od;
-		}
-		if (++i == cap)
-			i = 0;
-	}
-}
-
-/* The capacity the puts of n items would grow a table of cap to. */
-static uint32_t
-idx_cap_for(uint32_t cap, uint32_t n, size_t slot)
-{
-	if (cap == 0)
-		cap = idx_next_cap(0, slot);
-	while (cap != 0 && idx_full(n, cap))
-		cap = idx_next_cap(cap, slot);
-	return cap;
-}
-
-static int
-cidx_resize(struct cidx *x, uint32_t cap)
-{
-	if (cap == 0)
-		return -1;
-	struct cslot *s = big_alloc((size_t)cap * sizeof(*s), true);
-	if (s == NULL)
-		return -1;
-	struct cidx o = *x;
-	x->s = s;
-	x->cap = cap;
-	x->n = 0;
-	x->m = x->seq ? UINT64_MAX / cap + 1 : 0;
-	for (uint32_t i = 0; i < o.cap; i++)
-		if (o.s[i].v != 0)
-			cidx_insert(x, o.s[i]);
-	big_free(o.s, (size_t)o.cap * sizeof(*o.s));
-	return 0;
-}
-
-static int
-cidx_grow(struct cidx *x)
-{
-	return cidx_resize(x, idx_next_cap(x->cap, sizeof(struct cslot)));
-}
-
-/* Grow at once to what puts of n more items would grow the index to. */
-static int
-cidx_reserve(struct cidx *x, uint32_t n)
-{
-	uint64_t want = (uint64_t)x->n + n;
-	if (want > UINT32_MAX / 2)
-		return -1;
-	uint32_t cap = idx_cap_for(x->cap, (uint32_t)want, sizeof(struct cslot));
-	return x->s != NULL && cap == x->cap ? 0 : cidx_resize(x, cap);
-}
-
-static void
-cidx_free(struct cidx *x)
-{
-	bool seq = x->seq;
-	big_free(x->s, (size_t)x->cap * sizeof(*x->s));
-	memset(x, 0, sizeof(*x));
-	x->seq = seq;
-}
-
-static int
-cidx_put(struct cidx *x, uint64_t h, uint32_t v)
-{
-	if ((x->s == NULL || idx_full(x->n, x->cap)) && cidx_grow(x) < 0)
-		return -1;
-	cidx_insert(x, (struct cslot){ v, (uint32_t)h });
-	return 0;
-}
-
-/* Remove item v (hash h); backward shift, no tombstones. */
-static void
-cidx_del(struct cidx *x, uint64_t h, uint32_t v)
-{
-	if (x->s == NULL)
-		return;
-	uint32_t cap = x->cap, i = idx_home((uint32_t)h, x->m, cap);
-	for (uint32_t d = 0;; d++) {
-		const struct cslot *c = &x->s[i];
-		if (c->v == 0 || probe_dist(i, idx_home(c->tag, x->m, cap), cap)
-		    < d)
-			return;
-		if (c->v == v)
-			break;
-		if (++i == cap)
-			i = 0;
-	}
-	for (;;) {
-		uint32_t j = i + 1 == cap ? 0 : i + 1;
-		struct cslot *c = &x->s[j];
-		if (c->v == 0 || idx_home(c->tag, x->m, cap) == j)
-			break;
-		x->s[i] = *c;
-		i = j;
-	}
-	x->s[i].v = 0;
-	x->n--;
-}
-
-static size_t
-cidx_mem(const struct cidx *x)
-{
-	return x->s ? big_size((size_t)x->cap * sizeof(struct cslot)) : 0;
-}
-
 /* ---- the shared objects ---- */
 
 enum {
@@ -561,7 +172,7 @@ struct bpath {
  * A client is a tenant and a source address.  An entry keeps the address
  * itself (e->client): an IPv4 address inline, an IPv6 client as the handle
  * of an interned struct bv6 with its admission counts.  An IPv4 client's
- * counts live in struct ctab, and only while it has pending or bound flows.
+ * counts live in struct bs_ctab, and only while it has pending or bound flows.
  */
 struct bv6 {
 	uint8_t a[16];		/* the free link when free */
@@ -574,21 +185,6 @@ struct bv6 {
 struct v6key {
 	uint8_t a[16];
 	uint32_t tid;
-};
-
-/* One IPv4 client's counts, keyed by (tenant id, address). */
-struct ccount {
-	uint32_t tag;		/* 32 bits of the key's hash */
-	uint32_t key;		/* tenant id; 0 empty */
-	uint32_t ref;		/* IPv4 address */
-	uint32_t npend, nbind;
-};
-
-/* The counts, open addressing as struct cidx (Robin Hood, fastmod). */
-struct ctab {
-	struct ccount *s;
-	uint32_t cap, n;
-	uint64_t m;
 };
 
 /* One flow, forward and reverse. */
@@ -637,10 +233,10 @@ struct bind_table {
 	struct bind_counters k;
 	uint64_t epoch, next_id;
 	struct cats_htab strs, classes, paths, txns, closed;
-	struct hvec hstr, hclass, hpath;
-	struct slab ents, v6s;
-	struct cidx by_id, by_flow, by_v6;
-	struct ctab counts;
+	struct bs_hvec hstr, hclass, hpath;
+	struct bs_slab ents, v6s;
+	struct bs_cidx by_id, by_flow, by_v6;
+	struct bs_ctab counts;
 	uint32_t *wheel;
 	uint64_t wheel_at;	/* last tick */
 	bool ticking;
@@ -666,19 +262,19 @@ struct bind_table {
 static inline struct bent *
 ent(const struct bind_table *t, uint32_t i)
 {
-	return slab_at(&t->ents, i);
+	return bs_slab_at(&t->ents, i);
 }
 
 /* An entry's number, from its aligned chunk and the chunk's header. */
 static inline uint32_t
 ent_no(const struct bind_table *t, const struct bent *e)
 {
-	const size_t bytes = (size_t)SLAB_CHUNK * sizeof(struct bent);
+	const size_t bytes = (size_t)BS_SLAB_CHUNK * sizeof(struct bent);
 	uintptr_t base = (uintptr_t)e & ~(uintptr_t)(bytes - 1);
 	uint32_t c;
 	(void)t;
 	memcpy(&c, (const void *)base, sizeof(c));
-	return (c << SLAB_SHIFT) | (uint32_t)(((uintptr_t)e - base) /
+	return (c << BS_SLAB_SHIFT) | (uint32_t)(((uintptr_t)e - base) /
 	    sizeof(struct bent));
 }
 
@@ -751,10 +347,10 @@ str_get(struct bind_table *t, const char *s)
 		b->h = h;
 		b->len = (uint32_t)k.n;
 		memcpy(b->s, s, k.n);
-		b->id = hvec_add(&t->hstr, b);
+		b->id = bs_hvec_add(&t->hstr, b);
 		if (b->id == 0 || cats_htab_put(&t->strs, h, b) < 0) {
 			if (b->id != 0)
-				hvec_del(&t->hstr, b->id);
+				bs_hvec_del(&t->hstr, b->id);
 			free(b);
 			return NULL;
 		}
@@ -772,7 +368,7 @@ str_put(struct bind_table *t, struct bstr *b)
 		return;
 	struct skey k = { b->s, b->len };
 	cats_htab_del(&t->strs, b->h, str_eq, &k);
-	hvec_del(&t->hstr, b->id);
+	bs_hvec_del(&t->hstr, b->id);
 	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++)
 		if (t->mru[i] == b)
 			t->mru[i] = NULL;
@@ -824,11 +420,11 @@ class_get(struct bind_table *t, struct bclass_key *k)
 	c->k = *k;
 	c->h = h;
 	c->refs = 1;
-	c->handle = hvec_add(&t->hclass, c);
+	c->handle = bs_hvec_add(&t->hclass, c);
 	if (c->handle == 0)
 		goto fail;
 	if (cats_htab_put(&t->classes, h, c) < 0) {
-		hvec_del(&t->hclass, c->handle);
+		bs_hvec_del(&t->hclass, c->handle);
 		goto fail;
 	}
 	t->k.classes++;
@@ -850,7 +446,7 @@ class_put(struct bind_table *t, uint32_t handle)
 	if (--c->refs > 0)
 		return;
 	cats_htab_del(&t->classes, c->h, class_eq, &c->k);
-	hvec_del(&t->hclass, handle);
+	bs_hvec_del(&t->hclass, handle);
 	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->cmru); i++)
 		if (t->cmru[i] == c)
 			t->cmru[i] = NULL;
@@ -1063,10 +659,10 @@ path_get(struct bind_table *t, const struct pkey *k)
 		p->labels = (uint64_t *)(p + 1);
 		memcpy(p->labels, k->labels, extra);
 	}
-	p->handle = hvec_add(&t->hpath, p);
+	p->handle = bs_hvec_add(&t->hpath, p);
 	if (p->handle == 0 || cats_htab_put(&t->paths, h, p) < 0) {
 		if (p->handle)
-			hvec_del(&t->hpath, p->handle);
+			bs_hvec_del(&t->hpath, p->handle);
 		free(p);
 		return 0;
 	}
@@ -1087,7 +683,7 @@ path_put(struct bind_table *t, uint32_t handle)
 	struct pkey k = { p->encap, p->n, p->has, p->sids, p->labels,
 		p->tunnel_dst, p->path_id, p->gen };
 	cats_htab_del(&t->paths, p->h, path_eq, &k);
-	hvec_del(&t->hpath, handle);
+	bs_hvec_del(&t->hpath, handle);
 	if (t->pcache[pkey_slot(&k)] == p)
 		t->pcache[pkey_slot(&k)] = NULL;
 	t->k.paths--;
@@ -1175,12 +771,13 @@ path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 static inline struct bv6 *
 v6_at(const struct bind_table *t, uint32_t i)
 {
-	return slab_at(&t->v6s, i);
+	return bs_slab_at(&t->v6s, i);
 }
 
 static bool
-v6_eq(const struct bind_table *t, uint32_t i, const void *key)
+v6_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct bind_table *t = ctx;
 	const struct bv6 *v = v6_at(t, i);
 	const struct v6key *k = key;
 	return v->tid == k->tid && memcmp(v->a, k->a, 16) == 0;
@@ -1201,7 +798,7 @@ v6_find(const struct bind_table *t, const struct bstr *tenant,
     const uint8_t a[16])
 {
 	struct v6key k = v6key_make(tenant, a);
-	return cidx_find(&t->by_v6, cats_hash(&k, sizeof(k)), v6_eq, t, &k);
+	return bs_cidx_find(&t->by_v6, cats_hash(&k, sizeof(k)), v6_eq, t, &k);
 }
 
 /* A reference to the IPv6 client (tenant, a), created if new; 0 on OOM. */
@@ -1210,19 +807,19 @@ v6_get(struct bind_table *t, const struct bstr *tenant, const uint8_t a[16])
 {
 	struct v6key k = v6key_make(tenant, a);
 	uint64_t h = cats_hash(&k, sizeof(k));
-	uint32_t i = cidx_find(&t->by_v6, h, v6_eq, t, &k);
+	uint32_t i = bs_cidx_find(&t->by_v6, h, v6_eq, t, &k);
 	if (i != 0) {
 		v6_at(t, i)->refs++;
 		return i;
 	}
-	if ((i = slab_alloc(&t->v6s)) == 0)
+	if ((i = bs_slab_alloc(&t->v6s)) == 0)
 		return 0;
 	struct bv6 *v = v6_at(t, i);
 	memcpy(v->a, a, 16);
 	v->tid = k.tid;
 	v->refs = 1;
-	if (cidx_put(&t->by_v6, h, i) < 0) {
-		slab_free(&t->v6s, i);
+	if (bs_cidx_put(&t->by_v6, h, i) < 0) {
+		bs_slab_free(&t->v6s, i);
 		return 0;
 	}
 	return i;
@@ -1237,8 +834,8 @@ v6_put(struct bind_table *t, uint32_t i)
 	struct v6key k;
 	memcpy(k.a, v->a, 16);
 	k.tid = v->tid;
-	cidx_del(&t->by_v6, cats_hash(&k, sizeof(k)), i);
-	slab_free(&t->v6s, i);
+	bs_cidx_del(&t->by_v6, cats_hash(&k, sizeof(k)), i);
+	bs_slab_free(&t->v6s, i);
 }
 
 /* Is the class of e an IPv6 one (and so its client a handle)? */
@@ -1278,22 +875,17 @@ src_of(const struct bind_table *t, const struct bent *e, struct cats_ip *ip)
 		memcpy(ip->a, &e->client, 4);
 }
 
-/* The count table's key of a client. */
-struct ckey {
-	uint32_t key, ref;
-};
-
-static inline struct ckey
+static inline struct bs_ckey
 ckey_make(const struct bstr *tenant, uint32_t ref)
 {
-	struct ckey k = { tenant->id, ref };
+	struct bs_ckey k = { tenant->id, ref };
 	return k;
 }
 
 /* The tag of a client key; the last one is remembered (a flow's several
    transitions count the same client). */
 static inline uint32_t
-ckey_tag(const struct bind_table *t0, const struct ckey *k)
+ckey_tag(const struct bind_table *t0, const struct bs_ckey *k)
 {
 	struct bind_table *t = (struct bind_table *)t0;
 	uint64_t v;
@@ -1305,91 +897,6 @@ ckey_tag(const struct bind_table *t0, const struct ckey *k)
 	return t->ck_tag;
 }
 
-/* The counts of client k, or NULL when it has no pending or bound flow. */
-static struct ccount *
-ctab_find(const struct ctab *x, const struct ckey *k, uint32_t tag)
-{
-	if (x->s == NULL)
-		return NULL;
-	uint32_t cap = x->cap, i = idx_home(tag, x->m, cap);
-	for (uint32_t d = 0;; d++) {
-		struct ccount *c = &x->s[i];
-		if (c->key == 0)
-			return NULL;
-		if (c->tag == tag && c->key == k->key && c->ref == k->ref)
-			return c;
-		if (probe_dist(i, idx_home(c->tag, x->m, cap), cap) < d)
-			return NULL;
-		if (++i == cap)
-			i = 0;
-	}
-}
-
-static void
-ctab_insert(struct ctab *x, struct ccount c)
-{
-	uint32_t cap = x->cap, i = idx_home(c.tag, x->m, cap);
-	for (uint32_t d = 0;; d++) {
-		struct ccount *o = &x->s[i];
-		if (o->key == 0) {
-			*o = c;
-			x->n++;
-			return;
-		}
-		uint32_t od = probe_dist(i, idx_home(o->tag, x->m, cap), cap);
-		if (od < d) {
-			struct ccount tmp = *o;
-			*o = c;
-			c = tmp;
-			d = od;
-		}
-		if (++i == cap)
-			i = 0;
-	}
-}
-
-/*
- * Room for one more client, so that counting a new flow (account()) cannot
- * fail; -1 on OOM.
- */
-static int
-ctab_reserve(struct ctab *x)
-{
-	if (x->s != NULL && !idx_full(x->n, x->cap))
-		return 0;
-	uint32_t cap = idx_next_cap(x->cap, sizeof(struct ccount));
-	struct ccount *s = cap ? big_alloc((size_t)cap * sizeof(*s), true) :
-	    NULL;
-	if (s == NULL)
-		return -1;
-	struct ctab o = *x;
-	x->s = s;
-	x->cap = cap;
-	x->n = 0;
-	x->m = 0;
-	for (uint32_t i = 0; i < o.cap; i++)
-		if (o.s[i].key != 0)
-			ctab_insert(x, o.s[i]);
-	big_free(o.s, (size_t)o.cap * sizeof(*o.s));
-	return 0;
-}
-
-static void
-ctab_del(struct ctab *x, struct ccount *c)
-{
-	uint32_t cap = x->cap, i = (uint32_t)(c - x->s);
-	for (;;) {
-		uint32_t j = i + 1 == cap ? 0 : i + 1;
-		struct ccount *n = &x->s[j];
-		if (n->key == 0 || idx_home(n->tag, x->m, cap) == j)
-			break;
-		x->s[i] = *n;
-		i = j;
-	}
-	x->s[i].key = 0;
-	x->n--;
-}
-
 /* The bindings of e's client. */
 static uint32_t
 client_nbind(const struct bind_table *t, const struct bent *e)
@@ -1397,8 +904,8 @@ client_nbind(const struct bind_table *t, const struct bent *e)
 	const struct bclass *c = cls(t, e);
 	if (c->k.dst.af == 6)
 		return v6_at(t, e->client)->nbind;
-	struct ckey k = ckey_make(c->k.tenant, e->client);
-	const struct ccount *n = ctab_find(&t->counts, &k, ckey_tag(t, &k));
+	struct bs_ckey k = ckey_make(c->k.tenant, e->client);
+	const struct bs_ccount *n = bs_ctab_find(&t->counts, &k, ckey_tag(t, &k));
 	return n ? n->nbind : 0;
 }
 
@@ -1435,8 +942,9 @@ flow_hash(const struct bind_table *t, uint32_t i)
 }
 
 static bool
-flow_eq(const struct bind_table *t, uint32_t i, const void *key)
+flow_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct bind_table *t = ctx;
 	struct fkey k;
 	fkey_of(t, ent(t, i), &k);
 	return memcmp(&k, key, sizeof(k)) == 0;
@@ -1454,15 +962,16 @@ id_mix(const struct bind_table *t, uint64_t id)
 }
 
 static bool
-id_eq(const struct bind_table *t, uint32_t i, const void *key)
+id_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct bind_table *t = ctx;
 	return ent(t, i)->id == *(const uint64_t *)key;
 }
 
 static uint32_t
 find_id(const struct bind_table *t, uint64_t id)
 {
-	return cidx_find(&t->by_id, id_mix(t, id), id_eq, t, &id);
+	return bs_cidx_find(&t->by_id, id_mix(t, id), id_eq, t, &id);
 }
 
 static bool
@@ -1502,7 +1011,7 @@ flow_unindex(struct bind_table *t, struct bent *e, uint32_t i)
 {
 	if (!(e->flags & F_FLOWIDX))
 		return;
-	cidx_del(&t->by_flow, flow_hash(t, i), i);
+	bs_cidx_del(&t->by_flow, flow_hash(t, i), i);
 	e->flags &= (uint8_t)~F_FLOWIDX;
 }
 
@@ -1627,7 +1136,7 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 		return;
 	const struct bclass *c = cls(t, e);
 	struct bstr *tn = c->k.tenant;
-	struct ccount *cl = NULL;
+	struct bs_ccount *cl = NULL;
 	uint32_t *np, *nb;
 	if (c->k.dst.af == 6) {
 		struct bv6 *v = v6_at(t, e->client);
@@ -1636,18 +1145,18 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 		np = &v->npend;
 		nb = &v->nbind;
 	} else {
-		struct ckey k = ckey_make(tn, e->client);
+		struct bs_ckey k = ckey_make(tn, e->client);
 		uint32_t tag = ckey_tag(t, &k);
-		cl = ctab_find(&t->counts, &k, tag);
+		cl = bs_ctab_find(&t->counts, &k, tag);
 		if (cl == NULL) {
-			/* A first flow; ctab_reserve() made room for it. */
+			/* A first flow; bs_ctab_reserve() made room for it. */
 			if (a != 0 || t->counts.s == NULL ||
 			    t->counts.n >= t->counts.cap)
 				return;
-			ctab_insert(&t->counts, (struct ccount){ tag, k.key,
+			bs_ctab_insert(&t->counts, (struct bs_ccount){ tag, k.key,
 			    k.ref, 0, 0 });
 			t->k.clients++;
-			cl = ctab_find(&t->counts, &k, tag);
+			cl = bs_ctab_find(&t->counts, &k, tag);
 		}
 		np = &cl->npend;
 		nb = &cl->nbind;
@@ -1672,7 +1181,7 @@ account(struct bind_table *t, struct bent *e, int from, int to)
 	}
 	if (*np == 0 && *nb == 0) {
 		if (cl != NULL)
-			ctab_del(&t->counts, cl);
+			bs_ctab_del(&t->counts, cl);
 		t->k.clients--;
 	}
 }
@@ -1904,12 +1413,12 @@ entry_release(struct bind_table *t, struct bent *e)
 	wheel_unlink(t, e);
 	txn_unindex(t, e);
 	flow_unindex(t, e, i);
-	cidx_del(&t->by_id, id_mix(t, e->id), i);
+	bs_cidx_del(&t->by_id, id_mix(t, e->id), i);
 	path_put(t, e->path);
 	src_unref(t, e);
 	class_put(t, e->cls);
 	e->wprev = 0;
-	slab_free(&t->ents, i);
+	bs_slab_free(&t->ents, i);
 }
 
 /* Leave the table: the final transition to ABSENT, then free. */
@@ -2200,7 +1709,7 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	struct fkey fk;
 	fkey_from(t, ingress, f, &fk);
 	uint64_t fh = fkey_hash(&fk);
-	uint32_t x = cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
+	uint32_t x = bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
 	if (x != 0) {
 		key_release(t, &k);
 		*out = ent(t, x);
@@ -2214,8 +1723,8 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 			npend = v6_at(t, ref)->npend;
 	} else {
 		memcpy(&ref, f->src.a, 4);
-		struct ckey ck = ckey_make(k.tenant, ref);
-		const struct ccount *cc = ctab_find(&t->counts, &ck,
+		struct bs_ckey ck = ckey_make(k.tenant, ref);
+		const struct bs_ccount *cc = bs_ctab_find(&t->counts, &ck,
 		    ckey_tag(t, &ck));
 		npend = cc ? cc->npend : 0;
 	}
@@ -2225,13 +1734,13 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 		return lim;
 	}
 	uint32_t client;
-	if (ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &f->src,
+	if (bs_ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &f->src,
 	    &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
 	uint32_t cl = class_get(t, &k);	/* takes k's references */
-	uint32_t i = cl ? slab_alloc(&t->ents) : 0;
+	uint32_t i = cl ? bs_slab_alloc(&t->ents) : 0;
 	if (i == 0) {
 		class_put(t, cl);
 		if (v6)
@@ -2250,14 +1759,14 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 		e->flags |= F_SPORT;
 	}
 	e->state = S_ABSENT;
-	if (cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
+	if (bs_cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
 		class_put(t, cl);
 		if (v6)
 			v6_put(t, client);
-		slab_free(&t->ents, i);
+		bs_slab_free(&t->ents, i);
 		return BR_NOMEM;
 	}
-	if (cidx_put(&t->by_flow, fh, i) == 0)
+	if (bs_cidx_put(&t->by_flow, fh, i) == 0)
 		e->flags |= F_FLOWIDX;
 	if (index_txn)
 		txn_index(t, e);
@@ -3031,18 +2540,15 @@ bind_free(struct bind_table *t)
 	free_items(&t->classes);
 	free_items(&t->paths);
 	free_items(&t->strs);
-	free(t->hstr.v);
-	free(t->hstr.freed);
-	free(t->hclass.v);
-	free(t->hclass.freed);
-	free(t->hpath.v);
-	free(t->hpath.freed);
-	slab_destroy(&t->ents);
-	slab_destroy(&t->v6s);
-	cidx_free(&t->by_id);
-	cidx_free(&t->by_flow);
-	cidx_free(&t->by_v6);
-	big_free(t->counts.s, (size_t)t->counts.cap * sizeof(struct ccount));
+	bs_hvec_free(&t->hstr);
+	bs_hvec_free(&t->hclass);
+	bs_hvec_free(&t->hpath);
+	bs_slab_destroy(&t->ents);
+	bs_slab_destroy(&t->v6s);
+	bs_cidx_free(&t->by_id);
+	bs_cidx_free(&t->by_flow);
+	bs_cidx_free(&t->by_v6);
+	bs_ctab_free(&t->counts);
 	free(t->wheel);
 	free(t->ring);
 	free(t->kv);
@@ -3093,31 +2599,20 @@ bind_count(const struct bind_table *t)
 	return t->ents.live;
 }
 
-/* The capacity growth gives an index of n items; shrink to it if larger. */
-static void
-cidx_trim(struct cidx *x)
-{
-	if (x->s == NULL)
-		return;
-	uint32_t cap = idx_cap_for(0, x->n, sizeof(struct cslot));
-	if (cap != 0 && cap < x->cap)
-		cidx_resize(x, cap);
-}
-
 void
 bind_trim(struct bind_table *t)
 {
-	cidx_trim(&t->by_id);
-	cidx_trim(&t->by_flow);
+	bs_cidx_trim(&t->by_id);
+	bs_cidx_trim(&t->by_flow);
 }
 
 int
 bind_reserve(struct bind_table *t, size_t n)
 {
-	if (n > MAX_ITEMS)
-		n = MAX_ITEMS;
-	if (cidx_reserve(&t->by_id, (uint32_t)n) < 0 ||
-	    cidx_reserve(&t->by_flow, (uint32_t)n) < 0)
+	if (n > BS_MAX_ITEMS)
+		n = BS_MAX_ITEMS;
+	if (bs_cidx_reserve(&t->by_id, (uint32_t)n) < 0 ||
+	    bs_cidx_reserve(&t->by_flow, (uint32_t)n) < 0)
 		return -1;
 	return 0;
 }
@@ -3132,13 +2627,9 @@ size_t
 bind_mem(const struct bind_table *t)
 {
 	size_t m = sizeof(*t);
-	m += (size_t)t->ents.nchunk * (big_size(SLAB_CHUNK *
-	    sizeof(struct bent)) + sizeof(void *));
-	m += (size_t)t->v6s.nchunk * (big_size(SLAB_CHUNK * sizeof(struct bv6)) +
-	    sizeof(void *));
-	m += cidx_mem(&t->by_id) + cidx_mem(&t->by_flow) + cidx_mem(&t->by_v6);
-	if (t->counts.s != NULL)
-		m += big_size((size_t)t->counts.cap * sizeof(struct ccount));
+	m += bs_slab_mem(&t->ents) + bs_slab_mem(&t->v6s);
+	m += bs_cidx_mem(&t->by_id) + bs_cidx_mem(&t->by_flow) +
+	    bs_cidx_mem(&t->by_v6) + bs_ctab_mem(&t->counts);
 	m += htab_mem(&t->strs) + htab_mem(&t->classes) + htab_mem(&t->paths) +
 	    htab_mem(&t->txns) + htab_mem(&t->closed);
 	m += (size_t)t->k.classes * sizeof(struct bclass);
@@ -3339,7 +2830,7 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 {
 	uint64_t states[S__N] = { 0 }, npend = 0, nbind = 0, live = 0;
 	for (uint32_t i = 1; i < t->ents.top; i++) {
-		if ((i & SLAB_MASK) == 0)
+		if ((i & BS_SLAB_MASK) == 0)
 			continue;
 		const struct bent *e = ent(t, i);
 		if (e->state == S_ABSENT)
@@ -3362,7 +2853,7 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 		if (e->flags & F_FLOWIDX) {
 			struct fkey k;
 			fkey_of(t, e, &k);
-			if (cidx_find(&t->by_flow, fkey_hash(&k), flow_eq, t,
+			if (bs_cidx_find(&t->by_flow, fkey_hash(&k), flow_eq, t,
 			    &k) != i) {
 				snprintf(why, len, "entry %u: flow not indexed", i);
 				return -1;
@@ -3409,14 +2900,14 @@ bind_check(const struct bind_table *t, char *why, size_t len)
 	uint64_t cp = 0, cb = 0, nc = 0, n6 = 0;
 	for (uint32_t i = 1; i < t->v6s.top; i++) {
 		const struct bv6 *v = v6_at(t, i);
-		if ((i & SLAB_MASK) == 0 || v->refs == 0)
+		if ((i & BS_SLAB_MASK) == 0 || v->refs == 0)
 			continue;
 		cp += v->npend;
 		cb += v->nbind;
 		n6 += v->npend != 0 || v->nbind != 0;
 	}
 	for (uint32_t i = 0; t->counts.s != NULL && i < t->counts.cap; i++) {
-		const struct ccount *c = &t->counts.s[i];
+		const struct bs_ccount *c = &t->counts.s[i];
 		if (c->key == 0)
 			continue;
 		if (c->npend == 0 && c->nbind == 0) {
@@ -3553,19 +3044,19 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	fkey_from(t, ingress, &fl, &fk);
 	uint64_t fh = t->pf_hash != 0 && memcmp(&fk, &t->pf_key,
 	    sizeof(fk)) == 0 ? t->pf_hash : fkey_hash(&fk);
-	if (cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
+	if (bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
 		key_release(t, &k);
 		return BR_DUP_FLOW;
 	}
 	uint32_t client;
-	if (ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &fl.src,
+	if (bs_ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &fl.src,
 	    &client) < 0) {
 		key_release(t, &k);
 		return BR_NOMEM;
 	}
 	uint32_t c = class_get(t, &k);
 	uint32_t p = c ? path_get(t, &pk) : 0;
-	i = p ? slab_alloc(&t->ents) : 0;
+	i = p ? bs_slab_alloc(&t->ents) : 0;
 	if (i == 0) {
 		path_put(t, p);
 		class_put(t, c);
@@ -3586,11 +3077,11 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		e->sport = (uint16_t)fl.sport;
 		e->flags |= F_SPORT;
 	}
-	if (cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
+	if (bs_cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
 		entry_release(t, e);
 		return BR_NOMEM;
 	}
-	if (cidx_put(&t->by_flow, fh, i) == 0)
+	if (bs_cidx_put(&t->by_flow, fh, i) == 0)
 		e->flags |= F_FLOWIDX;
 	e->state = (uint8_t)state;
 	account(t, e, S_ABSENT, state);
@@ -3627,12 +3118,12 @@ bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
 	tw->pf_key = fk;
 	tw->pf_hash = h;
 	if (t->by_flow.s != NULL)
-		__builtin_prefetch(&t->by_flow.s[idx_home((uint32_t)h,
+		__builtin_prefetch(&t->by_flow.s[bs_idx_home((uint32_t)h,
 		    t->by_flow.m, t->by_flow.cap)]);
 	if (f->src.af == 4 && t->counts.s != NULL) {
-		struct ckey ck = ckey_make(fk.tenant, 0);
+		struct bs_ckey ck = ckey_make(fk.tenant, 0);
 		memcpy(&ck.ref, f->src.a, 4);
-		__builtin_prefetch(&t->counts.s[idx_home(ckey_tag(t, &ck),
+		__builtin_prefetch(&t->counts.s[bs_idx_home(ckey_tag(t, &ck),
 		    t->counts.m, t->counts.cap)]);
 	}
 }
