@@ -193,6 +193,10 @@ struct cats_stream {
 	int rfd, wfd;
 	bool dgram, rfile, wfile, own;
 	struct event *rev, *wev, *kick;
+	struct event *bev;	/* end of the turn: write the batch */
+	size_t batch_max;	/* 0: unbatched */
+	size_t batched;		/* bytes of out not yet offered to write */
+	uint64_t batch_items;	/* items in them */
 	struct cats_seq_reader rd;
 	uint8_t *dgbuf;
 	struct cats_buf out;
@@ -399,6 +403,14 @@ flush_some(struct cats_stream *s)
 		cats_buf_consume(&s->out, s->out_start);
 		s->out_start = 0;
 	}
+	/* A batch is the tail of the queue: what was written is not in it. */
+	if (s->broken) {
+		s->st.lost += s->batch_items;
+		s->batched = 0;
+		s->batch_items = 0;
+	} else if (s->batched > queued(s)) {
+		s->batched = queued(s);
+	}
 }
 
 static void
@@ -511,6 +523,111 @@ cats_stream_own(struct cats_stream *s)
 	s->own = true;
 }
 
+/*
+ * Offer the batch to write(2): all of it on a regular file, what the
+ * descriptor takes now otherwise (the rest waits for EV_WRITE).  Returns
+ * -1 with errno if the stream broke.
+ */
+static int
+push(struct cats_stream *s)
+{
+	if (s->batched == 0)
+		return s->broken ? -1 : 0;
+	uint64_t items = s->batch_items;
+	s->batched = 0;
+	s->batch_items = 0;
+	if (s->wfile) {
+		if (cats_write_all(s->wfd, s->out.p + s->out_start,
+		    queued(s)) < 0) {
+			s->broken = true;
+		} else {
+			s->st.bytes_out += queued(s);
+		}
+		s->out.len = s->out_start = 0;
+	} else {
+		flush_some(s);
+		if (queued(s) > 0 && !s->broken)
+			event_add(s->wev, NULL);
+	}
+	if (s->broken) {
+		s->st.lost += items;
+		return -1;
+	}
+	/* Drained by this write: on_batch tells, at the end of the turn. */
+	if (s->above && queued(s) <= s->low)
+		event_active(s->bev, 0, 0);
+	return 0;
+}
+
+/* The end of the turn the batch was opened in. */
+static void
+on_batch(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_stream *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->dead)
+		return;
+	if (s->batched > 0 && push(s) < 0) {
+		int e = errno ? errno : EPIPE;
+		if (!s->eof_told && s->cbs.eof) {
+			s->eof_told = true;
+			s->busy++;
+			s->cbs.eof(s, e, s->arg);
+			s->busy--;
+		}
+	} else if (s->above && queued(s) <= s->low) {
+		s->above = false;
+		s->busy++;
+		if (s->cbs.drained)
+			s->cbs.drained(s, s->arg);
+		s->busy--;
+	}
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
+}
+
+int
+cats_stream_batch(struct cats_stream *s, size_t max)
+{
+	if (s->bev == NULL &&
+	    (s->bev = event_new(s->base, -1, 0, on_batch, s)) == NULL)
+		return -1;
+	s->batch_max = max ? max : 65536;
+	return 0;
+}
+
+size_t
+cats_stream_batched(const struct cats_stream *s)
+{
+	return s->batched;
+}
+
+int
+cats_stream_push(struct cats_stream *s)
+{
+	return push(s);
+}
+
+/* Queue an item in the batch; it leaves at the end of the turn or at max. */
+static int
+send_batched(struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	if (cats_buf_add(&s->out, p, n) < 0)
+		return -1;
+	if (s->batched == 0)
+		event_active(s->bev, 0, 0);
+	s->batched += n;
+	s->batch_items++;
+	if (s->batched >= s->batch_max && push(s) < 0)
+		return -1;
+	if (queued(s) > s->high) {
+		s->above = true;
+		return 1;
+	}
+	return 0;
+}
+
 int
 cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 {
@@ -523,6 +640,8 @@ cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 			s->st.bytes_out += n;
 		return 0;
 	}
+	if (s->batch_max > 0)
+		return send_batched(s, p, n);
 	if (s->wfile) {
 		if (cats_write_all(s->wfd, p, n) < 0) {
 			s->broken = true;
@@ -621,6 +740,8 @@ cats_stream_flush(struct cats_stream *s)
 	if (rc == 0)
 		s->st.bytes_out += queued(s);
 	s->out.len = s->out_start = 0;
+	s->batched = 0;
+	s->batch_items = 0;
 	if (fl >= 0)
 		fcntl(s->wfd, F_SETFL, fl);
 	if (s->wev)
@@ -637,6 +758,8 @@ stream_destroy(struct cats_stream *s)
 		event_free(s->wev);
 	if (s->kick)
 		event_free(s->kick);
+	if (s->bev)
+		event_free(s->bev);
 	if (s->own) {
 		if (s->rfd >= 0)
 			close(s->rfd);
@@ -665,6 +788,8 @@ cats_stream_free(struct cats_stream *s)
 			event_del(s->rev);
 		if (s->wev)
 			event_del(s->wev);
+		if (s->bev)
+			event_del(s->bev);
 		return;
 	}
 	stream_destroy(s);

@@ -106,6 +106,28 @@ void cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d);
 int cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n);
 /* Encode and queue a record. */
 int cats_stream_send_rec(struct cats_stream *s, const struct cats_rec *r);
+/*
+ * Batched output: from now on an item sent is queued, not written, and the
+ * items of one turn of the loop (the many records one read produced) leave
+ * together in one write at its end, or as soon as max bytes (0: 64 KiB)
+ * are batched.  The order of items is kept; send() still returns 1 when
+ * the queue, batch included, passes the high-water mark.  A write at the
+ * end of the turn that fails tells the eof callback (errno) and counts
+ * the batch's items as lost; a write from send() that fails makes send()
+ * return -1, as without batching.  Datagram streams stay one item per
+ * datagram, unbatched.  cats_stream_flush() writes the batch too;
+ * cats_stream_free() drops what was not written.  -1 if the event cannot
+ * be made (the stream then stays unbatched).
+ */
+int cats_stream_batch(struct cats_stream *s, size_t max);
+/* Bytes batched and not yet offered to write(2); 0: no batch open. */
+size_t cats_stream_batched(const struct cats_stream *s);
+/*
+ * Write the batch now instead of at the end of the turn (a bound on how
+ * long an answer may wait): 0, or -1 if the stream is broken.  No callback
+ * runs.
+ */
+int cats_stream_push(struct cats_stream *s);
 /* Datagram streams: reply to the sender of an item. */
 int cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,
     const uint8_t *p, size_t n);
@@ -115,9 +137,12 @@ void cats_stream_resume(struct cats_stream *s);
 /* Flush what is queued, blocking (used at exit). */
 int cats_stream_flush(struct cats_stream *s);
 void cats_stream_free(struct cats_stream *s);
-/* Counters: items read, bad items, bytes written, datagrams dropped. */
+/*
+ * Counters: items read, bad items, bytes written, datagrams dropped, items
+ * of batches whose write failed at the end of a turn.
+ */
 struct cats_stream_stats {
-	uint64_t items, bad, bytes_out, dropped;
+	uint64_t items, bad, bytes_out, dropped, lost;
 };
 void cats_stream_stats(const struct cats_stream *s,
     struct cats_stream_stats *st);

@@ -1,7 +1,10 @@
 /*
  * test_seq.c - CBOR Sequence reader and libevent record streams.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -243,13 +246,185 @@ test_stream_decode_into(void)
 	}
 }
 
+/* Bytes waiting on fd, read without blocking; -1: none (EAGAIN). */
+static ssize_t
+pending(int fd)
+{
+	static uint8_t buf[1 << 16];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	return n < 0 && errno == EAGAIN ? -1 : n;
+}
+
+struct bctx {
+	int eof, eof_error, drained;
+};
+
+static void
+on_beof(struct cats_stream *s, int error, void *arg)
+{
+	struct bctx *c = arg;
+	c->eof++;
+	c->eof_error = error;
+}
+
+static void
+on_bdrained(struct cats_stream *s, void *arg)
+{
+	((struct bctx *)arg)->drained++;
+}
+
+static void
+test_stream_batch(void)
+{
+	struct cats_buf b = { 0 };
+	encode_json("{\"type\":\"error\",\"code\":\"b\"}", &b);
+	ssize_t len = (ssize_t)b.len;
+	struct cats_stream_cbs cbs = { .eof = on_beof, .drained = on_bdrained };
+	struct cats_stream_stats st;
+	int sv[2];
+
+	/* A turn's items leave together, at its end. */
+	struct event_base *base = event_base_new();
+	struct bctx c = { 0 };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	struct cats_stream *out = cats_stream_new(base, -1, sv[1], false,
+	    NULL, 0, &cbs, &c);
+	T_OK(cats_stream_batch(out, 0) == 0, "batching on");
+	int rc = 0;
+	for (int i = 0; i < 10; i++)
+		rc |= cats_stream_send(out, b.p, b.len);
+	T_OK(rc == 0 && pending(sv[0]) == -1, "nothing written during the "
+	    "turn");
+	T_OK(cats_stream_batched(out) == 10 * b.len, "ten items batched");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(cats_stream_batched(out) == 0, "the batch left at the end of the "
+	    "turn");
+	T_OK(pending(sv[0]) == 10 * len, "in one write, all ten");
+	T_OK(cats_stream_send(out, b.p, b.len) == 0 &&
+	    cats_stream_batched(out) == b.len, "the next turn opens a new batch");
+	T_OK(cats_stream_push(out) == 0 && pending(sv[0]) == len &&
+	    cats_stream_batched(out) == 0, "push writes it now");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == -1, "and the end of the turn has nothing left");
+
+	/* The size bound: at max bytes the batch leaves from send(). */
+	cats_stream_batch(out, 3 * b.len + 1);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == -1, "one byte below max: batched");
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == 4 * len && cats_stream_batched(out) == 0,
+	    "at max: written from send");
+	cats_stream_batch(out, 2 * b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == -1, "max 2 items: the first waits");
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == 2 * len, "the second (max exactly) sends both");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+
+	/* cats_stream_flush() writes the batch. */
+	cats_stream_send(out, b.p, b.len);
+	T_OK(cats_stream_flush(out) == 0 && cats_stream_batched(out) == 0 &&
+	    pending(sv[0]) == len, "flush writes the batch");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == -1, "once");
+	cats_stream_stats(out, &st);
+	T_OK(st.bytes_out == 18 * b.len && st.lost == 0, "bytes_out counts "
+	    "batched bytes once (%llu)", (unsigned long long)st.bytes_out);
+	cats_stream_free(out);
+	close(sv[1]);
+
+	/* Back-pressure counts the batch; drained comes when it left. */
+	close(sv[0]);
+	c = (struct bctx){ 0 };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 5 * b.len, &cbs,
+	    &c);
+	cats_stream_batch(out, 0);
+	int ones = 0;
+	for (int i = 0; i < 6; i++)
+		ones += cats_stream_send(out, b.p, b.len) == 1;
+	T_OK(ones == 1, "above the high-water mark at the sixth item (%d)",
+	    ones);
+	T_OK(pending(sv[0]) == -1 && c.drained == 0, "still batched");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == 6 * len && c.drained == 1, "written, then "
+	    "drained (%d)", c.drained);
+	for (int i = 0; i < 6; i++)
+		cats_stream_send(out, b.p, b.len);
+	cats_stream_push(out);
+	T_OK(c.drained == 1, "push runs no callback");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(c.drained == 2 && pending(sv[0]) == 6 * len, "drained after a "
+	    "push at the end of the turn (%d)", c.drained);
+
+	/* A failed write at the end of the turn tells eof; items lost. */
+	close(sv[0]);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cats_stream_stats(out, &st);
+	T_OK(c.eof == 1 && c.eof_error == EPIPE && st.lost == 2, "eof with "
+	    "EPIPE, 2 items lost (eof %d, error %d, lost %llu)", c.eof,
+	    c.eof_error, (unsigned long long)st.lost);
+	T_OK(cats_stream_send(out, b.p, b.len) == -1, "then send fails");
+	cats_stream_free(out);
+	close(sv[1]);
+
+	/* A failed write from send() at max: -1, as unbatched. */
+	c = (struct bctx){ 0 };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
+	cats_stream_batch(out, 2 * b.len);
+	close(sv[0]);
+	T_OK(cats_stream_send(out, b.p, b.len) == 0, "the first is batched");
+	T_OK(cats_stream_send(out, b.p, b.len) == -1, "the write at max fails "
+	    "in send");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(c.eof == 0, "and eof is not told for it");
+	cats_stream_free(out);
+	close(sv[1]);
+
+	/* A regular file: written at the end of the turn too. */
+	char path[] = "/tmp/test_seq_XXXXXX";
+	int fd = mkstemp(path);
+	out = cats_stream_new(base, -1, fd, false, NULL, 0, &cbs, &c);
+	cats_stream_batch(out, 0);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(lseek(fd, 0, SEEK_END) == 0, "file: nothing during the turn");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(lseek(fd, 0, SEEK_END) == 2 * len, "file: both at its end");
+	cats_stream_free(out);
+	close(fd);
+	unlink(path);
+
+	/* Datagrams: one item per datagram, not batched. */
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], true, NULL, 0, &cbs, &c);
+	cats_stream_batch(out, 0);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == len && pending(sv[0]) == len &&
+	    pending(sv[0]) == -1, "datagrams leave at once, one each");
+	cats_stream_free(out);
+	close(sv[0]);
+	close(sv[1]);
+
+	event_base_free(base);
+	cats_buf_free(&b);
+}
+
 int
 main(void)
 {
+	signal(SIGPIPE, SIG_IGN);
 	test_reader_partial();
 	test_reader_resync();
 	test_stream();
 	test_stream_pause();
 	test_stream_decode_into();
+	test_stream_batch();
 	return t_done();
 }
