@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bucket.h"
 #include "base/clock.h"
 #include "base/htab.h"
 #include "base/log.h"
@@ -44,14 +45,9 @@ struct fwd {
 	uint64_t gen, top, bits;
 };
 
-struct tbucket {
-	bool init;
-	uint64_t milli;		/* thousandths of a token */
-	uint64_t last;
-};
-
+/* The admission bucket of one tenant or client address. */
 struct kbucket {
-	struct tbucket b;
+	struct cats_bucket b;
 	char key[];
 };
 
@@ -119,7 +115,8 @@ struct cats_sel {
 	const struct cats_nst *nst;
 	struct cats_htab fwds;
 	size_t nfwds;
-	struct tbucket global;
+	struct cats_bucket global;	/* set up at the first request */
+	bool global_init;
 	struct cats_htab tenants, clients;
 	struct cand *cands;
 	size_t ncap;
@@ -344,38 +341,13 @@ cats_sel_malformed(struct cats_sel *s, const struct cats_err *e,
 
 /* ---- admission ---- */
 
-static bool
-take(struct tbucket *b, const struct cats_rate *r, uint64_t now)
-{
-	uint64_t cap = (r->burst ? r->burst : 1) * 1000;
-	if (!b->init) {
-		b->init = true;
-		b->milli = cap;
-		b->last = now;
-	}
-	if (now > b->last) {
-		uint64_t dt = now - b->last;
-		uint64_t add = dt > cap ? cap : dt * r->per_s;
-		b->milli = b->milli + add > cap ? cap : b->milli + add;
-		b->last = now;
-	}
-	if (b->milli < 1000)
-		return false;
-	b->milli -= 1000;
-	return true;
-}
-
-struct idle_arg {
-	uint64_t cap, per_s, now;
-};
-
 /* Is the bucket full again (idle)? */
 static bool
 kb_idle(const void *item, void *arg)
 {
 	const struct kbucket *k = item;
-	const struct idle_arg *a = arg;
-	return (a->now - k->b.last) * a->per_s + k->b.milli >= a->cap;
+	const uint64_t *now = arg;
+	return cats_bucket_full(&k->b, *now);
 }
 
 /*
@@ -384,11 +356,10 @@ kb_idle(const void *item, void *arg)
  * table of idle keys quadratic).
  */
 static void
-sweep(struct cats_htab *t, const struct cats_rate *r, uint64_t now)
+sweep(struct cats_htab *t, uint64_t now)
 {
-	struct idle_arg a = { (r->burst ? r->burst : 1) * 1000, r->per_s, now };
 	size_t n;
-	void **v = cats_htab_select(t, kb_idle, &a, &n);
+	void **v = cats_htab_select(t, kb_idle, &now, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct kbucket *k = v[i];
 		cats_htab_del(t, cats_hash_str(k->key), eq_kb, k->key);
@@ -405,19 +376,20 @@ take_keyed(struct cats_htab *t, const char *key, const struct cats_rate *r,
 	struct kbucket *k = cats_htab_get(t, h, eq_kb, key);
 	if (k == NULL) {
 		if (t->n >= MAX_TRACKED)
-			sweep(t, r, now);
+			sweep(t, now);
 		if (t->n >= MAX_TRACKED)
 			return false;
 		size_t n = strlen(key);
 		if ((k = calloc(1, sizeof(*k) + n + 1)) == NULL)
 			return false;
 		memcpy(k->key, key, n + 1);
+		cats_bucket_init(&k->b, r->per_s, r->burst, now);
 		if (cats_htab_put(t, h, k) < 0) {
 			free(k);
 			return false;
 		}
 	}
-	return take(&k->b, r, now);
+	return cats_bucket_take(&k->b, 1, now);
 }
 
 /* ---- request checks ---- */
@@ -1344,8 +1316,12 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 			    "tenant", "forwarder %s may not request for tenant "
 			    "%s", rq->ingress, tenant ? tenant : "(none)");
 	}
-	if (s->conf.rate_global.per_s &&
-	    !take(&s->global, &s->conf.rate_global, now))
+	if (s->conf.rate_global.per_s && !s->global_init) {
+		cats_bucket_init(&s->global, s->conf.rate_global.per_s,
+		    s->conf.rate_global.burst, now);
+		s->global_init = true;
+	}
+	if (s->conf.rate_global.per_s && !cats_bucket_take(&s->global, 1, now))
 		return fail(s, out, rq, now, CATS_SEL_RATE, NULL,
 		    "global admission limit");
 	if (s->conf.rate_tenant.per_s && !take_keyed(&s->tenants,

@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bucket.h"
 #include "base/clock.h"
 #include "base/htab.h"
 #include "base/log.h"
 #include "sma/sma_uc.h"
 
 #define SNAP_PART 256	/* entries and sites in one snapshot record */
-#define MILLI 1000
 #define PPM UINT64_C(1000000)
 
 enum { P_NONE, P_CRIT, P_ROUTINE };
@@ -104,7 +104,7 @@ struct sma_uc {
 	struct list crit, routine;
 	struct item *damped;
 	uint64_t routine_at, boundary_at, reuse_at, hb_at, token_at;
-	uint64_t tokens_milli, tokens_ts;
+	struct cats_bucket tokens;	/* routine records; set up at the first */
 	bool tokens_init;
 	uint64_t hb_count;
 	bool peer_refresh;
@@ -1117,40 +1117,25 @@ flush_critical(struct sma_uc *u, uint64_t now)
 	cats_arena_reset(&u->arena);
 }
 
-static void
-refill(struct sma_uc *u, uint64_t now)
-{
-	const struct sma_uc_conf *k = &u->c->uc;
-	uint64_t cap = k->burst * MILLI;
-	if (!u->tokens_init) {
-		u->tokens_init = true;
-		u->tokens_milli = cap;
-		u->tokens_ts = now;
-		return;
-	}
-	if (now > u->tokens_ts) {
-		unsigned __int128 add = (unsigned __int128)(now - u->tokens_ts) *
-		    k->rate_milli / 1000;
-		u->tokens_milli = add + u->tokens_milli > cap ? cap :
-		    u->tokens_milli + (uint64_t)add;
-		u->tokens_ts = now;
-	}
-}
-
-/* Take a token for one routine record; false (and when) if none. */
+/*
+ * Take a token for one routine record; false (and when) if none.  The
+ * bucket follows the configuration, a reloaded one too.
+ */
 static bool
 take_token(struct sma_uc *u, uint64_t now)
 {
 	const struct sma_uc_conf *k = &u->c->uc;
 	if (k->rate_milli == 0 || u->draining)
 		return true;
-	refill(u, now);
-	if (u->tokens_milli >= MILLI) {
-		u->tokens_milli -= MILLI;
-		return true;
+	if (!u->tokens_init) {
+		u->tokens_init = true;
+		cats_bucket_init_milli(&u->tokens, k->rate_milli, k->burst, now);
 	}
-	uint64_t need = MILLI - u->tokens_milli;
-	u->token_at = now + (need * 1000 + k->rate_milli - 1) / k->rate_milli;
+	u->tokens.rate_milli = k->rate_milli;
+	u->tokens.burst = k->burst;
+	if (cats_bucket_take(&u->tokens, 1, now))
+		return true;
+	u->token_at = now + cats_bucket_wait(&u->tokens, 1, now);
 	return false;
 }
 

@@ -2,8 +2,10 @@
  * test_sma_uc.c - the update controller beyond the replay fixtures:
  * selective reporting under load, CS-IDs the C-PS may not receive, refresh
  * when the C-PS takes it, draining, held values in heartbeats, the
- * advertised view, withdrawals of saved entries, renumbering, seeding.
+ * advertised view, withdrawals of saved entries, renumbering, seeding,
+ * the token bucket of routine records.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +249,42 @@ view_saved_renumber(void)
 	sma_uc_free(u2);
 }
 
+/* Routine records take a token each (rate 0.5/s, burst 2); critical ones
+ * none; one without a token waits for it, a reloaded rate is followed. */
+static void
+bucket(void)
+{
+	setup(BASE "rate = 0.5\nburst = 2\n");
+	report("a", "ARS", 1, 0, 400, false);
+	report("b", "ARS", 1, 0, 400, false);
+	report("c", "ARS", 1, 0, 400, false);
+	T_OK(nouts == 3 && sma_uc_stats(uc)->sup_bucket == 0,
+	    "three discoveries: critical, no token taken");
+	report("a", "ARS", 2, 1000, 800, false);
+	report("b", "ARS", 2, 1000, 800, false);
+	T_OK(nouts == 5 && last()->kind == SMA_UC_ROUTINE,
+	    "two routine changes: the burst of 2");
+	report("c", "ARS", 2, 1000, 800, false);
+	T_OK(nouts == 5 && sma_uc_stats(uc)->sup_bucket == 1 &&
+	    sma_uc_stats(uc)->pending == 1, "the third waits for a token");
+	T_OK(sma_uc_next_deadline(uc) == T0 + 3000,
+	    "due when the token is there: 2 s after the bucket was emptied, "
+	    "at 0.5 a second (+%" PRIu64 " ms)", sma_uc_next_deadline(uc) - T0);
+	sma_uc_tick(uc, T0 + 2999);
+	T_OK(nouts == 5, "not a millisecond before");
+	sma_uc_tick(uc, T0 + 3000);
+	T_OK(nouts == 6 && strcmp(last()->csci, "c") == 0 && last()->gas == 800,
+	    "then it leaves");
+	report("a", "ARS", 3, 3000, 400, false);
+	T_OK(nouts == 6 && sma_uc_stats(uc)->sup_bucket == 2,
+	    "the bucket is empty again");
+	sma_uc_reconf(uc, conf_text(BASE "rate = 10\nburst = 2\n"), T0 + 3000);
+	report("b", "ARS", 3, 3100, 400, false);
+	T_OK(nouts == 7 && last()->n == 2 && sma_uc_stats(uc)->sup_bucket == 2,
+	    "a reloaded rate of 10/s: a token in 100 ms, for one record of "
+	    "both changes");
+}
+
 int
 main(void)
 {
@@ -258,6 +296,7 @@ main(void)
 	refresh();
 	drain_and_held();
 	view_saved_renumber();
+	bucket();
 	sma_free(core);
 	sma_uc_free(uc);
 	return t_done();
