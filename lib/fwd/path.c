@@ -1,0 +1,1024 @@
+/*
+ * path.c - the packet path of a CATS-Forwarder (path.h): classification
+ * and the forward, reverse and egress actions, held packets, the control
+ * records in and out, the tick, the counters.
+ */
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "fwd/path_int.h"
+#include "rec/json.h"
+
+#define HR CATS_PKT_HEADROOM
+
+#define CATS_FWDP_X_NAME(n) #n,
+const char *const cats_fwdp_ctr_names[] = { CATS_FWDP_CTRS(CATS_FWDP_X_NAME)
+	NULL };
+
+int
+cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf)
+{
+	memset(w, 0, offsetof(struct cats_fwdp, wroom));
+	w->cf = *conf;
+	w->cf.fc.id = w->cf.id;
+	w->cf.fc.ret = w->cf.ret;
+	w->cf.fc.nret = w->cf.nret;
+	if (w->cf.tenant != NULL)
+		w->tenant_h = cats_hash_str(w->cf.tenant);
+	if (cats_fwd_init(&w->tab, &w->cf.fc) < 0)
+		return -1;
+	w->tab.next_txn = w->cf.epoch * 1000 % (CATS_U53 / 2);
+	w->tx_mtu = w->cf.mtu;
+	w->synced = w->cf.bind_ep == NULL;
+	return 0;
+}
+
+void
+cats_fwdp_start(struct cats_fwdp *w, uint64_t sync_ms, uint64_t now)
+{
+	w->icmp_tokens = 100;
+	w->icmp_last = now;
+	w->now = now;
+	w->sync_deadline = now + sync_ms;
+}
+
+void
+cats_fwdp_free(struct cats_fwdp *w)
+{
+	for (int i = 0; i < w->nports; i++)
+		cats_port_sent_free(&w->ports[i]);
+	cats_fwd_free(&w->tab);
+}
+
+static struct cats_port *
+port_add(struct cats_fwdp *w, const struct cats_port *pt, char *err,
+    size_t errlen)
+{
+	for (int i = 0; i < w->nports; i++) {
+		if (strcmp(w->ports[i].name, pt->name) == 0) {
+			if (w->ports[i].kind != pt->kind) {
+				snprintf(err, errlen, "%s: used as two kinds "
+				    "of port", pt->name);
+				return NULL;
+			}
+			w->ports[i].roles |= pt->roles;
+			return &w->ports[i];
+		}
+	}
+	if (w->nports == CATS_FWDP_MAXPORTS) {
+		snprintf(err, errlen, "too many ports");
+		return NULL;
+	}
+	struct cats_port *np = &w->ports[w->nports++];
+	*np = *pt;
+	if (np->kind == CATS_PORT_FAKE)
+		np->sent_tail = &np->sent;
+	return np;
+}
+
+static void
+port_role(struct cats_fwdp *w, struct cats_port *pt, int role)
+{
+	if (role == CATS_PORT_CLIENT)
+		w->client = pt;
+	else if (role == CATS_PORT_CORE)
+		w->core = pt;
+	else if (role == CATS_PORT_SITE)
+		w->site = pt;
+}
+
+struct cats_port *
+cats_fwdp_port(struct cats_fwdp *w, const char *spec, int role, char *err,
+    size_t errlen)
+{
+	struct cats_port pt;
+	if (cats_port_parse(spec, role, &pt, err, errlen) < 0)
+		return NULL;
+	struct cats_port *p = port_add(w, &pt, err, errlen);
+	if (p != NULL)
+		port_role(w, p, role);
+	return p;
+}
+
+struct cats_port *
+cats_fwdp_port_fake(struct cats_fwdp *w, const char *name, int role,
+    int ifindex, uint32_t mtu)
+{
+	struct cats_port pt;
+	char err[64];
+	cats_port_fake(&pt, name, role, ifindex, mtu);
+	struct cats_port *p = port_add(w, &pt, err, sizeof(err));
+	if (p != NULL)
+		port_role(w, p, role);
+	return p;
+}
+
+int
+cats_fwdp_open_ports(struct cats_fwdp *w, unsigned ring_frames, char *err,
+    size_t errlen)
+{
+	for (int i = 0; i < w->nports; i++) {
+		uint32_t mtu = cats_port_if_mtu(w->ports[i].name);
+		if (mtu > w->tx_mtu)
+			w->tx_mtu = mtu;
+	}
+	for (int i = 0; i < w->nports; i++)
+		if (cats_port_open(&w->ports[i], w->tx_mtu, ring_frames, err,
+		    errlen) < 0)
+			return -1;
+	return 0;
+}
+
+void
+cats_fwdp_tx_flush(struct cats_fwdp *w)
+{
+	for (int i = 0; i < w->nports; i++)
+		cats_port_tx_flush(&w->ports[i]);
+}
+
+static void
+flush_later(struct cats_fwdp *w)
+{
+	if (w->flush_later != NULL)
+		w->flush_later(w->hook_arg);
+}
+
+/* ---- control records out ---- */
+
+static void
+send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
+    const char *reason, uint64_t id, uint64_t epoch, uint64_t now)
+{
+	struct cats_rec r;
+	cats_fwd_status(&w->tab, b, ev, reason, now, &r);
+	if (b == NULL && id)
+		CATS_SET(&r.u.status, STA, id, id);
+	if (b == NULL && ev != CATS_EV_HELLO && epoch)
+		CATS_SET(&r.u.status, STA, epoch, epoch);
+	if (ev == CATS_EV_HELLO)
+		CATS_SET(&r.u.status, STA, epoch, w->cf.epoch);
+	w->ctr[CATS_FC_status_sent]++;
+	if (w->emit != NULL)
+		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
+}
+
+static void
+send_request(struct cats_fwdp *w, struct cats_pend *p,
+    const struct cats_pkt *pk)
+{
+	const struct cats_fwdp_conf *cf = &w->cf;
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_REQUEST);
+	struct cats_request *q = &r.u.request;
+	q->txn = p->txn;
+	q->ingress = cf->id;
+	q->ts = p->created;
+	q->has = UINT64_C(1) << CATS_REQ_txn | UINT64_C(1) << CATS_REQ_ingress |
+	    UINT64_C(1) << CATS_REQ_ts | UINT64_C(1) << CATS_REQ_flow;
+	CATS_SET(q, REQ, gen, cf->epoch);
+	cats_fkey_to_flow(&p->key, &q->flow, cf->tenant);
+	if (cf->tenant != NULL) {
+		q->tenant = cf->tenant;
+		q->has |= UINT64_C(1) << CATS_REQ_tenant;
+	}
+	const struct cats_req_meta *m = &p->meta;
+	/*
+	 * A CS-ID only travels as the client's metadata (Mode A or B); with
+	 * carriage mode none the C-PS resolves the destination address with
+	 * its own catalogue (001 §6), so the --service mapping stays local.
+	 */
+	if (m->cs_id[0] && m->present) {
+		q->cs_id = m->cs_id;
+		q->has |= UINT64_C(1) << CATS_REQ_cs_id;
+	}
+	if (m->present) {
+		struct cats_constraints *c = &q->constraints;
+		if (m->has & (1u << CATS_TLV_MAX_DELAY))
+			CATS_SET(c, CON, max_delay_us, m->max_delay_us);
+		if (m->has & (1u << CATS_TLV_MAX_COMP))
+			CATS_SET(c, CON, max_comp_ms, m->max_comp_ms);
+		if (m->has & (1u << CATS_TLV_MAX_PRICE))
+			CATS_SET(c, CON, max_price, m->max_price);
+		if (m->has & (1u << CATS_TLV_MIN_BW))
+			CATS_SET(c, CON, min_bw, m->min_bw);
+		if (m->has & (1u << CATS_TLV_MIN_SECURITY))
+			CATS_SET(c, CON, min_security, m->min_security);
+		if (m->has & (1u << CATS_TLV_MIN_REPUTATION))
+			CATS_SET(c, CON, min_reputation, m->min_reputation);
+		if (c->has)
+			q->has |= UINT64_C(1) << CATS_REQ_constraints;
+	}
+	CATS_SET(q, REQ, mode, pk != NULL && pk->meta.present ? CATS_MODE_A :
+	    m->present ? CATS_MODE_B : CATS_MODE_NONE);
+	CATS_SET(q, REQ, held, p->npkts);
+	CATS_SET(q, REQ, dataplane, cf->dataplane);
+	CATS_SET(q, REQ, deadline, p->deadline);
+	p->sent = true;
+	if (w->emit == NULL || w->emit(w->hook_arg, CATS_FWDP_SELECT, &r) < 0) {
+		w->ctr[CATS_FC_request_fail]++;
+		return;
+	}
+	w->ctr[CATS_FC_requests]++;
+}
+
+/* ---- the forward and reverse actions ---- */
+
+/*
+ * A steered packet toward the core: hop limit (ICMP time exceeded at zero),
+ * the MSS of a SYN clamped to the encapsulation, counted, encapsulated.
+ */
+static void
+to_core(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
+    const struct cats_encap *enc, int counter, uint64_t now)
+{
+	if (cats_pkt_dec_ttl(pk)) {
+		w->drop_pkt[CATS_DROP_TTL]++;
+		if (m != NULL)
+			cats_out_icmp(w, m->in, pk, CATS_ICMP_TIME_EXCEEDED, 0,
+			    now);
+		return;
+	}
+	if (pk->proto == 6 && (pk->tcp_flags & CATS_TCP_SYN) &&
+	    cats_pkt_clamp_mss(pk, cats_out_clamp(w, enc, pk->af)))
+		w->ctr[CATS_FC_mss_clamped]++;
+	w->ctr[counter]++;
+	if (enc->kind == CATS_ENC_NONE)
+		cats_out_big(w, w->core, pk, m, now);
+	else
+		cats_out_encap(w, enc, pk, m, now);
+}
+
+static void
+ingress_forward(struct cats_fwdp *w, struct cats_fbind *b, struct cats_pkt *pk,
+    const struct cats_rxmeta *m, uint64_t now)
+{
+	cats_fbind_count(b, 0, pk->len, now);
+	cats_pkt_set_dst(pk, b->locator, b->port);
+	to_core(w, pk, m, &b->enc, CATS_FC_fwd_pkts, now);
+	cats_fast_maybe(w, b, now);
+}
+
+static void
+release_held(struct cats_fwdp *w, struct cats_fbind *b, struct cats_held *h,
+    uint64_t now)
+{
+	uint8_t *wbuf = w->wroom + HR;
+	while (h != NULL) {
+		struct cats_held *n = h->next;
+		struct cats_pkt pk;
+		memcpy(wbuf, h->data, h->len);
+		if (cats_pkt_parse(&pk, wbuf, h->len) == 0) {
+			struct cats_rxmeta m = { .in = &w->ports[h->port] };
+			w->ctr[CATS_FC_released]++;
+			ingress_forward(w, b, &pk, &m, now);
+		}
+		free(h);
+		h = n;
+	}
+	flush_later(w);
+}
+
+static void
+drop_held(struct cats_fwdp *w, struct cats_held *h, int counter, uint64_t now)
+{
+	uint8_t *wbuf = w->wroom + HR;
+	while (h != NULL) {
+		struct cats_held *n = h->next;
+		w->ctr[counter]++;
+		if (w->cf.icmp_unreach) {
+			struct cats_pkt pk;
+			memcpy(wbuf, h->data, h->len);
+			if (cats_pkt_parse(&pk, wbuf, h->len) == 0)
+				cats_out_icmp(w, &w->ports[h->port], &pk,
+				    CATS_ICMP_UNREACH, 0, now);
+		}
+		free(h);
+		h = n;
+	}
+	flush_later(w);
+}
+
+/* ---- classification ---- */
+
+static bool
+is_sid(const struct cats_fwdp *w, uint8_t af, const uint8_t *a)
+{
+	for (size_t i = 0; i < w->cf.nsids; i++)
+		if (w->cf.sids[i].af == af && memcmp(w->cf.sids[i].a, a,
+		    af == 4 ? 4 : 16) == 0)
+			return true;
+	return false;
+}
+
+static bool
+is_owned(const struct cats_fwdp *w, const struct cats_pkt *pk)
+{
+	struct cats_ip ip = { .af = pk->af };
+	memcpy(ip.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
+	for (size_t i = 0; i < w->cf.nowns; i++)
+		if (cats_prefix_has(&w->cf.owns[i], &ip))
+			return true;
+	return false;
+}
+
+static const struct cats_fwd_svc *
+find_svc(const struct cats_fwdp *w, const struct cats_pkt *pk)
+{
+	const uint8_t *d = cats_pkt_dst(pk);
+	for (size_t i = 0; i < w->cf.nsvc; i++) {
+		const struct cats_fwd_svc *s = &w->cf.svc[i];
+		if (s->addr.af != pk->af || memcmp(s->addr.a, d,
+		    pk->af == 4 ? 4 : 16) != 0)
+			continue;
+		if (s->proto && s->proto != pk->proto)
+			continue;
+		if (s->port && (!pk->has_ports || s->port != pk->dport))
+			continue;
+		return s;
+	}
+	return NULL;
+}
+
+/*
+ * The request metadata of a client packet without a binding: Mode A from
+ * the parse, Mode B where configured, the CS-ID of the service address
+ * (001 §6: never silently combine two services).  -1: dropped (counted).
+ */
+static int
+client_meta(struct cats_fwdp *w, const struct cats_pkt *pk,
+    const struct cats_fwd_svc *s, struct cats_req_meta *meta)
+{
+	const struct cats_fwdp_conf *cf = &w->cf;
+	*meta = pk->meta;
+	if (!meta->present && cf->modeb_proto && pk->proto == cf->modeb_proto &&
+	    pk->dport == cf->modeb_port) {
+		if (cats_modeb_parse(pk, (size_t)cf->modeb_off, meta) < 0) {
+			w->ctr[CATS_FC_drop_bad_modeb]++;
+			return -1;
+		}
+	}
+	if (meta->cs_id[0] && s->cs_id[0] && strcmp(meta->cs_id,
+	    s->cs_id) != 0) {
+		if (cf->precedence == 0) {
+			w->ctr[CATS_FC_drop_csid_mismatch]++;
+			char a[64];
+			struct cats_ip ip = { .af = pk->af };
+			memcpy(ip.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
+			cats_audit("csid-mismatch", "cs_id=%s addr=%s addr_cs_id=%s",
+			    meta->cs_id, cats_ip_fmt(&ip, a, sizeof(a)), s->cs_id);
+			return -1;
+		}
+		if (cf->precedence == 2)
+			cats_strlcpy(meta->cs_id, s->cs_id, sizeof(meta->cs_id));
+	}
+	if (!meta->cs_id[0] && s->cs_id[0])
+		cats_strlcpy(meta->cs_id, s->cs_id, sizeof(meta->cs_id));
+	return 0;
+}
+
+/* A client packet at the ingress. */
+static void
+on_client(struct cats_fwdp *w, struct cats_pkt *pk,
+    const struct cats_rxmeta *m, uint64_t now)
+{
+	struct cats_fkey k;
+	cats_fkey_from_pkt(&k, pk, CATS_DIR_IN_FWD, w->tenant_h);
+	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+	if (b != NULL) {
+		ingress_forward(w, b, pk, m, now);
+		return;
+	}
+	const struct cats_fwd_svc *s = find_svc(w, pk);
+	if (s == NULL) {
+		w->ctr[CATS_FC_drop_not_service]++;
+		return;
+	}
+	w->ctr[CATS_FC_misses]++;
+	if (w->cf.affinity == CATS_AFF_CLIENT) {
+		k.sport = 0;
+		k.wild |= CATS_WILD_SPORT;
+	}
+	struct cats_req_meta meta;
+	if (client_meta(w, pk, s, &meta) < 0)
+		return;
+	bool established = pk->proto == 6 && !(pk->tcp_flags & CATS_TCP_SYN);
+	if (established && w->synced) {
+		/* A mid-connection packet never starts a selection. */
+		w->ctr[CATS_FC_drop_no_binding_tcp]++;
+		return;
+	}
+	struct cats_pend *p;
+	struct cats_rxmeta mm = *m;
+	cats_out_csum_fix(&mm, pk);	/* a held packet is sent whole */
+	int r = cats_fwd_hold(&w->tab, &k, pk->p, pk->len,
+	    (uint32_t)(m->in - w->ports), now, &p);
+	if (r < 0) {
+		w->drop_pend[-r]++;
+		return;
+	}
+	if (r == CATS_PEND_NEW) {
+		p->meta = meta;
+		p->established = established;
+		if (w->synced)
+			send_request(w, p, pk);
+	}
+}
+
+/* The egress learns the return tunnel of b from the first forward packet's
+ * outer source (when the binding named none). */
+static void
+learn_return(struct cats_fwdp *w, struct cats_fbind *b,
+    const uint8_t *outer_src, uint8_t outer_af)
+{
+	if (!b->renc_learn || b->renc.nsids != 0 || b->renc.outer_af != 0)
+		return;
+	if (b->renc.kind == CATS_ENC_SRV6 && outer_af == 6) {
+		memcpy(b->renc.sids[0], outer_src, 16);
+		b->renc.nsids = 1;
+		b->renc.outer_af = 6;
+		memcpy(b->renc.src, w->cf.fc.src6, 16);
+	} else if (b->renc.kind == CATS_ENC_IPIP) {
+		size_t alen = outer_af == 4 ? 4 : 16;
+		memcpy(b->renc.dst, outer_src, alen);
+		b->renc.outer_af = outer_af;
+		memcpy(b->renc.src, outer_af == 4 ? w->cf.fc.src4 :
+		    w->cf.fc.src6, alen);
+	}
+}
+
+/* A decapsulated packet from the core. */
+static void
+on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
+    const uint8_t *outer_src, uint8_t outer_af, const struct cats_rxmeta *m,
+    uint64_t now)
+{
+	struct cats_fkey k;
+	if (w->client != NULL) {
+		cats_fkey_from_pkt(&k, pk, CATS_DIR_IN_REV, 0);
+		struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+		if (b != NULL) {
+			cats_fbind_count(b, 1, pk->len, now);
+			cats_pkt_set_src(pk, b->restore, b->restore_port);
+			if (cats_pkt_dec_ttl(pk)) {
+				w->drop_pkt[CATS_DROP_TTL]++;
+				return;
+			}
+			w->ctr[CATS_FC_rev_pkts]++;
+			cats_out_big(w, w->client, pk, m, now);
+			cats_fast_maybe(w, b, now);
+			return;
+		}
+	}
+	if (w->site == NULL) {
+		w->ctr[CATS_FC_drop_no_reverse_binding]++;
+		return;
+	}
+	cats_fkey_from_pkt(&k, pk, CATS_DIR_EG_FWD, 0);
+	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+	if (b != NULL) {
+		cats_fbind_count(b, 0, pk->len, now);
+		learn_return(w, b, outer_src, outer_af);
+	} else if (!is_owned(w, pk)) {
+		w->ctr[CATS_FC_drop_not_owned]++;
+		return;
+	} else {
+		w->ctr[CATS_FC_eg_unbound]++;
+	}
+	if (cats_pkt_dec_ttl(pk)) {
+		w->drop_pkt[CATS_DROP_TTL]++;
+		return;
+	}
+	w->ctr[CATS_FC_eg_fwd_pkts]++;
+	cats_out_big(w, w->site, pk, m, now);
+	if (b != NULL)
+		cats_fast_maybe(w, b, now);
+}
+
+/* A dropped packet, with -v: formatted only then (floods stay cheap). */
+static void
+debug_pkt(const struct cats_fwdp *w, const char *what,
+    const struct cats_pkt *pk)
+{
+	char a[64], b[64];
+	if (w->verbosity < 2)
+		return;
+	struct cats_ip s = { .af = pk->af }, d = { .af = pk->af };
+	memcpy(s.a, cats_pkt_src(pk), pk->af == 4 ? 4 : 16);
+	memcpy(d.a, cats_pkt_dst(pk), pk->af == 4 ? 4 : 16);
+	cats_debug("%s: proto %u %s:%u -> %s:%u", what, pk->proto,
+	    cats_ip_fmt(&s, a, sizeof(a)), pk->sport,
+	    cats_ip_fmt(&d, b, sizeof(b)), pk->dport);
+}
+
+/* An instance's reply at the egress. */
+static void
+on_site(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
+    uint64_t now)
+{
+	struct cats_fkey k;
+	cats_fkey_from_pkt(&k, pk, CATS_DIR_EG_REV, 0);
+	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+	if (b == NULL) {
+		/* Never a selection, never to an arbitrary client. */
+		w->ctr[CATS_FC_drop_no_reverse_binding]++;
+		debug_pkt(w, "no reverse binding", pk);
+		return;
+	}
+	if (b->renc.kind != CATS_ENC_NONE && b->renc.nsids == 0 &&
+	    b->renc.outer_af == 0) {
+		w->ctr[CATS_FC_drop_no_return_path]++;
+		return;
+	}
+	cats_fbind_count(b, 1, pk->len, now);
+	to_core(w, pk, m, &b->renc, CATS_FC_eg_rev_pkts, now);
+	cats_fast_maybe(w, b, now);
+}
+
+/* The binding of the quoted flow by its key of direction dir, the flow
+ * turned round (turn) or not. */
+static struct cats_fbind *
+quote_lookup(struct cats_fwdp *w, const struct cats_quote *q, int dir,
+    bool turn)
+{
+	struct cats_fkey k;
+	size_t al = q->af == 4 ? 4 : 16;
+	memset(&k, 0, sizeof(k));
+	k.af = q->af;
+	k.proto = q->proto;
+	k.dir = (uint8_t)dir;
+	memcpy(k.src, turn ? q->dst : q->src, al);
+	memcpy(k.dst, turn ? q->src : q->dst, al);
+	k.sport = turn ? q->dport : q->sport;
+	k.dport = turn ? q->sport : q->dport;
+	return cats_fwd_lookup(&w->tab, &k);
+}
+
+/*
+ * An ICMP error from the core about a packet this forwarder encapsulated
+ * (a router on the path found no route, the hop limit ran out) is counted;
+ * with --path-down the binding whose packet it was is reported with a
+ * path-down status, at most once per PATH_DOWN_MS, for the control plane
+ * to repair its path.  The forwarder itself changes nothing: the error is
+ * unauthenticated, and the binding stays until the control plane says
+ * otherwise.
+ */
+#define PATH_DOWN_MS 5000
+static bool
+on_core_icmp(struct cats_fwdp *w, const struct cats_pkt *pk, uint64_t now)
+{
+	const struct cats_fwd_conf *fc = &w->cf.fc;
+	struct cats_quote q;
+	if (cats_pkt_icmp_quote(pk, fc->has_src4 ? fc->src4 : NULL,
+	    fc->has_src6 ? fc->src6 : NULL, &q) < 0)
+		return false;
+	w->ctr[CATS_FC_path_errors]++;
+	if (!w->cf.path_down)
+		return true;
+	/* A client's packet, rewritten, at the ingress: its binding's reverse
+	 * key; an instance's reply at the egress: its own. */
+	struct cats_fbind *b = w->client != NULL ?
+	    quote_lookup(w, &q, CATS_DIR_IN_REV, true) : NULL;
+	if (b == NULL && w->site != NULL)
+		b = quote_lookup(w, &q, CATS_DIR_EG_REV, false);
+	if (b == NULL || (b->path_down_at != 0 &&
+	    now - b->path_down_at < PATH_DOWN_MS))
+		return true;
+	b->path_down_at = now;
+	w->ctr[CATS_FC_path_down_sent]++;
+	send_status(w, b, CATS_EV_PATH_DOWN, q.what, 0, 0, now);
+	return true;
+}
+
+void
+cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
+    const struct cats_rxmeta *m, uint64_t now)
+{
+	struct cats_pkt pk;
+	w->now = now;
+	int r = cats_pkt_parse(&pk, ip, len);
+	if (r) {
+		w->drop_pkt[r]++;
+		return;
+	}
+	int roles = m->in->roles;
+	const uint8_t *d = cats_pkt_dst(&pk);
+	if ((roles & CATS_PORT_CORE) && (pk.proto == 4 || pk.proto == 41) &&
+	    is_sid(w, pk.af, d)) {
+		uint8_t *inner, osrc[16];
+		size_t ilen;
+		r = cats_decap(&pk, &inner, &ilen, osrc);
+		if (r) {
+			w->drop_pkt[r]++;
+			return;
+		}
+		struct cats_pkt ip2;
+		r = cats_pkt_parse(&ip2, inner, ilen);
+		if (r) {
+			w->drop_pkt[r]++;
+			return;
+		}
+		on_core_inner(w, &ip2, osrc, pk.af, m, now);
+		return;
+	}
+	if ((pk.af == 6 && (d[0] == 0xff || (d[0] == 0xfe &&
+	    (d[1] & 0xc0) == 0x80))) || (pk.af == 4 && d[0] >= 224)) {
+		w->ctr[CATS_FC_ignored]++;	/* multicast, link-local */
+		return;
+	}
+	if (roles & CATS_PORT_CLIENT) {
+		on_client(w, &pk, m, now);
+		return;
+	}
+	if (roles & CATS_PORT_SITE) {
+		on_site(w, &pk, m, now);
+		return;
+	}
+	if ((roles & CATS_PORT_CORE) && (pk.proto == 1 || pk.proto == 58) &&
+	    on_core_icmp(w, &pk, now))
+		return;
+	if (roles & CATS_PORT_CORE)
+		w->drop_pkt[(pk.proto == 4 || pk.proto == 41) ?
+		    CATS_DROP_NOT_OURS : CATS_DROP_NOT_TUNNEL]++;
+}
+
+/* ---- packet I/O ---- */
+
+/* One frame of a ring (link header at f): its link header judged, its
+ * virtio-net header's GSO and partial checksum state taken. */
+static void
+rx_frame(struct cats_fwdp *w, struct cats_port *pt,
+    const struct cats_port_frame *fr, uint64_t now)
+{
+	uint8_t *f = fr->f;
+	size_t len = fr->len;
+	struct cats_rxmeta m = { .in = pt };
+	if (fr->outgoing) {
+		w->ctr[CATS_FC_ignored]++;
+		return;
+	}
+	if (!fr->whole || len < 14) {
+		w->ctr[CATS_FC_drop_truncated_frame]++;
+		return;
+	}
+	if (f[0] & 1) {
+		w->ctr[CATS_FC_ignored]++;	/* L2 multicast / broadcast */
+		return;
+	}
+	uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+	if (!pt->fixed_peer && (!pt->has_peer ||
+	    memcmp(pt->peer, f + 6, 6) != 0)) {
+		pt->peer_moved |= pt->has_peer;
+		memcpy(pt->peer, f + 6, 6);
+		pt->has_peer = true;
+	}
+	if (et != 0x0800 && et != 0x86dd) {
+		w->ctr[CATS_FC_ignored]++;
+		return;
+	}
+	const struct virtio_net_hdr *vh = fr->vh;
+	if (vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		m.gso_size = vh->gso_size;
+		m.gso_type = vh->gso_type;
+	}
+	if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		m.csum_start = (uint16_t)(vh->csum_start - 14u);
+		m.csum_off = vh->csum_offset;
+		if (cats_out_gso_cut(&m, f + 14, len - 14)) {
+			m.csum_partial = true;
+		} else if (cats_pkt_csum_complete(f + 14, len - 14,
+		    m.csum_start, m.csum_off) != 0) {
+			w->drop_pkt[CATS_DROP_TRUNCATED]++;
+			return;
+		}
+	}
+	cats_fwdp_packet(w, f + 14, len - 14, &m, now);
+}
+
+static unsigned
+rx_ring(struct cats_fwdp *w, struct cats_port *pt, uint64_t now)
+{
+	unsigned budget = CATS_PORT_RX_BATCH;
+	uint8_t *wbuf = w->wroom + HR;
+	struct cats_port_frame fr;
+	while (budget-- > 0) {
+		if (!cats_port_rx_next(pt, &fr, wbuf - 14, 14 + 65536 + 256))
+			break;
+		rx_frame(w, pt, &fr, now);
+		cats_port_rx_done(pt);
+	}
+	cats_fwdp_tx_flush(w);
+	/* More frames waiting: come back after other events. */
+	if (budget == (unsigned)-1) {
+		if (pt->ev != NULL)
+			event_active(pt->ev, EV_READ, 0);
+		return CATS_PORT_RX_BATCH + 1;
+	}
+	return CATS_PORT_RX_BATCH - 1 - budget;
+}
+
+static unsigned
+rx_tun(struct cats_fwdp *w, struct cats_port *pt, uint64_t now)
+{
+	uint8_t *wbuf = w->wroom + HR;
+	unsigned i;
+	for (i = 0; i < 64; i++) {
+		ssize_t n = read(pt->rxfd, wbuf, 65536);
+		if (n <= 0)
+			break;
+		struct cats_rxmeta m = { .in = pt };
+		pt->rx_pkts++;
+		pt->rx_bytes += (size_t)n;
+		cats_fwdp_packet(w, wbuf, (size_t)n, &m, now);
+	}
+	return i;
+}
+
+unsigned
+cats_fwdp_rx(struct cats_fwdp *w, struct cats_port *pt, uint64_t now)
+{
+	w->now = now;
+	if (pt->kind == CATS_PORT_PACKET)
+		return rx_ring(w, pt, now);
+	if (pt->kind == CATS_PORT_TUN)
+		return rx_tun(w, pt, now);
+	return 0;
+}
+
+/* ---- control records in ---- */
+
+static void
+after_sync(struct cats_fwdp *w, uint64_t now)
+{
+	struct cats_fwd *t = &w->tab;
+	/* Pending records held while the bindings were fetched again. */
+	size_t n = 0;
+	struct cats_pend **v = malloc(t->st.pending * sizeof(*v) + 1);
+	if (v == NULL)
+		return;
+	for (size_t i = 0; i < t->pend_by_key.cap; i++)
+		if (t->pend_by_key.s[i].h)
+			v[n++] = t->pend_by_key.s[i].item;
+	for (size_t i = 0; i < n; i++) {
+		struct cats_pend *p = v[i];
+		if (p->sent)
+			continue;
+		struct cats_fbind *b = cats_fwd_lookup(t, &p->key);
+		if (b != NULL)
+			release_held(w, b, cats_fwd_pend_take(t, p), now);
+		else if (p->established)
+			drop_held(w, cats_fwd_pend_take(t, p),
+			    CATS_FC_drop_not_synced, now);
+		else
+			send_request(w, p, NULL);
+	}
+	free(v);
+}
+
+/*
+ * The end of a re-sync at manager epoch e: bindings of older epochs that
+ * were not sent again belong to a fenced owner and go.
+ */
+static void
+fence_older(struct cats_fwdp *w, uint64_t e, uint64_t now)
+{
+	struct cats_fwd *t = &w->tab;
+	size_t n = 0;
+	struct cats_fbind **v = malloc((t->st.bindings + 1) * sizeof(*v));
+	if (v == NULL)
+		return;
+	if (e > t->epoch_max)
+		t->epoch_max = e;
+	for (size_t i = 0; i < t->bind_by_id.cap; i++) {
+		struct cats_fbind *b = t->bind_by_id.s[i].item;
+		if (t->bind_by_id.s[i].h && b->epoch < e)
+			v[n++] = b;
+	}
+	for (size_t i = 0; i < n; i++) {
+		w->ctr[CATS_FC_bindings_removed]++;
+		send_status(w, v[i], CATS_EV_REMOVED, "fenced", 0, 0, now);
+		cats_fwd_remove(t, v[i]);
+	}
+	free(v);
+}
+
+static void
+on_binding(struct cats_fwdp *w, const struct cats_binding *b, uint64_t now)
+{
+	struct cats_fbind *fb;
+	struct cats_held *rel;
+	int ev = 0;
+	int r = cats_fwd_apply(&w->tab, b, now, &fb, &rel, &ev);
+	if (r) {
+		w->ctr[CATS_FC_bindings_refused]++;
+		cats_warnx("binding %" PRIu64 ": refused: %s", b->id,
+		    cats_fwd_reason_names[r]);
+		send_status(w, NULL, CATS_EV_FAILED, cats_fwd_reason_names[r],
+		    b->id, b->epoch, now);
+		return;
+	}
+	if (ev == CATS_EV_REMOVED) {
+		w->ctr[CATS_FC_bindings_removed]++;
+		send_status(w, fb, CATS_EV_REMOVED, b->reason, 0, 0, now);
+		cats_fwd_remove(&w->tab, fb);
+		return;
+	}
+	w->ctr[ev == CATS_EV_INSTALLED ? CATS_FC_bindings_installed :
+	    CATS_FC_bindings_refreshed]++;
+	/* Forward and reverse state are in; now the held packets go. */
+	release_held(w, fb, rel, now);
+	send_status(w, fb, ev, NULL, 0, 0, now);
+}
+
+void
+cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
+    uint64_t now)
+{
+	w->now = now;
+	switch (r->type) {
+	case CATS_T_BINDING:
+		on_binding(w, &r->u.binding, now);
+		break;
+	case CATS_T_ERROR: {
+		w->ctr[CATS_FC_errors_received]++;
+		struct cats_pend *pd = cats_fwd_error(&w->tab, &r->u.error);
+		if (pd != NULL) {
+			w->tab.st.pend_errors++;
+			drop_held(w, cats_fwd_pend_take(&w->tab, pd),
+			    CATS_FC_drop_pending_error, now);
+		}
+		break;
+	}
+	case CATS_T_STATUS:
+		/* cats-bind answers a hello after it re-sent the bindings. */
+		if (from_bind && r->u.status.event == CATS_EV_HELLO) {
+			if (CATS_HAS(&r->u.status, STA, epoch))
+				fence_older(w, r->u.status.epoch, now);
+			if (!w->synced) {
+				w->synced = true;
+				cats_info("bindings fetched again; forwarding");
+				after_sync(w, now);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void
+cats_fwdp_hello(struct cats_fwdp *w, uint64_t now)
+{
+	w->ctr[CATS_FC_bind_connects]++;
+	send_status(w, NULL, CATS_EV_HELLO, NULL, 0, 0, now);
+}
+
+/* ---- the tick ---- */
+
+static void
+pend_expired(struct cats_pend *p, void *arg)
+{
+	struct cats_fwdp *w = arg;
+	drop_held(w, cats_fwd_pend_take(&w->tab, p), CATS_FC_drop_pending_timeout,
+	    w->now);
+}
+
+static void
+bind_expired(struct cats_fbind *b, const char *why, void *arg)
+{
+	struct cats_fwdp *w = arg;
+	w->ctr[CATS_FC_bindings_expired]++;
+	send_status(w, b, CATS_EV_EXPIRED, why, 0, 0, w->now);
+}
+
+void
+cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report)
+{
+	struct cats_fwd *t = &w->tab;
+	w->now = now;
+	cats_fast_follow_peers(w);
+	if (!w->synced && now >= w->sync_deadline) {
+		cats_warnx("no binding sync from %s; forwarding anyway",
+		    w->cf.bind_ep ? w->cf.bind_ep : "(none)");
+		w->synced = true;
+		after_sync(w, now);
+	}
+	/*
+	 * Bindings are visited a tenth of the table per tick (100 ms), the
+	 * whole once a second, whatever their number: a refreshed status
+	 * (reason activity) for those that carried traffic, then expiry.
+	 */
+	size_t cap = t->bind_by_id.cap, n = cap / 10 + 1;
+	for (size_t j = 0; report && j < n && j < cap; j++) {
+		size_t i = (w->tick_pos + j) & (cap - 1);
+		struct cats_fbind *b = t->bind_by_id.s[i].item;
+		if (t->bind_by_id.s[i].h == 0)
+			continue;
+		if (b->fast)
+			cats_fast_sync(b, now, w);
+		if (b->pkts + b->rpkts == b->rep_pkts)
+			continue;
+		uint64_t every = b->idle_ms ? b->idle_ms / 3 : 10000;
+		if (now - b->reported < every)
+			continue;
+		b->reported = now;
+		b->rep_pkts = b->pkts + b->rpkts;
+		send_status(w, b, CATS_EV_REFRESHED, "activity", 0, 0, now);
+	}
+	cats_fwd_expire_step(t, now, &w->tick_pos, n, pend_expired,
+	    bind_expired, w);
+	cats_fwdp_fast_offer_queued(w, now, true);
+	cats_fwdp_tx_flush(w);
+}
+
+/* ---- counters ---- */
+
+size_t
+cats_fwdp_nstats(void)
+{
+	return CATS_FC__N + CATS_DROP__N + CATS_FR__N + 16;
+}
+
+size_t
+cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
+    struct cats_fwdp_names *names)
+{
+	size_t n = 0, nn = 0;
+	uint64_t *c = w->ctr;
+	c[CATS_FC_rx_pkts] = c[CATS_FC_rx_bytes] = c[CATS_FC_tx_pkts] =
+	    c[CATS_FC_tx_bytes] = c[CATS_FC_rx_copies] =
+	    c[CATS_FC_rx_ring_drops] = 0;
+	for (int i = 0; i < w->nports; i++) {
+		struct cats_port *pt = &w->ports[i];
+		cats_port_ring_drops(pt);
+		c[CATS_FC_rx_pkts] += pt->rx_pkts;
+		c[CATS_FC_rx_bytes] += pt->rx_bytes;
+		c[CATS_FC_tx_pkts] += pt->tx_pkts;
+		c[CATS_FC_tx_bytes] += pt->tx_bytes;
+		c[CATS_FC_rx_copies] += pt->rx_copies;
+		c[CATS_FC_rx_ring_drops] += pt->ring_drops;
+	}
+	for (int i = 0; i < CATS_FC__N; i++) {
+		kv[n].k = cats_fwdp_ctr_names[i];
+		kv[n++].v = c[i];
+	}
+	for (int i = 1; i < CATS_DROP__N; i++) {
+		snprintf(names->n[nn], sizeof(names->n[nn]), "drop_%s",
+		    cats_drop_names[i]);
+		kv[n].k = names->n[nn++];
+		kv[n++].v = w->drop_pkt[i];
+	}
+	for (int i = 1; i < CATS_FR__N; i++) {
+		if (i > CATS_FR_PEND_CLIENT_FULL && i != CATS_FR_NOMEM &&
+		    i != CATS_FR_BAD)
+			continue;
+		snprintf(names->n[nn], sizeof(names->n[nn]), "drop_%s",
+		    cats_fwd_reason_names[i]);
+		for (char *q = names->n[nn]; *q; q++)
+			if (*q == '-')
+				*q = '_';
+		kv[n].k = names->n[nn++];
+		kv[n++].v = w->drop_pend[i];
+	}
+	kv[n].k = "bindings";
+	kv[n++].v = w->tab.st.bindings;
+	kv[n].k = "pending";
+	kv[n++].v = w->tab.st.pending;
+	kv[n].k = "pending_held";
+	kv[n++].v = w->tab.st.held;
+	kv[n].k = "synced";
+	kv[n++].v = w->synced;
+	if (w->fp != NULL) {
+		uint64_t fc[CATS_FP__N];
+		cats_fwd_fast_counters(w->fp, fc);
+		kv[n].k = "fast_keys";
+		kv[n++].v = w->fp_keys;
+		kv[n].k = "fast_hit";
+		kv[n++].v = fc[CATS_FP_HIT];
+		kv[n].k = "fast_pass";
+		kv[n++].v = fc[CATS_FP_PASS];
+		kv[n].k = "fast_fail";
+		kv[n++].v = fc[CATS_FP_FAIL];
+	}
+	return n;
+}
+
+void
+cats_fwdp_dump_bindings(struct cats_fwdp *w, FILE *f, uint64_t now)
+{
+	struct cats_htab *h = &w->tab.bind_by_id;
+	for (size_t i = 0; i < h->cap; i++) {
+		if (h->s[i].h == 0)
+			continue;
+		struct cats_fbind *b = h->s[i].item;
+		if (b->fast)
+			cats_fast_sync(b, now, w);
+		struct cats_rec r;
+		cats_fwd_status(&w->tab, b, CATS_EV_REFRESHED, "counters", now,
+		    &r);
+		cats_rec_print_json(&r, f);
+	}
+}

@@ -1,0 +1,551 @@
+/*
+ * port.c - AF_PACKET (TPACKET_V2 rings), TUN and fake ports (port.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <linux/if_tun.h>
+#include <net/ethernet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/cats.h"
+#include "fwd/port.h"
+#include "net/ep.h"
+
+#define TX_VNET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+#define TX_OFF (TX_VNET + sizeof(struct virtio_net_hdr))
+
+size_t
+cats_port_tx_off(void)
+{
+	return TX_OFF;
+}
+
+static int
+parse_mac(const char *s, uint8_t *mac)
+{
+	unsigned v[6];
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4],
+	    &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++) {
+		if (v[i] > 255)
+			return -1;
+		mac[i] = (uint8_t)v[i];
+	}
+	return 0;
+}
+
+int
+cats_port_parse(const char *spec, int role, struct cats_port *pt, char *err,
+    size_t errlen)
+{
+	char name[IFNAMSIZ + 1], peer[32] = "";
+	int kind;
+	const char *rest;
+	if (strncmp(spec, "af_packet:", 10) == 0) {
+		kind = CATS_PORT_PACKET;
+		rest = spec + 10;
+	} else if (strncmp(spec, "tun:", 4) == 0) {
+		kind = CATS_PORT_TUN;
+		rest = spec + 4;
+	} else {
+		snprintf(err, errlen, "%s: a port is af_packet:IFNAME or "
+		    "tun:IFNAME", spec);
+		return -1;
+	}
+	size_t n = strcspn(rest, ",");
+	if (n == 0 || n >= sizeof(name)) {
+		snprintf(err, errlen, "%s: bad interface name", spec);
+		return -1;
+	}
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	if (rest[n] == ',') {
+		if (strncmp(rest + n + 1, "peer=", 5) != 0 ||
+		    strlen(rest + n + 6) >= sizeof(peer)) {
+			snprintf(err, errlen, "%s: expected ,peer=MAC", spec);
+			return -1;
+		}
+		strcpy(peer, rest + n + 6);
+	}
+	memset(pt, 0, sizeof(*pt));
+	pt->kind = kind;
+	pt->roles = role;
+	cats_strlcpy(pt->name, name, sizeof(pt->name));
+	pt->rxfd = pt->txfd = pt->gsofd = -1;
+	if (peer[0]) {
+		if (parse_mac(peer, pt->peer) < 0) {
+			snprintf(err, errlen, "%s: bad MAC address", peer);
+			return -1;
+		}
+		pt->has_peer = pt->fixed_peer = true;
+	}
+	return 0;
+}
+
+void
+cats_port_fake(struct cats_port *pt, const char *name, int role, int ifindex,
+    uint32_t mtu)
+{
+	memset(pt, 0, sizeof(*pt));
+	pt->kind = CATS_PORT_FAKE;
+	pt->roles = role;
+	cats_strlcpy(pt->name, name, sizeof(pt->name));
+	pt->ifindex = ifindex;
+	pt->mtu = mtu;
+	pt->rxfd = pt->txfd = pt->gsofd = -1;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)ifindex };
+	uint8_t peer[6] = { 2, 0, 0, 0, 1, (uint8_t)ifindex };
+	memcpy(pt->mac, mac, 6);
+	memcpy(pt->peer, peer, 6);
+	pt->has_peer = pt->fixed_peer = true;
+	pt->sent_tail = &pt->sent;
+}
+
+void
+cats_port_sent_free(struct cats_port *pt)
+{
+	struct cats_port_sent *s = pt->sent;
+	while (s != NULL) {
+		struct cats_port_sent *n = s->next;
+		free(s);
+		s = n;
+	}
+	pt->sent = NULL;
+	pt->sent_tail = &pt->sent;
+	pt->nsent = 0;
+}
+
+void
+cats_port_l2(const struct cats_port *pt, uint8_t *d, int ipv)
+{
+	if (pt->has_peer)
+		memcpy(d, pt->peer, 6);
+	else
+		memset(d, 0xff, 6);
+	memcpy(d + 6, pt->mac, 6);
+	d[12] = ipv == 4 ? 0x08 : 0x86;
+	d[13] = ipv == 4 ? 0x00 : 0xdd;
+}
+
+/* ---- transmit ---- */
+
+uint8_t *
+cats_port_tx_frame(struct cats_port *pt)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		struct tpacket2_hdr *h = (void *)(pt->tx + pt->txi * pt->txfsz);
+		if (h->tp_status == TP_STATUS_AVAILABLE)
+			return (uint8_t *)h;
+		if (tries == 0 && pt->txq > 0) {
+			send(pt->txfd, NULL, 0, MSG_DONTWAIT);
+			pt->txq = 0;
+		} else if (tries == 0) {
+			/* The kernel may still be sending: wait briefly. */
+			struct pollfd pf = { pt->txfd, POLLOUT, 0 };
+			poll(&pf, 1, 1);
+		}
+	}
+	return NULL;
+}
+
+void
+cats_port_tx_flush(struct cats_port *pt)
+{
+	if (pt->kind == CATS_PORT_PACKET && pt->txq > 0) {
+		send(pt->txfd, NULL, 0, MSG_DONTWAIT);
+		pt->txq = 0;
+	}
+}
+
+size_t
+cats_port_tx_room(const struct cats_port *pt)
+{
+	return pt->kind == CATS_PORT_PACKET ? pt->txfsz - TX_OFF - 14 : 0;
+}
+
+/*
+ * The virtio-net header says the whole frame is header (hdr_len): the
+ * kernel copies it into the skb's linear part instead of attaching the
+ * ring's pages, which a veth would copy again into fresh pages.
+ */
+void
+cats_port_tx_commit(struct cats_port *pt, uint8_t *f, size_t len,
+    const struct virtio_net_hdr *gso)
+{
+	struct tpacket2_hdr *h = (void *)f;
+	struct virtio_net_hdr *vh = (void *)(f + TX_VNET);
+	if (gso != NULL)
+		memcpy(vh, gso, sizeof(*vh));
+	else
+		memset(vh, 0, sizeof(*vh));
+	vh->hdr_len = (uint16_t)(len + 14);
+	h->tp_len = (uint32_t)(len + 14 + sizeof(*vh));
+	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST,
+	    __ATOMIC_RELEASE);
+	pt->txi = (pt->txi + 1) % pt->txn;
+	pt->tx_pkts++;
+	pt->tx_bytes += len;
+	if (++pt->txq >= CATS_PORT_RX_BATCH)
+		cats_port_tx_flush(pt);
+}
+
+int
+cats_port_send(struct cats_port *pt, const uint8_t *ip, size_t len)
+{
+	if (pt->kind == CATS_PORT_FAKE) {
+		struct cats_port_sent *s = malloc(sizeof(*s) + len);
+		if (s == NULL)
+			return -1;
+		s->next = NULL;
+		s->len = len;
+		memcpy(s->ip, ip, len);
+		*pt->sent_tail = s;
+		pt->sent_tail = &s->next;
+		pt->nsent++;
+	} else if (pt->kind == CATS_PORT_TUN) {
+		if (write(pt->txfd, ip, len) < 0)
+			return -1;
+	} else {
+		if (len + 14 > pt->txfsz - TX_OFF)
+			return -2;
+		uint8_t *f = cats_port_tx_frame(pt);
+		if (f == NULL)
+			return -1;
+		uint8_t *d = f + TX_OFF;
+		cats_port_l2(pt, d, ip[0] >> 4);
+		memcpy(d + 14, ip, len);
+		cats_port_tx_commit(pt, f, len, NULL);
+		return 0;
+	}
+	pt->tx_pkts++;
+	pt->tx_bytes += len;
+	return 0;
+}
+
+int
+cats_port_send_gso(struct cats_port *pt, const struct virtio_net_hdr *vh,
+    const uint8_t *ip, size_t len)
+{
+	uint8_t l2[14];
+	if (pt->gsofd < 0)
+		return -1;
+	cats_port_l2(pt, l2, ip[0] >> 4);
+	struct iovec iov[3] = {
+		{ (void *)vh, sizeof(*vh) }, { l2, sizeof(l2) },
+		{ (void *)ip, len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
+	cats_port_tx_flush(pt);
+	if (sendmsg(pt->gsofd, &mh, MSG_DONTWAIT) < 0)
+		return -1;
+	pt->tx_pkts++;
+	pt->tx_bytes += len;
+	return 0;
+}
+
+/* ---- receive ---- */
+
+bool
+cats_port_ring_ready(const struct cats_port *pt)
+{
+	if (pt->kind != CATS_PORT_PACKET)
+		return false;
+	const struct tpacket2_hdr *h = (const void *)(pt->rx + pt->rxi *
+	    pt->rxfsz);
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
+	    TP_STATUS_USER;
+}
+
+static size_t
+rx_copy(struct cats_port *pt, struct virtio_net_hdr *vh, uint8_t *buf,
+    size_t cap)
+{
+	struct iovec iov[2] = { { vh, sizeof(*vh) }, { buf, cap } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n = recvmsg(pt->rxfd, &mh, MSG_DONTWAIT);
+	if (n < (ssize_t)sizeof(*vh) + 14 || (mh.msg_flags & MSG_TRUNC))
+		return 0;
+	pt->rx_copies++;
+	return (size_t)n - sizeof(*vh);
+}
+
+bool
+cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
+    uint8_t *buf, size_t cap)
+{
+	struct tpacket2_hdr *h = (void *)(pt->rx + pt->rxi * pt->rxfsz);
+	uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+	if (!(st & TP_STATUS_USER))
+		return false;
+	struct sockaddr_ll *sll = (void *)((uint8_t *)h +
+	    TPACKET_ALIGN(sizeof(*h)));
+	fr->f = (uint8_t *)h + h->tp_mac;
+	fr->vh = (void *)(fr->f - sizeof(*fr->vh));
+	fr->len = h->tp_snaplen;
+	fr->whole = h->tp_len == h->tp_snaplen;
+	if (st & TP_STATUS_COPY) {
+		/* The queued copy must be read even if ignored. */
+		size_t n = rx_copy(pt, &fr->vhc, buf, cap);
+		fr->f = n > 0 ? buf : NULL;
+		fr->vh = &fr->vhc;
+		fr->whole = n > 0;
+		fr->len = n > 0 ? n : h->tp_len;
+	}
+	fr->outgoing = sll->sll_pkttype == PACKET_OUTGOING;
+	pt->rx_pkts++;
+	pt->rx_bytes += fr->len;
+	return true;
+}
+
+void
+cats_port_rx_done(struct cats_port *pt)
+{
+	struct tpacket2_hdr *h = (void *)(pt->rx + pt->rxi * pt->rxfsz);
+	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	pt->rxi = (pt->rxi + 1) % pt->rxn;
+}
+
+void
+cats_port_ring_drops(struct cats_port *pt)
+{
+	struct tpacket_stats ts;
+	socklen_t sl = sizeof(ts);
+	if (pt->kind == CATS_PORT_PACKET && getsockopt(pt->rxfd, SOL_PACKET,
+	    PACKET_STATISTICS, &ts, &sl) == 0)
+		pt->ring_drops += ts.tp_drops;
+}
+
+/* ---- opening ---- */
+
+static int
+ring_setup(int fd, int which, size_t fsz, size_t *np, uint8_t **map)
+{
+	size_t n = *np;
+	/*
+	 * Blocks are whole pages holding whole frames back to back (frame i
+	 * is at i * fsz), as many as fit 64 KiB: the kernel allocates a block
+	 * as a power of two of pages, so a 48 KiB block would waste 16.
+	 * Frames are 2 KiB or whole pages.
+	 */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t bs = fsz >= 65536 ? fsz : 65536 / fsz * fsz;
+	while (bs > fsz && bs % pg != 0)
+		bs -= fsz;
+	if (bs % pg != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	size_t fpb = bs / fsz;
+	n = (n + fpb - 1) / fpb * fpb;
+	struct tpacket_req req = {
+		.tp_block_size = (unsigned)bs,
+		.tp_block_nr = (unsigned)(n / fpb),
+		.tp_frame_size = (unsigned)fsz,
+		.tp_frame_nr = (unsigned)n,
+	};
+	if (setsockopt(fd, SOL_PACKET, which, &req, sizeof(req)) < 0)
+		return -1;
+	*np = n;
+	void *m = mmap(NULL, fsz * n, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	/*
+	 * Write to every page now (an atomic or of 0 changes nothing the
+	 * kernel may be writing): in a virtual machine the first write to a
+	 * page can trap to the hypervisor, which costs more than a packet.
+	 */
+	for (size_t off = 0; off < fsz * n; off += pg)
+		__atomic_fetch_or((uint32_t *)((uint8_t *)m + off), 0,
+		    __ATOMIC_RELAXED);
+	*map = m;
+	return 0;
+}
+
+/*
+ * A TPACKET_V2 ring with virtio-net headers on fd, with socket option opt
+ * set to 1 (PACKET_COPY_THRESH for receive, PACKET_LOSS for transmit: a
+ * frame the kernel refuses is skipped instead of stopping the ring).
+ */
+static int
+ring_open(int fd, int which, int opt, size_t fsz, size_t *np, uint8_t **map)
+{
+	int one = 1, v2 = TPACKET_V2;
+	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v2, sizeof(v2)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one,
+	    sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_PACKET, opt, &one, sizeof(one)) < 0)
+		return -1;
+	return ring_setup(fd, which, fsz, np, map);
+}
+
+uint32_t
+cats_port_if_mtu(const char *name)
+{
+	struct ifreq ifr;
+	uint32_t mtu = 0;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	cats_strlcpy(ifr.ifr_name, name, sizeof(ifr.ifr_name));
+	if (ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0 &&
+	    ifr.ifr_mtu <= 65535)
+		mtu = (uint32_t)ifr.ifr_mtu;
+	close(s);
+	return mtu;
+}
+
+static int
+open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
+    char *err, size_t errlen)
+{
+	int one = 1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	cats_strlcpy(ifr.ifr_name, pt->name, sizeof(ifr.ifr_name));
+	pt->ifindex = (int)if_nametoindex(pt->name);
+	if (pt->ifindex == 0) {
+		snprintf(err, errlen, "%s: no such interface", pt->name);
+		return -1;
+	}
+	pt->rxfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	pt->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (pt->rxfd < 0 || pt->txfd < 0) {
+		snprintf(err, errlen, "%s: AF_PACKET: %s", pt->name,
+		    strerror(errno));
+		return -1;
+	}
+	if (ioctl(pt->rxfd, SIOCGIFHWADDR, &ifr) == 0)
+		memcpy(pt->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(pt->rxfd, SIOCGIFMTU, &ifr) == 0)
+		pt->mtu = (uint32_t)ifr.ifr_mtu;
+	/*
+	 * RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state.  Slots
+	 * hold a frame of the port's MTU (2 KiB up to 1500 bytes), so that
+	 * many small packets fit; a larger frame (a GSO super-packet) leaves
+	 * its head in the slot and itself on the socket's queue
+	 * (COPY_THRESH), for which the receive buffer is made large.
+	 */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t hr = CATS_PORT_RX_HDROOM;
+	size_t rxf = pt->mtu + 14 + 4 + hr <= CATS_PORT_RX_FRAME ?
+	    CATS_PORT_RX_FRAME : (pt->mtu + 14 + 4 + hr + pg - 1) / pg * pg;
+	/*
+	 * TX: frames fit the largest MTU of all ports, so that a segment cut
+	 * to a larger port (a jumbo core) leaves here as one GSO frame.
+	 */
+	size_t big = pt->mtu > tx_mtu ? pt->mtu : tx_mtu;
+	size_t txf = big + 14 + TX_OFF <= 2048 ? 2048 :
+	    (big + 14 + TX_OFF + pg - 1) / pg * pg;
+	int rcvbuf = 32 << 20;
+	pt->rxfsz = rxf;
+	pt->txfsz = txf;
+	/*
+	 * Slots: --ring-frames, or RX_RING bytes' worth; a burst of new flows
+	 * is held in the ring while the forwarder sends their requests.
+	 */
+	pt->rxn = ring_frames ? ring_frames : CATS_PORT_RX_RING / rxf;
+	pt->txn = CATS_PORT_TX_FRAMES;
+	if (ring_open(pt->rxfd, PACKET_RX_RING, PACKET_COPY_THRESH, rxf,
+	    &pt->rxn, &pt->rx) < 0) {
+		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
+		    strerror(errno));
+		return -1;
+	}
+	if (setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+	    sizeof(rcvbuf)) < 0)
+		setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		    sizeof(rcvbuf));
+	setsockopt(pt->rxfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
+	    sizeof(one));
+	if (ring_open(pt->txfd, PACKET_TX_RING, PACKET_LOSS, txf, &pt->txn,
+	    &pt->tx) < 0) {
+		snprintf(err, errlen, "%s: TX ring: %s", pt->name,
+		    strerror(errno));
+		return -1;
+	}
+	setsockopt(pt->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	/* TCP super-packets go out whole through a vnet-header socket. */
+	pt->gsofd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (pt->gsofd >= 0 && (setsockopt(pt->gsofd, SOL_PACKET,
+	    PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    bind(pt->gsofd, (struct sockaddr *)&(struct sockaddr_ll){
+	    .sll_family = AF_PACKET, .sll_ifindex = pt->ifindex },
+	    sizeof(struct sockaddr_ll)) < 0)) {
+		close(pt->gsofd);
+		pt->gsofd = -1;
+	}
+	if (pt->gsofd >= 0) {
+		int sb = 4 << 20;
+		setsockopt(pt->gsofd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+	}
+	struct sockaddr_ll sa = { .sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_ALL), .sll_ifindex = pt->ifindex };
+	if (bind(pt->rxfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "%s: bind: %s", pt->name, strerror(errno));
+		return -1;
+	}
+	sa.sll_protocol = 0;
+	if (bind(pt->txfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "%s: bind: %s", pt->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+open_tun(struct cats_port *pt, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "/dev/net/tun: %s", strerror(errno));
+		return -1;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	cats_strlcpy(ifr.ifr_name, pt->name, sizeof(ifr.ifr_name));
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		snprintf(err, errlen, "%s: TUNSETIFF: %s", pt->name,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	cats_fd_nonblock(fd);
+	pt->rxfd = pt->txfd = fd;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		/* Bring it up; the caller adds addresses and routes. */
+		if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+			ifr.ifr_flags |= IFF_UP;
+			ioctl(s, SIOCSIFFLAGS, &ifr);
+		}
+		if (ioctl(s, SIOCGIFMTU, &ifr) == 0)
+			pt->mtu = (uint32_t)ifr.ifr_mtu;
+		close(s);
+	}
+	return 0;
+}
+
+int
+cats_port_open(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
+    char *err, size_t errlen)
+{
+	if (pt->kind == CATS_PORT_PACKET)
+		return open_packet(pt, tx_mtu, ring_frames, err, errlen);
+	if (pt->kind == CATS_PORT_TUN)
+		return open_tun(pt, err, errlen);
+	return 0;
+}
