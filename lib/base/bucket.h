@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 struct cats_bucket {
-	uint64_t rate_milli;	/* thousandths of a token a second; 0: unlimited */
+	uint64_t rate_milli;	/* thousandths of a token/s; 0: unlimited */
 	uint64_t burst;		/* depth in tokens (0 is taken as 1) */
 	uint64_t tokens_micro;	/* millionths of a token held */
 	uint64_t last_ms;	/* time of the last refill */

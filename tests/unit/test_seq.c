@@ -301,7 +301,7 @@ test_stream_batch(void)
 	    "turn");
 	T_OK(pending(sv[0]) == 10 * len, "in one write, all ten");
 	T_OK(cats_stream_send(out, b.p, b.len) == 0 &&
-	    cats_stream_batched(out) == b.len, "the next turn opens a new batch");
+	    cats_stream_batched(out) == b.len, "the next turn opens a batch");
 	T_OK(cats_stream_push(out) == 0 && pending(sv[0]) == len &&
 	    cats_stream_batched(out) == 0, "push writes it now");
 	event_base_loop(base, EVLOOP_NONBLOCK);
