@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/conf.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "base/tool.h"
 #include "fwd/chan.h"
 #include "fwd/path.h"
@@ -189,30 +190,6 @@ need_ip(const char *s, struct cats_ip *ip, const char *what)
 	}
 }
 
-static uint64_t
-need_u64(const char *s, uint64_t min, uint64_t max, const char *opt)
-{
-	char err[128];
-	uint64_t v;
-	if (cats_parse_u64(s, min, max, &v, err, sizeof(err)) < 0) {
-		cats_errorx("--%s: %s", opt, err);
-		exit(CATS_EXIT_USAGE);
-	}
-	return v;
-}
-
-static uint64_t
-need_ms(const char *s, const char *opt)
-{
-	char err[128];
-	uint64_t v;
-	if (cats_parse_ms(s, &v, err, sizeof(err)) < 0) {
-		cats_errorx("--%s: %s", opt, err);
-		exit(CATS_EXIT_USAGE);
-	}
-	return v;
-}
-
 /* CSID=ADDR[:PORT][/PROTO] (IPv6: CSID=[ADDR]:PORT/PROTO). */
 static void
 add_service(const char *arg, bool intercept)
@@ -241,7 +218,7 @@ add_service(const char *arg, bool intercept)
 		*slash = '\0';
 		const char *pr = slash + 1;
 		s->proto = strcmp(pr, "tcp") == 0 ? 6 : strcmp(pr, "udp") == 0 ?
-		    17 : (uint8_t)need_u64(pr, 1, 255, "service");
+		    17 : (uint8_t)cats_opt_u64("--service", pr, 1, 255);
 	}
 	char *host = buf, *port = NULL;
 	if (buf[0] == '[') {
@@ -258,7 +235,7 @@ add_service(const char *arg, bool intercept)
 	}
 	need_ip(host, &s->addr, "service");
 	if (port != NULL)
-		s->port = (uint16_t)need_u64(port, 1, 65535, "service");
+		s->port = (uint16_t)cats_opt_u64("--service", port, 1, 65535);
 }
 
 static void
@@ -495,26 +472,28 @@ main(int argc, char **argv)
 				usage(CATS_EXIT_USAGE);
 			break;
 		case O_MTU:
-			cf.mtu = (uint32_t)need_u64(optarg, 576, 65535, "mtu");
+			cf.mtu = (uint32_t)cats_opt_u64("--mtu",
+			    optarg, 576, 65535);
 			break;
 		case O_PFLOW:
-			cf.fc.pend_pkts_flow = (unsigned)need_u64(optarg, 1,
-			    1024, "pending-flow");
+			cf.fc.pend_pkts_flow = (unsigned)cats_opt_u64(
+			    "--pending-flow", optarg, 1, 1024);
 			break;
 		case O_PPKTS:
-			cf.fc.pend_pkts = (unsigned)need_u64(optarg, 1, 1 << 24,
-			    "pending-pkts");
+			cf.fc.pend_pkts = (unsigned)cats_opt_u64(
+			    "--pending-pkts", optarg, 1, 1 << 24);
 			break;
 		case O_PFLOWS:
-			cf.fc.pend_flows = (unsigned)need_u64(optarg, 1, 1 << 24,
-			    "pending-flows");
+			cf.fc.pend_flows = (unsigned)cats_opt_u64(
+			    "--pending-flows", optarg, 1, 1 << 24);
 			break;
 		case O_PCLIENT:
-			cf.fc.pend_client = (unsigned)need_u64(optarg, 1, 65535,
-			    "pending-client");
+			cf.fc.pend_client = (unsigned)cats_opt_u64(
+			    "--pending-client", optarg, 1, 65535);
 			break;
 		case O_PTIME:
-			cf.fc.pend_ms = need_ms(optarg, "pending-timeout");
+			cf.fc.pend_ms = cats_opt_ms("--pending-timeout",
+			    optarg);
 			break;
 		case O_ICMP:
 			cf.icmp_unreach = true;
@@ -529,22 +508,22 @@ main(int argc, char **argv)
 			cf.path_down = true;
 			break;
 		case O_SYNCTO:
-			sync_ms = need_ms(optarg, "sync-timeout");
+			sync_ms = cats_opt_ms("--sync-timeout", optarg);
 			break;
 		case O_EPOCH:
-			cf.epoch = need_u64(optarg, 1, CATS_U53 / 1000 - 1,
-			    "epoch");
+			cf.epoch = cats_opt_u64("--epoch",
+			    optarg, 1, CATS_U53 / 1000 - 1);
 			break;
 		case O_POLL:
-			poll_us = need_u64(optarg, 0, 1000, "poll-us");
+			poll_us = cats_opt_u64("--poll-us", optarg, 0, 1000);
 			break;
 		case O_RESERVE:
-			reserve_flows = (unsigned)need_u64(optarg, 0, 1u << 20,
-			    "reserve-flows");
+			reserve_flows = (unsigned)cats_opt_u64("--reserve-flows",
+			    optarg, 0, 1u << 20);
 			break;
 		case O_RING:
-			ring_frames = (unsigned)need_u64(optarg, 8, 65536,
-			    "ring-frames");
+			ring_frames = (unsigned)cats_opt_u64("--ring-frames",
+			    optarg, 8, 65536);
 			break;
 		case O_STATS:
 			stats_ep = optarg;

@@ -26,16 +26,10 @@ cats_out_icmp(struct cats_fwdp *w, struct cats_port *in,
     const struct cats_pkt *pk, int kind, uint32_t mtu, uint64_t now)
 {
 	uint8_t out[1300], src[16];
-	/* Token bucket: 100 per second, burst 100. */
-	w->icmp_tokens += (now - w->icmp_last) / 10;
-	w->icmp_last = now;
-	if (w->icmp_tokens > 100)
-		w->icmp_tokens = 100;
-	if (w->icmp_tokens == 0) {
+	if (!cats_bucket_take(&w->icmp, 1, now)) {
 		w->ctr[CATS_FC_icmp_limited]++;
 		return;
 	}
-	w->icmp_tokens--;
 	memset(src, 0, sizeof(src));
 	if (pk->af == 4)
 		memcpy(src, w->cf.fc.src4, 4);

@@ -40,8 +40,7 @@ cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf)
 void
 cats_fwdp_start(struct cats_fwdp *w, uint64_t sync_ms, uint64_t now)
 {
-	w->icmp_tokens = 100;
-	w->icmp_last = now;
+	cats_bucket_init(&w->icmp, 100, 100, now);
 	w->now = now;
 	w->sync_deadline = now + sync_ms;
 }

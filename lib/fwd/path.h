@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "base/bucket.h"
 #include "fwd/fwd.h"
 #include "fwd/fwd_fast.h"
 #include "fwd/pkt.h"
@@ -107,8 +108,7 @@ struct cats_fwdp {
 	uint16_t ipid;			/* outer IPv4 identification */
 	int verbosity;
 	uint64_t now;			/* the latest now passed in */
-	/* XXX house: use cats_bucket (base/bucket.h) once it is in git log */
-	uint64_t icmp_tokens, icmp_last;
+	struct cats_bucket icmp;		/* ICMP errors: 100/s, burst 100 */
 	size_t tick_pos;		/* expiry walk of the binding table */
 	/* The fast path (fwd_fast.h), or NULL. */
 	struct cats_fwd_fast *fp;
@@ -136,7 +136,7 @@ struct cats_fwdp {
  */
 int cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf);
 /*
- * Start at now, once the ports are open: the ICMP bucket full, the binding
+ * Start at now, once the ports are open: the ICMP bucket full (100 a second, burst 100), the binding
  * manager given sync_ms to send the bindings again.
  */
 void cats_fwdp_start(struct cats_fwdp *w, uint64_t sync_ms, uint64_t now);
