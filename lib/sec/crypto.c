@@ -450,12 +450,18 @@ cats_replay_new(uint64_t window_ms)
 	return g;
 }
 
+bool
+cats_replay_in_window(uint64_t ts, uint64_t now, uint64_t window_ms)
+{
+	uint64_t diff = ts > now ? ts - now : now - ts;
+	return diff <= window_ms;
+}
+
 int
 cats_replay_check(struct cats_replay *g, const char *id, uint64_t ts,
     uint64_t nonce, uint64_t now)
 {
-	uint64_t diff = ts > now ? ts - now : now - ts;
-	if (diff > g->window_ms)
+	if (!cats_replay_in_window(ts, now, g->window_ms))
 		return CATS_REPLAY_WINDOW;
 	uint64_t h = cats_hash_str(id);
 	struct sender *s = cats_htab_get(&g->tab, h, sender_eq, id);
@@ -496,6 +502,126 @@ cats_replay_free(struct cats_replay *g)
 	free(g);
 }
 
+/* ---- the tag guard ---- */
+
+struct tag_ent {
+	uint64_t expire;
+	uint64_t h;
+	uint8_t tag[64];
+	uint8_t len;
+};
+
+struct cats_tag_guard {
+	uint64_t window;
+	struct tag_ent *ring;	/* insertion order = expiry order */
+	size_t cap, head, n;
+	struct cats_htab seen;
+};
+
+struct tag_key {
+	const uint8_t *tag;
+	size_t len;
+};
+
+static bool
+tag_eq(const void *item, const void *key)
+{
+	const struct tag_ent *e = item;
+	const struct tag_key *k = key;
+	return e->len == k->len && memcmp(e->tag, k->tag, k->len) == 0;
+}
+
+struct cats_tag_guard *
+cats_tag_guard_new(uint64_t window_ms, size_t max)
+{
+	struct cats_tag_guard *g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	g->window = window_ms;
+	g->cap = max ? max : 1;
+	g->ring = calloc(g->cap, sizeof(*g->ring));
+	if (g->ring == NULL) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void
+cats_tag_guard_free(struct cats_tag_guard *g)
+{
+	if (g == NULL)
+		return;
+	cats_htab_free(&g->seen);
+	free(g->ring);
+	free(g);
+}
+
+int
+cats_tag_guard_check(struct cats_tag_guard *g, const uint8_t *tag,
+    size_t len, uint64_t ts, uint64_t now)
+{
+	if (len == 0 || len > sizeof(g->ring[0].tag))
+		return CATS_REPLAY_UNAUTH;
+	if (!cats_replay_in_window(ts, now, g->window))
+		return CATS_REPLAY_WINDOW;
+	/* Forget tags whose records can no longer pass the window. */
+	while (g->n > 0 && g->ring[g->head].expire < now) {
+		struct tag_ent *e = &g->ring[g->head];
+		struct tag_key k = { e->tag, e->len };
+		cats_htab_del(&g->seen, e->h, tag_eq, &k);
+		g->head = (g->head + 1) % g->cap;
+		g->n--;
+	}
+	struct tag_key k = { tag, len };
+	uint64_t h = cats_hash(tag, len);
+	if (cats_htab_get(&g->seen, h, tag_eq, &k) != NULL)
+		return CATS_REPLAY_SEEN;
+	if (g->n == g->cap)
+		return CATS_REPLAY_FULL;
+	struct tag_ent *e = &g->ring[(g->head + g->n) % g->cap];
+	/*
+	 * A record with ts <= now + window stops passing after ts + window,
+	 * that is by now + 2 window at the latest: expiry follows the order
+	 * of insertion.
+	 */
+	e->expire = now + 2 * g->window;
+	e->h = h;
+	e->len = (uint8_t)len;
+	memcpy(e->tag, tag, len);
+	if (cats_htab_put(&g->seen, h, e) < 0)
+		return CATS_REPLAY_FULL;
+	g->n++;
+	return CATS_REPLAY_OK;
+}
+
+/* ---- the sliding window of sequence numbers ---- */
+
+int
+cats_seqwin_check(struct cats_seqwin *w, uint64_t gen, uint64_t seq)
+{
+	if (!w->seen || gen > w->gen) {
+		w->seen = true;
+		w->gen = gen;
+		w->top = seq;
+		w->bits = 1;
+		return CATS_REPLAY_OK;
+	}
+	if (gen < w->gen)
+		return CATS_REPLAY_STALE;
+	if (seq > w->top) {
+		uint64_t d = seq - w->top;
+		w->bits = d >= CATS_SEQWIN ? 1 : (w->bits << d) | 1;
+		w->top = seq;
+		return CATS_REPLAY_OK;
+	}
+	uint64_t d = w->top - seq;
+	if (d >= CATS_SEQWIN || ((w->bits >> d) & 1))
+		return CATS_REPLAY_SEEN;
+	w->bits |= UINT64_C(1) << d;
+	return CATS_REPLAY_OK;
+}
+
 const char *
 cats_replay_reason(int code)
 {
@@ -503,6 +629,10 @@ cats_replay_reason(int code)
 	case CATS_REPLAY_OK: return "ok";
 	case CATS_REPLAY_WINDOW: return "timestamp outside the accepted window";
 	case CATS_REPLAY_NONCE: return "nonce not above the last one (replay)";
+	case CATS_REPLAY_SEEN: return "replayed record";
+	case CATS_REPLAY_FULL: return "too many records in the replay window";
+	case CATS_REPLAY_UNAUTH: return "record is not authenticated";
+	case CATS_REPLAY_STALE: return "generation below the current one";
 	default: return "out of memory";
 	}
 }

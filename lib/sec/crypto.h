@@ -89,24 +89,73 @@ int cats_rec_verify(const struct cats_rec *r, const struct cats_keyring *kr,
     const struct cats_key **who, struct cats_err *err);
 
 /*
- * Replay guard: per sender, a timestamp window and a strictly increasing
- * nonce (000 §8.3).  check() accepts and records, or refuses.
+ * Replay protection (000 §8.3; seed 001 for the C-PS to PCE channel): one
+ * time-window rule, three guards, one set of results (CATS_REPLAY_*, told
+ * apart by cats_replay_reason()).  A refused record never changes a guard.
+ *
+ * - The window: a timestamp ts passes at now when |ts - now| <= window
+ *   (both ends included): cats_replay_in_window().  cats_replay and
+ *   cats_tag_guard apply it first and refuse with CATS_REPLAY_WINDOW.
+ * - cats_replay: per sender, the window and a strictly increasing nonce: a
+ *   nonce at or below the last one accepted from that sender is refused
+ *   (CATS_REPLAY_NONCE).  Senders are remembered for the guard's life.
+ * - cats_tag_guard: the window and the authentication tag: a tag seen
+ *   within the window is refused (CATS_REPLAY_SEEN), so that a replayed
+ *   record is either too old or carries a tag already seen; no nonce is
+ *   needed.  A tag is forgotten once no record carrying it can pass the
+ *   window (2 windows after it was accepted).  At most max tags are
+ *   remembered: with all of them live the record is refused
+ *   (CATS_REPLAY_FULL: fail closed).  No tag (length 0): CATS_REPLAY_UNAUTH.
+ * - cats_seqwin: per sender, a sliding window of the last CATS_SEQWIN
+ *   sequence numbers in a generation (RFC 4303 §3.4.3): the highest number
+ *   seen moves the window; one already seen, or below the window, is
+ *   refused (CATS_REPLAY_SEEN); numbers may come out of order within it.
+ *   A higher generation starts a new window; a lower one is refused
+ *   (CATS_REPLAY_STALE).  The caller keeps one struct per sender (zeroed:
+ *   nothing seen) and its own time window.
  */
 enum {
 	CATS_REPLAY_OK = 0,
 	CATS_REPLAY_WINDOW = 1,	/* timestamp outside now +/- window */
 	CATS_REPLAY_NONCE = 2,	/* nonce not above the last accepted one */
 	CATS_REPLAY_NOMEM = 3,
+	CATS_REPLAY_SEEN = 4,	/* this tag or sequence number was seen */
+	CATS_REPLAY_FULL = 5,	/* too many live tags */
+	CATS_REPLAY_UNAUTH = 6,	/* no tag: the record is not authenticated */
+	CATS_REPLAY_STALE = 7,	/* generation below the sender's current */
 };
+
+/* One line naming a CATS_REPLAY_* result. */
+const char *cats_replay_reason(int code);
+/* Is ts within now +/- window_ms (both ends included)? */
+bool cats_replay_in_window(uint64_t ts, uint64_t now_ms, uint64_t window_ms);
 
 struct cats_replay;
 struct cats_replay *cats_replay_new(uint64_t window_ms);
+/* Accept (and remember) or refuse nonce from sender, sent at ts. */
 int cats_replay_check(struct cats_replay *g, const char *sender, uint64_t ts,
     uint64_t nonce, uint64_t now_ms);
 /* Last nonce accepted from sender (0 if none). */
 uint64_t cats_replay_last(const struct cats_replay *g, const char *sender);
 void cats_replay_free(struct cats_replay *g);
-const char *cats_replay_reason(int code);
+
+struct cats_tag_guard;
+/* A guard remembering at most max tags (0 is taken as 1); NULL: no memory. */
+struct cats_tag_guard *cats_tag_guard_new(uint64_t window_ms, size_t max);
+/* Accept (and remember) or refuse a record of tag (len <= 64) sent at ts. */
+int cats_tag_guard_check(struct cats_tag_guard *g, const uint8_t *tag,
+    size_t len, uint64_t ts, uint64_t now_ms);
+void cats_tag_guard_free(struct cats_tag_guard *g);
+
+#define CATS_SEQWIN 64
+struct cats_seqwin {
+	bool seen;		/* anything accepted yet */
+	uint64_t gen;		/* current generation */
+	uint64_t top;		/* highest number accepted in it */
+	uint64_t bits;		/* bit d: top - d was accepted */
+};
+/* Accept (and remember) or refuse number seq of generation gen. */
+int cats_seqwin_check(struct cats_seqwin *w, uint64_t gen, uint64_t seq);
 
 /* Constant-time equality of two byte strings of length n. */
 bool cats_ct_equal(const void *a, const void *b, size_t n);

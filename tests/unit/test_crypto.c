@@ -154,6 +154,107 @@ test_tokens(void)
 	cats_buf_free(&b);
 }
 
+/* The one window rule: |ts - now| <= window, both ends in. */
+static void
+test_replay_window(void)
+{
+	T_OK(cats_replay_in_window(1000, 1000, 0), "window 0: ts == now passes");
+	T_OK(!cats_replay_in_window(1001, 1000, 0) &&
+	    !cats_replay_in_window(999, 1000, 0), "window 0: 1 ms off fails");
+	T_OK(cats_replay_in_window(500, 1000, 500) &&
+	    cats_replay_in_window(1500, 1000, 500), "both ends are in");
+	T_OK(!cats_replay_in_window(499, 1000, 500) &&
+	    !cats_replay_in_window(1501, 1000, 500), "1 ms past either end "
+	    "is out");
+	T_OK(cats_replay_in_window(0, UINT64_MAX, UINT64_MAX) &&
+	    !cats_replay_in_window(UINT64_MAX, 0, UINT64_MAX - 1),
+	    "no overflow at the extremes");
+}
+
+/* The tag guard: the window, replays, expiry, the cap (fail closed). */
+static void
+test_tag_guard(void)
+{
+	struct cats_tag_guard *g = cats_tag_guard_new(1000, 2);
+	uint8_t a[32] = { 1 }, b[32] = { 2 }, c[32] = { 3 }, big[65] = { 4 };
+	T_OK(cats_tag_guard_check(g, a, 0, 5000, 5000) == CATS_REPLAY_UNAUTH,
+	    "no tag: not authenticated");
+	T_OK(cats_tag_guard_check(g, big, 65, 5000, 5000) ==
+	    CATS_REPLAY_UNAUTH && cats_tag_guard_check(g, big, 64, 5000,
+	    5000) == CATS_REPLAY_OK, "64 bytes at most");
+	cats_tag_guard_free(g);
+	g = cats_tag_guard_new(1000, 2);
+	T_OK(cats_tag_guard_check(g, a, 32, 3999, 5000) == CATS_REPLAY_WINDOW &&
+	    cats_tag_guard_check(g, a, 32, 6001, 5000) == CATS_REPLAY_WINDOW,
+	    "1 ms outside the window either way");
+	T_OK(cats_tag_guard_check(g, a, 32, 4000, 5000) == CATS_REPLAY_OK,
+	    "at the window's edge: accepted");
+	T_OK(cats_tag_guard_check(g, a, 32, 5000, 5500) == CATS_REPLAY_SEEN,
+	    "the same tag again: replay");
+	T_OK(cats_tag_guard_check(g, a, 31, 5500, 5500) == CATS_REPLAY_OK,
+	    "a tag is its bytes and its length");
+	T_OK(cats_tag_guard_check(g, b, 32, 5500, 5500) == CATS_REPLAY_FULL,
+	    "full: fails closed");
+	/* Accepted at 5000 and 5500: forgotten after 7000 and 7500. */
+	T_OK(cats_tag_guard_check(g, b, 32, 7000, 7000) == CATS_REPLAY_FULL,
+	    "at now + 2 windows the tag is still remembered");
+	T_OK(cats_tag_guard_check(g, b, 32, 7001, 7001) == CATS_REPLAY_OK,
+	    "1 ms later it is forgotten");
+	T_OK(cats_tag_guard_check(g, a, 32, 7001, 7001) == CATS_REPLAY_FULL &&
+	    cats_tag_guard_check(g, a, 32, 7501, 7501) == CATS_REPLAY_OK,
+	    "an old tag is new again once no record can carry it in");
+	T_OK(cats_tag_guard_check(g, c, 32, 7501, 7501) == CATS_REPLAY_FULL,
+	    "full again with two live tags");
+	cats_tag_guard_free(g);
+	g = cats_tag_guard_new(10, 0);
+	T_OK(cats_tag_guard_check(g, a, 32, 0, 0) == CATS_REPLAY_OK &&
+	    cats_tag_guard_check(g, b, 32, 0, 0) == CATS_REPLAY_FULL,
+	    "max 0 is taken as 1");
+	cats_tag_guard_free(g);
+}
+
+/* The sliding window of sequence numbers, per generation. */
+static void
+test_seqwin(void)
+{
+	struct cats_seqwin w = { 0 };
+	T_OK(cats_seqwin_check(&w, 5, 100) == CATS_REPLAY_OK, "first number");
+	T_OK(cats_seqwin_check(&w, 5, 100) == CATS_REPLAY_SEEN, "again: seen");
+	T_OK(cats_seqwin_check(&w, 5, 37) == CATS_REPLAY_OK,
+	    "63 below the top, out of order: accepted");
+	T_OK(cats_seqwin_check(&w, 5, 36) == CATS_REPLAY_SEEN,
+	    "64 below the top: outside the window");
+	T_OK(cats_seqwin_check(&w, 5, 37) == CATS_REPLAY_SEEN,
+	    "out-of-order numbers are remembered");
+	T_OK(cats_seqwin_check(&w, 5, 101) == CATS_REPLAY_OK &&
+	    cats_seqwin_check(&w, 5, 37) == CATS_REPLAY_SEEN &&
+	    cats_seqwin_check(&w, 5, 38) == CATS_REPLAY_OK,
+	    "the window moves with the top");
+	T_OK(cats_seqwin_check(&w, 5, 165) == CATS_REPLAY_OK &&
+	    cats_seqwin_check(&w, 5, 101) == CATS_REPLAY_SEEN &&
+	    cats_seqwin_check(&w, 5, 102) == CATS_REPLAY_OK,
+	    "a jump of 64: only the top is kept");
+	T_OK(cats_seqwin_check(&w, 4, 1000) == CATS_REPLAY_STALE &&
+	    w.gen == 5 && w.top == 165, "a lower generation: stale, no change");
+	T_OK(cats_seqwin_check(&w, 6, 1) == CATS_REPLAY_OK &&
+	    cats_seqwin_check(&w, 6, 165) == CATS_REPLAY_OK &&
+	    cats_seqwin_check(&w, 6, 1) == CATS_REPLAY_SEEN,
+	    "a higher generation starts a new window");
+	T_OK(cats_seqwin_check(&w, 5, 200) == CATS_REPLAY_STALE,
+	    "and the old one stays refused");
+	struct cats_seqwin z = { 0 };
+	T_OK(cats_seqwin_check(&z, 0, 0) == CATS_REPLAY_OK &&
+	    cats_seqwin_check(&z, 0, 0) == CATS_REPLAY_SEEN &&
+	    cats_seqwin_check(&z, 0, UINT64_MAX) == CATS_REPLAY_OK,
+	    "0 and 2^64-1");
+	T_OK(strcmp(cats_replay_reason(CATS_REPLAY_SEEN), "replayed record") ==
+	    0 && strcmp(cats_replay_reason(CATS_REPLAY_FULL), "too many records "
+	    "in the replay window") == 0 && strcmp(cats_replay_reason(
+	    CATS_REPLAY_UNAUTH), "record is not authenticated") == 0 &&
+	    strcmp(cats_replay_reason(CATS_REPLAY_WINDOW), "timestamp outside "
+	    "the accepted window") == 0, "reasons as cats-pce said them");
+}
+
 static void
 test_replay(void)
 {
@@ -232,6 +333,9 @@ main(void)
 	test_key_files();
 	test_tokens();
 	test_replay();
+	test_replay_window();
+	test_tag_guard();
+	test_seqwin();
 	test_mac_structure();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
