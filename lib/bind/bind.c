@@ -1,32 +1,13 @@
 /*
- * bind.c - the flow/binding table and the flow state machine of 001.
- *
- * Layout.  A flow is one 64-byte entry (struct bent) in a chunked slab, so
- * entries never move and a 32-bit entry number names one.  What many flows
- * share is interned once and reference-counted: strings (forwarder ids,
- * CS-IDs, tenants), "classes" (the decision and the flow's service side:
- * ingress, egress, instance, locator, service address, lifetimes,
- * generations) and paths (encapsulation, segment list, tunnel destination,
- * path id).  The client's source address is in the entry: an IPv4 one
- * inline, whose client's admission counts are kept, keyed by (tenant,
- * address), only while it has pending or bound flows; an IPv6 one as the
- * handle of an interned client (tenant, address, counts).  Entries are found by binding id and by flow key
- * through compact Robin Hood indexes of entry numbers (8 bytes a slot with
- * a hash tag, up to 7/8 full, growing in steps of a quarter); transactions
- * in flight and the interned objects, which are few, use cats_htab.  Arrays
- * of 2 MiB and more are mapped on huge pages.  The containers, and why
- * they are not cats_htab, are in bind_store.h.  Deadlines and lifetimes sit on a hashed
- * timing wheel (doubly linked through the entries), so that a tick costs
- * what is due, not the table size.
+ * bind.c - the flow/binding table and the flow state machine of 001 (the
+ * layout is in bind_int.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bind/bind.h"
-#include "base/htab.h"
-#include "bind/bind_store.h"
+#include "bind/bind_int.h"
 
 const char *const bind_reason_names[] = {
 	"ok", "timeout", "late-reply", "duplicate-txn", "duplicate-flow",
@@ -42,18 +23,6 @@ _Static_assert(sizeof(bind_reason_names) / sizeof(bind_reason_names[0]) ==
     BR__N + 1, "a name per reason");
 
 const char *const bind_commit_names[] = { "both", "ingress", "none", NULL };
-
-enum {
-	S_ABSENT = CATS_FS_ABSENT,
-	S_PENDING = CATS_FS_PENDING,
-	S_DS = CATS_FS_DESTINATION_SELECTED,
-	S_READY = CATS_FS_BINDING_READY,
-	S_ACTIVE = CATS_FS_ACTIVE,
-	S_DRAINING = CATS_FS_DRAINING,
-	S_FAILED = CATS_FS_FAILED,
-	S_RECONNECT = CATS_FS_RECONNECT_REQUIRED,
-	S__N = 8
-};
 
 /* The edges of 001's figure, plus the two the text requires (bind.h). */
 static const char *const edges[S__N][S__N] = {
@@ -108,830 +77,7 @@ bind_conf_default(struct bind_conf *c)
 	c->self = "cats-bind";
 }
 
-/* ---- interned strings ---- */
-
-struct bstr {
-	uint64_t h;
-	uint32_t refs, len;
-	uint32_t npend, nbind;	/* as a tenant */
-	uint64_t fwd_epoch;	/* as a forwarder */
-	uint32_t id;		/* handle, unique among live strings */
-	bool connected;
-	char s[];
-};
-
-struct skey {
-	const char *s;
-	size_t n;
-};
-
-static bool
-str_eq(const void *item, const void *key)
-{
-	const struct bstr *b = item;
-	const struct skey *k = key;
-	return b->len == k->n && memcmp(b->s, k->s, k->n) == 0;
-}
-
-/* ---- the shared objects ---- */
-
-enum {
-	K_DPORT = 1, K_PORT = 2, K_CST = 4, K_NST = 8, K_DECIDED = 16,
-	K_ONFAIL = 32,
-};
-
-/* The decision and the service side of a flow; shared by many flows. */
-struct bclass_key {
-	struct bstr *ingress, *egress, *cs_id, *csci_id, *tenant;
-	uint64_t cst_gen, nst_gen;
-	uint32_t idle_ms, hard_ms;
-	struct cats_ip dst, locator;
-	uint16_t dport, port;
-	uint8_t proto, on_failure, has;
-};
-
-struct bclass {
-	struct bclass_key k;
-	uint64_t h;
-	uint32_t refs, handle;
-};
-
-enum { P_PID = 1, P_GEN = 2 };
-
-struct bpath {
-	uint64_t h;
-	uint32_t refs, handle;
-	uint64_t path_id, gen;
-	struct cats_ip tunnel_dst;
-	uint8_t encap, n, has;
-	struct cats_ip *sids;
-	uint64_t *labels;
-};
-
-/*
- * A client is a tenant and a source address.  An entry keeps the address
- * itself (e->client): an IPv4 address inline, an IPv6 client as the handle
- * of an interned struct bv6 with its admission counts.  An IPv4 client's
- * counts live in struct bs_ctab, and only while it has pending or bound flows.
- */
-struct bv6 {
-	uint8_t a[16];		/* the free link when free */
-	uint32_t tid;		/* tenant id */
-	uint32_t refs;		/* entries */
-	uint32_t npend, nbind;
-};
-
-/* What an IPv6 client is interned by. */
-struct v6key {
-	uint8_t a[16];
-	uint32_t tid;
-};
-
-/* One flow, forward and reverse. */
-struct bent {
-	uint32_t wnext, wprev;	/* timing wheel; wnext is the free link */
-	uint64_t id, txn;
-	uint64_t t0;		/* ACTIVE: since (hard lifetime base) */
-	uint64_t t1;		/* ACTIVE: last activity / repair deadline;
-				   other states: the state's deadline */
-	uint32_t cls, path;
-	uint32_t client;	/* IPv4 source address, or IPv6 handle */
-	uint32_t version, epoch;
-	uint16_t sport;
-	uint8_t state, flags;
-};
-_Static_assert(sizeof(struct bent) == 64, "an entry is 64 bytes");
-
-enum {
-	F_SPORT = 1,		/* the flow has a source port */
-	F_SENT_ING = 2,		/* the ingress holds it (sent) */
-	F_SENT_EGR = 4,
-	F_OK_ING = 8,		/* the ingress installed it */
-	F_OK_EGR = 16,
-	F_REPAIR = 32,		/* a path repair is outstanding */
-	F_FLOWIDX = 64,		/* in the flow index */
-	F_TXNIDX = 128,		/* in the transaction index */
-};
-
-#define W_BITS 13
-#define W_SIZE (1u << W_BITS)
-#define W_GRAN 16		/* ms per bucket */
-#define W_UNLINKED UINT32_MAX
-#define W_HEAD UINT32_C(0x80000000)
-
-/* A flow key: what the flow index hashes and compares. */
-struct fkey {
-	const struct bstr *ingress, *tenant;
-	struct cats_ip src, dst;
-	uint16_t sport, dport;
-	uint8_t proto, fl;
-};
-
-struct bind_table {
-	struct bind_conf c;
-	struct bind_io io;
-	struct bind_counters k;
-	uint64_t epoch, next_id;
-	struct cats_htab strs, classes, paths, txns, closed;
-	struct bs_hvec hstr, hclass, hpath;
-	struct bs_slab ents, v6s;
-	struct bs_cidx by_id, by_flow, by_v6;
-	struct bs_ctab counts;
-	uint32_t *wheel;
-	uint64_t wheel_at;	/* last tick */
-	bool ticking;
-	uint64_t *ring;		/* recently closed transactions */
-	size_t ring_pos;
-	uint64_t npend, nbind;
-	struct bstr *empty, *self;
-	struct bstr *mru[8];	/* recently interned strings */
-	unsigned mru_pos;
-	struct bclass *cmru[4];	/* recently used classes */
-	struct bpath *pcache[64];	/* paths by pkey_slot() */
-	unsigned cmru_pos;
-	struct fkey pf_key;	/* the flow key bind_restore_prefetch() hashed */
-	uint64_t pf_hash;
-	uint64_t ck_key;	/* the client key ckey_tag() hashed last */
-	uint32_t ck_tag;
-	char msg[256];
-	struct cats_kv *kv;
-	char *kv_names;
-	size_t kv_n;
-};
-
-static inline struct bent *
-ent(const struct bind_table *t, uint32_t i)
-{
-	return bs_slab_at(&t->ents, i);
-}
-
-/* An entry's number, from its aligned chunk and the chunk's header. */
-static inline uint32_t
-ent_no(const struct bind_table *t, const struct bent *e)
-{
-	const size_t bytes = (size_t)BS_SLAB_CHUNK * sizeof(struct bent);
-	uintptr_t base = (uintptr_t)e & ~(uintptr_t)(bytes - 1);
-	uint32_t c;
-	(void)t;
-	memcpy(&c, (const void *)base, sizeof(c));
-	return (c << BS_SLAB_SHIFT) | (uint32_t)(((uintptr_t)e - base) /
-	    sizeof(struct bent));
-}
-
-static inline struct bclass *
-cls(const struct bind_table *t, const struct bent *e)
-{
-	return t->hclass.v[e->cls];
-}
-
-static inline struct bpath *
-path_of(const struct bind_table *t, const struct bent *e)
-{
-	return e->path ? t->hpath.v[e->path] : NULL;
-}
-
-
-/* ---- strings ---- */
-
-/* The few forwarders and services come up again and again. */
-static struct bstr *
-mru_find(const struct bind_table *t, const char *s, size_t n)
-{
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++) {
-		const struct bstr *b = t->mru[i];
-		if (b != NULL && b->len == n && memcmp(b->s, s, n) == 0)
-			return (struct bstr *)b;
-	}
-	return NULL;
-}
-
-static void
-mru_add(struct bind_table *t, struct bstr *b)
-{
-	t->mru[t->mru_pos++ % CATS_ARRAY_LEN(t->mru)] = b;
-}
-
-static struct bstr *
-str_find(const struct bind_table *t, const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	struct skey k = { s, strlen(s) };
-	struct bstr *b = mru_find(t, s, k.n);
-	if (b != NULL)
-		return b;
-	b = cats_htab_get(&t->strs, cats_hash(s, k.n), str_eq, &k);
-	if (b != NULL)
-		mru_add((struct bind_table *)t, b);
-	return b;
-}
-
-/* A reference to the interned s (created if new); NULL for NULL or OOM. */
-static struct bstr *
-str_get(struct bind_table *t, const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	struct skey k = { s, strlen(s) };
-	struct bstr *b = mru_find(t, s, k.n);
-	if (b != NULL) {
-		b->refs++;
-		return b;
-	}
-	uint64_t h = cats_hash(s, k.n);
-	b = cats_htab_get(&t->strs, h, str_eq, &k);
-	if (b == NULL) {
-		b = calloc(1, sizeof(*b) + k.n + 1);
-		if (b == NULL)
-			return NULL;
-		b->h = h;
-		b->len = (uint32_t)k.n;
-		memcpy(b->s, s, k.n);
-		b->id = bs_hvec_add(&t->hstr, b);
-		if (b->id == 0 || cats_htab_put(&t->strs, h, b) < 0) {
-			if (b->id != 0)
-				bs_hvec_del(&t->hstr, b->id);
-			free(b);
-			return NULL;
-		}
-		t->k.strings++;
-	}
-	mru_add(t, b);
-	b->refs++;
-	return b;
-}
-
-static void
-str_put(struct bind_table *t, struct bstr *b)
-{
-	if (b == NULL || --b->refs > 0)
-		return;
-	struct skey k = { b->s, b->len };
-	cats_htab_del(&t->strs, b->h, str_eq, &k);
-	bs_hvec_del(&t->hstr, b->id);
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->mru); i++)
-		if (t->mru[i] == b)
-			t->mru[i] = NULL;
-	t->k.strings--;
-	free(b);
-}
-
-static const char *
-str_text(const struct bstr *b)
-{
-	return b != NULL && b->len > 0 ? b->s : NULL;
-}
-
-/* ---- classes ---- */
-
-static bool
-class_eq(const void *item, const void *key)
-{
-	return memcmp(&((const struct bclass *)item)->k, key,
-	    sizeof(struct bclass_key)) == 0;
-}
-
-/* Intern a class; takes over the key's string references either way. */
-static uint32_t
-class_get(struct bind_table *t, struct bclass_key *k)
-{
-	struct bstr *strs[] = { k->ingress, k->egress, k->cs_id, k->csci_id,
-		k->tenant };
-	struct bclass *c = NULL;
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->cmru) && c == NULL; i++)
-		if (t->cmru[i] != NULL && class_eq(t->cmru[i], k))
-			c = t->cmru[i];
-	uint64_t h = 0;
-	if (c == NULL) {
-		h = cats_hash(k, sizeof(*k));
-		c = cats_htab_get(&t->classes, h, class_eq, k);
-		if (c != NULL)
-			t->cmru[t->cmru_pos++ % CATS_ARRAY_LEN(t->cmru)] = c;
-	}
-	if (c != NULL) {
-		for (size_t i = 0; i < CATS_ARRAY_LEN(strs); i++)
-			str_put(t, strs[i]);
-		c->refs++;
-		return c->handle;
-	}
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		goto fail;
-	c->k = *k;
-	c->h = h;
-	c->refs = 1;
-	c->handle = bs_hvec_add(&t->hclass, c);
-	if (c->handle == 0)
-		goto fail;
-	if (cats_htab_put(&t->classes, h, c) < 0) {
-		bs_hvec_del(&t->hclass, c->handle);
-		goto fail;
-	}
-	t->k.classes++;
-	t->cmru[t->cmru_pos++ % CATS_ARRAY_LEN(t->cmru)] = c;
-	return c->handle;
-fail:
-	free(c);
-	for (size_t i = 0; i < CATS_ARRAY_LEN(strs); i++)
-		str_put(t, strs[i]);
-	return 0;
-}
-
-static void
-class_put(struct bind_table *t, uint32_t handle)
-{
-	if (handle == 0)
-		return;
-	struct bclass *c = t->hclass.v[handle];
-	if (--c->refs > 0)
-		return;
-	cats_htab_del(&t->classes, c->h, class_eq, &c->k);
-	bs_hvec_del(&t->hclass, handle);
-	for (unsigned i = 0; i < CATS_ARRAY_LEN(t->cmru); i++)
-		if (t->cmru[i] == c)
-			t->cmru[i] = NULL;
-	str_put(t, c->k.ingress);
-	str_put(t, c->k.egress);
-	str_put(t, c->k.cs_id);
-	str_put(t, c->k.csci_id);
-	str_put(t, c->k.tenant);
-	t->k.classes--;
-	free(c);
-}
-
-static void
-key_release(struct bind_table *t, struct bclass_key *k)
-{
-	str_put(t, k->ingress);
-	str_put(t, k->tenant);
-	str_put(t, k->egress);
-	str_put(t, k->cs_id);
-	str_put(t, k->csci_id);
-	memset(k, 0, sizeof(*k));
-}
-
-/* A class key with fresh string references; zeroed padding (it is hashed). */
-static int
-class_key(struct bind_table *t, struct bclass_key *k, const char *ingress,
-    const struct cats_flow *f, const struct cats_decision *d)
-{
-	memset(k, 0, sizeof(*k));
-	k->ingress = str_get(t, ingress);
-	k->tenant = str_get(t, f->tenant ? f->tenant : "");
-	if (k->ingress == NULL || k->tenant == NULL)
-		goto fail;
-	k->dst = f->dst;
-	memset(k->dst.a + (k->dst.af == 4 ? 4 : 16), 0,
-	    k->dst.af == 4 ? 12 : 0);
-	k->proto = (uint8_t)f->proto;
-	if (CATS_HAS(f, FLOW, dport)) {
-		k->dport = (uint16_t)f->dport;
-		k->has |= K_DPORT;
-	}
-	if (d == NULL)
-		return 0;
-	k->has |= K_DECIDED;
-	k->egress = str_get(t, d->egress);
-	k->cs_id = str_get(t, d->cs_id);
-	k->csci_id = str_get(t, d->csci_id);
-	if (k->egress == NULL || k->cs_id == NULL || k->csci_id == NULL)
-		goto fail;
-	k->locator = d->locator;
-	if (CATS_HAS(d, DEC, port)) {
-		k->port = (uint16_t)d->port;
-		k->has |= K_PORT;
-	}
-	if (CATS_HAS(d, DEC, cst_gen)) {
-		k->cst_gen = d->cst_gen;
-		k->has |= K_CST;
-	}
-	if (CATS_HAS(d, DEC, nst_gen)) {
-		k->nst_gen = d->nst_gen;
-		k->has |= K_NST;
-	}
-	if (CATS_HAS(d, DEC, on_failure)) {
-		k->on_failure = (uint8_t)d->on_failure;
-		k->has |= K_ONFAIL;
-	}
-	k->idle_ms = (uint32_t)(CATS_HAS(d, DEC, idle_ms) ? d->idle_ms :
-	    t->c.idle_ms);
-	k->hard_ms = (uint32_t)(CATS_HAS(d, DEC, hard_ms) ? d->hard_ms :
-	    t->c.hard_ms);
-	return 0;
-fail:
-	key_release(t, k);
-	return -1;
-}
-
-/* Does decision d name the instance class c was decided for? */
-static bool
-same_instance(const struct bclass *c, const struct cats_decision *d)
-{
-	const struct bclass_key *k = &c->k;
-	return (k->has & K_DECIDED) && strcmp(k->csci_id->s, d->csci_id) == 0 &&
-	    strcmp(k->egress->s, d->egress) == 0 &&
-	    strcmp(k->cs_id->s, d->cs_id) == 0 &&
-	    cats_ip_eq(&k->locator, &d->locator) &&
-	    ((k->has & K_PORT) != 0) == (CATS_HAS(d, DEC, port) != 0) &&
-	    (!(k->has & K_PORT) || k->port == d->port);
-}
-
-/* Is d exactly the decision of c (instance and metric generations)? */
-static bool
-same_decision(const struct bclass *c, const struct cats_decision *d)
-{
-	const struct bclass_key *k = &c->k;
-	if (!same_instance(c, d))
-		return false;
-	if (((k->has & K_CST) != 0) != (CATS_HAS(d, DEC, cst_gen) != 0) ||
-	    ((k->has & K_NST) != 0) != (CATS_HAS(d, DEC, nst_gen) != 0))
-		return false;
-	return (!(k->has & K_CST) || k->cst_gen == d->cst_gen) &&
-	    (!(k->has & K_NST) || k->nst_gen == d->nst_gen);
-}
-
-/* ---- paths ---- */
-
-struct pkey {
-	uint8_t encap, n, has;
-	const struct cats_ip *sids;
-	const uint64_t *labels;
-	struct cats_ip tunnel_dst;
-	uint64_t path_id, gen;
-};
-
-static uint64_t
-pkey_hash(const struct pkey *k)
-{
-	uint8_t b[16 * 17 + 64];
-	size_t n = 0;
-	memset(b, 0, sizeof(b));
-	b[n++] = k->encap;
-	b[n++] = k->n;
-	b[n++] = k->has;
-	memcpy(b + n, &k->path_id, 8);
-	n += 8;
-	memcpy(b + n, &k->gen, 8);
-	n += 8;
-	memcpy(b + n, &k->tunnel_dst, sizeof(k->tunnel_dst));
-	n += sizeof(k->tunnel_dst);
-	for (uint8_t i = 0; i < k->n; i++) {
-		if (k->sids != NULL) {
-			memcpy(b + n, &k->sids[i], sizeof(struct cats_ip));
-			n += sizeof(struct cats_ip);
-		} else {
-			memcpy(b + n, &k->labels[i], 8);
-			n += 8;
-		}
-	}
-	return cats_hash(b, n);
-}
-
-static bool
-path_eq(const void *item, const void *key)
-{
-	const struct bpath *p = item;
-	const struct pkey *k = key;
-	if (p->encap != k->encap || p->n != k->n || p->has != k->has ||
-	    p->path_id != k->path_id || p->gen != k->gen ||
-	    memcmp(&p->tunnel_dst, &k->tunnel_dst, sizeof(k->tunnel_dst)) != 0)
-		return false;
-	if ((p->sids != NULL) != (k->sids != NULL))
-		return false;
-	if (p->sids != NULL)
-		return memcmp(p->sids, k->sids, k->n * sizeof(struct cats_ip)) == 0;
-	return k->n == 0 || memcmp(p->labels, k->labels, k->n * 8) == 0;
-}
-
-/*
- * A slot of the path cache, by a cheap hash of the key's identity.  The
- * cache only saves the keyed hash and the table probe: a path found there
- * is compared whole, and colliding keys merely miss.
- */
-static unsigned
-pkey_slot(const struct pkey *k)
-{
-	uint64_t x = k->path_id ^ (k->gen << 20) ^ ((uint64_t)k->encap << 56) ^
-	    ((uint64_t)k->n << 48) ^ ((uint64_t)k->has << 40);
-	uint64_t y = 0;
-	if (k->n > 0 && k->sids != NULL)
-		memcpy(&y, k->sids[k->n - 1].a + 8, 8);
-	else if (k->n > 0)
-		y = k->labels[k->n - 1];
-	else
-		memcpy(&y, k->tunnel_dst.a, 8);
-	x = (x ^ y) * UINT64_C(0x9E3779B97F4A7C15);
-	return (unsigned)(x >> 58);
-}
-
-static uint32_t
-path_get(struct bind_table *t, const struct pkey *k)
-{
-	unsigned slot = pkey_slot(k);
-	struct bpath *p = t->pcache[slot];
-	if (p != NULL && path_eq(p, k)) {
-		p->refs++;
-		return p->handle;
-	}
-	uint64_t h = pkey_hash(k);
-	p = cats_htab_get(&t->paths, h, path_eq, k);
-	if (p != NULL) {
-		t->pcache[slot] = p;
-		p->refs++;
-		return p->handle;
-	}
-	size_t extra = k->sids ? k->n * sizeof(struct cats_ip) : k->n * 8;
-	p = calloc(1, sizeof(*p) + extra);
-	if (p == NULL)
-		return 0;
-	p->h = h;
-	p->refs = 1;
-	p->encap = k->encap;
-	p->n = k->n;
-	p->has = k->has;
-	p->path_id = k->path_id;
-	p->gen = k->gen;
-	p->tunnel_dst = k->tunnel_dst;
-	if (k->sids != NULL) {
-		p->sids = (struct cats_ip *)(p + 1);
-		memcpy(p->sids, k->sids, extra);
-	} else if (k->n > 0) {
-		p->labels = (uint64_t *)(p + 1);
-		memcpy(p->labels, k->labels, extra);
-	}
-	p->handle = bs_hvec_add(&t->hpath, p);
-	if (p->handle == 0 || cats_htab_put(&t->paths, h, p) < 0) {
-		if (p->handle)
-			bs_hvec_del(&t->hpath, p->handle);
-		free(p);
-		return 0;
-	}
-	t->k.paths++;
-	t->pcache[slot] = p;
-	return p->handle;
-}
-
-/* Drop a path reference; the path goes with the last one (001: not before). */
-static void
-path_put(struct bind_table *t, uint32_t handle)
-{
-	if (handle == 0)
-		return;
-	struct bpath *p = t->hpath.v[handle];
-	if (--p->refs > 0)
-		return;
-	struct pkey k = { p->encap, p->n, p->has, p->sids, p->labels,
-		p->tunnel_dst, p->path_id, p->gen };
-	cats_htab_del(&t->paths, p->h, path_eq, &k);
-	bs_hvec_del(&t->hpath, handle);
-	if (t->pcache[pkey_slot(&k)] == p)
-		t->pcache[pkey_slot(&k)] = NULL;
-	t->k.paths--;
-	t->k.paths_released++;
-	free(p);
-}
-
-/*
- * The path of a reply as the headend can realize it, or a reason why not
- * (001: a path the headend cannot represent is a path failure).
- */
-static int
-path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
-    uint32_t *handle)
-{
-	struct cats_ip sids[16];
-	uint64_t labels[16];
-	struct pkey k;
-	memset(&k, 0, sizeof(k));
-	memset(sids, 0, sizeof(sids));
-	int dp = CATS_HAS(r, PRP, dataplane) ? r->dataplane : CATS_DP_IP;
-	if (t->c.dataplanes != 0 && !(t->c.dataplanes & (1u << dp))) {
-		snprintf(t->msg, sizeof(t->msg), "data plane %s is not "
-		    "supported", cats_dataplane_names[dp]);
-		return BR_PATH_CAPABILITY;
-	}
-	k.encap = (uint8_t)dp;
-	switch (dp) {
-	case CATS_DP_SRV6:
-	case CATS_DP_SRMPLS:
-		if (r->segments.n == 0 || r->segments.n > 16) {
-			snprintf(t->msg, sizeof(t->msg), "%s path of %zu "
-			    "segments (1 to 16)", cats_dataplane_names[dp],
-			    r->segments.n);
-			return BR_PATH_CAPABILITY;
-		}
-		for (size_t i = 0; i < r->segments.n; i++) {
-			const struct cats_segment *s = &r->segments.v[i];
-			if (dp == CATS_DP_SRV6 && s->sid.af != 6) {
-				snprintf(t->msg, sizeof(t->msg), "segment %zu "
-				    "has no SRv6 SID", i);
-				return BR_PATH_CAPABILITY;
-			}
-			if (dp == CATS_DP_SRMPLS && !CATS_HAS(s, SEG, label)) {
-				snprintf(t->msg, sizeof(t->msg), "segment %zu "
-				    "has no label", i);
-				return BR_PATH_CAPABILITY;
-			}
-			if (dp == CATS_DP_SRV6)
-				sids[i] = s->sid;
-			else
-				labels[i] = s->label;
-		}
-		k.n = (uint8_t)r->segments.n;
-		if (dp == CATS_DP_SRV6)
-			k.sids = sids;
-		else
-			k.labels = labels;
-		break;
-	case CATS_DP_IPIP:
-		if (r->endpoint_addr.af == 0) {
-			snprintf(t->msg, sizeof(t->msg), "ipip path without "
-			    "endpoint_addr");
-			return BR_PATH_CAPABILITY;
-		}
-		k.tunnel_dst = r->endpoint_addr;
-		break;
-	default:
-		break;
-	}
-	if (CATS_HAS(r, PRP, path_id)) {
-		k.path_id = r->path_id;
-		k.has |= P_PID;
-	}
-	if (CATS_HAS(r, PRP, gen)) {
-		k.gen = r->gen;
-		k.has |= P_GEN;
-	}
-	*handle = path_get(t, &k);
-	return *handle ? BR_OK : BR_NOMEM;
-}
-
-/* ---- clients ---- */
-
-static inline struct bv6 *
-v6_at(const struct bind_table *t, uint32_t i)
-{
-	return bs_slab_at(&t->v6s, i);
-}
-
-static bool
-v6_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct bind_table *t = ctx;
-	const struct bv6 *v = v6_at(t, i);
-	const struct v6key *k = key;
-	return v->tid == k->tid && memcmp(v->a, k->a, 16) == 0;
-}
-
-static struct v6key
-v6key_make(const struct bstr *tenant, const uint8_t a[16])
-{
-	struct v6key k;
-	memcpy(k.a, a, 16);
-	k.tid = tenant->id;
-	return k;
-}
-
-/* The handle of an IPv6 client, 0 if there is none. */
-static uint32_t
-v6_find(const struct bind_table *t, const struct bstr *tenant,
-    const uint8_t a[16])
-{
-	struct v6key k = v6key_make(tenant, a);
-	return bs_cidx_find(&t->by_v6, cats_hash(&k, sizeof(k)), v6_eq, t, &k);
-}
-
-/* A reference to the IPv6 client (tenant, a), created if new; 0 on OOM. */
-static uint32_t
-v6_get(struct bind_table *t, const struct bstr *tenant, const uint8_t a[16])
-{
-	struct v6key k = v6key_make(tenant, a);
-	uint64_t h = cats_hash(&k, sizeof(k));
-	uint32_t i = bs_cidx_find(&t->by_v6, h, v6_eq, t, &k);
-	if (i != 0) {
-		v6_at(t, i)->refs++;
-		return i;
-	}
-	if ((i = bs_slab_alloc(&t->v6s)) == 0)
-		return 0;
-	struct bv6 *v = v6_at(t, i);
-	memcpy(v->a, a, 16);
-	v->tid = k.tid;
-	v->refs = 1;
-	if (bs_cidx_put(&t->by_v6, h, i) < 0) {
-		bs_slab_free(&t->v6s, i);
-		return 0;
-	}
-	return i;
-}
-
-static void
-v6_put(struct bind_table *t, uint32_t i)
-{
-	struct bv6 *v = v6_at(t, i);
-	if (--v->refs > 0)
-		return;
-	struct v6key k;
-	memcpy(k.a, v->a, 16);
-	k.tid = v->tid;
-	bs_cidx_del(&t->by_v6, cats_hash(&k, sizeof(k)), i);
-	bs_slab_free(&t->v6s, i);
-}
-
-/* Is the class of e an IPv6 one (and so its client a handle)? */
-static inline bool
-is_v6(const struct bind_table *t, const struct bent *e)
-{
-	return cls(t, e)->k.dst.af == 6;
-}
-
-/* The entry's reference to its client; -1 on OOM (IPv6). */
-static int
-src_ref(struct bind_table *t, const struct bstr *tenant,
-    const struct cats_ip *src, uint32_t *ref)
-{
-	if (src->af == 6)
-		return (*ref = v6_get(t, tenant, src->a)) != 0 ? 0 : -1;
-	memcpy(ref, src->a, 4);
-	return 0;
-}
-
-static void
-src_unref(struct bind_table *t, const struct bent *e)
-{
-	if (is_v6(t, e))
-		v6_put(t, e->client);
-}
-
-/* The source address of e. */
-static void
-src_of(const struct bind_table *t, const struct bent *e, struct cats_ip *ip)
-{
-	memset(ip, 0, sizeof(*ip));
-	ip->af = cls(t, e)->k.dst.af;
-	if (ip->af == 6)
-		memcpy(ip->a, v6_at(t, e->client)->a, 16);
-	else
-		memcpy(ip->a, &e->client, 4);
-}
-
-static inline struct bs_ckey
-ckey_make(const struct bstr *tenant, uint32_t ref)
-{
-	struct bs_ckey k = { tenant->id, ref };
-	return k;
-}
-
-/* The tag of a client key; the last one is remembered (a flow's several
-   transitions count the same client). */
-static inline uint32_t
-ckey_tag(const struct bind_table *t0, const struct bs_ckey *k)
-{
-	struct bind_table *t = (struct bind_table *)t0;
-	uint64_t v;
-	memcpy(&v, k, sizeof(v));
-	if (v != t->ck_key || t->ck_tag == 0) {
-		t->ck_key = v;
-		t->ck_tag = (uint32_t)cats_hash(k, sizeof(*k)) | 1;
-	}
-	return t->ck_tag;
-}
-
-/* The bindings of e's client. */
-static uint32_t
-client_nbind(const struct bind_table *t, const struct bent *e)
-{
-	const struct bclass *c = cls(t, e);
-	if (c->k.dst.af == 6)
-		return v6_at(t, e->client)->nbind;
-	struct bs_ckey k = ckey_make(c->k.tenant, e->client);
-	const struct bs_ccount *n = bs_ctab_find(&t->counts, &k, ckey_tag(t, &k));
-	return n ? n->nbind : 0;
-}
-
 /* ---- flow keys and the two entry indexes ---- */
-
-static uint64_t
-fkey_hash(const struct fkey *k)
-{
-	return cats_hash(k, sizeof(*k));
-}
-
-static void
-fkey_of(const struct bind_table *t, const struct bent *e, struct fkey *k)
-{
-	const struct bclass *c = cls(t, e);
-	memset(k, 0, sizeof(*k));
-	k->ingress = c->k.ingress;
-	k->tenant = c->k.tenant;
-	src_of(t, e, &k->src);
-	k->dst = c->k.dst;
-	k->sport = (e->flags & F_SPORT) ? e->sport : 0;
-	k->dport = (c->k.has & K_DPORT) ? c->k.dport : 0;
-	k->proto = c->k.proto;
-	k->fl = (uint8_t)(((e->flags & F_SPORT) ? 1 : 0) |
-	    ((c->k.has & K_DPORT) ? 2 : 0));
-}
 
 static uint64_t
 flow_hash(const struct bind_table *t, uint32_t i)
@@ -939,53 +85,6 @@ flow_hash(const struct bind_table *t, uint32_t i)
 	struct fkey k;
 	fkey_of(t, ent(t, i), &k);
 	return fkey_hash(&k);
-}
-
-static bool
-flow_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct bind_table *t = ctx;
-	struct fkey k;
-	fkey_of(t, ent(t, i), &k);
-	return memcmp(&k, key, sizeof(k)) == 0;
-}
-
-/*
- * Ids are ours, handed out in sequence, never chosen by the input: the id
- * is its own hash, so that new bindings fill the index in order.
- */
-static uint64_t
-id_mix(const struct bind_table *t, uint64_t id)
-{
-	(void)t;
-	return id;
-}
-
-static bool
-id_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct bind_table *t = ctx;
-	return ent(t, i)->id == *(const uint64_t *)key;
-}
-
-static uint32_t
-find_id(const struct bind_table *t, uint64_t id)
-{
-	return bs_cidx_find(&t->by_id, id_mix(t, id), id_eq, t, &id);
-}
-
-static bool
-txn_eq(const void *item, const void *key)
-{
-	return ((const struct bent *)item)->txn == *(const uint64_t *)key;
-}
-
-static struct bent *
-find_txn(const struct bind_table *t, uint64_t txn)
-{
-	if (t->txns.n == 0)
-		return NULL;	/* no hash to compute */
-	return cats_htab_get(&t->txns, cats_hash(&txn, 8), txn_eq, &txn);
 }
 
 static void
@@ -1016,10 +115,6 @@ flow_unindex(struct bind_table *t, struct bent *e, uint32_t i)
 }
 
 /* ---- recently closed transactions (late and duplicate replies) ---- */
-
-enum { CLOSED_DONE = 1, CLOSED_TIMEOUT = 2 };
-#define CLOSED_SHIFT 56
-#define TXN_MASK ((UINT64_C(1) << CLOSED_SHIFT) - 1)
 
 static bool
 closed_eq(const void *item, const void *key)
@@ -1414,9 +509,9 @@ entry_release(struct bind_table *t, struct bent *e)
 	txn_unindex(t, e);
 	flow_unindex(t, e, i);
 	bs_cidx_del(&t->by_id, id_mix(t, e->id), i);
-	path_put(t, e->path);
-	src_unref(t, e);
-	class_put(t, e->cls);
+	bt_path_put(t, e->path);
+	bt_src_unref(t, e);
+	bt_class_put(t, e->cls);
 	e->wprev = 0;
 	bs_slab_free(&t->ents, i);
 }
@@ -1429,12 +524,6 @@ cleanup(struct bind_table *t, struct bent *e, uint64_t now)
 		return;
 	t->k.cleaned++;
 	entry_release(t, e);
-}
-
-static bool
-holds(const struct bent *e)
-{
-	return (e->flags & (F_SENT_ING | F_SENT_EGR)) != 0;
 }
 
 /* Tell every forwarder holding e to remove it; forget those not there. */
@@ -1535,12 +624,6 @@ drain(struct bind_table *t, struct bent *e, int reason, uint64_t now)
 	wheel_link(t, e, i);
 }
 
-static bool
-egress_is_ingress(const struct bclass *c)
-{
-	return c->k.egress == c->k.ingress;
-}
-
 /*
  * Send a BINDING_READY binding where it may go now.  Commit "both": the
  * egress first (the service-side delivery exists before traffic is
@@ -1633,7 +716,7 @@ limit_bindings(const struct bind_table *t, const struct bent *e)
 	if (t->c.tenant_bindings && cls(t, e)->k.tenant->nbind >=
 	    t->c.tenant_bindings)
 		return BR_LIMIT_TENANT;
-	if (t->c.client_bindings && client_nbind(t, e) >=
+	if (t->c.client_bindings && bt_client_nbind(t, e) >=
 	    t->c.client_bindings)
 		return BR_LIMIT_CLIENT;
 	return BR_OK;
@@ -1652,8 +735,8 @@ fkey_from(const struct bind_table *t, const char *ingress,
     const struct cats_flow *f, struct fkey *k)
 {
 	memset(k, 0, sizeof(*k));
-	k->ingress = str_find(t, ingress);
-	k->tenant = str_find(t, f->tenant ? f->tenant : "");
+	k->ingress = bt_str_find(t, ingress);
+	k->tenant = bt_str_find(t, f->tenant ? f->tenant : "");
 	if (k->ingress == NULL || k->tenant == NULL)
 		return false;
 	k->src = f->src;
@@ -1704,14 +787,14 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	if ((f->src.af != 4 && f->src.af != 6) || f->src.af != f->dst.af)
 		return BR_BAD;
 	struct bclass_key k;
-	if (class_key(t, &k, ingress, f, d) < 0)
+	if (bt_class_key(t, &k, ingress, f, d) < 0)
 		return BR_NOMEM;
 	struct fkey fk;
 	fkey_from(t, ingress, f, &fk);
 	uint64_t fh = fkey_hash(&fk);
 	uint32_t x = bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
 	if (x != 0) {
-		key_release(t, &k);
+		bt_key_release(t, &k);
 		*out = ent(t, x);
 		return BR_DUP_FLOW;
 	}
@@ -1719,7 +802,7 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	bool v6 = f->src.af == 6;
 	uint32_t ref = 0, npend = 0;
 	if (v6) {
-		if ((ref = v6_find(t, k.tenant, f->src.a)) != 0)
+		if ((ref = bt_v6_find(t, k.tenant, f->src.a)) != 0)
 			npend = v6_at(t, ref)->npend;
 	} else {
 		memcpy(&ref, f->src.a, 4);
@@ -1730,21 +813,21 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	}
 	int lim = limit_pending(t, k.tenant, npend);
 	if (lim != BR_OK) {
-		key_release(t, &k);
+		bt_key_release(t, &k);
 		return lim;
 	}
 	uint32_t client;
-	if (bs_ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &f->src,
+	if (bs_ctab_reserve(&t->counts) < 0 || bt_src_ref(t, k.tenant, &f->src,
 	    &client) < 0) {
-		key_release(t, &k);
+		bt_key_release(t, &k);
 		return BR_NOMEM;
 	}
-	uint32_t cl = class_get(t, &k);	/* takes k's references */
+	uint32_t cl = bt_class_get(t, &k);	/* takes k's references */
 	uint32_t i = cl ? bs_slab_alloc(&t->ents) : 0;
 	if (i == 0) {
-		class_put(t, cl);
+		bt_class_put(t, cl);
 		if (v6)
-			v6_put(t, client);
+			bt_v6_put(t, client);
 		return BR_NOMEM;
 	}
 	struct bent *e = ent(t, i);
@@ -1760,9 +843,9 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	}
 	e->state = S_ABSENT;
 	if (bs_cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
-		class_put(t, cl);
+		bt_class_put(t, cl);
 		if (v6)
-			v6_put(t, client);
+			bt_v6_put(t, client);
 		bs_slab_free(&t->ents, i);
 		return BR_NOMEM;
 	}
@@ -1795,13 +878,13 @@ decide(struct bind_table *t, struct bent *e, const struct cats_decision *d,
 		    "different address families");
 		return BR_JOIN_MISMATCH;
 	}
-	if (class_key(t, &k, cls(t, e)->k.ingress->s, &f, d) < 0)
+	if (bt_class_key(t, &k, cls(t, e)->k.ingress->s, &f, d) < 0)
 		return BR_NOMEM;
-	uint32_t c = class_get(t, &k);
+	uint32_t c = bt_class_get(t, &k);
 	if (c == 0)
 		return BR_NOMEM;
 	/* The flow key stays: the new class has the same service side. */
-	class_put(t, e->cls);
+	bt_class_put(t, e->cls);
 	e->cls = c;
 	transition(t, e, S_DS, BR_OK, now);
 	return BR_OK;
@@ -1832,7 +915,7 @@ bind_request(struct bind_table *t, const struct cats_request *r, uint64_t now)
 	if (rc == BR_DUP_FLOW)
 		return dup_flow(t, e, now);
 	if (rc != BR_OK) {
-		struct bstr *ing = str_find(t, r->ingress);
+		struct bstr *ing = bt_str_find(t, r->ingress);
 		send_error(t, r->txn, bind_reason_names[rc], ing, &r->flow,
 		    NULL, now);
 		closed_add(t, r->txn, CLOSED_DONE);
@@ -1846,7 +929,7 @@ static int
 refuse_txn(struct bind_table *t, uint64_t txn, const char *ingress,
     const struct cats_flow *f, int rc, uint64_t now)
 {
-	struct bstr *ing = str_find(t, ingress);
+	struct bstr *ing = bt_str_find(t, ingress);
 	send_error(t, txn, bind_reason_names[rc], ing, f, t->msg, now);
 	t->msg[0] = '\0';
 	closed_add(t, txn, rc == BR_LATE_REPLY ? CLOSED_TIMEOUT : CLOSED_DONE);
@@ -1936,7 +1019,7 @@ repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
 	const struct bclass *c = cls(t, e);
 	int on = (c->k.has & K_ONFAIL) && c->k.on_failure ==
 	    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED;
-	if (CATS_HAS(r, PRP, decision) && !same_instance(c, &r->decision))
+	if (CATS_HAS(r, PRP, decision) && !bt_same_instance(c, &r->decision))
 		return refuse(t, BR_MOVE_REFUSED);
 	if (r->endpoint != NULL && strcmp(r->endpoint, c->k.egress->s) != 0)
 		return refuse(t, BR_MOVE_REFUSED);
@@ -1948,17 +1031,17 @@ repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
 		return BR_OK;
 	}
 	uint32_t p;
-	int rc = path_from_rep(t, r, &p);
+	int rc = bt_path_from_rep(t, r, &p);
 	if (rc != BR_OK) {
 		t->k.instance_failures++;
 		fail(t, e, on, BR_REPAIR_FAILED, false, now);
 		return refuse(t, rc);
 	}
 	if (transition(t, e, S_ACTIVE, BR_OK, now) < 0) {
-		path_put(t, p);
+		bt_path_put(t, p);
 		return BR_ILLEGAL;
 	}
-	path_put(t, e->path);
+	bt_path_put(t, e->path);
 	e->path = p;
 	e->version++;
 	e->flags &= (uint8_t)~F_REPAIR;
@@ -2019,7 +1102,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	/* The join: one transaction, one decision (001 "Path result"). */
 	const struct bclass *c = cls(t, e);
 	int why = BR_OK;
-	if (d != NULL && !same_decision(c, d)) {
+	if (d != NULL && !bt_same_decision(c, d)) {
 		snprintf(t->msg, sizeof(t->msg), "the reply's decision is not "
 		    "the transaction's (%s at %s)", d->csci_id, d->egress);
 		why = BR_JOIN_MISMATCH;
@@ -2051,11 +1134,11 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	}
 	uint32_t p = 0;
 	if (why == BR_OK)
-		why = path_from_rep(t, r, &p);
+		why = bt_path_from_rep(t, r, &p);
 	if (why == BR_OK)
 		why = limit_bindings(t, e);
 	if (why != BR_OK) {
-		path_put(t, p);
+		bt_path_put(t, p);
 		fail(t, e, S_FAILED, why, false, now);
 		return why == BR_NO_PATH || why == BR_PATH_ERROR ? BR_OK :
 		    refuse(t, why);
@@ -2063,7 +1146,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	e->path = p;
 	e->version = 1;
 	if (transition(t, e, S_READY, BR_OK, now) < 0) {
-		path_put(t, p);
+		bt_path_put(t, p);
 		e->path = 0;
 		return BR_ILLEGAL;
 	}
@@ -2098,7 +1181,7 @@ bind_error(struct bind_table *t, const struct cats_error *x, uint64_t now)
 	cats_rec_init(&r, CATS_T_ERROR);
 	r.u.error = *x;
 	send_rec(t, &r, NULL);
-	struct bstr *ing = str_find(t, x->ingress);
+	struct bstr *ing = bt_str_find(t, x->ingress);
 	if (ing != NULL && ing->connected)
 		send_rec(t, &r, ing);
 	if (!CATS_HAS(x, ERR, txn))
@@ -2193,7 +1276,7 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 	if (e == NULL)
 		return refuse(t, BR_UNKNOWN_BINDING);
 	const struct bclass *c = cls(t, e);
-	struct bstr *fwd = str_find(t, s->fwd);
+	struct bstr *fwd = bt_str_find(t, s->fwd);
 	int ro = role(c, fwd);
 	if (ro == 0)
 		return refuse(t, BR_NOT_OWNER);
@@ -2275,8 +1358,8 @@ size_t
 bind_instance_down(struct bind_table *t, const char *cs_id,
     const char *csci_id, uint64_t now)
 {
-	struct bstr *x = str_find(t, csci_id);
-	struct bstr *cs = cs_id ? str_find(t, cs_id) : NULL;
+	struct bstr *x = bt_str_find(t, csci_id);
+	struct bstr *cs = cs_id ? bt_str_find(t, cs_id) : NULL;
 	size_t n = 0;
 	if (x == NULL || (cs_id != NULL && cs == NULL))
 		return 0;
@@ -2301,7 +1384,7 @@ bind_instance_down(struct bind_table *t, const char *cs_id,
 	}
 	t->msg[0] = '\0';
 	t->k.instance_failures += n;
-	str_put(t, x);
+	bt_str_put(t, x);
 	return n;
 }
 
@@ -2338,9 +1421,9 @@ int
 bind_fwd_hello(struct bind_table *t, const char *name, uint64_t fwd_epoch,
     uint64_t now)
 {
-	struct bstr *f = str_find(t, name);
+	struct bstr *f = bt_str_find(t, name);
 	if (f == NULL) {
-		f = str_get(t, name);
+		f = bt_str_get(t, name);
 		if (f == NULL)
 			return refuse(t, BR_NOMEM);
 	} else if (!f->connected) {
@@ -2393,17 +1476,17 @@ bind_fwd_hello(struct bind_table *t, const char *name, uint64_t fwd_epoch,
 void
 bind_fwd_gone(struct bind_table *t, const char *name)
 {
-	struct bstr *f = str_find(t, name);
+	struct bstr *f = bt_str_find(t, name);
 	if (f == NULL || !f->connected)
 		return;
 	f->connected = false;
-	str_put(t, f);
+	bt_str_put(t, f);
 }
 
 bool
 bind_fwd_connected(const struct bind_table *t, const char *name)
 {
-	const struct bstr *f = str_find(t, name);
+	const struct bstr *f = bt_str_find(t, name);
 	return f != NULL && f->connected;
 }
 
@@ -2511,8 +1594,8 @@ bind_new(const struct bind_conf *c, const struct bind_io *io)
 	t->wheel = calloc(W_SIZE, sizeof(uint32_t));
 	if (t->c.closed_memory)
 		t->ring = calloc(t->c.closed_memory, sizeof(uint64_t));
-	t->empty = str_get(t, "");
-	t->self = str_get(t, t->c.self);
+	t->empty = bt_str_get(t, "");
+	t->self = bt_str_get(t, t->c.self);
 	if (t->wheel == NULL || t->empty == NULL || t->self == NULL ||
 	    (t->c.closed_memory && t->ring == NULL)) {
 		bind_free(t);
@@ -3001,7 +2084,7 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		pk.has |= P_GEN;
 	}
 	struct bclass_key k;
-	if (class_key(t, &k, ingress, &f->match, &d) < 0)
+	if (bt_class_key(t, &k, ingress, &f->match, &d) < 0)
 		return BR_NOMEM;
 	struct cats_flow fl = f->match;
 	if (i != 0) {
@@ -3009,10 +2092,10 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		struct bent *e = ent(t, i);
 		struct fkey a, c2;
 		fkey_of(t, e, &a);
-		uint32_t nc = class_get(t, &k);
-		uint32_t np = nc ? path_get(t, &pk) : 0;
+		uint32_t nc = bt_class_get(t, &k);
+		uint32_t np = nc ? bt_path_get(t, &pk) : 0;
 		if (np == 0) {
-			class_put(t, nc);
+			bt_class_put(t, nc);
 			return BR_NOMEM;
 		}
 		uint32_t oc = e->cls;
@@ -3020,12 +2103,12 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		fkey_of(t, e, &c2);
 		if (memcmp(&a, &c2, sizeof(a)) != 0) {
 			e->cls = oc;
-			class_put(t, nc);
-			path_put(t, np);
+			bt_class_put(t, nc);
+			bt_path_put(t, np);
 			return BR_BAD;
 		}
-		class_put(t, oc);
-		path_put(t, e->path);
+		bt_class_put(t, oc);
+		bt_path_put(t, e->path);
 		e->path = np;
 		e->version = (uint32_t)b->version;
 		e->epoch = (uint32_t)b->epoch;
@@ -3045,23 +2128,23 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	uint64_t fh = t->pf_hash != 0 && memcmp(&fk, &t->pf_key,
 	    sizeof(fk)) == 0 ? t->pf_hash : fkey_hash(&fk);
 	if (bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
-		key_release(t, &k);
+		bt_key_release(t, &k);
 		return BR_DUP_FLOW;
 	}
 	uint32_t client;
-	if (bs_ctab_reserve(&t->counts) < 0 || src_ref(t, k.tenant, &fl.src,
+	if (bs_ctab_reserve(&t->counts) < 0 || bt_src_ref(t, k.tenant, &fl.src,
 	    &client) < 0) {
-		key_release(t, &k);
+		bt_key_release(t, &k);
 		return BR_NOMEM;
 	}
-	uint32_t c = class_get(t, &k);
-	uint32_t p = c ? path_get(t, &pk) : 0;
+	uint32_t c = bt_class_get(t, &k);
+	uint32_t p = c ? bt_path_get(t, &pk) : 0;
 	i = p ? bs_slab_alloc(&t->ents) : 0;
 	if (i == 0) {
-		path_put(t, p);
-		class_put(t, c);
+		bt_path_put(t, p);
+		bt_class_put(t, c);
 		if (fl.src.af == 6)
-			v6_put(t, client);
+			bt_v6_put(t, client);
 		return BR_NOMEM;
 	}
 	struct bent *e = ent(t, i);
