@@ -77,140 +77,6 @@ bind_conf_default(struct bind_conf *c)
 	c->self = "cats-bind";
 }
 
-/* ---- flow keys and the two entry indexes ---- */
-
-static uint64_t
-flow_hash(const struct bind_table *t, uint32_t i)
-{
-	struct fkey k;
-	fkey_of(t, ent(t, i), &k);
-	return fkey_hash(&k);
-}
-
-static void
-txn_index(struct bind_table *t, struct bent *e)
-{
-	if (e->flags & F_TXNIDX)
-		return;
-	if (cats_htab_put(&t->txns, cats_hash(&e->txn, 8), e) == 0)
-		e->flags |= F_TXNIDX;
-}
-
-static void
-txn_unindex(struct bind_table *t, struct bent *e)
-{
-	if (!(e->flags & F_TXNIDX))
-		return;
-	cats_htab_del(&t->txns, cats_hash(&e->txn, 8), txn_eq, &e->txn);
-	e->flags &= (uint8_t)~F_TXNIDX;
-}
-
-static void
-flow_unindex(struct bind_table *t, struct bent *e, uint32_t i)
-{
-	if (!(e->flags & F_FLOWIDX))
-		return;
-	bs_cidx_del(&t->by_flow, flow_hash(t, i), i);
-	e->flags &= (uint8_t)~F_FLOWIDX;
-}
-
-/* ---- recently closed transactions (late and duplicate replies) ---- */
-
-static bool
-closed_eq(const void *item, const void *key)
-{
-	return (*(const uint64_t *)item & TXN_MASK) == *(const uint64_t *)key;
-}
-
-static void
-closed_add(struct bind_table *t, uint64_t txn, int how)
-{
-	if (t->ring == NULL || txn == 0)
-		return;
-	uint64_t *slot = &t->ring[t->ring_pos];
-	if (*slot != 0) {
-		uint64_t old = *slot & TXN_MASK;
-		cats_htab_del(&t->closed, cats_hash(&old, 8), closed_eq, &old);
-	}
-	uint64_t *prev = cats_htab_get(&t->closed, cats_hash(&txn, 8),
-	    closed_eq, &txn);
-	if (prev != NULL) {
-		*prev = txn | ((uint64_t)how << CLOSED_SHIFT);
-		*slot = 0;
-		return;
-	}
-	*slot = txn | ((uint64_t)how << CLOSED_SHIFT);
-	if (cats_htab_put(&t->closed, cats_hash(&txn, 8), slot) < 0)
-		*slot = 0;
-	t->ring_pos = (t->ring_pos + 1) % t->c.closed_memory;
-}
-
-static int
-closed_how(const struct bind_table *t, uint64_t txn)
-{
-	if (t->closed.n == 0)
-		return 0;
-	const uint64_t *v = cats_htab_get(&t->closed, cats_hash(&txn, 8),
-	    closed_eq, &txn);
-	return v ? (int)(*v >> CLOSED_SHIFT) : 0;
-}
-
-/* ---- the timing wheel ---- */
-
-static uint64_t
-deadline(const struct bind_table *t, const struct bent *e)
-{
-	if (e->state != S_ACTIVE)
-		return e->t1;
-	const struct bclass *c = cls(t, e);
-	uint64_t d = UINT64_MAX;
-	if (c->k.hard_ms)
-		d = e->t0 + c->k.hard_ms;
-	if (e->flags & F_REPAIR) {
-		if (e->t1 < d)
-			d = e->t1;
-	} else if (c->k.idle_ms) {
-		uint64_t g = t->c.idle_grace_ms ? t->c.idle_grace_ms :
-		    c->k.idle_ms;
-		if (e->t1 + c->k.idle_ms + g < d)
-			d = e->t1 + c->k.idle_ms + g;
-	}
-	return d;
-}
-
-static void
-wheel_unlink(struct bind_table *t, struct bent *e)
-{
-	if (e->wprev == W_UNLINKED)
-		return;
-	if (e->wnext)
-		ent(t, e->wnext)->wprev = e->wprev;
-	if (e->wprev & W_HEAD)
-		t->wheel[e->wprev & ~W_HEAD] = e->wnext;
-	else
-		ent(t, e->wprev)->wnext = e->wnext;
-	e->wnext = 0;
-	e->wprev = W_UNLINKED;
-}
-
-static void
-wheel_link(struct bind_table *t, struct bent *e, uint32_t i)
-{
-	wheel_unlink(t, e);
-	uint64_t d = deadline(t, e);
-	if (d == UINT64_MAX)
-		return;
-	/* Never behind the wheel: what is already due goes in the next bucket. */
-	if (d < t->wheel_at)
-		d = t->wheel_at;
-	uint32_t b = (uint32_t)((d / W_GRAN) & (W_SIZE - 1));
-	e->wnext = t->wheel[b];
-	e->wprev = W_HEAD | b;
-	if (e->wnext)
-		ent(t, e->wnext)->wprev = i;
-	t->wheel[b] = i;
-}
-
 /* ---- counters and the checked transition ---- */
 
 static int
@@ -505,9 +371,9 @@ static void
 entry_release(struct bind_table *t, struct bent *e)
 {
 	uint32_t i = ent_no(t, e);
-	wheel_unlink(t, e);
-	txn_unindex(t, e);
-	flow_unindex(t, e, i);
+	bt_wheel_unlink(t, e);
+	bt_txn_unindex(t, e);
+	bt_flow_unindex(t, e, i);
 	bs_cidx_del(&t->by_id, id_mix(t, e->id), i);
 	bt_path_put(t, e->path);
 	bt_src_unref(t, e);
@@ -577,9 +443,9 @@ fail(struct bind_table *t, struct bent *e, int to, int reason, bool quiet,
 	bool bound = from == S_READY || from == S_ACTIVE;
 	if (bound)
 		journal_remove(t, e, reason, now);
-	txn_unindex(t, e);
-	flow_unindex(t, e, i);
-	closed_add(t, e->txn, reason == BR_TIMEOUT ? CLOSED_TIMEOUT :
+	bt_txn_unindex(t, e);
+	bt_flow_unindex(t, e, i);
+	bt_closed_add(t, e->txn, reason == BR_TIMEOUT ? CLOSED_TIMEOUT :
 	    CLOSED_DONE);
 	e->flags &= (uint8_t)~F_REPAIR;
 	if (!quiet) {
@@ -595,7 +461,7 @@ fail(struct bind_table *t, struct bent *e, int to, int reason, bool quiet,
 		return;
 	}
 	e->t1 = now + t->c.drain_ms;
-	wheel_link(t, e, i);
+	bt_wheel_link(t, e, i);
 }
 
 /* ACTIVE -> DRAINING on expiry; the forwarders release it with us. */
@@ -611,8 +477,8 @@ drain(struct bind_table *t, struct bent *e, int reason, uint64_t now)
 	else if (reason == BR_HARD)
 		t->k.expired_hard++;
 	journal_remove(t, e, reason, now);
-	txn_unindex(t, e);
-	flow_unindex(t, e, i);
+	bt_txn_unindex(t, e);
+	bt_flow_unindex(t, e, i);
 	e->flags &= (uint8_t)~F_REPAIR;
 	remove_at_holders(t, e, reason, now);
 	if (!holds(e)) {
@@ -621,7 +487,7 @@ drain(struct bind_table *t, struct bent *e, int reason, uint64_t now)
 		return;
 	}
 	e->t1 = now + t->c.drain_ms;
-	wheel_link(t, e, i);
+	bt_wheel_link(t, e, i);
 }
 
 /*
@@ -681,7 +547,7 @@ activate(struct bind_table *t, struct bent *e, uint64_t now)
 	t->k.activated++;
 	journal_commit(t, e, now);
 	e->t0 = e->t1 = now;
-	wheel_link(t, e, ent_no(t, e));
+	bt_wheel_link(t, e, ent_no(t, e));
 }
 
 static bool
@@ -729,34 +595,6 @@ refuse(struct bind_table *t, int reason)
 	return reason;
 }
 
-/* The flow key of a record's flow, without creating anything. */
-static bool
-fkey_from(const struct bind_table *t, const char *ingress,
-    const struct cats_flow *f, struct fkey *k)
-{
-	memset(k, 0, sizeof(*k));
-	k->ingress = bt_str_find(t, ingress);
-	k->tenant = bt_str_find(t, f->tenant ? f->tenant : "");
-	if (k->ingress == NULL || k->tenant == NULL)
-		return false;
-	k->src = f->src;
-	k->dst = f->dst;
-	if (k->src.af == 4)
-		memset(k->src.a + 4, 0, 12);
-	if (k->dst.af == 4)
-		memset(k->dst.a + 4, 0, 12);
-	k->proto = (uint8_t)f->proto;
-	if (CATS_HAS(f, FLOW, sport)) {
-		k->sport = (uint16_t)f->sport;
-		k->fl |= 1;
-	}
-	if (CATS_HAS(f, FLOW, dport)) {
-		k->dport = (uint16_t)f->dport;
-		k->fl |= 2;
-	}
-	return true;
-}
-
 /*
  * A second transaction for a flow that already has one: the flow keeps its
  * one binding (001: no independent selections for one connection).  A
@@ -790,7 +628,7 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	if (bt_class_key(t, &k, ingress, f, d) < 0)
 		return BR_NOMEM;
 	struct fkey fk;
-	fkey_from(t, ingress, f, &fk);
+	bt_fkey_from(t, ingress, f, &fk);
 	uint64_t fh = fkey_hash(&fk);
 	uint32_t x = bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
 	if (x != 0) {
@@ -852,11 +690,11 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	if (bs_cidx_put(&t->by_flow, fh, i) == 0)
 		e->flags |= F_FLOWIDX;
 	if (index_txn)
-		txn_index(t, e);
+		bt_txn_index(t, e);
 	transition(t, e, S_PENDING, BR_OK, now);
 	t->k.created++;
 	e->t1 = dl;
-	wheel_link(t, e, i);
+	bt_wheel_link(t, e, i);
 	*out = e;
 	return BR_OK;
 }
@@ -901,7 +739,7 @@ int
 bind_request(struct bind_table *t, const struct cats_request *r, uint64_t now)
 {
 	bind_tick(t, now);
-	if (find_txn(t, r->txn) != NULL || closed_how(t, r->txn))
+	if (find_txn(t, r->txn) != NULL || bt_closed_how(t, r->txn))
 		return refuse(t, BR_DUP_TXN);
 	uint64_t dl = txn_deadline(t, CATS_HAS(r, REQ, deadline), r->deadline,
 	    r->ts);
@@ -918,7 +756,7 @@ bind_request(struct bind_table *t, const struct cats_request *r, uint64_t now)
 		struct bstr *ing = bt_str_find(t, r->ingress);
 		send_error(t, r->txn, bind_reason_names[rc], ing, &r->flow,
 		    NULL, now);
-		closed_add(t, r->txn, CLOSED_DONE);
+		bt_closed_add(t, r->txn, CLOSED_DONE);
 		return refuse(t, rc);
 	}
 	return BR_OK;
@@ -932,7 +770,7 @@ refuse_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	struct bstr *ing = bt_str_find(t, ingress);
 	send_error(t, txn, bind_reason_names[rc], ing, f, t->msg, now);
 	t->msg[0] = '\0';
-	closed_add(t, txn, rc == BR_LATE_REPLY ? CLOSED_TIMEOUT : CLOSED_DONE);
+	bt_closed_add(t, txn, rc == BR_LATE_REPLY ? CLOSED_TIMEOUT : CLOSED_DONE);
 	return refuse(t, rc);
 }
 
@@ -945,7 +783,7 @@ txn_with_decision(struct bind_table *t, uint64_t txn, const char *ingress,
 	struct bent *e = find_txn(t, txn);
 	*out = NULL;
 	if (e == NULL) {
-		int how = closed_how(t, txn);
+		int how = bt_closed_how(t, txn);
 		if (how == CLOSED_TIMEOUT)
 			return refuse(t, BR_LATE_REPLY);
 		if (how)
@@ -969,7 +807,7 @@ txn_with_decision(struct bind_table *t, uint64_t txn, const char *ingress,
 		if (f != NULL) {
 			struct fkey a, b;
 			fkey_of(t, e, &a);
-			if (!fkey_from(t, ingress, f, &b) ||
+			if (!bt_fkey_from(t, ingress, f, &b) ||
 			    memcmp(&a, &b, sizeof(a)) != 0) {
 				snprintf(t->msg, sizeof(t->msg), "the flow "
 				    "differs from the transaction's");
@@ -1045,9 +883,9 @@ repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
 	e->path = p;
 	e->version++;
 	e->flags &= (uint8_t)~F_REPAIR;
-	txn_unindex(t, e);
+	bt_txn_unindex(t, e);
 	e->t1 = now;
-	wheel_link(t, e, ent_no(t, e));
+	bt_wheel_link(t, e, ent_no(t, e));
 	t->k.repaired++;
 	struct cats_rec rec;
 	make_binding(t, e, CATS_BIND_REFRESH, t->epoch, now, BR_OK, &rec);
@@ -1075,7 +913,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 		return repair(t, e, r, now);
 	if (e == NULL) {
 		if (d == NULL) {
-			int how = closed_how(t, r->txn);
+			int how = bt_closed_how(t, r->txn);
 			return refuse(t, how == CLOSED_TIMEOUT ? BR_LATE_REPLY :
 			    how ? BR_DUP_TXN : BR_NO_DECISION);
 		}
@@ -1118,7 +956,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	} else if (f != NULL) {
 		struct fkey a, b;
 		fkey_of(t, e, &a);
-		if (!fkey_from(t, ingress ? ingress : c->k.ingress->s, f, &b) ||
+		if (!bt_fkey_from(t, ingress ? ingress : c->k.ingress->s, f, &b) ||
 		    memcmp(&a, &b, sizeof(a)) != 0) {
 			snprintf(t->msg, sizeof(t->msg), "the reply's flow is "
 			    "not the transaction's");
@@ -1152,7 +990,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	}
 	t->k.bound++;
 	/* A bound txn needs no memory: its flow key refuses a duplicate. */
-	txn_unindex(t, e);
+	bt_txn_unindex(t, e);
 	e->epoch = (uint32_t)t->epoch;
 	if (t->io.journal != NULL || t->io.send != NULL) {
 		struct cats_rec rec;
@@ -1167,7 +1005,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 		return BR_OK;
 	}
 	e->t1 = now + t->c.commit_ms;
-	wheel_link(t, e, ent_no(t, e));
+	bt_wheel_link(t, e, ent_no(t, e));
 	push(t, e, now);
 	return BR_OK;
 }
@@ -1212,9 +1050,9 @@ start_repair(struct bind_table *t, struct bent *e, uint64_t now)
 		return;
 	}
 	e->flags |= F_REPAIR;
-	txn_index(t, e);
+	bt_txn_index(t, e);
 	e->t1 = now + t->c.repair_ms;
-	wheel_link(t, e, ent_no(t, e));
+	bt_wheel_link(t, e, ent_no(t, e));
 	struct cats_rec r;
 	cats_rec_init(&r, CATS_T_PATH_REQ);
 	struct cats_path_req *q = &r.u.preq;
@@ -1543,12 +1381,12 @@ tick_bucket(struct bind_table *t, uint32_t b, uint64_t now)
 	while (i != 0) {
 		struct bent *e = ent(t, i);
 		uint32_t next = e->wnext;
-		uint64_t d = deadline(t, e);
+		uint64_t d = bt_deadline(t, e);
 		if (d <= now) {
-			wheel_unlink(t, e);
+			bt_wheel_unlink(t, e);
 			fire(t, e, now);
 		} else if (((d / W_GRAN) & (W_SIZE - 1)) != b) {
-			wheel_link(t, e, i);
+			bt_wheel_link(t, e, i);
 		}
 		i = next;
 	}
@@ -1830,7 +1668,7 @@ bind_try(struct bind_table *t, uint64_t id, int to, uint64_t now)
 	if (to == S_ABSENT)
 		entry_release(t, e);
 	else
-		wheel_link(t, e, i);
+		bt_wheel_link(t, e, i);
 	return 0;
 }
 
@@ -2120,11 +1958,11 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 			e->t0 = b->ts;
 			e->t1 = now;
 		}
-		wheel_link(t, e, i);
+		bt_wheel_link(t, e, i);
 		return BR_OK;
 	}
 	struct fkey fk;
-	fkey_from(t, ingress, &fl, &fk);
+	bt_fkey_from(t, ingress, &fl, &fk);
 	uint64_t fh = t->pf_hash != 0 && memcmp(&fk, &t->pf_key,
 	    sizeof(fk)) == 0 ? t->pf_hash : fkey_hash(&fk);
 	if (bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk) != 0) {
@@ -2175,7 +2013,7 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	} else {
 		e->t1 = now + t->c.commit_ms;
 	}
-	wheel_link(t, e, i);
+	bt_wheel_link(t, e, i);
 	if (b->id >= t->next_id)
 		t->next_id = b->id + 1;
 	return BR_OK;
@@ -2190,7 +2028,7 @@ bind_restore_prefetch(const struct bind_table *t, const struct cats_rec *r)
 	const struct cats_flow *f = &b->fwd.match;
 	const char *ingress = b->ingress ? b->ingress : b->rev.owner;
 	struct fkey fk;
-	if (ingress == NULL || !fkey_from(t, ingress, f, &fk))
+	if (ingress == NULL || !bt_fkey_from(t, ingress, f, &fk))
 		return;
 	/*
 	 * Spelled out: gcc 12 finds a helper that only prefetches free of
@@ -2245,7 +2083,7 @@ bind_restore(struct bind_table *t, const struct cats_rec *r, uint64_t now)
 				e->state = S_ACTIVE;
 				e->t0 = s->ts;
 				e->t1 = now;
-				wheel_link(t, e, i);
+				bt_wheel_link(t, e, i);
 			}
 		} else {
 			rc = BR_BAD;

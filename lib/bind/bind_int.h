@@ -22,9 +22,10 @@
  * due, not the table size.
  *
  * The files: bind.c (the table and the state machine), bind_obj.c (interned
- * objects), bind_journal.c (the journal), bind_store.c (the containers).
- * Functions one file lends another are bt_*; the inline accessors below are
- * not linked and keep short names.
+ * objects), bind_index.c (indexes and the timing wheel), bind_journal.c
+ * (the journal), bind_store.c (the containers).  Functions one file lends
+ * another are bt_*; the inline accessors below are not linked and keep
+ * short names.
  */
 #ifndef CATS_BIND_INT_H
 #define CATS_BIND_INT_H
@@ -383,5 +384,18 @@ int bt_src_ref(struct bind_table *t, const struct bstr *tenant,
     const struct cats_ip *src, uint32_t *ref);
 void bt_src_unref(struct bind_table *t, const struct bent *e);
 uint32_t bt_client_nbind(const struct bind_table *t, const struct bent *e);
+
+/* ---- indexes and the timing wheel (bind_index.c) ---- */
+
+void bt_txn_index(struct bind_table *t, struct bent *e);
+void bt_txn_unindex(struct bind_table *t, struct bent *e);
+void bt_flow_unindex(struct bind_table *t, struct bent *e, uint32_t i);
+void bt_closed_add(struct bind_table *t, uint64_t txn, int how);
+int bt_closed_how(const struct bind_table *t, uint64_t txn);
+uint64_t bt_deadline(const struct bind_table *t, const struct bent *e);
+void bt_wheel_unlink(struct bind_table *t, struct bent *e);
+void bt_wheel_link(struct bind_table *t, struct bent *e, uint32_t i);
+bool bt_fkey_from(const struct bind_table *t, const char *ingress,
+    const struct cats_flow *f, struct fkey *k);
 
 #endif
