@@ -3,34 +3,18 @@
  * records build the catalogue, the CST and the NST; forwarders' requests
  * become path requests carrying the decision, or errors.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "base/clock.h"
-#include "base/conf.h"
-#include "sec/crypto.h"
-#include "net/ep.h"
-#include "net/httpd.h"
-#include "select/ingest.h"
-#include "rec/json.h"
 #include "base/log.h"
-#include "select/select.h"
-#include "select/select_conf.h"
-#include "rec/seq.h"
-#include "pce/te.h"
 #include "base/tool.h"
+#include "net/ep.h"
+#include "select/select_app.h"
 
 static const char usage_text[] =
     "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"
@@ -58,991 +42,36 @@ usage(void)
 	exit(CATS_EXIT_USAGE);
 }
 
-#define MAX_CONNS 1024
-
-struct conn;
-
-struct app {
-	struct cats_sel_opts o;
-	struct event_base *base;
-	struct cats_stream *in, *out, *stats;
-	struct {
-		int fd;
-		bool dgram, unix_sock;
-		struct event *ev;
-		struct conn *dconn;
-	} ls[CATS_SEL_MAX_LISTEN];
-	size_t nls;
-	struct conn *conns;
-	size_t nconns;
-	bool paused, daemon, done;
-	struct cats_dec dec;
-	struct cats_toks peek;
-	struct cats_keyring keys;
-	struct cats_svc_cat *cat;
-	struct cats_cst *cst;
-	struct cats_nst nst;
-	struct cats_nst_rec *nrec;
-	struct cats_sel *sel;
-	struct cats_sel_out sout;
-	struct cats_buf obuf;
-	uint64_t last_purge;
-	struct cats_buf pend;	/* output of this loop turn */
-	uint64_t pend_since;	/* monotonic ns when pend was first added to */
-	struct event *flush_ev;
-	uint64_t last_stats_ts, last_decisions;
-	struct event *timer;
-	struct event *sev[5];
-	struct cats_conf cf;
-	int rc;
-	/* The C-SMA ingest (cats-northbound(7)) and the TE database. */
-	struct httpd *ingest_h;
-	struct cats_ingest *ing;
-	struct cats_keyring ikeys;
-	struct cats_key isign;
-	bool has_isign;
-	struct cats_te *te;
-	struct cats_nst_tedb *tedb;
-	uint64_t te_applied, te_refused;
-	/* Counters of the tool (the selector has its own). */
-	uint64_t records, bad, passed, fwd_dropped, conns_refused;
-	uint64_t svc_applied, svc_ignored, svc_refused;
-	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
-	    met_removed, met_refused, met_passed, met_refused_owner,
-	    met_refused_scope;
-	uint64_t net_applied, net_ignored, net_refused;
-	uint64_t purged;
-};
-
-struct conn {
-	struct app *app;
-	struct cats_stream *s;
-	bool peercred;
-	uint32_t uid;
-	bool listener;		/* a datagram listener: kept at EOF */
-	struct conn *next, **prevp;
-};
-
-/* ---- output ---- */
-
-static void pause_inputs(struct app *a);
-
-/* Stop reading and leave the loop (the output is flushed after it). */
-static void flush_pend(struct app *a);
-
-static void
-stop(struct app *a, int rc)
-{
-	if (rc != CATS_EXIT_IOERR)
-		flush_pend(a);
-	if (a->rc == 0)
-		a->rc = rc;
-	a->done = true;
-	pause_inputs(a);
-	event_base_loopbreak(a->base);
-}
-
-static void
-send_now(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
-{
-	int r = cats_stream_send(s, p, n);
-	if (r < 0) {
-		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
-		stop(a, CATS_EXIT_IOERR);
-	} else if (r > 0) {
-		pause_inputs(a);
-	}
-}
-
-/* Hand the records of this loop turn to the output stream at once. */
-static void
-flush_pend(struct app *a)
-{
-	if (a->pend.len == 0)
-		return;
-	send_now(a, a->out, a->pend.p, a->pend.len);
-	cats_buf_reset(&a->pend);
-}
-
-static void
-on_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	flush_pend(arg);
-}
-
-/*
- * Records for the main output gather during a turn of the loop (a read
- * delivers many) and leave in one write; the order is kept.  Answers to
- * forwarders wait at most ANSWER_WAIT_NS behind the work that follows them
- * (handle_request), so that one read of many requests does not hold the
- * first answers until the last is decided.
- */
-#define ANSWER_WAIT_NS 50000
-static void
-send_raw(struct app *a, struct cats_stream *s, const uint8_t *p, size_t n)
-{
-	if (s != a->out || a->flush_ev == NULL) {
-		send_now(a, s, p, n);
-		return;
-	}
-	if (a->pend.len == 0) {
-		event_active(a->flush_ev, 0, 0);
-		a->pend_since = cats_clock_mono_ns();
-	}
-	if (cats_buf_add(&a->pend, p, n) < 0) {
-		flush_pend(a);
-		send_now(a, s, p, n);
-	} else if (a->pend.len >= 256 * 1024) {
-		flush_pend(a);
-	}
-}
-
-static void
-send_rec(struct app *a, struct cats_stream *s, const struct cats_rec *r)
-{
-	cats_buf_reset(&a->obuf);
-	if (cats_rec_encode(r, &a->obuf, true) < 0) {
-		cats_errorx("cannot encode a %s record",
-		    cats_type_name(r->type));
-		return;
-	}
-	send_raw(a, s, a->obuf.p, a->obuf.len);
-}
-
-static int
-dump_one(const struct cats_rec *r, void *arg)
-{
-	struct app *a = arg;
-	send_rec(a, a->stats, r);
-	return a->done ? -1 : 0;
-}
-
-static void
-emit_dump(struct app *a)
-{
-	uint64_t now = cats_clock_now();
-	cats_cst_dump(a->cst, now, dump_one, a);
-	cats_nst_dump(&a->nst, now, dump_one, a);
-}
-
-static void
-counter_name(char *dst, size_t len, const char *prefix, const char *name)
-{
-	snprintf(dst, len, "%s%s", prefix, name);
-	for (char *p = dst; *p; p++)
-		if (*p == '-')
-			*p = '_';
-}
-
-static void
-emit_stats(struct app *a)
-{
-	static char names[CATS_SEL__N + CATS_REJ__N][48];
-	struct cats_kv kv[128];
-	size_t n = 0;
-	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
-	uint64_t now = cats_clock_now();
-	uint64_t dt = now > a->last_stats_ts ? now - a->last_stats_ts : 0;
-	uint64_t rate = dt ? (c->decisions - a->last_decisions) * 1000 / dt : 0;
-	a->last_stats_ts = now;
-	a->last_decisions = c->decisions;
-#define KV(name, val) do { kv[n].k = (name); kv[n].v = (val); n++; } while (0)
-	KV("requests", c->requests);
-	KV("decisions", c->decisions);
-	uint64_t errors = 0;
-	for (int i = 1; i < CATS_SEL__N; i++)
-		errors += c->fail[i];
-	KV("errors", errors);
-	KV("decision_rate", rate);
-	KV("fallbacks", c->fallbacks);
-	KV("precedence", c->precedence);
-	KV("cache_hits", c->cache_hits);
-	for (int i = 1; i < CATS_SEL__N; i++) {
-		counter_name(names[i], sizeof(names[i]), "fail_",
-		    cats_sel_code_names[i]);
-		KV(names[i], c->fail[i]);
-	}
-	for (int i = 1; i < CATS_REJ__N; i++) {
-		char *nm = names[CATS_SEL__N + i];
-		counter_name(nm, 48, "reject_", cats_rej_names[i]);
-		KV(nm, c->reject[i]);
-	}
-	KV("records", a->records);
-	KV("bad_records", a->bad);
-	KV("passed", a->passed);
-	KV("fwd_dropped", a->fwd_dropped);
-	KV("connections", a->nconns);
-	KV("connections_refused", a->conns_refused);
-	KV("services", cats_svc_count(a->cat));
-	KV("service_records", a->svc_applied);
-	KV("service_ignored", a->svc_ignored);
-	KV("service_refused", a->svc_refused);
-	KV("metric_records", a->met_records);
-	KV("metric_stale", a->met_stale);
-	KV("metric_bad", a->met_bad);
-	KV("metric_resync", a->met_resync);
-	KV("metric_entries_applied", a->met_applied);
-	KV("metric_entries_removed", a->met_removed);
-	KV("metric_entries_refused", a->met_refused);
-	KV("metric_passed", a->met_passed);
-	KV("metric_refused_owner", a->met_refused_owner);
-	KV("metric_refused_scope", a->met_refused_scope);
-	KV("net_applied", a->net_applied);
-	KV("net_ignored", a->net_ignored);
-	KV("net_refused", a->net_refused);
-	KV("purged", a->purged);
-	static const struct cats_ingest_stats none;
-	const struct cats_ingest_stats *is = a->ing ? cats_ingest_stats(a->ing)
-	    : &none;
-	KV("ingest_requests", is->requests);
-	KV("ingest_records", is->records);
-	KV("ingest_applied", is->applied);
-	KV("ingest_stale", is->stale);
-	KV("ingest_resync", is->resync);
-	KV("ingest_bad", is->bad);
-	KV("ingest_unauthenticated", is->unauthenticated);
-	KV("ingest_unauthorized", is->unauthorized);
-	static const struct httpd_stats hnone;
-	const struct httpd_stats *hs = a->ingest_h ? httpd_stats(a->ingest_h)
-	    : &hnone;
-	KV("ingest_too_large", hs->too_large);
-	KV("ingest_too_slow", hs->too_slow);
-	KV("ingest_replays", is->replays);
-	KV("ingest_conflicts", is->conflicts);
-	KV("ingest_retrievals", is->retrievals);
-	KV("ingest_full_wanted", is->full_wanted);
-	KV("ingest_entries_applied", is->entries_applied);
-	KV("ingest_entries_removed", is->entries_removed);
-	KV("tedb_gen", a->te ? cats_te_gen(a->te) : 0);
-	KV("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
-	KV("tedb_applied", a->te_applied);
-	KV("tedb_refused", a->te_refused);
-	KV("cst_entries", cats_cst_count(a->cst));
-	KV("cst_gen", cats_cst_gen(a->cst));
-	KV("nst_paths", cats_nst_rec_count(a->nrec));
-	KV("nst_gen", cats_nst_gen(&a->nst));
-#undef KV
-	struct cats_rec r;
-	cats_stats_rec(&r, "cats-select", a->o.id, kv, n, now);
-	send_rec(a, a->stats, &r);
-}
-
-/* ---- inputs ---- */
-
-static void
-for_each_input(struct app *a, void (*fn)(struct cats_stream *))
-{
-	if (a->in != NULL)
-		fn(a->in);
-	for (struct conn *c = a->conns; c != NULL; c = c->next)
-		fn(c->s);
-}
-
-static void
-pause_inputs(struct app *a)
-{
-	if (a->paused)
-		return;
-	a->paused = true;
-	for_each_input(a, cats_stream_pause);
-	for (size_t i = 0; i < a->nls; i++)
-		if (a->ls[i].ev != NULL)
-			event_del(a->ls[i].ev);
-}
-
-static void
-on_drained(struct cats_stream *s, void *arg)
-{
-	struct app *a = arg;
-	(void)s;
-	if (!a->paused)
-		return;
-	a->paused = false;
-	for_each_input(a, cats_stream_resume);
-	for (size_t i = 0; i < a->nls; i++)
-		if (a->ls[i].ev != NULL)
-			event_add(a->ls[i].ev, NULL);
-}
-
-static void
-purge(struct app *a, uint64_t now)
-{
-	uint64_t grace = a->o.purge_ms;
-	uint64_t st = cats_svc_max_stale(a->cat);
-	if (st > grace)
-		grace = st;
-	a->purged += cats_cst_expire(a->cst, now, grace);
-	a->purged += cats_nst_expire(&a->nst, now, grace);
-}
-
-static uint64_t
-rec_ts(const struct cats_rec *r, bool *has)
-{
-	*has = true;
-	switch (r->type) {
-	case CATS_T_REQUEST:
-		return r->u.request.ts;
-	case CATS_T_METRIC:
-		return r->u.metric.ts;
-	case CATS_T_NET:
-		return r->u.net.ts;
-	case CATS_T_SERVICE:
-		*has = CATS_HAS(&r->u.service, SVC, ts);
-		return r->u.service.ts;
-	default:
-		*has = false;
-		return 0;
-	}
-}
-
-static void
-apply_service(struct app *a, const struct cats_service *s, uint64_t index,
-    const char *where)
-{
-	struct cats_err e;
-	memset(&e, 0, sizeof(e));
-	int r = cats_svc_apply(a->cat, s, &e);
-	if (r > 0) {
-		a->svc_applied++;
-	} else if (r == 0) {
-		a->svc_ignored++;
-		cats_info("%s: record %" PRIu64 ": service %s version %" PRIu64
-		    " is older than the catalogue's", where, index, s->cs_id,
-		    s->version);
-	} else {
-		char msg[400];
-		a->svc_refused++;
-		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
-		cats_audit("service-refused", "cs_id=%s reason=%s", s->cs_id,
-		    e.reason);
-	}
-}
-
-/*
- * A metric record that takes an instance down (a withdrawal, a FAILED or
- * UNHEALTHY entry) is also for the binding manager after us: its flows to
- * that instance are repaired or failed (cats-bind(1)).  Other metric
- * records stop here.
- */
-static void
-pass_instance_down(const struct cats_metric *m, void *arg)
-{
-	struct app *a = arg;
-	bool down = m->op == CATS_OP_WITHDRAW && m->entries.n > 0;
-	for (size_t i = 0; i < m->entries.n && !down; i++) {
-		const struct cats_entry *x = &m->entries.v[i];
-		down = (CATS_HAS(x, ENT, health) && x->health == CATS_UNHEALTHY) ||
-		    (CATS_HAS(x, ENT, state) && x->state == CATS_SCI_FAILED);
-	}
-	if (!down || a->out == NULL)
-		return;
-	struct cats_rec r;
-	cats_rec_init(&r, CATS_T_METRIC);
-	r.u.metric = *m;
-	a->met_passed++;
-	send_rec(a, a->out, &r);
-}
-
-static void
-apply_metric(struct app *a, const struct cats_metric *m, uint64_t now,
-    uint64_t index, const char *where)
-{
-	struct cats_cst_result res;
-	char q[CATS_ID + 1], o[CATS_ID + 1];
-	a->met_records++;
-	if (m->op == CATS_OP_RELEASE) {
-		/* The operator's action: the control stream is trusted. */
-		cats_cst_release(a->cst, m, &res);
-		a->met_removed += res.removed;
-		for (size_t i = 0; i < m->entries.n; i++) {
-			char c1[CATS_ID + 1], c2[CATS_ID + 1];
-			cats_audit("instance-released", "by=%s cs_id=%s "
-			    "csci_id=%s where=%s", cats_safe(m->sma_id, q,
-			    sizeof(q)), cats_safe(m->entries.v[i].cs_id, c1,
-			    sizeof(c1)), cats_safe(m->entries.v[i].csci_id, c2,
-			    sizeof(c2)), where);
-		}
-		cats_info("%s: record %" PRIu64 ": %zu entries released by the "
-		    "operator%s%s", where, index, res.removed,
-		    res.refused ? "; " : "", res.reason);
-		if (res.removed > 0 && a->out != NULL) {
-			struct cats_rec r;
-			cats_rec_init(&r, CATS_T_METRIC);
-			r.u.metric = *m;
-			r.u.metric.op = CATS_OP_WITHDRAW;
-			a->met_passed++;
-			send_rec(a, a->out, &r);
-		}
-		return;
-	}
-	cats_cst_apply(a->cst, m, now, &res);
-	if (res.conflict || res.forbidden) {
-		a->met_refused_owner += res.conflict;
-		a->met_refused_scope += res.forbidden;
-		cats_audit("metric-refused", "sma=%s owner=%s where=%s "
-		    "record=%" PRIu64 " reason=\"%s\"", cats_safe(m->sma_id, q,
-		    sizeof(q)), res.conflict ? cats_safe(res.owner, o,
-		    sizeof(o)) : "-", where, index, res.reason);
-	}
-	if (res.taken_over > 0)
-		cats_audit("instance-takeover", "sma=%s from=%s where=%s "
-		    "entries=%zu reason=\"the owner's entries had expired\"",
-		    cats_safe(m->sma_id, q, sizeof(q)), cats_safe(res.owner, o,
-		    sizeof(o)), where, res.taken_over);
-	a->met_applied += res.applied;
-	a->met_removed += res.removed;
-	a->met_refused += res.refused;
-	if (res.resync)
-		a->met_resync++;
-	if (res.result == CATS_ACK_STALE) {
-		a->met_stale++;
-		cats_info("%s: record %" PRIu64 ": metric from %s ignored: %s",
-		    where, index, m->sma_id, res.reason);
-	} else if (res.result != CATS_ACK_OK) {
-		a->met_bad++;
-		cats_warnx("%s: record %" PRIu64 ": metric from %s: %s", where,
-		    index, m->sma_id, res.reason);
-	} else if (res.resync) {
-		cats_info("%s: record %" PRIu64 ": metric from %s: %s; a full "
-		    "sync is needed", where, index, m->sma_id, res.reason);
-	}
-	if (res.result == CATS_ACK_OK)
-		pass_instance_down(m, a);
-}
-
-static void
-apply_net(struct app *a, const struct cats_net *m, uint64_t now,
-    uint64_t index, const char *where)
-{
-	struct cats_err e;
-	memset(&e, 0, sizeof(e));
-	int r = cats_nst_rec_apply(a->nrec, m, now, &e);
-	if (r > 0) {
-		a->net_applied++;
-	} else if (r == 0) {
-		a->net_ignored++;
-	} else {
-		char msg[400];
-		a->net_refused++;
-		cats_warnx("%s: %s", where, cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
-	}
-}
-
-/* The type and transaction id of an item that did not decode, if any. */
-static bool
-peek_request(struct app *a, const uint8_t *p, size_t n, bool *has_txn,
-    uint64_t *txn)
-{
-	size_t used;
-	struct cats_err e;
-	bool req = false;
-	*has_txn = false;
-	if (cats_scan(p, n, true, &a->dec.lim, &a->peek, NULL, &used, NULL,
-	    &e) != CATS_SCAN_OK)
-		return false;
-	const struct cats_tok *t = a->peek.t;
-	if (t[0].kind != CATS_TK_MAP)
-		return false;
-	size_t i = 1;
-	for (uint32_t k = 0; k < t[0].n; k++) {
-		const struct cats_tok *key = &t[i], *val = &t[i + 1];
-		if (key->kind == CATS_TK_TEXT && key->n == 4 &&
-		    memcmp(key->v.p, "type", 4) == 0 &&
-		    val->kind == CATS_TK_TEXT && val->n == 7 &&
-		    memcmp(val->v.p, "request", 7) == 0)
-			req = true;
-		if (key->kind == CATS_TK_TEXT && key->n == 3 &&
-		    memcmp(key->v.p, "txn", 3) == 0 &&
-		    val->kind == CATS_TK_UINT && val->v.u >= 1 &&
-		    val->v.u <= CATS_U53) {
-			*has_txn = true;
-			*txn = val->v.u;
-		}
-		i = val->next;
-	}
-	return req;
-}
-
-static void
-handle_request(struct app *a, const struct cats_rec *r, const struct conn *c,
-    uint64_t now)
-{
-	struct cats_sel_origin o = { 0 };
-	if (c != NULL && c->peercred) {
-		o.peercred = true;
-		o.uid = c->uid;
-	}
-	struct cats_sel_out *out = &a->sout;
-	int code = cats_sel_request(a->sel, r, &o, now, out);
-	if (code != CATS_SEL_OK) {
-		cats_debug("txn %" PRIu64 " from %s: %s: %s", r->u.request.txn,
-		    r->u.request.ingress, cats_sel_code_names[code], out->msg);
-		if (code == CATS_SEL_UNAUTHENTICATED ||
-		    code == CATS_SEL_UNAUTHORIZED || code == CATS_SEL_REPLAY ||
-		    code == CATS_SEL_STALE_GEN)
-			cats_audit("request-refused", "txn=%" PRIu64
-			    " ingress=%s code=%s reason=\"%s\"",
-			    r->u.request.txn, r->u.request.ingress,
-			    cats_sel_code_names[code], out->msg);
-	}
-	send_rec(a, a->out, &out->rec);
-	if (c != NULL && a->pend.len > 0 &&
-	    cats_clock_mono_ns() - a->pend_since >= ANSWER_WAIT_NS)
-		flush_pend(a);
-}
-
-/*
- * One item from stdin (c NULL: the trusted control stream) or from a
- * forwarder connection; its tokens are in a->dec (cats_stream_decode_into).
- */
-static void
-handle_item(struct app *a, const uint8_t *p, size_t n, uint64_t index,
-    struct conn *c)
-{
-	struct cats_rec r;
-	struct cats_err e;
-	const char *where = c ? "forwarder" : "input";
-	cats_tool_hugepages();
-	memset(&e, 0, sizeof(e));
-	a->records++;
-	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
-		char msg[400];
-		a->bad++;
-		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
-		bool has_txn;
-		uint64_t txn = 0;
-		if (peek_request(a, p, n, &has_txn, &txn) || c != NULL) {
-			cats_sel_malformed(a->sel, &e, index, has_txn, txn,
-			    cats_clock_now(), &a->sout);
-			send_rec(a, a->out, &a->sout.rec);
-		}
-		if (a->o.strict && c == NULL)
-			stop(a, CATS_EXIT_DATAERR);
-		return;
-	}
-	bool has_ts;
-	uint64_t ts = rec_ts(&r, &has_ts);
-	if (a->o.replay && has_ts)
-		cats_clock_observe(ts);
-	uint64_t now = cats_clock_now();
-	if (c != NULL && r.type != CATS_T_REQUEST) {
-		/* Forwarders send requests; nothing else is theirs to say. */
-		a->fwd_dropped++;
-		cats_warnx("forwarder: record %" PRIu64 ": a %s record from a "
-		    "forwarder connection is dropped", index,
-		    cats_type_name(r.type));
-		cats_audit("forwarder-record-dropped", "type=%s",
-		    cats_type_name(r.type));
-		return;
-	}
-	switch (r.type) {
-	case CATS_T_REQUEST:
-		handle_request(a, &r, c, now);
-		break;
-	case CATS_T_SERVICE:
-		apply_service(a, &r.u.service, index, where);
-		break;
-	case CATS_T_METRIC:
-		apply_metric(a, &r.u.metric, now, index, where);
-		break;
-	case CATS_T_NET:
-		/* Link and node records are the PCE's: passed on (and
-		 * applied to our copy of the TE database). */
-		if (r.u.net.scope == CATS_NET_PATH) {
-			apply_net(a, &r.u.net, now, index, where);
-			break;
-		}
-		if (a->te != NULL) {
-			char why[256];
-			int rc = cats_te_apply_net(a->te, &r.u.net, why,
-			    sizeof(why));
-			if (rc == 0)
-				a->te_applied++;
-			else if (rc < 0) {
-				a->te_refused++;
-				cats_warnx("%s: record %" PRIu64 ": TE database: "
-				    "%s", where, index, why);
-			}
-		}
-		a->passed++;
-		send_raw(a, a->out, p, n);
-		break;
-	default:
-		a->passed++;
-		send_raw(a, a->out, p, n);
-	}
-	/* In replay, purge once a replayed second (the timer's job live). */
-	if (a->o.replay && now >= a->last_purge + 1000) {
-		a->last_purge = now;
-		purge(a, now);
-	}
-}
-
-static void
-on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
-{
-	struct conn *c = arg;
-	(void)s;
-	(void)peer;
-	handle_item(c->app, p, n, index, c);
-}
-
-static void
-on_in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
-{
-	(void)s;
-	(void)peer;
-	handle_item(arg, p, n, index, NULL);
-}
-
-static void
-report_bad_item(struct app *a, const char *where, uint64_t index,
-    const struct cats_err *e, bool from_fwd)
-{
-	char msg[400];
-	a->records++;
-	a->bad++;
-	cats_errorx("%s: %s", where, cats_err_fmt(e, index, msg, sizeof(msg)));
-	if (from_fwd) {
-		cats_sel_malformed(a->sel, e, index, false, 0, cats_clock_now(),
-		    &a->sout);
-		send_rec(a, a->out, &a->sout.rec);
-	}
-}
-
-static void
-on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct conn *c = arg;
-	(void)s;
-	report_bad_item(c->app, "forwarder", index, e, true);
-}
-
-static void
-on_in_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct app *a = arg;
-	(void)s;
-	report_bad_item(a, "input", index, e, false);
-	if (a->o.strict)
-		stop(a, CATS_EXIT_DATAERR);
-}
-
-static void
-conn_free(struct conn *c)
-{
-	struct app *a = c->app;
-	*c->prevp = c->next;
-	if (c->next)
-		c->next->prevp = c->prevp;
-	a->nconns--;
-	cats_stream_free(c->s);
-	free(c);
-}
-
-static void
-on_eof(struct cats_stream *s, int error, void *arg)
-{
-	struct conn *c = arg;
-	(void)s;
-	if (error != 0)
-		cats_debug("forwarder connection: %s", strerror(error));
-	if (!c->listener)
-		conn_free(c);
-}
-
-static void
-finish(struct app *a)
-{
-	uint64_t now = cats_clock_now();
-	purge(a, now);
-	if (a->o.stats_at_end)
-		emit_stats(a);
-	if (a->o.dump_at_end)
-		emit_dump(a);
-	stop(a, CATS_EXIT_OK);
-}
-
-static void
-on_in_eof(struct cats_stream *s, int error, void *arg)
-{
-	struct app *a = arg;
-	(void)s;
-	if (error != 0) {
-		cats_errorx("input: %s", strerror(error));
-		a->rc = CATS_EXIT_FAIL;
-	}
-	if (!a->daemon)
-		finish(a);
-}
-
-static struct conn *
-conn_new(struct app *a, int fd, bool dgram, bool listener)
-{
-	static const struct cats_stream_cbs cbs = { .item = on_item,
-		.bad = on_bad, .eof = on_eof };
-	struct conn *c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return NULL;
-	c->app = a;
-	c->listener = listener;
-	c->s = cats_stream_new(a->base, fd, -1, dgram, &a->dec.lim, 0, &cbs, c);
-	if (c->s == NULL) {
-		free(c);
-		return NULL;
-	}
-	cats_stream_decode_into(c->s, &a->dec);
-	c->next = a->conns;
-	if (a->conns)
-		a->conns->prevp = &c->next;
-	c->prevp = &a->conns;
-	a->conns = c;
-	a->nconns++;
-	if (a->paused)
-		cats_stream_pause(c->s);
-	return c;
-}
-
-static void
-on_accept(evutil_socket_t lfd, short what, void *arg)
-{
-	struct app *a = arg;
-	(void)what;
-	for (int i = 0; i < 16; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		if (a->nconns >= MAX_CONNS) {
-			a->conns_refused++;
-			cats_warnx("refusing a forwarder connection: %d open",
-			    MAX_CONNS);
-			close(fd);
-			continue;
-		}
-		struct conn *c = conn_new(a, fd, false, false);
-		if (c == NULL) {
-			close(fd);
-			continue;
-		}
-		cats_stream_own(c->s);
-		struct ucred uc;
-		socklen_t len = sizeof(uc);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 &&
-		    len == sizeof(uc)) {
-			bool unix_sock = false;
-			for (size_t k = 0; k < a->nls; k++)
-				if (a->ls[k].fd == lfd)
-					unix_sock = a->ls[k].unix_sock;
-			c->peercred = unix_sock;
-			c->uid = uc.uid;
-		}
-	}
-}
-
-/* ---- timers and signals ---- */
+/* The main's events: signals and the once-a-second timer. */
+static struct event *sev[5], *timer;
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct app *a = arg;
 	(void)fd;
 	(void)what;
-	uint64_t now = cats_clock_now();
-	purge(a, now);
-	if (a->o.stats_ms > 0 && now >= a->last_stats_ts + a->o.stats_ms)
-		emit_stats(a);
+	cats_sel_app_tick(arg);
 }
-
-static int load_file(struct app *a, const char *path, int type,
-    struct cats_svc_cat *cat);
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	struct app *a = arg;
+	struct cats_sel_app *a = arg;
 	(void)what;
 	switch (sig) {
 	case SIGUSR1:
-		emit_stats(a);
+		cats_sel_app_stats(a);
 		break;
 	case SIGUSR2:
-		emit_dump(a);
+		cats_sel_app_dump(a);
 		break;
-	case SIGHUP: {
-		if (a->o.tedb != NULL) {
-			char err[512];
-			bool missing;
-			struct cats_te *te = cats_te_load(a->o.tedb, NULL,
-			    cats_te_gen(a->te) + 1, &missing, err, sizeof(err));
-			if (te == NULL) {
-				cats_errorx("%s; the old TE database stays", err);
-				cats_audit("tedb-reload-refused", "file=%s",
-				    a->o.tedb);
-			} else {
-				cats_nst_tedb_set(a->tedb, te);
-				cats_te_free(a->te);
-				a->te = te;
-				cats_info("%s: reloaded, %u nodes", a->o.tedb,
-				    cats_te_nodes(te));
-				cats_audit("tedb-reloaded", "file=%s nodes=%u",
-				    a->o.tedb, cats_te_nodes(te));
-			}
-		}
-		if (a->o.services == NULL)
-			break;
-		struct cats_svc_cat *cat = cats_svc_cat_new(0);
-		if (cat == NULL || load_file(a, a->o.services, CATS_T_SERVICE,
-		    cat) != CATS_EXIT_OK) {
-			cats_errorx("%s: not reloaded; the old catalogue stays",
-			    a->o.services);
-			cats_svc_cat_free(cat);
-			break;
-		}
-		cats_sel_set_catalogue(a->sel, cat);
-		cats_svc_cat_free(a->cat);
-		a->cat = cat;
-		cats_info("%s: reloaded, %zu services", a->o.services,
-		    cats_svc_count(cat));
-		cats_audit("services-reloaded", "services=%zu",
-		    cats_svc_count(cat));
+	case SIGHUP:
+		cats_sel_app_reload(a);
 		break;
-	}
 	default:
-		stop(a, CATS_EXIT_OK);
+		cats_sel_app_stop(a, CATS_EXIT_OK);
 	}
 }
-
-/* ---- files ---- */
-
-/* Apply one record of a start-up file; -1 if it is refused. */
-static int
-load_rec(struct app *a, const struct cats_rec *r, int type, uint64_t index,
-    const char *path, struct cats_svc_cat *cat)
-{
-	cats_tool_hugepages();
-	if ((int)r->type != type) {
-		cats_errorx("%s: record %" PRIu64 ": a %s record, expected %s",
-		    path, index, cats_type_name(r->type), cats_type_name(type));
-		return -1;
-	}
-	bool has_ts;
-	uint64_t ts = rec_ts(r, &has_ts);
-	if (a->o.replay && has_ts)
-		cats_clock_observe(ts);
-	uint64_t now = cats_clock_now();
-	if (type == CATS_T_SERVICE) {
-		struct cats_err e;
-		memset(&e, 0, sizeof(e));
-		if (cats_svc_apply(cat, &r->u.service, &e) < 0) {
-			char msg[400];
-			cats_errorx("%s: %s", path, cats_err_fmt(&e, index, msg,
-			    sizeof(msg)));
-			return -1;
-		}
-	} else if (type == CATS_T_METRIC) {
-		apply_metric(a, &r->u.metric, now, index, path);
-	} else {
-		apply_net(a, &r->u.net, now, index, path);
-	}
-	return 0;
-}
-
-/*
- * Load a start-up file: a CBOR Sequence, or JSON Lines (the first byte
- * tells: records are maps, and no CBOR map starts with '{' or a blank).
- */
-static int
-load_file(struct app *a, const char *path, int type, struct cats_svc_cat *cat)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		cats_errorx("%s: %s", path, strerror(errno));
-		return CATS_EXIT_NOINPUT;
-	}
-	uint8_t first = 0;
-	ssize_t got = pread(fd, &first, 1, 0);
-	int bad = 0;
-	uint64_t index = 0;
-	struct cats_rec r;
-	if (got == 1 && (first == '{' || first == ' ' || first == '\n' ||
-	    first == '\t' || first == '\r')) {
-		FILE *f = fdopen(fd, "r");
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t len;
-		while (f != NULL && (len = getline(&line, &cap, f)) > 0) {
-			if (line[strspn(line, " \t\r\n")] == '\0')
-				continue;
-			json_error_t je;
-			struct cats_err e;
-			memset(&e, 0, sizeof(e));
-			json_t *j = json_loadb(line, (size_t)len, 0, &je);
-			if (j == NULL) {
-				cats_errorx("%s: record %" PRIu64
-				    ": not JSON: %s", path, index, je.text);
-				bad++;
-			} else if (cats_rec_from_json(&a->dec, j, &r, &e) < 0) {
-				char msg[400];
-				cats_errorx("%s: %s", path, cats_err_fmt(&e,
-				    index, msg, sizeof(msg)));
-				bad++;
-			} else if (load_rec(a, &r, type, index, path,
-			    cat) < 0) {
-				bad++;
-			}
-			json_decref(j);
-			index++;
-		}
-		free(line);
-		if (f != NULL)
-			fclose(f);
-		else
-			close(fd);
-	} else {
-		struct cats_seq_reader rd;
-		cats_seq_reader_init(&rd, &a->dec.lim);
-		for (;;) {
-			struct cats_err e;
-			memset(&e, 0, sizeof(e));
-			int s = cats_seq_next_rec(&rd, &a->dec, &r, &e);
-			if (s == CATS_SEQ_NEED) {
-				if (rd.eof)
-					break;
-				if (cats_seq_read_fd(&rd, fd) < 0 &&
-				    errno != EINTR) {
-					cats_errorx("%s: %s", path,
-					    strerror(errno));
-					bad++;
-					break;
-				}
-				continue;
-			}
-			if (s == CATS_SEQ_BAD) {
-				char msg[400];
-				cats_errorx("%s: %s", path, cats_err_fmt(&e,
-				    rd.index - 1, msg, sizeof(msg)));
-				bad++;
-			} else if (load_rec(a, &r, type, rd.index - 1, path,
-			    cat) < 0) {
-				bad++;
-			}
-		}
-		cats_seq_reader_free(&rd);
-		close(fd);
-	}
-	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
-}
-
-/* ---- options and configuration ---- */
 
 static int
 load_config(struct cats_sel_opts *o, struct cats_conf *cf)
@@ -1054,29 +83,6 @@ load_config(struct cats_sel_opts *o, struct cats_conf *cf)
 		return CATS_EXIT_CONFIG;
 	}
 	return CATS_EXIT_OK;
-}
-
-static int
-setup_forwarders(struct app *a)
-{
-	for (size_t i = 0; i < a->o.npc; i++) {
-		struct cats_sel_peer *p = &a->o.pc[i];
-		const char *tv[64];
-		size_t nt = 0;
-		char *copy = p->tenants ? strdup(p->tenants) : NULL;
-		if (p->tenants != NULL && copy == NULL)
-			return -1;
-		for (char *save = NULL, *t = copy ? strtok_r(copy, " \t,",
-		    &save) : NULL; t != NULL && nt < 64;
-		    t = strtok_r(NULL, " \t,", &save))
-			tv[nt++] = t;
-		int rc = cats_sel_forwarder(a->sel, p->id, p->uid != UINT32_MAX,
-		    p->uid, tv, nt);
-		free(copy);
-		if (rc < 0)
-			return -1;
-	}
-	return 0;
 }
 
 static int
@@ -1093,7 +99,7 @@ open_output(const char *spec, int *fd)
 }
 
 static int
-setup_listeners(struct app *a)
+setup_listeners(struct cats_sel_app *a)
 {
 	for (size_t i = 0; i < a->o.nlisten; i++) {
 		struct cats_ep ep;
@@ -1113,97 +119,15 @@ setup_listeners(struct app *a)
 			cats_errorx("%s", err);
 			return CATS_EXIT_FAIL;
 		}
-		a->ls[a->nls].fd = fd;
-		a->ls[a->nls].unix_sock = ep.kind == CATS_EP_UNIX;
-		if (ep.kind == CATS_EP_UDP) {
-			a->ls[a->nls].dgram = true;
-			struct conn *c = conn_new(a, fd, true, true);
-			if (c == NULL)
-				return CATS_EXIT_FAIL;
-			cats_stream_own(c->s);
-			a->ls[a->nls].dconn = c;
-		} else {
-			a->ls[a->nls].ev = event_new(a->base, fd,
-			    EV_READ | EV_PERSIST, on_accept, a);
-			if (a->ls[a->nls].ev == NULL)
-				return CATS_EXIT_FAIL;
-			event_add(a->ls[a->nls].ev, NULL);
-		}
-		a->nls++;
+		if (cats_sel_app_listener(a, fd, ep.kind == CATS_EP_UDP,
+		    ep.kind == CATS_EP_UNIX) < 0)
+			return CATS_EXIT_FAIL;
 	}
 	return CATS_EXIT_OK;
 }
 
-/* POST /metrics, /update, /withdraw, /retrieve (cats-northbound(7)). */
-static void
-on_ingest(struct evhttp_request *req, void *arg)
-{
-	struct app *a = arg;
-	cats_ingest_serve(a->ing, req, cats_clock_now());
-}
-
 static int
-setup_ingest(struct app *a)
-{
-	struct cats_sel_opts *o = &a->o;
-	char err[512];
-	if (o->ingest == NULL)
-		return CATS_EXIT_OK;
-	if (cats_keyring_load(&a->ikeys, o->ingest_keys, err,
-	    sizeof(err)) < 0) {
-		cats_errorx("%s", err);
-		return CATS_EXIT_NOPERM;
-	}
-	if (o->ingest_key != NULL) {
-		if (cats_key_load(&a->isign, o->ingest_key,
-		    CATS_KEY_ED25519_SECRET, err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			return CATS_EXIT_NOPERM;
-		}
-		a->has_isign = true;
-	}
-	struct cats_ingest_conf ic = { .keys = &a->ikeys,
-		.window_ms = o->ingest_window,
-		.ps_id = o->id ? o->id : "cats-select",
-		.ps_epoch = cats_clock_now(), .refresh = true,
-		.sign = a->has_isign ? &a->isign : NULL,
-		.applied = pass_instance_down, .applied_arg = a };
-	if ((a->ing = cats_ingest_new(&ic, a->cst)) == NULL)
-		return CATS_EXIT_FAIL;
-	for (size_t i = 0; i < o->nsmas; i++) {
-		const char *cs[256];
-		size_t ncs = 0;
-		char *copy = strdup(o->smas[i].cs ? o->smas[i].cs : ""),
-		    *save = NULL;
-		if (copy == NULL)
-			return CATS_EXIT_FAIL;
-		for (char *t = strtok_r(copy, " \t,", &save); t != NULL &&
-		    ncs < 256; t = strtok_r(NULL, " \t,", &save))
-			cs[ncs++] = t;
-		int rc = cats_ingest_allow(a->ing, o->smas[i].id, cs, ncs);
-		free(copy);
-		if (rc < 0)
-			return CATS_EXIT_FAIL;
-	}
-	if (o->nsmas == 0)
-		cats_warnx("--ingest without --sma: every C-SMA is refused "
-		    "(403) until it is allowed CS-IDs");
-	struct httpd_opts ho = { .max_body = 8u << 20, .timeout_ms = 30000 };
-	a->ingest_h = httpd_new(a->base, o->ingest, &ho, err, sizeof(err));
-	if (a->ingest_h == NULL) {
-		cats_errorx("--ingest: %s", err);
-		return CATS_EXIT_FAIL;
-	}
-	for (int i = 0; i < CATS_ING__N; i++)
-		httpd_route(a->ingest_h, cats_ingest_paths[i], HTTPD_POST,
-		    on_ingest, a);
-	cats_info("C-SMA ingest on %s (port %d)", o->ingest,
-	    httpd_port(a->ingest_h));
-	return CATS_EXIT_OK;
-}
-
-static int
-run(struct app *a, int argc, char **argv)
+run(struct cats_sel_app *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "audit", required_argument, NULL, 'A' },
@@ -1351,62 +275,8 @@ run(struct app *a, int argc, char **argv)
 		cats_warnx("no --keys, --peercred or --no-auth: every request "
 		    "will be refused as unauthenticated");
 
-	cats_dec_init(&a->dec, NULL);
-	a->cat = cats_svc_cat_new(0);
-	a->cst = cats_cst_new(o->metric_ttl, 0);
-	a->nrec = cats_nst_rec_new(o->net_ttl, 0);
-	cats_nst_init(&a->nst);
-	if (a->cat == NULL || a->cst == NULL || a->nrec == NULL ||
-	    cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
-		cats_errorx("out of memory");
-		return CATS_EXIT_FAIL;
-	}
-	/* Each C-SMA's site, for the ingest and the stream alike. */
-	for (size_t i = 0; i < o->nsmas; i++) {
-		const struct cats_sel_sma *sa = &o->smas[i];
-		if (cats_cst_scope(a->cst, sa->id, sa->locators, sa->egresses,
-		    err, sizeof(err)) < 0) {
-			cats_errorx("--sma-locators/--sma-egresses %s: %s",
-			    sa->id, err);
-			return CATS_EXIT_USAGE;
-		}
-		if (sa->locators == NULL)
-			cats_info("C-SMA %s: no --sma-locators, any locator "
-			    "taken", sa->id);
-	}
-	if (o->tedb != NULL) {
-		/* Measured paths first, the TE database's view behind them. */
-		bool missing;
-		a->te = cats_te_load(o->tedb, NULL, 1, &missing, err,
-		    sizeof(err));
-		if (a->te == NULL) {
-			cats_errorx("%s", err);
-			return missing ? CATS_EXIT_NOINPUT : CATS_EXIT_DATAERR;
-		}
-		a->tedb = cats_nst_tedb_new(0);
-		if (a->tedb == NULL ||
-		    cats_nst_add(&a->nst, &cats_nst_tedb_provider, a->tedb) < 0) {
-			cats_nst_tedb_provider.free(a->tedb);
-			a->tedb = NULL;
-			cats_errorx("out of memory");
-			return CATS_EXIT_FAIL;
-		}
-		cats_nst_tedb_set(a->tedb, a->te);
-	}
-	cats_tool_hugepages();
-	a->sel = cats_sel_new(&o->sel, a->cat, a->cst, &a->nst);
-	if (a->sel == NULL || setup_forwarders(a) < 0) {
-		cats_errorx("out of memory");
-		return CATS_EXIT_FAIL;
-	}
-	if (o->services != NULL &&
-	    (rc = load_file(a, o->services, CATS_T_SERVICE, a->cat)) != 0)
-		return rc;
-	if (o->metrics != NULL &&
-	    (rc = load_file(a, o->metrics, CATS_T_METRIC, NULL)) != 0)
-		return rc;
-	if (o->net != NULL &&
-	    (rc = load_file(a, o->net, CATS_T_NET, NULL)) != 0)
+	if ((rc = cats_sel_app_init(a)) != CATS_EXIT_OK ||
+	    (rc = cats_sel_app_load_files(a)) != CATS_EXIT_OK)
 		return rc;
 
 	a->base = event_base_new();
@@ -1415,52 +285,25 @@ run(struct app *a, int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	int ofd = 1, sfd = -1;
-	if (o->to != NULL && open_output(o->to, &ofd) < 0)
+	if ((o->to != NULL && open_output(o->to, &ofd) < 0) ||
+	    (o->stats_to != NULL && open_output(o->stats_to, &sfd) < 0))
 		return CATS_EXIT_IOERR;
-	static const struct cats_stream_cbs outcbs = { .drained = on_drained };
-	a->out = cats_stream_new(a->base, -1, ofd, false, NULL, 0, &outcbs, a);
-	if (a->out == NULL)
-		return CATS_EXIT_FAIL;
-	a->stats = a->out;
-	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
-	if (o->stats_to != NULL) {
-		if (open_output(o->stats_to, &sfd) < 0)
-			return CATS_EXIT_IOERR;
-		a->stats = cats_stream_new(a->base, -1, sfd, false, NULL, 0,
-		    &outcbs, a);
-		if (a->stats == NULL)
-			return CATS_EXIT_FAIL;
-	}
-	static const struct cats_stream_cbs incbs = { .item = on_in_item,
-		.bad = on_in_bad, .eof = on_in_eof };
-	/*
-	 * A character device that is no terminal (/dev/null) cannot be
-	 * watched by epoll and holds nothing: the input is empty.
-	 */
-	struct stat st;
-	bool empty_in = fstat(0, &st) == 0 && S_ISCHR(st.st_mode) &&
-	    !isatty(0);
-	if (!empty_in) {
-		a->in = cats_stream_new(a->base, 0, -1, false, &a->dec.lim, 0,
-		    &incbs, a);
-		if (a->in == NULL)
-			return CATS_EXIT_FAIL;
-		cats_stream_decode_into(a->in, &a->dec);
-	}
-	if ((rc = setup_listeners(a)) != CATS_EXIT_OK ||
-	    (rc = setup_ingest(a)) != CATS_EXIT_OK)
+	if ((rc = cats_sel_app_output(a, ofd, sfd)) != CATS_EXIT_OK ||
+	    (rc = cats_sel_app_input(a)) != CATS_EXIT_OK ||
+	    (rc = setup_listeners(a)) != CATS_EXIT_OK ||
+	    (rc = cats_sel_app_ingest(a)) != CATS_EXIT_OK)
 		return rc;
 	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 	for (size_t i = 0; i < 5; i++) {
-		a->sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
-		if (a->sev[i] != NULL)
-			event_add(a->sev[i], NULL);
+		sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+		if (sev[i] != NULL)
+			event_add(sev[i], NULL);
 	}
 	if (a->daemon && !o->replay) {
 		struct timeval tv = { 1, 0 };
-		a->timer = event_new(a->base, -1, EV_PERSIST, on_timer, a);
-		if (a->timer != NULL)
-			event_add(a->timer, &tv);
+		timer = event_new(a->base, -1, EV_PERSIST, on_timer, a);
+		if (timer != NULL)
+			event_add(timer, &tv);
 	}
 	a->last_stats_ts = cats_clock_now();
 	if (a->daemon)
@@ -1469,69 +312,24 @@ run(struct app *a, int argc, char **argv)
 		    a->nls, cats_svc_count(a->cat), cats_cst_count(a->cst));
 
 	if (a->in == NULL && !a->daemon)
-		finish(a);
+		cats_sel_app_finish(a);
 	else
 		event_base_dispatch(a->base);
-
-	flush_pend(a);
-	if (a->bad > 0 && a->rc == 0 && !a->daemon)
-		a->rc = CATS_EXIT_DATAERR;
-	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {
-		cats_errorx("output: %s", strerror(errno));
-		a->rc = CATS_EXIT_IOERR;
-	}
-	if (a->stats != a->out && cats_stream_flush(a->stats) < 0 && a->rc == 0)
-		a->rc = CATS_EXIT_IOERR;
-	return a->rc;
-}
-
-/* Release everything run() made, whichever way it returned. */
-static void
-cleanup(struct app *a)
-{
-	for (size_t i = 0; i < 5; i++)
-		if (a->sev[i] != NULL)
-			event_free(a->sev[i]);
-	if (a->timer != NULL)
-		event_free(a->timer);
-	if (a->flush_ev != NULL)
-		event_free(a->flush_ev);
-	cats_buf_free(&a->pend);
-	while (a->conns != NULL)
-		conn_free(a->conns);
-	for (size_t i = 0; i < a->nls; i++) {
-		if (a->ls[i].ev != NULL) {
-			event_free(a->ls[i].ev);
-			close(a->ls[i].fd);
-		}
-	}
-	cats_stream_free(a->in);
-	if (a->stats != a->out)
-		cats_stream_free(a->stats);
-	cats_stream_free(a->out);
-	if (a->ingest_h != NULL)
-		httpd_free(a->ingest_h);
-	if (a->base != NULL)
-		event_base_free(a->base);
-	cats_ingest_free(a->ing);
-	cats_keyring_free(&a->ikeys);
-	cats_sel_free(a->sel);
-	cats_nst_free(&a->nst);
-	cats_te_free(a->te);
-	cats_cst_free(a->cst);
-	cats_svc_cat_free(a->cat);
-	cats_keyring_free(&a->keys);
-	cats_dec_free(&a->dec);
-	cats_toks_free(&a->peek);
-	cats_buf_free(&a->obuf);
-	cats_conf_free(&a->cf);
+	return cats_sel_app_end(a);
 }
 
 int
 main(int argc, char **argv)
 {
-	static struct app app;
+	static struct cats_sel_app app;
 	int rc = run(&app, argc, argv);
-	cleanup(&app);
+	for (size_t i = 0; i < 5; i++)
+		if (sev[i] != NULL)
+			event_free(sev[i]);
+	if (timer != NULL)
+		event_free(timer);
+	cats_sel_app_free(&app);
+	if (app.base != NULL)
+		event_base_free(app.base);
 	return rc;
 }
