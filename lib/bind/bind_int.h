@@ -22,10 +22,10 @@
  * due, not the table size.
  *
  * The files: bind.c (the table and the state machine), bind_obj.c (interned
- * objects), bind_index.c (indexes and the timing wheel), bind_journal.c
- * (the journal), bind_store.c (the containers).  Functions one file lends
- * another are bt_*; the inline accessors below are not linked and keep
- * short names.
+ * objects), bind_index.c (indexes and the timing wheel), bind_restore.c
+ * (restore), bind_journal.c (the journal), bind_store.c (the containers).
+ * Functions one file lends another are bt_*; the inline accessors below are
+ * not linked and keep short names.
  */
 #ifndef CATS_BIND_INT_H
 #define CATS_BIND_INT_H
@@ -397,5 +397,10 @@ void bt_wheel_unlink(struct bind_table *t, struct bent *e);
 void bt_wheel_link(struct bind_table *t, struct bent *e, uint32_t i);
 bool bt_fkey_from(const struct bind_table *t, const char *ingress,
     const struct cats_flow *f, struct fkey *k);
+
+/* ---- the table (bind.c) ---- */
+
+void bt_account(struct bind_table *t, struct bent *e, int from, int to);
+void bt_entry_release(struct bind_table *t, struct bent *e);
 
 #endif
