@@ -10,7 +10,11 @@
 #
 # Rows: "name | value | baseline | ratio" (ratio = value / baseline; for
 # latencies and delays smaller is better).  Timings are never asserted.
-# FWD_BENCH_SECONDS (3) sets each measurement's length.  Needs root.
+# A measurement that failed is an "error: ... did not measure: WHY" cell
+# and the ratio "error", never a number.  FWD_BENCH_SECONDS (3) sets each
+# measurement's length.  Needs root.  The one setting of the machine it
+# needs, net.netfilter.nf_hooks_lwtunnel=1, it sets itself and puts back
+# on exit (the kernel may refuse to turn it off again: then it says so).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,11 +37,45 @@ for t in iperf3 trafgen nft; do
 	command -v $t >/dev/null || { echo "fwd: no $t; skipped" >&2; exit 0; }
 done
 
+# Sysctls of the machine set for the benchmark, and their values before.
+declare -A SYSCTL_OLD
+# need_sysctl KEY VALUE: set it, remembering the old value; or say why not
+# in SYSCTL_WHY.  (Not in a subshell: SYSCTL_OLD must survive.)
+need_sysctl() {
+	local key=$1 val=$2 old err
+	SYSCTL_WHY=
+	old=$(sysctl -n "$key" 2>&1) || { SYSCTL_WHY="no sysctl $key"; return 1; }
+	[ "$old" = "$val" ] && return 0
+	err=$(sysctl -qw "$key=$val" 2>&1) ||
+		{ SYSCTL_WHY="cannot set $key=$val: $err"; return 1; }
+	SYSCTL_OLD[$key]=$old
+	echo "fwd: $key=$val for the kernel path (it was $old)" >&2
+}
+restore_sysctls() {
+	local key
+	for key in "${!SYSCTL_OLD[@]}"; do
+		sysctl -qw "$key=${SYSCTL_OLD[$key]}" 2>/dev/null ||
+			echo "fwd: $key stays $(sysctl -n "$key"): the kernel does" \
+			    "not turn it back to ${SYSCTL_OLD[$key]} (until a reboot)" >&2
+	done
+}
+
 cleanup() {
 	fwd_down
 	[ -n "${FWD_DIR:-}" ] && rm -rf "$FWD_DIR"
+	restore_sysctls
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The kernel path: the DNAT's conntrack entry is confirmed, and the reply
+# un-NATed, only if netfilter sees the packets seg6 encapsulates and
+# decapsulates.  That is off by default; without it no reply comes back
+# (no TCP, no RTT).  The sysctl is nf_conntrack's.
+[ -e /proc/sys/net/netfilter/nf_hooks_lwtunnel ] || modprobe nf_conntrack 2>/dev/null
+need_sysctl net.netfilter.nf_hooks_lwtunnel 1
+KERNEL_WHY=$SYSCTL_WHY
 
 fwd_up
 # Core links carry the encapsulation overhead on both paths.
@@ -137,9 +175,17 @@ cats_down() {
 	rm -f "$FWD_DIR/select.sock" "$FWD_DIR/bind.sock" "$FWD_DIR/cps.log"
 }
 
+# Each measurement prints its figures, or one line "error: WHY": a
+# failure never reads as a number.
 tcp_gbps() {
-	xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>/dev/null |
-		jq -r '(.end.sum_received.bits_per_second // 0) / 1e9 * 100 | floor / 100'
+	local out
+	out=$(xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>&1)
+	jq -r 'if .error then "error: iperf3: " + .error
+	elif (.end.sum_received.bits_per_second // 0) <= 0 then
+		"error: iperf3 received nothing"
+	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
+		<<<"$out" 2>/dev/null ||
+		echo "error: iperf3: $(tr '\n' ' ' <<<"$out" | cut -c1-120)"
 }
 
 # 64-byte UDP frames from trafgen on both CPUs; one 5-tuple or random
@@ -157,11 +203,17 @@ udp_pps() {
 EOF
 	xs nft reset counter inet bench udp9 >/dev/null
 	xc timeout "$DUR" trafgen --dev c0 --conf "$FWD_DIR/tg.cfg" --cpus 2 -q \
-		>/dev/null 2>&1
+		>/dev/null 2>"$FWD_DIR/tg.err"
+	local rc=$? n
 	sleep 0.3
-	local n
 	n=$(xs nft -j list counter inet bench udp9 | jq '.nftables[1].counter.packets')
-	echo $((n / DUR))
+	if [ "$rc" != 124 ] && [ "$rc" != 0 ]; then
+		echo "error: trafgen exited $rc: $(head -c 120 "$FWD_DIR/tg.err" | tr '\n' ' ')"
+	elif ! [ "${n:-0}" -gt 0 ] 2>/dev/null; then
+		echo "error: no packet reached the server"
+	else
+		echo $((n / DUR))
+	fi
 }
 
 # New flows through the whole loop: 5000 one-packet flows from flowgen, a C
@@ -175,7 +227,20 @@ new_flows() {
 	sleep 0.5
 	xc flowgen 192.0.2.10 203.0.113.100 9100 5000
 	wait $sk
-	cat "$FWD_DIR/sink.out"
+	flows_of "$FWD_DIR/sink.out"
+}
+
+# flowsink's "flows p50 p99 span", or why there is none.
+flows_of() {
+	local n
+	read -r n _ <"$1"
+	if [ -z "${n:-}" ]; then
+		echo "error: flowsink reported nothing"
+	elif [ "$n" = 0 ]; then
+		echo "error: no flow reached the server"
+	else
+		cat "$1"
+	fi
 }
 
 # The same one flow at a time (2 ms apart, source ports of their own): the
@@ -186,11 +251,33 @@ paced_flows() {
 	sleep 0.5
 	xc $PY "$UDP" newflows 192.0.2.10 203.0.113.100 9101 200 2000 30000
 	wait $sk
-	cat "$FWD_DIR/sink2.out"
+	flows_of "$FWD_DIR/sink2.out"
 }
 
+# "p50 p99 lost" of 2000 round trips on one flow, or why there is none.
 latency() {
-	xc timeout 60 $PY "$UDP" ping 203.0.113.100 7 2000 || echo "0 0 2000"
+	local out rc=0
+	out=$(xc timeout 60 $PY "$UDP" ping 203.0.113.100 7 2000 2>&1) || rc=$?
+	case $rc in
+	0) echo "$out" ;;
+	124) echo "error: 2000 round trips took over 60 s" ;;
+	*) echo "error: ${out:-the ping exited $rc}" ;;
+	esac
+}
+
+# fields ARRAY OUTPUT KEY...: the words of OUTPUT into ARRAY[KEY]..., or,
+# when OUTPUT is an error, that error into each.
+fields() {
+	local -n A=$1
+	local out=$2 k i=0 w
+	shift 2
+	case $out in
+	error:*)
+		for k; do A[$k]=$out; done ;;
+	*)
+		read -ra w <<<"$out"
+		for k; do A[$k]=${w[i]:-error: no $k in "$out"}; i=$((i + 1)); done ;;
+	esac
 }
 
 declare -A K C
@@ -209,17 +296,25 @@ measure() {
 		renice 0 -p "$(cat "$FWD_DIR/ingress.pid")" \
 		    "$(cat "$FWD_DIR/egress.pid")" >/dev/null
 	fi
-	read -r R[lat50] R[lat99] R[lost] <<<"$(latency)"
-	read -r R[flows] R[fp50] R[fp99] R[span] <<<"$(new_flows)"
-	read -r R[pflows] R[pfp50] R[pfp99] R[pspan] <<<"$(paced_flows)"
+	fields R "$(latency)" lat50 lat99 lost
+	fields R "$(new_flows)" flows fp50 fp99 span
+	fields R "$(paced_flows)" pflows pfp50 pfp99 pspan
 	# Last: random source ports fill the pending pool (new flows).
 	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
 }
 
 declare -A F
-kernel_up
-measure K
-kernel_down
+if [ -z "$KERNEL_WHY" ]; then
+	kernel_up
+	measure K
+	kernel_down
+else
+	echo "fwd: the kernel path is not measured: $KERNEL_WHY" >&2
+	for k in tcp1 tcp4 pps1 ppsr lat50 lat99 lost flows fp50 fp99 span \
+	    pflows pfp50 pfp99 pspan; do
+		K[$k]="error: $KERNEL_WHY"
+	done
+fi
 cats_up
 measure C
 counter ingress rx_pkts >/dev/null
@@ -232,37 +327,55 @@ counter ingress rx_pkts >/dev/null
 cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
 cats_down
 
+# row NAME WHAT VALUE BASELINE: a value or baseline that did not measure
+# says so (WHAT names the measure), and then the ratio is "error".
 row() {
-	local ratio
-	ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-	printf '%s | %s | %s | %s\n' "$1" "$2" "$3" "$ratio"
+	local name=$1 what=$2 v=$3 b=$4 who=cats-fwd ratio
+	case $name in *--fast-path*) who="cats-fwd --fast-path" ;; esac
+	case $v in error:*) v="error: $who $what did not measure: ${v#error: }" ;; esac
+	case $b in error:*) b="error: kernel $what baseline did not measure: ${b#error: }" ;; esac
+	v=${v//|//} b=${b//|//}	# the table's separator
+	case "$v$b" in
+	*error:*) ratio=error ;;
+	*) ratio=$(awk -v a="$v" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;
+	esac
+	printf '%s | %s | %s | %s\n' "$name" "$v" "$b" "$ratio"
 }
+# Flows over seconds, or the error of either.
 rate() {
-	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print 0 }'
+	case $1 in error:*) echo "$1"; return ;; esac
+	case $2 in error:*) echo "$2"; return ;; esac
+	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print "error: the flows took no time" }'
 }
-row "fwd tcp -P1 Gbit/s (cats-fwd vs the kernel path)" "${C[tcp1]}" "${K[tcp1]}"
-row "fwd tcp -P4 Gbit/s" "${C[tcp4]}" "${K[tcp4]}"
-row "fwd udp64 pps one 5-tuple (established)" "${C[pps1]}" "${K[pps1]}"
-row "fwd udp64 pps one 5-tuple, cats-fwd at nice -10" "${C[pps1n]}" "${K[pps1]}"
-row "fwd udp64 pps random source ports (new flows)" "${C[ppsr]}" "${K[ppsr]}"
-row "fwd new flows/s through the loop (fake-cps)" "$(rate "${C[flows]}" "${C[span]}")" "$(rate "${K[flows]}" "${K[span]}")"
-row "fwd new flows delivered of 5000" "${C[flows]}" "${K[flows]}"
-row "fwd first-packet delay p50 us" "${C[fp50]}" "${K[fp50]}"
-row "fwd first-packet delay p99 us" "${C[fp99]}" "${K[fp99]}"
-row "fwd first-packet delay p50 us, flows 2 ms apart" "${C[pfp50]}" "${K[pfp50]}"
-row "fwd first-packet delay p99 us, flows 2 ms apart" "${C[pfp99]}" "${K[pfp99]}"
-row "fwd established RTT p50 us" "${C[lat50]}" "${K[lat50]}"
-row "fwd established RTT p99 us" "${C[lat99]}" "${K[lat99]}"
-row "fwd added latency p50 us (RTT - kernel RTT)" "$((C[lat50] - K[lat50]))" 0
-row "fwd added latency p99 us (RTT - kernel RTT)" "$((C[lat99] - K[lat99]))" 0
-row "fwd --fast-path tcp -P1 Gbit/s" "${F[tcp1]}" "${K[tcp1]}"
-row "fwd --fast-path tcp -P4 Gbit/s" "${F[tcp4]}" "${K[tcp4]}"
-row "fwd --fast-path udp64 pps one 5-tuple (established)" "${F[pps1]}" "${K[pps1]}"
-row "fwd --fast-path udp64 pps random source ports (new flows)" "${F[ppsr]}" "${K[ppsr]}"
-row "fwd --fast-path new flows/s through the loop" "$(rate "${F[flows]}" "${F[span]}")" "$(rate "${K[flows]}" "${K[span]}")"
-row "fwd --fast-path new flows delivered of 5000" "${F[flows]}" "${K[flows]}"
-row "fwd --fast-path first-packet delay p99 us" "${F[fp99]}" "${K[fp99]}"
-row "fwd --fast-path established RTT p50 us" "${F[lat50]}" "${K[lat50]}"
-row "fwd --fast-path established RTT p99 us" "${F[lat99]}" "${K[lat99]}"
-row "fwd --fast-path added latency p50 us" "$((F[lat50] - K[lat50]))" 0
-row "fwd --fast-path added latency p99 us" "$((F[lat99] - K[lat99]))" 0
+# RTT minus the kernel's, or why not.
+added() {
+	case $1 in error:*) echo "$1"; return ;; esac
+	case $2 in error:*) echo "error: no kernel RTT to subtract: ${2#error: }"; return ;; esac
+	echo $(($1 - $2))
+}
+row "fwd tcp -P1 Gbit/s (cats-fwd vs the kernel path)" "TCP" "${C[tcp1]}" "${K[tcp1]}"
+row "fwd tcp -P4 Gbit/s" "TCP" "${C[tcp4]}" "${K[tcp4]}"
+row "fwd udp64 pps one 5-tuple (established)" "UDP pps" "${C[pps1]}" "${K[pps1]}"
+row "fwd udp64 pps one 5-tuple, cats-fwd at nice -10" "UDP pps" "${C[pps1n]}" "${K[pps1]}"
+row "fwd udp64 pps random source ports (new flows)" "UDP pps" "${C[ppsr]}" "${K[ppsr]}"
+row "fwd new flows/s through the loop (fake-cps)" "new flows" "$(rate "${C[flows]}" "${C[span]}")" "$(rate "${K[flows]}" "${K[span]}")"
+row "fwd new flows delivered of 5000" "new flows" "${C[flows]}" "${K[flows]}"
+row "fwd first-packet delay p50 us" "first-packet delay" "${C[fp50]}" "${K[fp50]}"
+row "fwd first-packet delay p99 us" "first-packet delay" "${C[fp99]}" "${K[fp99]}"
+row "fwd first-packet delay p50 us, flows 2 ms apart" "first-packet delay" "${C[pfp50]}" "${K[pfp50]}"
+row "fwd first-packet delay p99 us, flows 2 ms apart" "first-packet delay" "${C[pfp99]}" "${K[pfp99]}"
+row "fwd established RTT p50 us" "RTT" "${C[lat50]}" "${K[lat50]}"
+row "fwd established RTT p99 us" "RTT" "${C[lat99]}" "${K[lat99]}"
+row "fwd added latency p50 us (RTT - kernel RTT)" "added latency" "$(added "${C[lat50]}" "${K[lat50]}")" 0
+row "fwd added latency p99 us (RTT - kernel RTT)" "added latency" "$(added "${C[lat99]}" "${K[lat99]}")" 0
+row "fwd --fast-path tcp -P1 Gbit/s" "TCP" "${F[tcp1]}" "${K[tcp1]}"
+row "fwd --fast-path tcp -P4 Gbit/s" "TCP" "${F[tcp4]}" "${K[tcp4]}"
+row "fwd --fast-path udp64 pps one 5-tuple (established)" "UDP pps" "${F[pps1]}" "${K[pps1]}"
+row "fwd --fast-path udp64 pps random source ports (new flows)" "UDP pps" "${F[ppsr]}" "${K[ppsr]}"
+row "fwd --fast-path new flows/s through the loop" "new flows" "$(rate "${F[flows]}" "${F[span]}")" "$(rate "${K[flows]}" "${K[span]}")"
+row "fwd --fast-path new flows delivered of 5000" "new flows" "${F[flows]}" "${K[flows]}"
+row "fwd --fast-path first-packet delay p99 us" "first-packet delay" "${F[fp99]}" "${K[fp99]}"
+row "fwd --fast-path established RTT p50 us" "RTT" "${F[lat50]}" "${K[lat50]}"
+row "fwd --fast-path established RTT p99 us" "RTT" "${F[lat99]}" "${K[lat99]}"
+row "fwd --fast-path added latency p50 us" "added latency" "$(added "${F[lat50]}" "${K[lat50]}")" 0
+row "fwd --fast-path added latency p99 us" "added latency" "$(added "${F[lat99]}" "${K[lat99]}")" 0

@@ -5,6 +5,7 @@ machine's, shared by every namespace).
   fwd_udp.py echo ADDR PORT            echo server
   fwd_udp.py ping DST PORT N           N request/reply round trips on one
                                        flow: prints "p50_us p99_us lost"
+                                       (no reply at all: exits 1)
   fwd_udp.py newflows SRC DST PORT N [GAP_US [SPORT0]]
                                        N one-packet flows, distinct source
                                        ports from SPORT0 (1024), as fast as
@@ -48,6 +49,8 @@ def main(a):
                 lost += 1
                 if lost >= 20 and not rtt:
                     break
+        if not rtt:
+            sys.exit("no reply to %d requests" % (i + 1))
         print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
     elif a[0] == "newflows":
         src, dst, port, n = a[1], a[2], int(a[3]), int(a[4])
