@@ -142,8 +142,13 @@ new_table(const struct bind_io *io)
 static void
 row(const char *name, double v, double base, const char *unit)
 {
-	printf("%s | %.1f %s | %.1f %s | %.2f\n", name, v, unit, base, unit,
-	    base != 0 ? v / base : 0);
+	/* Every baseline is a goal; a 0 is a measurement that failed. */
+	if (v > 0)
+		printf("%s | %.1f %s | %.1f %s | %.2f\n", name, v, unit, base,
+		    unit, v / base);
+	else
+		printf("%s | error: did not measure | %.1f %s | error\n", name,
+		    base, unit);
 }
 
 /* Fill t with n bindings; returns installs per second. */

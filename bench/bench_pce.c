@@ -49,7 +49,8 @@ row(const char *name, double value, const char *unit, double base,
 		printf("%-20s | %.2f %s | %.2f %s | %.2f\n", name, value, unit,
 		    base, bunit, value / base);
 	else
-		printf("%-20s | %.2f %s | - | -\n", name, value, unit);
+		printf("%-20s | %.2f %s | no baseline | n/a\n", name, value,
+		    unit);
 	fflush(stdout);
 }
 

@@ -269,11 +269,22 @@ load(struct cats_svc_cat *cat, struct cats_cst *cst, struct cats_nst_rec *nr,
 	cats_dec_free(&d);
 }
 
+/*
+ * One row.  No rate or latency here is 0 when it was measured: a 0 (a
+ * drive that could not connect, a relay that did not start) says that it
+ * did not measure instead of reading as a figure, and has no ratio.
+ */
 static void
 row(const char *name, double v, double base)
 {
-	printf("%s | %.0f | %.0f | %.2f\n", name, v, base, base > 0 ? v / base
-	    : 0);
+	if (v > 0 && base > 0)
+		printf("%s | %.0f | %.0f | %.2f\n", name, v, base, v / base);
+	else if (v > 0)
+		printf("%s | %.0f | error: the baseline did not measure | "
+		    "error\n", name, v);
+	else
+		printf("%s | error: did not measure | %.0f | error\n", name,
+		    base);
 	fflush(stdout);
 }
 

@@ -29,8 +29,16 @@ static void
 row(const char *name, double v, const char *unit, double base,
     const char *bunit)
 {
-	printf("%s | %.0f %s | %.0f %s | %.2f\n", name, v, unit, base, bunit,
-	    base > 0 ? v / base : 0);
+	/* A 0 is a measurement that failed: it says so, with no ratio. */
+	if (v > 0 && base > 0)
+		printf("%s | %.0f %s | %.0f %s | %.2f\n", name, v, unit, base,
+		    bunit, v / base);
+	else if (v > 0)
+		printf("%s | %.0f %s | error: the baseline did not measure | "
+		    "error\n", name, v, unit);
+	else
+		printf("%s | error: did not measure | %.0f %s | error\n", name,
+		    base, bunit);
 	fflush(stdout);
 }
 

@@ -9,7 +9,10 @@
 # (no selection, no path, no journal, no authentication).
 #
 # Rows: "name | value | baseline | ratio".  Timings are never asserted.
-# LOOP_BENCH_SECONDS (3) sets each measurement's length.  Needs root.
+# A measurement that failed is an "error: ... did not measure: WHY" cell
+# and the ratio "error", never a number; a loop that does not come up
+# exits 1.  LOOP_BENCH_SECONDS (3) sets each measurement's length.  Needs
+# root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +31,7 @@ LOOP_RING=256	# 64-frame rings drop SYNs in bursts of 64 clients
 . "$TOP/examples/demo/loop_net.bash"
 trap 'loop_down' EXIT INT TERM
 
-loop_up >&2 && loop_wait_ready 200 || { echo "loop: the loop did not come up" >&2; exit 0; }
+loop_up >&2 && loop_wait_ready 200 || { echo "loop: the loop did not come up" >&2; exit 1; }
 # site1-a (the best instance: every flow goes there) becomes an accept
 # sink with a deep backlog; its SCI goes on reporting it idle.
 loop_stop site1-a
@@ -42,11 +45,25 @@ while True:
 sleep 0.5
 srcs=$(for i in $(seq 11 74); do echo 192.0.2.$i; done)
 
+# "flows|p50|p99|failed|span" of the clients, or the reason there is none
+# in each field: a failure never reads as a number.
 measure() {
-	lx "$LC" $LOOP_PY "$TOP/bench/loop_clients.py" 203.0.113.100 80 "$DUR" "$@"
+	local out n f e
+	out=$(lx "$LC" $LOOP_PY "$TOP/bench/loop_clients.py" 203.0.113.100 80 \
+		"$DUR" "$@" 2>&1)
+	read -r n _ _ f _ <<<"$out"
+	if ! [[ $n =~ ^[0-9]+$ ]]; then
+		e="error: the clients gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-120)"
+	elif [ "$n" = 0 ]; then
+		e="error: no connection completed ($f failed)"
+	else
+		tr ' ' '|' <<<"$out"
+		return
+	fi
+	echo "$e|$e|$e|$e|$e"
 }
-read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(measure $srcs)"
-read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(measure 192.0.2.10)"
+IFS='|' read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(measure $srcs)"
+IFS='|' read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(measure 192.0.2.10)"
 act=$(kill -USR1 "$(loop_pid bind)"; sleep 0.5; cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null |
 	jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
 
@@ -63,15 +80,24 @@ for f in IF-1 EF-1; do
 	loop_wait 50 grep -q "\"fwd\":\"$f\",\"event\":\"hello\"" "$LOOP_DIR/fakecps.log"
 done
 sleep 0.5
-read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(measure $srcs)"
-read -r F1_FLOWS F1_P50 F1_P99 _ F1_SPAN <<<"$(measure 192.0.2.10)"
+IFS='|' read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(measure $srcs)"
+IFS='|' read -r F1_FLOWS F1_P50 F1_P99 _ F1_SPAN <<<"$(measure 192.0.2.10)"
 
+# A value or baseline that did not measure says so; then no ratio.
 row() {
-	local ratio
-	ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-	printf '%s | %s | %s | %s\n' "$1" "$2" "$3" "$ratio"
+	local v=$2 b=$3 ratio
+	case $v in error:*) v="error: the loop did not measure: ${v#error: }" ;; esac
+	case $b in error:*) b="error: the fake-cps baseline did not measure: ${b#error: }" ;; esac
+	case "$v$b" in
+	*error:*) ratio=error ;;
+	*) ratio=$(awk -v a="$v" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;
+	esac
+	printf '%s | %s | %s | %s\n' "$1" "$v" "$b" "$ratio"
 }
-rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print 0 }'; }
+rate() {
+	case $1 in error:*) echo "$1"; return ;; esac
+	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print "error: the flows took no time" }'
+}
 row "loop new flows/s, SYN to binding installed, 64 clients (C-PS vs fake-cps)" \
 	"$(rate "$C_FLOWS" "$C_SPAN")" "$(rate "$F_FLOWS" "$F_SPAN")"
 row "loop first-packet delay p50 us (connect: SYN held, decided, bound, SYN-ACK back)" "$C_P50" "$F_P50"

@@ -26,7 +26,8 @@ awk -v n="$N" -v r="$R" 'BEGIN {
 # Loading the topology is part of each run: measure it alone, and take
 # it out of the rates.
 t0=$(date +%s%N)
-: | cats-pce -t "$T/topo.json" >/dev/null
+: | cats-pce -t "$T/topo.json" >/dev/null ||
+	{ echo "pce: cats-pce did not load the topology" >&2; exit 1; }
 t1=$(date +%s%N)
 load=$((t1 - t0))
 rate() {
@@ -38,5 +39,5 @@ rate() {
 cached=$(rate) || exit 1
 cold=$(rate --cache 0) || exit 1
 printf 'filter-cats-%s | %s req/s | %s req/s --cache 0 | %s\n' "$N" "$cached" \
-    "$cold" "$(echo "$cached $cold" | awk '{ printf "%.2f", $1 / $2 }')"
-printf 'load-%s | %s ms | - | -\n' "$N" "$(echo "$t0 $t1" | awk '{ printf "%.0f", ($2 - $1) / 1e6 }')"
+    "$cold" "$(echo "$cached $cold" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "error" }')"
+printf 'load-%s | %s ms | no baseline | n/a\n' "$N" "$(echo "$t0 $t1" | awk '{ printf "%.0f", ($2 - $1) / 1e6 }')"

@@ -27,7 +27,33 @@ up() { # wait until a port answers
 	done
 	return 1
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+# The ratio of two figures; "error" when either did not measure (a
+# failure is never printed as a number).
+ratio() {
+	case "$1$2" in *error*|"") echo error; return ;; esac
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
+}
+# cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure: WHY".
+cell() {
+	case $1 in
+	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
+	*) echo "$1 $2" ;;
+	esac
+}
+# Requests per CPU second, or why not.
+per_cpu() { # requests ticks
+	awk -v r="$1" -v t="$2" -v hz="$hz" 'BEGIN {
+		if (t > 0 && r > 0) printf "%.0f", r * hz / t
+		else if (r > 0) print "error: the server used no measurable CPU time"
+		else print "error: no request was answered" }'
+}
+# A rate from httpload's output, or why not.
+req_rate() {
+	case $1 in
+	''|0|0.*) echo "error: httpload completed no request" ;;
+	*) echo "$1" ;;
+	esac
+}
 
 cats-key gen -n issuer -o "$W/iss" >/dev/null
 cat > "$W/sma.conf" <<CONF
@@ -56,7 +82,7 @@ c0=$(cpu "$spid")
 out=$(httpload push "http://127.0.0.1:$P/reports" -c 16 -d "$SECS" -n 1000 \
     -k "$W/iss.key")
 c1=$(cpu "$spid")
-sma=$(echo "$out" | awk '{ print $2 }')
+sma=$(req_rate "$(echo "$out" | awk '{ print $2 }')")
 sreq=$(echo "$out" | awk '{ print $4 + $6 }')
 [ "$(echo "$out" | awk '{ print $6 }')" = 0 ] ||
 	echo "# cats-sma answered with errors: $out"
@@ -69,12 +95,12 @@ c2=$(cpu "$npid")
 out=$(httpload push "http://127.0.0.1:$Q/reports" -c 16 -d "$SECS" -n 1000 \
     -k "$W/iss.key")
 c3=$(cpu "$npid")
-base=$(echo "$out" | awk '{ print $2 }')
+base=$(req_rate "$(echo "$out" | awk '{ print $2 }')")
 nreq=$(echo "$out" | awk '{ print $4 + $6 }')
-echo "sma HTTP push requests/s (16 conns, tokens) | $sma req/s | $base req/s do-nothing evhttp | $(ratio "$sma" "$base")"
-scpu=$(awk -v r="$sreq" -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.0f", (t > 0) ? r * hz / t : 0 }')
-ncpu=$(awk -v r="$nreq" -v t=$((c3 - c2)) -v hz="$hz" 'BEGIN { printf "%.0f", (t > 0) ? r * hz / t : 0 }')
-echo "sma HTTP push requests per server CPU second | $scpu req/cpu-s | $ncpu req/cpu-s do-nothing evhttp | $(ratio "$scpu" "$ncpu")"
+echo "sma HTTP push requests/s (16 conns, tokens) | $(cell "$sma" req/s cats-sma) | $(cell "$base" "req/s do-nothing evhttp" "the do-nothing evhttp baseline") | $(ratio "$sma" "$base")"
+scpu=$(per_cpu "$sreq" $((c1 - c0)))
+ncpu=$(per_cpu "$nreq" $((c3 - c2)))
+echo "sma HTTP push requests per server CPU second | $(cell "$scpu" req/cpu-s cats-sma) | $(cell "$ncpu" "req/cpu-s do-nothing evhttp" "the do-nothing evhttp baseline") | $(ratio "$scpu" "$ncpu")"
 
 # The tool from stdin: 100k SCIs x 3 rounds, no auth, to /dev/null.
 printf 'id = bench\naudit = none\n[auth]\nmode = none\n[timing]\ninterval = 60s\n[cache]\nmax-entries = 200000\n[validate]\nhealthy-after = 1\n[timing]\nconfirm = 1\n' > "$W/none.conf"

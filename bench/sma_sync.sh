@@ -4,6 +4,8 @@
 # SCIs changing every second, with and without batching (advertisements/s,
 # bytes/s, cats-sma CPU per thousand updates).
 # Rows: name | value | baseline | ratio.  Timings are printed, not asserted.
+# A figure that did not measure is "error: ... did not measure: WHY", and
+# its ratio "error", never a number.
 set -e
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
@@ -20,7 +22,17 @@ trap cleanup EXIT INT TERM
 port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+ratio() {
+	case "$1$2" in *error*|"") echo error; return ;; esac
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
+}
+# cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure: WHY".
+cell() {
+	case $1 in
+	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
+	*) echo "$1 $2" ;;
+	esac
+}
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 stat() { curl -s --unix-socket "$W/admin.sock" http://x/stats | jq -r ".counters.$1"; }
@@ -114,16 +126,17 @@ stop_sma() {
 gen "$W/discover.cbor" 0 0
 run_sma 100ms
 cat "$W/discover.cbor" >&7
+full=
 wait_until ".entries == $N and .sync_queued == 0 and .sync_state == 0" 600 ||
-	echo "# the discovery did not settle: $(stat sync_queued) queued"
+	full="error: the discovery did not settle in 60 s: $(stat entries) entries, $(stat sync_queued) queued"
 before=$(stat sync_last_full)
 kill -USR1 "$sma"
 wait_until ".sync_last_full > $before and .sync_queued == 0" 600 ||
-	echo "# the full sync did not finish"
+	full=${full:-"error: the full sync did not finish in 60 s"}
 snap=$(stat last_full)
 acked=$(stat sync_last_full)
-full=$((acked - snap))
-echo "sma full sync of ${N} SCIs over loopback HTTP (snapshot to last ack) | $full ms | 1000 ms goal | $(ratio "$full" 1000)"
+full=${full:-$((acked - snap))}
+echo "sma full sync of ${N} SCIs over loopback HTTP (snapshot to last ack) | $(cell "$full" ms "the full sync") | 1000 ms goal | $(ratio "$full" 1000)"
 
 # ---- steady state: 10 % of the SCIs change every second ----
 steady() { # batch -> sets rate, bps, cpu_per_k
@@ -157,8 +170,9 @@ for s in range(secs):
     t += 1
     time.sleep(max(0, t - time.time()))
 PY
+	settled=
 	wait_until ".reports >= $((u0 + N / 10 * SECS)) and .sync_queued == 0 and .pending == 0" 300 ||
-	    echo "# steady state did not settle"
+	    settled="error: the steady state did not settle in 30 s ($(stat sync_queued) queued)"
 	t1=$(date +%s.%N)
 	c1=$(cpu "$sma")
 	r1=$(stat sync_records_acked)
@@ -167,8 +181,15 @@ PY
 	el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 	rate=$(awk -v r=$((r1 - r0)) -v t="$el" 'BEGIN { printf "%.0f", r / t }')
 	bps=$(awk -v r=$((b1 - b0)) -v t="$el" 'BEGIN { printf "%.0f", r / t }')
-	cpu_per_k=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v u=$((u1 - u0)) 'BEGIN { printf "%.2f", (u > 0) ? c * 1000 / hz / (u / 1000) : 0 }')
+	cpu_per_k=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v u=$((u1 - u0)) 'BEGIN {
+		if (u > 0) printf "%.2f", c * 1000 / hz / (u / 1000)
+		else print "error: no report was taken" }')
+	if [ -n "$settled$discovery" ]; then
+		rate=${discovery:-$settled} bps=$rate cpu_per_k=$rate
+	fi
+	[ "$rate" != 0 ] || rate="error: no advertisement was acknowledged"
 }
+discovery=
 steady 100ms
 rate_b=$rate
 bps_b=$bps
@@ -176,9 +197,10 @@ cpu_b=$cpu_per_k
 stop_sma
 run_sma 0
 cat "$W/discover.cbor" >&7
-wait_until ".entries == $N and .sync_queued == 0 and .sync_state == 0" 600 || true
+wait_until ".entries == $N and .sync_queued == 0 and .sync_state == 0" 600 ||
+	discovery="error: the unbatched discovery did not settle in 60 s"
 steady 0
 stop_sma
-echo "sma advertisements/s, 10% of ${N} SCIs changing each second, batched 100 ms | $rate_b adv/s | $rate adv/s unbatched | $(ratio "$rate_b" "$rate")"
-echo "sma northbound bytes/s, same load, batched | $bps_b B/s | $bps B/s unbatched | $(ratio "$bps_b" "$bps")"
-echo "sma CPU ms per 1000 updates (collection to acked advertisement), batched | $cpu_b ms | $cpu_per_k ms unbatched | $(ratio "$cpu_b" "$cpu_per_k")"
+echo "sma advertisements/s, 10% of ${N} SCIs changing each second, batched 100 ms | $(cell "$rate_b" adv/s "batched") | $(cell "$rate" "adv/s unbatched" "the unbatched baseline") | $(ratio "$rate_b" "$rate")"
+echo "sma northbound bytes/s, same load, batched | $(cell "$bps_b" B/s batched) | $(cell "$bps" "B/s unbatched" "the unbatched baseline") | $(ratio "$bps_b" "$bps")"
+echo "sma CPU ms per 1000 updates (collection to acked advertisement), batched | $(cell "$cpu_b" ms batched) | $(cell "$cpu_per_k" "ms unbatched" "the unbatched baseline") | $(ratio "$cpu_b" "$cpu_per_k")"
