@@ -646,10 +646,8 @@ cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
 
 /* ---- packet I/O ---- */
 
-/* One frame of a ring (link header at f): its link header judged, its
- * virtio-net header's GSO and partial checksum state taken. */
-static void
-rx_frame(struct cats_fwdp *w, struct cats_port *pt,
+void
+cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
     const struct cats_port_frame *fr, uint64_t now)
 {
 	uint8_t *f = fr->f;
@@ -706,7 +704,7 @@ rx_ring(struct cats_fwdp *w, struct cats_port *pt, uint64_t now)
 	while (budget-- > 0) {
 		if (!cats_port_rx_next(pt, &fr, wbuf - 14, 14 + 65536 + 256))
 			break;
-		rx_frame(w, pt, &fr, now);
+		cats_fwdp_frame(w, pt, &fr, now);
 		cats_port_rx_done(pt);
 	}
 	cats_fwdp_tx_flush(w);

@@ -160,6 +160,13 @@ int cats_fwdp_open_ports(struct cats_fwdp *w, unsigned ring_frames,
 void cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
     const struct cats_rxmeta *m, uint64_t now);
 /*
+ * One frame of a receive ring (link header first): the link header judged
+ * (our own, multicast, not IP: ignored; the peer learned), the virtio-net
+ * header's GSO and partial checksum state taken, then the IP packet.
+ */
+void cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
+    const struct cats_port_frame *fr, uint64_t now);
+/*
  * What waits on port pt: up to a batch of the ring's frames (then the
  * ports are kicked; the port's event made active again when more wait), or
  * the TUN device's packets.  Returns the frames handled, a batch + 1 when

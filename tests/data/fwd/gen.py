@@ -1,0 +1,590 @@
+#!/usr/bin/python3
+"""Write the cats-fwd packet fixtures (tests/data/fwd/*.case) with scapy.
+
+Run once when a case is added or changed: /usr/bin/python3 gen.py [DIR].
+The fixture files are the data (committed); this only builds them.  Every
+expected packet here is built by scapy from what the forwarder must do
+(cats-fwd(1), pkt.h), not recorded from lib/fwd: the unit test
+tests/unit/test_fwd_cases.c then checks lib/fwd against them.  README
+describes the format and the topology.
+"""
+import json
+import os
+import sys
+
+from scapy.all import (ICMP, IP, TCP, UDP, IPv6, ICMPv6DestUnreach,
+                       ICMPv6PacketTooBig, ICMPv6TimeExceeded, IPv6ExtHdrDestOpt,
+                       IPv6ExtHdrHopByHop, IPv6ExtHdrSegmentRouting,
+                       HBHOptUnknown, Raw, GRE)
+
+CLI4, CLI6 = "192.0.2.10", "2001:db8:c1::10"
+SVC4, SVC6 = "203.0.113.100", "2001:db8:100::100"
+ICPT4 = "203.0.113.200"
+LOC4, LOC6 = "198.51.100.11", "2001:db8:5::11"
+ISID, ESID, CORE_SID = "2001:db8:1::1", "2001:db8:2::100", "2001:db8:cc::2"
+ITUN4, ETUN4 = "10.99.0.1", "10.99.0.2"
+PAY = b"cats-fixture-0123"
+
+# ---- packets ----
+
+
+def ip4(src, dst, ttl=64, tos=0, df=True, **kw):
+    return IP(src=src, dst=dst, ttl=ttl, tos=tos, id=7,
+              flags="DF" if df else 0, **kw)
+
+
+def ip6(src, dst, hlim=64, tc=0, **kw):
+    return IPv6(src=src, dst=dst, hlim=hlim, tc=tc, fl=0, **kw)
+
+
+def udp(af, src, dst, sport, dport, ttl=64, payload=PAY, tos=0, df=True):
+    l3 = ip4(src, dst, ttl, tos, df) if af == 4 else ip6(src, dst, ttl, tos)
+    return bytes(l3 / UDP(sport=sport, dport=dport) / Raw(payload))
+
+
+def tcp(af, src, dst, sport, dport, flags="A", ttl=64, mss=None, payload=b""):
+    opts = [("MSS", mss)] if mss else []
+    l3 = ip4(src, dst, ttl) if af == 4 else ip6(src, dst, ttl)
+    t = TCP(sport=sport, dport=dport, flags=flags, seq=1000, ack=2000 if
+            "A" in flags else 0, window=65000, options=opts)
+    return bytes(l3 / t / Raw(payload)) if payload else bytes(l3 / t)
+
+
+def rewrite(pkt, src=None, dst=None, sport=None, dport=None, ttl_dec=1,
+            mss=None):
+    """The packet with addresses, ports, TTL (and MSS) changed, checksums
+    computed again from scratch."""
+    p = IP(pkt) if pkt[0] >> 4 == 4 else IPv6(pkt)
+    if src:
+        p.src = src
+    if dst:
+        p.dst = dst
+    if p.version == 4:
+        p.ttl -= ttl_dec
+        del p.chksum
+    else:
+        p.hlim -= ttl_dec
+    l4 = p.payload
+    while not isinstance(l4, (UDP, TCP)):
+        l4 = l4.payload
+    if sport:
+        l4.sport = sport
+    if dport:
+        l4.dport = dport
+    if mss is not None:
+        l4.options = [("MSS", mss) if o[0] == "MSS" else o for o in l4.options]
+    del l4.chksum
+    return bytes(p)
+
+
+def tos_of(inner):
+    return inner[1] if inner[0] >> 4 == 4 else ((inner[0] & 0xf) << 4 |
+                                                 inner[1] >> 4)
+
+
+def srv6(inner, src, sids):
+    nh = 4 if inner[0] >> 4 == 4 else 41
+    n = len(sids)
+    return bytes(ip6(src, sids[0], tc=tos_of(inner)) /
+                 IPv6ExtHdrSegmentRouting(nh=nh, addresses=list(reversed(sids)),
+                                          segleft=n - 1, lastentry=n - 1) /
+                 Raw(inner))
+
+
+def ipip(inner, src, dst, ipid=0):
+    v6in = inner[0] >> 4 == 6
+    if ":" in dst:
+        return bytes(ip6(src, dst, tc=tos_of(inner), nh=41 if v6in else 4) /
+                     Raw(inner))
+    df = v6in or bool(inner[6] & 0x40)
+    return bytes(IP(src=src, dst=dst, ttl=64, id=ipid, tos=tos_of(inner),
+                    flags="DF" if df else 0, proto=41 if v6in else 4) /
+                 Raw(inner))
+
+
+def icmp_err(kind, src, pkt, mtu=0):
+    """The forwarder's ICMP error about pkt (pkt.h cats_pkt_icmp_error)."""
+    if pkt[0] >> 4 == 4:
+        ic = {"ttl": ICMP(type=11, code=0), "big": ICMP(type=3, code=4,
+              nexthopmtu=mtu), "unreach": ICMP(type=3, code=1)}[kind]
+        return bytes(IP(src=src, dst=IP(pkt).src, ttl=64, id=0, flags=0) /
+                     ic / Raw(pkt[:548]))
+    ic = {"ttl": ICMPv6TimeExceeded(code=0), "big": ICMPv6PacketTooBig(mtu=mtu),
+          "unreach": ICMPv6DestUnreach(code=3)}[kind]
+    return bytes(ip6(src, IPv6(pkt).src) / ic / Raw(pkt[:1232]))
+
+
+def tlvs(csid, delay=None):
+    b = bytes([1, len(csid)]) + csid.encode()
+    if delay is not None:
+        b += bytes([2, 4]) + delay.to_bytes(4, "big")
+    return b
+
+
+def modea(csid, dst=SVC6, hbh=False, data=None, sport=4000, dport=53):
+    opt = HBHOptUnknown(otype=0x1E, optdata=b"\x01" + (data if data is not None
+                                                       else tlvs(csid)))
+    ext = (IPv6ExtHdrHopByHop if hbh else IPv6ExtHdrDestOpt)(options=[opt])
+    return bytes(ip6(CLI6, dst) / ext / UDP(sport=sport, dport=dport) /
+                 Raw(PAY))
+
+
+# ---- bindings ----
+
+
+def flow(proto, src, dst, sport=None, dport=None):
+    m = {"proto": proto, "src": src, "dst": dst}
+    if sport is not None:
+        m["sport"] = sport
+    if dport is not None:
+        m["dport"] = dport
+    return m
+
+
+def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
+            sids=(ESID,), tunnel=None, port=None, rev_sids=(ISID,),
+            rev_tunnel=None, rev_encap=None, loc=None, cli=None, svc=None):
+    cli = cli or (CLI4 if af == 4 else CLI6)
+    svc = svc or (SVC4 if af == 4 else SVC6)
+    loc = loc or (LOC4 if af == 4 else LOC6)
+    fwd = {"match": flow(proto, cli, svc, sport, dport), "locator": loc,
+           "encap": encap}
+    if encap == "srv6" and sids:
+        fwd["sids"] = list(sids)
+    if tunnel:
+        fwd["tunnel_dst"] = tunnel
+    if port:
+        fwd["port"] = port
+    rev = {"match": flow(proto, loc, cli, port or dport, sport),
+           "restore_src": svc, "restore_port": dport}
+    if rev_sids:
+        rev["sids"] = list(rev_sids)
+    if rev_tunnel:
+        rev["tunnel_dst"] = rev_tunnel
+    if rev_encap:
+        rev["encap"] = rev_encap
+    return {"type": "binding", "id": bid, "version": 1, "epoch": 1,
+            "op": "install", "ts": 1, "txn": 1000 + bid, "ingress": "IF-1",
+            "egress": "EF-2", "fwd": fwd, "rev": rev}
+
+
+CASES = []
+
+
+def case(name, doc, role="ingress", opts=(), acts=(), expect=()):
+    CASES.append((name, doc, role, opts, acts, expect))
+
+
+def ctl(rec):
+    return ("ctl", json.dumps(rec, separators=(",", ":")))
+
+
+def pin(port, pkt):
+    return ("in", port, pkt)
+
+
+def out(port, pkt):
+    return ("out", port, pkt)
+
+
+def drop(name):
+    return ("drop", name)
+
+
+def count(name, n=1):
+    return ("count", name, n)
+
+
+def request(kv):
+    return ("request", kv)
+
+
+def status(kv):
+    return ("status", kv)
+
+
+# ---- ingress: rewrite and encapsulation ----
+
+u4 = udp(4, CLI4, SVC4, 4000, 53)
+u6 = udp(6, CLI6, SVC6, 4000, 53)
+case("in_udp4_srv6", "IPv4 UDP client packet: destination rewritten to the "
+     "locator, TTL - 1, SRv6 (one SID) toward the egress",
+     acts=[ctl(binding()), pin("client", u4)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID])),
+             count("fwd_pkts")])
+case("in_udp4_srv6_2sids", "SRv6 with two SIDs: outer destination the first, "
+     "segments left 1, the list reversed",
+     acts=[ctl(binding(sids=(CORE_SID, ESID))), pin("client", u4)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [CORE_SID, ESID])),
+             count("fwd_pkts")])
+u4tos = udp(4, CLI4, SVC4, 4000, 53, tos=0x28)
+case("in_udp4_srv6_tos", "the inner TOS is copied to the outer traffic class",
+     acts=[ctl(binding()), pin("client", u4tos)],
+     expect=[out("core", srv6(rewrite(u4tos, dst=LOC4), ISID, [ESID]))])
+case("in_udp6_srv6", "IPv6 UDP client packet, SRv6",
+     acts=[ctl(binding(af=6)), pin("client", u6)],
+     expect=[out("core", srv6(rewrite(u6, dst=LOC6), ISID, [ESID])),
+             count("fwd_pkts")])
+t4 = tcp(4, CLI4, SVC4, 40000, 80, "PA", payload=b"GET / HTTP/1.0\r\n\r\n")
+case("in_tcp4_srv6", "IPv4 TCP segment of a bound flow, SRv6",
+     acts=[ctl(binding(proto=6, sport=40000, dport=80)), pin("client", t4)],
+     expect=[out("core", srv6(rewrite(t4, dst=LOC4), ISID, [ESID]))])
+t6 = tcp(6, CLI6, SVC6, 40000, 80, "A")
+case("in_tcp6_srv6", "IPv6 TCP ACK of a bound flow, SRv6",
+     acts=[ctl(binding(af=6, proto=6, sport=40000, dport=80)),
+           pin("client", t6)],
+     expect=[out("core", srv6(rewrite(t6, dst=LOC6), ISID, [ESID]))])
+case("in_udp4_port", "destination address and port rewritten",
+     acts=[ctl(binding(port=5353)), pin("client", u4)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4, dport=5353), ISID,
+                              [ESID]))])
+case("in_udp4_ipip4", "IPv4 in IPv4 toward the egress's tunnel address "
+     "(outer DF from the inner, identification 0)",
+     acts=[ctl(binding(encap="ipip", tunnel=ETUN4)), pin("client", u4)],
+     expect=[out("core", ipip(rewrite(u4, dst=LOC4), ITUN4, ETUN4))])
+u4nodf = udp(4, CLI4, SVC4, 4000, 53, df=False)
+case("in_udp4_ipip4_nodf", "IPv4 in IPv4: an inner packet without DF gets "
+     "an outer one without DF",
+     acts=[ctl(binding(encap="ipip", tunnel=ETUN4)), pin("client", u4nodf)],
+     expect=[out("core", ipip(rewrite(u4nodf, dst=LOC4), ITUN4, ETUN4))])
+case("in_udp6_ipip4", "IPv6 in IPv4 (protocol 41, DF)",
+     acts=[ctl(binding(af=6, encap="ipip", tunnel=ETUN4)), pin("client", u6)],
+     expect=[out("core", ipip(rewrite(u6, dst=LOC6), ITUN4, ETUN4))])
+case("in_udp4_ipip6", "IPv4 in IPv6 (next header 4)",
+     acts=[ctl(binding(encap="ipip", tunnel=ESID)), pin("client", u4)],
+     expect=[out("core", ipip(rewrite(u4, dst=LOC4), ISID, ESID))])
+case("in_udp6_ipip6", "IPv6 in IPv6",
+     acts=[ctl(binding(af=6, encap="ipip", tunnel=ESID)), pin("client", u6)],
+     expect=[out("core", ipip(rewrite(u6, dst=LOC6), ISID, ESID))])
+case("in_udp4_ip", "dataplane ip: rewritten, routed without encapsulation",
+     acts=[ctl(binding(encap="ip")), pin("client", u4)],
+     expect=[out("core", rewrite(u4, dst=LOC4)), count("fwd_pkts")])
+case("in_two_packets_ipid", "IPv4 outer identification counts up per "
+     "encapsulated packet",
+     acts=[ctl(binding(encap="ipip", tunnel=ETUN4)), pin("client", u4),
+           pin("client", u4)],
+     expect=[out("core", ipip(rewrite(u4, dst=LOC4), ITUN4, ETUN4, 0)),
+             out("core", ipip(rewrite(u4, dst=LOC4), ITUN4, ETUN4, 1)),
+             count("fwd_pkts", 2)])
+
+# ---- MSS clamp ----
+
+s4 = tcp(4, CLI4, SVC4, 40000, 80, "S", mss=1460)
+case("mss_clamp_tcp4", "a SYN's MSS clamped to the core MTU less the SRv6 "
+     "overhead and the headers (1500 - 64 - 40)",
+     acts=[ctl(binding(proto=6, sport=40000, dport=80)), pin("client", s4)],
+     expect=[out("core", srv6(rewrite(s4, dst=LOC4, mss=1396), ISID, [ESID])),
+             count("mss_clamped")])
+s6 = tcp(6, CLI6, SVC6, 40000, 80, "S", mss=1440)
+case("mss_clamp_tcp6", "IPv6 SYN clamped to 1500 - 64 - 60",
+     acts=[ctl(binding(af=6, proto=6, sport=40000, dport=80)),
+           pin("client", s6)],
+     expect=[out("core", srv6(rewrite(s6, dst=LOC6, mss=1376), ISID, [ESID])),
+             count("mss_clamped")])
+s4small = tcp(4, CLI4, SVC4, 40000, 80, "S", mss=1200)
+case("mss_small_kept", "a SYN whose MSS is already small is left alone",
+     acts=[ctl(binding(proto=6, sport=40000, dport=80)),
+           pin("client", s4small)],
+     expect=[out("core", srv6(rewrite(s4small, dst=LOC4), ISID, [ESID])),
+             count("mss_clamped", 0)])
+s4ipip = tcp(4, CLI4, SVC4, 40000, 80, "S", mss=1460)
+case("mss_clamp_ipip4", "IPv4 in IPv4: clamped to 1500 - 20 - 40",
+     acts=[ctl(binding(proto=6, sport=40000, dport=80, encap="ipip",
+                       tunnel=ETUN4)), pin("client", s4ipip)],
+     expect=[out("core", ipip(rewrite(s4ipip, dst=LOC4, mss=1440), ITUN4,
+                              ETUN4)), count("mss_clamped")])
+
+# ---- TTL and size ----
+
+u4ttl1 = udp(4, CLI4, SVC4, 4000, 53, ttl=1)
+case("ttl_expired4", "TTL 1 at the ingress: dropped, ICMP time exceeded "
+     "back to the client quoting the rewritten packet",
+     acts=[ctl(binding()), pin("client", u4ttl1)],
+     expect=[out("client", icmp_err("ttl", ITUN4, rewrite(u4ttl1, dst=LOC4,
+                                                          ttl_dec=0))),
+             drop("drop_ttl"), count("icmp_sent")])
+u6ttl1 = udp(6, CLI6, SVC6, 4000, 53, ttl=1)
+case("ttl_expired6", "hop limit 1 at the ingress: ICMPv6 time exceeded",
+     acts=[ctl(binding(af=6)), pin("client", u6ttl1)],
+     expect=[out("client", icmp_err("ttl", ISID, rewrite(u6ttl1, dst=LOC6,
+                                                         ttl_dec=0))),
+             drop("drop_ttl")])
+big4 = udp(4, CLI4, SVC4, 4000, 53, payload=b"z" * 1450)
+case("too_big4", "DF packet that does not fit the core with the SRv6 "
+     "overhead: fragmentation needed, MTU 1436",
+     acts=[ctl(binding()), pin("client", big4)],
+     expect=[out("client", icmp_err("big", ITUN4, rewrite(big4, dst=LOC4),
+                                    1436)), drop("drop_too_big")])
+big6 = udp(6, CLI6, SVC6, 4000, 53, payload=b"z" * 1430)
+case("too_big6", "IPv6 packet too big for the core: ICMPv6 packet too big",
+     acts=[ctl(binding(af=6)), pin("client", big6)],
+     expect=[out("client", icmp_err("big", ISID, rewrite(big6, dst=LOC6),
+                                    1436)), drop("drop_too_big")])
+big4nodf = udp(4, CLI4, SVC4, 4000, 53, payload=b"z" * 1450, df=False)
+case("too_big4_nodf", "too big without DF: dropped without an ICMP error",
+     acts=[ctl(binding()), pin("client", big4nodf)],
+     expect=[drop("drop_too_big"), count("icmp_sent", 0)])
+case("mtu_option", "--mtu 1400: what fits 1500 does not fit the core",
+     opts=["mtu=1400"], acts=[ctl(binding()),
+                              pin("client", udp(4, CLI4, SVC4, 4000, 53,
+                                                payload=b"z" * 1350))],
+     expect=[out("client", icmp_err("big", ITUN4, rewrite(
+         udp(4, CLI4, SVC4, 4000, 53, payload=b"z" * 1350), dst=LOC4), 1336)),
+         drop("drop_too_big")])
+
+# ---- misses and requests (Mode A, Mode B) ----
+
+case("miss_udp4_request", "no binding: the packet is held, one request with "
+     "carriage mode none (the CS-ID stays local)",
+     acts=[pin("client", u4)],
+     expect=[request("mode=none held=1 cs_id="), count("misses"),
+             count("requests"), count("pending_held")])
+case("miss_joins", "a second packet of the same flow joins the pending "
+     "record: one request",
+     acts=[pin("client", u4), pin("client", u4)],
+     expect=[request("mode=none held=1"), count("requests"),
+             count("pending_held", 2), count("misses", 2)])
+case("miss_released", "a held packet leaves, encapsulated, when its binding "
+     "arrives", acts=[pin("client", u4), ctl(binding())],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID])),
+             count("released"), status("event=installed")])
+ERR = {"type": "error", "code": "no-instance", "stage": "cats-select",
+       "ts": 2, "msg": "no instance", "flow": flow(17, CLI4, SVC4, 4000, 53)}
+case("miss_error", "an error record for the pending flow drops what it "
+     "held", acts=[pin("client", u4),
+                   ctl(ERR)],
+     expect=[drop("drop_pending_error"), count("errors_received")])
+case("miss_error_unreach", "with --icmp-unreach the dropped held packet is "
+     "answered with an ICMP unreachable", opts=["icmp-unreach"],
+     acts=[pin("client", u4),
+           ctl(ERR)],
+     expect=[out("client", icmp_err("unreach", ITUN4, u4)),
+             drop("drop_pending_error")])
+case("miss_pending_flow_full", "--pending-flow 1: the second packet of a "
+     "pending flow is dropped", opts=["pending-flow=1"],
+     acts=[pin("client", u4), pin("client", u4)],
+     expect=[drop("drop_pending_flow_full"), count("requests")])
+case("miss_intercept", "an interception address: a request without CS-ID",
+     acts=[pin("client", udp(4, CLI4, ICPT4, 4000, 53))],
+     expect=[request("mode=none held=1 cs_id="), count("requests")])
+case("modea_destopt", "Mode A: the CATS option in Destination Options; "
+     "its CS-ID travels in the request",
+     acts=[pin("client", modea("S1"))],
+     expect=[request("mode=a cs_id=S1 held=1"), count("requests")])
+case("modea_hbh", "Mode A in Hop-by-Hop Options",
+     acts=[pin("client", modea("S1", hbh=True))],
+     expect=[request("mode=a cs_id=S1")])
+case("modea_delay", "Mode A with a delay constraint",
+     acts=[pin("client", modea("S1", data=tlvs("S1", delay=5000)))],
+     expect=[request("mode=a cs_id=S1 max_delay_us=5000")])
+case("modea_mismatch", "Mode A CS-ID that disagrees with the service "
+     "address: refused (--precedence refuse)",
+     acts=[pin("client", modea("S2"))], expect=[drop("drop_csid_mismatch")])
+case("modea_precedence_address", "--precedence address: the address's "
+     "CS-ID wins", opts=["precedence=address"],
+     acts=[pin("client", modea("S2"))],
+     expect=[request("mode=a cs_id=S1")])
+case("modea_bad_tlv", "a malformed CATS option (unknown TLV type below 128)",
+     acts=[pin("client", modea("S1", data=b"\x05\x01\x00"))],
+     expect=[drop("drop_bad_option")])
+MB = bytes([0xCA, 0x75, 1, len(tlvs("S1"))]) + tlvs("S1")
+case("modeb_request", "Mode B: the envelope at UDP payload offset 0 of "
+     "port 9000 (--mode-b udp:9000:0)", opts=["mode-b=udp:9000:0"],
+     acts=[pin("client", udp(4, CLI4, SVC4, 4000, 9000, payload=MB + PAY))],
+     expect=[request("mode=b cs_id=S1 held=1")])
+case("modeb_bad", "Mode B envelope of a bad version", opts=["mode-b=udp:9000:0"],
+     acts=[pin("client", udp(4, CLI4, SVC4, 4000, 9000,
+                             payload=bytes([0xCA, 0x75, 2, 0]) + PAY))],
+     expect=[drop("drop_bad_modeb")])
+
+# ---- ingress drops ----
+
+case("not_service", "a destination that is no service address",
+     acts=[pin("client", udp(4, CLI4, "203.0.113.99", 4000, 53))],
+     expect=[drop("drop_not_service")])
+case("tcp_no_binding", "a mid-connection TCP packet never starts a "
+     "selection", acts=[pin("client", tcp(4, CLI4, SVC4, 40000, 80, "A"))],
+     expect=[drop("drop_no_binding_tcp")])
+case("multicast_ignored", "multicast is the kernel's",
+     acts=[pin("client", udp(4, CLI4, "224.0.0.251", 5353, 5353))],
+     expect=[count("ignored")])
+case("bad_truncated", "an IPv4 header cut short",
+     acts=[pin("client", u4[:12])], expect=[drop("drop_truncated")])
+case("bad_version", "IP version 5",
+     acts=[pin("client", bytes([0x55]) + u4[1:])],
+     expect=[drop("drop_bad_version")])
+def with_hdr_csum(b):
+    """An IPv4 header with its checksum made good again."""
+    b = bytearray(b)
+    b[10:12] = b"\0\0"
+    s = sum(int.from_bytes(b[i:i + 2], "big") for i in range(0, 20, 2))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    b[10:12] = (~s & 0xffff).to_bytes(2, "big")
+    return bytes(b)
+
+
+badlen = bytearray(u4)
+badlen[2:4] = (200).to_bytes(2, "big")
+case("bad_length", "IPv4 total length beyond the bytes there are",
+     acts=[pin("client", with_hdr_csum(badlen))],
+     expect=[drop("drop_bad_length")])
+badsum = bytearray(u4)
+badsum[10] ^= 0x55
+case("bad_hdr_csum", "IPv4 header checksum wrong",
+     acts=[pin("client", bytes(badsum))], expect=[drop("drop_bad_hdr_csum")])
+case("bad_fragment", "a first fragment (more fragments set)",
+     acts=[pin("client", bytes(IP(src=CLI4, dst=SVC4, flags="MF", id=9) /
+                               UDP(sport=4000, dport=53) / Raw(PAY)))],
+     expect=[drop("drop_fragment")])
+ext9 = ip6(CLI6, SVC6)
+for _ in range(9):
+    ext9 = ext9 / IPv6ExtHdrDestOpt()
+case("bad_too_many_ext", "nine extension headers (the cap is 8)",
+     acts=[pin("client", bytes(ext9 / UDP(sport=4000, dport=53) / Raw(PAY)))],
+     expect=[drop("drop_too_many_ext")])
+case("bad_unknown_proto", "GRE from a client",
+     acts=[pin("client", bytes(ip4(CLI4, SVC4) / GRE() / Raw(PAY)))],
+     expect=[drop("drop_unknown_proto")])
+
+# ---- ingress: the reverse ----
+
+r4 = udp(4, LOC4, CLI4, 53, 4000)
+case("rev_srv6_restore4", "a reply decapsulated at the ingress: the source "
+     "restored to the service address, TTL - 1, out to the client",
+     acts=[ctl(binding()), pin("core", srv6(r4, ESID, [ISID]))],
+     expect=[out("client", rewrite(r4, src=SVC4)), count("rev_pkts")])
+r4p = udp(4, LOC4, CLI4, 5353, 4000)
+case("rev_restore_port", "address and port restored (the binding rewrote "
+     "53 to 5353)", acts=[ctl(binding(port=5353)),
+                          pin("core", srv6(r4p, ESID, [ISID]))],
+     expect=[out("client", rewrite(r4p, src=SVC4, sport=53))])
+r6 = udp(6, LOC6, CLI6, 53, 4000)
+case("rev_srv6_restore6", "IPv6 reply restored",
+     acts=[ctl(binding(af=6)), pin("core", srv6(r6, ESID, [ISID]))],
+     expect=[out("client", rewrite(r6, src=SVC6)), count("rev_pkts")])
+case("rev_ipip4", "a reply in IPv4-in-IPv4 to the ingress's tunnel address",
+     acts=[ctl(binding(encap="ipip", tunnel=ETUN4)),
+           pin("core", ipip(r4, ETUN4, ITUN4))],
+     expect=[out("client", rewrite(r4, src=SVC4))])
+case("rev_no_binding", "a decapsulated packet of no binding at an ingress "
+     "without a site port", acts=[pin("core", srv6(r4, ESID, [ISID]))],
+     expect=[drop("drop_no_reverse_binding")])
+case("core_segments_left", "SRv6 to our SID with a segment still to visit",
+     acts=[pin("core", bytes(ip6(ESID, ISID) / IPv6ExtHdrSegmentRouting(
+         nh=4, addresses=["2001:db8:9::9", ISID], segleft=1, lastentry=1) /
+         Raw(r4)))], expect=[drop("drop_segments_left")])
+case("core_bad_srh", "an SRH whose segments left exceed its last entry",
+     acts=[pin("core", bytes(ip6(ESID, ISID) / IPv6ExtHdrSegmentRouting(
+         nh=4, addresses=[ISID], segleft=2, lastentry=0) / Raw(r4)))],
+     expect=[drop("drop_bad_srh")])
+case("core_not_tunnel", "a plain packet on the core", acts=[pin("core", r4)],
+     expect=[drop("drop_not_tunnel")])
+case("core_not_ours", "a tunnel packet to an address that is no SID of ours",
+     acts=[pin("core", ipip(r4, ETUN4, "10.99.0.77"))],
+     expect=[drop("drop_not_ours")])
+fwd_srv6 = srv6(rewrite(u4, dst=LOC4), ISID, [ESID])
+qerr = bytes(ip6("2001:db8:cc::9", ISID) / ICMPv6DestUnreach(code=0) /
+             Raw(fwd_srv6))
+case("icmp_quotes_tunnel", "an ICMPv6 error from a core router quoting one "
+     "of our SRv6 packets: counted as a path error",
+     acts=[ctl(binding()), pin("core", qerr)],
+     expect=[count("path_errors"), count("path_down_sent", 0)])
+case("icmp_quotes_tunnel_path_down", "with --path-down the binding whose "
+     "packet it was is reported", opts=["path-down"],
+     acts=[ctl(binding()), pin("core", qerr)],
+     expect=[count("path_errors"), count("path_down_sent"),
+             status("event=path-down")])
+qerr4 = bytes(IP(src="10.99.0.9", dst=ITUN4, ttl=64) / ICMP(type=11) /
+              Raw(ipip(rewrite(u4, dst=LOC4), ITUN4, ETUN4)[:48]))
+case("icmp_quotes_ipip", "an ICMP time exceeded quoting our IPv4-in-IPv4 "
+     "packet", acts=[ctl(binding(encap="ipip", tunnel=ETUN4)),
+                     pin("core", qerr4)], expect=[count("path_errors")])
+
+# ---- egress ----
+
+e4 = rewrite(u4, dst=LOC4, ttl_dec=1)
+case("eg_srv6_deliver4", "the egress decapsulates and delivers to the "
+     "instance, TTL - 1", role="egress",
+     acts=[ctl(binding()), pin("core", srv6(e4, ISID, [ESID]))],
+     expect=[out("site", rewrite(e4)), count("eg_fwd_pkts")])
+e6 = rewrite(u6, dst=LOC6, ttl_dec=1)
+case("eg_srv6_deliver6", "IPv6 inner delivered", role="egress",
+     acts=[ctl(binding(af=6)), pin("core", srv6(e6, ISID, [ESID]))],
+     expect=[out("site", rewrite(e6)), count("eg_fwd_pkts")])
+case("eg_ipip4_deliver", "IPv4-in-IPv4 to the egress's tunnel address",
+     role="egress", acts=[ctl(binding(encap="ipip", tunnel=ETUN4)),
+                          pin("core", ipip(e4, ITUN4, ETUN4))],
+     expect=[out("site", rewrite(e4))])
+case("eg_unbound_owned", "no binding, but the destination is in an owned "
+     "prefix (--owns): delivered", role="egress",
+     acts=[pin("core", srv6(e4, ISID, [ESID]))],
+     expect=[out("site", rewrite(e4)), count("eg_unbound")])
+case("eg_not_owned", "no binding, destination outside the owned prefixes",
+     role="egress", acts=[pin("core", srv6(udp(4, CLI4, "192.0.2.99", 4000,
+                                                53), ISID, [ESID]))],
+     expect=[drop("drop_not_owned")])
+er4 = udp(4, LOC4, CLI4, 53, 4000)
+case("eg_reply_srv6", "an instance's reply goes back in SRv6 to the "
+     "binding's return SID", role="egress",
+     acts=[ctl(binding()), pin("site", er4)],
+     expect=[out("core", srv6(rewrite(er4), ESID, [ISID])),
+             count("eg_rev_pkts")])
+er6 = udp(6, LOC6, CLI6, 53, 4000)
+case("eg_reply_srv6_6", "an IPv6 reply in SRv6", role="egress",
+     acts=[ctl(binding(af=6)), pin("site", er6)],
+     expect=[out("core", srv6(rewrite(er6), ESID, [ISID]))])
+case("eg_reply_ipip4", "a reply in IPv4-in-IPv4 to the return tunnel",
+     role="egress", acts=[ctl(binding(encap="ipip", tunnel=ETUN4,
+                                      rev_sids=(), rev_tunnel=ITUN4)),
+                          pin("site", er4)],
+     expect=[out("core", ipip(rewrite(er4), ETUN4, ITUN4))])
+case("eg_reply_learned", "no return SID in the binding: learned from the "
+     "outer source of the first forward packet", role="egress",
+     acts=[ctl(binding(rev_sids=())), pin("core", srv6(e4, ISID, [ESID])),
+           pin("site", er4)],
+     expect=[out("site", rewrite(e4)),
+             out("core", srv6(rewrite(er4), ESID, [ISID]))])
+case("eg_reply_not_learned", "a reply before any forward packet taught the "
+     "return path", role="egress",
+     acts=[ctl(binding(rev_sids=())), pin("site", er4)],
+     expect=[drop("drop_no_return_path")])
+case("eg_reply_no_binding", "a reply of no binding: never to an arbitrary "
+     "client", role="egress", acts=[pin("site", er4)],
+     expect=[drop("drop_no_reverse_binding")])
+er4ttl = udp(4, LOC4, CLI4, 53, 4000, ttl=1)
+case("eg_reply_ttl", "a reply with TTL 1: ICMP time exceeded to the "
+     "instance", role="egress", acts=[ctl(binding()), pin("site", er4ttl)],
+     expect=[out("site", icmp_err("ttl", ETUN4, er4ttl)), drop("drop_ttl")])
+case("eg_ttl_inner", "a decapsulated packet with TTL 1 is dropped",
+     role="egress", acts=[ctl(binding()),
+                          pin("core", srv6(udp(4, CLI4, LOC4, 4000, 53, ttl=1),
+                                           ISID, [ESID]))],
+     expect=[drop("drop_ttl")])
+
+
+def write(d):
+    os.makedirs(d, exist_ok=True)
+    for name, doc, role, opts, acts, expect in CASES:
+        lines = ["# " + doc, "role " + role]
+        lines += ["opt " + o for o in opts]
+        for a in acts:
+            if a[0] == "ctl":
+                lines.append("ctl " + a[1])
+            else:
+                lines.append("in %s %s" % (a[1], a[2].hex()))
+        for e in expect:
+            if e[0] == "out":
+                lines.append("out %s %s" % (e[1], e[2].hex()))
+            elif e[0] == "count":
+                lines.append("count %s %d" % (e[1], e[2]))
+            else:
+                lines.append("%s %s" % e)
+        with open(os.path.join(d, name + ".case"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print("%d cases" % len(CASES))
+
+
+if __name__ == "__main__":
+    write(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
+        os.path.abspath(__file__)))
