@@ -48,7 +48,7 @@ struct fc_seen {
 };
 static struct fc_seen fc_seen;
 
-static int
+static inline int
 fc_hex(const char *s, uint8_t **out, size_t *len)
 {
 	size_t n = strlen(s);
@@ -66,7 +66,7 @@ fc_hex(const char *s, uint8_t **out, size_t *len)
 }
 
 /* Parse one case file; -1 with a message for a bad fixture. */
-static int
+static inline int
 fc_load(struct fcase *c, const char *path, const char *name)
 {
 	FILE *f = fopen(path, "r");
@@ -127,7 +127,7 @@ bad:
 	return -1;
 }
 
-static void
+static inline void
 fc_free(struct fcase *c)
 {
 	for (int i = 0; i < c->nl; i++) {
@@ -137,7 +137,7 @@ fc_free(struct fcase *c)
 }
 
 /* The case files in dir, sorted; returns their number (names malloc'd). */
-static int
+static inline int
 fc_list(const char *dir, char ***names)
 {
 	struct dirent **ents;
@@ -153,7 +153,7 @@ fc_list(const char *dir, char ***names)
 	return k;
 }
 
-static int
+static inline int
 fc_emit(void *arg, int chan, struct cats_rec *r)
 {
 	(void)arg;
@@ -184,7 +184,7 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
  * (core and site ports), addresses as in tests/data/fwd/README, the case's
  * opt lines applied.  Every fake port gets ifindex (0: 1, 2, 3).
  */
-static int
+static inline int
 fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 {
 	static struct cats_fwdp_conf cf;
@@ -261,7 +261,7 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 	return 0;
 }
 
-static struct cats_port *
+static inline struct cats_port *
 fc_port(struct cats_fwdp *w, const char *name)
 {
 	return strcmp(name, "client") == 0 ? w->client : strcmp(name,
@@ -269,7 +269,7 @@ fc_port(struct cats_fwdp *w, const char *name)
 }
 
 /* Apply a ctl line: a record from JSON through the one decoder. */
-static int
+static inline int
 fc_ctl(struct cats_fwdp *w, const char *text, uint64_t now)
 {
 	static struct cats_dec dec;
@@ -295,7 +295,7 @@ fc_ctl(struct cats_fwdp *w, const char *text, uint64_t now)
 }
 
 /* An input line: the packet (with headroom) received on its port. */
-static void
+static inline void
 fc_in(struct cats_fwdp *w, const struct fc_line *l, uint64_t now)
 {
 	static uint8_t room[CATS_PKT_HEADROOM + FC_PKT];
@@ -308,7 +308,7 @@ fc_in(struct cats_fwdp *w, const struct fc_line *l, uint64_t now)
  * Run the actions of c (ctl and in lines, in order, at now 1000, 1001...)
  * up to line `upto` (c->nl: all).
  */
-static int
+static inline int
 fc_run(struct cats_fwdp *w, const struct fcase *c, int upto)
 {
 	uint64_t now = 1000;
@@ -334,13 +334,13 @@ struct fc_stats {
 	size_t n;
 };
 
-static void
+static inline void
 fc_stats(struct cats_fwdp *w, struct fc_stats *s)
 {
 	s->n = cats_fwdp_stats(w, s->kv, &s->names);
 }
 
-static long
+static inline long
 fc_delta(const struct fc_stats *a, const struct fc_stats *b, const char *k,
     bool *found)
 {
@@ -354,7 +354,7 @@ fc_delta(const struct fc_stats *a, const struct fc_stats *b, const char *k,
 }
 
 /* Does one of the records seen hold every key=value token of want? */
-static bool
+static inline bool
 fc_rec_seen(const char *type, const char *want)
 {
 	for (int i = 0; i < fc_seen.n; i++) {
@@ -377,7 +377,7 @@ fc_rec_seen(const char *type, const char *want)
 	return false;
 }
 
-static void
+static inline void
 fc_hexdiff(const uint8_t *got, size_t gn, const uint8_t *exp, size_t en)
 {
 	size_t i = 0;
@@ -400,7 +400,7 @@ fc_hexdiff(const uint8_t *got, size_t gn, const uint8_t *exp, size_t en)
  * nothing else; the drop counter named and no other drop counter; the
  * counters named moved by their amounts; the records named were sent.
  */
-static bool
+static inline bool
 fc_check(struct cats_fwdp *w, const struct fcase *c,
     const struct fc_stats *before)
 {

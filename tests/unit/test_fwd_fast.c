@@ -1,8 +1,9 @@
 /*
  * test_fwd_fast.c - the cats-fwd fast path: keys and action templates, and
- * (as root, where the kernel runs BPF) the tc program run on packets with
- * BPF_PROG_TEST_RUN, its output compared byte for byte with what the
- * user-space path (lib/fwd/pkt.c) makes of the same packet.
+ * (as root, where the kernel runs BPF) the tc program run with
+ * BPF_PROG_TEST_RUN on the packets of the fixtures (tests/data/fwd), its
+ * output compared byte for byte with what the lib/fwd packet path makes of
+ * the same packet under the same bindings.
  */
 #include <arpa/inet.h>
 #include <linux/pkt_cls.h>
@@ -12,6 +13,7 @@
 
 #include <bpf/bpf.h>
 
+#include "test_fwd_cases.h"
 #include "fwd/fwd_fast.h"
 #include "base/log.h"
 #include "fwd/pkt.h"
@@ -181,188 +183,167 @@ test_pure(void)
 }
 
 /*
- * A case: the packet ip (len) arrives; the expected output is what the
- * user-space path makes of it.
+ * A fixture (tests/data/fwd) set up for the fast path: the lib/fwd packet
+ * path has run every line before the case's last input (bindings applied,
+ * return paths learned), every binding key it would give the kernel is in
+ * the map, and the last input is framed as the port receives it.  Every
+ * fake port has ifindex 1: test runs come in on lo.
  */
-struct fcase {
-	const char *name;
-	int af, proto;
-	uint8_t flags, ttl;
-	int rewrite;
-	int enc;		/* CATS_ENC_*, outer_af 6 unless ipip4 */
-	bool ipip4, decap;
-	uint16_t port;
-	size_t payload;		/* 0: 33 bytes */
+struct fx {
+	struct fcase c;
+	struct cats_fwdp w;
+	struct cats_port *in;
+	struct cats_fp_key keys[16];
+	int nkeys;
+	uint8_t fr[FC_PKT + 14];
+	size_t n;
+	size_t len;		/* the input's IP length */
 };
 
-/* A case set up: its action installed, its input frame. */
-struct fctx {
-	const struct fcase *c;
-	struct cats_fp_key fk;
-	struct cats_encap e;
-	uint8_t addr[16];
-	uint8_t fr[4096];
-	size_t n;		/* bytes of fr */
-	size_t len;		/* the (inner) IP packet's length */
-};
+static const char *dir = "tests/data/fwd";
 
-static uint8_t our_sid[16];
+static int
+fx_setup(struct cats_fwd_fast *f, struct fx *x, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.case", dir, name);
+	memset(x->keys, 0, sizeof(x->keys));
+	x->nkeys = 0;
+	if (fc_load(&x->c, path, name) < 0 || fc_setup(&x->w, &x->c, 1) < 0)
+		return -1;
+	int last = -1;
+	for (int i = 0; i < x->c.nl; i++)
+		if (x->c.l[i].kind == FC_IN)
+			last = i;
+	if (last < 0 || fc_run(&x->w, &x->c, last) < 0)
+		return -1;
+	struct cats_htab *h = &x->w.tab.bind_by_id;
+	for (size_t i = 0; i < h->cap; i++) {
+		struct cats_fbind *b = h->s[i].item;
+		if (h->s[i].h == 0)
+			continue;
+		for (int d = 0; d < CATS_DIR__N && x->nkeys < 16; d++) {
+			struct cats_fp_act a;
+			struct cats_fp_key *k = &x->keys[x->nkeys];
+			if (b->keyed[d] && cats_fwdp_fast_entry(&x->w, b, d, k,
+			    &a) == CATS_FWDP_FP_OK && cats_fwd_fast_put(f, k,
+			    &a) == 0)
+				x->nkeys++;
+		}
+	}
+	const struct fc_line *l = &x->c.l[last];
+	x->in = fc_port(&x->w, l->port);
+	x->len = l->len;
+	x->n = frame(x->fr, l->pkt, l->len);
+	memcpy(x->fr, x->in->mac, 6);
+	memcpy(x->fr + 6, x->in->peer, 6);
+	return 0;
+}
 
 static void
-setup_case(struct cats_fwd_fast *f, struct fctx *x, const struct fcase *c)
+fx_done(struct cats_fwd_fast *f, struct fx *x)
 {
-	static uint8_t room[HR + 4096], room2[HR + 4096];
-	uint8_t *ip = room + HR;
-	const char *cli = c->af == 4 ? "192.0.2.10" : "2001:db8:c::10";
-	const char *svc = c->af == 4 ? "203.0.113.100" : "2001:db8:5::100";
-	const char *loc = c->af == 4 ? "198.51.100.11" : "2001:db8:9::11";
-	memset(x, 0, sizeof(*x));
-	x->c = c;
-	(c->af == 4 ? a4 : a6)(x->addr, c->rewrite == CATS_FP_RW_SRC ? svc : loc);
-	/* Forward: client -> service; reverse (decap): locator -> client. */
-	size_t pl = c->payload ? c->payload : 33;
-	x->len = c->decap ?
-	    mkpkt(ip, c->af, c->proto, loc, cli, 80, 40000, c->flags, c->ttl, pl) :
-	    mkpkt(ip, c->af, c->proto, cli, svc, 40000, 80, c->flags, c->ttl, pl);
-	struct cats_pkt pk;
-	cats_pkt_parse(&pk, ip, x->len);
-	struct cats_fkey k;
-	cats_fkey_from_pkt(&k, &pk, 0, 0);
-	cats_fp_key_make(&x->fk, &k, 1);	/* test runs come in on lo */
-	x->fk.tun = c->decap;
+	for (int i = 0; i < x->nkeys; i++)
+		cats_fwd_fast_del(f, &x->keys[i]);
+	cats_fwdp_free(&x->w);
+	fc_free(&x->c);
+}
 
-	struct cats_encap *e = &x->e;
-	e->kind = c->enc;
-	e->outer_af = c->ipip4 ? 4 : 6;
-	if (c->ipip4) {
-		a4(e->src, "10.99.0.1");
-		a4(e->dst, "10.99.0.2");
-	} else {
-		a6(e->src, "2001:db8:1::1");
-		a6(e->dst, "2001:db8:2::100");
-		a6(e->sids[0], "2001:db8:cc::2");
-		a6(e->sids[1], "2001:db8:2::100");
-		e->nsids = 2;
+/* Packets the kernel counted on the fixture's actions. */
+static uint64_t
+fx_counted(struct cats_fwd_fast *f, const struct fx *x, uint64_t *bytes)
+{
+	uint64_t n = 0;
+	*bytes = 0;
+	for (int i = 0; i < x->nkeys; i++) {
+		struct cats_fp_act a;
+		if (cats_fwd_fast_get(f, &x->keys[i], &a) == 0) {
+			n += a.pkts;
+			*bytes += a.bytes;
+		}
 	}
-	uint8_t l2[14];
-	memcpy(l2, mac_out, 14);
-	l2[12] = c->af == 4 ? 0x08 : 0x86;
-	l2[13] = c->af == 4 ? 0x00 : 0xdd;
-	struct cats_fp_act a;
-	T_OK(cats_fp_act_make(&a, 1, l2, 1500, c->rewrite, x->addr,
-	    (uint8_t)c->af, c->port, c->decap ? NULL : e) == 0 &&
-	    cats_fwd_fast_put(f, &x->fk, &a) == 0, "%s: action", c->name);
-
-	/* The input: the packet, or (decap) the packet SRv6-encapsulated to
-	 * our SID with no segment left. */
-	uint8_t *in = ip;
-	size_t inlen = x->len;
-	if (c->decap) {
-		struct cats_encap d;
-		memset(&d, 0, sizeof(d));
-		d.kind = CATS_ENC_SRV6;
-		d.outer_af = 6;
-		a6(d.src, "2001:db8:2::100");
-		memcpy(d.sids[0], our_sid, 16);
-		d.nsids = 1;
-		in = room2 + HR;
-		memcpy(in, ip, x->len);
-		cats_encap_push(&d, &in, &inlen, 0);
-	}
-	x->n = frame(x->fr, in, inlen);
+	return n;
 }
 
 /*
- * What the user-space path makes of frame fr (n bytes) under the case's
- * binding: the frame it sends into exp (its length), or 0 when it would not
- * forward it with this key (a drop, another flow, the slow path's SYN or
- * last TTL).  ipid: the outer IPv4 identification (the program takes the
- * action's packet count).
+ * What the lib/fwd packet path makes of frame fr (n bytes) received on the
+ * fixture's input port, with ipid the outer IPv4 identification (the
+ * program takes its action's packet count): when it sends exactly one
+ * packet, that packet framed for its port into exp (its length), else 0.
  */
 static size_t
-reference(const struct fctx *x, const uint8_t *fr, size_t n, uint8_t *exp,
-    uint16_t ipid)
+fx_lib(struct fx *x, const uint8_t *fr, size_t n, uint8_t *exp, uint16_t ipid)
 {
-	static uint8_t room[HR + 4096];
-	if (n < 15)
-		return 0;
-	uint8_t *p = room + HR;
-	memcpy(p, fr + 14, n - 14);
-	int et = fr[12] << 8 | fr[13];
-	if ((et != 0x0800 || (p[0] >> 4) != 4) &&
-	    (et != 0x86dd || (p[0] >> 4) != 6))
-		return 0;
-	struct cats_pkt pk, ipk;
-	if (cats_pkt_parse(&pk, p, n - 14) != 0)
-		return 0;
-	if (x->c->decap) {
-		uint8_t *inner, osrc[16];
-		size_t ilen;
-		if ((pk.proto != 4 && pk.proto != 41) || pk.af != 6 ||
-		    memcmp(cats_pkt_dst(&pk), our_sid, 16) != 0 ||
-		    cats_decap(&pk, &inner, &ilen, osrc) != 0 ||
-		    cats_pkt_parse(&ipk, inner, ilen) != 0)
-			return 0;
-	} else {
-		ipk = pk;
+	static uint8_t room[CATS_PKT_HEADROOM + FC_PKT + 14];
+	struct cats_port_frame pf;
+	memset(&pf, 0, sizeof(pf));
+	uint8_t *p = room + CATS_PKT_HEADROOM - 14 + 14;
+	memcpy(p, fr, n);
+	pf.f = p;
+	pf.len = n;
+	pf.vh = &pf.vhc;
+	pf.whole = true;
+	for (int i = 0; i < x->w.nports; i++)
+		cats_port_sent_free(&x->w.ports[i]);
+	x->w.ipid = ipid;
+	cats_fwdp_frame(&x->w, x->in, &pf, 5000);
+	struct cats_port *out = NULL;
+	size_t sent = 0;
+	for (int i = 0; i < x->w.nports; i++) {
+		sent += x->w.ports[i].nsent;
+		if (x->w.ports[i].nsent)
+			out = &x->w.ports[i];
 	}
-	struct cats_fkey k;
-	struct cats_fp_key fk;
-	cats_fkey_from_pkt(&k, &ipk, 0, 0);
-	if (cats_fp_key_make(&fk, &k, 1) < 0)
+	if (sent != 1)
 		return 0;
-	fk.tun = x->c->decap;
-	if (memcmp(&fk, &x->fk, sizeof(fk)) != 0)
-		return 0;
-	if (ipk.proto == 6 && (ipk.tcp_flags & CATS_TCP_SYN))
-		return 0;
-	uint8_t *q = exp + 14 + HR;
-	memmove(q, ipk.p, ipk.len);
-	size_t elen = ipk.len;
-	cats_pkt_parse(&ipk, q, elen);
-	if (x->c->rewrite == CATS_FP_RW_DST)
-		cats_pkt_set_dst(&ipk, x->addr, x->c->port);
-	else if (x->c->rewrite == CATS_FP_RW_SRC)
-		cats_pkt_set_src(&ipk, x->addr, x->c->port);
-	if (cats_pkt_dec_ttl(&ipk) != 0)
-		return 0;
-	if (!x->c->decap && cats_encap_push(&x->e, &q, &elen, ipid) != 0)
-		return 0;
-	memcpy(q - 14, mac_out, 12);
-	q[-2] = (q[0] >> 4) == 4 ? 0x08 : 0x86;
-	q[-1] = (q[0] >> 4) == 4 ? 0x00 : 0xdd;
-	memmove(exp, q - 14, elen + 14);
-	return elen + 14;
+	const struct cats_port_sent *s = out->sent;
+	cats_port_l2(out, exp, s->ip[0] >> 4);
+	memcpy(exp + 14, s->ip, s->len);
+	return s->len + 14;
 }
 
-static void
-test_case(struct cats_fwd_fast *f, const struct fcase *c)
+/*
+ * A fixture's last input through the program: redirected, it is what the
+ * lib/fwd path sends, byte for byte, counted on the action; else left to
+ * user space unchanged.  Returns 1 when redirected.
+ */
+static int
+test_case(struct cats_fwd_fast *f, const char *name, const char *what)
 {
-	static struct fctx x;
-	static uint8_t out[4096], exp[4096 + HR];
-	setup_case(f, &x, c);
-	size_t elen = reference(&x, x.fr, x.n, exp, 0);
+	static struct fx x;
+	static uint8_t out[FC_PKT + 14], exp[FC_PKT + 14];
+	if (fx_setup(f, &x, name) < 0) {
+		T_OK(0, "%s%s: fixture set up", name, what);
+		fx_done(f, &x);
+		return 0;
+	}
 	uint32_t outn = 0;
 	int r = run(f, x.fr, x.n, out, &outn);
-	if (elen == 0) {
+	int redirected = r == TC_ACT_REDIRECT;
+	if (r < 0) {
+		/* Shorter than the kernel runs (a truncated header). */
+		T_OK(x.n < 14 + 20, "%s%s: too short for a test run (%zu "
+		    "bytes)", name, what, x.n);
+	} else if (!redirected) {
 		T_OK(r == TC_ACT_OK && outn == x.n && memcmp(out, x.fr, x.n) == 0,
-		    "%s: left to user space, unchanged (ret %d)", c->name, r);
+		    "%s%s: left to user space, unchanged (ret %d)", name, what,
+		    r);
 	} else {
-		bool same = r == TC_ACT_REDIRECT && outn == elen &&
-		    memcmp(out, exp, elen) == 0;
-		T_OK(same, "%s: redirected, the bytes user space writes "
-		    "(ret %d, %u bytes, expected %zu)", c->name, r, outn, elen);
+		size_t elen = fx_lib(&x, x.fr, x.n, exp, 0);
+		bool same = outn == elen && memcmp(out, exp, elen) == 0;
+		T_OK(same, "%s%s: redirected, the bytes lib/fwd writes (%u "
+		    "bytes, lib/fwd %zu)", name, what, outn, elen);
 		if (!same)
-			for (size_t i = 0; i < outn && i < elen; i++)
-				if (out[i] != exp[i])
-					printf("#   byte %zu: %02x, expected %02x\n",
-					    i, out[i], exp[i]);
-		struct cats_fp_act got;
-		T_OK(cats_fwd_fast_get(f, &x.fk, &got) == 0 && got.pkts == 1 &&
-		    got.bytes == x.len && got.last_ns > 0,
-		    "%s: counted on the action", c->name);
+			fc_hexdiff(out, outn, exp, elen);
+		uint64_t bytes, pkts = fx_counted(f, &x, &bytes);
+		/* Inner IP bytes: the smaller of what came in and went out. */
+		size_t inner = elen - 14 < x.len ? elen - 14 : x.len;
+		T_OK(pkts == 1 && bytes == inner, "%s%s: counted on the action "
+		    "(%llu packets, %llu bytes)", name, what,
+		    (unsigned long long)pkts, (unsigned long long)bytes);
 	}
-	cats_fwd_fast_del(f, &x.fk);
+	fx_done(f, &x);
+	return redirected;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15;
@@ -377,20 +358,35 @@ rnd(void)
 }
 
 /*
- * Bad input, differentially: mutated frames of a case (bits flipped, bytes
- * replaced, headers rewritten with their IPv4 checksums made good again,
- * frames cut short).  Whatever the program redirects must be what user
- * space sends, byte for byte; it never drops (a helper failing); the rest
- * is left to user space.
+ * Bad input, differentially: mutated frames of a fixture's last input (bits
+ * flipped, bytes replaced, headers rewritten with their IPv4 checksums made
+ * good again, frames cut short).  Whatever the program redirects must be
+ * what the lib/fwd path sends, byte for byte; it never drops (a helper
+ * failing); the rest is left to user space.
  */
 static void
-test_mutations(struct cats_fwd_fast *f, const struct fcase *c, unsigned iters)
+test_mutations(struct cats_fwd_fast *f, const char *name, unsigned iters)
 {
-	static struct fctx x;
-	static uint8_t fr[4096], out[4096], exp[4096 + HR];
-	setup_case(f, &x, c);
+	static struct fx x;
+	static uint8_t fr[FC_PKT + 14], out[FC_PKT + 14], exp[FC_PKT + 14];
+	if (fx_setup(f, &x, name) < 0) {
+		T_OK(0, "%s: mutations: fixture set up", name);
+		fx_done(f, &x);
+		return;
+	}
 	unsigned redirected = 0, passed = 0, bad = 0, untested = 0;
-	size_t inner = c->decap ? 14 + 40 + 8 + 16 : 14;
+	bool tun = x.fr[14 + (x.fr[12] == 0x86 ? 6 : 9)] == 41 ||
+	    x.fr[14 + (x.fr[12] == 0x86 ? 6 : 9)] == 4 ||
+	    x.fr[14 + (x.fr[12] == 0x86 ? 6 : 9)] == 43;
+	size_t inner = tun ? x.n - x.len + 14 : 14;
+	if (tun) {
+		/* The inner packet starts where the last outer header ends. */
+		struct cats_pkt pk;
+		static uint8_t tmp[FC_PKT];
+		memcpy(tmp, x.fr + 14, x.n - 14);
+		if (cats_pkt_parse(&pk, tmp, x.n - 14) == 0)
+			inner = 14 + pk.l4off;
+	}
 	for (unsigned i = 0; i < iters; i++) {
 		size_t n = x.n;
 		memcpy(fr, x.fr, n);
@@ -417,11 +413,10 @@ test_mutations(struct cats_fwd_fast *f, const struct fcase *c, unsigned iters)
 		}
 		if (rnd() % 2) {
 			fix4(fr + 14, n - 14);
-			if (c->decap && n > inner)
+			if (tun && n > inner)
 				fix4(fr + inner, n - inner);
 		}
-		struct cats_fp_act a;
-		cats_fwd_fast_get(f, &x.fk, &a);
+		uint64_t bytes, pkts = fx_counted(f, &x, &bytes);
 		uint32_t outn = 0;
 		int r = run(f, fr, n, out, &outn);
 		if (r < 0) {
@@ -432,14 +427,14 @@ test_mutations(struct cats_fwd_fast *f, const struct fcase *c, unsigned iters)
 			passed++;
 			continue;
 		}
-		size_t elen = reference(&x, fr, n, exp, (uint16_t)a.pkts);
+		size_t elen = fx_lib(&x, fr, n, exp, (uint16_t)pkts);
 		if (r == TC_ACT_REDIRECT && elen == outn &&
 		    memcmp(out, exp, elen) == 0) {
 			redirected++;
 			continue;
 		}
 		if (bad++ < 3) {
-			printf("#   mutation %u: ret %d, %u bytes out, user space "
+			printf("#   mutation %u: ret %d, %u bytes out, lib/fwd "
 			    "%zu; input:", i, r, outn, elen);
 			for (size_t j = 0; j < n; j++)
 				printf("%s%02x", j % 32 ? "" : "\n#     ", fr[j]);
@@ -447,36 +442,11 @@ test_mutations(struct cats_fwd_fast *f, const struct fcase *c, unsigned iters)
 		}
 	}
 	T_OK(bad == 0 && redirected > 0 && passed > 0,
-	    "%s: %u mutations: %u redirected as user space would send them, "
-	    "%u left to it, %u wrong (%u too short to run)", c->name, iters,
+	    "%s: %u mutations: %u redirected as lib/fwd would send them, "
+	    "%u left to it, %u wrong (%u too short to run)", name, iters,
 	    redirected, passed, bad, untested);
-	cats_fwd_fast_del(f, &x.fk);
+	fx_done(f, &x);
 }
-
-static const struct fcase cases[] = {
-	{ "udp4 dst rewrite, SRv6", 4, 17, 0, 64, CATS_FP_RW_DST, CATS_ENC_SRV6,
-	  false, false, 0, 0 },
-	{ "udp4 of 2 payload bytes (frame of 44)", 4, 17, 0, 64, CATS_FP_RW_DST,
-	  CATS_ENC_SRV6, false, false, 0, 2 },
-	{ "tcp4 ack, dst+port rewrite, IPv4 in IPv4", 4, 6, 0x10, 64,
-	  CATS_FP_RW_DST, CATS_ENC_IPIP, true, false, 8080, 0 },
-	{ "tcp4 ack, IPv4 in IPv6", 4, 6, 0x18, 9, CATS_FP_RW_DST,
-	  CATS_ENC_IPIP, false, false, 0, 0 },
-	{ "udp6 dst rewrite, SRv6", 6, 17, 0, 64, CATS_FP_RW_DST, CATS_ENC_SRV6,
-	  false, false, 0, 0 },
-	{ "tcp6 ack, dst rewrite, SRv6", 6, 6, 0x10, 3, CATS_FP_RW_DST,
-	  CATS_ENC_SRV6, false, false, 0, 0 },
-	{ "tcp4 reverse: SRv6 decap, src+port restore", 4, 6, 0x10, 64,
-	  CATS_FP_RW_SRC, CATS_ENC_NONE, false, true, 443, 0 },
-	{ "udp6 reverse: SRv6 decap, src restore", 6, 17, 0, 64,
-	  CATS_FP_RW_SRC, CATS_ENC_NONE, false, true, 0, 0 },
-	{ "tcp4 egress: SRv6 decap only", 4, 6, 0x10, 64, CATS_FP_RW_NONE,
-	  CATS_ENC_NONE, false, true, 0, 0 },
-	{ "tcp4 SYN", 4, 6, 0x02, 64, CATS_FP_RW_DST, CATS_ENC_SRV6, false,
-	  false, 0, 0 },
-	{ "udp4 TTL 1", 4, 17, 0, 1, CATS_FP_RW_DST, CATS_ENC_SRV6, false,
-	  false, 0, 0 },
-};
 
 /* Packets the program must leave alone, whatever the map holds. */
 static void
@@ -531,47 +501,47 @@ test_pass(struct cats_fwd_fast *f)
 
 /*
  * Kernels before Linux 6.3 (Debian 12's 6.1) have no DECAP flags for
- * bpf_skb_adjust_room: the decapsulating cases again with the call such a
- * kernel gets (same bytes out), and a GSO packet that arrives encapsulated
- * left to user space there, taken here (where a test run's GSO packet,
- * which has no GSO type, makes the decapsulation fail: a drop, but not
- * user space's).
+ * bpf_skb_adjust_room: the fixtures that come encapsulated again with the
+ * call such a kernel gets (same bytes out), and a GSO packet that arrives
+ * encapsulated left to user space there, taken here (where a test run's
+ * GSO packet, which has no GSO type, makes the decapsulation fail: a drop,
+ * but not user space's).
  */
 static void
-test_old_decap(struct cats_fwd_fast *f)
+test_old_decap(struct cats_fwd_fast *f, char **names, int n)
 {
-	static struct fctx x;
-	static uint8_t out[4096];
+	static struct fx x;
+	static uint8_t out[FC_PKT + 14];
 	bool was = cats_fwd_fast_old_decap(f, 1);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (!cases[i].decap)
-			continue;
-		struct fcase c = cases[i];
-		char name[128];
-		snprintf(name, sizeof(name), "%s, as before Linux 6.3", c.name);
-		c.name = name;
-		test_case(f, &c);
-	}
-	const struct fcase *c = &cases[6];
+	for (int i = 0; i < n; i++)
+		if (strncmp(names[i], "rev_", 4) == 0 ||
+		    strncmp(names[i], "eg_srv6", 7) == 0 ||
+		    strncmp(names[i], "eg_ipip", 7) == 0)
+			test_case(f, names[i], ", as before Linux 6.3");
+	const char *c = "rev_srv6_restore4";
 	uint32_t outn = 0;
-	setup_case(f, &x, c);
-	T_OK(run_gso(f, x.fr, x.n, out, &outn, 1000) == TC_ACT_OK &&
-	    outn == x.n && memcmp(out, x.fr, x.n) == 0, "%s: a GSO packet "
-	    "left to user space before Linux 6.3", c->name);
-	cats_fwd_fast_del(f, &x.fk);
+	if (fx_setup(f, &x, c) == 0)
+		T_OK(run_gso(f, x.fr, x.n, out, &outn, 1000) == TC_ACT_OK &&
+		    outn == x.n && memcmp(out, x.fr, x.n) == 0, "%s: a GSO packet "
+		    "left to user space before Linux 6.3", c);
+	fx_done(f, &x);
 	cats_fwd_fast_old_decap(f, 0);
-	setup_case(f, &x, c);
-	int r = run_gso(f, x.fr, x.n, out, &outn, 1000);
-	T_OK(r != TC_ACT_OK, "%s: a GSO packet taken with the DECAP flags "
-	    "(ret %d)", c->name, r);
-	cats_fwd_fast_del(f, &x.fk);
+	if (fx_setup(f, &x, c) == 0) {
+		int r = run_gso(f, x.fr, x.n, out, &outn, 1000);
+		T_OK(r != TC_ACT_OK, "%s: a GSO packet taken with the DECAP "
+		    "flags (ret %d)", c, r);
+	}
+	fx_done(f, &x);
 	cats_fwd_fast_old_decap(f, was);
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	cats_log_init("test_fwd_fast");
+	cats_log_verbosity(0);
+	if (argc > 1)
+		dir = argv[1];
 	test_pure();
 	char err[256];
 	struct cats_fwd_fast *f = geteuid() == 0 ?
@@ -581,17 +551,36 @@ main(void)
 		    geteuid() ? "not root" : err);
 		return t_done();
 	}
-	a6(our_sid, "2001:db8:1::1");
-	cats_fwd_fast_sid(f, 6, our_sid);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		test_case(f, &cases[i]);
+	/* The SIDs of both forwarders of the fixtures. */
+	const char *sids[] = { "2001:db8:1::1", "2001:db8:2::100" };
+	const char *sids4[] = { "10.99.0.1", "10.99.0.2" };
+	for (int i = 0; i < 2; i++) {
+		uint8_t a[16];
+		a6(a, sids[i]);
+		cats_fwd_fast_sid(f, 6, a);
+		memset(a, 0, sizeof(a));
+		a4(a, sids4[i]);
+		cats_fwd_fast_sid(f, 4, a);
+	}
+	char **names;
+	int n = fc_list(dir, &names), redirected = 0;
+	for (int i = 0; i < n; i++)
+		redirected += test_case(f, names[i], "");
+	T_OK(redirected >= 20, "%d of %d fixtures taken by the fast path",
+	    redirected, n);
 	test_pass(f);
 	if (cats_fwd_fast_old_decap(f, -1))
 		printf("# this kernel has no DECAP flags (before Linux 6.3)\n");
-	test_old_decap(f);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (cases[i].ttl > 1 && !(cases[i].flags & CATS_TCP_SYN))
-			test_mutations(f, &cases[i], 3000);
+	test_old_decap(f, names, n);
+	const char *mutate[] = { "in_udp4_srv6", "in_tcp4_srv6", "in_udp6_srv6",
+		"in_udp4_ipip4", "in_udp6_ipip6", "in_udp4_port",
+		"rev_srv6_restore4", "rev_restore_port", "rev_srv6_restore6",
+		"eg_srv6_deliver4", "eg_reply_srv6", "eg_reply_ipip4" };
+	for (size_t i = 0; i < sizeof(mutate) / sizeof(mutate[0]); i++)
+		test_mutations(f, mutate[i], 2000);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 	cats_fwd_fast_close(f);
 	return t_done();
 }
