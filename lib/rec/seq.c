@@ -413,6 +413,28 @@ flush_some(struct cats_stream *s)
 	}
 }
 
+/*
+ * After a write from an event: tell the owner that the output drained
+ * below the low-water mark, or else that it broke (EPIPE).  broke: the
+ * write broke it with that errno, told first.
+ */
+static void
+tell_output(struct cats_stream *s, int broke)
+{
+	s->busy++;
+	if (!broke && s->above && queued(s) <= s->low) {
+		s->above = false;
+		if (s->cbs.drained)
+			s->cbs.drained(s, s->arg);
+	} else if (s->broken && !s->eof_told && s->cbs.eof) {
+		s->eof_told = true;
+		s->cbs.eof(s, broke ? broke : EPIPE, s->arg);
+	}
+	s->busy--;
+	if (s->dead && s->busy == 0)
+		stream_destroy(s);
+}
+
 static void
 on_write(evutil_socket_t fd, short what, void *arg)
 {
@@ -422,24 +444,7 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	flush_some(s);
 	if (queued(s) == 0 || s->broken)
 		event_del(s->wev);
-	if (s->above && queued(s) <= s->low) {
-		s->above = false;
-		s->busy++;
-		if (s->cbs.drained)
-			s->cbs.drained(s, s->arg);
-		s->busy--;
-		if (s->dead && s->busy == 0)
-			stream_destroy(s);
-		return;
-	}
-	if (s->broken && !s->eof_told && s->cbs.eof) {
-		s->eof_told = true;
-		s->busy++;
-		s->cbs.eof(s, EPIPE, s->arg);
-		s->busy--;
-		if (s->dead && s->busy == 0)
-			stream_destroy(s);
-	}
+	tell_output(s, 0);
 }
 
 /*
@@ -568,23 +573,10 @@ on_batch(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (s->dead)
 		return;
-	if (s->batched > 0 && push(s) < 0) {
-		int e = errno ? errno : EPIPE;
-		if (!s->eof_told && s->cbs.eof) {
-			s->eof_told = true;
-			s->busy++;
-			s->cbs.eof(s, e, s->arg);
-			s->busy--;
-		}
-	} else if (s->above && queued(s) <= s->low) {
-		s->above = false;
-		s->busy++;
-		if (s->cbs.drained)
-			s->cbs.drained(s, s->arg);
-		s->busy--;
-	}
-	if (s->dead && s->busy == 0)
-		stream_destroy(s);
+	if (s->batched > 0 && push(s) < 0)
+		tell_output(s, errno ? errno : EPIPE);
+	else if (!s->broken)	/* (broken in a send(), which said -1) */
+		tell_output(s, 0);
 }
 
 int

@@ -361,13 +361,14 @@ test_stream_batch(void)
 
 	/* A failed write at the end of the turn tells eof; items lost. */
 	close(sv[0]);
-	cats_stream_send(out, b.p, b.len);
-	cats_stream_send(out, b.p, b.len);
+	for (int i = 0; i < 6; i++)
+		cats_stream_send(out, b.p, b.len);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	cats_stream_stats(out, &st);
-	T_OK(c.eof == 1 && c.eof_error == EPIPE && st.lost == 2, "eof with "
-	    "EPIPE, 2 items lost (eof %d, error %d, lost %llu)", c.eof,
-	    c.eof_error, (unsigned long long)st.lost);
+	T_OK(c.eof == 1 && c.eof_error == EPIPE && st.lost == 6 &&
+	    c.drained == 2, "eof with EPIPE, not drained; 6 items lost (eof "
+	    "%d, error %d, lost %llu)", c.eof, c.eof_error,
+	    (unsigned long long)st.lost);
 	T_OK(cats_stream_send(out, b.p, b.len) == -1, "then send fails");
 	cats_stream_free(out);
 	close(sv[1]);
