@@ -21,11 +21,12 @@
  * wheel (doubly linked through the entries), so that a tick costs what is
  * due, not the table size.
  *
- * The files: bind.c (the table and the state machine), bind_obj.c (interned
- * objects), bind_index.c (indexes and the timing wheel), bind_restore.c
- * (restore), bind_journal.c (the journal), bind_store.c (the containers).
- * Functions one file lends another are bt_*; the inline accessors below are
- * not linked and keep short names.
+ * The files: bind.c (the table, accessors, invariants), bind_obj.c
+ * (interned objects), bind_index.c (indexes and the timing wheel),
+ * bind_fsm.c (the state machine), bind_input.c (the records in),
+ * bind_restore.c (restore), bind_journal.c (the journal), bind_store.c
+ * (the containers).  Functions one file lends another are bt_*; the inline
+ * accessors below are not linked and keep short names.
  */
 #ifndef CATS_BIND_INT_H
 #define CATS_BIND_INT_H
@@ -398,9 +399,33 @@ void bt_wheel_link(struct bind_table *t, struct bent *e, uint32_t i);
 bool bt_fkey_from(const struct bind_table *t, const char *ingress,
     const struct cats_flow *f, struct fkey *k);
 
-/* ---- the table (bind.c) ---- */
+/* ---- the state machine and the records it sends (bind_fsm.c) ---- */
 
+int bt_category(int s);
 void bt_account(struct bind_table *t, struct bent *e, int from, int to);
+int bt_transition(struct bind_table *t, struct bent *e, int to, int reason,
+    uint64_t now);
+void bt_flow_of(const struct bind_table *t, const struct bent *e,
+    struct cats_flow *f);
+void bt_decision_of(const struct bclass *c, uint64_t now,
+    struct cats_decision *d);
+void bt_make_binding(const struct bind_table *t, const struct bent *e, int op,
+    uint64_t epoch, uint64_t now, int reason, struct cats_rec *r);
+void bt_send_rec(struct bind_table *t, const struct cats_rec *r,
+    const struct bstr *to);
+void bt_journal_rec(struct bind_table *t, const struct cats_rec *r);
+void bt_send_binding(struct bind_table *t, struct bent *e, int op,
+    struct bstr *to, uint64_t now);
+void bt_send_error(struct bind_table *t, uint64_t txn, const char *code,
+    const struct bstr *ingress, const struct cats_flow *flow, const char *msg,
+    uint64_t now);
 void bt_entry_release(struct bind_table *t, struct bent *e);
+void bt_cleanup(struct bind_table *t, struct bent *e, uint64_t now);
+void bt_fail(struct bind_table *t, struct bent *e, int to, int reason,
+    bool quiet, uint64_t now);
+void bt_drain(struct bind_table *t, struct bent *e, int reason, uint64_t now);
+void bt_push(struct bind_table *t, struct bent *e, uint64_t now);
+void bt_activate(struct bind_table *t, struct bent *e, uint64_t now);
+bool bt_committed(const struct bind_table *t, const struct bent *e);
 
 #endif

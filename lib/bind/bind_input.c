@@ -1,0 +1,783 @@
+/*
+ * bind_input.c - the records in (bind.h): requests, path requests and
+ * replies joined into bindings, upstream errors, forwarder status and
+ * hellos, metrics that fail instances.  Each checks what it is given,
+ * then moves entries through bind_fsm.c.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind/bind_int.h"
+
+/* ---- creating transactions ---- */
+
+static int
+limit_pending(const struct bind_table *t, const struct bstr *tenant,
+    uint32_t client_pending)
+{
+	if (t->c.max_pending && t->npend >= t->c.max_pending)
+		return BR_LIMIT_GLOBAL;
+	if (t->c.tenant_pending && tenant->npend >= t->c.tenant_pending)
+		return BR_LIMIT_TENANT;
+	if (t->c.client_pending && client_pending >= t->c.client_pending)
+		return BR_LIMIT_CLIENT;
+	return BR_OK;
+}
+
+static int
+limit_bindings(const struct bind_table *t, const struct bent *e)
+{
+	if (t->c.max_bindings && t->nbind >= t->c.max_bindings)
+		return BR_LIMIT_GLOBAL;
+	if (t->c.tenant_bindings && cls(t, e)->k.tenant->nbind >=
+	    t->c.tenant_bindings)
+		return BR_LIMIT_TENANT;
+	if (t->c.client_bindings && bt_client_nbind(t, e) >=
+	    t->c.client_bindings)
+		return BR_LIMIT_CLIENT;
+	return BR_OK;
+}
+
+static int
+refuse(struct bind_table *t, int reason)
+{
+	t->k.refused[reason]++;
+	return reason;
+}
+
+/*
+ * A second transaction for a flow that already has one: the flow keeps its
+ * one binding (001: no independent selections for one connection).  A
+ * bound flow's binding is sent to its ingress again.
+ */
+static int
+dup_flow(struct bind_table *t, struct bent *x, uint64_t now)
+{
+	const struct bclass *c = cls(t, x);
+	if ((x->state == S_ACTIVE || x->state == S_READY) &&
+	    (x->flags & F_SENT_ING) && c->k.ingress->connected)
+		bt_send_binding(t, x, CATS_BIND_INSTALL, c->k.ingress, now);
+	return refuse(t, BR_DUP_FLOW);
+}
+
+/*
+ * ABSENT -> PENDING: a new transaction for a flow, with its deadline.  With
+ * the decision at hand (a reply that carries it), the entry's class is the
+ * decided one at once; the state still goes through PENDING.  *out is the
+ * entry, or the flow's existing entry with BR_DUP_FLOW.
+ */
+static int
+new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
+    const struct cats_flow *f, const struct cats_decision *d, bool index_txn,
+    uint64_t dl, uint64_t now, struct bent **out)
+{
+	*out = NULL;
+	if ((f->src.af != 4 && f->src.af != 6) || f->src.af != f->dst.af)
+		return BR_BAD;
+	struct bclass_key k;
+	if (bt_class_key(t, &k, ingress, f, d) < 0)
+		return BR_NOMEM;
+	struct fkey fk;
+	bt_fkey_from(t, ingress, f, &fk);
+	uint64_t fh = fkey_hash(&fk);
+	uint32_t x = bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
+	if (x != 0) {
+		bt_key_release(t, &k);
+		*out = ent(t, x);
+		return BR_DUP_FLOW;
+	}
+	/* The limits, before anything is allocated for the client. */
+	bool v6 = f->src.af == 6;
+	uint32_t ref = 0, npend = 0;
+	if (v6) {
+		if ((ref = bt_v6_find(t, k.tenant, f->src.a)) != 0)
+			npend = v6_at(t, ref)->npend;
+	} else {
+		memcpy(&ref, f->src.a, 4);
+		struct bs_ckey ck = ckey_make(k.tenant, ref);
+		const struct bs_ccount *cc = bs_ctab_find(&t->counts, &ck,
+		    ckey_tag(t, &ck));
+		npend = cc ? cc->npend : 0;
+	}
+	int lim = limit_pending(t, k.tenant, npend);
+	if (lim != BR_OK) {
+		bt_key_release(t, &k);
+		return lim;
+	}
+	uint32_t client;
+	if (bs_ctab_reserve(&t->counts) < 0 || bt_src_ref(t, k.tenant, &f->src,
+	    &client) < 0) {
+		bt_key_release(t, &k);
+		return BR_NOMEM;
+	}
+	uint32_t cl = bt_class_get(t, &k);	/* takes k's references */
+	uint32_t i = cl ? bs_slab_alloc(&t->ents) : 0;
+	if (i == 0) {
+		bt_class_put(t, cl);
+		if (v6)
+			bt_v6_put(t, client);
+		return BR_NOMEM;
+	}
+	struct bent *e = ent(t, i);
+	e->wprev = W_UNLINKED;
+	e->id = t->next_id++;
+	e->txn = txn;
+	e->cls = cl;
+	e->client = client;
+	e->epoch = (uint32_t)t->epoch;
+	if (CATS_HAS(f, FLOW, sport)) {
+		e->sport = (uint16_t)f->sport;
+		e->flags |= F_SPORT;
+	}
+	e->state = S_ABSENT;
+	if (bs_cidx_put(&t->by_id, id_mix(t, e->id), i) < 0) {
+		bt_class_put(t, cl);
+		if (v6)
+			bt_v6_put(t, client);
+		bs_slab_free(&t->ents, i);
+		return BR_NOMEM;
+	}
+	if (bs_cidx_put(&t->by_flow, fh, i) == 0)
+		e->flags |= F_FLOWIDX;
+	if (index_txn)
+		bt_txn_index(t, e);
+	bt_transition(t, e, S_PENDING, BR_OK, now);
+	t->k.created++;
+	e->t1 = dl;
+	bt_wheel_link(t, e, i);
+	*out = e;
+	return BR_OK;
+}
+
+/* PENDING -> DESTINATION_SELECTED: the C-PS decision is recorded. */
+static int
+decide(struct bind_table *t, struct bent *e, const struct cats_decision *d,
+    uint64_t now)
+{
+	struct cats_flow f;
+	struct bclass_key k;
+	if (cls(t, e)->k.has & K_DECIDED) {
+		bt_transition(t, e, S_DS, BR_OK, now);
+		return BR_OK;
+	}
+	bt_flow_of(t, e, &f);
+	if (d->locator.af != f.dst.af) {
+		snprintf(t->msg, sizeof(t->msg), "locator and flow are of "
+		    "different address families");
+		return BR_JOIN_MISMATCH;
+	}
+	if (bt_class_key(t, &k, cls(t, e)->k.ingress->s, &f, d) < 0)
+		return BR_NOMEM;
+	uint32_t c = bt_class_get(t, &k);
+	if (c == 0)
+		return BR_NOMEM;
+	/* The flow key stays: the new class has the same service side. */
+	bt_class_put(t, e->cls);
+	e->cls = c;
+	bt_transition(t, e, S_DS, BR_OK, now);
+	return BR_OK;
+}
+
+static uint64_t
+txn_deadline(const struct bind_table *t, bool has_dl, uint64_t dl,
+    uint64_t base)
+{
+	return has_dl ? dl : base + t->c.pending_ms;
+}
+
+/* ---- the records in ---- */
+
+int
+bind_request(struct bind_table *t, const struct cats_request *r, uint64_t now)
+{
+	bind_tick(t, now);
+	if (find_txn(t, r->txn) != NULL || bt_closed_how(t, r->txn))
+		return refuse(t, BR_DUP_TXN);
+	uint64_t dl = txn_deadline(t, CATS_HAS(r, REQ, deadline), r->deadline,
+	    r->ts);
+	if (now >= dl)
+		return refuse(t, BR_LATE_REPLY);
+	struct cats_flow f = r->flow;
+	if (f.tenant == NULL && r->tenant != NULL)
+		f.tenant = r->tenant;
+	struct bent *e;
+	int rc = new_txn(t, r->txn, r->ingress, &f, NULL, true, dl, now, &e);
+	if (rc == BR_DUP_FLOW)
+		return dup_flow(t, e, now);
+	if (rc != BR_OK) {
+		struct bstr *ing = bt_str_find(t, r->ingress);
+		bt_send_error(t, r->txn, bind_reason_names[rc], ing, &r->flow,
+		    NULL, now);
+		bt_closed_add(t, r->txn, CLOSED_DONE);
+		return refuse(t, rc);
+	}
+	return BR_OK;
+}
+
+/* Fail a transaction we could not even create: error to its ingress. */
+static int
+refuse_txn(struct bind_table *t, uint64_t txn, const char *ingress,
+    const struct cats_flow *f, int rc, uint64_t now)
+{
+	struct bstr *ing = bt_str_find(t, ingress);
+	bt_send_error(t, txn, bind_reason_names[rc], ing, f, t->msg, now);
+	t->msg[0] = '\0';
+	bt_closed_add(t, txn, rc == BR_LATE_REPLY ? CLOSED_TIMEOUT : CLOSED_DONE);
+	return refuse(t, rc);
+}
+
+/* Find or create the transaction of a decision; PENDING or DS after. */
+static int
+txn_with_decision(struct bind_table *t, uint64_t txn, const char *ingress,
+    const struct cats_flow *f, const struct cats_decision *d, bool index_txn,
+    uint64_t dl, uint64_t now, struct bent **out)
+{
+	struct bent *e = find_txn(t, txn);
+	*out = NULL;
+	if (e == NULL) {
+		int how = bt_closed_how(t, txn);
+		if (how == CLOSED_TIMEOUT)
+			return refuse(t, BR_LATE_REPLY);
+		if (how)
+			return refuse(t, BR_DUP_TXN);
+		if (f == NULL)
+			return refuse(t, BR_NO_FLOW);
+		if (now >= dl)
+			return refuse_txn(t, txn, ingress, f, BR_LATE_REPLY, now);
+		/* Decided at once when the locator fits the flow. */
+		const struct cats_decision *dd = d != NULL &&
+		    d->locator.af == f->dst.af ? d : NULL;
+		int rc = new_txn(t, txn, ingress, f, dd, index_txn, dl, now, &e);
+		if (rc == BR_DUP_FLOW)
+			return dup_flow(t, e, now);
+		if (rc != BR_OK)
+			return refuse_txn(t, txn, ingress, f, rc, now);
+	}
+	*out = e;
+	if (e->state == S_PENDING && d != NULL) {
+		const struct bclass *c = cls(t, e);
+		if (f != NULL) {
+			struct fkey a, b;
+			fkey_of(t, e, &a);
+			if (!bt_fkey_from(t, ingress, f, &b) ||
+			    memcmp(&a, &b, sizeof(a)) != 0) {
+				snprintf(t->msg, sizeof(t->msg), "the flow "
+				    "differs from the transaction's");
+				bt_fail(t, e, S_FAILED, BR_JOIN_MISMATCH, false, now);
+				*out = NULL;
+				return refuse(t, BR_JOIN_MISMATCH);
+			}
+		}
+		if (ingress != NULL && strcmp(ingress, c->k.ingress->s) != 0) {
+			snprintf(t->msg, sizeof(t->msg), "ingress %s, the "
+			    "transaction's is %s", ingress, c->k.ingress->s);
+			bt_fail(t, e, S_FAILED, BR_JOIN_MISMATCH, false, now);
+			*out = NULL;
+			return refuse(t, BR_JOIN_MISMATCH);
+		}
+		int rc = decide(t, e, d, now);
+		if (rc != BR_OK) {
+			bt_fail(t, e, S_FAILED, rc, false, now);
+			*out = NULL;
+			return refuse(t, rc);
+		}
+	}
+	return BR_OK;
+}
+
+int
+bind_path_req(struct bind_table *t, const struct cats_path_req *r,
+    uint64_t now)
+{
+	bind_tick(t, now);
+	const char *ingress = r->ingress ? r->ingress : r->headend;
+	const struct cats_flow *f = CATS_HAS(r, PRQ, flow) ? &r->flow : NULL;
+	struct bent *e = find_txn(t, r->txn);
+	if (e != NULL && e->state != S_PENDING)
+		return refuse(t, BR_DUP_TXN);
+	uint64_t dl = txn_deadline(t, CATS_HAS(r, PRQ, deadline), r->deadline,
+	    r->decision.ts);
+	return txn_with_decision(t, r->txn, ingress, f, &r->decision, true,
+	    dl, now, &e);
+}
+
+/* ACTIVE -- path repair --> ACTIVE: a new path to the same instance. */
+static int
+repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
+    uint64_t now)
+{
+	const struct bclass *c = cls(t, e);
+	int on = (c->k.has & K_ONFAIL) && c->k.on_failure ==
+	    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED;
+	if (CATS_HAS(r, PRP, decision) && !bt_same_instance(c, &r->decision))
+		return refuse(t, BR_MOVE_REFUSED);
+	if (r->endpoint != NULL && strcmp(r->endpoint, c->k.egress->s) != 0)
+		return refuse(t, BR_MOVE_REFUSED);
+	if (r->status != CATS_PATH_OK) {
+		snprintf(t->msg, sizeof(t->msg), "repair: %s",
+		    r->reason ? r->reason : "no path");
+		t->k.instance_failures++;
+		bt_fail(t, e, on, BR_REPAIR_FAILED, false, now);
+		return BR_OK;
+	}
+	uint32_t p;
+	int rc = bt_path_from_rep(t, r, &p);
+	if (rc != BR_OK) {
+		t->k.instance_failures++;
+		bt_fail(t, e, on, BR_REPAIR_FAILED, false, now);
+		return refuse(t, rc);
+	}
+	if (bt_transition(t, e, S_ACTIVE, BR_OK, now) < 0) {
+		bt_path_put(t, p);
+		return BR_ILLEGAL;
+	}
+	bt_path_put(t, e->path);
+	e->path = p;
+	e->version++;
+	e->flags &= (uint8_t)~F_REPAIR;
+	bt_txn_unindex(t, e);
+	e->t1 = now;
+	bt_wheel_link(t, e, ent_no(t, e));
+	t->k.repaired++;
+	struct cats_rec rec;
+	bt_make_binding(t, e, CATS_BIND_REFRESH, t->epoch, now, BR_OK, &rec);
+	bt_journal_rec(t, &rec);
+	bt_send_rec(t, &rec, NULL);
+	if ((e->flags & F_SENT_EGR) && c->k.egress->connected &&
+	    !egress_is_ingress(c))
+		bt_send_binding(t, e, CATS_BIND_REFRESH, c->k.egress, now);
+	if ((e->flags & F_SENT_ING) && c->k.ingress->connected)
+		bt_send_binding(t, e, CATS_BIND_REFRESH, c->k.ingress, now);
+	return BR_OK;
+}
+
+int
+bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
+    uint64_t now)
+{
+	bind_tick(t, now);
+	const char *ingress = r->ingress ? r->ingress : r->headend;
+	const struct cats_flow *f = CATS_HAS(r, PRP, flow) ? &r->flow : NULL;
+	const struct cats_decision *d = CATS_HAS(r, PRP, decision) ?
+	    &r->decision : NULL;
+	struct bent *e = find_txn(t, r->txn);
+	if (e != NULL && e->state == S_ACTIVE && (e->flags & F_REPAIR))
+		return repair(t, e, r, now);
+	if (e == NULL) {
+		if (d == NULL) {
+			int how = bt_closed_how(t, r->txn);
+			return refuse(t, how == CLOSED_TIMEOUT ? BR_LATE_REPLY :
+			    how ? BR_DUP_TXN : BR_NO_DECISION);
+		}
+		if (ingress == NULL)
+			return refuse(t, BR_BAD);
+		uint64_t dl = txn_deadline(t, CATS_HAS(r, PRP, deadline),
+		    r->deadline, d->ts);
+		/* Bound or failed before this returns: no txn index needed. */
+		int rc = txn_with_decision(t, r->txn, ingress, f, d, false, dl,
+		    now, &e);
+		if (rc != BR_OK)
+			return rc;
+	} else if (e->state == S_PENDING) {
+		if (d == NULL)
+			return refuse(t, BR_NO_DECISION);
+		int rc = txn_with_decision(t, r->txn, ingress, f, d, true, 0,
+		    now, &e);
+		if (rc != BR_OK)
+			return rc;
+	}
+	if (e->state != S_DS)
+		return refuse(t, BR_DUP_TXN);
+
+	/* The join: one transaction, one decision (001 "Path result"). */
+	const struct bclass *c = cls(t, e);
+	int why = BR_OK;
+	if (d != NULL && !bt_same_decision(c, d)) {
+		snprintf(t->msg, sizeof(t->msg), "the reply's decision is not "
+		    "the transaction's (%s at %s)", d->csci_id, d->egress);
+		why = BR_JOIN_MISMATCH;
+	} else if (r->endpoint != NULL && strcmp(r->endpoint,
+	    c->k.egress->s) != 0) {
+		snprintf(t->msg, sizeof(t->msg), "path endpoint %s, the "
+		    "selected egress is %s", r->endpoint, c->k.egress->s);
+		why = BR_JOIN_MISMATCH;
+	} else if (ingress != NULL && strcmp(ingress, c->k.ingress->s) != 0) {
+		snprintf(t->msg, sizeof(t->msg), "headend %s, the ingress is "
+		    "%s", ingress, c->k.ingress->s);
+		why = BR_JOIN_MISMATCH;
+	} else if (f != NULL) {
+		struct fkey a, b;
+		fkey_of(t, e, &a);
+		if (!bt_fkey_from(t, ingress ? ingress : c->k.ingress->s, f, &b) ||
+		    memcmp(&a, &b, sizeof(a)) != 0) {
+			snprintf(t->msg, sizeof(t->msg), "the reply's flow is "
+			    "not the transaction's");
+			why = BR_JOIN_MISMATCH;
+		}
+	}
+	if (why == BR_OK && r->status != CATS_PATH_OK) {
+		snprintf(t->msg, sizeof(t->msg), "%s%s%s", r->reason ?
+		    r->reason : "", r->pruned ? ", pruned by " : "",
+		    r->pruned ? r->pruned : "");
+		why = r->status == CATS_PATH_NO_PATH ? BR_NO_PATH :
+		    BR_PATH_ERROR;
+	}
+	uint32_t p = 0;
+	if (why == BR_OK)
+		why = bt_path_from_rep(t, r, &p);
+	if (why == BR_OK)
+		why = limit_bindings(t, e);
+	if (why != BR_OK) {
+		bt_path_put(t, p);
+		bt_fail(t, e, S_FAILED, why, false, now);
+		return why == BR_NO_PATH || why == BR_PATH_ERROR ? BR_OK :
+		    refuse(t, why);
+	}
+	e->path = p;
+	e->version = 1;
+	if (bt_transition(t, e, S_READY, BR_OK, now) < 0) {
+		bt_path_put(t, p);
+		e->path = 0;
+		return BR_ILLEGAL;
+	}
+	t->k.bound++;
+	/* A bound txn needs no memory: its flow key refuses a duplicate. */
+	bt_txn_unindex(t, e);
+	e->epoch = (uint32_t)t->epoch;
+	if (t->io.journal != NULL || t->io.send != NULL) {
+		struct cats_rec rec;
+		bt_make_binding(t, e, CATS_BIND_INSTALL, t->epoch, now, BR_OK,
+		    &rec);
+		bt_journal_rec(t, &rec);
+		bt_send_rec(t, &rec, NULL);
+	}
+	if (t->c.commit == BIND_COMMIT_NONE) {
+		e->flags |= F_OK_ING | F_OK_EGR;
+		bt_activate(t, e, now);
+		return BR_OK;
+	}
+	e->t1 = now + t->c.commit_ms;
+	bt_wheel_link(t, e, ent_no(t, e));
+	bt_push(t, e, now);
+	return BR_OK;
+}
+
+int
+bind_error(struct bind_table *t, const struct cats_error *x, uint64_t now)
+{
+	bind_tick(t, now);
+	/* Passed on: to the output and to the ingress forwarder it names. */
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_ERROR);
+	r.u.error = *x;
+	bt_send_rec(t, &r, NULL);
+	struct bstr *ing = bt_str_find(t, x->ingress);
+	if (ing != NULL && ing->connected)
+		bt_send_rec(t, &r, ing);
+	if (!CATS_HAS(x, ERR, txn))
+		return BR_OK;
+	struct bent *e = find_txn(t, x->txn);
+	if (e == NULL)
+		return BR_OK;
+	if (e->state == S_PENDING || e->state == S_DS) {
+		snprintf(t->msg, sizeof(t->msg), "%s", x->code);
+		bt_fail(t, e, S_FAILED, BR_SELECTION, true, now);
+	}
+	return BR_OK;
+}
+
+static void
+start_repair(struct bind_table *t, struct bent *e, uint64_t now)
+{
+	const struct bclass *c = cls(t, e);
+	const struct bpath *p = path_of(t, e);
+	if (e->flags & F_REPAIR)
+		return;
+	if (find_txn(t, e->txn) != NULL) {
+		/* The txn id is in use by another flow: no repair possible. */
+		t->k.instance_failures++;
+		bt_fail(t, e, (c->k.has & K_ONFAIL) && c->k.on_failure ==
+		    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED,
+		    BR_REPAIR_FAILED, false, now);
+		return;
+	}
+	e->flags |= F_REPAIR;
+	bt_txn_index(t, e);
+	e->t1 = now + t->c.repair_ms;
+	bt_wheel_link(t, e, ent_no(t, e));
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_PATH_REQ);
+	struct cats_path_req *q = &r.u.preq;
+	q->txn = e->txn;
+	q->ts = now;
+	q->headend = c->k.ingress->s;
+	q->endpoint = c->k.egress->s;
+	q->dataplane = p ? p->encap : CATS_DP_IP;
+	bt_decision_of(c, now, &q->decision);
+	bt_flow_of(t, e, &q->flow);
+	q->has |= UINT64_C(1) << CATS_PRQ_flow;
+	q->ingress = c->k.ingress->s;
+	CATS_SET(q, PRQ, deadline, e->t1);
+	bt_send_rec(t, &r, NULL);
+	t->k.repair_requests++;
+}
+
+/* Which of the binding's forwarders is fwd: 1 ingress, 2 egress, 3 both. */
+static int
+role(const struct bclass *c, const struct bstr *fwd)
+{
+	int r = 0;
+	if (fwd == NULL)
+		return 0;
+	if (fwd == c->k.ingress)
+		r |= 1;
+	if (fwd == c->k.egress)
+		r |= 2;
+	return r;
+}
+
+static void
+forget_holder(struct bent *e, int ro)
+{
+	if (ro & 1)
+		e->flags &= (uint8_t)~(F_SENT_ING | F_OK_ING);
+	if (ro & 2)
+		e->flags &= (uint8_t)~(F_SENT_EGR | F_OK_EGR);
+}
+
+int
+bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
+{
+	bind_tick(t, now);
+	if ((unsigned)s->event < 8)
+		t->k.status_in[s->event]++;
+	if (s->event == CATS_EV_HELLO)
+		return bind_fwd_hello(t, s->fwd, CATS_HAS(s, STA, epoch) ?
+		    s->epoch : 0, now);
+	if (s->event == CATS_EV_PATH_UP)
+		return BR_OK;
+	struct bent *e = NULL;
+	if (CATS_HAS(s, STA, id)) {
+		uint32_t i = find_id(t, s->id);
+		e = i ? ent(t, i) : NULL;
+	} else if (CATS_HAS(s, STA, txn)) {
+		e = find_txn(t, s->txn);
+	}
+	if (e == NULL)
+		return refuse(t, BR_UNKNOWN_BINDING);
+	const struct bclass *c = cls(t, e);
+	struct bstr *fwd = bt_str_find(t, s->fwd);
+	int ro = role(c, fwd);
+	if (ro == 0)
+		return refuse(t, BR_NOT_OWNER);
+	if (CATS_HAS(s, STA, epoch) && s->epoch < e->epoch)
+		return refuse(t, BR_STALE_EPOCH);
+	if (CATS_HAS(s, STA, version) && s->version < e->version)
+		return refuse(t, BR_STALE_VERSION);
+	snprintf(t->msg, sizeof(t->msg), "%s: %s", s->fwd,
+	    s->reason ? s->reason : cats_status_event_names[s->event]);
+	switch (s->event) {
+	case CATS_EV_INSTALLED:
+	case CATS_EV_REFRESHED:
+		if (e->state == S_READY && s->event == CATS_EV_INSTALLED) {
+			if (ro & 1)
+				e->flags |= F_OK_ING | F_SENT_ING;
+			if (ro & 2)
+				e->flags |= F_OK_EGR | F_SENT_EGR;
+			if (bt_committed(t, e))
+				bt_activate(t, e, now);
+			else
+				bt_push(t, e, now);
+		} else if (e->state == S_ACTIVE) {
+			if (s->event == CATS_EV_INSTALLED) {
+				if (ro & 1)
+					e->flags |= F_OK_ING | F_SENT_ING;
+				if (ro & 2)
+					e->flags |= F_OK_EGR | F_SENT_EGR;
+			}
+			if (!(e->flags & F_REPAIR) && s->ts > e->t1)
+				e->t1 = s->ts < now ? s->ts : now;
+		} else if (s->event == CATS_EV_INSTALLED) {
+			/* Installed where it is going away: e.g. DRAINING -> ACTIVE. */
+			if (bt_transition(t, e, S_ACTIVE, BR_OK, now) < 0)
+				break;
+		}
+		break;
+	case CATS_EV_FAILED:
+		forget_holder(e, ro);
+		if (e->state == S_READY || e->state == S_ACTIVE)
+			bt_fail(t, e, S_FAILED, BR_COMMIT_FAILED, false, now);
+		else if (!holds(e) && (e->state == S_DRAINING ||
+		    e->state == S_FAILED || e->state == S_RECONNECT))
+			bt_cleanup(t, e, now);
+		break;
+	case CATS_EV_EXPIRED:
+	case CATS_EV_REMOVED:
+		if (e->state == S_ACTIVE) {
+			forget_holder(e, ro);
+			bt_drain(t, e, s->event == CATS_EV_EXPIRED ?
+			    (s->reason && strcmp(s->reason, "hard") == 0 ?
+			    BR_HARD : BR_IDLE) : BR_REMOVED, now);
+		} else if (e->state == S_DRAINING || e->state == S_FAILED ||
+		    e->state == S_RECONNECT) {
+			forget_holder(e, ro);
+			if (!holds(e)) {
+				if (e->state == S_DRAINING)
+					t->k.drained++;
+				bt_cleanup(t, e, now);
+			}
+		} else if (e->state == S_READY) {
+			forget_holder(e, ro);
+			bt_fail(t, e, S_FAILED, BR_COMMIT_FAILED, false, now);
+		} else {
+			bt_transition(t, e, S_DRAINING, BR_REMOVED, now);
+		}
+		break;
+	case CATS_EV_PATH_DOWN:
+		if (e->state == S_ACTIVE)
+			start_repair(t, e, now);
+		break;
+	default:
+		break;
+	}
+	t->msg[0] = '\0';
+	return BR_OK;
+}
+
+size_t
+bind_instance_down(struct bind_table *t, const char *cs_id,
+    const char *csci_id, uint64_t now)
+{
+	struct bstr *x = bt_str_find(t, csci_id);
+	struct bstr *cs = cs_id ? bt_str_find(t, cs_id) : NULL;
+	size_t n = 0;
+	if (x == NULL || (cs_id != NULL && cs == NULL))
+		return 0;
+	x->refs++;	/* kept while the flows that name it go */
+	for (uint32_t i = 1; i < t->ents.top; i++) {
+		struct bent *e = ent(t, i);
+		if (e->state == S_ABSENT || e->cls == 0 ||
+		    cls(t, e)->k.csci_id != x ||
+		    (cs != NULL && cls(t, e)->k.cs_id != cs))
+			continue;
+		const struct bclass *c = cls(t, e);
+		snprintf(t->msg, sizeof(t->msg), "instance %s failed", x->s);
+		if (e->state == S_ACTIVE) {
+			bt_fail(t, e, (c->k.has & K_ONFAIL) && c->k.on_failure ==
+			    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED,
+			    BR_INSTANCE_FAILED, false, now);
+			n++;
+		} else if (e->state == S_READY || e->state == S_DS) {
+			bt_fail(t, e, S_FAILED, BR_INSTANCE_FAILED, false, now);
+			n++;
+		}
+	}
+	t->msg[0] = '\0';
+	t->k.instance_failures += n;
+	bt_str_put(t, x);
+	return n;
+}
+
+int
+bind_metric(struct bind_table *t, const struct cats_metric *m, uint64_t now)
+{
+	bind_tick(t, now);
+	for (size_t i = 0; i < m->entries.n; i++) {
+		const struct cats_entry *x = &m->entries.v[i];
+		bool down = m->op == CATS_OP_WITHDRAW ||
+		    (CATS_HAS(x, ENT, health) && x->health == CATS_UNHEALTHY) ||
+		    (CATS_HAS(x, ENT, state) && x->state == CATS_SCI_FAILED);
+		if (down)
+			bind_instance_down(t, x->cs_id, x->csci_id, now);
+	}
+	return BR_OK;
+}
+
+/* ---- forwarders ---- */
+
+static void
+sync_marker(struct bind_table *t, struct bstr *fwd, uint64_t now)
+{
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_STATUS);
+	r.u.status.fwd = t->self->s;
+	r.u.status.event = CATS_EV_HELLO;
+	r.u.status.ts = now;
+	CATS_SET(&r.u.status, STA, epoch, t->epoch);
+	bt_send_rec(t, &r, fwd);
+}
+
+int
+bind_fwd_hello(struct bind_table *t, const char *name, uint64_t fwd_epoch,
+    uint64_t now)
+{
+	struct bstr *f = bt_str_find(t, name);
+	if (f == NULL) {
+		f = bt_str_get(t, name);
+		if (f == NULL)
+			return refuse(t, BR_NOMEM);
+	} else if (!f->connected) {
+		f->refs++;
+	}
+	f->connected = true;
+	f->fwd_epoch = fwd_epoch;
+	t->k.resyncs++;
+	for (uint32_t i = 1; i < t->ents.top; i++) {
+		struct bent *e = ent(t, i);
+		if (e->state == S_ABSENT || e->cls == 0)
+			continue;
+		const struct bclass *c = cls(t, e);
+		int ro = role(c, f);
+		if (ro == 0)
+			continue;
+		switch (e->state) {
+		case S_READY:
+			forget_holder(e, ro);
+			bt_push(t, e, now);
+			t->k.resync_bindings++;
+			break;
+		case S_ACTIVE:
+			bt_send_binding(t, e, CATS_BIND_INSTALL, f, now);
+			if (ro & 1)
+				e->flags |= F_SENT_ING;
+			if (ro & 2)
+				e->flags |= F_SENT_EGR;
+			t->k.resync_bindings++;
+			break;
+		case S_DRAINING:
+		case S_FAILED:
+		case S_RECONNECT:
+			/* Not re-sent: the marker fences what it still has. */
+			forget_holder(e, ro);
+			if (!holds(e)) {
+				if (e->state == S_DRAINING)
+					t->k.drained++;
+				bt_cleanup(t, e, now);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	sync_marker(t, f, now);
+	return BR_OK;
+}
+
+void
+bind_fwd_gone(struct bind_table *t, const char *name)
+{
+	struct bstr *f = bt_str_find(t, name);
+	if (f == NULL || !f->connected)
+		return;
+	f->connected = false;
+	bt_str_put(t, f);
+}
+
+bool
+bind_fwd_connected(const struct bind_table *t, const char *name)
+{
+	const struct bstr *f = bt_str_find(t, name);
+	return f != NULL && f->connected;
+}
