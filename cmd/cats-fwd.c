@@ -190,52 +190,19 @@ need_ip(const char *s, struct cats_ip *ip, const char *what)
 	}
 }
 
-/* CSID=ADDR[:PORT][/PROTO] (IPv6: CSID=[ADDR]:PORT/PROTO). */
 static void
 add_service(const char *arg, bool intercept)
 {
+	char err[320];
 	if (cf.nsvc == CATS_ARRAY_LEN(cf.svc)) {
 		cats_errorx("too many services");
 		exit(CATS_EXIT_USAGE);
 	}
-	struct cats_fwd_svc *s = &cf.svc[cf.nsvc++];
-	memset(s, 0, sizeof(*s));
-	char buf[256];
-	const char *a = arg;
-	if (!intercept) {
-		const char *eq = strchr(arg, '=');
-		if (eq == NULL || eq == arg || (size_t)(eq - arg) > CATS_ID) {
-			cats_errorx("--service %s: expected CSID=ADDR", arg);
-			exit(CATS_EXIT_USAGE);
-		}
-		memcpy(s->cs_id, arg, (size_t)(eq - arg));
-		a = eq + 1;
-	}
-	if (cats_strlcpy(buf, a, sizeof(buf)) >= sizeof(buf))
+	if (cats_fwd_svc_parse(arg, intercept, &cf.svc[cf.nsvc++], err,
+	    sizeof(err)) < 0) {
+		cats_errorx("%s", err);
 		exit(CATS_EXIT_USAGE);
-	char *slash = strchr(buf, '/');
-	if (slash != NULL) {
-		*slash = '\0';
-		const char *pr = slash + 1;
-		s->proto = strcmp(pr, "tcp") == 0 ? 6 : strcmp(pr, "udp") == 0 ?
-		    17 : (uint8_t)cats_opt_u64("--service", pr, 1, 255);
 	}
-	char *host = buf, *port = NULL;
-	if (buf[0] == '[') {
-		char *rb = strchr(buf, ']');
-		if (rb == NULL)
-			exit(CATS_EXIT_USAGE);
-		*rb = '\0';
-		host = buf + 1;
-		if (rb[1] == ':')
-			port = rb + 2;
-	} else if (strchr(buf, ':') == strrchr(buf, ':') && strchr(buf, ':')) {
-		port = strchr(buf, ':');
-		*port++ = '\0';
-	}
-	need_ip(host, &s->addr, "service");
-	if (port != NULL)
-		s->port = (uint16_t)cats_opt_u64("--service", port, 1, 65535);
 }
 
 static void

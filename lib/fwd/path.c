@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/conf.h"
 #include "base/log.h"
 #include "fwd/path_int.h"
 #include "rec/json.h"
@@ -144,6 +145,72 @@ flush_later(struct cats_fwdp *w)
 {
 	if (w->flush_later != NULL)
 		w->flush_later(w->hook_arg);
+}
+
+int
+cats_fwd_svc_parse(const char *arg, bool intercept, struct cats_fwd_svc *s,
+    char *err, size_t errlen)
+{
+	const char *opt = intercept ? "--intercept" : "--service";
+	char buf[256], e[128];
+	uint64_t v;
+	const char *a = arg;
+	memset(s, 0, sizeof(*s));
+	if (!intercept) {
+		const char *eq = strchr(arg, '=');
+		if (eq == NULL || eq == arg || (size_t)(eq - arg) > CATS_ID) {
+			snprintf(err, errlen, "--service %s: expected CSID=ADDR",
+			    arg);
+			return -1;
+		}
+		memcpy(s->cs_id, arg, (size_t)(eq - arg));
+		a = eq + 1;
+	}
+	if (cats_strlcpy(buf, a, sizeof(buf)) >= sizeof(buf))
+		goto bad;
+	char *slash = strchr(buf, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		const char *pr = slash + 1;
+		if (strcmp(pr, "tcp") == 0)
+			s->proto = 6;
+		else if (strcmp(pr, "udp") == 0)
+			s->proto = 17;
+		else if (cats_parse_u64(pr, 1, 255, &v, e, sizeof(e)) < 0)
+			goto bad_num;
+		else
+			s->proto = (uint8_t)v;
+	}
+	char *host = buf, *port = NULL;
+	if (buf[0] == '[') {
+		char *rb = strchr(buf, ']');
+		if (rb == NULL)
+			goto bad;
+		*rb = '\0';
+		host = buf + 1;
+		if (rb[1] == ':')
+			port = rb + 2;
+	} else if (strchr(buf, ':') == strrchr(buf, ':') && strchr(buf, ':')) {
+		port = strchr(buf, ':');
+		*port++ = '\0';
+	}
+	if (cats_ip_parse(host, strlen(host), &s->addr) < 0) {
+		snprintf(err, errlen, "%s: bad service address", host);
+		return -1;
+	}
+	if (port != NULL) {
+		if (cats_parse_u64(port, 1, 65535, &v, e, sizeof(e)) < 0)
+			goto bad_num;
+		s->port = (uint16_t)v;
+	}
+	return 0;
+bad_num:
+	snprintf(err, errlen, "%s: %s", opt, e);
+	return -1;
+bad:
+	snprintf(err, errlen, "%s %.200s: expected [CSID=]ADDR[:PORT][/PROTO]",
+	    opt, arg);
+	return -1;
 }
 
 /* ---- control records out ---- */

@@ -60,6 +60,14 @@ struct cats_fwd_svc {
 	uint8_t proto;			/* 0: any */
 };
 
+/*
+ * Parse a service address CSID=ADDR[:PORT][/PROTO] (IPv6 with a port:
+ * CSID=[ADDR]:PORT/PROTO; PROTO tcp, udp or a number), or with intercept an
+ * interception address without the CSID=.  -1 with a message in err.
+ */
+int cats_fwd_svc_parse(const char *arg, bool intercept, struct cats_fwd_svc *s,
+    char *err, size_t errlen);
+
 /* The forwarder's configuration (its options). */
 struct cats_fwdp_conf {
 	const char *id;
