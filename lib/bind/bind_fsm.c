@@ -304,19 +304,8 @@ bt_send_error(struct bind_table *t, uint64_t txn, const char *code,
     uint64_t now)
 {
 	struct cats_rec r;
-	cats_rec_init(&r, CATS_T_ERROR);
-	struct cats_error *x = &r.u.error;
-	x->code = code;
-	CATS_SET(x, ERR, ts, now);
-	if (txn)
-		CATS_SET(x, ERR, txn, txn);
-	x->stage = "cats-bind";
-	x->msg = msg && msg[0] ? msg : NULL;
-	x->ingress = ingress ? ingress->s : NULL;
-	if (flow != NULL) {
-		x->flow = *flow;
-		x->has |= UINT64_C(1) << CATS_ERR_flow;
-	}
+	cats_rec_error_init(&r, code, "cats-bind", txn, now, msg);
+	cats_rec_error_route(&r, ingress ? ingress->s : NULL, flow);
 	bt_send_rec(t, &r, NULL);
 	if (ingress != NULL && ingress->connected)
 		bt_send_rec(t, &r, ingress);
