@@ -36,14 +36,10 @@ struct cats_sel_conn {
 
 static void pause_inputs(struct cats_sel_app *a);
 
-static void flush_pend(struct cats_sel_app *a);
-
 /* Stop reading and leave the loop (the output is flushed after it). */
 void
 cats_sel_app_stop(struct cats_sel_app *a, int rc)
 {
-	if (rc != CATS_EXIT_IOERR)
-		flush_pend(a);
 	if (a->rc == 0)
 		a->rc = rc;
 	a->done = true;
@@ -52,7 +48,8 @@ cats_sel_app_stop(struct cats_sel_app *a, int rc)
 }
 
 static void
-send_now(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+send_now(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p,
+    size_t n)
 {
 	int r = cats_stream_send(s, p, n);
 	if (r < 0) {
@@ -63,49 +60,30 @@ send_now(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p, size_t
 	}
 }
 
-/* Hand the records of this loop turn to the output stream at once. */
+/* A write of the output that failed at the end of a loop turn. */
 static void
-flush_pend(struct cats_sel_app *a)
+on_out_eof(struct cats_stream *s, int error, void *arg)
 {
-	if (a->pend.len == 0)
-		return;
-	send_now(a, a->out, a->pend.p, a->pend.len);
-	cats_buf_reset(&a->pend);
-}
-
-static void
-on_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	flush_pend(arg);
+	(void)s;
+	cats_errorx("output: %s", strerror(error));
+	cats_sel_app_stop(arg, CATS_EXIT_IOERR);
 }
 
 /*
  * Records for the main output gather during a turn of the loop (a read
- * delivers many) and leave in one write; the order is kept.  Answers to
- * forwarders wait at most ANSWER_WAIT_NS behind the work that follows them
- * (handle_request), so that one read of many requests does not hold the
- * first answers until the last is decided.
+ * delivers many) and leave in one write (cats_stream_batch); the order is
+ * kept.  Answers to forwarders wait at most ANSWER_WAIT_NS behind the work
+ * that follows them (handle_request), so that one read of many requests
+ * does not hold the first answers until the last is decided.
  */
 #define ANSWER_WAIT_NS 50000
 static void
-send_raw(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p, size_t n)
+send_raw(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p,
+    size_t n)
 {
-	if (s != a->out || a->flush_ev == NULL) {
-		send_now(a, s, p, n);
-		return;
-	}
-	if (a->pend.len == 0) {
-		event_active(a->flush_ev, 0, 0);
-		a->pend_since = cats_clock_mono_ns();
-	}
-	if (cats_buf_add(&a->pend, p, n) < 0) {
-		flush_pend(a);
-		send_now(a, s, p, n);
-	} else if (a->pend.len >= 256 * 1024) {
-		flush_pend(a);
-	}
+	if (s == a->out && cats_stream_batched(s) == 0)
+		a->batch_since = cats_clock_mono_ns();
+	send_now(a, s, p, n);
 }
 
 static void
@@ -501,9 +479,12 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r, const struct ca
 			    cats_sel_code_names[code], out->msg);
 	}
 	send_rec(a, a->out, &out->rec);
-	if (c != NULL && a->pend.len > 0 &&
-	    cats_clock_mono_ns() - a->pend_since >= ANSWER_WAIT_NS)
-		flush_pend(a);
+	if (c != NULL && cats_stream_batched(a->out) > 0 &&
+	    cats_clock_mono_ns() - a->batch_since >= ANSWER_WAIT_NS &&
+	    cats_stream_push(a->out) < 0) {
+		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
+		cats_sel_app_stop(a, CATS_EXIT_IOERR);
+	}
 }
 
 /*
@@ -1104,15 +1085,17 @@ cats_sel_app_load_files(struct cats_sel_app *a)
 int
 cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd)
 {
-	static const struct cats_stream_cbs outcbs = { .drained = on_drained };
+	static const struct cats_stream_cbs outcbs = { .eof = on_out_eof,
+		.drained = on_drained };
+	static const struct cats_stream_cbs statscbs = { .drained = on_drained };
 	a->out = cats_stream_new(a->base, -1, ofd, false, NULL, 0, &outcbs, a);
 	if (a->out == NULL)
 		return CATS_EXIT_FAIL;
 	a->stats = a->out;
-	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
+	cats_stream_batch(a->out, 256 * 1024);
 	if (sfd >= 0) {
 		a->stats = cats_stream_new(a->base, -1, sfd, false, NULL, 0,
-		    &outcbs, a);
+		    &statscbs, a);
 		if (a->stats == NULL)
 			return CATS_EXIT_FAIL;
 	}
@@ -1168,7 +1151,6 @@ cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
 int
 cats_sel_app_end(struct cats_sel_app *a)
 {
-	flush_pend(a);
 	if (a->bad > 0 && a->rc == 0 && !a->daemon)
 		a->rc = CATS_EXIT_DATAERR;
 	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {
@@ -1183,9 +1165,6 @@ cats_sel_app_end(struct cats_sel_app *a)
 void
 cats_sel_app_free(struct cats_sel_app *a)
 {
-	if (a->flush_ev != NULL)
-		event_free(a->flush_ev);
-	cats_buf_free(&a->pend);
 	while (a->conns != NULL)
 		conn_free(a->conns);
 	for (size_t i = 0; i < a->nls; i++) {

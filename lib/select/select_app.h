@@ -57,11 +57,7 @@ struct cats_sel_app {
 	struct cats_sel_out sout;
 	struct cats_buf obuf;
 	uint64_t last_purge;
-	/* XXX house: the batched flush of rec/seq.h's cats_stream, once it
-	 * is there (pend, pend_since and flush_ev go). */
-	struct cats_buf pend;	/* output of this loop turn */
-	uint64_t pend_since;	/* monotonic ns when pend was first added to */
-	struct event *flush_ev;
+	uint64_t batch_since;	/* monotonic ns: the output's batch opened */
 	uint64_t last_stats_ts, last_decisions;
 	struct cats_conf cf;
 	int rc;
