@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/conf.h"
 #include "bind/bind_int.h"
 
 const char *const bind_reason_names[] = {
@@ -45,6 +46,57 @@ bind_conf_default(struct bind_conf *c)
 	c->client_bindings = 4096;
 	c->closed_memory = 65536;
 	c->self = "cats-bind";
+}
+
+int
+bind_conf_limit(struct bind_conf *c, const char *s, char *err, size_t len)
+{
+	static const struct { const char *name; size_t off; } names[] = {
+		{ "pending", offsetof(struct bind_conf, max_pending) },
+		{ "bindings", offsetof(struct bind_conf, max_bindings) },
+		{ "tenant-pending", offsetof(struct bind_conf, tenant_pending) },
+		{ "tenant-bindings", offsetof(struct bind_conf,
+		    tenant_bindings) },
+		{ "client-pending", offsetof(struct bind_conf, client_pending) },
+		{ "client-bindings", offsetof(struct bind_conf,
+		    client_bindings) },
+	};
+	const char *eq = strchr(s, '=');
+	uint64_t v;
+	for (size_t i = 0; eq && i < CATS_ARRAY_LEN(names); i++) {
+		if (strlen(names[i].name) != (size_t)(eq - s) ||
+		    strncmp(names[i].name, s, (size_t)(eq - s)) != 0)
+			continue;
+		if (cats_parse_u64(eq + 1, 0, CATS_U32, &v, err, len) < 0)
+			return -1;
+		*(uint32_t *)((char *)c + names[i].off) = (uint32_t)v;
+		return 0;
+	}
+	snprintf(err, len, "expected NAME=N, NAME one of pending, bindings, "
+	    "tenant-pending, tenant-bindings, client-pending, client-bindings");
+	return -1;
+}
+
+int
+bind_conf_dataplanes(const char *s, unsigned *mask, char *err, size_t len)
+{
+	*mask = 0;
+	for (const char *w = s; *w != '\0';) {
+		size_t n = strcspn(w, ",");
+		if (n > 0) {
+			int i = cats_enum_index(cats_dataplane_names, w, n);
+			if (i < 0) {
+				snprintf(err, len, "unknown data plane \"%.*s\" "
+				    "(ip, ipip, srv6, srmpls)", (int)n, w);
+				return -1;
+			}
+			*mask |= 1u << i;
+		}
+		w += n;
+		if (*w == ',')
+			w++;
+	}
+	return 0;
 }
 
 /* ---- the table ---- */

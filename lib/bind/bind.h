@@ -103,6 +103,20 @@ struct bind_conf {
 	const char *self;	/* identity in journal records ("cats-bind") */
 };
 void bind_conf_default(struct bind_conf *c);
+/*
+ * Set the admission limit of "NAME=N" (NAME one of pending, bindings,
+ * tenant-pending, tenant-bindings, client-pending, client-bindings; N at
+ * most 2^32-1, 0: unlimited): 0, or -1 with the reason in err.
+ */
+int bind_conf_limit(struct bind_conf *c, const char *s, char *err,
+    size_t len);
+/*
+ * The data planes of a comma-separated list of their names (ip, ipip,
+ * srv6, srmpls) as the bit mask of conf.dataplanes: 0, or -1 with the
+ * reason in err.
+ */
+int bind_conf_dataplanes(const char *s, unsigned *mask, char *err,
+    size_t len);
 
 /* One transition (or a refused one) for the log. */
 struct bind_trace {
@@ -112,6 +126,11 @@ struct bind_trace {
 	int reason;		/* enum bind_reason */
 	bool refused;		/* an illegal transition, not applied */
 };
+/*
+ * The line a transition is logged as: "txn=T id=I [refused ]FROM -> TO
+ * (EVENT)[ reason=REASON]", truncated to len.
+ */
+void bind_trace_fmt(const struct bind_trace *tr, char *buf, size_t len);
 
 struct bind_io {
 	/*
@@ -188,6 +207,20 @@ int bind_fwd_hello(struct bind_table *t, const char *fwd, uint64_t fwd_epoch,
 /* A forwarder's connection closed. */
 void bind_fwd_gone(struct bind_table *t, const char *fwd);
 bool bind_fwd_connected(const struct bind_table *t, const char *fwd);
+
+/*
+ * What the manager does with an input record of a type: BIND_IN_TAKE, the
+ * table's; BIND_IN_BOTH, the table's and passed on to whoever is after
+ * cats-bind (metrics); BIND_IN_PASS, not its own: passed on unchanged.
+ */
+enum { BIND_IN_PASS, BIND_IN_TAKE, BIND_IN_BOTH };
+int bind_input_kind(int type);
+/*
+ * Apply an input record the table takes: the bind_request(), bind_path_req(),
+ * bind_path_rep(), bind_error(), bind_status() or bind_metric() of its
+ * type.  BR_OK for a record it does not take (nothing is done).
+ */
+int bind_input(struct bind_table *t, const struct cats_rec *r, uint64_t now);
 
 /* Fire the deadlines and lifetimes due at now. */
 void bind_tick(struct bind_table *t, uint64_t now);

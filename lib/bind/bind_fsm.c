@@ -42,6 +42,16 @@ bind_edge_event(int from, int to)
 	return bind_edge_ok(from, to) ? edges[from][to] : NULL;
 }
 
+void
+bind_trace_fmt(const struct bind_trace *tr, char *buf, size_t len)
+{
+	snprintf(buf, len, "txn=%" PRIu64 " id=%" PRIu64 " %s%s -> %s (%s)%s%s",
+	    tr->txn, tr->id, tr->refused ? "refused " : "",
+	    cats_flow_state_names[tr->from], cats_flow_state_names[tr->to],
+	    tr->event, tr->reason ? " reason=" : "",
+	    tr->reason ? bind_reason_names[tr->reason] : "");
+}
+
 /* ---- counters and the checked transition ---- */
 
 int

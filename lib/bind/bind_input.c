@@ -695,6 +695,44 @@ bind_metric(struct bind_table *t, const struct cats_metric *m, uint64_t now)
 	return BR_OK;
 }
 
+int
+bind_input_kind(int type)
+{
+	switch (type) {
+	case CATS_T_PATH_REP:
+	case CATS_T_ERROR:
+	case CATS_T_STATUS:
+	case CATS_T_PATH_REQ:
+	case CATS_T_REQUEST:
+		return BIND_IN_TAKE;
+	case CATS_T_METRIC:
+		return BIND_IN_BOTH;
+	default:
+		return BIND_IN_PASS;
+	}
+}
+
+int
+bind_input(struct bind_table *t, const struct cats_rec *r, uint64_t now)
+{
+	switch (r->type) {
+	case CATS_T_PATH_REP:
+		return bind_path_rep(t, &r->u.prep, now);
+	case CATS_T_ERROR:
+		return bind_error(t, &r->u.error, now);
+	case CATS_T_STATUS:
+		return bind_status(t, &r->u.status, now);
+	case CATS_T_PATH_REQ:
+		return bind_path_req(t, &r->u.preq, now);
+	case CATS_T_REQUEST:
+		return bind_request(t, &r->u.request, now);
+	case CATS_T_METRIC:
+		return bind_metric(t, &r->u.metric, now);
+	default:
+		return BR_OK;
+	}
+}
+
 /* ---- forwarders ---- */
 
 static void

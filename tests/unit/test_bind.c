@@ -165,22 +165,9 @@ J(const char *fmt, ...)
 static int
 feed(struct bind_table *t, uint64_t now, const struct cats_rec *r)
 {
-	switch (r->type) {
-	case CATS_T_REQUEST:
-		return bind_request(t, &r->u.request, now);
-	case CATS_T_PATH_REQ:
-		return bind_path_req(t, &r->u.preq, now);
-	case CATS_T_PATH_REP:
-		return bind_path_rep(t, &r->u.prep, now);
-	case CATS_T_ERROR:
-		return bind_error(t, &r->u.error, now);
-	case CATS_T_STATUS:
-		return bind_status(t, &r->u.status, now);
-	case CATS_T_METRIC:
-		return bind_metric(t, &r->u.metric, now);
-	default:
+	if (bind_input_kind(r->type) == BIND_IN_PASS)
 		return -1;
-	}
+	return bind_input(t, r, now);
 }
 
 #define FLOW(sport) "{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":" #sport \
@@ -295,6 +282,56 @@ test_edges(void)
 }
 
 /* ---- one test per legal transition, driven by records ---- */
+
+/* The option values of cats-bind, the input kinds and the trace line. */
+static void
+test_conf_and_input(void)
+{
+	struct bind_conf c;
+	char err[256];
+	unsigned mask;
+	bind_conf_default(&c);
+	T_OK(bind_conf_limit(&c, "client-bindings=2", err, sizeof(err)) == 0 &&
+	    c.client_bindings == 2 && bind_conf_limit(&c, "pending=0", err,
+	    sizeof(err)) == 0 && c.max_pending == 0,
+	    "--limit NAME=N sets that limit (0: unlimited)");
+	T_OK(bind_conf_limit(&c, "nonsense=1", err, sizeof(err)) < 0 &&
+	    strncmp(err, "expected NAME=N", 15) == 0 &&
+	    bind_conf_limit(&c, "pending", err, sizeof(err)) < 0 &&
+	    bind_conf_limit(&c, "pending=4294967296", err, sizeof(err)) < 0 &&
+	    strstr(err, "out of range") != NULL && c.max_pending == 0,
+	    "an unknown name, no value or one past 2^32-1 is refused: %s", err);
+	T_OK(bind_conf_dataplanes("srv6,ipip", &mask, err, sizeof(err)) == 0 &&
+	    mask == ((1u << CATS_DP_SRV6) | (1u << CATS_DP_IPIP)) &&
+	    bind_conf_dataplanes(",,ip,", &mask, err, sizeof(err)) == 0 &&
+	    mask == 1u << CATS_DP_IP, "--dataplanes: a list of names");
+	T_OK(bind_conf_dataplanes("srv6,foo", &mask, err, sizeof(err)) < 0 &&
+	    strcmp(err, "unknown data plane \"foo\" (ip, ipip, srv6, "
+	    "srmpls)") == 0, "an unknown data plane is named: %s", err);
+	T_OK(bind_input_kind(CATS_T_PATH_REP) == BIND_IN_TAKE &&
+	    bind_input_kind(CATS_T_STATUS) == BIND_IN_TAKE &&
+	    bind_input_kind(CATS_T_METRIC) == BIND_IN_BOTH &&
+	    bind_input_kind(CATS_T_NET) == BIND_IN_PASS &&
+	    bind_input_kind(CATS_T_BINDING) == BIND_IN_PASS,
+	    "inputs: taken, taken and passed on (metrics), passed on");
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	T_OK(bind_input(t, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1,"
+	    "\"src\":\"P1\",\"dst\":\"P2\",\"up\":false}"), 1000) == BR_OK &&
+	    nsent == 0 && ntraces == 0 && bind_count(t) == 0,
+	    "a record the table does not take changes nothing");
+	bind_free(t);
+	struct bind_trace tr = { 5, 7, 9, ACTIVE, DRAINING, "expiry", BR_IDLE,
+		false };
+	char line[256];
+	bind_trace_fmt(&tr, line, sizeof(line));
+	T_OK(strcmp(line, "txn=7 id=9 ACTIVE -> DRAINING (expiry) "
+	    "reason=idle") == 0, "the trace line: %s", line);
+	tr.refused = true;
+	tr.reason = BR_OK;
+	bind_trace_fmt(&tr, line, sizeof(line));
+	T_OK(strcmp(line, "txn=7 id=9 refused ACTIVE -> DRAINING (expiry)") ==
+	    0, "a refused one: %s", line);
+}
 
 static void
 test_absent_pending_ds(void)
@@ -1466,6 +1503,7 @@ main(void)
 	cats_crypto_init();
 	cats_dec_init(&dec, NULL);
 	test_edges();
+	test_conf_and_input();
 	test_absent_pending_ds();
 	test_ready_active_both();
 	test_commit_ingress_and_none();
