@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/stats.h"
 #include "base/tool.h"
 #include "rec/json.h"
 #include "select/select_app.h"
@@ -123,27 +124,27 @@ counter_name(char *dst, size_t len, const char *prefix, const char *name)
 			*p = '_';
 }
 
-/* XXX house: base/stats.h's stats writer, once it is there. */
 void
 cats_sel_app_stats(struct cats_sel_app *a)
 {
 	static char names[CATS_SEL__N + CATS_REJ__N][48];
-	struct cats_kv kv[128];
-	size_t n = 0;
+	struct cats_stats_list st;
 	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
 	uint64_t now = cats_clock_now();
 	uint64_t dt = now > a->last_stats_ts ? now - a->last_stats_ts : 0;
 	uint64_t rate = dt ? (c->decisions - a->last_decisions) * 1000 / dt : 0;
 	a->last_stats_ts = now;
 	a->last_decisions = c->decisions;
-#define KV(name, val) do { kv[n].k = (name); kv[n].v = (val); n++; } while (0)
+	cats_stats_init(&st, "cats-select", a->o.id);
+#define KV(name, val) cats_stats_add(&st, (name), (val))
+#define GAUGE(name, val) cats_stats_gauge(&st, (name), (val))
 	KV("requests", c->requests);
 	KV("decisions", c->decisions);
 	uint64_t errors = 0;
 	for (int i = 1; i < CATS_SEL__N; i++)
 		errors += c->fail[i];
 	KV("errors", errors);
-	KV("decision_rate", rate);
+	GAUGE("decision_rate", rate);
 	KV("fallbacks", c->fallbacks);
 	KV("precedence", c->precedence);
 	KV("cache_hits", c->cache_hits);
@@ -161,9 +162,9 @@ cats_sel_app_stats(struct cats_sel_app *a)
 	KV("bad_records", a->bad);
 	KV("passed", a->passed);
 	KV("fwd_dropped", a->fwd_dropped);
-	KV("connections", a->nconns);
+	GAUGE("connections", a->nconns);
 	KV("connections_refused", a->conns_refused);
-	KV("services", cats_svc_count(a->cat));
+	GAUGE("services", cats_svc_count(a->cat));
 	KV("service_records", a->svc_applied);
 	KV("service_ignored", a->svc_ignored);
 	KV("service_refused", a->svc_refused);
@@ -203,18 +204,20 @@ cats_sel_app_stats(struct cats_sel_app *a)
 	KV("ingest_full_wanted", is->full_wanted);
 	KV("ingest_entries_applied", is->entries_applied);
 	KV("ingest_entries_removed", is->entries_removed);
-	KV("tedb_gen", a->te ? cats_te_gen(a->te) : 0);
-	KV("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
+	GAUGE("tedb_gen", a->te ? cats_te_gen(a->te) : 0);
+	GAUGE("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
 	KV("tedb_applied", a->te_applied);
 	KV("tedb_refused", a->te_refused);
-	KV("cst_entries", cats_cst_count(a->cst));
-	KV("cst_gen", cats_cst_gen(a->cst));
-	KV("nst_paths", cats_nst_rec_count(a->nrec));
-	KV("nst_gen", cats_nst_gen(&a->nst));
+	GAUGE("cst_entries", cats_cst_count(a->cst));
+	GAUGE("cst_gen", cats_cst_gen(a->cst));
+	GAUGE("nst_paths", cats_nst_rec_count(a->nrec));
+	GAUGE("nst_gen", cats_nst_gen(&a->nst));
 #undef KV
+#undef GAUGE
 	struct cats_rec r;
-	cats_stats_rec(&r, "cats-select", a->o.id, kv, n, now);
+	cats_stats_record(&st, &r, now);
 	send_rec(a, a->stats, &r);
+	cats_stats_free(&st);
 }
 
 /* ---- inputs ---- */
@@ -265,25 +268,17 @@ purge(struct cats_sel_app *a, uint64_t now)
 	a->purged += cats_nst_expire(&a->nst, now, grace);
 }
 
-/* XXX house: rec/rec.h's cats_rec_ts, once it is there. */
-static uint64_t
-rec_ts(const struct cats_rec *r, bool *has)
+/*
+ * In replay, the clock follows the records the selector takes: requests,
+ * metric, net and service records (not those it only passes on).
+ */
+static void
+observe(const struct cats_sel_app *a, const struct cats_rec *r)
 {
-	*has = true;
-	switch (r->type) {
-	case CATS_T_REQUEST:
-		return r->u.request.ts;
-	case CATS_T_METRIC:
-		return r->u.metric.ts;
-	case CATS_T_NET:
-		return r->u.net.ts;
-	case CATS_T_SERVICE:
-		*has = CATS_HAS(&r->u.service, SVC, ts);
-		return r->u.service.ts;
-	default:
-		*has = false;
-		return 0;
-	}
+	if (a->o.replay && (r->type == CATS_T_REQUEST ||
+	    r->type == CATS_T_METRIC || r->type == CATS_T_NET ||
+	    r->type == CATS_T_SERVICE))
+		cats_clock_observe(cats_rec_ts(r));
 }
 
 static void
@@ -517,10 +512,7 @@ handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
 			cats_sel_app_stop(a, CATS_EXIT_DATAERR);
 		return;
 	}
-	bool has_ts;
-	uint64_t ts = rec_ts(&r, &has_ts);
-	if (a->o.replay && has_ts)
-		cats_clock_observe(ts);
+	observe(a, &r);
 	uint64_t now = cats_clock_now();
 	if (c != NULL && r.type != CATS_T_REQUEST) {
 		/* Forwarders send requests; nothing else is theirs to say. */
@@ -808,10 +800,7 @@ load_rec(struct cats_sel_app *a, const struct cats_rec *r, int type, uint64_t in
 		    path, index, cats_type_name(r->type), cats_type_name(type));
 		return -1;
 	}
-	bool has_ts;
-	uint64_t ts = rec_ts(r, &has_ts);
-	if (a->o.replay && has_ts)
-		cats_clock_observe(ts);
+	observe(a, r);
 	uint64_t now = cats_clock_now();
 	if (type == CATS_T_SERVICE) {
 		struct cats_err e;
