@@ -27,8 +27,6 @@ const char *const cats_rej_names[] = { "ok", "unauthorized", "incomplete",
 const char *const cats_precedence_names[] = { "reject", "explicit", "address",
 	NULL };
 
-/* Transactions remembered per forwarder and generation. */
-#define TXN_WINDOW 64
 /* Forwarders and rate-limit keys tracked at most. */
 #define MAX_TRACKED 65536
 
@@ -40,9 +38,8 @@ struct fwd {
 	uint32_t uid;
 	char **tenants;
 	size_t ntenants;
-	/* Replay state. */
-	bool seen;
-	uint64_t gen, top, bits;
+	/* Transactions seen, per generation (crypto.h's sliding window). */
+	struct cats_seqwin txns;
 };
 
 /* The admission bucket of one tenant or client address. */
@@ -302,24 +299,14 @@ fail(struct cats_sel *s, struct cats_sel_out *out,
 	vsnprintf(out->msg, sizeof(out->msg), fmt, ap);
 	va_end(ap);
 	utf8_trim(out->msg);
-	cats_rec_init(&out->rec, CATS_T_ERROR);
-	struct cats_error *e = &out->rec.u.error;
-	e->code = cats_sel_code_names[code];
-	CATS_SET(e, ERR, ts, now);
-	e->stage = "cats-select";
-	e->msg = out->msg;
+	cats_rec_error_init(&out->rec, cats_sel_code_names[code], "cats-select",
+	    rq != NULL ? rq->txn : 0, now, out->msg);
 	if (field != NULL) {
 		cats_strlcpy(out->field, field, sizeof(out->field));
-		e->field = out->field;
+		out->rec.u.error.field = out->field;
 	}
-	if (rq != NULL) {
-		CATS_SET(e, ERR, txn, rq->txn);
-		if (out->routable) {
-			e->ingress = rq->ingress;
-			e->flow = rq->flow;
-			e->has |= UINT64_C(1) << CATS_ERR_flow;
-		}
-	}
+	if (rq != NULL && out->routable)
+		cats_rec_error_route(&out->rec, rq->ingress, &rq->flow);
 	return code;
 }
 
@@ -432,37 +419,6 @@ check_auth(struct cats_sel *s, const struct cats_rec *r, const struct fwd *f,
 	return fail(s, out, rq, now, CATS_SEL_UNAUTHENTICATED, "auth",
 	    "the request carries no MAC%s", o != NULL && o->peercred ?
 	    " and the peer is not a configured forwarder uid" : "");
-}
-
-static int
-check_txn(struct fwd *f, uint64_t gen, uint64_t txn)
-{
-	if (!f->seen) {
-		f->seen = true;
-		f->gen = gen;
-		f->top = txn;
-		f->bits = 1;
-		return CATS_SEL_OK;
-	}
-	if (gen < f->gen)
-		return CATS_SEL_STALE_GEN;
-	if (gen > f->gen) {
-		f->gen = gen;
-		f->top = txn;
-		f->bits = 1;
-		return CATS_SEL_OK;
-	}
-	if (txn > f->top) {
-		uint64_t d = txn - f->top;
-		f->bits = d >= TXN_WINDOW ? 1 : (f->bits << d) | 1;
-		f->top = txn;
-		return CATS_SEL_OK;
-	}
-	uint64_t d = f->top - txn;
-	if (d >= TXN_WINDOW || ((f->bits >> d) & 1))
-		return CATS_SEL_REPLAY;
-	f->bits |= UINT64_C(1) << d;
-	return CATS_SEL_OK;
 }
 
 /* ---- constraints ---- */
@@ -1272,27 +1228,25 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 		return rc;
 	out->routable = true;
 
-	if (s->conf.window_ms > 0) {
-		uint64_t d = rq->ts > now ? rq->ts - now : now - rq->ts;
-		if (d > s->conf.window_ms)
-			return fail(s, out, rq, now, CATS_SEL_REPLAY, "ts",
-			    "timestamp %" PRIu64 " is outside now %" PRIu64
-			    " +/- %" PRIu64 " ms", rq->ts, now,
-			    s->conf.window_ms);
-	}
+	if (s->conf.window_ms > 0 &&
+	    !cats_replay_in_window(rq->ts, now, s->conf.window_ms))
+		return fail(s, out, rq, now, CATS_SEL_REPLAY, "ts",
+		    "timestamp %" PRIu64 " is outside now %" PRIu64 " +/- %"
+		    PRIu64 " ms", rq->ts, now, s->conf.window_ms);
 	if (f == NULL && (f = get_fwd(s, rq->ingress, true)) == NULL)
 		return fail(s, out, rq, now, CATS_SEL_UNAUTHORIZED, "ingress",
 		    "too many forwarders tracked");
 	uint64_t gen = CATS_HAS(rq, REQ, gen) ? rq->gen : 0;
-	uint64_t fgen = f->gen;
-	rc = check_txn(f, gen, rq->txn);
-	if (rc == CATS_SEL_STALE_GEN)
-		return fail(s, out, rq, now, rc, "gen", "generation %" PRIu64
-		    " of %s is below its current %" PRIu64, gen, rq->ingress,
-		    fgen);
-	if (rc == CATS_SEL_REPLAY)
-		return fail(s, out, rq, now, rc, "txn", "transaction %" PRIu64
-		    " of %s was seen already", rq->txn, rq->ingress);
+	uint64_t fgen = f->txns.gen;
+	rc = cats_seqwin_check(&f->txns, gen, rq->txn);
+	if (rc == CATS_REPLAY_STALE)
+		return fail(s, out, rq, now, CATS_SEL_STALE_GEN, "gen",
+		    "generation %" PRIu64 " of %s is below its current %"
+		    PRIu64, gen, rq->ingress, fgen);
+	if (rc == CATS_REPLAY_SEEN)
+		return fail(s, out, rq, now, CATS_SEL_REPLAY, "txn",
+		    "transaction %" PRIu64 " of %s was seen already", rq->txn,
+		    rq->ingress);
 	if (CATS_HAS(rq, REQ, deadline) && rq->deadline <= now)
 		return fail(s, out, rq, now, CATS_SEL_EXPIRED, "deadline",
 		    "the deadline %" PRIu64 " has passed", rq->deadline);
