@@ -1,0 +1,704 @@
+/*
+ * bind_app.c - the running cats-bind (bind_app.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "bind/bind_app.h"
+
+#define MAX_CONNS 1024
+#define AUTH_WINDOW_MS 30000
+#define HELD_FLUSH (1u << 20)
+#define CONN_QUEUE_MAX (UINT64_C(1) << 30)
+
+/* A forwarder's connection. */
+struct bind_app_conn {
+	struct bind_app_conn *next;
+	struct bind_app *a;
+	struct cats_stream *s;
+	char *fwd;		/* after its hello */
+	bool named;		/* holds the name in a->byname */
+	struct cats_buf held;	/* output waiting for the journal */
+};
+
+static bool
+conn_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct bind_app_conn *)item)->fwd, key) == 0;
+}
+
+static struct bind_app_conn *
+conn_by_name(struct bind_app *a, const char *name)
+{
+	return cats_htab_get(&a->byname, cats_hash_str(name), conn_eq, name);
+}
+
+void
+bind_app_stop(struct bind_app *a, int code)
+{
+	if (a->exit_code == 0)
+		a->exit_code = code;
+	a->stopping = true;
+	event_base_loopbreak(a->base);
+}
+
+/* ---- output: held until the journal covers it, then sent ---- */
+
+static void schedule_flush(struct bind_app *a);
+static void drop_conn(struct bind_app_conn *c);
+
+static void
+hold(struct bind_app *a, struct cats_buf *b, const struct cats_rec *r,
+    bool sign)
+{
+	struct cats_rec copy;
+	const struct cats_rec *x = r;
+	if (sign && a->have_key) {
+		copy = *r;
+		if (cats_rec_sign(&copy, &a->key) == 0)
+			x = &copy;
+	}
+	if (cats_rec_encode(x, b, true) < 0)
+		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
+	schedule_flush(a);
+}
+
+static void
+io_send(void *arg, const struct cats_rec *r, const char *to)
+{
+	struct bind_app *a = arg;
+	if (to == NULL) {
+		hold(a, &a->held, r, false);
+		return;
+	}
+	struct bind_app_conn *c = conn_by_name(a, to);
+	if (c == NULL) {
+		a->dropped_sends++;	/* a forwarder known only from stdin */
+		return;
+	}
+	hold(a, &c->held, r, true);
+}
+
+static void
+io_journal(void *arg, const struct cats_rec *r)
+{
+	struct bind_app *a = arg;
+	if (a->j != NULL && bj_append(a->j, r) < 0) {
+		a->journal_errors++;
+		cats_errorx("journal: %s", strerror(errno));
+	}
+	/* Even a record no output waits for is written with this batch. */
+	event_active(a->flush_ev, 0, 0);
+}
+
+static void
+io_trace(void *arg, const struct bind_trace *tr)
+{
+	struct bind_app *a = arg;
+	char line[256];
+	bind_trace_fmt(tr, line, sizeof(line));
+	if (a->trace != NULL)
+		fprintf(a->trace, "ts=%" PRIu64 " %s\n", tr->now, line);
+	else
+		cats_log(LOG_INFO, "%s", line);
+}
+
+static void
+send_held(struct bind_app *a, struct cats_stream *s, struct cats_buf *b,
+    bool is_out)
+{
+	if (b->len == 0)
+		return;
+	int rc = cats_stream_send(s, b->p, b->len);
+	b->len = 0;
+	if (rc < 0 && is_out) {
+		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
+		bind_app_stop(a, CATS_EXIT_IOERR);
+	} else if (rc > 0 && is_out && !a->paused) {
+		/* Back-pressure: stop reading until the output drains. */
+		a->paused = true;
+		if (a->in)
+			cats_stream_pause(a->in);
+		for (struct bind_app_conn *c = a->conns; c; c = c->next)
+			cats_stream_pause(c->s);
+	}
+}
+
+/*
+ * Group commit: the journal records written (and synced, under fsync
+ * always) first, then every output they cover.
+ */
+static void
+flush_all(struct bind_app *a)
+{
+	if (a->j != NULL && bj_commit(a->j) < 0) {
+		cats_errorx("journal: %s: refusing to send what it does not "
+		    "hold", strerror(errno));
+		bind_app_stop(a, CATS_EXIT_FAIL);
+		return;
+	}
+	send_held(a, a->out, &a->held, true);
+	for (struct bind_app_conn *c = a->conns, *n; c; c = n) {
+		n = c->next;
+		send_held(a, c->s, &c->held, false);
+		if (cats_stream_queued(c->s) > CONN_QUEUE_MAX) {
+			cats_warnx("forwarder %s: %zu bytes queued, dropped",
+			    c->fwd ? c->fwd : "?", cats_stream_queued(c->s));
+			drop_conn(c);
+		}
+	}
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_all(arg);
+}
+
+static void
+schedule_flush(struct bind_app *a)
+{
+	size_t n = a->held.len;
+	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+		n += c->held.len;
+	if (n >= HELD_FLUSH)
+		flush_all(a);
+	else
+		event_active(a->flush_ev, 0, 0);
+}
+
+/* ---- stats ---- */
+
+void
+bind_app_stats(struct bind_app *a)
+{
+	struct cats_stats_list st;
+	size_t n;
+	const struct cats_kv *kv = bind_counters_kv(a->t, &n);
+	cats_stats_init(&st, "cats-bind", bind_self(a->t));
+	cats_stats_add_kv(&st, kv, n);
+	cats_stats_add(&st, "in.records", a->in_records);
+	cats_stats_add(&st, "in.bad", a->in_bad);
+	cats_stats_add(&st, "passed", a->passed);
+	cats_stats_add(&st, "sent.dropped", a->dropped_sends);
+	cats_stats_gauge(&st, "forwarders", a->byname.n);
+	cats_stats_gauge(&st, "conns", a->nconns);
+	cats_stats_add(&st, "conns.accepted", a->conns_accepted);
+	cats_stats_add(&st, "conns.refused", a->conns_refused);
+	cats_stats_add(&st, "auth.refused", a->auth_refused);
+	cats_stats_add(&st, "impersonation", a->imperson);
+	cats_stats_add(&st, "journal.errors", a->journal_errors);
+	if (a->j != NULL) {
+		const struct bj_stats *s = bj_stats(a->j);
+		cats_stats_add(&st, "journal.records", s->records);
+		cats_stats_add(&st, "journal.bytes", s->bytes);
+		cats_stats_add(&st, "journal.fsyncs", s->fsyncs);
+		cats_stats_add(&st, "journal.snapshots", s->snapshots);
+		cats_stats_add(&st, "journal.restored", s->restored);
+		cats_stats_add(&st, "journal.refused", s->refused);
+		cats_stats_add(&st, "journal.torn", s->torn);
+		cats_stats_add(&st, "journal.torn_bytes", s->torn_bytes);
+	}
+	struct cats_rec r;
+	cats_stats_record(&st, &r, cats_clock_now());
+	hold(a, &a->held, &r, false);
+	cats_stats_free(&st);
+}
+
+/* ---- input ---- */
+
+static void
+refused(const char *where, uint64_t index, int rc)
+{
+	if (rc != BR_OK)
+		cats_debug("%s record %" PRIu64 ": refused: %s", where, index,
+		    bind_reason_names[rc]);
+}
+
+/* The record of an input item no longer decodes: counted, and the end
+ * with --strict. */
+static void
+bad_input(struct bind_app *a)
+{
+	a->in_bad++;
+	if (a->strict)
+		bind_app_stop(a, CATS_EXIT_DATAERR);
+}
+
+/*
+ * One record from the pipeline (stdin); scanned into a->dec's tokens
+ * (cats_stream_decode_into), as are the forwarders'.  What the table
+ * does not take is passed on unchanged, after it for a metric.
+ */
+static void
+in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct bind_app *a = arg;
+	struct cats_rec r;
+	struct cats_err e;
+	(void)s;
+	(void)peer;
+	memset(&e, 0, sizeof(e));
+	a->in_records++;
+	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
+		char msg[400];
+		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
+		bad_input(a);
+		return;
+	}
+	int kind = bind_input_kind(r.type);
+	if (kind != BIND_IN_PASS && cats_clock_replay())
+		cats_clock_observe(cats_rec_ts(&r));
+	int rc = bind_input(a->t, &r, cats_clock_now());
+	if (kind != BIND_IN_TAKE) {
+		cats_buf_add(&a->held, p, n);
+		a->passed++;
+		schedule_flush(a);
+	}
+	refused("input", index, rc);
+}
+
+static void
+in_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct bind_app *a = arg;
+	char msg[400];
+	(void)s;
+	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
+	a->in_records++;
+	bad_input(a);
+}
+
+static void
+in_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct bind_app *a = arg;
+	(void)s;
+	if (error)
+		cats_errorx("input: %s", strerror(error));
+	a->stdin_eof = true;
+	flush_all(a);
+	if (!a->listening)
+		bind_app_stop(a, error ? CATS_EXIT_FAIL : CATS_EXIT_OK);
+}
+
+static void
+out_drained(struct cats_stream *s, void *arg)
+{
+	struct bind_app *a = arg;
+	(void)s;
+	if (!a->paused)
+		return;
+	a->paused = false;
+	if (a->in && !a->stdin_eof)
+		cats_stream_resume(a->in);
+	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+		cats_stream_resume(c->s);
+}
+
+static void
+out_eof(struct cats_stream *s, int error, void *arg)
+{
+	(void)s;
+	if (error) {
+		cats_errorx("output: %s", strerror(error));
+		bind_app_stop(arg, CATS_EXIT_IOERR);
+	}
+}
+
+/* ---- forwarders ---- */
+
+static void
+drop_conn(struct bind_app_conn *c)
+{
+	struct bind_app *a = c->a;
+	struct bind_app_conn **pp = &a->conns;
+	while (*pp && *pp != c)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = c->next;
+	a->nconns--;
+	if (c->named) {
+		cats_htab_del(&a->byname, cats_hash_str(c->fwd), conn_eq, c->fwd);
+		bind_fwd_gone(a->t, c->fwd);
+		cats_info("forwarder %s disconnected", c->fwd);
+	}
+	cats_stream_free(c->s);
+	cats_buf_free(&c->held);
+	free(c->fwd);
+	free(c);
+}
+
+/* An authentication refused (audited already): counted, and a connection
+ * that has not said hello is dropped. */
+static void
+auth_refused(struct bind_app_conn *c)
+{
+	c->a->auth_refused++;
+	if (c->fwd == NULL)
+		drop_conn(c);
+}
+
+/* A forwarder's first record, its hello: the connection takes its name. */
+static bool
+hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
+{
+	struct bind_app *a = c->a;
+	if (st->event != CATS_EV_HELLO) {
+		cats_warnx("connection: record %" PRIu64 ": the first record "
+		    "must be a hello", index);
+		drop_conn(c);
+		return false;
+	}
+	struct bind_app_conn *old = conn_by_name(a, st->fwd);
+	if (old != NULL) {
+		/* The newer connection owns the name. */
+		cats_warnx("forwarder %s reconnected; the older connection is "
+		    "dropped", st->fwd);
+		drop_conn(old);
+	}
+	c->fwd = strdup(st->fwd);
+	if (c->fwd == NULL || cats_htab_put(&a->byname, cats_hash_str(c->fwd),
+	    c) < 0) {
+		drop_conn(c);
+		return false;
+	}
+	c->named = true;
+	cats_info("forwarder %s connected (epoch %" PRIu64 ")", c->fwd,
+	    CATS_HAS(st, STA, epoch) ? st->epoch : 0);
+	return true;
+}
+
+/* A status record from a forwarder: authenticated, then the table's. */
+static void
+conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct bind_app_conn *c = arg;
+	struct bind_app *a = c->a;
+	struct cats_rec r;
+	struct cats_err e;
+	(void)s;
+	(void)p;
+	(void)n;
+	(void)peer;
+	memset(&e, 0, sizeof(e));
+	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
+		char msg[400];
+		cats_errorx("forwarder %s: %s", c->fwd ? c->fwd : "?",
+		    cats_err_fmt(&e, index, msg, sizeof(msg)));
+		a->in_bad++;
+		return;
+	}
+	if (r.type != CATS_T_STATUS) {
+		cats_warnx("forwarder %s: record %" PRIu64 ": a %s record, "
+		    "expected status", c->fwd ? c->fwd : "?", index,
+		    cats_type_name(r.type));
+		a->in_bad++;
+		return;
+	}
+	const struct cats_status *st = &r.u.status;
+	if (a->keys.n > 0) {
+		/* Signed by the key of the forwarder it names. */
+		const struct cats_key *who = NULL;
+		if (cats_rec_verify(&r, &a->keys, &who, &e) < 0 ||
+		    strcmp(who->name, st->fwd) != 0) {
+			cats_audit("auth-refused", "fwd=%s reason=%s", st->fwd,
+			    who ? "key of another forwarder" : e.reason);
+			auth_refused(c);
+			return;
+		}
+	}
+	if (cats_clock_replay())
+		cats_clock_observe(st->ts);
+	uint64_t now = cats_clock_now();
+	/* Authenticated channels: a recorded session replayed later is stale. */
+	if (a->keys.n > 0 && !cats_clock_replay() &&
+	    !cats_replay_in_window(st->ts, now, AUTH_WINDOW_MS)) {
+		cats_audit("auth-refused", "fwd=%s reason=timestamp %" PRIu64
+		    " outside now +/- %d ms", st->fwd, st->ts, AUTH_WINDOW_MS);
+		auth_refused(c);
+		return;
+	}
+	if (c->fwd == NULL) {
+		if (!hello(c, st, index))
+			return;
+	} else if (strcmp(st->fwd, c->fwd) != 0) {
+		cats_audit("impersonation", "conn=%s claimed=%s", c->fwd,
+		    st->fwd);
+		a->imperson++;
+		return;
+	}
+	refused(c->fwd, index, bind_status(a->t, st, now));
+}
+
+static void
+conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct bind_app_conn *c = arg;
+	char msg[400];
+	(void)s;
+	cats_errorx("forwarder %s: %s", c->fwd ? c->fwd : "?",
+	    cats_err_fmt(e, index, msg, sizeof(msg)));
+	c->a->in_bad++;
+}
+
+static void
+conn_eof(struct cats_stream *s, int error, void *arg)
+{
+	(void)s;
+	(void)error;
+	drop_conn(arg);
+}
+
+static void
+on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct bind_app *a = arg;
+	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
+		conn_eof, NULL };
+	(void)what;
+	for (int k = 0; k < 16; k++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (cfd < 0)
+			return;
+		if (a->nconns >= MAX_CONNS) {
+			close(cfd);
+			a->conns_refused++;
+			continue;
+		}
+		struct bind_app_conn *c = calloc(1, sizeof(*c));
+		if (c != NULL)
+			c->a = a;
+		if (c == NULL || (c->s = cats_stream_new(a->base, cfd, cfd,
+		    false, NULL, 0, &cbs, c)) == NULL) {
+			free(c);
+			close(cfd);
+			a->conns_refused++;
+			continue;
+		}
+		cats_stream_own(c->s);
+		cats_stream_decode_into(c->s, &a->dec);
+		if (a->paused)
+			cats_stream_pause(c->s);
+		c->next = a->conns;
+		a->conns = c;
+		a->nconns++;
+		a->conns_accepted++;
+	}
+}
+
+void
+bind_app_listener(struct bind_app *a, int fd)
+{
+	a->listen_ev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept,
+	    a);
+	event_add(a->listen_ev, NULL);
+	a->listening = true;
+}
+
+/* ---- the run ---- */
+
+int
+bind_app_init(struct bind_app *a, const struct bind_conf *c)
+{
+	struct bind_io io = { io_send, io_journal, io_trace, a };
+	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
+	a->t = bind_new(c, &io);
+	if (a->flush_ev == NULL || a->t == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	cats_dec_init(&a->dec, NULL);
+	return CATS_EXIT_OK;
+}
+
+int
+bind_app_journal(struct bind_app *a, const char *dir, int fsync_policy,
+    uint64_t snap_min)
+{
+	char err[512];
+	uint64_t now = cats_clock_now();
+	a->j = bj_open(dir, false, fsync_policy, err, sizeof(err));
+	if (a->j == NULL) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_FAIL;
+	}
+	if (snap_min)
+		bj_set_snapshot_min(a->j, snap_min);
+	if (bj_restore(a->j, a->t, now, err, sizeof(err)) < 0 ||
+	    bj_start(a->j, a->t, now, err, sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_FAIL;
+	}
+	const struct bj_stats *s = bj_stats(a->j);
+	if (s->torn)
+		cats_warnx("%s: dropped a torn tail of %" PRIu64 " bytes", dir,
+		    s->torn_bytes);
+	cats_info("restored %zu bindings from %s, epoch %" PRIu64,
+	    bind_count(a->t), dir, bind_epoch(a->t));
+	return CATS_EXIT_OK;
+}
+
+int
+bind_app_output(struct bind_app *a)
+{
+	static const struct cats_stream_cbs cbs = { NULL, NULL, out_eof,
+		out_drained };
+	a->out = cats_stream_new(a->base, -1, 1, false, NULL, 0, &cbs, a);
+	if (a->out == NULL) {
+		cats_errorx("output: %s", strerror(errno));
+		return CATS_EXIT_IOERR;
+	}
+	return CATS_EXIT_OK;
+}
+
+int
+bind_app_input(struct bind_app *a)
+{
+	static const struct cats_stream_cbs cbs = { in_item, in_bad, in_eof,
+		NULL };
+	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
+	if (a->in == NULL) {
+		cats_errorx("input: %s", strerror(errno));
+		return CATS_EXIT_NOINPUT;
+	}
+	cats_stream_decode_into(a->in, &a->dec);
+	a->last_fsync = a->last_stats = cats_clock_now();
+	return CATS_EXIT_OK;
+}
+
+void
+bind_app_tick(struct bind_app *a)
+{
+	uint64_t now = cats_clock_now();
+	if (!cats_clock_replay())
+		bind_tick(a->t, now);
+	if (a->j != NULL && a->fsync_ms && now - a->last_fsync >= a->fsync_ms) {
+		bj_commit(a->j);
+		bj_sync(a->j);
+		a->last_fsync = now;
+	}
+	if (a->stats_ms && now - a->last_stats >= a->stats_ms) {
+		bind_app_stats(a);
+		a->last_stats = now;
+	}
+	if (a->j != NULL && bj_snapshot_wait(a->j, false) < 0)
+		cats_errorx("journal: the background snapshot failed; the "
+		    "segments stay");
+	if (a->j != NULL && bj_snapshot_due(a->j)) {
+		char err[512] = "";
+		flush_all(a);
+		if (bj_snapshot_async(a->j, a->t, now, err, sizeof(err)) < 0)
+			cats_errorx("%s", err);
+	}
+}
+
+int
+bind_app_end(struct bind_app *a)
+{
+	char err[512];
+	flush_all(a);
+	if (a->stats_at_exit)
+		bind_app_stats(a);
+	flush_all(a);
+	cats_stream_flush(a->out);
+	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+		cats_stream_flush(c->s);
+	if (a->j != NULL) {
+		if (a->exit_code != CATS_EXIT_FAIL && bj_snapshot(a->j, a->t,
+		    cats_clock_now(), err, sizeof(err)) < 0)
+			cats_errorx("%s", err);
+		bj_close(a->j);
+		a->j = NULL;
+	}
+	int rc = a->exit_code;
+	if (rc == CATS_EXIT_OK && a->in_bad > 0)
+		rc = CATS_EXIT_DATAERR;
+	return rc;
+}
+
+void
+bind_app_free(struct bind_app *a)
+{
+	while (a->conns)
+		drop_conn(a->conns);
+	cats_stream_free(a->in);
+	cats_stream_free(a->out);
+	if (a->listen_ev)
+		event_free(a->listen_ev);
+	if (a->flush_ev)
+		event_free(a->flush_ev);
+	if (a->j != NULL)
+		bj_close(a->j);
+	cats_htab_free(&a->byname);
+	cats_keyring_free(&a->keys);
+	cats_buf_free(&a->held);
+	cats_dec_free(&a->dec);
+	bind_free(a->t);
+	a->t = NULL;
+}
+
+/* ---- --dump ---- */
+
+static void
+dump_one(void *arg, const struct cats_rec *r)
+{
+	struct cats_buf *b = arg;
+	cats_rec_encode(r, b, false);
+	if (b->len >= HELD_FLUSH) {
+		if (cats_write_all(1, b->p, b->len) < 0) {
+			cats_errorx("output: %s", strerror(errno));
+			exit(CATS_EXIT_IOERR);
+		}
+		b->len = 0;
+	}
+}
+
+int
+bind_app_dump(const struct bind_conf *c, const char *dir)
+{
+	char err[512] = "";
+	struct bj *j = bj_open(dir, true, BJ_FSYNC_NEVER, err, sizeof(err));
+	if (j == NULL) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOINPUT;
+	}
+	uint64_t now = cats_clock_now();
+	struct bind_table *t = bind_new(c, NULL);
+	if (t == NULL || bj_restore(j, t, now, err, sizeof(err)) < 0) {
+		cats_errorx("%s", err[0] ? err : "out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	const struct bj_stats *s = bj_stats(j);
+	if (s->torn)
+		cats_warnx("%s: a torn tail of %" PRIu64 " bytes (left in place)",
+		    dir, s->torn_bytes);
+	struct cats_buf b = { 0 };
+	bind_foreach(t, (1u << CATS_FS_BINDING_READY) | (1u << CATS_FS_ACTIVE),
+	    cats_clock_now(), dump_one, &b);
+	if (cats_write_all(1, b.p, b.len) < 0) {
+		cats_errorx("output: %s", strerror(errno));
+		return CATS_EXIT_IOERR;
+	}
+	cats_buf_free(&b);
+	cats_info("%zu bindings, epoch %" PRIu64, bind_count(t), bind_epoch(t));
+	bind_free(t);
+	bj_close(j);
+	return CATS_EXIT_OK;
+}

@@ -1,0 +1,107 @@
+/*
+ * bind_app.h - the running cats-bind (cats-bind(1)): the pipeline on stdin
+ * and stdout, forwarder connections on the listener, the binding table
+ * (bind.h) and its journal (bind_journal.h) between them, statistics.
+ *
+ * The main parses the options into the fields marked "the main's", loads
+ * the keys, opens the trace file, creates a->base, the listening socket,
+ * the signals and the timer; this module does the rest on the libevent
+ * loop.  Call order: bind_app_init; bind_app_journal (with --journal);
+ * bind_app_output; bind_app_listener (with --listen); bind_app_input;
+ * the loop; bind_app_end; bind_app_free whatever happened.  Functions
+ * returning an int return a cats(7) exit code and print the one line that
+ * says why (cats_errorx).
+ *
+ * Time: the clock of base/clock.h (live, or in --replay the timestamps of
+ * the records the table takes), read where a record or a timer comes in.
+ *
+ * Output is held, not batched: what the table sends leaves only once the
+ * journal records that cover it are written (and synced under --fsync
+ * always), at the end of the loop turn or as soon as 1 MiB is held (the
+ * group commit).  cats_stream_batch() would write at the end of the turn
+ * too, but in no order with the journal's commit.  Output above the
+ * stream's high-water mark pauses every input until it drains; a failed
+ * write to stdout ends the run with 74.
+ */
+#ifndef CATS_BIND_APP_H
+#define CATS_BIND_APP_H
+
+#include <stdio.h>
+
+#include "base/htab.h"
+#include "bind/bind.h"
+#include "bind/bind_journal.h"
+#include "rec/seq.h"
+#include "sec/crypto.h"
+
+struct event_base;
+struct event;
+struct bind_app_conn;
+
+struct bind_app {
+	/* the main's */
+	struct event_base *base;
+	FILE *trace;			/* --trace; NULL: to the log */
+	struct cats_key key;		/* --key: signs what forwarders get */
+	bool have_key;
+	struct cats_keyring keys;	/* --keys; n == 0: not checked */
+	bool strict, stats_at_exit;
+	uint64_t fsync_ms;		/* --fsync interval: its period */
+	uint64_t stats_ms;		/* --stats-interval; 0: none */
+	/* the module's */
+	struct bind_table *t;
+	struct bj *j;
+	struct cats_stream *in, *out;
+	struct cats_buf held;		/* stdout output waiting for the journal */
+	struct bind_app_conn *conns;
+	size_t nconns;
+	struct cats_htab byname;	/* connections by forwarder id */
+	struct event *flush_ev, *listen_ev;
+	struct cats_dec dec;
+	bool paused, stdin_eof, listening, stopping;
+	uint64_t last_fsync, last_stats;
+	int exit_code;
+	/* counters of the tool itself */
+	uint64_t in_records, in_bad, passed, dropped_sends, conns_accepted,
+	    conns_refused, auth_refused, imperson, journal_errors;
+};
+
+/* The table of configuration c, its callbacks this module's. */
+int bind_app_init(struct bind_app *a, const struct bind_conf *c);
+/*
+ * Open the journal in dir (fsync policy, snapshot size floor snap_min, 0:
+ * the default), restore the table from it and start a new owner epoch,
+ * before anyone hears of it.
+ */
+int bind_app_journal(struct bind_app *a, const char *dir, int fsync_policy,
+    uint64_t snap_min);
+/* The output stream on stdout. */
+int bind_app_output(struct bind_app *a);
+/* Accept forwarders on the listening socket fd (the main's). */
+void bind_app_listener(struct bind_app *a, int fd);
+/* The pipeline's input stream on stdin. */
+int bind_app_input(struct bind_app *a);
+/*
+ * The timer (every 50 ms): deadlines when live, the --fsync interval, the
+ * --stats-interval record, background snapshots.
+ */
+void bind_app_tick(struct bind_app *a);
+/* A stats record to stdout (SIGUSR1, --stats). */
+void bind_app_stats(struct bind_app *a);
+/* End the loop; the first code given is the run's. */
+void bind_app_stop(struct bind_app *a, int code);
+/*
+ * The clean stop: what is held goes out (and the --stats record), the
+ * journal gets a snapshot and is closed.  The run's exit code.
+ */
+int bind_app_end(struct bind_app *a);
+/* Free the module's part, and the keyring of the main's. */
+void bind_app_free(struct bind_app *a);
+
+/*
+ * --dump: every binding of the journal in dir (opened read-only, with the
+ * table of configuration c) to stdout, as a CBOR Sequence.
+ */
+int bind_app_dump(const struct bind_conf *c, const char *dir);
+
+#endif
