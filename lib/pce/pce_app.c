@@ -1,0 +1,580 @@
+/*
+ * pce_app.c - the running cats-pce (pce_app.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "pce/pce_app.h"
+#include "rec/json.h"
+
+/* What a record came in on: a session, the datagram socket or stdin. */
+struct cats_pce_sess {
+	struct cats_pce_app *a;
+	struct cats_stream *s;
+};
+
+/* ---- replies ---- */
+
+/* Send a record (encoded bytes) to where the item came from. */
+static void
+reply(struct cats_pce_app *a, struct cats_stream *from,
+    const struct cats_peer *peer, const uint8_t *p, size_t n)
+{
+	struct cats_stream *to = a->out ? a->out : from;
+	int rc = peer ? cats_stream_sendto(to, peer, p, n) :
+	    cats_stream_send(to, p, n);
+	if (rc < 0) {
+		if (a->out) {
+			cats_errorx("output failed");
+			a->exit_code = CATS_EXIT_IOERR;
+			event_base_loopbreak(a->base);
+		}
+		return;
+	}
+	/* Back-pressure: stop reading until the output drains. */
+	if (rc == 1)
+		cats_stream_pause(from);
+}
+
+static void
+reply_rec(struct cats_pce_app *a, struct cats_stream *from,
+    const struct cats_peer *peer, const struct cats_rec *r0)
+{
+	struct cats_buf b = { 0 };
+	struct cats_rec copy = *r0;
+	const struct cats_rec *r = &copy;
+	if (a->sign.kind >= 0 && cats_rec_sign(&copy, &a->sign) < 0) {
+		cats_errorx("cannot sign a %s record", cats_type_name(r->type));
+		return;
+	}
+	if (cats_rec_encode(r, &b, true) < 0) {
+		cats_errorx("cannot encode a %s record", cats_type_name(r->type));
+	} else {
+		reply(a, from, peer, b.p, b.len);
+	}
+	cats_buf_free(&b);
+}
+
+/*
+ * A path-req that does not decode: an error record carrying what can be
+ * salvaged (txn, ingress or headend, flow) so that the transaction still
+ * closes at the forwarder.  Built as JSON and decoded, so that whatever is
+ * salvaged is validated like any record.
+ */
+static void
+bad_request(struct cats_pce_app *a, struct cats_stream *from,
+    const struct cats_peer *peer, const struct cats_tok *tk, uint64_t index,
+    const struct cats_err *e)
+{
+	char msg[400];
+	json_t *j = json_object();
+	json_object_set_new(j, "type", json_string("error"));
+	json_object_set_new(j, "code", json_string("bad-request"));
+	json_object_set_new(j, "ts", json_integer((json_int_t)cats_clock_now()));
+	json_object_set_new(j, "stage", json_string("cats-pce"));
+	cats_err_fmt(e, index, msg, sizeof(msg));
+	json_object_set_new(j, "msg", json_stringn(msg, strnlen(msg, 500)));
+	json_object_set_new(j, "index", json_integer((json_int_t)index));
+	if (e->field[0])
+		json_object_set_new(j, "field", json_string(e->field));
+	json_t *opt[3] = { NULL, NULL, NULL };	/* txn, ingress, flow */
+	const char *names[3] = { "txn", "ingress", "flow" };
+	const struct cats_tok *headend = NULL;
+	if (tk != NULL && tk[0].kind == CATS_TK_MAP) {
+		size_t k = 1;
+		for (uint32_t i = 0; i < tk[0].n; i++) {
+			size_t v = tk[k].next;
+			if (tk[k].kind == CATS_TK_TEXT) {
+				const char *key = (const char *)tk[k].v.p;
+				size_t kn = tk[k].n;
+				if (kn == 3 && memcmp(key, "txn", 3) == 0 &&
+				    tk[v].kind == CATS_TK_UINT && !opt[0])
+					opt[0] = json_integer(
+					    (json_int_t)(tk[v].v.u & CATS_U53));
+				else if (kn == 7 && memcmp(key, "ingress", 7)
+				    == 0 && tk[v].kind == CATS_TK_TEXT && !opt[1])
+					opt[1] = json_stringn((const char *)
+					    tk[v].v.p, tk[v].n);
+				else if (kn == 7 && memcmp(key, "headend", 7)
+				    == 0 && tk[v].kind == CATS_TK_TEXT)
+					headend = &tk[v];
+				else if (kn == 4 && memcmp(key, "flow", 4) == 0
+				    && tk[v].kind == CATS_TK_MAP && !opt[2])
+					opt[2] = cats_toks_to_json(tk, v);
+			}
+			k = tk[v].next;
+		}
+		/* The ingress forwarder is the headend (cats(7)). */
+		if (opt[1] == NULL && headend != NULL)
+			opt[1] = json_stringn((const char *)headend->v.p,
+			    headend->n);
+	}
+	/* Drop what does not validate, least useful first. */
+	struct cats_rec r;
+	struct cats_err e2;
+	int ok = -1;
+	for (int drop = 3; drop >= 0 && ok < 0; drop--) {
+		for (int i = 0; i < 3; i++) {
+			if (opt[i] != NULL && i < drop)
+				json_object_set(j, names[i], opt[i]);
+			else
+				json_object_del(j, names[i]);
+		}
+		ok = cats_rec_from_json(&a->dec, j, &r, &e2);
+	}
+	if (ok == 0)
+		reply_rec(a, from, peer, &r);
+	for (int i = 0; i < 3; i++)
+		json_decref(opt[i]);
+	json_decref(j);
+}
+
+/* The value of a top-level "type" key, or -1. */
+static int
+peek_type(const struct cats_tok *tk)
+{
+	if (tk[0].kind != CATS_TK_MAP)
+		return -1;
+	size_t k = 1;
+	for (uint32_t i = 0; i < tk[0].n; i++) {
+		size_t v = tk[k].next;
+		if (tk[k].kind == CATS_TK_TEXT && tk[k].n == 4 &&
+		    memcmp(tk[k].v.p, "type", 4) == 0 &&
+		    tk[v].kind == CATS_TK_TEXT)
+			return cats_type_from_name((const char *)tk[v].v.p,
+			    tk[v].n);
+		k = tk[v].next;
+	}
+	return -1;
+}
+
+/* Count a bad record; with --strict, read nothing more. */
+static void
+count_bad(struct cats_pce_app *a, struct cats_stream *s)
+{
+	a->bad++;
+	if (a->exit_code == 0)
+		a->exit_code = CATS_EXIT_DATAERR;
+	if (a->strict) {
+		cats_stream_pause(s);
+		event_base_loopexit(a->base, NULL);
+	}
+}
+
+/*
+ * A path request or net record on an authenticated channel: verified
+ * against the keyring, inside the time window, not seen before.  A request
+ * that fails gets an "unauthorized" error (fail closed: no path), and the
+ * failure is audited.
+ */
+static bool
+authentic(struct cats_pce_app *a, struct cats_stream *s,
+    const struct cats_peer *peer, const struct cats_rec *r, uint64_t index)
+{
+	struct cats_err e;
+	const struct cats_key *who = NULL;
+	const char *why;
+	memset(&e, 0, sizeof(e));
+	uint64_t ts = r->type == CATS_T_PATH_REQ ? r->u.preq.ts : r->u.net.ts;
+	if (cats_rec_verify(r, &a->keys, &who, &e) < 0) {
+		why = e.reason;
+	} else {
+		int g = cats_tag_guard_check(a->guard, r->auth.tag,
+		    r->auth.tag_len, ts, cats_clock_now());
+		if (g == CATS_REPLAY_OK)
+			return true;
+		why = cats_replay_reason(g);
+	}
+	a->unauthorized++;
+	cats_warnx("record %" PRIu64 ": %s refused: %s", index,
+	    cats_type_name(r->type), why);
+	cats_audit("auth-failure", "record=%" PRIu64 " type=%s sender=%s "
+	    "reason=\"%s\"", index, cats_type_name(r->type),
+	    who && who->name[0] ? who->name : "-", why);
+	if (r->type != CATS_T_PATH_REQ)
+		return false;
+	const struct cats_path_req *q = &r->u.preq;
+	struct cats_rec er;
+	char msg[300];
+	snprintf(msg, sizeof(msg), "path request refused: %s", why);
+	cats_rec_error_init(&er, "unauthorized", "cats-pce", q->txn,
+	    cats_clock_now(), msg);
+	CATS_SET(&er.u.error, ERR, index, index);
+	cats_rec_error_route(&er, q->ingress ? q->ingress : q->headend,
+	    CATS_HAS(q, PRQ, flow) ? &q->flow : NULL);
+	reply_rec(a, s, peer, &er);
+	return false;
+}
+
+/* A path-req answered; a net record applied to the database. */
+static void
+on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct cats_pce_app *a = ((struct cats_pce_sess *)arg)->a;
+	struct cats_rec r;
+	struct cats_err e;
+	char msg[400];
+	a->records++;
+	memset(&e, 0, sizeof(e));
+	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
+		/* Which type was it meant to be? */
+		size_t used = 0;
+		struct cats_err e2;
+		int type = -1;
+		if (cats_scan(p, n, true, &a->dec.lim, &a->toks, NULL, &used,
+		    NULL, &e2) == CATS_SCAN_OK)
+			type = peek_type(a->toks.t);
+		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
+		count_bad(a, s);
+		if (type == CATS_T_PATH_REQ)
+			bad_request(a, s, peer, a->toks.t, index, &e);
+		else if (type >= 0)
+			reply(a, s, peer, p, n);	/* not ours to judge */
+		return;
+	}
+	if (cats_clock_replay()) {
+		uint64_t ts = 0;
+		if (r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
+			ts = cats_rec_ts(&r);
+		cats_clock_observe(ts);
+	}
+	if (a->keys.n > 0 && (r.type == CATS_T_PATH_REQ ||
+	    r.type == CATS_T_NET) && !authentic(a, s, peer, &r, index)) {
+		/* An unauthenticated net record is not applied; it is not
+		 * ours to drop either. */
+		if (r.type == CATS_T_NET)
+			reply(a, s, peer, p, n);
+		return;
+	}
+	if (r.type == CATS_T_PATH_REQ) {
+		struct cats_rec rep;
+		cats_arena_reset(&a->arena);
+		if (cats_pce_answer(&a->pce, &r.u.preq, cats_clock_now(), &rep,
+		    &a->arena) < 0) {
+			cats_errorx("record %" PRIu64 ": out of memory", index);
+			struct cats_err oom;
+			cats_err_set(&oom, "", "out of memory");
+			bad_request(a, s, peer, NULL, index, &oom);
+			return;
+		}
+		reply_rec(a, s, peer, &rep);
+		return;
+	}
+	if (r.type == CATS_T_NET) {
+		char err[300];
+		int rc = cats_te_apply_net(a->pce.te, &r.u.net, err, sizeof(err));
+		if (rc < 0) {
+			cats_warnx("record %" PRIu64 ": net: %s", index, err);
+			a->net_refused++;
+		} else if (rc == 0) {
+			a->net_applied++;
+			cats_debug("record %" PRIu64 ": net applied, generation "
+			    "%" PRIu64, index, cats_te_gen(a->pce.te));
+		}
+	}
+	a->passed++;
+	reply(a, s, peer, p, n);
+}
+
+static void
+on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct cats_pce_app *a = ((struct cats_pce_sess *)arg)->a;
+	char msg[400];
+	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
+	a->records++;
+	count_bad(a, s);
+}
+
+/* ---- stdio mode ---- */
+
+static void
+on_stdin_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct cats_pce_app *a = ((struct cats_pce_sess *)arg)->a;
+	(void)s;
+	if (error != 0) {
+		cats_errorx("input: %s", strerror(error));
+		a->exit_code = CATS_EXIT_FAIL;
+	}
+	event_base_loopexit(a->base, NULL);
+}
+
+static void
+on_out_drained(struct cats_stream *s, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	(void)s;
+	if (a->in)
+		cats_stream_resume(a->in);
+}
+
+static void
+on_out_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	(void)s;
+	cats_errorx("output: %s", strerror(error ? error : EPIPE));
+	a->exit_code = CATS_EXIT_IOERR;
+	event_base_loopbreak(a->base);
+}
+
+int
+cats_pce_app_stdio(struct cats_pce_app *a, int ofd)
+{
+	static const struct cats_stream_cbs incbs = {
+		.item = on_item, .bad = on_bad, .eof = on_stdin_eof,
+	};
+	static const struct cats_stream_cbs outcbs = {
+		.eof = on_out_eof, .drained = on_out_drained,
+	};
+	a->stdio = calloc(1, sizeof(*a->stdio));
+	if (a->stdio == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	a->stdio->a = a;
+	a->out = cats_stream_new(a->base, -1, ofd, false, NULL, 0, &outcbs, a);
+	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &incbs,
+	    a->stdio);
+	if (a->in == NULL || a->out == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	a->stdio->s = a->in;
+	return CATS_EXIT_OK;
+}
+
+/* ---- listen mode ---- */
+
+static void
+session_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct cats_pce_sess *ss = arg;
+	(void)s;
+	if (error)
+		cats_debug("session: %s", strerror(error));
+	cats_stream_flush(ss->s);
+	cats_stream_free(ss->s);
+	free(ss);
+}
+
+static void
+session_drained(struct cats_stream *s, void *arg)
+{
+	(void)arg;
+	cats_stream_resume(s);
+}
+
+static void
+on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct cats_stream_cbs cbs = {
+		.item = on_item, .bad = on_bad, .eof = session_eof,
+		.drained = session_drained,
+	};
+	struct cats_pce_app *a = arg;
+	(void)what;
+	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
+	if (ss == NULL) {
+		close(c);
+		return;
+	}
+	ss->a = a;
+	ss->s = cats_stream_new(a->base, c, c, false, NULL, 0, &cbs, ss);
+	if (ss->s == NULL) {
+		close(c);
+		free(ss);
+		return;
+	}
+	cats_stream_own(ss->s);
+	a->sessions++;
+}
+
+int
+cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
+{
+	if (!dgram) {
+		a->lev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept,
+		    a);
+		event_add(a->lev, NULL);
+		return CATS_EXIT_OK;
+	}
+	static const struct cats_stream_cbs dcbs = {
+		.item = on_item, .bad = on_bad,
+	};
+	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
+	if (ss != NULL) {
+		ss->a = a;
+		ss->s = cats_stream_new(a->base, fd, fd, true, NULL, 0, &dcbs,
+		    ss);
+	}
+	if (ss == NULL || ss->s == NULL) {
+		free(ss);
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	return CATS_EXIT_OK;
+}
+
+/* ---- the database ---- */
+
+int
+cats_pce_app_init(struct cats_pce_app *a)
+{
+	char err[600];
+	bool missing;
+	if (a->keys.n > 0) {
+		a->guard = cats_tag_guard_new(a->window, (size_t)1 << 20);
+		if (a->guard == NULL) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
+	}
+	struct cats_te *te = cats_te_load(a->tedb, NULL, 1, &missing, err,
+	    sizeof(err));
+	if (te == NULL) {
+		cats_errorx("%s", err);
+		return missing ? CATS_EXIT_NOINPUT : CATS_EXIT_CONFIG;
+	}
+	if (cats_pce_init(&a->pce, te) < 0) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	a->pce.max_labels = a->max_labels;
+	a->pce.cache_max = a->cache;
+	cats_dec_init(&a->dec, NULL);
+	return CATS_EXIT_OK;
+}
+
+void
+cats_pce_app_reload(struct cats_pce_app *a)
+{
+	char err[600];
+	bool missing;
+	uint64_t old = a->pce.te ? cats_te_gen(a->pce.te) : 0;
+	struct cats_te *te = cats_te_load(a->tedb, NULL, old + 1, &missing,
+	    err, sizeof(err));
+	if (te == NULL) {
+		a->reload_failed++;
+		cats_errorx("reload refused, keeping generation %" PRIu64 ": %s",
+		    old, err);
+		cats_audit("tedb-reload-refused", "file=%s gen=%" PRIu64,
+		    a->tedb, old);
+		return;
+	}
+	/* Generations never go back, whatever the file says. */
+	if (te->gen <= old)
+		te->gen = old + 1;
+	cats_pce_set_te(&a->pce, te);
+	a->reloads++;
+	cats_info("reloaded %s: %" PRIu32 " nodes, %" PRIu32 " links, "
+	    "generation %" PRIu64, a->tedb, cats_te_nodes(te),
+	    cats_te_links(te), cats_te_gen(te));
+}
+
+int
+cats_pce_check(const char *path)
+{
+	char err[600];
+	bool missing;
+	struct cats_te *te = cats_te_load(path, NULL, 1, &missing, err,
+	    sizeof(err));
+	if (te == NULL) {
+		cats_errorx("%s", err);
+		return missing ? CATS_EXIT_NOINPUT : CATS_EXIT_CONFIG;
+	}
+	struct cats_te_mem m;
+	cats_te_mem(te, &m);
+	printf("%s: %" PRIu32 " nodes, %" PRIu32 " links, %" PRIu32
+	    " directions, generation %" PRIu64 ", %zu bytes (%.1f per node, "
+	    "%.1f per direction)\n", path, cats_te_nodes(te), cats_te_links(te),
+	    cats_te_edges(te), cats_te_gen(te), m.node_bytes + m.edge_bytes +
+	    m.other_bytes, (double)m.node_bytes / (te->n ? te->n : 1),
+	    (double)m.edge_bytes / (te->m ? te->m : 1));
+	cats_te_free(te);
+	return CATS_EXIT_OK;
+}
+
+/* ---- the end ---- */
+
+void
+cats_pce_app_stats(struct cats_pce_app *a)
+{
+	const struct cats_pce_counters *c = &a->pce.c;
+	struct cats_stats_list st;
+	cats_stats_init(&st, "cats-pce", NULL);
+	cats_stats_add(&st, "records", a->records);
+	cats_stats_add(&st, "bad", a->bad);
+	cats_stats_add(&st, "requests", c->requests);
+	cats_stats_add(&st, "ok", c->ok);
+	cats_stats_add(&st, "no_path", c->no_path);
+	cats_stats_add(&st, "errors", c->errors);
+	cats_stats_add(&st, "expired", c->expired);
+	cats_stats_add(&st, "exact_searches", c->exact_searches);
+	cats_stats_add(&st, "labels", c->labels);
+	cats_stats_add(&st, "settled", c->settled);
+	cats_stats_add(&st, "cache_hits", c->cache_hits);
+	cats_stats_add(&st, "passed", a->passed);
+	cats_stats_add(&st, "net_applied", a->net_applied);
+	cats_stats_add(&st, "net_refused", a->net_refused);
+	cats_stats_add(&st, "reloads", a->reloads);
+	cats_stats_add(&st, "reload_failed", a->reload_failed);
+	cats_stats_add(&st, "sessions", a->sessions);
+	cats_stats_add(&st, "unauthorized", a->unauthorized);
+	cats_stats_gauge(&st, "generation", a->pce.te ?
+	    cats_te_gen(a->pce.te) : 0);
+	cats_stats_print(&st, stderr, cats_clock_now());
+	cats_stats_free(&st);
+}
+
+int
+cats_pce_app_end(struct cats_pce_app *a)
+{
+	if (a->out != NULL && cats_stream_flush(a->out) < 0 &&
+	    a->exit_code != CATS_EXIT_IOERR) {
+		cats_errorx("output: %s", strerror(errno));
+		a->exit_code = CATS_EXIT_IOERR;
+	}
+	if (a->stats)
+		cats_pce_app_stats(a);
+	if (a->bad)
+		cats_warnx("%" PRIu64 " of %" PRIu64 " records were invalid",
+		    a->bad, a->records);
+	return a->exit_code;
+}
+
+void
+cats_pce_app_free(struct cats_pce_app *a)
+{
+	cats_stream_free(a->in);
+	cats_stream_free(a->out);
+	free(a->stdio);
+	if (a->lev)
+		event_free(a->lev);
+	cats_pce_free(&a->pce);
+	cats_tag_guard_free(a->guard);
+	cats_keyring_free(&a->keys);
+	cats_dec_free(&a->dec);
+	cats_arena_free(&a->arena);
+	cats_toks_free(&a->toks);
+	a->in = a->out = NULL;
+	a->stdio = NULL;
+	a->lev = NULL;
+	a->guard = NULL;
+}

@@ -1,0 +1,84 @@
+/*
+ * pce_app.h - the running cats-pce (cats-pce(1)): path requests in,
+ * answered by cats_pce_answer() over the TE database; net records applied
+ * to it and passed on; every other record passed on; on stdin and stdout,
+ * or on the sessions of a listening socket.
+ *
+ * The main parses the options into the fields marked "the main's", loads
+ * the keys, creates a->base, the signals and the endpoints; this module
+ * does the rest on the libevent loop.  Call order: cats_pce_app_init;
+ * cats_pce_app_stdio or cats_pce_app_listener; the loop; cats_pce_app_end;
+ * cats_pce_app_free whatever happened.  Functions returning an int return
+ * a cats(7) exit code and print the one line that says why (cats_errorx).
+ *
+ * Time: the clock of base/clock.h (live, or in --replay the timestamps of
+ * path-req and net records).  Replies go where the request came from (the
+ * output stream in stdio mode, the session, the datagram's sender); a
+ * reply above the high-water mark pauses the stream it answers until the
+ * output drains.  With --keys, path requests and net records must be
+ * signed by a key of the keyring, within the window and never seen before
+ * (cats_tag_guard, crypto.h); a refused request gets an "unauthorized"
+ * error.  A record that does not decode is counted (exit 65 at the end);
+ * a path-req among them gets a "bad-request" error carrying what can be
+ * salvaged (txn, ingress, flow), any other one is passed on as it came.
+ */
+#ifndef CATS_PCE_APP_H
+#define CATS_PCE_APP_H
+
+#include "pce/pce.h"
+#include "rec/seq.h"
+#include "sec/crypto.h"
+
+struct event_base;
+struct event;
+struct cats_pce_sess;
+
+struct cats_pce_app {
+	/* the main's */
+	struct event_base *base;
+	const char *tedb;		/* -t: the TE database's file */
+	bool strict, stats;
+	size_t max_labels, cache;	/* --max-labels (0: default), --cache */
+	struct cats_keyring keys;	/* --keys; n == 0: none */
+	uint64_t window;		/* --window (ms) */
+	struct cats_key sign;		/* --key; kind -1: do not sign */
+	/* the module's */
+	struct cats_pce pce;
+	struct cats_tag_guard *guard;
+	struct cats_stream *in, *out;	/* stdio mode */
+	struct cats_pce_sess *stdio;
+	struct event *lev;		/* accepting sessions */
+	struct cats_dec dec;
+	struct cats_arena arena;
+	struct cats_toks toks;
+	uint64_t records, bad, passed, net_applied, net_refused, reloads,
+	    reload_failed, sessions, unauthorized;
+	int exit_code;
+};
+
+/*
+ * Load the TE database of a->tedb (66 if missing, 78 if refused) and make
+ * the PCE, and the replay guard of --keys.
+ */
+int cats_pce_app_init(struct cats_pce_app *a);
+/* Requests on stdin, everything out on ofd. */
+int cats_pce_app_stdio(struct cats_pce_app *a, int ofd);
+/*
+ * Serve the listening socket fd (the main's): a session per connection,
+ * or, dgram, one for all datagrams (replies to their senders).
+ */
+int cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram);
+/* SIGHUP: load the database again; a bad one is refused, the old kept. */
+void cats_pce_app_reload(struct cats_pce_app *a);
+/* The stats record, one JSON line on stderr (SIGUSR1, --stats). */
+void cats_pce_app_stats(struct cats_pce_app *a);
+/* After the loop: the output flushed, --stats, the count of bad
+ * records.  The run's exit code. */
+int cats_pce_app_end(struct cats_pce_app *a);
+/* Free the module's part, and the main's keys. */
+void cats_pce_app_free(struct cats_pce_app *a);
+
+/* --check: load the database at path and describe it on stdout. */
+int cats_pce_check(const char *path);
+
+#endif
