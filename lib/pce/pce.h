@@ -57,29 +57,6 @@ void cats_pce_cache_clear(struct cats_pce *p);
 int cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
     uint64_t now, struct cats_rec *rep, struct cats_arena *arena);
 
-/*
- * Replay protection of an authenticated channel (seed 001: the C-PS to PCE
- * channel needs authentication, integrity and replay protection).  A record
- * is accepted when its timestamp is within now +/- window and its
- * authentication tag has not been seen within the window: a replayed record
- * is either too old or carries a tag already seen.  At most max tags are
- * remembered; when all are still live the record is refused (fail closed).
- */
-enum {
-	CATS_GUARD_OK = 0,
-	CATS_GUARD_WINDOW = 1,		/* timestamp outside the window */
-	CATS_GUARD_REPLAY = 2,		/* this tag was seen */
-	CATS_GUARD_FULL = 3,		/* too many live tags */
-	CATS_GUARD_UNAUTH = 4,		/* no auth entry */
-};
-
-struct cats_pce_guard;
-struct cats_pce_guard *cats_pce_guard_new(uint64_t window_ms, size_t max);
-void cats_pce_guard_free(struct cats_pce_guard *g);
-int cats_pce_guard_check(struct cats_pce_guard *g, const struct cats_rec *r,
-    uint64_t ts, uint64_t now);
-const char *cats_pce_guard_reason(int code);
-
 /* Translate a request's constraints; exclusions naming no node or link of
  * the database are dropped (nothing to avoid).  Arrays live in arena. */
 int cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,

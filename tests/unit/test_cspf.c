@@ -1224,40 +1224,6 @@ test_synth(void)
 	cats_te_free(other);
 }
 
-/* Replay protection: the window, exact replays, expiry, the cap. */
-static void
-test_guard(void)
-{
-	struct cats_pce_guard *g = cats_pce_guard_new(1000, 2);
-	struct cats_rec a, b, c;
-	cats_rec_init(&a, CATS_T_PATH_REQ);
-	b = c = a;
-	T_OK(cats_pce_guard_check(g, &a, 5000, 5000) == CATS_GUARD_UNAUTH,
-	    "guard: no auth entry");
-	a.auth.alg = b.auth.alg = c.auth.alg = CATS_ALG_HMAC256;
-	a.auth.tag_len = b.auth.tag_len = c.auth.tag_len = 32;
-	a.auth.tag[0] = 1;
-	b.auth.tag[0] = 2;
-	c.auth.tag[0] = 3;
-	T_OK(cats_pce_guard_check(g, &a, 3999, 5000) == CATS_GUARD_WINDOW &&
-	    cats_pce_guard_check(g, &a, 6001, 5000) == CATS_GUARD_WINDOW,
-	    "guard: outside the window");
-	T_OK(cats_pce_guard_check(g, &a, 5000, 5000) == CATS_GUARD_OK,
-	    "guard: first time");
-	T_OK(cats_pce_guard_check(g, &a, 5000, 5500) == CATS_GUARD_REPLAY,
-	    "guard: the same tag again");
-	T_OK(cats_pce_guard_check(g, &b, 5500, 5500) == CATS_GUARD_OK &&
-	    cats_pce_guard_check(g, &c, 5500, 5500) == CATS_GUARD_FULL,
-	    "guard: full, fails closed");
-	/* 2 windows later the first tags are forgotten. */
-	T_OK(cats_pce_guard_check(g, &c, 7001, 7001) == CATS_GUARD_OK,
-	    "guard: tags expire after two windows");
-	T_OK(cats_pce_guard_check(g, &a, 7001, 7001) == CATS_GUARD_FULL &&
-	    cats_pce_guard_check(g, &a, 7501, 7501) == CATS_GUARD_OK,
-	    "guard: an old tag is new again once no record can carry it in");
-	cats_pce_guard_free(g);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1281,7 +1247,6 @@ main(int argc, char **argv)
 	test_dominance();
 	test_synth();
 	test_real();
-	test_guard();
 	cats_cspf_ws_free(ws);
 	return t_done();
 }
