@@ -1,0 +1,1159 @@
+/*
+ * sma_app.c - the running cats-sma (see sma_app.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "base/tool.h"
+#include "sma/sma_app.h"
+#include "sma/sma_http.h"
+
+/* A connection of a CBOR stream listener. */
+struct sma_conn {
+	struct sma_app *app;
+	struct cats_stream *st;
+	struct sma_conn *next;
+	char peer[64];
+};
+
+/* ---- output ---- */
+
+void
+sma_app_stop(struct sma_app *a, int code)
+{
+	if (a->exit_code == 0)
+		a->exit_code = code;
+	a->stopping = true;
+	event_base_loopbreak(a->base);
+}
+
+static void pause_inputs(struct sma_app *a, bool pause);
+
+/* The next nonce: strictly increasing, across restarts too. */
+static uint64_t
+next_nonce(struct sma_app *a)
+{
+	uint64_t t = cats_clock_now() * 1000;
+	a->nonce = t > a->nonce ? t : a->nonce + 1;
+	return a->nonce;
+}
+
+/*
+ * What a send to the output stream returned: the first failure stops the
+ * loop (exit 74); above its high-water mark the inputs pause.
+ */
+static int
+sent(struct sma_app *a, int rc)
+{
+	if (rc < 0) {
+		if (!a->out_broken) {
+			cats_errorx("output failed: %s", strerror(errno));
+			a->out_broken = true;
+			sma_app_stop(a, CATS_EXIT_IOERR);
+		}
+		return -1;
+	}
+	if (rc == 1)
+		pause_inputs(a, true);
+	return 0;
+}
+
+/*
+ * A record for the output stream.  The stream batches the records of a
+ * loop turn into one write (sma_app_output): a write per record cost more
+ * than encoding it.  Datagram outputs get one record per datagram.
+ */
+static int
+emit(void *arg, const struct cats_rec *r)
+{
+	struct sma_app *a = arg;
+	if (a->outs == NULL)
+		return 0;
+	struct cats_rec signed_rec;
+	if (a->has_nbkey) {
+		signed_rec = *r;
+		CATS_SET(&signed_rec.u.metric, MET, nonce, next_nonce(a));
+		if (cats_rec_sign(&signed_rec, &a->nbkey) < 0) {
+			cats_errorx("cannot sign a metric record");
+			return -1;
+		}
+		r = &signed_rec;
+	}
+	/* (cats_stream_send_rec would malloc a buffer per record) */
+	a->enc.len = 0;
+	if (cats_rec_encode(r, &a->enc, true) < 0)
+		return -1;
+	return sent(a, cats_stream_send(a->outs, a->enc.p, a->enc.len));
+}
+
+/* Records that did not leave: refused by the output, or in a batch whose
+ * write failed. */
+static uint64_t
+out_failures(const struct sma_app *a)
+{
+	struct cats_stream_stats st = { 0 };
+	if (a->outs != NULL)
+		cats_stream_stats(a->outs, &st);
+	return a->out_failures + st.lost;
+}
+
+static void
+out_drained(struct cats_stream *s, void *arg)
+{
+	(void)s;
+	pause_inputs(arg, false);
+}
+
+static void
+out_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct sma_app *a = arg;
+	(void)s;
+	if (error && !a->out_broken) {
+		cats_errorx("output failed: %s", strerror(error));
+		a->out_broken = true;
+		sma_app_stop(a, CATS_EXIT_IOERR);
+	}
+}
+
+int
+sma_app_output(struct sma_app *a, int fd)
+{
+	static const struct cats_stream_cbs cbs = { NULL, NULL, out_eof,
+		out_drained };
+	a->outs = cats_stream_new(a->base, -1, fd, cats_ep_is_dgram(&a->to),
+	    NULL, 0, &cbs, a);
+	if (a->outs == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	if (!cats_ep_is_dgram(&a->to))
+		cats_stream_batch(a->outs, 65536);
+	if (fd > 2)
+		cats_stream_own(a->outs);
+	return 0;
+}
+
+/* ---- the northbound sender's I/O (cats-northbound(7)) ---- */
+
+static void
+nb_done(void *arg, const struct httpc_resp *r)
+{
+	struct sma_app *a = arg;
+	a->nb_req = NULL;
+	sma_nb_done(a->nb, r->code, r->status, r->body, r->len, r->error,
+	    cats_clock_now());
+	sma_app_arm(a);
+}
+
+static int
+nb_post(void *arg, const char *url, const uint8_t *body, size_t len)
+{
+	struct sma_app *a = arg;
+	static const char *const hdrs[] = {
+		"Accept: application/cbor-seq", NULL };
+	struct httpc_req_opts o = { .method = "POST", .url = url,
+		.headers = hdrs, .body = body, .len = len,
+		.ctype = "application/cbor-seq",
+		.timeout_ms = a->c->nb.timeout_ms,
+		.connect_timeout_ms = a->c->nb.timeout_ms,
+		.max_body = 64u << 20, .ca_file = a->c->ca_file };
+	a->nb_req = httpc_request(a->http, &o, nb_done, a);
+	return a->nb_req ? 0 : -1;
+}
+
+static void
+nb_snapshot(void *arg, uint64_t now)
+{
+	struct sma_app *a = arg;
+	sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+}
+
+static void
+nb_refresh(void *arg, bool ok)
+{
+	struct sma_app *a = arg;
+	sma_uc_peer_refresh(a->uc, ok);
+}
+
+static void
+nb_renumber(void *arg, uint64_t above)
+{
+	struct sma_app *a = arg;
+	sma_uc_renumber(a->uc, above);
+}
+
+static void
+nb_load(void *arg, uint64_t ppm)
+{
+	struct sma_app *a = arg;
+	sma_uc_set_load(a->uc, ppm);
+}
+
+/* Operator notification (000 §10.2): the log, and syslog. */
+static void
+nb_notify(void *arg, int prio, const char *msg)
+{
+	struct sma_app *a = arg;
+	cats_log(prio, "%s", msg);
+	if (a->c->nb.notify)
+		syslog(LOG_DAEMON | prio, "%s", msg);
+	cats_audit("northbound", "state=%s msg=\"%s\"",
+	    sma_nb_state_names[sma_nb_status(a->nb)->state], msg);
+}
+
+/* ---- subordinate C-SMAs (hierarchical aggregation, 000 §11) ---- */
+
+/* Their table changed: the cache follows. */
+static void
+sub_hook(void *arg, int what, const struct cats_cst_entry *ce)
+{
+	struct sma_app *a = arg;
+	uint64_t now = cats_clock_now();
+	if (what == CATS_CST_REMOVE) {
+		sma_remove(a->core, ce->csci_id, SMA_WD_WITHDRAWN, now);
+		return;
+	}
+	if (what == CATS_CST_REFRESH) {
+		sma_import_refresh(a->core, ce->csci_id, now);
+		return;
+	}
+	struct cats_entry e;
+	memset(&e, 0, sizeof(e));
+	e.csci_id = ce->csci_id;
+	e.cs_id = ce->cs_id;
+	e.has = ce->has;
+	e.health = ce->health;
+	e.state = ce->state;
+	e.gas = ce->gas;
+	e.comp_time_ms = ce->comp_time_ms;
+	e.price = ce->price;
+	e.reputation = ce->reputation;
+	e.security_level = ce->security_level;
+	e.port = ce->port;
+	e.gen = ce->sci_gen;
+	e.ts = ce->sci_ts;
+	e.locator = ce->locator;
+	e.ext.v = ce->ext;
+	e.ext.n = ce->next;
+	CATS_SET(&e, ENT, ttl_ms, ce->ttl_ms);
+	if (sma_import(a->core, &e, ce->site, ce->egress, now) < 0)
+		cats_warnx("subordinate %s: entry %s not taken (too many "
+		    "CS-IDs)", ce->sma_id, ce->csci_id);
+}
+
+/* ---- the core's events ---- */
+
+static void
+on_event(void *arg, const struct sma_event *ev)
+{
+	struct sma_app *a = arg;
+	if (ev->kind == SMA_EV_PULL && !a->replay) {
+		/* Hybrid mode: a STALE SCI is pulled at once. */
+		struct sma_sci *r = sma_http_sci(a, ev->ent->csci_id);
+		if (r != NULL && r->pull_url != NULL)
+			sma_http_pull(r);
+	}
+	sma_uc_event(a->uc, ev);
+}
+
+/* The controller's records: to the C-PS's sender and to the stream, when
+ * there is one (with a C-PS, the stream is a copy of what was queued). */
+static int
+uc_emit(void *arg, const struct cats_rec *r, int kind)
+{
+	struct sma_app *a = arg;
+	if (a->nb != NULL) {
+		if (a->outs != NULL && emit(a, r) < 0)
+			a->out_failures++;
+		return sma_nb_push(a->nb, r, kind, cats_clock_now());
+	}
+	if (emit(a, r) < 0) {
+		a->out_failures++;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- timers ---- */
+
+/* The earlier of the core's and the controller's timers, 0 if none. */
+static uint64_t
+earlier(uint64_t x, uint64_t y)
+{
+	return x == 0 ? y : y == 0 ? x : x < y ? x : y;
+}
+
+static uint64_t
+next_deadline(const struct sma_app *a)
+{
+	uint64_t t = earlier(sma_next_deadline(a->core),
+	    sma_uc_next_deadline(a->uc));
+	if (a->nb != NULL)
+		t = earlier(t, sma_nb_next_deadline(a->nb));
+	return t;
+}
+
+/* Subordinates' entries past their soft state go (once a second). */
+static void
+sub_purge(struct sma_app *a, uint64_t now)
+{
+	if (a->sub_cst != NULL && now >= a->sub_purged + 1000) {
+		a->sub_purged = now;
+		cats_cst_expire(a->sub_cst, now, a->c->grace_ms);
+	}
+}
+
+void
+sma_app_arm(struct sma_app *a)
+{
+	if (a->replay || a->tick == NULL)
+		return;
+	uint64_t next = next_deadline(a), now = cats_clock_now();
+	if (next == 0) {
+		evtimer_del(a->tick);
+		return;
+	}
+	uint64_t d = next > now ? next - now : 0;
+	struct timeval tv = { (time_t)(d / 1000), (suseconds_t)(d % 1000) *
+		1000 };
+	evtimer_add(a->tick, &tv);
+}
+
+static void
+on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct sma_app *a = arg;
+	(void)fd;
+	(void)what;
+	uint64_t now = cats_clock_now();
+	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
+	if (a->nb != NULL)
+		sma_nb_tick(a->nb, now);
+	sub_purge(a, now);
+	sma_app_arm(a);
+}
+
+void
+sma_app_start(struct sma_app *a)
+{
+	if (a->started)
+		return;
+	a->started = true;
+	uint64_t now = cats_clock_now();
+	if (a->have_state) {
+		size_t restored = 0, old = 0;
+		for (size_t i = 0; i < a->state.n; i++) {
+			int rc = sma_restore(a->core, &a->state.v[i], now);
+			restored += rc == 1;
+			old += rc == 0;
+		}
+		cats_info("state %s: %zu entries restored, %zu too old",
+		    a->state_path, restored, old);
+	}
+	if (a->once)
+		sma_uc_seed(a->uc, now);	/* the C-PS has those */
+	else
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+	if (a->nb != NULL)
+		sma_nb_start(a->nb, now);
+	sma_app_arm(a);
+}
+
+/*
+ * Replay: run the timers up to t, each with the clock at its own deadline
+ * (so that audit lines carry the time of the event), then move the clock.
+ */
+static void
+advance(struct sma_app *a, uint64_t t)
+{
+	uint64_t next;
+	while ((next = next_deadline(a)) != 0 && next <= t) {
+		cats_clock_observe(next);
+		sma_tick(a->core, next);
+		sma_uc_tick(a->uc, next);
+		sub_purge(a, next);
+	}
+	cats_clock_observe(t);
+}
+
+/* Replay: the clock follows the records. */
+static void
+observe(struct sma_app *a, const struct cats_rec *r)
+{
+	if (!a->replay)
+		return;
+	uint64_t ts = r->type == CATS_T_SCI_REPORT || r->type == CATS_T_SYNC ||
+	    (r->type == CATS_T_METRIC && a->sub_ing != NULL) ?
+	    cats_rec_ts(r) : 0;
+	if (ts == 0)
+		return;
+	if (!a->started)
+		cats_clock_observe(ts);
+	sma_app_start(a);
+	if (ts > cats_clock_now())
+		advance(a, ts);
+}
+
+/* ---- reports from streams ---- */
+
+static void
+report_line(const char *where, uint64_t index, const struct sma_result *res)
+{
+	if (res->verdict == SMA_REJECTED)
+		cats_errorx("%srecord %" PRIu64 ": %s%s%s", where, index,
+		    res->err.field, res->err.field[0] ? ": " : "",
+		    res->err.reason);
+	else if (res->verdict == SMA_QUARANTINED)
+		cats_warnx("%srecord %" PRIu64 ": quarantined as %" PRIu64
+		    " (%s)", where, index, res->qid, res->err.reason);
+}
+
+/*
+ * Decode an item: a stream's item from the tokens the stream scanned it
+ * into (every input stream scans into a->dec: cats_stream_decode_into),
+ * rather than scanning it a second time.
+ */
+static int
+decode_item(struct sma_app *a, struct cats_stream *s, const uint8_t *p,
+    size_t n, struct cats_rec *r, struct cats_err *e)
+{
+	if (s != NULL)
+		return cats_rec_from_toks(&a->dec, r, e);
+	return cats_rec_decode(&a->dec, p, n, r, e);
+}
+
+/* One record of a stream: consume sci-report and sync, pass the rest. */
+static void
+stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
+    size_t n, uint64_t index, const char *peer, struct cats_stream *reply)
+{
+	struct cats_rec r;
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	if (decode_item(a, in, p, n, &r, &e) < 0) {
+		char msg[400], q[400];
+		a->malformed++;
+		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
+		cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
+		    "reason=\"%s\"", peer, index, cats_quote(msg, q,
+		    sizeof(q)));
+		if (a->strict)
+			sma_app_stop(a, CATS_EXIT_DATAERR);
+		return;
+	}
+	observe(a, &r);
+	if (!a->started)
+		sma_app_start(a);
+	uint64_t now = cats_clock_now();
+	if (r.type == CATS_T_SYNC) {
+		/* A C-PS asks for a full view. */
+		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
+		return;
+	}
+	if (r.type == CATS_T_METRIC && a->sub_ing != NULL) {
+		/* A subordinate C-SMA's advertisement (hierarchy). */
+		struct cats_buf ans = { 0 };
+		int st = cats_ingest_handle(a->sub_ing, CATS_ING_METRICS, p, n,
+		    peer, now, &ans);
+		if (st != 200)
+			cats_warnx("%s: record %" PRIu64 ": subordinate metric "
+			    "refused (HTTP %d)", peer, index, st);
+		if (reply != NULL)
+			cats_stream_send(reply, ans.p, ans.len);
+		cats_buf_free(&ans);
+		sma_app_arm(a);
+		return;
+	}
+	if (r.type != CATS_T_SCI_REPORT) {
+		if (a->outs == NULL) {
+			cats_warnx("%s: record %" PRIu64 ": a %s record has "
+			    "nowhere to go (the C-PS takes metric records)",
+			    peer, index, cats_type_name(r.type));
+		} else {
+			sent(a, cats_stream_send(a->outs, p, n));
+		}
+		return;
+	}
+	struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = peer,
+		.index = index };
+	struct sma_result res;
+	sma_report(a->core, &r, p, n, &src, now, &res);
+	if (reply == NULL)
+		report_line("", index, &res);
+	if (reply != NULL && res.verdict == SMA_REJECTED) {
+		struct cats_rec er;
+		bool auth = res.status == 401 || res.status == 403;
+		cats_rec_error_init(&er, auth ? "unauthorized" : "rejected",
+		    "cats-sma", 0, now, res.err.reason);
+		CATS_SET(&er.u.error, ERR, index, index);
+		if (res.err.field[0])
+			er.u.error.field = res.err.field;
+		cats_stream_send_rec(reply, &er);
+	}
+	if (res.verdict == SMA_REJECTED && a->strict)
+		sma_app_stop(a, CATS_EXIT_DATAERR);
+	sma_app_arm(a);
+}
+
+static void
+stdin_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	(void)peer;
+	stream_item(arg, s, p, n, index, "stdin", NULL);
+}
+
+static void
+stdin_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct sma_app *a = arg;
+	char msg[400], q[400];
+	(void)s;
+	a->malformed++;
+	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
+	cats_audit("reject", "src=stdin index=%" PRIu64 " status=400 "
+	    "reason=\"%s\"", index, cats_quote(msg, q, sizeof(q)));
+	if (a->strict)
+		sma_app_stop(a, CATS_EXIT_DATAERR);
+}
+
+static bool
+only_stdin(const struct sma_app *a)
+{
+	return a->nlisten == 0 && a->nscis == 0 && a->admin == NULL;
+}
+
+static void
+stdin_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct sma_app *a = arg;
+	(void)s;
+	if (error)
+		cats_errorx("stdin: %s", strerror(error));
+	a->in_eof = true;
+	if (a->once && a->pulls_pending == 0)
+		sma_app_finish(a);
+	else if (only_stdin(a) && !a->once)
+		sma_app_finish(a);
+}
+
+static void
+pause_inputs(struct sma_app *a, bool pause)
+{
+	if (a->in != NULL) {
+		if (pause)
+			cats_stream_pause(a->in);
+		else
+			cats_stream_resume(a->in);
+	}
+	for (struct sma_conn *c = a->conns; c; c = c->next) {
+		if (pause)
+			cats_stream_pause(c->st);
+		else
+			cats_stream_resume(c->st);
+	}
+}
+
+/* ---- CBOR stream listeners (unix:, tcp:) ---- */
+
+static void
+conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct sma_conn *c = arg;
+	(void)peer;
+	stream_item(c->app, s, p, n, index, c->peer, s);
+}
+
+static void
+conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	struct sma_conn *c = arg;
+	char msg[400], q[400];
+	struct cats_rec er;
+	c->app->malformed++;
+	cats_err_fmt(e, index, msg, sizeof(msg));
+	cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
+	    "reason=\"%s\"", c->peer, index, cats_quote(msg, q, sizeof(q)));
+	cats_rec_error_init(&er, "malformed", "cats-sma", 0, cats_clock_now(),
+	    e->reason);
+	CATS_SET(&er.u.error, ERR, index, index);
+	cats_stream_send_rec(s, &er);
+}
+
+static void
+conn_eof(struct cats_stream *s, int error, void *arg)
+{
+	struct sma_conn *c = arg;
+	struct sma_app *a = c->app;
+	(void)error;
+	cats_stream_flush(s);
+	for (struct sma_conn **pp = &a->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	cats_stream_free(s);
+	free(c);
+}
+
+static void
+on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct sma_slisten *l = arg;
+	struct sma_app *a = l->app;
+	(void)what;
+	int cfd = accept(fd, NULL, NULL);
+	if (cfd < 0)
+		return;
+	struct sma_conn *c = calloc(1, sizeof(*c));
+	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
+		conn_eof, NULL };
+	if (c == NULL) {
+		close(cfd);
+		return;
+	}
+	c->app = a;
+	snprintf(c->peer, sizeof(c->peer), "conn-%d", cfd);
+	c->st = cats_stream_new(a->base, cfd, cfd, false, NULL, 0, &cbs, c);
+	if (c->st != NULL)
+		cats_stream_decode_into(c->st, &a->dec);
+	if (c->st == NULL) {
+		close(cfd);
+		free(c);
+		return;
+	}
+	cats_stream_own(c->st);
+	c->next = a->conns;
+	a->conns = c;
+}
+
+void
+sma_app_stream_listener(struct sma_app *a, int fd)
+{
+	struct sma_slisten *l = &a->slis[a->nslis++];
+	l->app = a;
+	l->fd = fd;
+	l->ev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept, l);
+	event_add(l->ev, NULL);
+}
+
+int
+sma_app_stdin(struct sma_app *a)
+{
+	static const struct cats_stream_cbs cbs = { stdin_item, stdin_bad,
+		stdin_eof, NULL };
+	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
+	if (a->in == NULL)
+		return -1;
+	cats_stream_decode_into(a->in, &a->dec);
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+/* The counters of cats-sma(1) STATISTICS, in their order. */
+static void
+stats_list(struct sma_app *a, struct cats_stats_list *st)
+{
+	const struct sma_stats *s = sma_stats(a->core);
+	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
+	/* Requests refused by the HTTP layer (413, 408: lib/net/httpd.h). */
+	struct httpd_stats hs = { 0 };
+	for (size_t i = 0; i <= a->nlisten; i++) {
+		struct httpd *h = i < a->nlisten ? a->push[i] : a->admin;
+		if (h != NULL) {
+			hs.too_large += httpd_stats(h)->too_large;
+			hs.too_slow += httpd_stats(h)->too_slow;
+		}
+	}
+	/* The sync status (000 §9): what the sender says. */
+	static const struct sma_nb_status none;
+	const struct sma_nb_status *n = a->nb ? sma_nb_status(a->nb) : &none;
+	cats_stats_init(st, "cats-sma", a->c->id);
+	cats_stats_add(st, "reports", s->reports);
+	cats_stats_add(st, "accepted", s->accepted);
+	cats_stats_add(st, "flagged", s->flagged);
+	cats_stats_add(st, "quarantined", s->quarantined);
+	cats_stats_add(st, "rejected", s->rejected);
+	cats_stats_add(st, "rejected_auth", s->rej_auth);
+	cats_stats_add(st, "rejected_range", s->rej_range);
+	cats_stats_add(st, "rejected_sequence", s->rej_seq);
+	cats_stats_add(st, "rejected_other", s->rej_other);
+	cats_stats_add(st, "malformed", a->malformed);
+	cats_stats_add(st, "http_too_large", hs.too_large);
+	cats_stats_add(st, "http_too_slow", hs.too_slow);
+	cats_stats_add(st, "tokens_verified", s->tok_verified);
+	cats_stats_add(st, "tokens_cached", s->tok_cached);
+	cats_stats_add(st, "signatures_verified", s->sig_verified);
+	cats_stats_gauge(st, "entries", sma_count(a->core));
+	cats_stats_add(st, "added", s->added);
+	cats_stats_add(st, "evicted", s->evicted);
+	cats_stats_add(st, "stale", s->stale);
+	cats_stats_add(st, "failed", s->failed);
+	cats_stats_add(st, "recovered", s->recovered);
+	cats_stats_add(st, "pulls_wanted", s->pulls);
+	cats_stats_add(st, "released", s->released);
+	cats_stats_add(st, "quarantine_dropped", s->dropped_q);
+	cats_stats_add(st, "records_out", u->records);
+	cats_stats_add(st, "output_failures", out_failures(a));
+	cats_stats_add(st, "full_sent", u->full);
+	cats_stats_add(st, "heartbeats_sent", u->heartbeats);
+	cats_stats_add(st, "deltas_sent", u->deltas);
+	cats_stats_add(st, "withdrawals_sent", u->withdraws);
+	cats_stats_add(st, "refreshes_sent", u->refreshes);
+	cats_stats_add(st, "entries_sent", u->entries_sent);
+	cats_stats_add(st, "trigger_discovery", u->trig_discovery);
+	cats_stats_add(st, "trigger_withdrawal", u->trig_withdraw);
+	cats_stats_add(st, "trigger_health", u->trig_health);
+	cats_stats_add(st, "trigger_locator", u->trig_locator);
+	cats_stats_add(st, "trigger_metric", u->trig_metric);
+	cats_stats_add(st, "trigger_policy", u->trig_policy);
+	cats_stats_add(st, "suppressed_threshold", u->sup_threshold);
+	cats_stats_add(st, "suppressed_interval", u->sup_interval);
+	cats_stats_add(st, "suppressed_window", u->sup_window);
+	cats_stats_add(st, "suppressed_dampening", u->sup_damp);
+	cats_stats_add(st, "suppressed_bucket", u->sup_bucket);
+	cats_stats_add(st, "coalesced", u->coalesced);
+	cats_stats_add(st, "optional_omitted", u->omitted);
+	cats_stats_add(st, "damp_suppressed", u->damp_suppressed);
+	cats_stats_add(st, "damp_observed", u->damp_observed);
+	cats_stats_add(st, "damp_reused", u->damp_reused);
+	cats_stats_gauge(st, "damped", u->damped);
+	cats_stats_gauge(st, "pending", u->pending);
+	cats_stats_time(st, "last_full", u->last_full);
+	cats_stats_add(st, "audit_lines", cats_audit_count());
+	cats_stats_gauge(st, "advertised", sma_uc_count(a->uc));
+	cats_stats_gauge(st, "sync_state", a->nb ? (uint64_t)n->state : 0);
+	cats_stats_gauge(st, "sync_url", n->url);
+	cats_stats_gauge(st, "sync_queued", n->queued);
+	cats_stats_gauge(st, "sync_queue_max", n->queue_max);
+	cats_stats_add(st, "sync_dropped", n->dropped);
+	cats_stats_add(st, "sync_superseded", n->superseded);
+	cats_stats_add(st, "sync_refused", n->refused);
+	cats_stats_add(st, "sync_requests", n->requests);
+	cats_stats_add(st, "sync_failures", n->failures);
+	cats_stats_add(st, "sync_partitions", n->partitions);
+	cats_stats_add(st, "sync_attempts", n->attempts);
+	cats_stats_gauge(st, "sync_backoff_ms", n->backoff_ms);
+	cats_stats_add(st, "sync_records_acked", n->records_acked);
+	cats_stats_add(st, "sync_deltas_acked", n->deltas_acked);
+	cats_stats_add(st, "sync_withdrawals_acked", n->withdrawals_acked);
+	cats_stats_add(st, "sync_snapshots_acked", n->snapshots_acked);
+	cats_stats_add(st, "sync_refreshes_acked", n->refreshes_acked);
+	cats_stats_add(st, "sync_bytes_sent", n->bytes_sent);
+	cats_stats_add(st, "sync_full", n->full_syncs);
+	cats_stats_add(st, "sync_incremental", n->incremental_syncs);
+	cats_stats_add(st, "sync_full_requested", n->full_requested);
+	cats_stats_time(st, "sync_last_ack", n->last_ack);
+	cats_stats_time(st, "sync_last_full",
+	    a->nb ? n->last_full : u->last_full);
+	cats_stats_gauge(st, "sync_acked_seq", n->acked_seq);
+	cats_stats_gauge(st, "sync_peer_epoch", n->ps_epoch);
+	cats_stats_add(st, "sync_peer_restarts", n->ps_restarts);
+}
+
+json_t *
+sma_app_stats_json(struct sma_app *a)
+{
+	struct cats_stats_list st;
+	struct cats_rec r;
+	stats_list(a, &st);
+	cats_stats_record(&st, &r, cats_clock_now());
+	json_t *j = cats_rec_to_json(&r);
+	cats_stats_free(&st);
+	return j;
+}
+
+/*
+ * The stats as a node_exporter textfile: cats_sma_<counter>{sma_id="..."},
+ * written to FILE.tmp and renamed (atomic for the collector).
+ */
+void
+sma_app_textfile(struct sma_app *a)
+{
+	const char *path = a->c->nb.prometheus;
+	if (path == NULL)
+		return;
+	struct cats_stats_list st;
+	char err[4400];
+	stats_list(a, &st);
+	if (cats_stats_textfile(&st, path, err, sizeof(err)) < 0)
+		cats_warnx("prometheus %s", err);
+	cats_stats_free(&st);
+}
+
+void
+sma_app_print_stats(struct sma_app *a)
+{
+	struct cats_stats_list st;
+	stats_list(a, &st);
+	cats_stats_print(&st, stderr, cats_clock_now());
+	cats_stats_free(&st);
+}
+
+/* ---- configuration ---- */
+
+/* The rule file of a configuration (NULL and 0 when it names none). */
+static int
+load_policy(const struct sma_conf *c, struct sma_policy **pp)
+{
+	char err[600];
+	*pp = NULL;
+	if (c->pol.rules == NULL)
+		return 0;
+	if ((*pp = sma_policy_load(c->pol.rules, err, sizeof(err))) == NULL) {
+		char q[600];
+		cats_errorx("%s", err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"",
+		    c->pol.rules, cats_quote(err, q, sizeof(q)));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_config(const char *path, struct sma_conf **cp, struct sma_keys **kp,
+    int *code)
+{
+	char err[600];
+	struct sma_conf *c = calloc(1, sizeof(*c));
+	struct sma_keys *k = calloc(1, sizeof(*k));
+	if (c == NULL || k == NULL) {
+		free(c);
+		free(k);
+		*code = CATS_EXIT_FAIL;
+		cats_errorx("out of memory");
+		return -1;
+	}
+	if (sma_conf_load(c, path, err, sizeof(err)) < 0) {
+		char q[600];
+		cats_errorx("%s", err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
+		    cats_quote(err, q, sizeof(q)));
+		free(c);
+		free(k);
+		*code = CATS_EXIT_CONFIG;
+		return -1;
+	}
+	if (sma_keys_load(k, c, err, sizeof(err)) < 0) {
+		char q[600];
+		cats_errorx("%s", err);
+		cats_audit("config-refused", "file=%s reason=\"%s\"", path,
+		    cats_quote(err, q, sizeof(q)));
+		sma_conf_free(c);
+		free(c);
+		free(k);
+		*code = CATS_EXIT_NOPERM;
+		return -1;
+	}
+	*cp = c;
+	*kp = k;
+	return 0;
+}
+
+int
+sma_app_load_config(struct sma_app *a)
+{
+	int code = 0;
+	load_config(a->conf_path, &a->c, &a->k, &code);
+	return code;
+}
+
+int
+sma_app_load_policy(struct sma_app *a)
+{
+	return load_policy(a->c, &a->policy) < 0 ? CATS_EXIT_CONFIG : 0;
+}
+
+void
+sma_app_reload(struct sma_app *a)
+{
+	struct sma_conf *c;
+	struct sma_keys *k;
+	struct sma_policy *pol;
+	int code;
+	if (load_config(a->conf_path, &c, &k, &code) < 0) {
+		cats_warnx("reload refused; the running configuration stays");
+		return;
+	}
+	if (a->once)
+		c->uc.control = false;
+	if (load_policy(c, &pol) < 0) {
+		cats_warnx("reload refused; the running configuration and "
+		    "policy stay");
+		sma_conf_free(c);
+		free(c);
+		sma_keys_free(k);
+		free(k);
+		return;
+	}
+	if (c->audit && cats_audit_open(c->audit) < 0) {
+		cats_warnx("reload refused: audit %s: %s", c->audit,
+		    strerror(errno));
+		sma_conf_free(c);
+		free(c);
+		sma_keys_free(k);
+		free(k);
+		return;
+	}
+	/* Event streams keep their position across the reload. */
+	const char **ids = calloc(c->nscis ? c->nscis : 1, sizeof(*ids));
+	char (*idbuf)[256] = calloc(c->nscis ? c->nscis : 1, 256);
+	for (size_t i = 0; ids && idbuf && i < c->nscis; i++) {
+		struct sma_sci *r = sma_http_sci(a, c->scis[i].csci_id);
+		if (r && r->sse && c->scis[i].sse &&
+		    strcmp(r->sse_url, c->scis[i].sse) == 0) {
+			cats_strlcpy(idbuf[i], httpc_sse_last_id(r->sse), 256);
+			ids[i] = idbuf[i];
+		}
+	}
+	sma_http_scis_stop(a);
+	struct sma_conf *oc = a->c;
+	struct sma_keys *ok = a->k;
+	a->c = c;
+	a->k = k;
+	sma_uc_reconf(a->uc, c, cats_clock_now());
+	if (a->nb != NULL)
+		sma_nb_reconf(a->nb, &c->nb);
+	for (size_t i = 0; a->sub_ing != NULL && i < c->nsubs; i++) {
+		char err[200];
+		cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
+		    (const char *const *)c->subs[i].cs_ids,
+		    c->subs[i].ncs_ids);
+		if (cats_cst_scope(a->sub_cst, c->subs[i].sma_id,
+		    c->subs[i].locators, c->subs[i].egresses, err,
+		    sizeof(err)) < 0)
+			cats_warnx("[subordinate \"%s\"]: %s",
+			    c->subs[i].sma_id, err);
+	}
+	sma_reconf(a->core, c, k, cats_clock_now());
+	sma_conf_free(oc);
+	free(oc);
+	sma_keys_free(ok);
+	free(ok);
+	if (sma_http_scis_start(a, ids) < 0) {
+		cats_errorx("out of memory");
+		sma_app_stop(a, CATS_EXIT_FAIL);
+	}
+	free(ids);
+	free(idbuf);
+	/* The Policy Change Trigger: every entry evaluated again. */
+	sma_uc_set_policy(a->uc, pol, cats_clock_now());
+	cats_audit("policy", "file=%s rules=%zu windows=%zu",
+	    c->pol.rules ? c->pol.rules : "-", sma_policy_rules(pol),
+	    sma_policy_windows(pol));
+	sma_app_arm(a);
+	cats_audit("config", "file=%s result=reloaded scis=%zu", a->conf_path,
+	    a->nscis);
+	cats_info("configuration reloaded");
+}
+
+/* ---- the end ---- */
+
+void
+sma_app_finish(struct sma_app *a)
+{
+	if (a->stopping)
+		return;
+	if (!a->started)
+		sma_app_start(a);
+	uint64_t now = cats_clock_now();
+	if (a->replay && a->until != NULL) {
+		uint64_t t = 0;
+		char why[128];
+		if (a->until[0] == '+') {
+			uint64_t d;
+			if (cats_parse_ms(a->until + 1, &d, why,
+			    sizeof(why)) == 0)
+				t = now + d;
+		} else {
+			cats_parse_u64(a->until, 0, CATS_U53, &t, why,
+			    sizeof(why));
+		}
+		if (t > now) {
+			advance(a, t);
+			now = t;
+		}
+	}
+	sma_tick(a->core, now);
+	sma_uc_tick(a->uc, now);
+	sma_uc_drain(a->uc, now);
+	if (a->once && a->have_state) {
+		/* Saved entries too old to restore, and not heard from in
+		 * this run, are withdrawn. */
+		for (size_t i = 0; i < a->state.n; i++) {
+			const struct cats_entry *e = &a->state.v[i];
+			if (sma_lookup(a->core, e->csci_id) != NULL)
+				continue;
+			if (e->state == CATS_SCI_FAILED)
+				continue;
+			sma_uc_withdraw_saved(a->uc, e, SMA_WD_EXPIRED, now);
+			cats_audit("state", "csci=%s cs=%s from=%s to=FAILED "
+			    "reason=state-too-old", e->csci_id, e->cs_id,
+			    cats_sci_state_names[e->state]);
+		}
+	}
+	a->stopping = true;
+	event_base_loopbreak(a->base);
+}
+
+int
+sma_app_northbound(struct sma_app *a, uint64_t epoch)
+{
+	const struct sma_nb_conf *n = &a->c->nb;
+	if (a->nurls == 0)
+		return 0;
+	for (size_t i = 0; i < n->nfallback && a->nurls < SMA_MAX_URLS; i++)
+		a->urls[a->nurls++] = n->fallback[i];
+	char err[600];
+	if (n->ps_keys != NULL && cats_keyring_load(&a->ps_keys, n->ps_keys,
+	    err, sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOPERM;
+	}
+	if (!a->has_nbkey)
+		cats_warnx("[northbound] no key: advertisements are not "
+		    "authenticated and a C-PS will refuse them");
+	else if (a->nbkey.kind != CATS_KEY_PSK && n->ps_keys == NULL)
+		cats_warnx("[northbound] no ps-keys: the C-PS's answers are "
+		    "trusted on TLS alone");
+	if (n->notify)
+		openlog("cats-sma", LOG_PID, LOG_DAEMON);
+	static const struct sma_nb_io io = { nb_post, nb_snapshot,
+		nb_refresh, nb_load, nb_notify, nb_renumber };
+	struct sma_nb_params p = { .urls = a->urls, .nurls = a->nurls,
+		.sma_id = a->c->id, .epoch = epoch, .seq = sma_uc_seq(a->uc),
+		.key = a->has_nbkey ? &a->nbkey : NULL,
+		.ps_keys = n->ps_keys ? &a->ps_keys : NULL, .c = n,
+		.seed = epoch ^ (uint64_t)getpid() };
+	if ((a->nb = sma_nb_new(&p, &io, a)) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+int
+sma_app_hierarchy(struct sma_app *a)
+{
+	const struct sma_conf *c = a->c;
+	if (c->nsubs == 0)
+		return 0;
+	char err[600];
+	if (cats_keyring_load(&a->sub_keys, c->sub_keys, err,
+	    sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return CATS_EXIT_NOPERM;
+	}
+	a->sub_cst = cats_cst_new(c->advert_ttl_ms ? c->advert_ttl_ms :
+	    180000, c->max_entries);
+	struct cats_ingest_conf ic = { .keys = &a->sub_keys,
+		.window_ms = c->sub_window_ms, .ps_id = c->id,
+		.ps_epoch = a->replay ? 1 : cats_clock_now(), .refresh = true };
+	if (a->sub_cst == NULL ||
+	    (a->sub_ing = cats_ingest_new(&ic, a->sub_cst)) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	cats_cst_set_hook(a->sub_cst, sub_hook, a);
+	for (size_t i = 0; i < c->nsubs; i++) {
+		if (cats_ingest_allow(a->sub_ing, c->subs[i].sma_id,
+		    (const char *const *)c->subs[i].cs_ids,
+		    c->subs[i].ncs_ids) < 0) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
+		/* What a subordinate may advertise, it alone passes on. */
+		if (cats_cst_scope(a->sub_cst, c->subs[i].sma_id,
+		    c->subs[i].locators, c->subs[i].egresses, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("[subordinate \"%s\"]: %s",
+			    c->subs[i].sma_id, err);
+			return CATS_EXIT_CONFIG;
+		}
+	}
+	return 0;
+}
+
+
+int
+sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq)
+{
+	cats_dec_init(&a->dec, NULL);
+	a->uc = sma_uc_new(a->c, NULL, epoch, seq, uc_emit, a);
+	a->core = sma_new(a->c, a->k, on_event, a);
+	a->tick = evtimer_new(a->base, on_tick, a);
+	if (a->uc == NULL || a->core == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	sma_uc_set_core(a->uc, a->core);
+	if (a->policy != NULL) {
+		sma_uc_set_policy(a->uc, a->policy, cats_clock_now());
+		a->policy = NULL;
+	}
+	return 0;
+}
+
+/* ---- the end ---- */
+
+int
+sma_app_end(struct sma_app *a)
+{
+	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
+	    a->exit_code == 0) {
+		cats_errorx("output failed: %s", strerror(errno));
+		a->exit_code = CATS_EXIT_IOERR;
+	}
+	/* The C-PS: let the queue go while it answers (bounded). */
+	uint64_t give_up = cats_clock_mono_ns() / 1000000 +
+	    (a->c->nb.timeout_ms > 2000 ? a->c->nb.timeout_ms : 2000);
+	while (a->nb != NULL && !sma_nb_idle(a->nb) &&
+	    sma_nb_status(a->nb)->state != SMA_NB_PARTITION &&
+	    cats_clock_mono_ns() / 1000000 < give_up) {
+		struct timeval tv = { 0, 50000 };
+		a->stopping = false;
+		event_base_loopexit(a->base, &tv);
+		event_base_dispatch(a->base);
+	}
+	if (a->outs != NULL && cats_stream_batched(a->outs) > 0 &&
+	    cats_stream_flush(a->outs) < 0 && a->exit_code == 0)
+		a->exit_code = CATS_EXIT_IOERR;
+	if (a->nb != NULL && !sma_nb_idle(a->nb))
+		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
+		    "the C-PS", sma_nb_status(a->nb)->queued);
+	/* Save the state once the C-PS had its records, then report. */
+	if (a->state_path != NULL && a->exit_code == 0) {
+		char err[600];
+		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
+		    sma_uc_seq(a->uc), NULL, NULL);
+		if (so == NULL)
+			snprintf(err, sizeof(err), "out of memory");
+		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
+		    cats_clock_now(), err, sizeof(err)) < 0) {
+			cats_errorx("%s", err);
+			a->exit_code = CATS_EXIT_IOERR;
+		}
+		sma_out_free(so);
+	}
+	sma_app_textfile(a);
+	if (a->exit_code == 0 && a->malformed > 0)
+		a->exit_code = CATS_EXIT_DATAERR;
+	return a->exit_code;
+}
