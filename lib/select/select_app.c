@@ -88,7 +88,8 @@ send_raw(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p,
 }
 
 static void
-send_rec(struct cats_sel_app *a, struct cats_stream *s, const struct cats_rec *r)
+send_rec(struct cats_sel_app *a, struct cats_stream *s,
+    const struct cats_rec *r)
 {
 	cats_buf_reset(&a->obuf);
 	if (cats_rec_encode(r, &a->obuf, true) < 0) {
@@ -282,8 +283,8 @@ observe(const struct cats_sel_app *a, const struct cats_rec *r)
 }
 
 static void
-apply_service(struct cats_sel_app *a, const struct cats_service *s, uint64_t index,
-    const char *where)
+apply_service(struct cats_sel_app *a, const struct cats_service *s,
+    uint64_t index, const char *where)
 {
 	struct cats_err e;
 	memset(&e, 0, sizeof(e));
@@ -318,7 +319,8 @@ pass_instance_down(const struct cats_metric *m, void *arg)
 	bool down = m->op == CATS_OP_WITHDRAW && m->entries.n > 0;
 	for (size_t i = 0; i < m->entries.n && !down; i++) {
 		const struct cats_entry *x = &m->entries.v[i];
-		down = (CATS_HAS(x, ENT, health) && x->health == CATS_UNHEALTHY) ||
+		down = (CATS_HAS(x, ENT, health) &&
+		    x->health == CATS_UNHEALTHY) ||
 		    (CATS_HAS(x, ENT, state) && x->state == CATS_SCI_FAILED);
 	}
 	if (!down || a->out == NULL)
@@ -452,8 +454,8 @@ peek_request(struct cats_sel_app *a, const uint8_t *p, size_t n, bool *has_txn,
 }
 
 static void
-handle_request(struct cats_sel_app *a, const struct cats_rec *r, const struct cats_sel_conn *c,
-    uint64_t now)
+handle_request(struct cats_sel_app *a, const struct cats_rec *r,
+    const struct cats_sel_conn *c, uint64_t now)
 {
 	struct cats_sel_origin o = { 0 };
 	if (c != NULL && c->peercred) {
@@ -549,8 +551,8 @@ handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
 				a->te_applied++;
 			else if (rc < 0) {
 				a->te_refused++;
-				cats_warnx("%s: record %" PRIu64 ": TE database: "
-				    "%s", where, index, why);
+				cats_warnx("%s: record %" PRIu64 ": TE "
+				    "database: %s", where, index, why);
 			}
 		}
 		a->passed++;
@@ -791,8 +793,8 @@ cats_sel_app_reload(struct cats_sel_app *a)
 
 /* Apply one record of a start-up file; -1 if it is refused. */
 static int
-load_rec(struct cats_sel_app *a, const struct cats_rec *r, int type, uint64_t index,
-    const char *path, struct cats_svc_cat *cat)
+load_rec(struct cats_sel_app *a, const struct cats_rec *r, int type,
+    uint64_t index, const char *path, struct cats_svc_cat *cat)
 {
 	cats_tool_hugepages();
 	if ((int)r->type != type) {
@@ -824,7 +826,8 @@ load_rec(struct cats_sel_app *a, const struct cats_rec *r, int type, uint64_t in
  * tells: records are maps, and no CBOR map starts with '{' or a blank).
  */
 static int
-load_file(struct cats_sel_app *a, const char *path, int type, struct cats_svc_cat *cat)
+load_file(struct cats_sel_app *a, const char *path, int type,
+    struct cats_svc_cat *cat)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -1037,7 +1040,8 @@ cats_sel_app_init(struct cats_sel_app *a)
 		}
 		a->tedb = cats_nst_tedb_new(0);
 		if (a->tedb == NULL ||
-		    cats_nst_add(&a->nst, &cats_nst_tedb_provider, a->tedb) < 0) {
+		    cats_nst_add(&a->nst, &cats_nst_tedb_provider,
+		    a->tedb) < 0) {
 			cats_nst_tedb_provider.free(a->tedb);
 			a->tedb = NULL;
 			cats_errorx("out of memory");
@@ -1076,7 +1080,8 @@ cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd)
 {
 	static const struct cats_stream_cbs outcbs = { .eof = on_out_eof,
 		.drained = on_drained };
-	static const struct cats_stream_cbs statscbs = { .drained = on_drained };
+	static const struct cats_stream_cbs statscbs = {
+		.drained = on_drained };
 	a->out = cats_stream_new(a->base, -1, ofd, false, NULL, 0, &outcbs, a);
 	if (a->out == NULL)
 		return CATS_EXIT_FAIL;

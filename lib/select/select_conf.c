@@ -122,7 +122,8 @@ parse_sma(struct cats_sel_opts *o, int what, const char *v, const char *id,
 			s = &o->smas[i];
 	if (s == NULL) {
 		if (o->nsmas == CATS_SEL_MAX_SMA) {
-			snprintf(err, errlen, "at most %d C-SMAs", CATS_SEL_MAX_SMA);
+			snprintf(err, errlen, "at most %d C-SMAs",
+			    CATS_SEL_MAX_SMA);
 			return -1;
 		}
 		s = &o->smas[o->nsmas++];
@@ -162,7 +163,8 @@ cats_sel_opts_peercred(struct cats_sel_opts *o, const char *s, char *err,
 	if (cats_parse_u64(eq + 1, 0, UINT32_MAX - 1, &uid, err, errlen) < 0)
 		return -1;
 	if (o->npc == CATS_SEL_MAX_PEERCRED) {
-		snprintf(err, errlen, "at most %d forwarders", CATS_SEL_MAX_PEERCRED);
+		snprintf(err, errlen, "at most %d forwarders",
+		    CATS_SEL_MAX_PEERCRED);
 		return -1;
 	}
 	struct cats_sel_peer *p = &o->pc[o->npc++];
@@ -236,7 +238,8 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		return parse_sma(o, 'e', v, NULL, err, errlen);
 	} else if (strcmp(key, "listen") == 0) {
 		if (o->nlisten == CATS_SEL_MAX_LISTEN) {
-			snprintf(err, errlen, "at most %d", CATS_SEL_MAX_LISTEN);
+			snprintf(err, errlen, "at most %d",
+			    CATS_SEL_MAX_LISTEN);
 			return -1;
 		}
 		o->listen[o->nlisten++] = v;
