@@ -1,0 +1,108 @@
+/*
+ * sci.h - the reference SCI reporter (cats-sci(1)): the metrics a report
+ * carries (options, a JSON file, a command's output), the signed
+ * sci-report records, and the ways they leave: once on stdout, pushed
+ * over HTTP, served to pulls (GET /report) and as an SSE stream
+ * (GET /events, resumable after Last-Event-ID from the last 64 events).
+ *
+ * Each report reads --metrics FILE and runs --exec COMMAND again (what
+ * they hold merges over the metrics given; a bad one is warned about and
+ * the values stay); its seq is the next one, its ts the clock's or the
+ * fixed --ts advanced by the interval.  A report that fails validation
+ * is not sent (exit 65 where a run ends on it).
+ *
+ * The main fills the options (struct sci_reporter up to "run time"),
+ * creates the event base, the HTTP client and server; this module does
+ * the rest.  Functions returning an int return a cats(7) exit code.
+ */
+#ifndef CATS_SCI_H
+#define CATS_SCI_H
+
+#include "net/httpc.h"
+#include "net/httpd.h"
+#include "rec/rec.h"
+#include "sec/crypto.h"
+
+#define SCI_MAX_EXT 16
+#define SCI_RING 64
+
+/* The metrics the next report carries. */
+struct sci_metrics {
+	int health;
+	bool has_gas, has_ct, has_price, has_rep, has_sec, has_inst;
+	uint64_t gas, ct, price, rep, sec, inst;
+	struct cats_kv ext[SCI_MAX_EXT];
+	char extname[SCI_MAX_EXT][CATS_ID + 1];
+	size_t next;
+};
+
+struct sci_sub;
+struct event_base;
+
+struct sci_reporter {
+	/* options */
+	const char *csci, *cs;
+	struct sci_metrics m;
+	const char *metrics_file, *exec;
+	uint64_t interval_ms;
+	uint64_t seq;
+	bool fixed_ts;
+	uint64_t ts;
+	uint64_t count;
+	bool json;
+	struct cats_buf token;
+	bool have_key;
+	struct cats_key key;
+	struct cats_ip locator;
+	bool has_port;
+	uint64_t port;
+	const char *to, *listen;
+	/* run time */
+	struct event_base *base;
+	struct httpc *http;		/* with to */
+	struct httpd *httpd;		/* with listen */
+	uint64_t sent, done;
+	struct sci_sub *subs;
+	char ring_id[SCI_RING][24];
+	char *ring_data[SCI_RING];
+	size_t ring_pos;
+	int exit_code;
+};
+
+/* Set the health from its name (HEALTHY, DEGRADED, UNHEALTHY, UNKNOWN);
+ * -1 if it is none. */
+int sci_set_health(struct sci_metrics *m, const char *name);
+
+/*
+ * An SCI token from path: base64url text (cats-key token -b) or raw
+ * CBOR, into tok.  66 if the file cannot be read, 77 if it holds no
+ * token; err says why.
+ */
+int sci_token_load(struct cats_buf *tok, const char *path, char *err,
+    size_t errlen);
+
+/* Encode the next report into out (signed with the key, if any). */
+int sci_report(struct sci_reporter *s, struct cats_buf *out);
+
+/* --count reports (1 without) on stdout, CBOR or JSON Lines. */
+int sci_once(struct sci_reporter *s);
+
+/* Serve pulls and the event stream on s->httpd; the first event is made
+ * at once, so that a subscriber has one from the start. */
+void sci_serve(struct sci_reporter *s);
+
+/*
+ * One interval: a report pushed to s->to (until --count are sent), one
+ * for the event stream and a keepalive to its subscribers.  The loop
+ * stops once --count pushes are answered (without a listener).
+ */
+void sci_tick(struct sci_reporter *s);
+
+/* Push one report to s->to now. */
+void sci_push(struct sci_reporter *s);
+
+/* The subscribers told the stream ends, the server and the client freed,
+ * the ring emptied. */
+void sci_end(struct sci_reporter *s);
+
+#endif
