@@ -1133,7 +1133,8 @@ cats_cst_dump(const struct cats_cst *t, uint64_t now,
 	for (size_t i = 0; i < t->byk.cap; i++)
 		if (t->byk.s[i].h)
 			all[n++] = t->byk.s[i].item;
-	qsort(all, n, sizeof(*all), cmp_dump);
+	if (n > 1)
+		qsort(all, n, sizeof(*all), cmp_dump);
 	for (size_t g = 0; g < n && rc == 0;) {
 		size_t end = g + 1;
 		while (end < n && same_group(all[g], all[end]))

@@ -132,7 +132,8 @@ cats_ingest_allow(struct cats_ingest *g, const char *sma_id,
 			return -1;
 		p->ncs++;
 	}
-	qsort(p->cs, p->ncs, sizeof(*p->cs), str_cmp);
+	if (p->ncs > 1)
+		qsort(p->cs, p->ncs, sizeof(*p->cs), str_cmp);
 	return 0;
 }
 

@@ -390,7 +390,8 @@ rec_dump(const void *ctx, uint64_t now,
 	for (size_t i = 0; i < r->t.cap; i++)
 		if (r->t.s[i].h)
 			v[n++] = r->t.s[i].item;
-	qsort(v, n, sizeof(*v), cmp_path);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_path);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const struct rpath *p = v[i];
 		struct cats_rec rec;

@@ -248,7 +248,7 @@ copy_strv(char ***dst, size_t *dn, const struct cats_arr_text *src, bool sort)
 			return -1;
 		(*dn)++;
 	}
-	if (sort)
+	if (sort && *dn > 1)
 		qsort(*dst, *dn, sizeof(char *), cmp_str);
 	return 0;
 }
