@@ -15,15 +15,17 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "bind/bind_app.h"
+#include "net/listener.h"
 
-#define MAX_CONNS 1024
 #define AUTH_WINDOW_MS 30000
+#define HELLO_MS 5000
+#define HELLO_TAGS 65536
 #define HELD_FLUSH (1u << 20)
 #define CONN_QUEUE_MAX (UINT64_C(1) << 30)
 
-/* A forwarder's connection. */
+/* A forwarder's connection; its place in the listener is lc. */
 struct bind_app_conn {
-	struct bind_app_conn *next;
+	struct cats_conn *lc;
 	struct bind_app *a;
 	struct cats_stream *s;
 	char *fwd;		/* after its hello */
@@ -42,6 +44,14 @@ conn_by_name(struct bind_app *a, const char *name)
 {
 	return cats_htab_get(&a->byname, cats_hash_str(name), conn_eq, name);
 }
+
+/* The connections, for loops that may drop the one they are at. */
+#define FOREACH_CONN(a, c, lc, nx) \
+	for (struct cats_conn *lc = (a)->lst ? cats_listener_first((a)->lst) : \
+	    NULL, *nx = lc ? cats_conn_next(lc) : NULL; lc != NULL; \
+	    lc = nx, nx = lc ? cats_conn_next(lc) : NULL) \
+		for (struct bind_app_conn *c = cats_conn_data(lc); c != NULL; \
+		    c = NULL)
 
 void
 bind_app_stop(struct bind_app *a, int code)
@@ -129,7 +139,7 @@ send_held(struct bind_app *a, struct cats_stream *s, struct cats_buf *b,
 		a->paused = true;
 		if (a->in)
 			cats_stream_pause(a->in);
-		for (struct bind_app_conn *c = a->conns; c; c = c->next)
+		FOREACH_CONN(a, c, lc, nx)
 			cats_stream_pause(c->s);
 	}
 }
@@ -148,8 +158,7 @@ flush_all(struct bind_app *a)
 		return;
 	}
 	send_held(a, a->out, &a->held, true);
-	for (struct bind_app_conn *c = a->conns, *n; c; c = n) {
-		n = c->next;
+	FOREACH_CONN(a, c, lc, nx) {
 		send_held(a, c->s, &c->held, false);
 		if (cats_stream_queued(c->s) > CONN_QUEUE_MAX) {
 			cats_warnx("forwarder %s: %zu bytes queued, dropped",
@@ -171,7 +180,7 @@ static void
 schedule_flush(struct bind_app *a)
 {
 	size_t n = a->held.len;
-	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+	FOREACH_CONN(a, c, lc, nx)
 		n += c->held.len;
 	if (n >= HELD_FLUSH)
 		flush_all(a);
@@ -194,10 +203,22 @@ bind_app_stats(struct bind_app *a)
 	cats_stats_add(&st, "passed", a->passed);
 	cats_stats_add(&st, "sent.dropped", a->dropped_sends);
 	cats_stats_gauge(&st, "forwarders", a->byname.n);
-	cats_stats_gauge(&st, "conns", a->nconns);
-	cats_stats_add(&st, "conns.accepted", a->conns_accepted);
-	cats_stats_add(&st, "conns.refused", a->conns_refused);
+	if (a->lst != NULL) {
+		const struct cats_listener_stats *ls =
+		    cats_listener_stats(a->lst);
+		cats_stats_gauge(&st, "conns", ls->open);
+		cats_stats_gauge(&st, "conns.unauth", ls->unauth);
+		cats_stats_add(&st, "conns.accepted", ls->accepted);
+		cats_stats_add(&st, "conns.refused", ls->refused +
+		    a->conns_refused);
+		cats_stats_add(&st, "conns.evicted", ls->evicted);
+		cats_stats_add(&st, "conns.hello_timeouts", ls->hello_timeouts);
+		cats_stats_add(&st, "conns.idle_timeouts", ls->idle_timeouts);
+		cats_stats_add(&st, "accept.fd_exhausted", ls->fd_exhausted);
+		cats_stats_add(&st, "accept.shed", ls->shed);
+	}
 	cats_stats_add(&st, "auth.refused", a->auth_refused);
+	cats_stats_add(&st, "hello.replayed", a->hello_replayed);
 	cats_stats_add(&st, "impersonation", a->imperson);
 	cats_stats_add(&st, "journal.errors", a->journal_errors);
 	if (a->j != NULL) {
@@ -306,7 +327,7 @@ out_drained(struct cats_stream *s, void *arg)
 	a->paused = false;
 	if (a->in && !a->stdin_eof)
 		cats_stream_resume(a->in);
-	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+	FOREACH_CONN(a, c, lc, nx)
 		cats_stream_resume(c->s);
 }
 
@@ -322,16 +343,11 @@ out_eof(struct cats_stream *s, int error, void *arg)
 
 /* ---- forwarders ---- */
 
+/* A connection's end, whoever closed it. */
 static void
-drop_conn(struct bind_app_conn *c)
+conn_gone(struct bind_app_conn *c)
 {
 	struct bind_app *a = c->a;
-	struct bind_app_conn **pp = &a->conns;
-	while (*pp && *pp != c)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = c->next;
-	a->nconns--;
 	if (c->named) {
 		cats_htab_del(&a->byname, cats_hash_str(c->fwd), conn_eq, c->fwd);
 		bind_fwd_gone(a->t, c->fwd);
@@ -341,6 +357,28 @@ drop_conn(struct bind_app_conn *c)
 	cats_buf_free(&c->held);
 	free(c->fwd);
 	free(c);
+}
+
+/* This module closes a connection. */
+static void
+drop_conn(struct bind_app_conn *c)
+{
+	cats_conn_release(c->lc);
+	conn_gone(c);
+}
+
+/* The listener closes one (a deadline, an eviction, the end). */
+static void
+conn_closed(struct cats_conn *lc, int why, void *arg)
+{
+	struct bind_app_conn *c = cats_conn_data(lc);
+	(void)arg;
+	if (c != NULL) {
+		if (c->fwd != NULL)
+			cats_info("forwarder %s: connection closed: %s", c->fwd,
+			    cats_conn_why_names[why]);
+		conn_gone(c);
+	}
 }
 
 /* An authentication refused (audited already): counted, and a connection
@@ -353,6 +391,57 @@ auth_refused(struct bind_app_conn *c)
 		drop_conn(c);
 }
 
+/* The time of the last hello accepted from a forwarder. */
+struct hello_seen {
+	uint64_t ts;
+	char fwd[];
+};
+
+static bool
+seen_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct hello_seen *)item)->fwd, key) == 0;
+}
+
+/*
+ * A signed hello is fresh when it was signed after this process started
+ * and after the last hello accepted from that forwarder: a hello recorded
+ * on the wire and sent again (on this connection or another, before or
+ * after a restart) is refused, whatever the window.  Forwarders sign each
+ * hello anew (and reconnect every second), so theirs always pass.  Only
+ * forwarders of the keyring get an entry: the table is bounded by it.
+ */
+static bool
+hello_fresh(struct bind_app *a, const struct cats_status *st)
+{
+	if (a->keys.n == 0 || cats_clock_replay())
+		return true;
+	uint64_t h = cats_hash_str(st->fwd);
+	struct hello_seen *e = cats_htab_get(&a->hellos, h, seen_eq, st->fwd);
+	uint64_t floor = e != NULL ? e->ts : a->started;
+	if ((e != NULL && st->ts <= floor) || (e == NULL && st->ts < floor)) {
+		a->hello_replayed++;
+		cats_audit("auth-refused", "fwd=%s reason=\"hello of %" PRIu64
+		    " not after %" PRIu64 " (%s): a replay\"", st->fwd, st->ts,
+		    floor, e != NULL ? "the last hello accepted" :
+		    "the start of this process");
+		return false;
+	}
+	if (e == NULL) {
+		size_t n = strlen(st->fwd) + 1;
+		e = malloc(sizeof(*e) + n);
+		if (e == NULL)
+			return false;
+		memcpy(e->fwd, st->fwd, n);
+		if (cats_htab_put(&a->hellos, h, e) < 0) {
+			free(e);
+			return false;
+		}
+	}
+	e->ts = st->ts;
+	return true;
+}
+
 /* A forwarder's first record, its hello: the connection takes its name. */
 static bool
 hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
@@ -362,6 +451,10 @@ hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
 		cats_warnx("connection: record %" PRIu64 ": the first record "
 		    "must be a hello", index);
 		drop_conn(c);
+		return false;
+	}
+	if (!hello_fresh(a, st)) {
+		auth_refused(c);
 		return false;
 	}
 	struct bind_app_conn *old = conn_by_name(a, st->fwd);
@@ -378,6 +471,7 @@ hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
 		return false;
 	}
 	c->named = true;
+	cats_conn_auth(c->lc);
 	cats_info("forwarder %s connected (epoch %" PRIu64 ")", c->fwd,
 	    CATS_HAS(st, STA, epoch) ? st->epoch : 0);
 	return true;
@@ -443,6 +537,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		a->imperson++;
 		return;
 	}
+	cats_conn_touch(c->lc);
 	refused(c->fwd, index, bind_status(a->t, st, now));
 }
 
@@ -466,49 +561,47 @@ conn_eof(struct cats_stream *s, int error, void *arg)
 	drop_conn(arg);
 }
 
-static void
-on_accept(evutil_socket_t fd, short what, void *arg)
+static int
+conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct bind_app *a = arg;
 	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
 		conn_eof, NULL };
-	(void)what;
-	for (int k = 0; k < 16; k++) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (cfd < 0)
-			return;
-		if (a->nconns >= MAX_CONNS) {
-			close(cfd);
-			a->conns_refused++;
-			continue;
-		}
-		struct bind_app_conn *c = calloc(1, sizeof(*c));
-		if (c != NULL)
-			c->a = a;
-		if (c == NULL || (c->s = cats_stream_new(a->base, cfd, cfd,
-		    false, NULL, 0, &cbs, c)) == NULL) {
-			free(c);
-			close(cfd);
-			a->conns_refused++;
-			continue;
-		}
-		cats_stream_own(c->s);
-		cats_stream_decode_into(c->s, &a->dec);
-		if (a->paused)
-			cats_stream_pause(c->s);
-		c->next = a->conns;
-		a->conns = c;
-		a->nconns++;
-		a->conns_accepted++;
+	struct bind_app_conn *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -1;
+	c->a = a;
+	c->lc = lc;
+	c->s = cats_stream_new(a->base, fd, fd, false, NULL, 0, &cbs, c);
+	if (c->s == NULL) {
+		free(c);
+		a->conns_refused++;
+		return -1;
 	}
+	cats_stream_own(c->s);
+	cats_stream_decode_into(c->s, &a->dec);
+	if (a->paused)
+		cats_stream_pause(c->s);
+	cats_conn_set_data(lc, c);
+	return 0;
 }
 
 void
 bind_app_listener(struct bind_app *a, int fd)
 {
-	a->listen_ev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept,
-	    a);
-	event_add(a->listen_ev, NULL);
+	static const struct cats_listener_cbs cbs = { conn_accept,
+		conn_closed };
+	struct cats_listener_opts o = { .name = "forwarder",
+		.max_conns = a->max_conns, .max_unauth = a->max_unauth,
+		.hello_ms = a->hello_ms ? a->hello_ms : HELLO_MS,
+		.idle_ms = a->idle_ms };
+	if (a->lst == NULL)
+		a->lst = cats_listener_new(a->base, &o, &cbs, a);
+	if (a->lst == NULL || cats_listener_add(a->lst, fd, 0) < 0) {
+		cats_errorx("--listen: out of memory");
+		bind_app_stop(a, CATS_EXIT_FAIL);
+		return;
+	}
 	a->listening = true;
 }
 
@@ -525,6 +618,7 @@ bind_app_init(struct bind_app *a, const struct bind_conf *c)
 		return CATS_EXIT_FAIL;
 	}
 	cats_dec_init(&a->dec, NULL);
+	a->started = cats_clock_now();
 	return CATS_EXIT_OK;
 }
 
@@ -618,7 +712,7 @@ bind_app_end(struct bind_app *a)
 		bind_app_stats(a);
 	flush_all(a);
 	cats_stream_flush(a->out);
-	for (struct bind_app_conn *c = a->conns; c; c = c->next)
+	FOREACH_CONN(a, c, lc, nx)
 		cats_stream_flush(c->s);
 	if (a->j != NULL) {
 		if (a->exit_code != CATS_EXIT_FAIL && bj_snapshot(a->j, a->t,
@@ -636,17 +730,19 @@ bind_app_end(struct bind_app *a)
 void
 bind_app_free(struct bind_app *a)
 {
-	while (a->conns)
-		drop_conn(a->conns);
+	cats_listener_free(a->lst);
+	a->lst = NULL;
 	cats_stream_free(a->in);
 	cats_stream_free(a->out);
-	if (a->listen_ev)
-		event_free(a->listen_ev);
 	if (a->flush_ev)
 		event_free(a->flush_ev);
 	if (a->j != NULL)
 		bj_close(a->j);
 	cats_htab_free(&a->byname);
+	for (size_t i = 0; i < a->hellos.cap; i++)
+		if (a->hellos.s[i].h)
+			free(a->hellos.s[i].item);
+	cats_htab_free(&a->hellos);
 	cats_keyring_free(&a->keys);
 	cats_buf_free(&a->held);
 	cats_dec_free(&a->dec);

@@ -37,6 +37,7 @@
 struct event_base;
 struct event;
 struct bind_app_conn;
+struct cats_listener;
 
 struct bind_app {
 	/* the main's */
@@ -48,22 +49,26 @@ struct bind_app {
 	bool strict, stats_at_exit;
 	uint64_t fsync_ms;		/* --fsync interval: its period */
 	uint64_t stats_ms;		/* --stats-interval; 0: none */
+	/* forwarder connections (listener.h; 0: its defaults, a 5 s hello) */
+	size_t max_conns, max_unauth;
+	uint64_t hello_ms, idle_ms;
 	/* the module's */
 	struct bind_table *t;
 	struct bj *j;
 	struct cats_stream *in, *out;
 	struct cats_buf held;		/* stdout output waiting for the journal */
-	struct bind_app_conn *conns;
-	size_t nconns;
+	struct cats_listener *lst;	/* forwarder connections */
 	struct cats_htab byname;	/* connections by forwarder id */
-	struct event *flush_ev, *listen_ev;
+	struct cats_htab hellos;	/* last hello accepted, by forwarder */
+	uint64_t started;		/* no signed hello is older */
+	struct event *flush_ev;
 	struct cats_dec dec;
 	bool paused, stdin_eof, listening, stopping;
 	uint64_t last_fsync, last_stats;
 	int exit_code;
 	/* counters of the tool itself */
-	uint64_t in_records, in_bad, passed, dropped_sends, conns_accepted,
-	    conns_refused, auth_refused, imperson, journal_errors;
+	uint64_t in_records, in_bad, passed, dropped_sends, conns_refused,
+	    auth_refused, hello_replayed, imperson, journal_errors;
 };
 
 /* The table of configuration c, its callbacks this module's. */
@@ -77,7 +82,12 @@ int bind_app_journal(struct bind_app *a, const char *dir, int fsync_policy,
     uint64_t snap_min);
 /* The output stream on stdout. */
 int bind_app_output(struct bind_app *a);
-/* Accept forwarders on the listening socket fd (the main's). */
+/*
+ * Accept forwarders on the listening socket fd (the main's), through one
+ * listener (listener.h): a connection must say a valid hello within
+ * hello_ms; with --keys a hello is fresh (signed after the start and
+ * after the last accepted one from that forwarder) or refused.
+ */
 void bind_app_listener(struct bind_app *a, int fd);
 /* The pipeline's input stream on stdin. */
 int bind_app_input(struct bind_app *a);

@@ -14,14 +14,28 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "net/listener.h"
 #include "pce/pce_app.h"
 #include "rec/json.h"
 
-/* What a record came in on: a session, the datagram socket or stdin. */
+/* What a record came in on: a session (lc its place in the listener),
+ * the datagram socket or stdin. */
 struct cats_pce_sess {
 	struct cats_pce_app *a;
 	struct cats_stream *s;
+	struct cats_conn *lc;
 };
+
+/* A session's peer said something that holds: it is past its hello. */
+static void
+sess_good(void *arg)
+{
+	struct cats_conn *lc = ((struct cats_pce_sess *)arg)->lc;
+	if (lc != NULL) {
+		cats_conn_auth(lc);
+		cats_conn_touch(lc);
+	}
+}
 
 /* ---- replies ---- */
 
@@ -257,6 +271,8 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			reply(a, s, peer, p, n);
 		return;
 	}
+	if (a->keys.n == 0 || r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
+		sess_good(arg);
 	if (r.type == CATS_T_PATH_REQ) {
 		struct cats_rec rep;
 		cats_arena_reset(&a->arena);
@@ -366,6 +382,7 @@ session_eof(struct cats_stream *s, int error, void *arg)
 	(void)s;
 	if (error)
 		cats_debug("session: %s", strerror(error));
+	cats_conn_release(ss->lc);
 	cats_stream_flush(ss->s);
 	cats_stream_free(ss->s);
 	free(ss);
@@ -378,41 +395,55 @@ session_drained(struct cats_stream *s, void *arg)
 	cats_stream_resume(s);
 }
 
-static void
-on_accept(evutil_socket_t fd, short what, void *arg)
+static int
+session_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	static const struct cats_stream_cbs cbs = {
 		.item = on_item, .bad = on_bad, .eof = session_eof,
 		.drained = session_drained,
 	};
 	struct cats_pce_app *a = arg;
-	(void)what;
-	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (c < 0)
-		return;
 	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
-	if (ss == NULL) {
-		close(c);
-		return;
-	}
+	if (ss == NULL)
+		return -1;
 	ss->a = a;
-	ss->s = cats_stream_new(a->base, c, c, false, NULL, 0, &cbs, ss);
+	ss->lc = lc;
+	ss->s = cats_stream_new(a->base, fd, fd, false, NULL, 0, &cbs, ss);
 	if (ss->s == NULL) {
-		close(c);
 		free(ss);
-		return;
+		return -1;
 	}
 	cats_stream_own(ss->s);
+	cats_conn_set_data(lc, ss);
 	a->sessions++;
+	return 0;
+}
+
+/* The listener ends a session (its deadline, an eviction, the end). */
+static void
+session_closed(struct cats_conn *lc, int why, void *arg)
+{
+	struct cats_pce_sess *ss = cats_conn_data(lc);
+	(void)why;
+	(void)arg;
+	cats_stream_free(ss->s);
+	free(ss);
 }
 
 int
 cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 {
 	if (!dgram) {
-		a->lev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept,
-		    a);
-		event_add(a->lev, NULL);
+		static const struct cats_listener_cbs cbs = { session_accept,
+			session_closed };
+		struct cats_listener_opts o = { .name = "session",
+			.hello_when_crowded = true };
+		if (a->lst == NULL)
+			a->lst = cats_listener_new(a->base, &o, &cbs, a);
+		if (a->lst == NULL || cats_listener_add(a->lst, fd, 0) < 0) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
+		}
 		return CATS_EXIT_OK;
 	}
 	static const struct cats_stream_cbs dcbs = {
@@ -536,6 +567,17 @@ cats_pce_app_stats(struct cats_pce_app *a)
 	cats_stats_add(&st, "reloads", a->reloads);
 	cats_stats_add(&st, "reload_failed", a->reload_failed);
 	cats_stats_add(&st, "sessions", a->sessions);
+	if (a->lst != NULL) {
+		const struct cats_listener_stats *ls =
+		    cats_listener_stats(a->lst);
+		cats_stats_gauge(&st, "sessions.open", ls->open);
+		cats_stats_add(&st, "sessions.refused", ls->refused);
+		cats_stats_add(&st, "sessions.evicted", ls->evicted);
+		cats_stats_add(&st, "sessions.hello_timeouts",
+		    ls->hello_timeouts);
+		cats_stats_add(&st, "accept.fd_exhausted", ls->fd_exhausted);
+		cats_stats_add(&st, "accept.shed", ls->shed);
+	}
 	cats_stats_add(&st, "unauthorized", a->unauthorized);
 	cats_stats_gauge(&st, "generation", a->pce.te ?
 	    cats_te_gen(a->pce.te) : 0);
@@ -565,8 +607,7 @@ cats_pce_app_free(struct cats_pce_app *a)
 	cats_stream_free(a->in);
 	cats_stream_free(a->out);
 	free(a->stdio);
-	if (a->lev)
-		event_free(a->lev);
+	cats_listener_free(a->lst);
 	cats_pce_free(&a->pce);
 	cats_tag_guard_free(a->guard);
 	cats_keyring_free(&a->keys);
@@ -575,6 +616,6 @@ cats_pce_app_free(struct cats_pce_app *a)
 	cats_toks_free(&a->toks);
 	a->in = a->out = NULL;
 	a->stdio = NULL;
-	a->lev = NULL;
+	a->lst = NULL;
 	a->guard = NULL;
 }

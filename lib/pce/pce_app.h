@@ -30,7 +30,7 @@
 #include "sec/crypto.h"
 
 struct event_base;
-struct event;
+struct cats_listener;
 struct cats_pce_sess;
 
 struct cats_pce_app {
@@ -47,7 +47,7 @@ struct cats_pce_app {
 	struct cats_tag_guard *guard;
 	struct cats_stream *in, *out;	/* stdio mode */
 	struct cats_pce_sess *stdio;
-	struct event *lev;		/* accepting sessions */
+	struct cats_listener *lst;	/* sessions (net/listener.h) */
 	struct cats_dec dec;
 	struct cats_arena arena;
 	struct cats_toks toks;
@@ -64,8 +64,10 @@ int cats_pce_app_init(struct cats_pce_app *a);
 /* Requests on stdin, everything out on ofd. */
 int cats_pce_app_stdio(struct cats_pce_app *a, int ofd);
 /*
- * Serve the listening socket fd (the main's): a session per connection,
- * or, dgram, one for all datagrams (replies to their senders).
+ * Serve the listening socket fd (the main's): a session per connection
+ * (through one listener, listener.h: caps, and a quiet session that has
+ * sent nothing valid is closed after 10 s under a flood of such), or,
+ * dgram, one for all datagrams (replies to their senders).
  */
 int cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram);
 /* SIGHUP: load the database again; a bad one is refused, the old kept. */
