@@ -38,6 +38,7 @@ static const char usage_text[] =
     "         [--icmp-unreach]\n"
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
     "         [--fast-path] [--path-down] [--reserve-flows N]\n"
+    "         [--tcp-state on|off] [--tcp-timeout STATE=DURATION]...\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -148,7 +149,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 static void
 dump_stats(void)
 {
-	struct cats_kv kv[CATS_FC__N + CATS_DROP__N + CATS_FR__N + 16];
+	struct cats_kv kv[CATS_FWDP_NSTATS];
 	static struct cats_fwdp_names names;
 	size_t n = cats_fwdp_stats(&fw, kv, &names);
 	struct cats_rec r;
@@ -252,7 +253,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
-	O_PATHDOWN };
+	O_PATHDOWN, O_TCPSTATE, O_TCPTIME };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -292,6 +293,8 @@ static const struct option longopts[] = {
 	{ "src6", required_argument, NULL, O_SRC6 },
 	{ "stats", required_argument, NULL, O_STATS },
 	{ "sync-timeout", required_argument, NULL, O_SYNCTO },
+	{ "tcp-state", required_argument, NULL, O_TCPSTATE },
+	{ "tcp-timeout", required_argument, NULL, O_TCPTIME },
 	{ "tenant", required_argument, NULL, O_TENANT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -476,6 +479,16 @@ main(int argc, char **argv)
 			break;
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
+			break;
+		case O_TCPSTATE:
+			cf.fc.tcp_off = !cats_opt_bool("--tcp-state", optarg);
+			break;
+		case O_TCPTIME:
+			if (cats_tcp_timeout_parse(&cf.fc, optarg, err,
+			    sizeof(err)) < 0) {
+				cats_errorx("%s", err);
+				exit(CATS_EXIT_USAGE);
+			}
 			break;
 		case O_EPOCH:
 			cf.epoch = cats_opt_u64("--epoch",

@@ -77,6 +77,9 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	if (cats_fp_act_make(a, out->ifindex, l2, mtu, rw, addr, b->af, port,
 	    enc != NULL && enc->kind != CATS_ENC_NONE ? enc : NULL) < 0)
 		return CATS_FWDP_FP_NEVER;
+	/* FINs and RSTs change a tracked connection's state: user space's. */
+	if (cats_fbind_tracked(&w->tab, b))
+		a->flags |= CATS_FP_F_TCP;
 	return CATS_FWDP_FP_OK;
 }
 
@@ -123,14 +126,16 @@ fp_offer(struct cats_fwdp *w, struct cats_fbind *b)
  * Does b have keys the fast path could still take, and has it carried
  * FP_AFTER packets in user space?  A flow of a packet or two (a DNS query,
  * a flood of new source ports) costs no map updates; a longer one goes to
- * the kernel after its first packets.
+ * the kernel after its first packets.  A tracked TCP connection goes once
+ * it is established (the handshake is user space's).
  */
 #define FP_AFTER 4
 static inline bool
 fp_wants(const struct cats_fwdp *w, const struct cats_fbind *b)
 {
 	return w->fp != NULL && !b->fast_queued &&
-	    (b->fast | b->fast_never) != 0x0f && b->pkts + b->rpkts >= FP_AFTER;
+	    (b->fast | b->fast_never) != 0x0f && b->pkts + b->rpkts >= FP_AFTER &&
+	    (b->tcp == CATS_TCPS_ESTABLISHED || !cats_fbind_tracked(&w->tab, b));
 }
 
 /*

@@ -373,6 +373,10 @@ unkey(struct cats_fwd *t, struct cats_fbind *b)
 void
 cats_fwd_remove(struct cats_fwd *t, struct cats_fbind *b)
 {
+	if (cats_fbind_tracked(t, b)) {
+		t->st.tcp[b->tcp]--;
+		t->st.tcp_released[b->tcp]++;
+	}
 	unkey(t, b);
 	cats_htab_del(&t->bind_by_id, u64_hash(b->id), id_eq_bind, &b->id);
 	t->st.bindings--;
@@ -534,6 +538,28 @@ bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r
 	return 0;
 }
 
+/*
+ * Bindings of closing TCP connections whose keys nb takes give way: a
+ * client reusing a 5-tuple after a FIN or a RST was selected afresh.
+ */
+static void
+displace(struct cats_fwd *t, const struct cats_fbind *nb)
+{
+	for (int d = 0; d < CATS_DIR__N; d++) {
+		if (!nb->keyed[d])
+			continue;
+		struct cats_fbind *o = cats_htab_get(&t->bind_by_key,
+		    key_hash(&nb->keys[d]), key_eq_bind, &nb->keys[d]);
+		if (o == NULL || o->id == nb->id || !cats_fbind_tracked(t, o) ||
+		    !cats_fbind_closing(o))
+			continue;
+		t->st.tcp_reused++;
+		if (t->gone_cb != NULL)
+			t->gone_cb(o, cats_fbind_tcp_why(t, o), t->gone_arg);
+		cats_fwd_remove(t, o);
+	}
+}
+
 /* Is any key of nb taken by another binding? */
 static bool
 conflicts(struct cats_fwd *t, const struct cats_fbind *nb)
@@ -614,6 +640,7 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 	}
 	for (int d = 0; d < CATS_DIR__N; d++)
 		nb.keyed[d] = d < CATS_DIR_EG_FWD ? nb.ingress : nb.egress;
+	displace(t, &nb);
 	if (conflicts(t, &nb)) {
 		t->st.refused++;
 		return CATS_FR_FLOW_BOUND;
@@ -638,6 +665,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		}
 		memcpy(b->keyed, ok, sizeof(ok));
 		t->st.bindings++;
+		if (cats_fbind_tracked(t, b))
+			t->st.tcp[CATS_TCPS_NONE]++;
 		if (rekey(t, b) < 0) {
 			cats_fwd_remove(t, b);
 			return CATS_FR_NOMEM;
@@ -654,6 +683,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		nb.rbytes = b->rbytes;
 		nb.reported = b->reported;
 		nb.rep_pkts = b->rep_pkts;
+		nb.tcp = b->tcp;
+		nb.tcp_fin = b->tcp_fin;
 		/* A learned return tunnel survives a refresh that names none. */
 		if (nb.renc_learn && b->renc_learn && b->renc.nsids +
 		    b->renc.outer_af)
@@ -753,9 +784,10 @@ expire_window(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
 		struct cats_fbind *b = t->bind_by_id.s[i].item;
 		if (t->bind_by_id.s[i].h == 0)
 			continue;
-		if (b->fast && b->idle_ms && t->fast_sync != NULL)
+		uint64_t idle_ms = cats_fbind_idle_ms(t, b);
+		if (b->fast && idle_ms && t->fast_sync != NULL)
 			t->fast_sync(b, now, t->fast_arg);
-		bool idle = b->idle_ms && b->last + b->idle_ms <= now;
+		bool idle = idle_ms && b->last + idle_ms <= now;
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
 		if ((idle || hard) && !push(&v, &nv, &cap, b))
 			break;
@@ -764,7 +796,7 @@ expire_window(struct cats_fwd *t, uint64_t now, size_t from, size_t n,
 		struct cats_fbind *b = v[i];
 		bool hard = b->hard_ms && b->installed + b->hard_ms <= now;
 		t->st.expired++;
-		bind_cb(b, hard ? "hard" : "idle", arg);
+		bind_cb(b, hard ? "hard" : cats_fbind_tcp_why(t, b), arg);
 		cats_fwd_remove(t, b);
 	}
 	free(v);

@@ -66,10 +66,35 @@ struct cats_pend {
 	struct cats_req_meta meta;
 };
 
+/*
+ * TCP connection state of a binding (tcp.c), tracked from the flags of the
+ * packets both forwarders see in both directions ("orig": the client's,
+ * "reply": the instance's), as conntrack and IPVS do but without sequence
+ * numbers.  Every state has an idle timeout (struct cats_fwd_conf tcp_ms):
+ * the binding expires when no packet came for that long in that state.
+ */
+enum cats_tcps {
+	CATS_TCPS_NONE,		/* installed, no TCP packet yet */
+	CATS_TCPS_SYN_SENT,	/* the client's SYN */
+	CATS_TCPS_SYN_RECV,	/* the instance's SYN-ACK */
+	CATS_TCPS_ESTABLISHED,	/* the client's ACK of it, or picked up */
+	CATS_TCPS_FIN_WAIT,	/* a FIN from one side */
+	CATS_TCPS_TIME_WAIT,	/* FINs from both sides */
+	CATS_TCPS_CLOSE,	/* a RST */
+	CATS_TCPS__N
+};
+extern const char *const cats_tcps_names[];
+#define CATS_TCP_FIN_ORIG	1
+#define CATS_TCP_FIN_REPLY	2
+/* A new SYN of the client on a binding that is closing (tcp.c). */
+#define CATS_TCP_REOPEN		(-1)
+
 struct cats_fbind {
 	uint64_t id, version, epoch, txn;
 	uint64_t idle_ms, hard_ms, installed, last;
 	bool ingress, egress;
+	uint8_t tcp;			/* enum cats_tcps (TCP, tracked) */
+	uint8_t tcp_fin;		/* CATS_TCP_FIN_* seen */
 	struct cats_fkey keys[CATS_DIR__N];
 	bool keyed[CATS_DIR__N];
 	uint8_t af;			/* inner family */
@@ -116,6 +141,13 @@ struct cats_fwd_conf {
 	 * source of the flow's forward packets. */
 	const struct cats_fwd_ret *ret;
 	size_t nret;
+	/*
+	 * TCP connection tracking of bound TCP flows (on unless tcp_off), and
+	 * the idle timeout of each state in ms (0: tcp.c's default; for
+	 * ESTABLISHED, the binding's idle_ms, which this caps).
+	 */
+	bool tcp_off;
+	uint64_t tcp_ms[CATS_TCPS__N];
 };
 
 enum {
@@ -147,6 +179,9 @@ struct cats_fwd_stats {
 	uint64_t installed, refreshed, removed, expired, refused;
 	uint64_t pend_new, pend_joined, pend_timeout, pend_errors;
 	uint64_t pend_refused[CATS_FR__N];
+	uint64_t tcp[CATS_TCPS__N];	/* bindings now in each TCP state */
+	uint64_t tcp_released[CATS_TCPS__N];	/* ended in that state */
+	uint64_t tcp_reused;		/* closing, ended by a new SYN */
 };
 
 struct cats_fwd {
@@ -170,6 +205,14 @@ struct cats_fwd {
 	void (*fast_sync)(struct cats_fbind *b, uint64_t now, void *arg);
 	void (*fast_drop)(struct cats_fbind *b, void *arg);
 	void *fast_arg;
+	/*
+	 * A binding whose TCP connection is closing gives way to a new
+	 * binding of the same flow (a reused 5-tuple selected afresh): the
+	 * caller reports it (gone_cb, with the reason cats_fbind_tcp_why())
+	 * before it leaves the table.
+	 */
+	void (*gone_cb)(struct cats_fbind *b, const char *why, void *arg);
+	void *gone_arg;
 };
 
 int cats_fwd_init(struct cats_fwd *t, const struct cats_fwd_conf *c);
@@ -252,6 +295,46 @@ void cats_fwd_expire_step(struct cats_fwd *t, uint64_t now, size_t *pos,
 /* A status record about binding b (id, epoch, version, counters). */
 void cats_fwd_status(const struct cats_fwd *t, const struct cats_fbind *b,
     int event, const char *reason, uint64_t now, struct cats_rec *r);
+
+/* ---- TCP connection tracking (tcp.c) ---- */
+
+/*
+ * Defaults of the per-state idle timeouts, in ms (cats-fwd(1) gives them
+ * beside conntrack's and IPVS's); 0 for ESTABLISHED: the binding's idle_ms.
+ */
+extern const uint64_t cats_tcp_default_ms[CATS_TCPS__N];
+/* Parse STATE=DURATION into conf's timeouts; -1 with a message in err. */
+int cats_tcp_timeout_parse(struct cats_fwd_conf *c, const char *arg,
+    char *err, size_t errlen);
+/* Is b a TCP binding of one connection (exact ports) whose connection
+ * tracking is on? */
+static inline bool
+cats_fbind_tracked(const struct cats_fwd *t, const struct cats_fbind *b)
+{
+	const struct cats_fkey *k = &b->keys[b->ingress ? CATS_DIR_IN_FWD :
+	    CATS_DIR_EG_FWD];
+	return !t->c.tcp_off && k->proto == 6 && k->wild == 0;
+}
+/*
+ * A TCP packet of b with flags (reply: from the instance's side) moves its
+ * state; returns the new state, or CATS_TCP_REOPEN for a SYN of the client
+ * on a closing binding (state unchanged: the caller decides).
+ */
+int cats_fbind_tcp(struct cats_fwd *t, struct cats_fbind *b, bool reply,
+    uint8_t flags);
+/* Put b in state s (counted). */
+void cats_fbind_tcp_set(struct cats_fwd *t, struct cats_fbind *b, int s);
+/* Is the connection of b closing (FIN, both FINs, RST)? */
+static inline bool
+cats_fbind_closing(const struct cats_fbind *b)
+{
+	return b->tcp >= CATS_TCPS_FIN_WAIT;
+}
+/* The idle timeout of b now (ms, 0: none) and the reason its expiry or
+ * end gets in the status record. */
+uint64_t cats_fbind_idle_ms(const struct cats_fwd *t, const struct cats_fbind *b);
+const char *cats_fbind_tcp_why(const struct cats_fwd *t,
+    const struct cats_fbind *b);
 
 /* Count a packet on a binding in a direction. */
 static inline void

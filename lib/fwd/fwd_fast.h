@@ -10,9 +10,9 @@
  * incremental checksums, TTL / hop limit, the outer headers of the binding's
  * encapsulation, the link header, and a redirect to the output port.  A
  * socket filter with the same test keeps those packets off the port's
- * AF_PACKET ring.  Everything else - first packets, SYNs, TTL about to run
- * out, packets too big for the output, fragments, IP options, extension
- * headers - goes on to user space as before, which stays the reference: the
+ * AF_PACKET ring.  Everything else - first packets, SYNs (and the FINs and
+ * RSTs of tracked TCP connections), TTL about to run out, packets too big
+ * for the output, fragments, IP options, extension headers - goes on to user space as before, which stays the reference: the
  * program's output is byte for byte what the user-space path writes.
  *
  * The structures below are shared with the BPF program (so: fixed-width
@@ -61,6 +61,8 @@ struct cats_fp_act {
  * encapsulated to user space (its GSO type would keep the tunnel's).
  */
 #define CATS_FP_F_OLD_DECAP 1
+/* A tracked TCP connection: its FINs and RSTs go to user space. */
+#define CATS_FP_F_TCP 2
 
 /* A SID (or tunnel endpoint address) the forwarder decapsulates. */
 struct cats_fp_sid {

@@ -20,6 +20,8 @@
 const char *const cats_fwdp_ctr_names[] = { CATS_FWDP_CTRS(CATS_FWDP_X_NAME)
 	NULL };
 
+static void bind_gone(struct cats_fbind *, const char *, void *);
+
 int
 cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf)
 {
@@ -35,6 +37,8 @@ cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf)
 	w->tab.next_txn = w->cf.epoch * 1000 % (CATS_U53 / 2);
 	w->tx_mtu = w->cf.mtu;
 	w->synced = w->cf.bind_ep == NULL;
+	w->tab.gone_cb = bind_gone;
+	w->tab.gone_arg = w;
 	return 0;
 }
 
@@ -318,11 +322,31 @@ to_core(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
 		cats_out_encap(w, enc, pk, m, now);
 }
 
+/*
+ * A TCP packet of b (reply: from the instance's side) moves its connection
+ * state.  A client's SYN on a closing connection that reaches this far
+ * (an egress, or an ingress that kept the binding) opens it again.
+ */
+static void
+track(struct cats_fwdp *w, struct cats_fbind *b, const struct cats_pkt *pk,
+    bool reply)
+{
+	if (pk->proto != 6 || !cats_fbind_tracked(&w->tab, b))
+		return;
+	if (cats_fbind_tcp(&w->tab, b, reply, pk->tcp_flags) ==
+	    CATS_TCP_REOPEN) {
+		b->tcp_fin = 0;
+		cats_fbind_tcp_set(&w->tab, b, CATS_TCPS_SYN_SENT);
+		w->ctr[CATS_FC_tcp_reopened]++;
+	}
+}
+
 static void
 ingress_forward(struct cats_fwdp *w, struct cats_fbind *b, struct cats_pkt *pk,
     const struct cats_rxmeta *m, uint64_t now)
 {
 	cats_fbind_count(b, 0, pk->len, now);
+	track(w, b, pk, false);
 	cats_pkt_set_dst(pk, b->locator, b->port);
 	to_core(w, pk, m, &b->enc, CATS_FC_fwd_pkts, now);
 	cats_fast_maybe(w, b, now);
@@ -454,6 +478,16 @@ on_client(struct cats_fwdp *w, struct cats_pkt *pk,
 	struct cats_fkey k;
 	cats_fkey_from_pkt(&k, pk, CATS_DIR_IN_FWD, w->tenant_h);
 	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+	if (b != NULL && pk->proto == 6 && (pk->tcp_flags & (CATS_TCP_SYN |
+	    CATS_TCP_ACK | CATS_TCP_RST)) == CATS_TCP_SYN &&
+	    cats_fbind_tracked(&w->tab, b) && cats_fbind_closing(b)) {
+		/* A reused 5-tuple after a FIN or a RST: a new connection,
+		 * selected afresh; the old binding ends here. */
+		w->tab.st.tcp_reused++;
+		bind_gone(b, cats_fbind_tcp_why(&w->tab, b), w);
+		cats_fwd_remove(&w->tab, b);
+		b = NULL;
+	}
 	if (b != NULL) {
 		ingress_forward(w, b, pk, m, now);
 		return;
@@ -528,6 +562,7 @@ on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
 		struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
 		if (b != NULL) {
 			cats_fbind_count(b, 1, pk->len, now);
+			track(w, b, pk, true);
 			cats_pkt_set_src(pk, b->restore, b->restore_port);
 			if (cats_pkt_dec_ttl(pk)) {
 				w->drop_pkt[CATS_DROP_TTL]++;
@@ -547,6 +582,7 @@ on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
 	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
 	if (b != NULL) {
 		cats_fbind_count(b, 0, pk->len, now);
+		track(w, b, pk, false);
 		learn_return(w, b, outer_src, outer_af);
 	} else if (!is_owned(w, pk)) {
 		w->ctr[CATS_FC_drop_not_owned]++;
@@ -600,6 +636,7 @@ on_site(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
 		return;
 	}
 	cats_fbind_count(b, 1, pk->len, now);
+	track(w, b, pk, true);
 	to_core(w, pk, m, &b->renc, CATS_FC_eg_rev_pkts, now);
 	cats_fast_maybe(w, b, now);
 }
@@ -950,6 +987,15 @@ pend_expired(struct cats_pend *p, void *arg)
 	    w->now);
 }
 
+/* A binding of a closing connection ends for a new one of its flow. */
+static void
+bind_gone(struct cats_fbind *b, const char *why, void *arg)
+{
+	struct cats_fwdp *w = arg;
+	w->ctr[CATS_FC_bindings_expired]++;
+	send_status(w, b, CATS_EV_EXPIRED, why, 0, 0, w->now);
+}
+
 static void
 bind_expired(struct cats_fbind *b, const char *why, void *arg)
 {
@@ -1003,7 +1049,20 @@ cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report)
 size_t
 cats_fwdp_nstats(void)
 {
-	return CATS_FC__N + CATS_DROP__N + CATS_FR__N + 16;
+	return CATS_FWDP_NSTATS;
+}
+
+/* A composed counter name: prefix and a name whose '-' become '_'. */
+static const char *
+name2(struct cats_fwdp_names *names, size_t *nn, const char *prefix,
+    const char *name)
+{
+	char *q = names->n[(*nn)++];
+	snprintf(q, sizeof(names->n[0]), "%s%s", prefix, name);
+	for (; *q; q++)
+		if (*q == '-')
+			*q = '_';
+	return names->n[*nn - 1];
 }
 
 size_t
@@ -1055,6 +1114,17 @@ cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
 	kv[n++].v = w->tab.st.held;
 	kv[n].k = "synced";
 	kv[n++].v = w->synced;
+	const struct cats_fwd_stats *st = &w->tab.st;
+	for (int i = 0; i < CATS_TCPS__N; i++) {
+		kv[n].k = name2(names, &nn, "tcp_", cats_tcps_names[i]);
+		kv[n++].v = st->tcp[i];
+	}
+	for (int i = 0; i < CATS_TCPS__N; i++) {
+		kv[n].k = name2(names, &nn, "tcp_ended_", cats_tcps_names[i]);
+		kv[n++].v = st->tcp_released[i];
+	}
+	kv[n].k = "tcp_reused";
+	kv[n++].v = st->tcp_reused;
 	if (w->fp != NULL) {
 		uint64_t fc[CATS_FP__N];
 		cats_fwd_fast_counters(w->fp, fc);

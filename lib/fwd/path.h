@@ -46,7 +46,8 @@
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
-	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent)
+	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent) \
+	X(tcp_reopened)
 
 #define CATS_FWDP_X_ENUM(n) CATS_FC_##n,
 enum cats_fwdp_ctr { CATS_FWDP_CTRS(CATS_FWDP_X_ENUM) CATS_FC__N };
@@ -207,8 +208,10 @@ void cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report);
  * names.  Returns the number of pairs.
  */
 struct cats_fwdp_names {
-	char n[CATS_DROP__N + CATS_FR__N][48];
+	char n[CATS_DROP__N + CATS_FR__N + 2 * CATS_TCPS__N][48];
 };
+#define CATS_FWDP_NSTATS \
+	(CATS_FC__N + CATS_DROP__N + CATS_FR__N + 2 * CATS_TCPS__N + 24)
 size_t cats_fwdp_nstats(void);
 size_t cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
     struct cats_fwdp_names *names);

@@ -374,6 +374,96 @@ test_expire_step(void)
 	cats_fwd_free(&t);
 }
 
+/*
+ * TCP connection tracking (tcp.c): the transitions packet by packet, the
+ * per-state timeouts and their option, the gauges, what is not tracked.
+ */
+static void
+test_tcp(void)
+{
+	struct cats_fwd t;
+	struct cats_fwd_conf c = { .id = "IF-1", .has_src6 = true };
+	char err[256];
+	T_OK(cats_tcp_timeout_parse(&c, "time-wait=2s", err, sizeof(err)) == 0 &&
+	    c.tcp_ms[CATS_TCPS_TIME_WAIT] == 2000, "--tcp-timeout time-wait=2s");
+	T_OK(cats_tcp_timeout_parse(&c, "none=2s", err, sizeof(err)) < 0 &&
+	    cats_tcp_timeout_parse(&c, "close=0", err, sizeof(err)) < 0 &&
+	    cats_tcp_timeout_parse(&c, "fin-wait", err, sizeof(err)) < 0 &&
+	    strstr(err, "--tcp-timeout") != NULL,
+	    "--tcp-timeout refuses an unknown state, 0, no value: %s", err);
+	memset(c.tcp_ms, 0, sizeof(c.tcp_ms));
+	cats_fwd_init(&t, &c);
+	struct cats_fbind *b;
+	struct cats_held *rel;
+	int ev;
+	T_OK(cats_fwd_apply(&t, mkbind(1, 1, 1, "install", 40000,
+	    "198.51.100.11", NULL), 0, &b, &rel, &ev) == 0 &&
+	    cats_fbind_tracked(&t, b) && t.st.tcp[CATS_TCPS_NONE] == 1,
+	    "a TCP binding is tracked, in state none");
+	enum { S = CATS_TCP_SYN, A = CATS_TCP_ACK, F = CATS_TCP_FIN,
+		R = CATS_TCP_RST };
+	static const struct { bool reply; uint8_t f; int to; } steps[] = {
+		{ false, S, CATS_TCPS_SYN_SENT }, { false, S, CATS_TCPS_SYN_SENT },
+		{ true, S | A, CATS_TCPS_SYN_RECV }, { true, A, CATS_TCPS_SYN_RECV },
+		{ false, A, CATS_TCPS_ESTABLISHED },
+		{ false, S, CATS_TCPS_ESTABLISHED },
+		{ true, F | A, CATS_TCPS_FIN_WAIT }, { true, A, CATS_TCPS_FIN_WAIT },
+		{ false, F | A, CATS_TCPS_TIME_WAIT },
+		{ false, A, CATS_TCPS_TIME_WAIT },
+		{ false, S, CATS_TCP_REOPEN }, { true, R, CATS_TCPS_CLOSE },
+		{ false, F, CATS_TCPS_CLOSE }, { false, S, CATS_TCP_REOPEN },
+	};
+	bool ok = true;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int r = cats_fbind_tcp(&t, b, steps[i].reply, steps[i].f);
+		if (r != steps[i].to) {
+			printf("#   step %zu: state %d, expected %d\n", i, r,
+			    steps[i].to);
+			ok = false;
+		}
+	}
+	T_OK(ok && t.st.tcp[CATS_TCPS_CLOSE] == 1 &&
+	    t.st.tcp[CATS_TCPS_NONE] == 0, "the transitions, packet by packet");
+	T_OK(cats_fbind_idle_ms(&t, b) == 10000 &&
+	    strcmp(cats_fbind_tcp_why(&t, b), "tcp-rst") == 0,
+	    "close: 10 s, reason tcp-rst");
+	cats_fbind_tcp_set(&t, b, CATS_TCPS_ESTABLISHED);
+	T_OK(cats_fbind_idle_ms(&t, b) == 0 &&
+	    strcmp(cats_fbind_tcp_why(&t, b), "idle") == 0,
+	    "established without an idle lifetime: never idle");
+	nbind_cb = 0;
+	cats_fwd_expire(&t, 100000000, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 0, "... not expired");
+	cats_fbind_tcp_set(&t, b, CATS_TCPS_SYN_SENT);
+	cats_fwd_expire(&t, 29000, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 0, "syn-sent: kept before 30 s");
+	b->last = 0;
+	cats_fwd_expire(&t, 30000, pend_cb, bind_cb, &t);
+	T_OK(nbind_cb == 1 && strcmp(last_why, "tcp-syn") == 0 &&
+	    t.st.tcp_released[CATS_TCPS_SYN_SENT] == 1 &&
+	    t.st.tcp[CATS_TCPS_SYN_SENT] == 0 && t.st.bindings == 0,
+	    "syn-sent: expired at 30 s, reason tcp-syn, counted");
+	/* A binding of client affinity (any source port) is not one
+	 * connection: not tracked. */
+	T_OK(cats_fwd_apply(&t, bind_json("{\"type\":\"binding\",\"id\":9,"
+	    "\"version\":1,\"epoch\":1,\"op\":\"install\",\"ts\":1,"
+	    "\"ingress\":\"IF-1\",\"egress\":\"EF-2\",\"fwd\":{\"match\":"
+	    "{\"proto\":6,\"src\":\"192.0.2.10\",\"dst\":\"203.0.113.100\","
+	    "\"dport\":80},\"locator\":\"198.51.100.11\",\"encap\":\"srv6\","
+	    "\"sids\":[\"2001:db8:2::100\"]},\"rev\":{\"match\":{\"proto\":6,"
+	    "\"src\":\"198.51.100.11\",\"sport\":80,\"dst\":\"192.0.2.10\"},"
+	    "\"restore_src\":\"203.0.113.100\",\"sids\":[\"2001:db8:1::1\"]}}"),
+	    0, &b, &rel, &ev) == 0 && !cats_fbind_tracked(&t, b) &&
+	    t.st.tcp[CATS_TCPS_NONE] == 0, "a wildcard TCP binding: not tracked");
+	cats_fwd_free(&t);
+	c.tcp_off = true;
+	cats_fwd_init(&t, &c);
+	T_OK(cats_fwd_apply(&t, mkbind(1, 1, 1, "install", 40000,
+	    "198.51.100.11", NULL), 0, &b, &rel, &ev) == 0 &&
+	    !cats_fbind_tracked(&t, b), "tracking off: nothing tracked");
+	cats_fwd_free(&t);
+}
+
 int
 main(void)
 {
@@ -383,6 +473,7 @@ main(void)
 	test_egress_and_affinity();
 	test_return_tunnel();
 	test_expire_step();
+	test_tcp();
 	cats_dec_free(&dec);
 	return t_done();
 }

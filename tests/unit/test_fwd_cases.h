@@ -18,11 +18,11 @@
 #include "fwd/path.h"
 #include "rec/json.h"
 
-#define FC_MAX_LINES	16
+#define FC_MAX_LINES	48
 #define FC_PKT		(65536 + 256)
 
 enum { FC_CTL, FC_IN, FC_OUT, FC_DROP, FC_COUNT, FC_REQUEST, FC_STATUS,
-	FC_OPT };
+	FC_OPT, FC_TICK };
 
 struct fc_line {
 	int kind;
@@ -43,7 +43,7 @@ struct fcase {
 
 /* What the hooks saw: the records sent, one summary line each. */
 struct fc_seen {
-	char rec[16][160];
+	char rec[32][160];
 	int n;
 };
 static struct fc_seen fc_seen;
@@ -94,9 +94,9 @@ fc_load(struct fcase *c, const char *path, const char *name)
 			continue;
 		struct fc_line *l = &c->l[c->nl++];
 		static const char *const kinds[] = { "ctl", "in", "out", "drop",
-			"count", "request", "status", "opt" };
+			"count", "request", "status", "opt", "tick" };
 		l->kind = -1;
-		for (int k = 0; k < 8; k++)
+		for (int k = 0; k < 9; k++)
 			if (strcmp(line, kinds[k]) == 0)
 				l->kind = k;
 		if (l->kind == FC_IN || l->kind == FC_OUT) {
@@ -107,6 +107,8 @@ fc_load(struct fcase *c, const char *path, const char *name)
 			snprintf(l->port, sizeof(l->port), "%s", arg);
 			if (fc_hex(hex, &l->pkt, &l->len) < 0)
 				goto bad;
+		} else if (l->kind == FC_TICK) {
+			l->n = strtol(arg, NULL, 10);
 		} else if (l->kind == FC_COUNT) {
 			char *num = strchr(arg, ' ');
 			l->n = num ? strtol(num + 1, NULL, 10) : 1;
@@ -158,7 +160,7 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 {
 	(void)arg;
 	(void)chan;
-	if (fc_seen.n == 16)
+	if (fc_seen.n == 32)
 		return 0;
 	char *s = fc_seen.rec[fc_seen.n++];
 	if (r->type == CATS_T_REQUEST) {
@@ -170,9 +172,10 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 			snprintf(s + o, 160 - (size_t)o, " max_delay_us=%llu",
 			    (unsigned long long)q->constraints.max_delay_us);
 	} else if (r->type == CATS_T_STATUS) {
-		snprintf(s, 160, "status event=%s reason=%s",
+		snprintf(s, 160, "status event=%s reason=%s id=%llu",
 		    cats_status_event_names[r->u.status.event],
-		    r->u.status.reason ? r->u.status.reason : "");
+		    r->u.status.reason ? r->u.status.reason : "",
+		    (unsigned long long)r->u.status.id);
 	} else {
 		snprintf(s, 160, "%s", cats_type_name(r->type));
 	}
@@ -237,7 +240,16 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 		else if (sscanf(o, "mode-b=udp:%d:%d", &cf.modeb_port,
 		    &cf.modeb_off) == 2)
 			cf.modeb_proto = 17;
-		else {
+		else if (strcmp(o, "tcp-state=off") == 0)
+			cf.fc.tcp_off = true;
+		else if (strncmp(o, "tcp-timeout=", 12) == 0) {
+			char err[256];
+			if (cats_tcp_timeout_parse(&cf.fc, o + 12, err,
+			    sizeof(err)) < 0) {
+				printf("# %s: %s\n", c->name, err);
+				return -1;
+			}
+		} else {
 			printf("# %s: unknown opt %s\n", c->name, o);
 			return -1;
 		}
@@ -305,8 +317,10 @@ fc_in(struct cats_fwdp *w, const struct fc_line *l, uint64_t now)
 }
 
 /*
- * Run the actions of c (ctl and in lines, in order, at now 1000, 1001...)
- * up to line `upto` (c->nl: all).
+ * Run the actions of c (ctl and in lines, in order, at now 1000, 1001...;
+ * a tick line runs the forwarder's tick at its time, as often as it takes
+ * to visit every binding, and the lines after it go on from there) up to
+ * line `upto` (c->nl: all).
  */
 static inline int
 fc_run(struct cats_fwdp *w, const struct fcase *c, int upto)
@@ -314,6 +328,12 @@ fc_run(struct cats_fwdp *w, const struct fcase *c, int upto)
 	uint64_t now = 1000;
 	for (int i = 0; i < upto && i < c->nl; i++, now++) {
 		const struct fc_line *l = &c->l[i];
+		if (l->kind == FC_TICK) {
+			if ((uint64_t)l->n > now)
+				now = (uint64_t)l->n;
+			for (int k = 0; k < 11; k++)
+				cats_fwdp_tick(w, now, false);
+		}
 		if (l->kind == FC_CTL && fc_ctl(w, l->text, now) < 0)
 			return -1;
 		if (l->kind == FC_IN) {
@@ -329,7 +349,7 @@ fc_run(struct cats_fwdp *w, const struct fcase *c, int upto)
 
 /* The stats counters (name, value) of w. */
 struct fc_stats {
-	struct cats_kv kv[CATS_FC__N + CATS_DROP__N + CATS_FR__N + 16];
+	struct cats_kv kv[CATS_FWDP_NSTATS];
 	struct cats_fwdp_names names;
 	size_t n;
 };

@@ -97,9 +97,10 @@ is_sid(__u8 af, const __u8 *a)
 /*
  * The key of a packet (after an encapsulation to one of our SIDs, which is
  * to be taken off) and its action, when the fast path may handle it: TCP
- * without SYN or UDP, IPv4 without options or fragments with a good header
- * checksum, IPv6 with TCP or UDP right after its header, a TTL that does
- * not run out here, and a size the output takes.  NULL: user space's.
+ * without SYN (nor FIN or RST of a tracked connection) or UDP, IPv4
+ * without options or fragments with a good header checksum, IPv6 with TCP
+ * or UDP right after its header, a TTL that does not run out here, and a
+ * size the output takes.  NULL: user space's.
  */
 static __always_inline struct cats_fp_act *
 fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
@@ -224,6 +225,9 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	__builtin_memcpy(&k.dport, l4 + 2, 2);
 	struct cats_fp_act *a = bpf_map_lookup_elem(&fp_flows, &k);
 	if (a == NULL)
+		return NULL;
+	/* A FIN or a RST of a tracked connection changes its state. */
+	if (k.proto == 6 && (a->flags & CATS_FP_F_TCP) && (th[1] & 0x05))
 		return NULL;
 	/* The header checksum is summed for the flows there are only: a bad
 	 * one is user space's to count. */

@@ -143,7 +143,8 @@ def flow(proto, src, dst, sport=None, dport=None):
 
 def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
             sids=(ESID,), tunnel=None, port=None, rev_sids=(ISID,),
-            rev_tunnel=None, rev_encap=None, loc=None, cli=None, svc=None):
+            rev_tunnel=None, rev_encap=None, loc=None, cli=None, svc=None,
+            idle=None):
     cli = cli or (CLI4 if af == 4 else CLI6)
     svc = svc or (SVC4 if af == 4 else SVC6)
     loc = loc or (LOC4 if af == 4 else LOC6)
@@ -163,9 +164,12 @@ def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
         rev["tunnel_dst"] = rev_tunnel
     if rev_encap:
         rev["encap"] = rev_encap
-    return {"type": "binding", "id": bid, "version": 1, "epoch": 1,
-            "op": "install", "ts": 1, "txn": 1000 + bid, "ingress": "IF-1",
-            "egress": "EF-2", "fwd": fwd, "rev": rev}
+    b = {"type": "binding", "id": bid, "version": 1, "epoch": 1,
+         "op": "install", "ts": 1, "txn": 1000 + bid, "ingress": "IF-1",
+         "egress": "EF-2", "fwd": fwd, "rev": rev}
+    if idle:
+        b["idle_ms"] = idle
+    return b
 
 
 CASES = []
@@ -185,6 +189,10 @@ def pin(port, pkt):
 
 def out(port, pkt):
     return ("out", port, pkt)
+
+
+def tick(ms):
+    return ("tick", ms)
 
 
 def drop(name):
@@ -562,6 +570,223 @@ case("eg_ttl_inner", "a decapsulated packet with TTL 1 is dropped",
                                            ISID, [ESID]))],
      expect=[drop("drop_ttl")])
 
+# ---- TCP connection tracking ----
+
+TB = dict(proto=6, sport=40000, dport=80)
+c_syn = tcp(4, CLI4, SVC4, 40000, 80, "S")
+c_ack = tcp(4, CLI4, SVC4, 40000, 80, "A")
+c_fin = tcp(4, CLI4, SVC4, 40000, 80, "FA")
+c_rst = tcp(4, CLI4, SVC4, 40000, 80, "R")
+i_sa = tcp(4, LOC4, CLI4, 80, 40000, "SA")
+i_ack = tcp(4, LOC4, CLI4, 80, 40000, "A")
+i_fin = tcp(4, LOC4, CLI4, 80, 40000, "FA")
+i_rst = tcp(4, LOC4, CLI4, 80, 40000, "RA")
+
+
+def to_eg(p):
+    """A client's packet as the ingress sends it to the egress."""
+    return srv6(rewrite(p, dst=LOC4), ISID, [ESID])
+
+
+def from_eg(p):
+    """An instance's packet as the egress sends it to the ingress."""
+    return srv6(p, ESID, [ISID])
+
+
+def at_client(p):
+    return rewrite(p, src=SVC4)
+
+
+HANDSHAKE = [pin("client", c_syn), pin("core", from_eg(i_sa)),
+             pin("client", c_ack)]
+HANDSHAKE_OUT = [out("core", to_eg(c_syn)), out("client", at_client(i_sa)),
+                 out("core", to_eg(c_ack))]
+CLOSE = [pin("client", c_fin), pin("core", from_eg(i_fin)),
+         pin("client", c_ack)]
+CLOSE_OUT = [out("core", to_eg(c_fin)), out("client", at_client(i_fin)),
+             out("core", to_eg(c_ack))]
+
+case("tcp_handshake", "TCP tracking: SYN, SYN-ACK, ACK make a bound "
+     "connection established",
+     acts=[ctl(binding(**TB))] + HANDSHAKE,
+     expect=HANDSHAKE_OUT + [count("tcp_established"), count("tcp_none", 0),
+                             count("tcp_syn_sent", 0)])
+case("tcp_syn_sent", "TCP tracking: a client's SYN alone", acts=[
+     ctl(binding(**TB)), pin("client", c_syn)],
+     expect=[out("core", to_eg(c_syn)), count("tcp_syn_sent")])
+case("tcp_syn_recv", "TCP tracking: the instance's SYN-ACK", acts=[
+     ctl(binding(**TB)), pin("client", c_syn), pin("core", from_eg(i_sa))],
+     expect=[out("core", to_eg(c_syn)), out("client", at_client(i_sa)),
+             count("tcp_syn_recv")])
+case("tcp_midstream", "TCP tracking: a binding sent again after a restart "
+     "is picked up established by its first packet",
+     acts=[ctl(binding(**TB)), pin("client", c_ack)],
+     expect=[out("core", to_eg(c_ack)), count("tcp_established")])
+case("tcp_fin_client", "TCP tracking: the client's FIN half-closes",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("client", c_fin)],
+     expect=HANDSHAKE_OUT + [out("core", to_eg(c_fin)),
+                             count("tcp_fin_wait"), count("tcp_established", 0)])
+case("tcp_fin_instance", "TCP tracking: the instance's FIN (the reverse at "
+     "the ingress) half-closes",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("core", from_eg(i_fin))],
+     expect=HANDSHAKE_OUT + [out("client", at_client(i_fin)),
+                             count("tcp_fin_wait")])
+case("tcp_fin_both", "TCP tracking: FINs of both sides, then the last ACK: "
+     "time-wait", acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE,
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [count("tcp_time_wait")])
+case("tcp_fin_released", "TCP tracking: after both FINs the binding and its "
+     "reverse state are released once time-wait (10 s) passes, reported "
+     "expired, reason tcp-fin",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [tick(11500)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [
+         status("event=expired reason=tcp-fin id=1"),
+         count("bindings_expired"), count("bindings", 0),
+         count("tcp_time_wait", 0), count("tcp_ended_time_wait")])
+case("tcp_fin_kept", "TCP tracking: within time-wait the binding stays",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [tick(10500)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [count("bindings_expired", 0),
+                                         count("tcp_time_wait")])
+case("tcp_rst_instance", "TCP tracking: the instance's RST closes; released "
+     "after close (10 s), reason tcp-rst",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("core", from_eg(i_rst)),
+                                              tick(11500)],
+     expect=HANDSHAKE_OUT + [out("client", at_client(i_rst)),
+                             status("event=expired reason=tcp-rst"),
+                             count("tcp_ended_close"), count("tcp_close", 0)])
+case("tcp_rst_client", "TCP tracking: the client's RST",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("client", c_rst)],
+     expect=HANDSHAKE_OUT + [out("core", to_eg(c_rst)), count("tcp_close")])
+case("tcp_rst_refused", "TCP tracking: a connection refused (SYN, RST-ACK)",
+     acts=[ctl(binding(**TB)), pin("client", c_syn),
+           pin("core", from_eg(i_rst))],
+     expect=[out("core", to_eg(c_syn)), out("client", at_client(i_rst)),
+             count("tcp_close")])
+case("tcp_syn_timeout", "TCP tracking: a SYN never answered: released after "
+     "syn-sent (30 s), reason tcp-syn",
+     acts=[ctl(binding(**TB)), pin("client", c_syn), tick(32000)],
+     expect=[out("core", to_eg(c_syn)), status("event=expired reason=tcp-syn"),
+             count("tcp_ended_syn_sent")])
+case("tcp_half_closed_timeout", "TCP tracking: a half-closed connection idle "
+     "for fin-wait (60 s) is released, reason tcp-fin-wait",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("client", c_fin),
+                                              tick(62000)],
+     expect=HANDSHAKE_OUT + [out("core", to_eg(c_fin)),
+                             status("event=expired reason=tcp-fin-wait"),
+                             count("tcp_ended_fin_wait")])
+case("tcp_established_idle", "TCP tracking: an established connection lives "
+     "as long as the binding's idle lifetime (5 s here), reason idle",
+     acts=[ctl(binding(idle=5000, **TB))] + HANDSHAKE + [tick(7000)],
+     expect=HANDSHAKE_OUT + [status("event=expired reason=idle"),
+                             count("tcp_ended_established")])
+case("tcp_established_no_idle", "TCP tracking: without an idle lifetime an "
+     "established connection is never expired by the forwarder",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [tick(10000000)],
+     expect=HANDSHAKE_OUT + [count("bindings_expired", 0),
+                             count("tcp_established")])
+case("tcp_established_option", "--tcp-timeout established=20s caps a "
+     "binding's longer idle lifetime", opts=["tcp-timeout=established=20s"],
+     acts=[ctl(binding(idle=600000, **TB))] + HANDSHAKE + [tick(22500)],
+     expect=HANDSHAKE_OUT + [status("event=expired reason=idle")])
+case("tcp_timeout_option", "--tcp-timeout time-wait=2s",
+     opts=["tcp-timeout=time-wait=2s"],
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [tick(3500)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [status("event=expired "
+                                                "reason=tcp-fin")])
+case("tcp_idle_bounds_state", "the binding's idle lifetime (1 s) bounds a "
+     "closing state's timeout too",
+     acts=[ctl(binding(idle=1000, **TB))] + HANDSHAKE + CLOSE + [tick(2500)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [status("event=expired "
+                                                "reason=tcp-fin")])
+case("tcp_reuse", "TCP tracking: a new SYN on the 5-tuple of a closed "
+     "connection ends the old binding (expired, tcp-fin) and starts a new "
+     "selection: held, one request",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [pin("client", c_syn)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [
+         status("event=expired reason=tcp-fin id=1"),
+         request("mode=none held=1"), count("tcp_reused"), count("misses"),
+         count("requests"), count("pending_held"), count("bindings", 0)])
+case("tcp_reuse_after_rst", "TCP tracking: a new SYN after a RST: the same",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("client", c_rst),
+                                              pin("client", c_syn)],
+     expect=HANDSHAKE_OUT + [out("core", to_eg(c_rst)),
+                             status("event=expired reason=tcp-rst id=1"),
+                             request("mode=none held=1"), count("tcp_reused")])
+case("tcp_reuse_bound", "TCP tracking: the reused 5-tuple's new binding "
+     "releases the held SYN to its instance",
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [
+         pin("client", c_syn),
+         ctl(binding(bid=2, loc="198.51.100.21", **TB))],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [
+         out("core", srv6(rewrite(c_syn, dst="198.51.100.21"), ISID, [ESID])),
+         status("event=installed id=2"), count("released"),
+         count("tcp_syn_sent")])
+case("tcp_syn_retransmit", "TCP tracking: a SYN sent again while the first "
+     "is unanswered keeps its binding",
+     acts=[ctl(binding(**TB)), pin("client", c_syn), pin("client", c_syn)],
+     expect=[out("core", to_eg(c_syn)), out("core", to_eg(c_syn)),
+             count("tcp_reused", 0), count("requests", 0)])
+case("tcp_state_off", "--tcp-state off: no tracking, the binding stays "
+     "after both FINs", opts=["tcp-state=off"],
+     acts=[ctl(binding(**TB))] + HANDSHAKE + CLOSE + [tick(30000)],
+     expect=HANDSHAKE_OUT + CLOSE_OUT + [count("bindings_expired", 0),
+                                         count("tcp_time_wait", 0),
+                                         count("tcp_none", 0)])
+case("tcp_state_off_fin", "--tcp-state off: a FIN is an ordinary packet "
+     "(the fast path takes it)", opts=["tcp-state=off"],
+     acts=[ctl(binding(**TB))] + HANDSHAKE + [pin("client", c_fin)],
+     expect=HANDSHAKE_OUT + [out("core", to_eg(c_fin))])
+case("udp_idle", "UDP keeps idle expiry", acts=[
+     ctl(binding(idle=3000)), pin("client", u4), tick(4500)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID])),
+             status("event=expired reason=idle"), count("tcp_none", 0)])
+
+# the egress side of the same connections
+e_syn, e_ack, e_fin = (rewrite(p, dst=LOC4) for p in (c_syn, c_ack, c_fin))
+E_HS = [pin("core", srv6(e_syn, ISID, [ESID])), pin("site", i_sa),
+        pin("core", srv6(e_ack, ISID, [ESID]))]
+E_HS_OUT = [out("site", rewrite(e_syn)), out("core", from_eg(rewrite(i_sa))),
+            out("site", rewrite(e_ack))]
+E_CLOSE = [pin("site", i_fin), pin("core", srv6(e_fin, ISID, [ESID])),
+           pin("site", i_ack)]
+E_CLOSE_OUT = [out("core", from_eg(rewrite(i_fin))), out("site", rewrite(e_fin)),
+               out("core", from_eg(rewrite(i_ack)))]
+case("tcp_eg_handshake", "TCP tracking at the egress: the decapsulated SYN, "
+     "the instance's SYN-ACK, the ACK", role="egress",
+     acts=[ctl(binding(**TB))] + E_HS,
+     expect=E_HS_OUT + [count("tcp_established")])
+case("tcp_eg_fin_released", "TCP tracking at the egress: the instance closes "
+     "first; released after time-wait, reason tcp-fin", role="egress",
+     acts=[ctl(binding(**TB))] + E_HS + E_CLOSE + [tick(11500)],
+     expect=E_HS_OUT + E_CLOSE_OUT + [status("event=expired reason=tcp-fin"),
+                                      count("tcp_ended_time_wait")])
+case("tcp_eg_rst", "TCP tracking at the egress: the instance's RST",
+     role="egress", acts=[ctl(binding(**TB))] + E_HS + [pin("site", i_rst)],
+     expect=E_HS_OUT + [out("core", from_eg(rewrite(i_rst))),
+                        count("tcp_close")])
+case("tcp_eg_displaced", "TCP tracking at the egress: a new binding of a "
+     "closed connection's flow takes its place (the old one expired, "
+     "tcp-fin); the new SYN goes to the new instance", role="egress",
+     acts=[ctl(binding(**TB))] + E_HS + E_CLOSE + [
+         ctl(binding(bid=2, **TB)), pin("core", srv6(e_syn, ISID, [ESID]))],
+     expect=E_HS_OUT + E_CLOSE_OUT + [
+         out("site", rewrite(e_syn)),
+         status("event=expired reason=tcp-fin id=1"),
+         status("event=installed id=2"), count("tcp_reused"),
+         count("tcp_syn_sent"), count("bindings_refused", 0)])
+case("tcp_eg_not_closed_bound", "a new binding of an open connection's flow "
+     "is still refused (flow-bound)", role="egress",
+     acts=[ctl(binding(**TB))] + E_HS + [ctl(binding(bid=2, **TB))],
+     expect=E_HS_OUT + [status("event=failed reason=flow-bound"),
+                        count("bindings_refused")])
+case("tcp_eg_reopen", "TCP tracking at the egress: a SYN on a closed "
+     "connection's binding (an ingress that kept it) opens it again",
+     role="egress",
+     acts=[ctl(binding(**TB))] + E_HS + E_CLOSE + [
+         pin("core", srv6(e_syn, ISID, [ESID]))],
+     expect=E_HS_OUT + E_CLOSE_OUT + [out("site", rewrite(e_syn)),
+                                      count("tcp_reopened"),
+                                      count("tcp_syn_sent")])
+
 
 def write(d):
     os.makedirs(d, exist_ok=True)
@@ -571,6 +796,8 @@ def write(d):
         for a in acts:
             if a[0] == "ctl":
                 lines.append("ctl " + a[1])
+            elif a[0] == "tick":
+                lines.append("tick %d" % a[1])
             else:
                 lines.append("in %s %s" % (a[1], a[2].hex()))
         for e in expect:
