@@ -525,7 +525,7 @@ loop_name_of() {
 # ---- the whole loop ----
 
 loop_up() {
-	LOOP_DIR=$(mktemp -d /tmp/cats-loop.XXXXXX)
+	LOOP_DIR=$(mktemp -d "/tmp/cats-loop.$LOOP_ID.XXXXXX")
 	export LOOP_DIR
 	mkdir -p "$LOOP_DIR/log" "$LOOP_DIR/pid"
 	loop_net_up &&

@@ -12,7 +12,7 @@ setup() {
 leftovers() {
 	local n
 	n=$(ip netns list | grep -c "$1\b")
-	n=$((n + $(ps -eo args | grep -c "[c]ats-loop\.")))
+	n=$((n + $(ps -eo args | grep -c "[c]ats-loop\.$1\.")))
 	echo "$n"
 }
 
