@@ -52,7 +52,9 @@ answered_within() {
 }
 
 @test "loop restart: the C-PS (selector, PCE) restarted: steering resumes after a full sync" {
-	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl2" "http://203.0.113.100/big?mb=8" &
+	# 24 MiB at about 1 MiB/s: still running when the agents' next
+	# advertisement (up to a keep-alive, 10 s) has re-synced the C-PS.
+	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl2" "http://203.0.113.100/big?mb=24" &
 	dl=$!
 	loop_wait 60 loop_ct_is 198.51.100.11:80 13
 	full0=$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')
@@ -67,14 +69,14 @@ answered_within() {
 		[ "$(loop_metrics | jq -s '[.[] | select(.op == "full")] | length')" -ge $((full0 + 2)) ] &&
 		loop_cps_cst | awk '$1 == "198.51.100.11:80" && $5 == 13 { ok = 1 } END { exit !ok }'
 	}
-	loop_wait 150 synced
+	loop_wait 250 synced
 	answered_within 80
 	# Steering by metrics resumed: site1-a is still loaded.
 	kill -0 $dl
 	best_is site1-b
 	# The transfer bound before the restart was not disturbed.
 	wait $dl
-	[ "$(stat -c %s "$LOOP_DIR/dl2")" = $((8 << 20)) ]
+	[ "$(stat -c %s "$LOOP_DIR/dl2")" = $((24 << 20)) ]
 	[ "$(sort -u "$LOOP_DIR/dl2")" = site1-a ]
 }
 
