@@ -682,6 +682,17 @@ grace_of(const struct sma *s, const struct sma_entry *e)
 
 #define STATIC_HAS (SMA_HAS_PRICE | SMA_HAS_REPUTATION | SMA_HAS_SECURITY)
 
+/*
+ * "Within D" is inclusive everywhere (cats-sma(1) TIME WINDOWS): a report
+ * exactly D after the last one is within D, so a timer of length D fires
+ * at the first millisecond past it, ref + D + 1.
+ */
+static bool
+past(uint64_t ref, uint64_t d, uint64_t now)
+{
+	return now > ref + d;
+}
+
 /* When the entry's next timer is really due (0: none). */
 static uint64_t
 due_at(const struct sma *s, const struct sma_entry *e)
@@ -690,17 +701,17 @@ due_at(const struct sma *s, const struct sma_entry *e)
 	switch (e->state) {
 	case CATS_SCI_ACTIVE:
 	case CATS_SCI_HEALTHY:
-		t = e->updated + e->ttl_ms;
+		t = e->updated + e->ttl_ms + 1;
 		break;
 	case CATS_SCI_STALE:
-		t = e->since + grace_of(s, e);
+		t = e->since + grace_of(s, e) + 1;
 		break;
 	default:
 		break;
 	}
 	if (e->state != CATS_SCI_FAILED &&
 	    ((e->has & STATIC_HAS) || e->next_n)) {
-		uint64_t st = e->static_at + e->ttl_static_ms;
+		uint64_t st = e->static_at + e->ttl_static_ms + 1;
 		if (t == 0 || st < t)
 			t = st;
 	}
@@ -1539,11 +1550,12 @@ static void
 run_timer(struct sma *s, struct sma_entry *e, uint64_t t)
 {
 	bool static_due = ((e->has & STATIC_HAS) || e->next_n) &&
-	    e->state != CATS_SCI_FAILED && e->static_at + e->ttl_static_ms <= t;
+	    e->state != CATS_SCI_FAILED && past(e->static_at,
+	    e->ttl_static_ms, t);
 	bool stale_due = (e->state == CATS_SCI_ACTIVE ||
-	    e->state == CATS_SCI_HEALTHY) && e->updated + e->ttl_ms <= t;
+	    e->state == CATS_SCI_HEALTHY) && past(e->updated, e->ttl_ms, t);
 	bool fail_due = e->state == CATS_SCI_STALE &&
-	    e->since + grace_of(s, e) <= t;
+	    past(e->since, grace_of(s, e), t);
 	if (!static_due && !stale_due && !fail_due) {
 		/* A lazy key: reports came; file it under its real time. */
 		set_deadline(s, e, due_at(s, e));
@@ -1670,7 +1682,7 @@ sma_restore(struct sma *s, const struct cats_entry *ce, uint64_t now)
 		return -1;
 	if (ce->state != CATS_SCI_ACTIVE && ce->state != CATS_SCI_HEALTHY)
 		return 0;
-	if (ce->ts + ce->ttl_ms <= now)
+	if (past(ce->ts, ce->ttl_ms, now))
 		return 0;
 	uint64_t h = cats_hash_str(ce->csci_id);
 	if (lookup(s, ce->csci_id, h) != NULL || s->n >= s->c->max_entries)

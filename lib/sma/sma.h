@@ -539,8 +539,9 @@ int sma_remove(struct sma *s, const char *csci_id, int reason, uint64_t now);
 
 /*
  * Restore an entry saved by sma_out_save_state(): only if still fresh
- * (now < ts + ttl_ms), with its remaining TTL; returns 1 restored, 0 too
- * old, -1 refused (bad entry, cache full of services).  No events.
+ * (now <= ts + ttl_ms: "within" is inclusive), with its remaining TTL;
+ * returns 1 restored, 0 too old, -1 refused (bad entry, cache full of
+ * services).  No events.
  */
 int sma_restore(struct sma *s, const struct cats_entry *e, uint64_t now);
 

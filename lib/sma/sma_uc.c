@@ -119,6 +119,17 @@ struct sma_uc {
 
 /* ---- small helpers ---- */
 
+/*
+ * Is now within the minimum interval after a send at last (0: never sent)?
+ * "Within" is inclusive (cats-sma(1) TIME WINDOWS): the next routine
+ * record may leave at last + interval + 1.
+ */
+static bool
+within_interval(uint64_t last, uint64_t interval, uint64_t now)
+{
+	return last != 0 && interval != 0 && now <= last + interval;
+}
+
 /* interval +/- jitter, uniformly. */
 static uint64_t
 jittered(struct sma_uc *u, uint64_t interval, uint64_t jitter_ppm)
@@ -909,8 +920,7 @@ take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
 	while (*pp != NULL) {
 		struct site *s = *pp;
 		bool ready = s->pend == C_CRIT || !u->c->uc.control ||
-		    (!s->suppress && (s->last_sent == 0 ||
-		    now >= s->last_sent + mi));
+		    (!s->suppress && !within_interval(s->last_sent, mi, now));
 		/* A damped site: only what makes it less attractive. */
 		bool damped = s->damped && u->c->uc.control &&
 		    rank_health(s->cur.health) <= rank_health(s->adv.health) &&
@@ -918,8 +928,9 @@ take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
 		if (damped)
 			ready = false;
 		if (!ready) {
-			if (!s->suppress && !damped && s->last_sent + mi > now)
-				min_at(next, s->last_sent + mi);
+			if (!s->suppress && !damped &&
+			    within_interval(s->last_sent, mi, now))
+				min_at(next, s->last_sent + mi + 1);
 			pp = &s->pnext;
 			continue;
 		}
@@ -1180,12 +1191,12 @@ flush_routine(struct sma_uc *u, uint64_t now)
 			it->held |= H_WINDOW;
 			continue;
 		}
-		if (!u->draining && it->last_sent != 0 && now < it->last_sent +
-		    k->min_interval_ms) {
+		if (!u->draining && within_interval(it->last_sent,
+		    k->min_interval_ms, now)) {
 			if (!(it->held & H_INTERVAL))
 				u->st.sup_interval++;
 			it->held |= H_INTERVAL;
-			min_at(&next, it->last_sent + k->min_interval_ms);
+			min_at(&next, it->last_sent + k->min_interval_ms + 1);
 			continue;
 		}
 		struct cats_entry *e;

@@ -97,13 +97,14 @@ site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
 
 @test "sma: TTL and grace: HEALTHY -> STALE -> FAILED, withdrawal, back via ACTIVE" {
 	replay ttl
-	# B's last report at +1010 ms, TTL 2 s (2 x 1 s): STALE at +3010.
-	sed -n 6p "$W/ttl.out" | jq -e '.ts == 1700000003010 and
+	# B's last report at +1010 ms, TTL 2 s (2 x 1 s): a report until
+	# +3010 is within it (TIME WINDOWS), so STALE at +3011.
+	sed -n 6p "$W/ttl.out" | jq -e '.ts == 1700000003011 and
 	    .entries[0].csci_id == "10.0.0.2:80" and
 	    .entries[0].state == "STALE"'
-	# Grace 2 s: FAILED at +5010, withdrawn, site GAS without it.
+	# Grace 2 s: FAILED at +5012, withdrawn, site GAS without it.
 	sed -n 7p "$W/ttl.out" | jq -e '.op == "withdraw" and
-	    .reason == "failed" and .ts == 1700000005010 and
+	    .reason == "failed" and .ts == 1700000005012 and
 	    .entries[0].state == "FAILED" and .entries[0].gas == 0 and
 	    .sites[0].gas == 400'
 	grep -q 'event=state csci=10.0.0.2:80 cs=ARS from=STALE to=FAILED' \
@@ -199,8 +200,9 @@ site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
 @test "sma: static metrics live on their own TTL" {
 	replay static
 	[ "$(ent static 3 price)" = 7 ]
-	# ttl-static 2.5 s after the last report that carried them.
-	sed -n 4p "$W/static.out" | jq -e '.ts == 1700000002500 and
+	# ttl-static 2.5 s after the last report that carried them: gone
+	# the first millisecond past it.
+	sed -n 4p "$W/static.out" | jq -e '.ts == 1700000002501 and
 	    .entries[0].price == null and .entries[0].ext == null'
 	[ "$(ent static 5 price)" = 9 ]
 }
@@ -272,8 +274,8 @@ adverts() {
 	[[ "${lines[5]}" == "delta 3010 10.0.0.2:80 HEALTHY HEALTHY 1100" ]]
 	# Health change: at once.  B stops: STALE, then a withdrawal.
 	[[ "${lines[9]}" == "delta 7000 10.0.0.1:80 DEGRADED HEALTHY 480" ]]
-	[[ "${lines[7]}" == "delta 5010 10.0.0.2:80 HEALTHY STALE 1100" ]]
-	[[ "${lines[10]}" == "withdraw 7010 10.0.0.2:80 UNHEALTHY FAILED 0" ]]
+	[[ "${lines[7]}" == "delta 5011 10.0.0.2:80 HEALTHY STALE 1100" ]]
+	[[ "${lines[10]}" == "withdraw 7012 10.0.0.2:80 UNHEALTHY FAILED 0" ]]
 	[ "${#lines[@]}" -eq 13 ]
 	# The site aggregate has the same thresholds: 1460 -> 1520 alone.
 	sed -n 6p "$W/uc_threshold.out" | jq -e '(.entries | length) == 0 and
@@ -283,12 +285,14 @@ adverts() {
 @test "sma uc: minimum interval: routine updates 5 s apart, the latest value; critical ones at once" {
 	replay uc_interval
 	run adverts uc_interval
-	# Confirmed at +1 s; 500 (+2 s) and 560 (+3 s) wait for +6 s: 560.
+	# Confirmed at +1 s; 500 (+2 s) and 560 (+3 s) wait until the
+	# interval is past (+6.001 s): 560.
 	[[ "${lines[1]}" == "delta 1000 10.0.0.1:80 HEALTHY HEALTHY 400" ]]
-	[[ "${lines[2]}" == "delta 6000 10.0.0.1:80 HEALTHY HEALTHY 560" ]]
+	[[ "${lines[2]}" == "delta 6001 10.0.0.1:80 HEALTHY HEALTHY 560" ]]
 	# DEGRADED at +7 s leaves at once, with the GAS of then (700).
 	[[ "${lines[3]}" == "delta 7000 10.0.0.1:80 DEGRADED HEALTHY 700" ]]
-	# 800 at +8 s waits for 7 + 5 = 12 s.
+	# 800 at +8 s waits past 7 + 5 s; the end of input at +12 s (within
+	# the interval still) drains it.
 	[[ "${lines[4]}" == "delta 12000 10.0.0.1:80 DEGRADED HEALTHY 800" ]]
 	[ "${#lines[@]}" -eq 5 ]
 }

@@ -57,11 +57,12 @@ run_once() { # now, then the reports on stdin
 	jq -e -s 'length == 1 and .[0].op == "delta" and
 	    .[0].entries[0].health == "HEALTHY" and .[0].entries[0].gas == 400
 	    and .[0].seq == 4' out3
-	# Run 4 at +69.999 s: A (last report +30 s, TTL 40 s) still fresh.
-	: | run_once $((T + 69999)) > out4
+	# Run 4 at +70 s: A (last report +30 s, TTL 40 s) still fresh (its
+	# last millisecond is within the TTL).
+	: | run_once $((T + 70000)) > out4
 	[ ! -s out4 ]
-	# Run 5 at +70 s: its TTL has run out in the state file: withdrawn.
-	: | run_once $((T + 70000)) > out5
+	# Run 5 at +70.001 s: its TTL has run out in the state file: withdrawn.
+	: | run_once $((T + 70001)) > out5
 	jq -e -s 'length == 1 and .[0].op == "withdraw" and
 	    .[0].entries[0].csci_id == "A"' out5
 	# The epoch stayed, the sequence went on.

@@ -239,24 +239,27 @@ test_state_machine(void)
 	const struct sma_entry *e = sma_lookup(s, "a");
 	T_OK(e && e->state == CATS_SCI_ACTIVE && count(SMA_EV_ADD) == 1,
 	    "discovered: ACTIVE, an ADD event");
-	T_OK(e->ttl_ms == 2000 && sma_next_deadline(s) == 102000,
-	    "TTL 2x the interval: STALE due at +2 s");
+	T_OK(e->ttl_ms == 2000 && sma_next_deadline(s) == 102001,
+	    "TTL 2x the interval: STALE due the first ms past +2 s");
 	offer(s, "a", "ARS", 2, 101000, CATS_HEALTHY, 400, 5, NULL);
 	T_OK(e->state == CATS_SCI_HEALTHY, "second report confirms: HEALTHY");
 	nevs = 0;
-	sma_tick(s, 102999);
-	T_OK(e->state == CATS_SCI_HEALTHY && nevs == 0, "nothing before the TTL");
 	sma_tick(s, 103000);
+	T_OK(e->state == CATS_SCI_HEALTHY && nevs == 0, "nothing within the "
+	    "TTL (its last millisecond included)");
+	sma_tick(s, 103001);
 	T_OK(e->state == CATS_SCI_STALE && count(SMA_EV_PULL) == 1 &&
 	    last(SMA_EV_UPDATE)->changed & SMA_CH_STATE,
 	    "no report within TTL: STALE, a pull is wanted");
 	T_OK(sma_service(s, "ARS")->view.gas == 400, "a STALE SCI still "
 	    "counts during the grace period");
 	nevs = 0;
-	sma_tick(s, 105000);
+	sma_tick(s, 105001);
+	T_OK(e->state == CATS_SCI_STALE, "still STALE at the end of grace");
+	sma_tick(s, 105002);
 	T_OK(e->state == CATS_SCI_FAILED && count(SMA_EV_WITHDRAW) == 1 &&
 	    last(SMA_EV_WITHDRAW)->reason == SMA_WD_FAILED &&
-	    last(SMA_EV_WITHDRAW)->now == 105000,
+	    last(SMA_EV_WITHDRAW)->now == 105002,
 	    "no answer within grace: FAILED, withdrawn at the deadline");
 	T_OK(count(SMA_EV_SITE) == 1 && last(SMA_EV_SITE)->site_gas == 0 &&
 	    sma_service(s, "ARS")->view.health == CATS_UNHEALTHY,
@@ -287,8 +290,100 @@ test_state_machine(void)
 		prev = evs[i].now;
 	}
 	T_OK(order_ok && count(SMA_EV_WITHDRAW) == 2 &&
-	    last(SMA_EV_WITHDRAW)->now == 204100,
+	    last(SMA_EV_WITHDRAW)->now == 204102,
 	    "one big tick gives the same timed events in order");
+	sma_free(s);
+}
+
+/* One meaning of "within": inclusive, on both sides of every boundary. */
+static size_t
+state_changes(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nevs; i++)
+		n += evs[i].kind == SMA_EV_UPDATE &&
+		    (evs[i].changed & SMA_CH_STATE);
+	return n;
+}
+
+static void
+test_within(void)
+{
+	struct sma_conf *c = conf_text(BASE "[validate]\nhealthy-after = 1\n"
+	    "unhealthy-after = 1\n[timing]\nconfirm = 1\n[auth]\nskew = 5s\n");
+	struct sma *s = sma_new(c, &nokeys, record, NULL);
+	struct sma_result res;
+	/* TTL 2 s: a report at exactly last + TTL is within it. */
+	offer(s, "a", "ARS", 1, 100000, CATS_HEALTHY, 100, 10, NULL);
+	nevs = 0;
+	offer(s, "a", "ARS", 2, 102000, CATS_HEALTHY, 100, 10, NULL);
+	T_OK(sma_lookup(s, "a")->state == CATS_SCI_HEALTHY &&
+	    state_changes() == 0 && count(SMA_EV_PULL) == 0,
+	    "TTL: a report at last + TTL keeps the SCI HEALTHY, no update");
+	nevs = 0;
+	offer(s, "a", "ARS", 3, 104001, CATS_HEALTHY, 100, 10, NULL);
+	T_OK(state_changes() == 2 && count(SMA_EV_PULL) == 1,
+	    "TTL: at last + TTL + 1 it went STALE first (and back)");
+	/* Grace 2 s after STALE (at 106002). */
+	sma_tick(s, 106002);
+	T_OK(sma_lookup(s, "a")->state == CATS_SCI_STALE, "STALE at 106002");
+	nevs = 0;
+	offer(s, "a", "ARS", 4, 108002, CATS_HEALTHY, 100, 10, NULL);
+	T_OK(count(SMA_EV_WITHDRAW) == 0 && count(SMA_EV_ADD) == 0 &&
+	    sma_lookup(s, "a")->state == CATS_SCI_HEALTHY,
+	    "grace: a report at its last millisecond recovers, no withdrawal");
+	sma_tick(s, 110003);
+	T_OK(sma_lookup(s, "a")->state == CATS_SCI_STALE, "STALE again");
+	nevs = 0;
+	offer(s, "a", "ARS", 5, 112004, CATS_HEALTHY, 100, 10, NULL);
+	T_OK(count(SMA_EV_WITHDRAW) == 1 && count(SMA_EV_ADD) == 1,
+	    "grace: at its end + 1 ms it FAILED first (withdrawn, rediscovered)");
+	/* Rate of change within 1 s. */
+	offer(s, "a", "ARS", 6, 113004, CATS_HEALTHY, 200, 10, &res);
+	T_OK(res.flags & SMA_FL_GAS_JUMP, "GAS jump exactly 1 s later: within");
+	offer(s, "a", "ARS", 7, 114005, CATS_HEALTHY, 400, 10, &res);
+	T_OK(!(res.flags & SMA_FL_GAS_JUMP), "1 s + 1 ms later: not within");
+	offer(s, "a", "ARS", 8, 115005, CATS_HEALTHY, 400, 30, &res);
+	T_OK(res.flags & SMA_FL_CT_JUMP, "computing time: exactly 1 s, within");
+	offer(s, "a", "ARS", 9, 116006, CATS_HEALTHY, 400, 90, &res);
+	T_OK(!(res.flags & SMA_FL_CT_JUMP), "1 s + 1 ms: not within");
+	sma_free(s);
+	/* Flapping: the 4th transition exactly 10 s after the 1st. */
+	static const int h[] = { CATS_HEALTHY, CATS_UNHEALTHY, CATS_HEALTHY,
+		CATS_UNHEALTHY, CATS_HEALTHY };
+	struct sma_conf *c2 = conf_text("[auth]\nmode = none\n[timing]\n"
+	    "interval = 30s\n[validate]\nhealthy-after = 1\n"
+	    "unhealthy-after = 1\n");
+	for (int k = 0; k < 2; k++) {
+		s = sma_new(c2, &nokeys, record, NULL);
+		static const uint64_t at[] = { 0, 1000, 1500, 1800 };
+		for (int i = 0; i < 5; i++) {
+			uint64_t t = 200000 + (i < 4 ? at[i] : 11000 + (uint64_t)k);
+			offer(s, "f", "ARS", (uint64_t)i + 1, t, h[i], 10, 10,
+			    &res);
+		}
+		T_OK(k == 0 ? (res.flags & SMA_FL_FLAP) != 0 :
+		    (res.flags & SMA_FL_FLAP) == 0, "flapping: a transition "
+		    "%s after the first of the window %s",
+		    k == 0 ? "exactly 10 s" : "10 s + 1 ms",
+		    k == 0 ? "is within" : "is not");
+		sma_free(s);
+	}
+	/* The replay window: +/- skew, inclusive. */
+	c = conf_text(BASE "[auth]\nskew = 5s\n");
+	s = sma_new(c, &nokeys, record, NULL);
+	static const struct { int64_t d; bool ok; } w[] = {
+		{ -5000, true }, { -5001, false }, { 5000, true },
+		{ 5001, false } };
+	for (size_t i = 0; i < CATS_ARRAY_LEN(w); i++) {
+		struct cats_rec r;
+		rep(&r, "w", "ARS", i + 1, (uint64_t)(300000 + w[i].d),
+		    CATS_HEALTHY, 10, 10);
+		int v = sma_report(s, &r, NULL, 0, NULL, 300000, &res);
+		T_OK((v != SMA_REJECTED) == w[i].ok, "replay window: a report "
+		    "%+lld ms from now is %s", (long long)w[i].d,
+		    w[i].ok ? "taken" : "refused");
+	}
 	sma_free(s);
 }
 
@@ -314,6 +409,8 @@ test_ttl_per_class(void)
 	    "price keeps the price");
 	nevs = 0;
 	sma_tick(s, 105000);
+	T_OK(e->has & SMA_HAS_PRICE, "static metrics within their TTL stay");
+	sma_tick(s, 105001);
 	T_OK(!(e->has & SMA_HAS_PRICE) && e->state != CATS_SCI_STALE &&
 	    last(SMA_EV_UPDATE) && (last(SMA_EV_UPDATE)->changed &
 	    SMA_CH_PRICE), "static metrics expire on their own TTL");
@@ -788,7 +885,7 @@ test_out_and_state(void)
 	}
 	T_OK(restored == 603, "fresh entries restored");
 	T_OK(sma_lookup(s2, "c")->seq == 9 && sma_lookup(s2, "c")->gas == 50 &&
-	    sma_next_deadline(s2) == 102000, "with their values and remaining "
+	    sma_next_deadline(s2) == 102001, "with their values and remaining "
 	    "TTL (STALE at %llu)", (unsigned long long)sma_next_deadline(s2));
 	T_OK(offer(s2, "c", "ARS", 9, 101600, CATS_HEALTHY, 50, 5, NULL) ==
 	    SMA_REJECTED, "the restored sequence still guards replays");
@@ -803,6 +900,17 @@ test_out_and_state(void)
 	T_OK(restored == 1 && old == 602, "after their TTL only the newer one "
 	    "is restored");
 	sma_free(s2);
+	for (int k = 0; k < 2; k++) {
+		s2 = sma_new(c, &nokeys, NULL, NULL);
+		restored = 0;
+		for (size_t i = 0; i < st.n; i++)
+			restored += sma_restore(s2, &st.v[i], 103000 +
+			    (uint64_t)k) == 1;
+		T_OK(restored == (k == 0 ? 1u : 0u), "restore %s ts + TTL: %s",
+		    k == 0 ? "at exactly" : "1 ms past", k == 0 ? "fresh" :
+		    "too old");
+		sma_free(s2);
+	}
 	sma_state_free(&st);
 	T_OK(sma_state_load(&st, "/nonexistent/x", err, sizeof(err)) == 1,
 	    "a missing state file is no error");
@@ -852,6 +960,7 @@ main(void)
 	test_conf();
 	test_hysteresis();
 	test_state_machine();
+	test_within();
 	test_ttl_per_class();
 	test_lru();
 	test_site();

@@ -251,6 +251,31 @@ view_saved_renumber(void)
 
 /* Routine records take a token each (rate 0.5/s, burst 2); critical ones
  * none; one without a token waits for it, a reloaded rate is followed. */
+/* The minimum interval is inclusive: within it a routine record waits. */
+static void
+min_interval(void)
+{
+	setup("[auth]\nmode = none\n[timing]\ninterval = 10s\nconfirm = 1\n"
+	    "[validate]\nhealthy-after = 1\n[update]\nmin-interval = 5s\n"
+	    "batch = 0\nrate = 0\ndampening = off\nheartbeat = 0\n");
+	report("a", "ARS", 1, 0, 400, false);
+	report("a", "ARS", 2, 1000, 600, false);
+	size_t n = nouts;
+	sma_uc_tick(uc, T0 + 1000);
+	T_OK(sma_uc_next_deadline(uc) == T0 + 5001, "a routine change "
+	    "within min-interval is due at last send + interval + 1 ms");
+	sma_tick(core, T0 + 5000);
+	sma_uc_tick(uc, T0 + 5000);
+	T_OK(nouts == n, "at exactly last + min-interval it still waits");
+	sma_uc_tick(uc, T0 + 5001);
+	T_OK(nouts == n + 1 && last()->gas == 600, "1 ms later it leaves");
+	/* A change exactly min-interval after that send waits too. */
+	report("a", "ARS", 3, 10001, 900, false);
+	T_OK(nouts == n + 1, "change at last + min-interval: held");
+	sma_uc_tick(uc, T0 + 10002);
+	T_OK(nouts == n + 2 && last()->gas == 900, "at + 1 ms: sent");
+}
+
 static void
 bucket(void)
 {
@@ -297,6 +322,7 @@ main(void)
 	drain_and_held();
 	view_saved_renumber();
 	bucket();
+	min_interval();
 	sma_free(core);
 	sma_uc_free(uc);
 	return t_done();
