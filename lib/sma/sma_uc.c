@@ -478,14 +478,83 @@ rank_state(int s)
 	return s >= 0 && s < 4 ? r[s] : 3;
 }
 
+static uint32_t
+min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint32_t
+max32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/*
+ * What a damped entry may advertise: field by field the less attractive of
+ * what was advertised (adv) and what it is now (cur), so that nothing more
+ * attractive than adv leaves while it is suppressed.  Worse health or
+ * state, a lower GAS, reputation or security level, a higher computing
+ * time or price are taken from cur; every improvement, a new locator or
+ * port, metrics that appeared and the extensions stay as advertised.  A
+ * metric that went counts as worse for GAS (taken as 0) and is held for
+ * the others.  Report time, sequence, TTL and flags follow cur.
+ */
+static void
+worst_of(const struct vals *a, const struct vals *c, struct vals *o)
+{
+	*o = *a;
+	o->gen = c->gen;
+	o->ts = c->ts;
+	o->ttl = c->ttl;
+	o->flags = c->flags;
+	o->suppress = c->suppress;
+	if (rank_health(c->health) > rank_health(a->health))
+		o->health = c->health;
+	if (rank_state(c->state) > rank_state(a->state))
+		o->state = c->state;
+	if (a->has & VH_GAS)
+		o->gas = c->has & VH_GAS ? min32(a->gas, c->gas) : 0;
+	if ((a->has & c->has) & VH_CT)
+		o->ct = max32(a->ct, c->ct);
+	if ((a->has & c->has) & VH_PRICE)
+		o->price = max32(a->price, c->price);
+	if ((a->has & c->has) & VH_REP)
+		o->rep = (uint8_t)min32(a->rep, c->rep);
+	if ((a->has & c->has) & VH_SEC)
+		o->sec = (uint8_t)min32(a->sec, c->sec);
+}
+
+/* Is the entry damped now (dampening on, suppressing)? */
 static bool
-degrades(const struct item *it)
+damping(const struct sma_uc *u, const struct item *it)
+{
+	return it->damped && u->c->uc.control && it->adv_valid;
+}
+
+/* What the entry may advertise now: cur, or worst_of() when damped. */
+static void
+sendable(const struct sma_uc *u, const struct item *it, struct vals *v)
+{
+	if (damping(u, it))
+		worst_of(&it->adv, &it->cur, v);
+	else
+		*v = it->cur;
+}
+
+/* Something worse than advertised: a damped entry sends it at once. */
+static bool
+degrades(const struct sma_uc *u, const struct item *it)
 {
 	if (it->wd >= 0 || !it->adv_valid)
 		return it->wd >= 0;
-	return rank_health(it->cur.health) > rank_health(it->adv.health) ||
-	    rank_state(it->cur.state) > rank_state(it->adv.state) ||
-	    it->cur.gas < it->adv.gas;
+	struct vals w;
+	worst_of(&it->adv, &it->cur, &w);
+	const struct vals *a = &it->adv;
+	(void)u;
+	return w.health != a->health || w.state != a->state ||
+	    w.gas != a->gas || w.ct != a->ct || w.price != a->price ||
+	    w.rep != a->rep || w.sec != a->sec;
 }
 
 /* ---- dampening (RFC 2439 style) ---- */
@@ -707,14 +776,22 @@ flag_names(uint8_t flags, const char **fl)
 }
 
 /*
- * An entry as a record map from its values; ext from the core (cur) or the
- * copy kept with adv; strings and flag lists go into the arena.
+ * An entry as a record map from its values: what was advertised
+ * (from_adv), or what it may advertise now (sendable()); ext from the core
+ * or the copy kept with adv (a damped entry's extensions are held);
+ * strings and flag lists go into the arena.
  */
 static void
 build_entry(struct sma_uc *u, const struct item *it, bool from_adv,
     bool no_ext, struct cats_entry *o)
 {
-	const struct vals *v = from_adv ? &it->adv : &it->cur;
+	struct vals sv;
+	const struct vals *v = &it->adv;
+	if (!from_adv) {
+		sendable(u, it, &sv);
+		v = &sv;
+		from_adv = damping(u, it);
+	}
 	const struct site *s = from_adv ? it->adv_site : it->site;
 	memset(o, 0, sizeof(*o));
 	o->csci_id = it->csci_id;
@@ -764,11 +841,19 @@ build_entry(struct sma_uc *u, const struct item *it, bool from_adv,
 	}
 }
 
-/* adv = cur, with a copy of the extensions as sent. */
+/* adv = what was sent (sendable()), with a copy of the extensions. */
 static void
 advertise(struct sma_uc *u, struct item *it, const struct cats_entry *sent,
     uint64_t now)
 {
+	if (damping(u, it)) {
+		/* Held: the locator, the CS-ID and the extensions too. */
+		struct vals w;
+		worst_of(&it->adv, &it->cur, &w);
+		it->adv = w;
+		it->last_sent = now;
+		return;
+	}
 	it->adv = it->cur;
 	set_adv(u, it, true);
 	it->adv_site = it->site;
@@ -906,6 +991,35 @@ send_change(struct sma_uc *u, struct batch *wd, const int *wd_reason,
 	free(tmp);
 }
 
+/*
+ * A damped site's view as it may be advertised: the less attractive of
+ * adv and cur, field by field (worse health, fewer healthy SCIs, a lower
+ * GAS, a higher computing time); the count of SCIs follows cur.
+ */
+static void
+site_worst(const struct sma_site_view *a, const struct sma_site_view *c,
+    struct sma_site_view *o)
+{
+	*o = *a;
+	o->total = c->total;
+	if (rank_health(c->health) > rank_health(a->health))
+		o->health = c->health;
+	if (c->healthy < a->healthy)
+		o->healthy = c->healthy;
+	if (c->gas < a->gas)
+		o->gas = c->gas;
+	o->has_ct = a->has_ct && c->has_ct && o->gas > 0;
+	o->ct = o->has_ct ? (a->ct > c->ct ? a->ct : c->ct) : 0;
+}
+
+static bool
+same_view(const struct sma_site_view *a, const struct sma_site_view *b)
+{
+	return a->gas == b->gas && a->has_ct == b->has_ct && a->ct == b->ct &&
+	    a->health == b->health && a->healthy == b->healthy &&
+	    a->total == b->total;
+}
+
 /* The sites with something to send (pending), taken now. */
 static void min_at(uint64_t *at, uint64_t t);
 
@@ -922,9 +1036,13 @@ take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
 		bool ready = s->pend == C_CRIT || !u->c->uc.control ||
 		    (!s->suppress && !within_interval(s->last_sent, mi, now));
 		/* A damped site: only what makes it less attractive. */
-		bool damped = s->damped && u->c->uc.control &&
-		    rank_health(s->cur.health) <= rank_health(s->adv.health) &&
-		    s->cur.gas >= s->adv.gas;
+		struct sma_site_view w = s->cur;
+		bool held_back = false, damped = false;
+		if (s->damped && u->c->uc.control && s->adv_valid) {
+			site_worst(&s->adv, &s->cur, &w);
+			damped = same_view(&w, &s->adv);
+			held_back = !damped && !same_view(&w, &s->cur);
+		}
 		if (damped)
 			ready = false;
 		if (!ready) {
@@ -942,10 +1060,16 @@ take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
 			v = x;
 			cap = nc;
 		}
-		site_map(s, &s->cur, &v[n++]);
-		s->adv = s->cur;
+		site_map(s, &w, &v[n++]);
+		s->adv = w;
 		s->adv_valid = true;
 		s->last_sent = now;
+		if (held_back) {
+			/* The improvements wait for reuse. */
+			s->pend = C_ROUTINE;
+			pp = &s->pnext;
+			continue;
+		}
 		s->pend = C_NONE;
 		s->inpend = false;
 		*pp = s->pnext;
@@ -1081,7 +1205,7 @@ flush_critical(struct sma_uc *u, uint64_t now)
 			pend(u, it, P_ROUTINE);
 			continue;
 		}
-		if (control && it->damped && !degrades(it)) {
+		if (control && it->damped && !degrades(u, it)) {
 			if (!(it->held & H_DAMP))
 				u->st.sup_damp++;
 			pend(u, it, P_ROUTINE);
@@ -1175,7 +1299,7 @@ flush_routine(struct sma_uc *u, uint64_t now)
 			u->st.coalesced++;
 			continue;
 		}
-		if (it->damped && (cls != C_CRIT || !degrades(it))) {
+		if (it->damped && !degrades(u, it)) {
 			if (!(it->held & H_DAMP))
 				u->st.sup_damp++;
 			it->held |= H_DAMP;
@@ -1481,9 +1605,9 @@ held(const struct sma_uc *u, const struct item *it)
 		return false;
 	int cls = classify(u, it, false);
 	if (cls == C_CRIT)
-		return it->damped && !degrades(it);
+		return it->damped && !degrades(u, it);
 	if (cls == C_ROUTINE)
-		return it->damped || it->cur.suppress;
+		return it->cur.suppress || (it->damped && !degrades(u, it));
 	return false;
 }
 

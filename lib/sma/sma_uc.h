@@ -27,8 +27,10 @@
  * that halves every half-life; above damp-suppress the entry is damped
  * until the penalty decays below damp-reuse.  A damped entry's changes
  * that make it less attractive (worse health, withdrawal) still leave at
- * once; the others wait for reuse.  Observe mode computes and audits the
- * penalties and holds nothing.
+ * once; the others wait for reuse.  What leaves is, field by field, the
+ * less attractive of adv and cur: nothing more attractive than what was
+ * last advertised leaves while the entry is suppressed.  Observe mode
+ * computes and audits the penalties and holds nothing.
  *
  * Heartbeat: a full snapshot (op heartbeat) every `heartbeat`, jittered;
  * with refresh on (or auto and the C-PS said it takes them) a refresh

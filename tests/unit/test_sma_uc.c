@@ -22,6 +22,8 @@ struct out {
 	uint64_t seq;
 	size_t n, next;		/* entries, extensions of the first */
 	uint64_t gas;		/* of the first entry */
+	uint64_t ct;
+	int health, state;
 	char csci[64], cs[16];
 	size_t nsites;
 };
@@ -43,6 +45,9 @@ emit(void *arg, const struct cats_rec *r, int kind)
 	if (m->entries.n > 0) {
 		o->next = m->entries.v[0].ext.n;
 		o->gas = m->entries.v[0].gas;
+		o->ct = m->entries.v[0].comp_time_ms;
+		o->health = m->entries.v[0].health;
+		o->state = m->entries.v[0].state;
 		snprintf(o->csci, sizeof(o->csci), "%s", m->entries.v[0].csci_id);
 		snprintf(o->cs, sizeof(o->cs), "%s", m->entries.v[0].cs_id);
 	}
@@ -277,6 +282,106 @@ min_interval(void)
 }
 
 static void
+report_h(const char *csci, uint64_t seq, uint64_t t, int health,
+    uint64_t gas, uint64_t ct)
+{
+	struct cats_rec r;
+	struct sma_result res;
+	cats_rec_init(&r, CATS_T_SCI_REPORT);
+	r.u.sci.csci_id = csci;
+	r.u.sci.cs_id = "ARS";
+	r.u.sci.seq = seq;
+	r.u.sci.ts = T0 + t;
+	r.u.sci.health = health;
+	CATS_SET(&r.u.sci, SCI, gas, gas);
+	CATS_SET(&r.u.sci, SCI, comp_time_ms, ct);
+	sma_tick(core, T0 + t);
+	sma_uc_tick(uc, T0 + t);
+	sma_report(core, &r, NULL, 0, NULL, T0 + t, &res);
+}
+
+/* The advertised view of one entry (sma_uc_view). */
+static struct cats_entry seen;
+static char seen_id[64];
+static void
+view_one(void *arg, const struct cats_entry *e)
+{
+	(void)arg;
+	if (strcmp(e->csci_id, seen_id) == 0) {
+		seen = *e;
+		seen.ext.n = 0;
+		seen.flags.n = 0;
+	}
+}
+
+static const struct cats_entry *
+advertised(const char *csci)
+{
+	memset(&seen, 0, sizeof(seen));
+	snprintf(seen_id, sizeof(seen_id), "%s", csci);
+	sma_uc_view(uc, view_one, NULL);
+	return seen.csci_id ? &seen : NULL;
+}
+
+/*
+ * A damped entry: a change that is worse in one field leaves with that
+ * field only; the improvements held in the others stay held until reuse.
+ */
+static void
+damp_no_leak(void)
+{
+	setup("[auth]\nmode = none\n[timing]\ninterval = 10s\nconfirm = 1\n"
+	    "grace = 300s\n[validate]\nhealthy-after = 1\nunhealthy-after = 1\n"
+	    "flap-transitions = 15\n[update]\nmin-interval = 0\nbatch = 0\n"
+	    "rate = 0\nheartbeat = 0\ndampening = on\ndamp-penalty = 1000\n"
+	    "damp-suppress = 2000\ndamp-reuse = 750\ndamp-max = 6000\n"
+	    "damp-half-life = 60s\n");
+	report_h("a", 1, 0, CATS_HEALTHY, 100, 5);
+	report_h("a", 2, 1000, CATS_DEGRADED, 100, 5);
+	report_h("a", 3, 2000, CATS_HEALTHY, 100, 5);
+	report_h("a", 4, 3000, CATS_DEGRADED, 100, 5);
+	T_OK(sma_uc_stats(uc)->damped == 2 && last()->health == CATS_DEGRADED,
+	    "third flap: entry and site damped; the degradation left (damped %d, "
+	    "health %d, %zu records)", (int)sma_uc_stats(uc)->damped,
+	    last()->health, nouts);
+	size_t n = nouts;
+	report_h("a", 5, 4000, CATS_HEALTHY, 500, 5);
+	T_OK(nouts == n, "an improvement (HEALTHY, GAS 500) is held");
+	/* Worse computing time, with the held improvements pending. */
+	report_h("a", 6, 5000, CATS_HEALTHY, 500, 50);
+	T_OK(nouts == n + 1 && last()->ct == 50 && last()->gas == 100 &&
+	    last()->health == CATS_DEGRADED, "a worse computing time leaves "
+	    "alone: health %d GAS %" PRIu64 " (still DEGRADED, 100)",
+	    last()->health, last()->gas);
+	/* STALE (worse state) while HEALTHY and GAS 500 are held. */
+	sma_tick(core, T0 + 25001);
+	sma_uc_tick(uc, T0 + 25001);
+	T_OK(nouts == n + 2 && last()->state == CATS_SCI_STALE &&
+	    last()->health == CATS_DEGRADED && last()->gas == 100 &&
+	    last()->ct == 50, "going STALE carries no held improvement "
+	    "(health %d, GAS %" PRIu64 ")", last()->health, last()->gas);
+	const struct cats_entry *a = advertised("a");
+	T_OK(a != NULL && a->health == CATS_DEGRADED && a->gas == 100 &&
+	    a->state == CATS_SCI_STALE, "the advertised view is what left");
+	/* A snapshot (heartbeat) while damped says no more than that. */
+	sma_uc_snapshot(uc, T0 + 26000, CATS_OP_HEARTBEAT);
+	T_OK(last()->op == CATS_OP_HEARTBEAT && last()->gas == 100 &&
+	    last()->health == CATS_DEGRADED, "a snapshot leaks nothing either");
+	/* Back within grace, then reuse: the improvements leave. */
+	report_h("a", 7, 30000, CATS_HEALTHY, 500, 5);
+	a = advertised("a");
+	T_OK(a->gas == 100 && a->health == CATS_DEGRADED, "recovery while "
+	    "damped: held");
+	sma_tick(core, T0 + 200000);
+	for (uint64_t t = 30000; t <= 200000; t += 1000)
+		sma_uc_tick(uc, T0 + t);
+	a = advertised("a");
+	T_OK(sma_uc_stats(uc)->damped == 0 && a->health == CATS_HEALTHY &&
+	    a->gas == 500 && a->comp_time_ms == 5, "after reuse: HEALTHY, "
+	    "GAS 500, 5 ms");
+}
+
+static void
 bucket(void)
 {
 	setup(BASE "rate = 0.5\nburst = 2\n");
@@ -323,6 +428,7 @@ main(void)
 	view_saved_renumber();
 	bucket();
 	min_interval();
+	damp_no_leak();
 	sma_free(core);
 	sma_uc_free(uc);
 	return t_done();
