@@ -76,7 +76,7 @@ struct cats_listener {
 	struct cats_conn *first, *last;
 	struct queue unauth, lru;
 	struct event *timer;
-	bool paused;
+	bool paused, held;
 	uint64_t resume_at;
 	struct cats_listener_stats st;
 	struct ratelog log_fd, log_refused, log_evicted, log_timeout;
@@ -274,6 +274,18 @@ evict_one(struct cats_listener *l, uint64_t now)
 
 /* ---- accepting ---- */
 
+/* The accept events on or off: off while paused or held. */
+static void
+accept_events(struct cats_listener *l)
+{
+	for (size_t i = 0; i < l->nlfd; i++) {
+		if (l->paused || l->held)
+			event_del(l->lfd[i].ev);
+		else
+			event_add(l->lfd[i].ev, NULL);
+	}
+}
+
 static void
 pause_accept(struct cats_listener *l, uint64_t now)
 {
@@ -281,16 +293,23 @@ pause_accept(struct cats_listener *l, uint64_t now)
 		return;
 	l->paused = true;
 	l->resume_at = now + PAUSE_MS;
-	for (size_t i = 0; i < l->nlfd; i++)
-		event_del(l->lfd[i].ev);
+	accept_events(l);
 }
 
 static void
 resume_accept(struct cats_listener *l)
 {
 	l->paused = false;
-	for (size_t i = 0; i < l->nlfd; i++)
-		event_add(l->lfd[i].ev, NULL);
+	accept_events(l);
+}
+
+void
+cats_listener_hold(struct cats_listener *l, bool hold)
+{
+	if (l == NULL || l->held == hold)
+		return;
+	l->held = hold;
+	accept_events(l);
 }
 
 static void
@@ -366,7 +385,7 @@ on_accept(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	uint64_t now = now_ms(l);
 	bool tight = false;
-	for (int k = 0; k < ACCEPTS_PER_TURN && !l->paused; k++) {
+	for (int k = 0; k < ACCEPTS_PER_TURN && !l->paused && !l->held; k++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int c = accept4(fd, (struct sockaddr *)&ss, &sl,
@@ -509,9 +528,8 @@ cats_listener_add(struct cats_listener *l, int fd, int tag)
 	lf->ev = event_new(l->base, fd, EV_READ | EV_PERSIST, on_accept, lf);
 	if (lf->ev == NULL)
 		return -1;
-	if (!l->paused)
-		event_add(lf->ev, NULL);
 	l->nlfd++;
+	accept_events(l);
 	return 0;
 }
 

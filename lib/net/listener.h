@@ -109,6 +109,8 @@ int cats_listener_add(struct cats_listener *l, int fd, int tag);
 void cats_listener_free(struct cats_listener *l);
 const struct cats_listener_stats *cats_listener_stats(
     const struct cats_listener *l);
+/* Stop accepting (hold, for back-pressure), or start again; NULL: none. */
+void cats_listener_hold(struct cats_listener *l, bool hold);
 /* Run the deadlines now (the loop's timer does it every tick). */
 void cats_listener_tick(struct cats_listener *l);
 

@@ -18,15 +18,16 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/tool.h"
+#include "net/listener.h"
 #include "rec/json.h"
 #include "select/select_app.h"
 
-#define MAX_CONNS 1024
-
-/* A forwarder connection (or a datagram listener, kept at EOF). */
+/* A forwarder connection (or a datagram listener, kept at EOF); lc its
+ * place in the listener (net/listener.h). */
 struct cats_sel_conn {
 	struct cats_sel_app *app;
 	struct cats_stream *s;
+	struct cats_conn *lc;
 	bool peercred;
 	uint32_t uid;
 	bool listener;		/* a datagram listener: kept at EOF */
@@ -163,8 +164,13 @@ cats_sel_app_stats(struct cats_sel_app *a)
 	KV("bad_records", a->bad);
 	KV("passed", a->passed);
 	KV("fwd_dropped", a->fwd_dropped);
+	const struct cats_listener_stats *ls = a->lst ?
+	    cats_listener_stats(a->lst) : NULL;
 	GAUGE("connections", a->nconns);
-	KV("connections_refused", a->conns_refused);
+	KV("connections_refused", a->conns_refused + (ls ? ls->refused : 0));
+	KV("connections_evicted", ls ? ls->evicted : 0);
+	KV("connections_hello_timeouts", ls ? ls->hello_timeouts : 0);
+	KV("accept_fd_exhausted", ls ? ls->fd_exhausted : 0);
 	GAUGE("services", cats_svc_count(a->cat));
 	KV("service_records", a->svc_applied);
 	KV("service_ignored", a->svc_ignored);
@@ -239,9 +245,7 @@ pause_inputs(struct cats_sel_app *a)
 		return;
 	a->paused = true;
 	for_each_input(a, cats_stream_pause);
-	for (size_t i = 0; i < a->nls; i++)
-		if (a->ls[i].ev != NULL)
-			event_del(a->ls[i].ev);
+	cats_listener_hold(a->lst, true);
 }
 
 static void
@@ -253,9 +257,7 @@ on_drained(struct cats_stream *s, void *arg)
 		return;
 	a->paused = false;
 	for_each_input(a, cats_stream_resume);
-	for (size_t i = 0; i < a->nls; i++)
-		if (a->ls[i].ev != NULL)
-			event_add(a->ls[i].ev, NULL);
+	cats_listener_hold(a->lst, false);
 }
 
 static void
@@ -464,6 +466,11 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r,
 	}
 	struct cats_sel_out *out = &a->sout;
 	int code = cats_sel_request(a->sel, r, &o, now, out);
+	if (c != NULL && c->lc != NULL && code != CATS_SEL_UNAUTHENTICATED &&
+	    code != CATS_SEL_UNAUTHORIZED && code != CATS_SEL_REPLAY) {
+		cats_conn_auth(c->lc);	/* past its hello (listener.h) */
+		cats_conn_touch(c->lc);
+	}
 	if (code != CATS_SEL_OK) {
 		cats_debug("txn %" PRIu64 " from %s: %s: %s", r->u.request.txn,
 		    r->u.request.ingress, cats_sel_code_names[code], out->msg);
@@ -627,6 +634,7 @@ static void
 conn_free(struct cats_sel_conn *c)
 {
 	struct cats_sel_app *a = c->app;
+	cats_conn_release(c->lc);
 	*c->prevp = c->next;
 	if (c->next)
 		c->next->prevp = c->prevp;
@@ -698,40 +706,35 @@ conn_new(struct cats_sel_app *a, int fd, bool dgram, bool listener)
 	return c;
 }
 
-static void
-on_accept(evutil_socket_t lfd, short what, void *arg)
+static int
+on_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct cats_sel_app *a = arg;
-	(void)what;
-	for (int i = 0; i < 16; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		if (a->nconns >= MAX_CONNS) {
-			a->conns_refused++;
-			cats_warnx("refusing a forwarder connection: %d open",
-			    MAX_CONNS);
-			close(fd);
-			continue;
-		}
-		struct cats_sel_conn *c = conn_new(a, fd, false, false);
-		if (c == NULL) {
-			close(fd);
-			continue;
-		}
-		cats_stream_own(c->s);
-		struct ucred uc;
-		socklen_t len = sizeof(uc);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 &&
-		    len == sizeof(uc)) {
-			bool unix_sock = false;
-			for (size_t k = 0; k < a->nls; k++)
-				if (a->ls[k].fd == lfd)
-					unix_sock = a->ls[k].unix_sock;
-			c->peercred = unix_sock;
-			c->uid = uc.uid;
-		}
+	struct cats_sel_conn *c = conn_new(a, fd, false, false);
+	if (c == NULL)
+		return -1;
+	cats_stream_own(c->s);
+	c->lc = lc;
+	cats_conn_set_data(lc, c);
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	if (cats_conn_tag(lc) && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc,
+	    &len) == 0 && len == sizeof(uc)) {
+		c->peercred = true;
+		c->uid = uc.uid;
 	}
+	return 0;
+}
+
+/* The listener closes a connection (a deadline, an eviction, the end). */
+static void
+on_conn_closed(struct cats_conn *lc, int why, void *arg)
+{
+	struct cats_sel_conn *c = cats_conn_data(lc);
+	(void)why;
+	(void)arg;
+	c->lc = NULL;
+	conn_free(c);
 }
 
 /* ---- timers and reloads ---- */
@@ -1132,11 +1135,19 @@ cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
 		cats_stream_own(c->s);
 		a->ls[a->nls].dconn = c;
 	} else {
-		a->ls[a->nls].ev = event_new(a->base, fd, EV_READ | EV_PERSIST,
-		    on_accept, a);
-		if (a->ls[a->nls].ev == NULL)
+		/* Forwarders say no hello on this channel: a quiet one is
+		 * closed only under a flood of such (listener.h). */
+		static const struct cats_listener_cbs cbs = { on_accept,
+			on_conn_closed };
+		struct cats_listener_opts lo = { .name = "forwarder",
+			.hello_when_crowded = true };
+		if (a->lst == NULL)
+			a->lst = cats_listener_new(a->base, &lo, &cbs, a);
+		if (a->lst == NULL || cats_listener_add(a->lst, fd,
+		    unix_sock) < 0)
 			return -1;
-		event_add(a->ls[a->nls].ev, NULL);
+		if (a->paused)
+			cats_listener_hold(a->lst, true);
 	}
 	a->nls++;
 	return 0;
@@ -1159,14 +1170,13 @@ cats_sel_app_end(struct cats_sel_app *a)
 void
 cats_sel_app_free(struct cats_sel_app *a)
 {
+	cats_listener_free(a->lst);
+	a->lst = NULL;
 	while (a->conns != NULL)
 		conn_free(a->conns);
-	for (size_t i = 0; i < a->nls; i++) {
-		if (a->ls[i].ev != NULL) {
-			event_free(a->ls[i].ev);
+	for (size_t i = 0; i < a->nls; i++)
+		if (!a->ls[i].dgram)
 			close(a->ls[i].fd);
-		}
-	}
 	cats_stream_free(a->in);
 	if (a->stats != a->out)
 		cats_stream_free(a->stats);

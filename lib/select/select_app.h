@@ -31,6 +31,7 @@
 struct event_base;
 struct event;
 struct cats_sel_conn;
+struct cats_listener;
 
 struct cats_sel_app {
 	struct cats_sel_opts o;		/* the main's */
@@ -39,12 +40,12 @@ struct cats_sel_app {
 	struct {
 		int fd;
 		bool dgram, unix_sock;
-		struct event *ev;
 		struct cats_sel_conn *dconn;
 	} ls[CATS_SEL_MAX_LISTEN];
 	size_t nls;
 	struct cats_sel_conn *conns;
 	size_t nconns;
+	struct cats_listener *lst;	/* accepting them (net/listener.h) */
 	bool paused, daemon, done;
 	struct cats_dec dec;
 	struct cats_toks peek;

@@ -1,0 +1,199 @@
+#!/usr/bin/env bats
+# The listeners as an attacker sees them (issue 20 §1), on loopback only:
+# thousands of idle connections under a 1,024 descriptor limit, idle
+# unauthenticated connections against forwarders, a hello sent again.
+# Each flood is bounded in count and in time.
+
+load helper
+
+setup() {
+	W=$(mktemp -d "${BATS_TMPDIR:-/tmp}/surface.$$.XXXXXX")
+	PIDS=""
+	cat >"$W/flood.py" <<'EOF'
+# flood.py PORT N HOLD: N idle TCP connections to 127.0.0.1:PORT, held for
+# HOLD seconds (or until killed); prints "connected K" once all are tried.
+import resource, select, socket, sys, time
+port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+want = min(hard, n + 64)
+if soft < want:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    socks.append(s)
+end = time.time() + 10
+ep = select.epoll()
+for s in socks:
+    ep.register(s.fileno(), select.EPOLLOUT)
+pending = set(s.fileno() for s in socks)
+while pending and time.time() < end:
+    for fd, _ in ep.poll(0.5):
+        ep.unregister(fd)
+        pending.discard(fd)
+ok = n - len(pending)
+print("connected %d" % ok, flush=True)
+time.sleep(hold)
+EOF
+}
+
+teardown() {
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in $PIDS; do
+		wait "$p" 2>/dev/null || true
+	done
+	exec 7>&- 2>/dev/null || true
+	rm -rf "$W"
+}
+
+# CPU ticks (user + system) a process has used.
+ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# The process does not spin: under 50 of 100 ticks a second over 2 s.
+quiet_cpu() {
+	local t0 t1
+	t0=$(ticks "$1")
+	sleep 2
+	t1=$(ticks "$1")
+	echo "cpu ticks in 2 s: $((t1 - t0))"
+	[ $((t1 - t0)) -lt 100 ]
+}
+
+keys() {
+	cats-key psk -n IF-1 -o "$W/if1.psk" >/dev/null
+	cats-key psk -n EF-2 -o "$W/ef2.psk" >/dev/null
+	cat "$W/if1.psk" "$W/ef2.psk" >"$W/ring"
+	chmod 600 "$W/ring"
+}
+
+# cats-bind on tcp: under a soft and hard limit of 1,024 descriptors.
+start_bind() {
+	port=$(free_port)
+	mkfifo "$W/fifo"
+	sh -c 'ulimit -n 1024 && exec "$@"' sh cats-bind \
+	    --listen "tcp:127.0.0.1:$port" "$@" <"$W/fifo" >"$W/out" \
+	    2>"$W/err" &
+	BPID=$!
+	PIDS="$PIDS $BPID"
+	exec 7>"$W/fifo"
+	wait_for 50 socat -u /dev/null "TCP:127.0.0.1:$port"
+}
+
+@test "surface: 2,000 idle connections to cats-bind under a 1,024 limit; a forwarder still served, no spin, bounded log" {
+	[ "$(ulimit -Hn)" -ge 2100 ] || skip "the flood needs 2,100 descriptors"
+	start_bind
+	python3 "$W/flood.py" "$port" 2000 20 >"$W/flood" &
+	PIDS="$PIDS $!"
+	wait_for 150 grep -q connected "$W/flood"
+	quiet_cpu "$BPID"
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -t 5 -x 1 >"$W/ok"
+	grep -q '"event":"hello"' "$W/ok"
+	kill -USR1 "$BPID"
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q stats"
+	cats-cbor decode "$W/out" | grep stats >"$W/stats"
+	jq -e '.counters["conns.evicted"] >= 1000 and
+	    .counters["conns.unauth"] <= 256' "$W/stats"
+	# A line per interval, not one per refused connection.
+	[ "$(wc -c <"$W/err")" -lt 20000 ]
+	kill -0 "$BPID"
+}
+
+@test "surface: 1,024 idle unauthenticated connections do not lock out a forwarder" {
+	keys
+	start_bind --keys "$W/ring"
+	# One forwarder connected before the flood stays connected.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n EF-2 -k "$W/ef2.psk" -t 30 \
+	    -x 100 >"$W/ef" &
+	PIDS="$PIDS $!"
+	wait_for 50 grep -q "EF-2 connected" "$W/err"
+	python3 "$W/flood.py" "$port" 1024 20 >"$W/flood" &
+	PIDS="$PIDS $!"
+	wait_for 150 grep -q connected "$W/flood"
+	# A forwarder connecting during the flood gets in at once.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/if1.psk" -t 5 \
+	    -x 1 >"$W/if"
+	grep -q '"event":"hello"' "$W/if"
+	! grep -q "EF-2 disconnected" "$W/err"
+	# The idle ones are gone after the 5 s hello deadline.
+	kill -USR1 "$BPID"
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q stats"
+	sleep 6
+	kill -USR1 "$BPID"
+	wait_for 50 sh -c "[ \$(cats-cbor decode '$W/out' | grep -c stats) -ge 2 ]"
+	cats-cbor decode "$W/out" | grep stats | tail -1 >"$W/stats"
+	jq -e '.counters["conns.unauth"] == 0 and
+	    .counters["conns.hello_timeouts"] >= 1 and
+	    .counters.forwarders >= 1' "$W/stats"
+}
+
+@test "surface: a recorded hello sent again does not take the forwarder's name" {
+	keys
+	start_bind --keys "$W/ring"
+	# The forwarder's session goes through a recording relay.
+	rport=$(free_port)
+	socat -r "$W/rec" "TCP-LISTEN:$rport,bind=127.0.0.1,reuseaddr" \
+	    "TCP:127.0.0.1:$port" &
+	PIDS="$PIDS $!"
+	wait_for 50 sh -c "ss -ltn | grep -q ':$rport '"
+	bind_fwdsim -c "tcp:127.0.0.1:$rport" -n IF-1 -k "$W/if1.psk" -t 30 \
+	    -x 100 >"$W/if" &
+	PIDS="$PIDS $!"
+	wait_for 50 grep -q "IF-1 connected" "$W/err"
+	wait_for 50 test -s "$W/rec"
+	# The recording (its hello first) sent again on a new connection,
+	# within the window.
+	socat -u "OPEN:$W/rec" "TCP:127.0.0.1:$port"
+	wait_for 50 grep -q "event=auth-refused fwd=IF-1 reason=\"hello of" \
+	    "$W/err"
+	grep "a replay" "$W/err"
+	! grep -q "IF-1 reconnected" "$W/err"
+	! grep -q "IF-1 disconnected" "$W/err"
+	# After a restart too: the hello was signed before it.
+	kill "$BPID"
+	wait "$BPID" || true
+	exec 7>&-
+	rm -f "$W/fifo"
+	start_bind --keys "$W/ring"
+	socat -u "OPEN:$W/rec" "TCP:127.0.0.1:$port"
+	wait_for 50 grep -q "not after .* (the start of this process)" "$W/err"
+	! grep -q "IF-1 connected" "$W/err"
+	kill -USR1 "$BPID"
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q stats"
+	cats-cbor decode "$W/out" | grep stats | jq -e \
+	    '.counters["hello.replayed"] == 1'
+	# A fresh hello from the forwarder is taken.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/if1.psk" -t 5 \
+	    -x 1 >"$W/if2"
+	grep -q '"event":"hello"' "$W/if2"
+}
+
+@test "surface: 2,000 idle connections to cats-select under a 1,024 limit; a request still answered" {
+	[ "$(ulimit -Hn)" -ge 2100 ] || skip "the flood needs 2,100 descriptors"
+	SEL="$DATA/select"
+	grep '"type":"service"' "$SEL/base.jsonl" >"$W/svc.jsonl"
+	grep '"type":"metric"' "$SEL/base.jsonl" >"$W/met.jsonl"
+	grep '"type":"net"' "$SEL/base.jsonl" >"$W/net.jsonl"
+	port=$(free_port)
+	sh -c 'ulimit -n 1024 && exec "$@"' sh cats-select --replay --no-auth \
+	    --services "$W/svc.jsonl" --metrics "$W/met.jsonl" \
+	    --net "$W/net.jsonl" --listen "tcp:127.0.0.1:$port" </dev/null \
+	    >"$W/out" 2>"$W/err" &
+	SPID=$!
+	PIDS="$PIDS $SPID"
+	wait_for 50 socat -u /dev/null "TCP:127.0.0.1:$port"
+	python3 "$W/flood.py" "$port" 2000 20 >"$W/flood" &
+	PIDS="$PIDS $!"
+	wait_for 150 grep -q connected "$W/flood"
+	quiet_cpu "$SPID"
+	head -1 "$SEL/cases/min-latency.jsonl" |
+	    select_client -t "tcp:127.0.0.1:$port" -w 100
+	wait_for 50 sh -c "cats-cbor decode '$W/out' | grep -q path-req"
+	[ "$(wc -c <"$W/err")" -lt 20000 ]
+	kill -0 "$SPID"
+}
