@@ -260,7 +260,10 @@ main(int argc, char **argv)
 		return CATS_EXIT_USAGE;
 	}
 	if (a->replay && (a->nlisten > 0 || admin_ep != NULL)) {
-		cats_errorx("--replay reads recorded reports from stdin only");
+		cats_errorx("--replay reads recorded reports from stdin only: "
+		    "drop %s (a live run takes them), or record what they "
+		    "receive and replay it", a->nlisten > 0 ? "--listen" :
+		    "--admin");
 		return CATS_EXIT_USAGE;
 	}
 
@@ -339,12 +342,10 @@ main(int argc, char **argv)
 	bool pulls = false;
 	for (size_t i = 0; i < a->nscis; i++)
 		pulls |= a->scis[i].pull_url != NULL;
-	bool use_stdin = force_stdin || (a->nlisten == 0 && admin_ep == NULL &&
-	    (a->once ? !pulls : a->nscis == 0));
-	if (a->replay && !use_stdin) {
-		cats_errorx("--replay reads recorded reports from stdin only");
-		return CATS_EXIT_USAGE;
-	}
+	/* Replay reads stdin whatever [sci] sections say (no pull, no
+	 * stream of theirs is made). */
+	bool use_stdin = force_stdin || a->replay || (a->nlisten == 0 &&
+	    admin_ep == NULL && (a->once ? !pulls : a->nscis == 0));
 	if (!a->replay || have_now)
 		sma_app_start(a);
 	if (use_stdin && sma_app_stdin(a) < 0) {

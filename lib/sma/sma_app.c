@@ -546,7 +546,8 @@ stdin_eof(struct cats_stream *s, int error, void *arg)
 	a->in_eof = true;
 	if (a->once && a->pulls_pending == 0)
 		sma_app_finish(a);
-	else if (only_stdin(a) && !a->once)
+	else if ((only_stdin(a) || a->replay) && !a->once)
+		/* In replay stdin is the only input, [sci] or not. */
 		sma_app_finish(a);
 }
 

@@ -496,3 +496,28 @@ two_sites() {
 	[ "$status" -eq 78 ]
 	[[ "$output" == *"dom.conf:"*"locators"*"bits set past the prefix length"* ]]
 }
+
+@test "sma: replay with [sci] sections reads stdin and ends at its end; --listen is refused with what to do" {
+	cat "$DATA/sma/base.conf" > "$W/sci.conf"
+	cat >> "$W/sci.conf" <<-EOC
+	[sci "10.0.0.1:80"]
+	cs-id = ARS
+	pull = http://127.0.0.1:1/report
+	sse = http://127.0.0.1:1/events
+	EOC
+	enc "$DATA/sma/ttl.jsonl" > "$W/in.cbor"
+	# Without -i, and with it: the same output, and the run ends.
+	for i in "" -i; do
+		run timeout 10 sh -c "cats-sma -c '$W/sci.conf' --replay --epoch 1 \
+		    $(cat "$DATA/sma/ttl.args") $i < '$W/in.cbor' |
+		    cats-cbor decode > '$W/out$i'"
+		[ "$status" -eq 0 ]
+		diff -u "$DATA/sma/ttl.out.jsonl" "$W/out$i"
+	done
+	run cats-sma -c "$W/sci.conf" --replay -l http://127.0.0.1:1/ < /dev/null
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--replay reads recorded reports from stdin only: drop --listen"* ]]
+	run cats-sma -c "$W/sci.conf" --replay -a unix:"$W/adm" < /dev/null
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"drop --admin"* ]]
+}
