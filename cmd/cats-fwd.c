@@ -33,6 +33,7 @@ static const char usage_text[] =
     "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
     "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
     "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
+    "         [--flow-label on|off]\n"
     "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
     "         [--icmp-unreach]\n"
@@ -253,7 +254,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
-	O_PATHDOWN, O_TCPSTATE, O_TCPTIME };
+	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -263,6 +264,7 @@ static const struct option longopts[] = {
 	{ "dataplane", required_argument, NULL, O_DP },
 	{ "epoch", required_argument, NULL, O_EPOCH },
 	{ "fast-path", no_argument, NULL, O_FAST },
+	{ "flow-label", required_argument, NULL, O_FLOWLABEL },
 	{ "help", no_argument, NULL, 'h' },
 	{ "icmp-unreach", no_argument, NULL, O_ICMP },
 	{ "id", required_argument, NULL, O_ID },
@@ -479,6 +481,10 @@ main(int argc, char **argv)
 			break;
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
+			break;
+		case O_FLOWLABEL:
+			cf.fc.flowlabel_off = !cats_opt_bool("--flow-label",
+			    optarg);
 			break;
 		case O_TCPSTATE:
 			cf.fc.tcp_off = !cats_opt_bool("--tcp-state", optarg);

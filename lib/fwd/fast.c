@@ -77,6 +77,16 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	if (cats_fp_act_make(a, out->ifindex, l2, mtu, rw, addr, b->af, port,
 	    enc != NULL && enc->kind != CATS_ENC_NONE ? enc : NULL) < 0)
 		return CATS_FWDP_FP_NEVER;
+	/* The outer flow label of the flow's inner packets: the key's
+	 * 5-tuple as the rewrite leaves it. */
+	if (enc != NULL && enc->kind != CATS_ENC_NONE && enc->flowlabel) {
+		const struct cats_fkey *fk = &b->keys[d];
+		cats_fp_act_flowlabel(a, d == CATS_DIR_IN_FWD ?
+		    cats_flow_label5(fk->af, fk->proto, fk->src, b->locator,
+		    fk->sport, b->port ? b->port : fk->dport) :
+		    cats_flow_label5(fk->af, fk->proto, fk->src, fk->dst,
+		    fk->sport, fk->dport));
+	}
 	/* FINs and RSTs change a tracked connection's state: user space's. */
 	if (cats_fbind_tracked(&w->tab, b))
 		a->flags |= CATS_FP_F_TCP;

@@ -396,6 +396,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 {
 	memset(e, 0, sizeof(*e));
 	*learn = false;
+	e->flowlabel = !t->c.flowlabel_off;
 	switch (kind) {
 	case CATS_DP_IP:
 		e->kind = CATS_ENC_NONE;

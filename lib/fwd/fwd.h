@@ -148,6 +148,8 @@ struct cats_fwd_conf {
 	 */
 	bool tcp_off;
 	uint64_t tcp_ms[CATS_TCPS__N];
+	/* Outer IPv6 flow labels are 0 instead of the inner flow's. */
+	bool flowlabel_off;
 };
 
 enum {

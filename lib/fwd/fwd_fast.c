@@ -278,3 +278,13 @@ cats_fp_act_make(struct cats_fp_act *out, int ifindex, const uint8_t *l2,
 	out->l2[13] = out->outer_af == 4 ? 0x00 : 0xdd;
 	return 0;
 }
+
+void
+cats_fp_act_flowlabel(struct cats_fp_act *a, uint32_t fl)
+{
+	if (a->enc_len == 0 || a->outer_af != 6)
+		return;
+	a->enc[1] = (uint8_t)((a->enc[1] & 0xf0) | (fl >> 16 & 0x0f));
+	a->enc[2] = (uint8_t)(fl >> 8);
+	a->enc[3] = (uint8_t)fl;
+}

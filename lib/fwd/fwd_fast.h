@@ -136,6 +136,8 @@ int cats_fp_key_make(struct cats_fp_key *out, const struct cats_fkey *k,
 int cats_fp_act_make(struct cats_fp_act *out, int ifindex, const uint8_t *l2,
     uint32_t mtu, int rewrite, const uint8_t *addr, uint8_t af,
     uint16_t port, const struct cats_encap *enc);
+/* Put flow label fl (cats_flow_label5) in an action's IPv6 outer header. */
+void cats_fp_act_flowlabel(struct cats_fp_act *a, uint32_t fl);
 #endif
 
 #endif

@@ -791,6 +791,64 @@ cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
 
 /* ---- encapsulation ---- */
 
+static uint32_t
+fnv32(uint32_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+uint32_t
+cats_flow_label5(uint8_t af, uint8_t proto, const uint8_t *src,
+    const uint8_t *dst, uint16_t sport, uint16_t dport)
+{
+	uint8_t h2[2] = { af, proto };
+	uint8_t pt[4] = { (uint8_t)(sport >> 8), (uint8_t)sport,
+		(uint8_t)(dport >> 8), (uint8_t)dport };
+	size_t al = af == 4 ? 4 : 16;
+	uint32_t h = fnv32(2166136261u, h2, 2);
+	h = fnv32(h, src, al);
+	h = fnv32(h, dst, al);
+	h = fnv32(h, pt, 4);
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	h &= 0xfffff;
+	return h ? h : 1;
+}
+
+uint32_t
+cats_flow_label(const uint8_t *ip, size_t len)
+{
+	uint8_t proto;
+	size_t l4;
+	if (len >= 20 && (ip[0] >> 4) == 4) {
+		proto = ip[9];
+		l4 = (size_t)(ip[0] & 0xf) * 4;
+		if (rd16(ip + 6) & 0x3fff)
+			l4 = len;	/* a fragment: no ports */
+	} else if (len >= 40 && (ip[0] >> 4) == 6) {
+		proto = ip[6];
+		l4 = 40;
+	} else {
+		return 1;
+	}
+	uint8_t af = (ip[0] >> 4) == 4 ? 4 : 6;
+	const uint8_t *src = ip + (af == 4 ? 12 : 8), *dst = ip + (af == 4 ?
+	    16 : 24);
+	uint16_t sport = 0, dport = 0;
+	if ((proto == 6 || proto == 17) && l4 + 4 <= len) {
+		sport = rd16(ip + l4);
+		dport = rd16(ip + l4 + 2);
+	}
+	return cats_flow_label5(af, proto, src, dst, sport, dport);
+}
+
 size_t
 cats_encap_overhead(const struct cats_encap *e)
 {
@@ -840,8 +898,11 @@ cats_encap_push(const struct cats_encap *e, uint8_t **pp, size_t *lenp,
 		    20)));
 	} else {
 		memset(o, 0, 40);
+		uint32_t fl = e->flowlabel ? cats_flow_label(in, len) : 0;
 		o[0] = (uint8_t)(0x60 | tos >> 4);
-		o[1] = (uint8_t)(tos << 4);
+		o[1] = (uint8_t)(tos << 4 | fl >> 16);
+		o[2] = (uint8_t)(fl >> 8);
+		o[3] = (uint8_t)fl;
 		wr16(o + 4, (uint16_t)(len + oh - 40));
 		o[7] = hl;
 		memcpy(o + 8, e->src, 16);

@@ -192,8 +192,22 @@ struct cats_encap {
 	uint8_t sids[CATS_PKT_MAX_SIDS][16];	/* SRv6, first segment first */
 	unsigned nsids;
 	uint8_t hop_limit;	/* 0: 64 */
+	bool flowlabel;		/* IPv6 outer: label of the inner flow */
 };
 enum { CATS_ENC_NONE, CATS_ENC_IPIP, CATS_ENC_SRV6 };
+
+/*
+ * The flow label of an outer IPv6 header from the inner flow (RFC 6438):
+ * 20 bits, never 0, of a hash of the inner packet's addresses, protocol
+ * and (TCP, UDP) ports, so that routers that hash the flow label spread
+ * the flows of one tunnel over their equal-cost paths while each flow
+ * keeps one.  The hash is FNV-1a over af, proto, src, dst, sport, dport
+ * (ports in network order), then the murmur3 finalizer; the same function
+ * gives the label of a 5-tuple (the fast path's templates).
+ */
+uint32_t cats_flow_label(const uint8_t *ip, size_t len);
+uint32_t cats_flow_label5(uint8_t af, uint8_t proto, const uint8_t *src,
+    const uint8_t *dst, uint16_t sport, uint16_t dport);
 
 /* Bytes the encapsulation adds. */
 size_t cats_encap_overhead(const struct cats_encap *e);
@@ -201,7 +215,9 @@ size_t cats_encap_overhead(const struct cats_encap *e);
 /*
  * Prepend the outer headers in front of the packet at *p (which has at least
  * CATS_PKT_HEADROOM bytes before it).  *p and *len then describe the outer
- * packet.  ipid is the IPv4 outer identification.  Returns 0 or a reason.
+ * packet.  ipid is the IPv4 outer identification; an IPv6 outer header gets
+ * the inner flow's label when e->flowlabel (else 0).  Returns 0 or a
+ * reason.
  */
 int cats_encap_push(const struct cats_encap *e, uint8_t **p, size_t *len,
     uint16_t ipid);

@@ -242,6 +242,8 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 			cf.modeb_proto = 17;
 		else if (strcmp(o, "tcp-state=off") == 0)
 			cf.fc.tcp_off = true;
+		else if (strcmp(o, "flow-label=off") == 0)
+			cf.fc.flowlabel_off = true;
 		else if (strncmp(o, "tcp-timeout=", 12) == 0) {
 			char err[256];
 			if (cats_tcp_timeout_parse(&cf.fc, o + 12, err,

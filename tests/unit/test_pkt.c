@@ -560,6 +560,60 @@ test_icmp_quote(void)
 	    "an error about a packet that was not a tunnel: nothing");
 }
 
+/*
+ * RFC 6438 flow labels: one per flow (the same at every packet, in the
+ * outer header only with flowlabel set), never 0, spread over the 20 bits
+ * and over two paths for flows that differ in a source port only.
+ */
+static void
+test_flow_label(void)
+{
+	uint8_t a[200], b[200];
+	size_t la = mk4(a, 17, "192.0.2.10", "198.51.100.11", 4000, 53, 10, 0);
+	size_t lb = mk4(b, 17, "192.0.2.10", "198.51.100.11", 4001, 53, 20, 0);
+	uint32_t fa = cats_flow_label(a, la), fb = cats_flow_label(b, lb);
+	uint8_t s4[4], d4[4];
+	a4(s4, "192.0.2.10");
+	a4(d4, "198.51.100.11");
+	T_OK(fa != fb && fa <= 0xfffff && fa == cats_flow_label5(4, 17, s4, d4,
+	    4000, 53), "a label per flow, 20 bits, the 5-tuple's (0x%05x, "
+	    "0x%05x)", (unsigned)fa, (unsigned)fb);
+	a[20 + 8] ^= 0xff;	/* the payload: not part of the flow */
+	T_OK(cats_flow_label(a, la) == fa, "the same flow, the same label");
+	unsigned odd = 0, zero = 0, seen[32] = { 0 };
+	for (unsigned i = 0; i < 4096; i++) {
+		uint32_t f = cats_flow_label5(4, 6, s4, d4, (uint16_t)(20000 + i),
+		    80);
+		odd += f & 1;
+		zero += f == 0;
+		seen[f >> 15]++;
+	}
+	unsigned lo = 4096, hi = 0;
+	for (int i = 0; i < 32; i++) {
+		lo = seen[i] < lo ? seen[i] : lo;
+		hi = seen[i] > hi ? seen[i] : hi;
+	}
+	T_OK(zero == 0 && odd > 1848 && odd < 2248 && lo > 64 && hi < 192,
+	    "4096 source ports: never 0, %u odd, %u..%u per 32nd of the range",
+	    odd, lo, hi);
+	struct cats_encap e;
+	memset(&e, 0, sizeof(e));
+	e.kind = CATS_ENC_SRV6;
+	e.outer_af = 6;
+	e.nsids = 1;
+	e.flowlabel = true;
+	uint8_t *p = buf;
+	size_t n = mk4(buf, 17, "192.0.2.10", "198.51.100.11", 4000, 53, 10, 0);
+	T_OK(cats_encap_push(&e, &p, &n, 0) == 0 &&
+	    ((uint32_t)(p[1] & 0xf) << 16 | (uint32_t)p[2] << 8 | p[3]) == fa,
+	    "SRv6 outer header: the inner flow's label");
+	e.flowlabel = false;
+	p = buf + 100;
+	n = mk4(p, 17, "192.0.2.10", "198.51.100.11", 4000, 53, 10, 0);
+	T_OK(cats_encap_push(&e, &p, &n, 0) == 0 && (p[1] & 0xf) == 0 &&
+	    p[2] == 0 && p[3] == 0, "flowlabel off: 0");
+}
+
 int
 main(void)
 {
@@ -571,5 +625,6 @@ main(void)
 	test_encap();
 	test_mss_tso_partial();
 	test_icmp_quote();
+	test_flow_label();
 	return t_done();
 }

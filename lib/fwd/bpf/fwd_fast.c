@@ -345,7 +345,8 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 		    (a->outer_af == 6 && n < 40))
 			return -1;
 		/* The template, then its first bytes patched: traffic
-		 * class, lengths, and for IPv4 the id and the checksum. */
+		 * class, lengths, and for IPv4 the id and the checksum; the
+		 * IPv6 flow label is the flow's, in the template. */
 		__u8 o[20];
 		__u32 tot = p->iplen + n;
 		__u8 np = p->af == 4 ? 4 : 41;
@@ -364,8 +365,9 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 			o[10] = (__u8)(c >> 8);
 			o[11] = (__u8)c;
 		} else {
+			/* The flow label (o[1..3]) is the template's. */
 			o[0] = (__u8)(0x60 | p->tos >> 4);
-			o[1] = (__u8)(p->tos << 4);
+			o[1] = (__u8)(p->tos << 4 | (o[1] & 0x0f));
 			o[4] = (__u8)((tot - 40) >> 8);
 			o[5] = (__u8)(tot - 40);
 			if (o[6] != 43)

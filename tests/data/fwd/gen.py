@@ -77,25 +77,60 @@ def rewrite(pkt, src=None, dst=None, sport=None, dport=None, ttl_dec=1,
     return bytes(p)
 
 
+def _fnv32(h, b):
+    for x in b:
+        h ^= x
+        h = (h * 16777619) & 0xffffffff
+    return h
+
+
+def flow_label(inner):
+    """RFC 6438 flow label of an inner packet, as cats-fwd(1) specifies
+    it: FNV-1a over af, proto, src, dst, sport, dport, then the murmur3
+    finalizer, the low 20 bits, 1 for 0."""
+    import socket
+    v = inner[0] >> 4
+    if v == 4:
+        proto, l4, al, so = inner[9], (inner[0] & 15) * 4, 4, 12
+        if int.from_bytes(inner[6:8], "big") & 0x3fff:
+            l4 = len(inner)
+    else:
+        proto, l4, al, so = inner[6], 40, 16, 8
+    ports = b"\0\0\0\0"
+    if proto in (6, 17) and l4 + 4 <= len(inner):
+        ports = inner[l4:l4 + 4]
+    h = _fnv32(2166136261, bytes([v, proto]) + inner[so:so + al] +
+               inner[so + al:so + 2 * al] + ports)
+    h ^= h >> 16
+    h = (h * 0x85ebca6b) & 0xffffffff
+    h ^= h >> 13
+    h = (h * 0xc2b2ae35) & 0xffffffff
+    h ^= h >> 16
+    return (h & 0xfffff) or 1
+
+
 def tos_of(inner):
     return inner[1] if inner[0] >> 4 == 4 else ((inner[0] & 0xf) << 4 |
                                                  inner[1] >> 4)
 
 
-def srv6(inner, src, sids):
+def srv6(inner, src, sids, fl=True):
     nh = 4 if inner[0] >> 4 == 4 else 41
     n = len(sids)
-    return bytes(ip6(src, sids[0], tc=tos_of(inner)) /
+    o = ip6(src, sids[0], tc=tos_of(inner))
+    o.fl = flow_label(inner) if fl else 0
+    return bytes(o /
                  IPv6ExtHdrSegmentRouting(nh=nh, addresses=list(reversed(sids)),
                                           segleft=n - 1, lastentry=n - 1) /
                  Raw(inner))
 
 
-def ipip(inner, src, dst, ipid=0):
+def ipip(inner, src, dst, ipid=0, fl=True):
     v6in = inner[0] >> 4 == 6
     if ":" in dst:
-        return bytes(ip6(src, dst, tc=tos_of(inner), nh=41 if v6in else 4) /
-                     Raw(inner))
+        o = ip6(src, dst, tc=tos_of(inner), nh=41 if v6in else 4)
+        o.fl = flow_label(inner) if fl else 0
+        return bytes(o / Raw(inner))
     df = v6in or bool(inner[6] & 0x40)
     return bytes(IP(src=src, dst=dst, ttl=64, id=ipid, tos=tos_of(inner),
                     flags="DF" if df else 0, proto=41 if v6in else 4) /
@@ -264,6 +299,21 @@ case("in_udp4_ipip6", "IPv4 in IPv6 (next header 4)",
 case("in_udp6_ipip6", "IPv6 in IPv6",
      acts=[ctl(binding(af=6, encap="ipip", tunnel=ESID)), pin("client", u6)],
      expect=[out("core", ipip(rewrite(u6, dst=LOC6), ISID, ESID))])
+case("in_flow_label_off", "--flow-label off: the outer flow label is 0",
+     opts=["flow-label=off"], acts=[ctl(binding()), pin("client", u4)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID], fl=False))])
+case("in_flow_label_ipip6_off", "--flow-label off, IPv6 outer of ipip: 0",
+     opts=["flow-label=off"],
+     acts=[ctl(binding(encap="ipip", tunnel=ESID)), pin("client", u4)],
+     expect=[out("core", ipip(rewrite(u4, dst=LOC4), ISID, ESID, fl=False))])
+u4b = udp(4, CLI4, SVC4, 4001, 53)
+case("in_flow_label_differs", "two flows between the same forwarders get "
+     "their own flow labels (RFC 6438); each keeps its own",
+     acts=[ctl(binding()), ctl(binding(bid=2, sport=4001)),
+           pin("client", u4), pin("client", u4b), pin("client", u4)],
+     expect=[out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID])),
+             out("core", srv6(rewrite(u4b, dst=LOC4), ISID, [ESID])),
+             out("core", srv6(rewrite(u4, dst=LOC4), ISID, [ESID]))])
 case("in_udp4_ip", "dataplane ip: rewritten, routed without encapsulation",
      acts=[ctl(binding(encap="ip")), pin("client", u4)],
      expect=[out("core", rewrite(u4, dst=LOC4)), count("fwd_pkts")])
