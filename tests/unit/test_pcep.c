@@ -7,12 +7,22 @@
  */
 #include <dirent.h>
 #include <jansson.h>
+#include <poll.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pce/pce.h"
 #include "pce/pcep.h"
+#include "pce/pcep_srv.h"
+#include "base/clock.h"
+#include "net/ep.h"
 #include "rec/json.h"
 #include "t.h"
 
@@ -1431,6 +1441,194 @@ test_segments(void)
 	cats_pcep_names_free(names);
 }
 
+
+/* ---- the socket side (pcep_srv.h), over loopback ---- */
+
+struct srvt {
+	struct cats_pcep_peer *pcc;
+	int ups, reps, closed, notes[8];
+	uint32_t rep_id;
+	bool nopath;
+};
+
+static void
+t_up(struct cats_pcep_peer *p, void *arg)
+{
+	struct srvt *t = arg;
+	t->ups++;
+	if (p == t->pcc) {
+		struct cats_pcep_req q;
+		memset(&q, 0, sizeof(q));
+		q.rp.id = 42;
+		q.rp.has_pst = true;
+		q.rp.pst = CATS_PCEP_PST_SR;
+		q.has_ep = true;
+		cats_ip_parse("192.0.2.1", 9, &q.ep.src);
+		cats_ip_parse("192.0.2.2", 9, &q.ep.dst);
+		cats_pcep_peer_send_reqs(p, &q, 1);
+	}
+}
+
+/* The PCE side answers every request NO-PATH, unknown destination. */
+static void
+t_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
+{
+	struct srvt *t = arg;
+	if (m->type == CATS_PCEP_PCREQ) {
+		struct cats_pcep_rep r;
+		memset(&r, 0, sizeof(r));
+		r.rp = m->reqs[0].rp;
+		r.nopath = true;
+		r.vector = CATS_PCEP_NPV_UNKNOWN_DST;
+		cats_pcep_peer_send_reps(p, &r, 1);
+	} else if (m->type == CATS_PCEP_PCREP) {
+		t->reps++;
+		t->rep_id = m->reps[0].rp.id;
+		t->nopath = m->reps[0].nopath;
+	}
+}
+
+static void
+t_note(struct cats_pcep_peer *p, const char *peer, int what,
+    const struct cats_pcep_status *st, void *arg)
+{
+	struct srvt *t = arg;
+	t->notes[what]++;
+}
+
+static void
+t_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
+    void *arg)
+{
+	struct srvt *t = arg;
+	t->closed++;
+	if (p == t->pcc)
+		t->pcc = NULL;
+}
+
+static void
+spin(struct event_base *b, int ms)
+{
+	uint64_t end = cats_clock_mono_ns() / 1000000 + (uint64_t)ms;
+	while (cats_clock_mono_ns() / 1000000 < end) {
+		event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+}
+
+/* A raw connection from src to port: what it reads within ms. */
+static ssize_t
+raw_conn(const char *src, int port, uint8_t *buf, size_t cap, int ms,
+    struct event_base *b)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, src, &a.sin_addr);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	a.sin_port = htons((uint16_t)port);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	spin(b, ms);
+	struct pollfd pf = { fd, POLLIN, 0 };
+	ssize_t n = poll(&pf, 1, 0) > 0 ? read(fd, buf, cap) : -2;
+	close(fd);
+	return n;
+}
+
+static void
+test_srv(void)
+{
+	struct event_base *b = event_base_new();
+	struct srvt t = { 0 };
+	struct cats_pcep_srv_cbs cbs = { t_up, t_msg, t_note, t_closed };
+	struct cats_pcep_srv_conf pc = { 0 }, cc = { 0 };
+	static struct cats_prefix allow[1];
+	char err[128];
+	cats_prefix_parse("127.0.0.0/24", 12, false, &allow[0], err,
+	    sizeof(err));
+	pc.allow = allow;
+	pc.nallow = 1;
+	pc.max_sessions = 8;
+	cats_pcep_conf_default(&pc.sess, true);
+	cats_pcep_conf_default(&cc.sess, false);
+	struct cats_pcep_srv *pce = cats_pcep_srv_new(b, &pc, &cbs, &t);
+	struct cats_pcep_srv *pcc = cats_pcep_srv_new(b, &cc, &cbs, &t);
+	struct cats_ep ep;
+	cats_ep_parse("tcp:127.0.0.1:0", &ep, err, sizeof(err));
+	int lfd = cats_ep_listen(&ep, err, sizeof(err));
+	struct sockaddr_in la;
+	socklen_t ll = sizeof(la);
+	getsockname(lfd, (struct sockaddr *)&la, &ll);
+	int port = ntohs(la.sin_port);
+	T_OK(lfd >= 0 && cats_pcep_srv_listen(pce, lfd) == 0,
+	    "a PCE listening on 127.0.0.1:%d", port);
+	snprintf(ep.port, sizeof(ep.port), "%d", port);
+	int cfd = cats_ep_open(&ep, true, err, sizeof(err));
+	t.pcc = cats_pcep_srv_attach(pcc, cfd, "pce");
+	for (int i = 0; i < 200 && t.reps == 0; i++)
+		spin(b, 5);
+	T_OK(t.ups == 2 && t.reps == 1 && t.rep_id == 42 && t.nopath,
+	    "PCC and PCE up, a PCReq answered over TCP");
+	struct cats_pcep_srv_stats st;
+	cats_pcep_srv_get_stats(pce, &st);
+	T_OK(st.sessions == 1 && st.up == 1, "the PCE holds one session up");
+
+	/* A second session from 127.0.0.1: PCErr 9, then closed. */
+	uint8_t buf[256];
+	ssize_t n = raw_conn("127.0.0.1", port, buf, sizeof(buf), 50, b);
+	T_OK(n >= 12 && buf[1] == CATS_PCEP_PCERR && buf[10] == 9 &&
+	    t.notes[CATS_PCEP_NOTE_SECOND] == 1,
+	    "a second session from one address: PCErr 9 (%zd bytes)", n);
+	/* Another address of the allowed prefix: its Open. */
+	n = raw_conn("127.0.0.2", port, buf, sizeof(buf), 50, b);
+	T_OK(n >= 4 && buf[1] == CATS_PCEP_OPEN,
+	    "127.0.0.2 gets the PCE's Open");
+	/* Outside allow: refused at accept, nothing sent. */
+	n = raw_conn("127.0.1.1", port, buf, sizeof(buf), 50, b);
+	T_OK(n == 0 && t.notes[CATS_PCEP_NOTE_REFUSED] == 1,
+	    "127.0.1.1, outside the allowed prefix: refused, audited");
+	/* Sessions that never come up, over the cap: the oldest evicted,
+	 * the session up untouched. */
+	int idle[20];
+	for (int i = 0; i < 20; i++) {
+		idle[i] = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+		    .sin_port = htons((uint16_t)port) };
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		struct sockaddr_in src = { .sin_family = AF_INET };
+		char s4[32];
+		snprintf(s4, sizeof(s4), "127.0.0.%d", 10 + i);
+		inet_pton(AF_INET, s4, &src.sin_addr);
+		bind(idle[i], (struct sockaddr *)&src, sizeof(src));
+		connect(idle[i], (struct sockaddr *)&sa, sizeof(sa));
+		spin(b, 2);
+	}
+	spin(b, 50);
+	cats_pcep_srv_get_stats(pce, &st);
+	/* Of 8, a quarter may be not up: 1 up + 2. */
+	T_OK(st.up == 1 && st.sessions == 3 && t.pcc != NULL &&
+	    t.notes[CATS_PCEP_NOTE_EVICTED] == 18,
+	    "20 connections that never send an Open: %zu sessions, %d "
+	    "evicted, the one up kept", st.sessions,
+	    t.notes[CATS_PCEP_NOTE_EVICTED]);
+	for (int i = 0; i < 20; i++)
+		close(idle[i]);
+	spin(b, 50);
+	cats_pcep_peer_close(t.pcc, CATS_PCEP_CLOSE_NONE);
+	for (int i = 0; i < 100 && st.sessions > 0; i++) {
+		spin(b, 5);
+		cats_pcep_srv_get_stats(pce, &st);
+	}
+	T_OK(st.sessions == 0, "the PCC's Close ends the PCE's session");
+	cats_pcep_srv_free(pcc);
+	cats_pcep_srv_free(pce);
+	close(lfd);
+	event_base_free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1440,6 +1638,7 @@ main(int argc, char **argv)
 	test_reason_table();
 	test_segments();
 	test_same_answers();
+	test_srv();
 	cats_buf_free(&mb);
 	return t_done();
 }
