@@ -5,9 +5,15 @@
 #
 #   nst-from-tedb.sh TOPOLOGY HEADEND EGRESS... > nst.jsonl
 #
-# cats-select reads them with --net (or on its control stream).  They live
-# NST_TTL_MS (default one day): a network monitor that measures paths would
-# send fresher ones; run this again after the topology changes.
+# They are soft state, as a network monitor's measurements are: each lives
+# NST_TTL_MS (default one day) from NST_NOW (default now).  That suits a
+# recording or a replay (debug/net.jsonl is this script's output with
+# NST_NOW=1767225599000).  A running cats-select should not load them with
+# --net: they would expire a day after they were made, and SIGHUP does not
+# reload --net.  It computes the same view from the TE database itself with
+# --tedb (views that do not age; SIGHUP reloads the file), as
+# systemd/cats-select.service does; or a monitor sends it fresh net records
+# on its control stream before they expire.
 set -eu
 topo=${1:?usage: nst-from-tedb.sh TOPOLOGY HEADEND EGRESS...}
 head=${2:?usage: nst-from-tedb.sh TOPOLOGY HEADEND EGRESS...}

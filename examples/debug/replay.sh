@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Single-stage debugging on recorded records: every stage of the loop run
 # alone, in replay mode (the records' timestamps drive the clock), so the
 # same recording always gives the same answers.  See README.md here.
@@ -8,7 +8,14 @@
 # The recording is the story of the demo in ten seconds: site1-a gets
 # loaded at 3 s and idle again at 9 s, site1-b stops reporting at 3.3 s
 # (STALE at 5.3 s, FAILED and withdrawn at 7.3 s); six flows arrive.
-set -eu
+#
+# Every stage's output is kept in OUTDIR: metrics1.jsonl, metrics2.jsonl
+# (the site agents), select.jsonl (cats-select, with its stats record),
+# path-req.jsonl and path-rep.jsonl (what cats-pce reads and writes: the
+# files of the same names here are these), bind.jsonl and bind.trace
+# (cats-bind).  Any stage that fails, and any jq filter that meets a
+# record it does not expect, stops the run with a message and exit 1.
+set -eu -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ex=$here/..
 if [ $# -gt 0 ]; then
@@ -18,6 +25,17 @@ else
 	out=$(mktemp -d)
 	trap 'rm -rf "$out"' EXIT
 fi
+
+# jq that fails on any error: jq 1.6 exits 0 when an error is not on the
+# last input.
+q() {
+	jq "$@" 2>"$out/jq.err" && [ ! -s "$out/jq.err" ] || {
+		echo "replay.sh: jq $1:" >&2
+		cat "$out/jq.err" >&2
+		exit 1
+	}
+}
+trap 'echo "replay.sh: stopped at line $LINENO (exit $?)" >&2' ERR
 
 echo "== 1. cats-sma alone: recorded SCI reports -> metric records (one agent per site)"
 for n in 1 2; do
@@ -29,32 +47,37 @@ grep -h 'event=state' "$out"/sma*.audit | sed 's/.*csci=\([^ ]*\) .*from=\([A-Z]
 
 echo "== 2. cats-select alone: catalogue, network view, metrics and requests, in time order"
 cat "$ex/services.jsonl" "$here/net.jsonl" "$out/metrics1.jsonl" "$out/metrics2.jsonl" \
-	"$here/requests.jsonl" | jq -sc 'sort_by(.ts // 0)[]' | cats-cbor encode |
+	"$here/requests.jsonl" | q -sc 'sort_by(.ts // 0)[]' | cats-cbor encode |
 	cats-select --replay --no-auth --seed 1 --stats-at-end 2>"$out/select.err" |
 	cats-cbor decode >"$out/select.jsonl"
-jq -r 'select(.type == "path-req") |
+q -c 'select(.type != "stats")' "$out/select.jsonl" >"$out/path-req.jsonl"
+q -r 'select(.type == "path-req") |
 	"   txn \(.txn) at +\(.decision.ts % 100000 / 1000)s: \(.decision.csci_id) at \(.decision.site), \(.decision.policy), expected \(.decision.cost_us) us"' \
 	"$out/select.jsonl"
-jq -r 'select(.type == "error") | "   txn \(.txn): \(.code): \(.msg)"' "$out/select.jsonl"
-jq -r 'select(.type == "stats") | .counters | to_entries[] |
+q -r 'select(.type == "error") | "   txn \(.txn): \(.code): \(.msg)"' "$out/select.jsonl"
+q -r 'select(.type == "stats") | .counters | to_entries[] |
 	select((.key | test("^(reject|fail)_")) and .value > 0) | "   \(.key) = \(.value)"' \
 	"$out/select.jsonl"
 
 echo "== 3. cats-pce alone: path requests -> path replies (errors pass through)"
-jq -c 'select(.type != "stats")' "$out/select.jsonl" | cats-cbor encode |
-	cats-pce -t "$ex/topology.json" --replay | cats-cbor decode >"$out/pce.jsonl"
-jq -r 'select(.type == "path-rep") |
+cats-cbor encode "$out/path-req.jsonl" |
+	cats-pce -t "$ex/topology.json" --replay | cats-cbor decode >"$out/path-rep.jsonl"
+q -r 'select(.type == "path-rep") |
 	"   txn \(.txn): \(.status) \(.path | join(" > ")) segments \([.segments[].sid] | join(","))"' \
-	"$out/pce.jsonl"
+	"$out/path-rep.jsonl"
 
 echo "== 4. cats-bind alone: path replies -> bindings, errors to the ingress (no forwarders)"
-cats-cbor encode "$out/pce.jsonl" |
+>"$out/bind.trace"
+cats-cbor encode "$out/path-rep.jsonl" |
 	cats-bind --replay --commit none --trace "$out/bind.trace" |
 	cats-cbor decode >"$out/bind.jsonl"
-jq -r 'if .type == "binding" then
+q -r 'if .type == "binding" and .op == "install" then
 	"   binding \(.id) txn \(.txn): \(.fwd.match.src):\(.fwd.match.sport) -> \(.fwd.locator):\(.fwd.port) via \(.egress), srv6 \(.fwd.sids | join(","))"
+	elif .type == "binding" then
+	"   binding \(.id) txn \(.txn): \(.op) (\(.reason))"
 	elif .type == "metric" then
 	"   \(.sma_id): \(.op) \([.entries[].csci_id] | join(",")) (passed on by cats-select: the flows bound to it fail)"
-	else "   \(.type) txn \(.txn): \(.code)" end' "$out/bind.jsonl"
+	elif .type == "error" then "   error txn \(.txn): \(.code)"
+	else error("a record replay.sh does not expect: \(.type)") end' "$out/bind.jsonl"
 echo "   the flow state machine of txn 1001 (all of them: bind.trace):"
 grep 'txn=1001 ' "$out/bind.trace" | sed 's/^/     /'

@@ -38,7 +38,7 @@ teardown() {
 }
 
 @test "examples: debug/replay.sh runs every stage alone, the same answers every time" {
-	run sh "$EX/debug/replay.sh" "$T/out"
+	run bash "$EX/debug/replay.sh" "$T/out"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# The decisions follow the recorded metrics (see debug/README.md).
@@ -60,7 +60,7 @@ teardown() {
 	cat "$T/out/metrics1.jsonl" "$T/out/metrics2.jsonl" | jq -sc 'sort_by(.ts)[]' |
 		cmp - "$EX/debug/metrics.jsonl"
 	cp "$T/out/select.jsonl" "$T/first"
-	sh "$EX/debug/replay.sh" "$T/out" >/dev/null
+	bash "$EX/debug/replay.sh" "$T/out" >/dev/null
 	cmp "$T/first" "$T/out/select.jsonl"
 }
 
@@ -73,11 +73,11 @@ teardown() {
 		-g 8 -C 3 -I 60s -l "http://127.0.0.1:$port/" 2>"$T/sci.err" &
 	SCI_PID=$!
 	wait_for 50 curl -sf -o /dev/null "http://127.0.0.1:$port/report"
-	sed -e "s|/etc/cats/site-ca.pub|$T/k/site-ca.pub|" \
+	sed -e "s|/etc/cats/keys/site-ca.pub|$T/k/site-ca.pub|" \
 		-e "s|/etc/cats/revoked.txt|$T/revoked|" -e 's|^audit = syslog|audit = stderr|' \
 		-e "s|http://198.51.100.11:8500/|http://127.0.0.1:$port/|" \
-		-e "s|/etc/cats/sma-site1.psk|$T/k/sma-site1.psk|" \
-		-e "s|/var/lib/prometheus/node-exporter/|$T/|" \
+		-e "s|/etc/cats/keys/sma-site1.psk|$T/k/sma-site1.psk|" \
+		-e "s|/var/lib/cats/|$T/|" \
 		-e '/^\[sci "198.51.100.12:80"\]/,$d' "$EX/cron/sma-cron.conf" >"$T/sma.conf"
 	: >"$T/revoked"
 	# The C-PS's ingest, with the site agents' keyring of make-keys.sh.
@@ -148,7 +148,7 @@ cps_table() {
 		jq -c "select(.type != \"metric\") | {type, op, txn, code, csci_id, sids: .fwd.sids}"'
 	[ "$status" -eq 0 ]
 	for l in "${lines[@]}"; do
-		grep -qF -- "    $l" "$TOP/README.md"
+		grep -qxF -- "$l" "$TOP/README.md"
 	done
 	[ "${#lines[@]}" = 8 ]
 	# The withdrawn instance's flow failed with it.
