@@ -19,12 +19,14 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "base/cats.h"
 #include "base/clock.h"
 #include "net/ep.h"
 #include "base/htab.h"
 #include "net/httpd.h"
+#include "net/listener.h"
 #include "base/log.h"
 
 struct route {
@@ -37,8 +39,9 @@ struct route {
 struct httpd {
 	struct evhttp *http;
 	struct evhttp_bound_socket *bound;
+	struct cats_evguard *guard;	/* EMFILE on its listener */
 	int port;
-	struct route **routes;	/* registered with evhttp: never move */
+	struct route **routes;
 	size_t nroutes;
 	size_t max_body;
 	uint64_t timeout_ms;
@@ -73,9 +76,10 @@ struct httpd {
  * are never more watches than connections open at the busiest moment.
  */
 enum { W_START = HTTPD_FR_START, W_HEAD, W_BODY, W_CSIZE, W_CDATA,
-	W_TRAILER, W_LOST = HTTPD_FR_LOST, W_DISCARD };
+	W_CEND, W_TRAILER, W_REFUSED = HTTPD_FR_REFUSED, W_DISCARD };
 
 #define LINGER (256u << 10)
+#define LINE_MAX_BODY 1024	/* chunk size and trailer lines */
 
 struct watch {
 	struct bufferevent *bev;	/* the key */
@@ -99,137 +103,244 @@ watch_hash(const void *bev)
 	return cats_hash(&bev, sizeof(bev));
 }
 
-static bool
-prefix_ci(const char *s, size_t n, const char *p)
+/* Refuse the input: the status and its one-line reason. */
+static int
+refuse(struct httpd_framer *f, int code, const char *why)
 {
-	size_t k = strlen(p);
-	return n >= k && strncasecmp(s, p, k) == 0;
+	f->st = W_REFUSED;
+	f->code = (uint16_t)code;
+	f->why = why;
+	return code;
 }
 
-/* The value of a "name:" header line, trimmed, into v. */
+/* RFC 9110 §5.6.2 tchar. */
 static bool
-header_value(const struct httpd_framer *w, size_t namelen, char *v, size_t vlen)
+tchar(unsigned char c)
 {
-	size_t n = w->llen, i = namelen;
-	if (n > sizeof(w->line))
-		return false;	/* longer than we keep: not followed */
-	while (i < n && (w->line[i] == ' ' || w->line[i] == '\t'))
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || (c != 0 && strchr("!#$%&'*+-.^_`|~",
+	    c) != NULL);
+}
+
+/* Is the header line's name (before its colon) this one? */
+static bool
+name_is(const struct httpd_framer *f, const char *name)
+{
+	size_t k = strlen(name);
+	return f->colon == k + 1 && strncasecmp(f->line, name, k) == 0;
+}
+
+/* The header line's value, trimmed, into v; false if not all kept. */
+static bool
+header_value(const struct httpd_framer *f, char *v, size_t vlen)
+{
+	size_t n = f->llen, i = f->colon;
+	if (n > sizeof(f->line))
+		return false;
+	while (i < n && (f->line[i] == ' ' || f->line[i] == '\t'))
 		i++;
-	while (n > i && (w->line[n - 1] == ' ' || w->line[n - 1] == '\t'))
+	while (n > i && (f->line[n - 1] == ' ' || f->line[n - 1] == '\t'))
 		n--;
 	if (n - i >= vlen)
 		return false;
-	memcpy(v, w->line + i, n - i);
+	memcpy(v, f->line + i, n - i);
 	v[n - i] = '\0';
 	return true;
 }
 
-/* One complete line (without its end) in the line-oriented states. */
+/* The bytes of a line, as they come: what is kept, and what they hold. */
 static void
-watch_line(struct httpd_framer *w)
+line_bytes(struct httpd_framer *f, const char *p, size_t k)
 {
-	size_t n = w->llen < sizeof(w->line) ? w->llen : sizeof(w->line);
-	const char *l = w->line;
+	bool reqline = f->st == W_START;
+	bool header = f->st == W_HEAD || f->st == W_TRAILER;
+	for (size_t i = 0; i < k; i++) {
+		unsigned char c = (unsigned char)p[i];
+		size_t at = f->llen + i;
+		if (at < sizeof(f->line))
+			f->line[at] = (char)c;
+		f->tail[at % sizeof(f->tail)] = (char)c;
+		if (c == '\r') {
+			f->ncr++;
+			f->lastc = (char)c;
+			continue;
+		}
+		if (f->ncr > 0)
+			f->bad = true;	/* a CR not at the end */
+		if ((c < 0x20 && c != '\t') || c == 0x7f ||
+		    (reqline && c == '\t'))
+			f->bad = true;
+		if (reqline && c == ' ') {
+			if (at == 0 || f->lastc == ' ')
+				f->bad = true;
+			f->nsp++;
+		}
+		if (header && f->colon == 0) {
+			if (c == ':')
+				f->colon = (uint16_t)(at + 1 < UINT16_MAX ?
+				    at + 1 : UINT16_MAX);
+			else if (c == ' ' || c == '\t')
+				f->ws_name = true;
+			else if (!tchar(c))
+				f->bad = true;
+		}
+		f->lastc = (char)c;
+	}
+	f->llen += k;
+}
+
+/* The request line, whole in f (its end of line taken off). */
+static int
+request_line(struct httpd_framer *f)
+{
+	size_t n = f->llen;
+	char v[9];
+	if (f->bad || f->nsp != 2 || n < 14)
+		return refuse(f, 400, "malformed request line");
+	for (size_t i = 0; i < 8; i++)
+		v[i] = f->tail[(n - 8 + i) % sizeof(f->tail)];
+	v[8] = '\0';
+	if (f->tail[(n - 9) % sizeof(f->tail)] != ' ' || f->tail[(n - 10) %
+	    sizeof(f->tail)] == ' ' ||
+	    (strcmp(v, "HTTP/1.1") != 0 && strcmp(v, "HTTP/1.0") != 0))
+		return refuse(f, 400, "expected HTTP/1.0 or HTTP/1.1");
+	f->http11 = v[7] == '1';
+	/* Methods are case-sensitive. */
+	const char *l = f->line;
+	if (memcmp(l, "POST ", 5) == 0)
+		f->body_method = true;
+	else if (memcmp(l, "GET ", 4) == 0 || memcmp(l, "HEAD ", 5) == 0)
+		f->body_method = false;
+	else
+		return refuse(f, 405, "method not allowed (GET, HEAD, POST)");
+	f->st = W_HEAD;
+	return 0;
+}
+
+/* A header line (or trailer line), whole in f. */
+static int
+header_line(struct httpd_framer *f)
+{
 	char v[48];
-	switch (w->st) {
+	const char *l = f->line;
+	if (l[0] == ' ' || l[0] == '\t')
+		return refuse(f, 400, "folded header line (obs-fold)");
+	if (f->ws_name && f->colon != 0)
+		return refuse(f, 400, "white space before the colon of a header");
+	if (f->bad || f->colon <= 1)
+		return refuse(f, 400, "malformed header line");
+	if (f->st == W_TRAILER)
+		return 0;
+	if (name_is(f, "content-length")) {
+		if (f->have_cl)
+			return refuse(f, 400, "Content-Length twice");
+		f->have_cl = true;
+		size_t k;
+		if (!header_value(f, v, sizeof(v)) || (k = strlen(v)) == 0 ||
+		    k > 18 || strspn(v, "0123456789") != k ||
+		    (v[0] == '0' && k > 1))
+			return refuse(f, 400, "Content-Length other than "
+			    "digits (no sign, no leading zero)");
+		f->cl = strtoull(v, NULL, 10);
+	} else if (name_is(f, "transfer-encoding")) {
+		if (f->have_te)
+			return refuse(f, 400, "Transfer-Encoding twice");
+		f->have_te = true;
+		if (!header_value(f, v, sizeof(v)) ||
+		    strcasecmp(v, "chunked") != 0)
+			return refuse(f, 400, "Transfer-Encoding other than "
+			    "chunked");
+		f->chunked = true;
+	} else if (name_is(f, "host")) {
+		if (f->have_host)
+			return refuse(f, 400, "Host twice");
+		f->have_host = true;
+	}
+	return 0;
+}
+
+/* The end of the head: where its body is. */
+static int
+end_of_head(struct httpd_framer *f)
+{
+	if (f->http11 && !f->have_host)
+		return refuse(f, 400, "an HTTP/1.1 request without Host");
+	if (f->have_cl && f->have_te)
+		return refuse(f, 400, "both Content-Length and "
+		    "Transfer-Encoding");
+	if (!f->body_method) {
+		if (f->have_te || f->cl > 0)
+			return refuse(f, 400, "a body on a GET or HEAD request");
+		f->st = W_START;
+	} else if (f->chunked) {
+		f->total = 0;
+		f->st = W_CSIZE;
+	} else if (f->cl > f->max_body) {
+		return refuse(f, 413, "body over the limit");
+	} else if (f->cl > 0) {
+		f->left = f->cl;
+		f->st = W_BODY;
+	} else {
+		f->st = W_START;
+	}
+	return 0;
+}
+
+/* A chunk size line: hex digits, nothing else (no extensions). */
+static int
+chunk_size(struct httpd_framer *f)
+{
+	uint64_t x = 0;
+	size_t n = f->llen;
+	if (f->bad || n == 0 || n > 16 || n > sizeof(f->line))
+		return refuse(f, 400, "malformed chunk size line");
+	for (size_t i = 0; i < n; i++) {
+		int c = f->line[i], d = c >= '0' && c <= '9' ? c - '0' :
+		    c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+		    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return refuse(f, 400, c == ';' ? "chunk extensions "
+			    "are not taken" : "malformed chunk size line");
+		x = x * 16 + (uint64_t)d;
+	}
+	if (x == 0) {
+		f->st = W_TRAILER;
+	} else if (x > f->max_body || f->total + x > f->max_body) {
+		return refuse(f, 413, "body over the limit");
+	} else {
+		f->total += x;
+		f->left = x;
+		f->st = W_CDATA;
+	}
+	return 0;
+}
+
+/* One complete line (its end taken off) in a line-oriented state. */
+static int
+framer_line(struct httpd_framer *f)
+{
+	switch (f->st) {
 	case W_START:
-		if (w->llen == 0)
-			return;
-		/* evhttp: a body only for these (evhttp_method_may_have_body);
-		 * methods are case-sensitive */
-		w->body_method = (n > 5 && memcmp(l, "POST ", 5) == 0) ||
-		    (n > 4 && memcmp(l, "PUT ", 4) == 0) ||
-		    (n > 6 && memcmp(l, "PATCH ", 6) == 0);
-		w->chunked = w->have_cl = w->cl_bad = w->have_te = false;
-		w->st = W_HEAD;
-		return;
+		if (f->llen == 0)
+			return 0;	/* RFC 9112 §2.2: empty lines before */
+		return request_line(f);
 	case W_HEAD:
-		if (w->llen == 0) {
-			if (!w->body_method) {
-				w->st = W_START;
-			} else if (w->chunked) {
-				w->total = 0;
-				w->st = W_CSIZE;
-			} else if (w->cl_bad) {
-				w->st = W_LOST;	/* evhttp answers 400 */
-			} else if (w->have_cl && w->cl > 0) {
-				w->left = w->cl;
-				w->st = W_BODY;
-			} else {
-				w->st = W_START;
-			}
-			return;
-		}
-		if (l[0] == ' ' || l[0] == '\t') {
-			/* a folded header: could continue one we read */
-			w->st = W_LOST;
-			return;
-		}
-		/* evhttp looks at the first of each */
-		if (prefix_ci(l, n, "content-length:") && !w->have_cl) {
-			w->have_cl = true;
-			if (!header_value(w, 15, v, sizeof(v)) || v[0] == '\0') {
-				w->cl_bad = true;
-				return;
-			}
-			uint64_t x = 0;
-			for (const char *p = v; *p; p++) {
-				if (*p < '0' || *p > '9') {
-					w->cl_bad = true;
-					return;
-				}
-				x = x > UINT64_MAX / 10 - 1 ? UINT64_MAX / 10 :
-				    x * 10 + (uint64_t)(*p - '0');
-			}
-			w->cl = x;
-		} else if (prefix_ci(l, n, "transfer-encoding:") && !w->have_te) {
-			w->have_te = true;
-			if (!header_value(w, 18, v, sizeof(v)))
-				w->st = W_LOST;
-			else if (strcasecmp(v, "chunked") == 0)
-				w->chunked = true;
-		}
-		return;
-	case W_CSIZE: {
-		if (w->llen == 0)
-			return;	/* the end of the previous chunk's data */
-		uint64_t x = 0;
-		size_t i = 0;
-		if (w->llen > sizeof(w->line)) {
-			w->st = W_LOST;
-			return;
-		}
-		for (; i < n && i < 16; i++) {
-			int c = l[i], d = c >= '0' && c <= '9' ? c - '0' :
-			    c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-			    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-			if (d < 0)
-				break;
-			x = x * 16 + (uint64_t)d;
-		}
-		while (i < n && l[i] == ' ')
-			i++;
-		if (i == 0 || i < n) {
-			w->st = W_LOST;	/* extensions, junk: evhttp's */
-			return;
-		}
-		if (x == 0) {
-			w->st = W_TRAILER;
-		} else if (x > w->max_body || w->total + x >
-		    w->max_body) {
-			w->total = w->max_body + 1;	/* refused */
-		} else {
-			w->total += x;
-			w->left = x;
-			w->st = W_CDATA;
-		}
-		return;
-	}
+		return f->llen == 0 ? end_of_head(f) : header_line(f);
+	case W_CSIZE:
+		return chunk_size(f);
+	case W_CEND:
+		if (f->llen != 0)
+			return refuse(f, 400, "chunk data not followed by CRLF");
+		f->st = W_CSIZE;
+		return 0;
 	case W_TRAILER:
-		if (w->llen == 0)
-			w->st = W_START;
-		return;
+		if (f->llen == 0) {
+			f->st = W_START;
+			return 0;
+		}
+		return header_line(f);
 	}
+	return 0;
 }
 
 void
@@ -239,54 +350,84 @@ httpd_framer_init(struct httpd_framer *f, size_t max_body)
 	f->max_body = max_body;
 }
 
-bool
-httpd_framer_feed(struct httpd_framer *w, const char *p, size_t n)
+/* A new line starts: what was counted of the last one goes. */
+static void
+line_reset(struct httpd_framer *f)
 {
-	while (n > 0 && w->st != W_LOST) {
-		if (w->st == W_BODY || w->st == W_CDATA) {
-			size_t k = w->left < n ? (size_t)w->left : n;
-			w->left -= k;
+	f->llen = 0;
+	f->ncr = f->nsp = f->colon = 0;
+	f->bad = f->ws_name = false;
+	f->lastc = 0;
+}
+
+/* A new request starts. */
+static void
+request_reset(struct httpd_framer *f)
+{
+	f->body_method = f->http11 = f->chunked = false;
+	f->have_cl = f->have_te = f->have_host = false;
+	f->cl = f->left = f->total = 0;
+	f->head = 0;
+}
+
+int
+httpd_framer_feed(struct httpd_framer *f, const char *p, size_t n)
+{
+	while (n > 0) {
+		if (f->st == W_REFUSED)
+			return f->code;
+		if (f->st == W_BODY || f->st == W_CDATA) {
+			size_t k = f->left < n ? (size_t)f->left : n;
+			f->left -= k;
 			p += k;
 			n -= k;
-			if (w->left == 0 && w->st == W_BODY) {
-				w->st = W_START;
-				w->began_ns = 0;	/* a whole request */
-			} else if (w->left == 0) {
-				w->st = W_CSIZE;
+			if (f->left == 0 && f->st == W_BODY) {
+				f->st = W_START;
+				f->began_ns = 0;	/* a whole request */
+			} else if (f->left == 0) {
+				f->st = W_CEND;
 			}
 			continue;
 		}
-		if (w->st == W_START && w->llen == 0 && w->began_ns == 0)
-			w->began_ns = cats_clock_mono_ns();
+		if (f->st == W_START && f->llen == 0 && f->began_ns == 0)
+			f->began_ns = cats_clock_mono_ns();
 		const char *e = memchr(p, '\n', n);
 		size_t k = e ? (size_t)(e - p) : n;
-		if (w->llen < sizeof(w->line)) {
-			size_t c = sizeof(w->line) - w->llen;
-			memcpy(w->line + w->llen, p, k < c ? k : c);
-		}
-		w->llen += k;
-		if (k > 0)
-			w->lastc = p[k - 1];
+		line_bytes(f, p, k);
 		p += k;
 		n -= k;
+		if (f->st == W_START || f->st == W_HEAD) {
+			if (f->head + f->llen > HTTPD_HEAD_MAX)
+				return refuse(f, 431, "request head over the "
+				    "limit");
+		} else if (f->llen > LINE_MAX_BODY) {
+			return refuse(f, 400, "line too long in a chunked body");
+		}
 		if (e == NULL)
 			break;
 		p++;
 		n--;
-		if (w->llen > 0 && w->lastc == '\r')
-			w->llen--;
-		w->lastc = 0;
-		uint8_t was = w->st;
-		watch_line(w);
-		w->llen = 0;
-		if (was == W_HEAD && w->st == W_BODY && w->cl > w->max_body)
-			return false;
-		if (w->st == W_CSIZE && w->total > w->max_body)
-			return false;
-		if ((w->st == W_START) && was != W_START)
-			w->began_ns = 0;	/* a whole request */
+		/* The line's end: LF or CRLF, and no CR elsewhere. */
+		if (f->ncr > 0) {
+			if (f->ncr > 1 || f->lastc != '\r')
+				return refuse(f, 400, "a CR inside a line");
+			f->llen--;
+		}
+		uint8_t was = f->st;
+		if (was == W_START && f->llen > 0) {
+			request_reset(f);
+			f->head = f->llen + 1;
+		} else if (was == W_HEAD) {
+			f->head += f->llen + 1;
+		}
+		int rc = framer_line(f);
+		line_reset(f);
+		if (rc != 0)
+			return rc;
+		if (f->st == W_START && was != W_START)
+			f->began_ns = 0;	/* a whole request */
 	}
-	return true;
+	return f->st == W_REFUSED ? f->code : 0;
 }
 
 static void
@@ -310,32 +451,62 @@ peer_of(int fd, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", a, port);
 }
 
+static const char *
+reason_phrase(int code)
+{
+	switch (code) {
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 431: return "Request Header Fields Too Large";
+	default: return "Error";
+	}
+}
+
+/* Count a refusal by its status. */
+static void
+count_refusal(struct httpd *h, int code)
+{
+	switch (code) {
+	case 408: h->st.too_slow++; break;
+	case 413: h->st.too_large++; break;
+	case 431: h->st.head_too_large++; break;
+	case 405: h->st.not_allowed++; break;
+	default: h->st.bad++; break;
+	}
+}
+
 /* Answer, audit and count a refused request; then linger. */
 static void
-watch_refuse(struct watch *w, struct evbuffer *in, int code)
+watch_refuse(struct watch *w, struct evbuffer *in, int code, const char *why)
 {
 	struct httpd *h = w->h;
 	int fd = bufferevent_getfd(w->bev);
-	char peer[80], line[128], msg[400];
+	char peer[80], line[160], msg[512];
 	peer_of(fd, peer, sizeof(peer));
-	if (code == 413) {
-		h->st.too_large++;
+	count_refusal(h, code);
+	if (code == 413)
 		snprintf(line, sizeof(line), "body over %zu bytes", h->max_body);
-	} else {
-		h->st.too_slow++;
+	else if (code == 408)
 		snprintf(line, sizeof(line), "request not complete within "
 		    "%" PRIu64 " ms", 3 * h->timeout_ms);
-	}
+	else if (code == 431)
+		snprintf(line, sizeof(line), "request head over %u bytes",
+		    HTTPD_HEAD_MAX);
+	else
+		snprintf(line, sizeof(line), "%s", why ? why : "bad request");
 	cats_audit("reject", "src=%s index=0 status=%d reason=\"%s\"", peer,
 	    code, line);
 	w->f.st = W_DISCARD;
 	w->discarded = evbuffer_get_length(in);
 	evbuffer_drain(in, w->discarded);
 	int n = snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain; charset=utf-8\r\n"
+	    "Content-Type: text/plain; charset=utf-8\r\n%s"
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n", code,
-	    code == 413 ? "Payload Too Large" : "Request Timeout",
-	    strlen(line) + 1, line);
+	    reason_phrase(code), code == 405 ? "Allow: GET, HEAD, POST\r\n" :
+	    "", strlen(line) + 1, line);
 	if (fd >= 0) {
 		/* evhttp is reading (its output is empty): the socket takes a
 		 * short answer whole; if not, the client gets the close. */
@@ -348,7 +519,7 @@ static void
 watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct watch *w = arg;
-	if (info->n_added == 0 || w->h == NULL || w->f.st == W_LOST)
+	if (info->n_added == 0 || w->h == NULL)
 		return;
 	if (w->f.st == W_DISCARD) {
 		size_t n = evbuffer_get_length(in);
@@ -357,19 +528,15 @@ watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 		if (w->discarded > LINGER) {
 			/* enough: evhttp reads the end of file and closes */
 			shutdown(bufferevent_getfd(w->bev), SHUT_RD);
-			w->f.st = W_LOST;
+			w->discarded = 0;
 		}
 		return;
 	}
 	size_t len = evbuffer_get_length(in);
-	if (info->n_added > len) {
-		w->f.st = W_LOST;
-		return;
-	}
 	struct evbuffer_ptr at;
-	if (evbuffer_ptr_set(in, &at, len - info->n_added,
-	    EVBUFFER_PTR_SET) < 0) {
-		w->f.st = W_LOST;
+	if (info->n_added > len || evbuffer_ptr_set(in, &at,
+	    len - info->n_added, EVBUFFER_PTR_SET) < 0) {
+		watch_refuse(w, in, 400, "input not followed");
 		return;
 	}
 	size_t todo = info->n_added;
@@ -378,8 +545,9 @@ watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 		if (evbuffer_peek(in, (ev_ssize_t)todo, &at, &v, 1) < 1)
 			break;
 		size_t k = v.iov_len < todo ? v.iov_len : todo;
-		if (!httpd_framer_feed(&w->f, v.iov_base, k)) {
-			watch_refuse(w, in, 413);
+		int code = httpd_framer_feed(&w->f, v.iov_base, k);
+		if (code != 0) {
+			watch_refuse(w, in, code, w->f.why);
 			return;
 		}
 		todo -= k;
@@ -389,9 +557,9 @@ watch_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 	}
 	/* A slow trickle keeps the idle timer from firing: a request must
 	 * arrive whole within 3 x timeout. */
-	if (w->f.began_ns != 0 && w->f.st != W_LOST && (cats_clock_mono_ns() -
-	    w->f.began_ns) / 1000000 > 3 * w->h->timeout_ms)
-		watch_refuse(w, in, 408);
+	if (w->f.began_ns != 0 && (cats_clock_mono_ns() - w->f.began_ns) /
+	    1000000 > 3 * w->h->timeout_ms)
+		watch_refuse(w, in, 408, NULL);
 }
 
 static struct bufferevent *
@@ -426,10 +594,95 @@ httpd_stats(const struct httpd *h)
 	return &h->st;
 }
 
-static void
-not_found(struct evhttp_request *req, void *arg)
+/*
+ * The path of a request target (RFC 9112 §3.2), percent-decoded, into
+ * buf: origin-form ("/p?q") or absolute-form ("http://authority/p?q").
+ * -1 with why for a target that is neither, a fragment, a malformed
+ * escape or a decoded NUL or control byte; 1 for a path too long to be
+ * any resource's.
+ */
+static int
+target_path(const char *t, char *buf, size_t len, const char **why)
 {
-	(void)arg;
+	const char *p = t;
+	if (strncasecmp(t, "http://", 7) == 0) {
+		p = t + 7 + strcspn(t + 7, "/?");
+		if (p == t + 7) {
+			*why = "absolute-form target without authority";
+			return -1;
+		}
+		if (*p != '/') {
+			cats_strlcpy(buf, "/", len);
+			return strchr(p, '#') ? (*why = "fragment in the request "
+			    "target", -1) : 0;
+		}
+	} else if (t[0] != '/') {
+		*why = "request target is neither a path nor an http URI";
+		return -1;
+	}
+	if (strchr(p, '#') != NULL) {
+		*why = "fragment in the request target";
+		return -1;
+	}
+	size_t n = 0;
+	for (; *p != '\0' && *p != '?'; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '%') {
+			int hi = isxdigit((unsigned char)p[1]) ? p[1] : -1;
+			int lo = hi >= 0 && isxdigit((unsigned char)p[2]) ? p[2] :
+			    -1;
+			if (lo < 0) {
+				*why = "malformed percent-encoding in the path";
+				return -1;
+			}
+			char hex[3] = { (char)hi, (char)lo, '\0' };
+			c = (unsigned char)strtoul(hex, NULL, 16);
+			p += 2;
+			if (c < 0x20 || c == 0x7f) {
+				*why = c == 0 ? "NUL in the path" :
+				    "control character in the path";
+				return -1;
+			}
+		}
+		if (n + 1 >= len)
+			return 1;
+		buf[n++] = (char)c;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static void route_cb(struct evhttp_request *req, struct route *r);
+
+/*
+ * Every request: its path decoded and compared exactly with the routes'
+ * (a "%00" or an absolute-form target reaches no resource under another
+ * name); a target refused is a 400 with Connection: close, audited and
+ * counted.
+ */
+static void
+dispatch(struct evhttp_request *req, void *arg)
+{
+	struct httpd *h = arg;
+	char path[2048], peer[80];
+	const char *why = "bad request target";
+	const char *t = evhttp_request_get_uri(req);
+	int rc = t != NULL ? target_path(t, path, sizeof(path), &why) : -1;
+	if (rc < 0) {
+		h->st.bad++;
+		cats_audit("reject", "src=%s index=0 status=400 reason=\"%s\"",
+		    httpd_peer(req, peer, sizeof(peer)), why);
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		httpd_error(req, 400, "%s", why);
+		return;
+	}
+	for (size_t i = 0; rc == 0 && i < h->nroutes; i++) {
+		if (strcmp(h->routes[i]->path, path) == 0) {
+			route_cb(req, h->routes[i]);
+			return;
+		}
+	}
 	httpd_error(req, 404, "no such resource");
 }
 
@@ -467,14 +720,15 @@ httpd_new(struct event_base *base, const char *endpoint,
 	nservers++;
 	evhttp_set_bevcb(h->http, new_bev, h);
 	evhttp_set_max_body_size(h->http, (ev_ssize_t)max);
-	evhttp_set_max_headers_size(h->http, 16384);
+	/* The framing's limit is met first (HTTPD_HEAD_MAX). */
+	evhttp_set_max_headers_size(h->http, 2 * HTTPD_HEAD_MAX);
 	struct timeval tv = { (time_t)(tmo / 1000), (suseconds_t)(tmo % 1000) *
 		1000 };
 	evhttp_set_timeout_tv(h->http, &tv);
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD);
 	evhttp_set_default_content_type(h->http, "text/plain");
-	evhttp_set_gencb(h->http, not_found, NULL);
+	evhttp_set_gencb(h->http, dispatch, h);
 	struct cats_ep lep = ep;
 	if (ep.kind == CATS_EP_HTTP) {
 		/* The endpoint keeps the URL; its authority is where to
@@ -513,6 +767,8 @@ httpd_new(struct event_base *base, const char *endpoint,
 		httpd_free(h);
 		return NULL;
 	}
+	h->guard = cats_evguard_new(base, evhttp_bound_socket_get_listener(
+	    h->bound), "HTTP", &h->st.fd_exhausted);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
@@ -531,6 +787,7 @@ httpd_free(struct httpd *h)
 		return;
 	if (h->http)
 		evhttp_free(h->http);
+	cats_evguard_free(h->guard);
 	for (size_t i = 0; i < watches.cap; i++)
 		if (watches.s[i].h && ((struct watch *)watches.s[i].item)->h ==
 		    h)
@@ -563,9 +820,8 @@ httpd_port(const struct httpd *h)
 }
 
 static void
-route_cb(struct evhttp_request *req, void *arg)
+route_cb(struct evhttp_request *req, struct route *r)
 {
-	struct route *r = arg;
 	enum evhttp_cmd_type t = evhttp_request_get_command(req);
 	unsigned m = t == EVHTTP_REQ_GET || t == EVHTTP_REQ_HEAD ? HTTPD_GET
 	    : t == EVHTTP_REQ_POST ? HTTPD_POST : 0;
@@ -594,11 +850,6 @@ httpd_route(struct httpd *h, const char *path, unsigned methods, httpd_fn fn,
 	v->methods = methods;
 	v->fn = fn;
 	v->arg = arg;
-	if (evhttp_set_cb(h->http, path, route_cb, v) != 0) {
-		free(v->path);
-		free(v);
-		return -1;
-	}
 	h->routes[h->nroutes++] = v;
 	return 0;
 }

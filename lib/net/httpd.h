@@ -5,18 +5,28 @@
  * one-line plain-text error bodies, and Server-Sent Events responses.
  *
  * Limits.  Each connection's input is followed as it arrives, ahead of
- * evhttp (libevent 2.1 has no hook for its own 413: see httpd.c).  A request
- * whose body is declared over max_body (Content-Length, or chunk sizes
- * adding up past it) is refused as soon as its head (or the chunk size
- * line) is in, before the body is read: 413 with a one-line text/plain
- * body and Connection: close, one audit line (event=reject, src=PEER,
- * status=413) and httpd_stats()->too_large; what the client still sends is
- * read and thrown away (up to 256 KiB), then the connection is closed.  A
+ * evhttp (libevent 2.1 has no hook for its own answers: see httpd.c), by
+ * the framing follower below: a request it refuses (RFC 9112 framing it
+ * does not take, a method other than GET, HEAD and POST, a body declared
+ * over max_body, a head over HTTPD_HEAD_MAX) is answered as soon as the
+ * line that tells is in, before any body is read: the status with a
+ * one-line text/plain body and Connection: close, one audit line
+ * (event=reject, src=PEER, status, reason) and a counter of
+ * httpd_stats(); what the client still sends is read and thrown away (up
+ * to 256 KiB), then the connection is closed.  evhttp sees only what the
+ * follower took, so that no page of evhttp's own is ever sent.  A
  * connection that sends or accepts nothing for timeout_ms is closed (no
- * answer); a request that trickles in and is not whole 3 x timeout_ms after
- * its first byte gets 408 the same way (too_slow).  evhttp's own limit
- * (its short HTML 413) stays as a backstop for input this layer does not
- * follow (malformed heads, chunk extensions), which evhttp refuses anyway.
+ * answer); a request that trickles in and is not whole 3 x timeout_ms
+ * after its first byte gets 408 the same way (too_slow).
+ *
+ * Routing.  A request's target (origin-form, or absolute-form http://)
+ * is percent-decoded and compared exactly with the routes' paths: a
+ * malformed escape, a decoded NUL or control byte, a fragment or another
+ * form is a 400 (Connection: close, audited, counted in bad); no route is
+ * a 404.
+ *
+ * The listener's accept(2) failing for want of descriptors is handled as
+ * net/listener.h says (counted in fd_exhausted).
  */
 #ifndef CATS_HTTPD_H
 #define CATS_HTTPD_H
@@ -37,6 +47,10 @@ struct httpd_opts {
 struct httpd_stats {
 	uint64_t too_large;	/* 413: body over max_body */
 	uint64_t too_slow;	/* 408: not whole within 3 x timeout_ms */
+	uint64_t bad;		/* 400: framing or a target refused */
+	uint64_t not_allowed;	/* 405: a method refused by the framing */
+	uint64_t head_too_large;	/* 431: head over HTTPD_HEAD_MAX */
+	uint64_t fd_exhausted;	/* accept(2) out of descriptors */
 };
 
 typedef void (*httpd_fn)(struct evhttp_request *req, void *arg);
@@ -105,23 +119,49 @@ void httpd_sse_end(struct httpd_sse *c);
 
 /*
  * The framing follower behind the limits, exposed for tests and fuzzing:
- * fed a connection's bytes as they arrive, it tracks request heads,
- * Content-Length and chunked bodies the way evhttp reads them, in a fixed
- * amount of memory.  httpd_framer_feed is false when the request it is in
- * declares a body over max_body (then stop feeding); st is HTTPD_FR_LOST
- * when the input is beyond what it follows (evhttp refuses it).
+ * fed a connection's bytes as they arrive, it reads request heads,
+ * Content-Length and chunked bodies in a fixed amount of memory, and
+ * refuses what RFC 9112 lets a server refuse and evhttp would read its own
+ * way (or answer with its own page).  httpd_framer_feed returns 0, or once
+ * the input is refused the status to answer (then st is HTTPD_FR_REFUSED,
+ * and why says it in one line):
+ *
+ *   400  a request line other than "METHOD SP target SP HTTP/1.x"; a
+ *        control character or a bare CR in the head; a header line without
+ *        a token and a colon, with white space before the colon, or folded
+ *        (obs-fold); Content-Length twice, with a sign, a leading zero or
+ *        anything but digits; Transfer-Encoding twice or other than
+ *        "chunked"; both; a body on GET or HEAD; an HTTP/1.1 request
+ *        without exactly one Host; a chunk size line with extensions or
+ *        junk; chunk data not followed by CRLF
+ *   405  a method other than GET, HEAD and POST
+ *   413  a body declared over max_body (Content-Length, or chunk sizes
+ *        adding up past it)
+ *   431  a request head over HTTPD_HEAD_MAX bytes
+ *
+ * Whatever it does not refuse, evhttp reads the same way: the same
+ * requests, the same bodies, nothing read as a request from a body.
  */
-enum { HTTPD_FR_START = 0, HTTPD_FR_LOST = 6 };
+#define HTTPD_HEAD_MAX 16384
+enum { HTTPD_FR_START = 0, HTTPD_FR_REFUSED = 7 };
 struct httpd_framer {
 	size_t max_body;
 	uint8_t st;
-	bool body_method, chunked, have_cl, cl_bad, have_te;
-	char lastc;		/* the line's last byte so far */
+	uint16_t code;		/* refused: the status */
+	const char *why;	/* refused: the reason */
+	bool body_method, http11, chunked, have_cl, have_te, have_host;
+	/* the line so far */
+	size_t llen;		/* its length */
+	uint16_t ncr, nsp;	/* CRs, and spaces (request line) */
+	uint16_t colon;		/* 1 + where its first colon is; 0: none */
+	bool bad, ws_name;	/* a control byte; white space before colon */
+	char lastc;		/* its last byte */
+	char tail[16];		/* its last bytes, at tail[i % 16] */
+	char line[96];		/* its first bytes */
 	uint64_t left, total, cl, began_ns;
-	size_t llen;		/* length of the line so far */
-	char line[64];		/* its first bytes */
+	size_t head;		/* bytes of the request's head so far */
 };
 void httpd_framer_init(struct httpd_framer *f, size_t max_body);
-bool httpd_framer_feed(struct httpd_framer *f, const char *p, size_t n);
+int httpd_framer_feed(struct httpd_framer *f, const char *p, size_t n);
 
 #endif

@@ -647,7 +647,7 @@ struct cats_evguard {
 	struct evconnlistener *lev;
 	struct event *resume;
 	const char *name;
-	uint64_t exhausted;
+	uint64_t *exhausted;
 	struct ratelog log;
 };
 
@@ -673,12 +673,12 @@ evguard_error(struct evconnlistener *lev, void *arg)
 	if (g == NULL)
 		return;
 	if (fd_exhausted(e)) {
-		g->exhausted++;
+		(*g->exhausted)++;
 		shed_one(evconnlistener_get_fd(lev));
 	}
 	ratelog(&g->log, mono_ms(), "%s connections: accept: %s (%" PRIu64
 	    " times so far); pausing %u ms", g->name, strerror(e),
-	    g->exhausted, PAUSE_MS);
+	    *g->exhausted, PAUSE_MS);
 	evconnlistener_disable(lev);
 	struct timeval tv = { 0, PAUSE_MS * 1000 };
 	evtimer_add(g->resume, &tv);
@@ -686,7 +686,7 @@ evguard_error(struct evconnlistener *lev, void *arg)
 
 struct cats_evguard *
 cats_evguard_new(struct event_base *base, struct evconnlistener *lev,
-    const char *name)
+    const char *name, uint64_t *exhausted)
 {
 	struct cats_evguard *g = calloc(1, sizeof(*g));
 	if (g == NULL)
@@ -694,6 +694,7 @@ cats_evguard_new(struct event_base *base, struct evconnlistener *lev,
 	fd_setup();
 	g->lev = lev;
 	g->name = name;
+	g->exhausted = exhausted;
 	g->resume = evtimer_new(base, evguard_resume, g);
 	if (g->resume == NULL) {
 		free(g);
@@ -717,10 +718,4 @@ cats_evguard_free(struct cats_evguard *g)
 		*pp = g->next;
 	event_free(g->resume);
 	free(g);
-}
-
-uint64_t
-cats_evguard_exhausted(const struct cats_evguard *g)
-{
-	return g ? g->exhausted : 0;
 }

@@ -142,14 +142,13 @@ void cats_conn_release(struct cats_conn *c);
 long cats_fd_limit(void);
 /*
  * The EMFILE treatment above for a libevent evconnlistener (evhttp's):
- * counted, logged once per interval, one connection shed on the reserve
- * descriptor, accepting paused for 100 ms.  Free it before the base.
+ * counted in *exhausted, logged once per interval, one connection shed on
+ * the reserve descriptor, accepting paused for 100 ms.  Free it before
+ * the base.
  */
 struct cats_evguard;
 struct cats_evguard *cats_evguard_new(struct event_base *base,
-    struct evconnlistener *lev, const char *name);
+    struct evconnlistener *lev, const char *name, uint64_t *exhausted);
 void cats_evguard_free(struct cats_evguard *g);
-/* accept(2) failures for want of descriptors or memory so far. */
-uint64_t cats_evguard_exhausted(const struct cats_evguard *g);
 
 #endif
