@@ -45,8 +45,152 @@ struct sma {
 	struct cats_dec dec;		/* for released reports */
 	struct sma_origin *origins;	/* of imported entries */
 	size_t norigins;
+	struct cats_bucket in_all;	/* [limits] rate, burst */
+	bool in_all_init;
+	struct aud_slot *aud;		/* the audit limiter's kinds */
+	uint64_t aud_due;		/* the first window to close, 0: none */
 	struct sma_stats st;
 };
+
+/* ---- the audit limiter ---- */
+
+#define AUD_SLOTS 64
+
+/* One kind of audit line and its window. */
+struct aud_slot {
+	uint64_t h;		/* hash of event and kind, 0: free */
+	uint64_t start;		/* the window's start */
+	uint64_t lines;		/* written in it */
+	uint64_t more;		/* held back in it */
+	char event[24];
+	char kind[104];
+};
+
+static uint64_t
+aud_hash(const char *event, const char *kind)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (const char *p = event; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	h = (h ^ '/') * UINT64_C(1099511628211);
+	for (const char *p = kind; *p; p++)
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+	return h ? h : 1;
+}
+
+/* The line that closes a window: "N more like this". */
+static void
+aud_close(struct sma *s, struct aud_slot *a)
+{
+	if (a->more > 0)
+		cats_audit(a->event, "%s%smore=%" PRIu64 " window_ms=%" PRIu64
+		    " note=\"%" PRIu64 " more like this\"", a->kind,
+		    a->kind[0] ? " " : "", a->more, s->c->audit_window_ms,
+		    a->more);
+	memset(a, 0, sizeof(*a));
+}
+
+static void
+aud_recompute(struct sma *s)
+{
+	s->aud_due = 0;
+	for (size_t i = 0; s->aud != NULL && i < AUD_SLOTS; i++) {
+		struct aud_slot *a = &s->aud[i];
+		uint64_t t = a->start + s->c->audit_window_ms + 1;
+		if (a->h && a->more > 0 && (s->aud_due == 0 || t < s->aud_due))
+			s->aud_due = t;
+	}
+}
+
+void
+sma_audit_flush(struct sma *s, uint64_t now, bool all)
+{
+	if (s->aud == NULL || (!all && (s->aud_due == 0 || s->aud_due > now)))
+		return;
+	for (size_t i = 0; i < AUD_SLOTS; i++) {
+		struct aud_slot *a = &s->aud[i];
+		if (a->h && (all || a->start + s->c->audit_window_ms < now))
+			aud_close(s, a);
+	}
+	aud_recompute(s);
+}
+
+/* The slot of a kind, a free one, or (all taken) the oldest, closed. */
+static struct aud_slot *
+aud_slot(struct sma *s, uint64_t h, uint64_t now)
+{
+	struct aud_slot *oldest = NULL;
+	for (size_t i = 0; i < AUD_SLOTS; i++) {
+		struct aud_slot *a = &s->aud[(h + i) % AUD_SLOTS];
+		if (a->h == h)
+			return a;
+		if (a->h == 0 || (a->more == 0 &&
+		    a->start + s->c->audit_window_ms < now)) {
+			memset(a, 0, sizeof(*a));
+			return a;
+		}
+		if (oldest == NULL || a->start < oldest->start)
+			oldest = a;
+	}
+	aud_close(s, oldest);
+	aud_recompute(s);
+	return oldest;
+}
+
+static void vaudit(struct sma *s, uint64_t now, uint64_t burst,
+    const char *event, const char *kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+
+void
+sma_audit(struct sma *s, uint64_t now, const char *event, const char *kind,
+    const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vaudit(s, now, s->c->audit_burst, event, kind, fmt, ap);
+	va_end(ap);
+}
+
+/* An audit line of a kind, at most burst of them a window (0: all). */
+static void
+vaudit(struct sma *s, uint64_t now, uint64_t burst, const char *event,
+    const char *kind, const char *fmt, va_list ap)
+{
+	char line[1024];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (burst == 0) {
+		cats_audit(event, "%s", line);
+		return;
+	}
+	if (s->aud == NULL &&
+	    (s->aud = calloc(AUD_SLOTS, sizeof(*s->aud))) == NULL) {
+		cats_audit(event, "%s", line);
+		return;
+	}
+	uint64_t h = aud_hash(event, kind);
+	struct aud_slot *a = aud_slot(s, h, now);
+	if (a->h == h && a->start + s->c->audit_window_ms < now) {
+		aud_close(s, a);
+		aud_recompute(s);
+	}
+	if (a->h != h) {
+		a->h = h;
+		a->start = now;
+		cats_strlcpy(a->event, event, sizeof(a->event));
+		cats_strlcpy(a->kind, kind, sizeof(a->kind));
+	}
+	if (a->lines < burst) {
+		a->lines++;
+		cats_audit(event, "%s", line);
+		return;
+	}
+	if (a->more++ == 0) {
+		uint64_t t = a->start + s->c->audit_window_ms + 1;
+		if (s->aud_due == 0 || t < s->aud_due)
+			s->aud_due = t;
+	}
+	s->st.audit_suppressed++;
+}
 
 /* ---- lookups ---- */
 
@@ -234,7 +378,10 @@ set_deadline(struct sma *s, struct sma_entry *e, uint64_t t)
 uint64_t
 sma_next_deadline(const struct sma *s)
 {
-	return s->nheap ? s->heap[0]->deadline : 0;
+	uint64_t t = s->nheap ? s->heap[0]->deadline : 0;
+	if (s->aud_due != 0 && (t == 0 || s->aud_due < t))
+		t = s->aud_due;
+	return t;
 }
 
 /* ---- LRU ---- */
@@ -509,8 +656,8 @@ static void
 move_entry(struct sma *s, struct sma_entry *e, struct sma_svc *v, uint64_t now)
 {
 	char b[CATS_ID + 1];
-	cats_audit("move", "csci=%s from=%s to=%s", cats_safe(e->csci_id, b,
-	    sizeof(b)), e->svc->cs_id, v->cs_id);
+	sma_audit(s, now, "move", "", "csci=%s from=%s to=%s",
+	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, v->cs_id);
 	account(e->svc, e, -1);
 	mark_dirty(s, e->svc);
 	if (e->state != CATS_SCI_FAILED)
@@ -529,8 +676,9 @@ evict_one(struct sma *s, uint64_t now)
 	char b[CATS_ID + 1];
 	if (e == NULL)
 		return;
-	cats_audit("evict", "csci=%s cs=%s reason=cache-full", cats_safe(
-	    e->csci_id, b, sizeof(b)), e->svc->cs_id);
+	sma_audit(s, now, "evict", "reason=cache-full", "csci=%s cs=%s "
+	    "reason=cache-full", cats_safe(e->csci_id, b, sizeof(b)),
+	    e->svc->cs_id);
 	s->st.evicted++;
 	entry_remove(s, e);
 	if (e->state != CATS_SCI_FAILED)
@@ -1010,8 +1158,10 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 		rawlen = enc.len;
 	}
 	if (s->nq >= s->c->quarantine_max) {
-		cats_audit("quarantine-drop", "id=%" PRIu64 " csci=%s "
-		    "reason=full", s->q[0].id, s->q[0].csci_id);
+		char bq[CATS_ID + 1];
+		sma_audit(s, now, "quarantine-drop", "reason=full", "id=%" PRIu64
+		    " csci=%s reason=full", s->q[0].id, cats_safe(
+		    s->q[0].csci_id, bq, sizeof(bq)));
 		q_free_item(&s->q[0]);
 		memmove(s->q, s->q + 1, (s->nq - 1) * sizeof(*s->q));
 		s->nq--;
@@ -1043,8 +1193,10 @@ quarantine(struct sma *s, struct sma_entry *e, const struct cats_rec *r,
 		e->qseq = sr->seq;
 	char why[64];
 	flag_list(fl, why, sizeof(why));
-	cats_audit("quarantine", "id=%" PRIu64 " csci=%s cs=%s seq=%" PRIu64
-	    " anomaly=%s", q->id, cats_safe(sr->csci_id, b, sizeof(b)),
+	char qk[80];
+	snprintf(qk, sizeof(qk), "anomaly=%s", why);
+	sma_audit(s, now, "quarantine", qk, "id=%" PRIu64 " csci=%s cs=%s "
+	    "seq=%" PRIu64 " anomaly=%s", q->id, cats_safe(sr->csci_id, b, sizeof(b)),
 	    e->svc->cs_id, sr->seq, why);
 	s->st.quarantined++;
 	res->verdict = SMA_QUARANTINED;
@@ -1286,12 +1438,41 @@ state_name(int st)
 }
 
 static void
-audit_state(const struct sma_entry *e, int from, const char *why)
+audit_state(struct sma *s, uint64_t now, const struct sma_entry *e, int from,
+    const char *why)
 {
-	char b[CATS_ID + 1];
-	cats_audit("state", "csci=%s cs=%s from=%s to=%s reason=%s",
-	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id,
-	    state_name(from), state_name(e->state), why);
+	char b[CATS_ID + 1], k[96];
+	snprintf(k, sizeof(k), "from=%s to=%s reason=%s", state_name(from),
+	    state_name(e->state), why);
+	sma_audit(s, now, "state", k, "csci=%s cs=%s %s",
+	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, k);
+}
+
+/* A token of the SCI's input bucket ([limits] sci-rate, sci-burst). */
+static bool
+sci_token(struct sma *s, struct sma_entry *e, uint64_t now)
+{
+	const struct sma_conf *c = s->c;
+	if (e->in_b.rate_milli == 0)
+		cats_bucket_init_milli(&e->in_b, c->in_sci_milli,
+		    c->in_sci_burst, now);
+	e->in_b.rate_milli = c->in_sci_milli;
+	e->in_b.burst = c->in_sci_burst;
+	return cats_bucket_take(&e->in_b, 1, now);
+}
+
+static void aud_limit(struct sma *s, uint64_t now, const char *kind,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* A limit's audit line: one a window, whatever audit-burst says. */
+static void
+aud_limit(struct sma *s, uint64_t now, const char *kind, const char *fmt,
+    ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vaudit(s, now, 1, "limit", kind, fmt, ap);
+	va_end(ap);
 }
 
 int
@@ -1303,6 +1484,8 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	const struct cats_sci_report *sr = &r->u.sci;
 	struct sma_src dsrc = { 0 };
 	char b1[CATS_ID + 1], b2[CATS_ID + 1], why[sizeof(res->err.reason)];
+	char kind[200];
+	struct sma_entry *e = NULL;
 	memset(res, 0, sizeof(*res));
 	if (src == NULL)
 		src = &dsrc;
@@ -1312,8 +1495,24 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 		rej(res, 400, "type", "expected an sci-report");
 		goto rejected;
 	}
+	/* [limits] rate: every report, before anything costs more. */
+	if (c->in_all_milli && !released) {
+		if (!s->in_all_init) {
+			cats_bucket_init_milli(&s->in_all, c->in_all_milli,
+			    c->in_all_burst, now);
+			s->in_all_init = true;
+		}
+		s->in_all.rate_milli = c->in_all_milli;
+		s->in_all.burst = c->in_all_burst;
+		if (!cats_bucket_take(&s->in_all, 1, now)) {
+			rej(res, 429, "", "over the input limit of the C-SMA "
+			    "([limits] rate)");
+			s->st.limited_all++;
+			goto limited;
+		}
+	}
 	uint64_t h = cats_hash_str(sr->csci_id);
-	struct sma_entry *e = lookup(s, sr->csci_id, h);
+	e = lookup(s, sr->csci_id, h);
 
 	/* The connection's identity, then the hard-state mapping. */
 	if (src->expect && strcmp(src->expect, sr->csci_id) != 0) {
@@ -1363,6 +1562,17 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 			s->st.rej_seq++;
 			goto rejected;
 		}
+		/*
+		 * [limits] sci-rate: only new reports of an authenticated SCI
+		 * spend its tokens (replays of its old ones cannot starve
+		 * it).
+		 */
+		if (c->in_sci_milli && !released && !sci_token(s, e, now)) {
+			rej(res, 429, "", "over the input limit of this SCI "
+			    "([limits] sci-rate)");
+			s->st.limited_sci++;
+			goto limited;
+		}
 	}
 	uint8_t fl = 0;
 	if (!released)
@@ -1407,8 +1617,11 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 		added = true;
 		s->st.added++;
 		e->since = now;
+		if (c->in_sci_milli)
+			sci_token(s, e, now);
 		account(v, e, 1);
-		cats_audit("state", "csci=%s cs=%s from=NONE to=ACTIVE "
+		sma_audit(s, now, "state", "from=NONE to=ACTIVE "
+		    "reason=discovered", "csci=%s cs=%s from=NONE to=ACTIVE "
 		    "reason=discovered", cats_safe(e->csci_id, b1, sizeof(b1)),
 		    v->cs_id);
 	}
@@ -1431,7 +1644,7 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 		e->since = now;
 		e->confirmed = 1;
 		s->st.recovered++;
-		audit_state(e, from, "report");
+		audit_state(s, now, e, from, "report");
 	} else if (added) {
 		e->confirmed = 1;
 	} else if (from == CATS_SCI_ACTIVE && e->confirmed < 255) {
@@ -1440,7 +1653,7 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	if (e->state == CATS_SCI_ACTIVE && e->confirmed >= c->confirm) {
 		e->state = CATS_SCI_HEALTHY;
 		e->since = now;
-		audit_state(e, CATS_SCI_ACTIVE, "confirmed");
+		audit_state(s, now, e, CATS_SCI_ACTIVE, "confirmed");
 	}
 	cache_token(e, &ai);
 	account(v, e, 1);
@@ -1449,10 +1662,12 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	reschedule(s, e);
 	if (fl & ANOMALIES) {
 		char list[64];
-		cats_audit("anomaly", "csci=%s cs=%s seq=%" PRIu64 " anomaly=%s "
-		    "action=flag", cats_safe(e->csci_id, b1, sizeof(b1)),
-		    v->cs_id, sr->seq, flag_list(fl & ANOMALIES, list,
-		    sizeof(list)));
+		char ak[80];
+		snprintf(ak, sizeof(ak), "anomaly=%s action=flag",
+		    flag_list(fl & ANOMALIES, list, sizeof(list)));
+		sma_audit(s, now, "anomaly", ak, "csci=%s cs=%s seq=%" PRIu64
+		    " %s", cats_safe(e->csci_id, b1, sizeof(b1)), v->cs_id,
+		    sr->seq, ak);
 	}
 	if (added || from == CATS_SCI_FAILED) {
 		struct sma_event ev = { .kind = SMA_EV_ADD, .now = now,
@@ -1477,21 +1692,35 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 
 audit_auth:
 	cats_quote(res->err.reason, why, sizeof(why));
-	cats_audit("auth-fail", "csci=%s cs=%s src=%s index=%" PRIu64
-	    " status=%d field=%s reason=\"%s\"", cats_safe(sr->csci_id, b1,
+	snprintf(kind, sizeof(kind), "status=%d field=%s", res->status,
+	    res->err.field);
+	sma_audit(s, now, "auth-fail", kind, "csci=%s cs=%s src=%s index=%"
+	    PRIu64 " %s reason=\"%s\"", cats_safe(sr->csci_id, b1,
 	    sizeof(b1)), cats_safe(sr->cs_id, b2, sizeof(b2)),
-	    src->peer ? src->peer : "-", src->index, res->status,
-	    res->err.field, why);
+	    src->peer ? src->peer : "-", src->index, kind, why);
+	s->st.rejected++;
+	return SMA_REJECTED;
+limited:
+	/* Once a window for each limit, then "N more like this". */
+	snprintf(kind, sizeof(kind), "status=429 scope=%s%s%s", e == NULL ?
+	    "all" : "sci", e == NULL ? "" : " csci=", e == NULL ? "" :
+	    cats_safe(sr->csci_id, b1, sizeof(b1)));
+	aud_limit(s, now, kind, "csci=%s cs=%s src=%s index=%" PRIu64
+	    " status=429 scope=%s reason=\"%s\"", cats_safe(sr->csci_id, b1,
+	    sizeof(b1)), cats_safe(sr->cs_id, b2, sizeof(b2)), src->peer ?
+	    src->peer : "-", src->index, e == NULL ? "all" : "sci",
+	    res->err.reason);
 	s->st.rejected++;
 	return SMA_REJECTED;
 rejected:
 	cats_quote(res->err.reason, why, sizeof(why));
-	cats_audit("reject", "csci=%s cs=%s src=%s index=%" PRIu64
-	    " status=%d field=%s reason=\"%s\"", r->type == CATS_T_SCI_REPORT ?
+	snprintf(kind, sizeof(kind), "status=%d field=%s", res->status,
+	    res->err.field);
+	sma_audit(s, now, "reject", kind, "csci=%s cs=%s src=%s index=%" PRIu64
+	    " %s reason=\"%s\"", r->type == CATS_T_SCI_REPORT ?
 	    cats_safe(sr->csci_id, b1, sizeof(b1)) : "-",
 	    r->type == CATS_T_SCI_REPORT ? cats_safe(sr->cs_id, b2, sizeof(b2))
-	    : "-", src->peer ? src->peer : "-", src->index, res->status,
-	    res->err.field, why);
+	    : "-", src->peer ? src->peer : "-", src->index, kind, why);
 	s->st.rejected++;
 	return SMA_REJECTED;
 }
@@ -1538,9 +1767,10 @@ to_failed(struct sma *s, struct sma_entry *e, uint64_t t)
 	mark_dirty(s, e->svc);
 	set_deadline(s, e, 0);
 	s->st.failed++;
-	cats_audit("state", "csci=%s cs=%s from=STALE to=FAILED "
-	    "reason=no-report-within-grace", cats_safe(e->csci_id, b, sizeof(b)),
-	    e->svc->cs_id);
+	sma_audit(s, t, "state", "from=STALE to=FAILED "
+	    "reason=no-report-within-grace", "csci=%s cs=%s from=STALE "
+	    "to=FAILED reason=no-report-within-grace", cats_safe(e->csci_id, b,
+	    sizeof(b)), e->svc->cs_id);
 	cats_info("SCI %s (CS-ID %s) failed: no report since %" PRIu64,
 	    cats_safe(e->csci_id, b, sizeof(b)), e->svc->cs_id, e->updated);
 	withdraw_event(s, e, SMA_WD_FAILED, t);
@@ -1579,7 +1809,7 @@ run_timer(struct sma *s, struct sma_entry *e, uint64_t t)
 		account(e->svc, e, 1);
 		mark_dirty(s, e->svc);
 		s->st.stale++;
-		audit_state(e, from, "no-report-within-ttl");
+		audit_state(s, t, e, from, "no-report-within-ttl");
 		update_event(s, e, &old, t);
 		s->st.pulls++;
 		struct sma_event ev = { .kind = SMA_EV_PULL, .now = t, .ent = e,
@@ -1597,6 +1827,7 @@ run_timer(struct sma *s, struct sma_entry *e, uint64_t t)
 uint64_t
 sma_tick(struct sma *s, uint64_t now)
 {
+	sma_audit_flush(s, now, false);
 	while (s->nheap > 0 && s->heap[0]->deadline <= now) {
 		struct sma_entry *e = s->heap[0];
 		uint64_t t = e->deadline;
@@ -1651,6 +1882,7 @@ sma_free(struct sma *s)
 		free(o);
 	}
 	cats_dec_free(&s->dec);
+	free(s->aud);
 	free(s);
 }
 
@@ -1973,6 +2205,110 @@ sma_site_view(const struct sma_svc *v, struct cats_site *o)
 	CATS_SET(o, SITE, total, v->view.total);
 }
 
+/* ---- records that did not decode ---- */
+
+/* A top-level text value of the map in t (NUL-terminated into buf). */
+static const char *
+tok_text(const struct cats_toks *t, const char *key, char *buf, size_t len)
+{
+	if (t == NULL || t->n == 0 || t->t[0].kind != CATS_TK_MAP)
+		return NULL;
+	size_t i = 1, klen = strlen(key);
+	for (uint32_t k = 0; k < t->t[0].n && i + 1 < t->n; k++) {
+		const struct cats_tok *kt = &t->t[i], *vt = &t->t[i + 1];
+		if (kt->kind == CATS_TK_TEXT && kt->n == klen &&
+		    memcmp(kt->v.p, key, klen) == 0) {
+			if (vt->kind != CATS_TK_TEXT || vt->n >= len)
+				return NULL;
+			memcpy(buf, vt->v.p, vt->n);
+			buf[vt->n] = '\0';
+			return buf;
+		}
+		i = vt->next;
+	}
+	return NULL;
+}
+
+uint64_t
+sma_toks_u64(const struct cats_toks *t, const char *key)
+{
+	if (t == NULL || t->n == 0 || t->t[0].kind != CATS_TK_MAP)
+		return 0;
+	size_t i = 1, klen = strlen(key);
+	for (uint32_t k = 0; k < t->t[0].n && i + 1 < t->n; k++) {
+		const struct cats_tok *kt = &t->t[i], *vt = &t->t[i + 1];
+		if (kt->kind == CATS_TK_TEXT && kt->n == klen &&
+		    memcmp(kt->v.p, key, klen) == 0)
+			return vt->kind == CATS_TK_UINT && vt->v.u <= CATS_U53 ?
+			    vt->v.u : 0;
+		i = vt->next;
+	}
+	return 0;
+}
+
+int
+sma_undecoded(struct sma *s, const struct cats_toks *t,
+    const struct cats_err *err, const struct sma_src *src, uint64_t now,
+    bool count, struct sma_result *res)
+{
+	static const char *const metrics[] = { "gas", "comp_time_ms", "price",
+		"reputation", "security_level", NULL };
+	char type[32], csci[CATS_ID + 1], cs[CATS_ID + 1], b1[CATS_ID + 1];
+	char b2[CATS_ID + 1], why[400], kind[200];
+	struct sma_src dsrc = { 0 };
+	if (src == NULL)
+		src = &dsrc;
+	memset(res, 0, sizeof(*res));
+	res->verdict = SMA_REJECTED;
+	res->status = 400;
+	res->err = *err;
+	const char *ty = tok_text(t, "type", type, sizeof(type));
+	const char *ci = tok_text(t, "csci_id", csci, sizeof(csci));
+	const char *cv = tok_text(t, "cs_id", cs, sizeof(cs));
+	bool range = false;
+	for (size_t i = 0; metrics[i] != NULL; i++)
+		range |= strcmp(err->field, metrics[i]) == 0;
+	range = range && ty != NULL && strcmp(ty, "sci-report") == 0 &&
+	    strstr(err->reason, "out of range") != NULL;
+	if (range || count) {
+		s->st.reports++;
+		s->st.rejected++;
+	}
+	if (range) {
+		/* The path of check_ranges(), whoever caught it, with the
+		 * configured range in its reason. */
+		const struct sma_range *g[] = { &s->c->gas, &s->c->comp_time,
+			&s->c->price, &s->c->reputation, &s->c->security };
+		char *end;
+		unsigned long long v = strtoull(err->reason, &end, 10);
+		for (size_t i = 0; metrics[i] != NULL; i++)
+			if (strcmp(err->field, metrics[i]) == 0 &&
+			    end != err->reason && *end == ' ')
+				snprintf(res->err.reason,
+				    sizeof(res->err.reason), "%llu is out of "
+				    "range %" PRIu64 "..%" PRIu64, v, g[i]->min,
+				    g[i]->max);
+		s->st.rej_range++;
+		cats_quote(res->err.reason, why, sizeof(why));
+		snprintf(kind, sizeof(kind), "status=400 field=%s", err->field);
+		sma_audit(s, now, "reject", kind, "csci=%s cs=%s src=%s index=%"
+		    PRIu64 " %s reason=\"%s\"", ci ? cats_safe(ci, b1,
+		    sizeof(b1)) : "-", cv ? cats_safe(cv, b2, sizeof(b2)) : "-",
+		    src->peer ? src->peer : "-", src->index, kind, why);
+		return 1;
+	}
+	if (count)
+		s->st.rej_other++;
+	char msg[400];
+	cats_quote(cats_err_fmt(err, src->index, msg, sizeof(msg)), why,
+	    sizeof(why));
+	sma_audit(s, now, "reject", "status=400 malformed", "csci=%s cs=%s "
+	    "src=%s index=%" PRIu64 " status=400 reason=\"%s\"", ci ?
+	    cats_safe(ci, b1, sizeof(b1)) : "-", cv ? cats_safe(cv, b2,
+	    sizeof(b2)) : "-", src->peer ? src->peer : "-", src->index, why);
+	return 0;
+}
+
 /* ---- bodies ---- */
 
 size_t
@@ -1989,23 +2325,29 @@ sma_ingest(struct sma *s, struct cats_dec *d, const uint8_t *p, size_t n,
 		memset(&res, 0, sizeof(res));
 		sc.index = base + count;
 		cats_arena_reset(&d->arena);
-		if (cats_scan(p + off, n - off, true, &d->lim, &d->toks,
-		    &d->arena, &used, NULL, &res.err) != CATS_SCAN_OK ||
-		    cats_rec_from_toks(d, &r, &res.err) < 0) {
-			char b[400], q[400];
-			res.verdict = SMA_REJECTED;
-			res.status = 400;
-			s->st.reports++;
-			s->st.rejected++;
-			s->st.rej_other++;
-			cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
-			    "reason=\"%s\"", sc.peer ? sc.peer : "-", sc.index,
-			    cats_quote(cats_err_fmt(&res.err, sc.index, b,
-			    sizeof(b)), q, sizeof(q)));
+		int sc_rc = cats_scan(p + off, n - off, true, &d->lim, &d->toks,
+		    &d->arena, &used, NULL, &res.err);
+		if (sc_rc != CATS_SCAN_OK) {
+			struct cats_err err = res.err;
+			sma_undecoded(s, NULL, &err, &sc, now, true, &res);
 			if (fn)
 				fn(arg, sc.index, &res);
 			count++;
 			break;
+		}
+		if (cats_rec_from_toks(d, &r, &res.err) < 0) {
+			/* A metric out of range is a rejection like any other
+			 * (the body goes on); anything else ends it. */
+			struct cats_err err = res.err;
+			int range = sma_undecoded(s, &d->toks, &err, &sc, now,
+			    true, &res);
+			if (fn)
+				fn(arg, sc.index, &res);
+			count++;
+			if (!range)
+				break;
+			off += used;
+			continue;
 		}
 		sma_report(s, &r, p + off, used, &sc, now, &res);
 		if (fn)

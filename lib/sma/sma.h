@@ -24,9 +24,11 @@
 #ifndef CATS_SMA_H
 #define CATS_SMA_H
 
+#include "base/bucket.h"
 #include "base/conf.h"
 #include "sec/crypto.h"
 #include "base/htab.h"
+#include "rec/cbor_scan.h"
 #include "rec/rec.h"
 #include "sec/token.h"
 
@@ -159,6 +161,13 @@ struct sma_conf {
 	/* [cache] */
 	uint64_t max_entries;
 	uint64_t max_services;
+	uint64_t save_interval_ms;	/* state file saved this often (-T) */
+
+	/* [limits]: input side (000 §12), rates in thousandths a second */
+	uint64_t in_sci_milli, in_sci_burst;	/* reports of one SCI */
+	uint64_t in_all_milli, in_all_burst;	/* every report */
+	uint64_t audit_burst;	/* audit lines of one kind a window, 0: all */
+	uint64_t audit_window_ms;
 
 	/* [http] */
 	uint64_t max_body;
@@ -305,6 +314,8 @@ struct sma_entry {
 	uint8_t tok_cti[CATS_TOKEN_CTI_LEN];
 	uint64_t tok_exp;	/* seconds */
 	uint8_t *tok_cnf;	/* Ed25519 key reports must be signed with */
+	/* [limits] sci-rate: this SCI's reports (after the sequence). */
+	struct cats_bucket in_b;
 	/* [policy] ema: the averages in thousandths, once started. */
 	uint8_t ema_init;	/* bit 0 GAS, bit 1 computing time */
 	uint64_t ema_gas, ema_ct;
@@ -495,8 +506,38 @@ struct sma_stats {
 	uint64_t tok_verified, tok_cached, sig_verified;
 	uint64_t added, evicted, stale, failed, recovered, pulls;
 	uint64_t released, dropped_q;
+	uint64_t limited_sci, limited_all;	/* [limits]: dropped */
+	uint64_t audit_suppressed;	/* audit lines left to "N more" */
 };
 const struct sma_stats *sma_stats(const struct sma *s);
+
+/*
+ * An audit line through the core's limiter: at most audit-burst lines of
+ * one kind (event and kind, e.g. "reject" "status=409 field=seq") in an
+ * audit-window; beyond, they are counted, and when the window ends one
+ * line says "N more like this" (from sma_tick(), or sma_audit_flush()).
+ */
+void sma_audit(struct sma *s, uint64_t now, const char *event,
+    const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The "N more like this" lines of the windows ended by now (all: every
+ * one, at the end of a run). */
+void sma_audit_flush(struct sma *s, uint64_t now, bool all);
+
+/*
+ * A record that did not decode from tokens t (NULL: it did not scan).  An
+ * sci-report whose fault is a metric out of range takes the path of the
+ * core's own range check whichever layer caught it: rejected (400),
+ * counted under rejected_range, audited with its csci and cs; returns 1.
+ * Anything else is malformed: audited (with csci and cs when the tokens
+ * show them), counted under rejected_other when count; returns 0.
+ */
+int sma_undecoded(struct sma *s, const struct cats_toks *t,
+    const struct cats_err *err, const struct sma_src *src, uint64_t now,
+    bool count, struct sma_result *res);
+/* An unsigned top-level field of a scanned record (its "ts" in replay),
+ * 0 if none. */
+uint64_t sma_toks_u64(const struct cats_toks *t, const char *key);
 
 /* ---- quarantine ---- */
 

@@ -388,6 +388,8 @@ advance(struct sma_app *a, uint64_t t)
 	cats_clock_observe(t);
 }
 
+static void observe_ts(struct sma_app *a, uint64_t ts);
+
 /* Replay: the clock follows the records. */
 static void
 observe(struct sma_app *a, const struct cats_rec *r)
@@ -397,7 +399,13 @@ observe(struct sma_app *a, const struct cats_rec *r)
 	uint64_t ts = r->type == CATS_T_SCI_REPORT || r->type == CATS_T_SYNC ||
 	    (r->type == CATS_T_METRIC && a->sub_ing != NULL) ?
 	    cats_rec_ts(r) : 0;
-	if (ts == 0)
+	observe_ts(a, ts);
+}
+
+static void
+observe_ts(struct sma_app *a, uint64_t ts)
+{
+	if (!a->replay || ts == 0)
 		return;
 	if (!a->started)
 		cats_clock_observe(ts);
@@ -443,12 +451,32 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 	struct cats_err e;
 	memset(&e, 0, sizeof(e));
 	if (decode_item(a, in, p, n, &r, &e) < 0) {
-		char msg[400], q[400];
-		a->malformed++;
-		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
-		cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
-		    "reason=\"%s\"", peer, index, cats_quote(msg, q,
-		    sizeof(q)));
+		/* One path for a metric out of range, whichever layer caught
+		 * it (sma_undecoded): a rejection, not a malformed record. */
+		char msg[400];
+		struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = peer,
+			.index = index };
+		struct sma_result res;
+		/* A report refused by the decoder moves the replay clock as
+		 * one refused later would. */
+		if (in != NULL)
+			observe_ts(a, sma_toks_u64(&a->dec.toks, "ts"));
+		int range = sma_undecoded(a->core, in != NULL ? &a->dec.toks :
+		    NULL, &e, &src, cats_clock_now(), false, &res);
+		if (range && reply == NULL) {
+			report_line("", index, &res);
+		} else if (range) {
+			struct cats_rec er;
+			cats_rec_error_init(&er, "rejected", "cats-sma", 0,
+			    cats_clock_now(), res.err.reason);
+			CATS_SET(&er.u.error, ERR, index, index);
+			er.u.error.field = res.err.field;
+			cats_stream_send_rec(reply, &er);
+		} else {
+			a->malformed++;
+			cats_errorx("%s", cats_err_fmt(&e, index, msg,
+			    sizeof(msg)));
+		}
 		if (a->strict)
 			sma_app_stop(a, CATS_EXIT_DATAERR);
 		return;
@@ -520,12 +548,14 @@ stdin_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
     void *arg)
 {
 	struct sma_app *a = arg;
-	char msg[400], q[400];
+	char msg[400];
+	struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = "stdin",
+		.index = index };
+	struct sma_result res;
 	(void)s;
 	a->malformed++;
 	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
-	cats_audit("reject", "src=stdin index=%" PRIu64 " status=400 "
-	    "reason=\"%s\"", index, cats_quote(msg, q, sizeof(q)));
+	sma_undecoded(a->core, NULL, e, &src, cats_clock_now(), false, &res);
 	if (a->strict)
 		sma_app_stop(a, CATS_EXIT_DATAERR);
 }
@@ -584,12 +614,13 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
     void *arg)
 {
 	struct sma_conn *c = arg;
-	char msg[400], q[400];
 	struct cats_rec er;
+	struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = c->peer,
+		.index = index };
+	struct sma_result res;
 	c->app->malformed++;
-	cats_err_fmt(e, index, msg, sizeof(msg));
-	cats_audit("reject", "src=%s index=%" PRIu64 " status=400 "
-	    "reason=\"%s\"", c->peer, index, cats_quote(msg, q, sizeof(q)));
+	sma_undecoded(c->app->core, NULL, e, &src, cats_clock_now(), false,
+	    &res);
 	cats_rec_error_init(&er, "malformed", "cats-sma", 0, cats_clock_now(),
 	    e->reason);
 	CATS_SET(&er.u.error, ERR, index, index);
@@ -711,6 +742,9 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "pulls_wanted", s->pulls);
 	cats_stats_add(st, "released", s->released);
 	cats_stats_add(st, "quarantine_dropped", s->dropped_q);
+	cats_stats_add(st, "limited_sci", s->limited_sci);
+	cats_stats_add(st, "limited_total", s->limited_all);
+	cats_stats_add(st, "audit_suppressed", s->audit_suppressed);
 	cats_stats_add(st, "records_out", u->records);
 	cats_stats_add(st, "output_failures", out_failures(a));
 	cats_stats_add(st, "full_sent", u->full);
@@ -995,6 +1029,8 @@ sma_app_finish(struct sma_app *a)
 	sma_tick(a->core, now);
 	sma_uc_tick(a->uc, now);
 	sma_uc_drain(a->uc, now);
+	/* The "N more like this" lines still open. */
+	sma_audit_flush(a->core, now, true);
 	if (a->once && a->have_state) {
 		/* Saved entries too old to restore, and not heard from in
 		 * this run, are withdrawn. */

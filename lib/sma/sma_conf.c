@@ -44,6 +44,13 @@ sma_conf_defaults(struct sma_conf *c)
 	c->quarantine_max = 1024;
 	c->max_entries = 100000;
 	c->max_services = 4096;
+	c->save_interval_ms = 10000;
+	c->in_sci_milli = 50000;
+	c->in_sci_burst = 100;
+	c->in_all_milli = 50000000;
+	c->in_all_burst = 100000;
+	c->audit_burst = 20;
+	c->audit_window_ms = 1000;
 	c->max_body = 1u << 20;
 	c->http_timeout_ms = 10000;
 	c->pull_timeout_ms = 5000;
@@ -489,6 +496,42 @@ cache_key(struct ctx *x, struct sma_conf *c)
 		return set_u64(x, &c->max_entries, 1, 100000000);
 	if (strcmp(k, "max-services") == 0)
 		return set_u64(x, &c->max_services, 1, 10000000);
+	if (strcmp(k, "save-interval") == 0)
+		return set_ms(x, &c->save_interval_ms, 0, 86400000);
+	return bad(x, "unknown key");
+}
+
+/* A rate "20" or "0.5" a second, in thousandths; 0: off. */
+static int
+set_rate(struct ctx *x, uint64_t *milli)
+{
+	uint64_t ppm;
+	char why[160];
+	if (cats_parse_ppm(x->e->val, UINT64_C(1000000000000), &ppm, why,
+	    sizeof(why)) < 0)
+		return bad(x, why);
+	if (ppm > 0 && ppm < 1000)
+		return bad(x, "a rate below 0.001 a second");
+	*milli = ppm / 1000;
+	return 0;
+}
+
+static int
+limits_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key;
+	if (strcmp(k, "sci-rate") == 0)
+		return set_rate(x, &c->in_sci_milli);
+	if (strcmp(k, "sci-burst") == 0)
+		return set_u64(x, &c->in_sci_burst, 1, 100000000);
+	if (strcmp(k, "rate") == 0)
+		return set_rate(x, &c->in_all_milli);
+	if (strcmp(k, "burst") == 0)
+		return set_u64(x, &c->in_all_burst, 1, 1000000000);
+	if (strcmp(k, "audit-burst") == 0)
+		return set_u64(x, &c->audit_burst, 0, 1000000);
+	if (strcmp(k, "audit-window") == 0)
+		return set_ms(x, &c->audit_window_ms, 1, 86400000);
 	return bad(x, "unknown key");
 }
 
@@ -768,6 +811,8 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 			rc = validate_key(&x, c);
 		} else if (strcmp(sec, "cache") == 0) {
 			rc = cache_key(&x, c);
+		} else if (strcmp(sec, "limits") == 0) {
+			rc = limits_key(&x, c);
 		} else if (strcmp(sec, "http") == 0) {
 			rc = http_key(&x, c);
 		} else if (strcmp(sec, "policy") == 0) {

@@ -355,8 +355,10 @@ sse_event(void *arg, const struct httpc_sse_event *ev)
 	if (n <= 0) {
 		cats_warnx("sse %s: event %s: data is not base64url CBOR",
 		    r->csci_id, ev->id);
-		cats_audit("reject", "src=%s index=0 status=400 reason=\"event "
-		    "data is not base64url\"", r->peer);
+		sma_audit(a->core, cats_clock_now(), "reject",
+		    "status=400 field=data", "src=%s index=0 status=400 "
+		    "field=data reason=\"event data is not base64url\"",
+		    r->peer);
 		return;
 	}
 	sma_ingest(a->core, &a->dec, buf, (size_t)n, &src, cats_clock_now(),

@@ -63,7 +63,11 @@ site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
 	    "$W/ranges.err"
 	# gas-max = 5000 in ranges.conf
 	grep -q 'record 4: gas: 5001 is out of range 0..5000' "$W/ranges.err"
-	[ "$(grep -c 'event=reject' "$W/ranges.err")" -eq 4 ]
+	# Out of the record format's own range (the decoder catches it): the
+	# same path, the configured range in the reason, csci and cs named.
+	grep -q 'record 7: reputation: 300 is out of range 0..10' "$W/ranges.err"
+	grep -q 'event=reject csci=10.0.0.1:80 cs=ARS src=stdin index=8 status=400 field=gas reason="4294967296 is out of range 0..5000"' "$W/ranges.err"
+	[ "$(grep -c 'event=reject' "$W/ranges.err")" -eq 6 ]
 	# The boundary values are accepted; rejects leave no trace in output.
 	[ "$(ent ranges 3 price)" = 4294967295 ]
 	[ "$(ent ranges 4 comp_time_ms)" = 3600000 ]
@@ -212,6 +216,9 @@ site() { sed -n "${2}p" "$W/$1.out" | jq -r ".sites[0].$3"; }
 	grep -q '^cats-sma: record 1: health: "FINE" is not one of' \
 	    "$W/malformed.err"
 	grep -q '^cats-sma: record 2: csci_id: required field missing' \
+	    "$W/malformed.err"
+	# The audit line names the csci and cs when the record shows them.
+	grep -q 'event=reject csci=x cs=ARS src=stdin index=1 status=400' \
 	    "$W/malformed.err"
 	[ "$(cat "$W/malformed.rc")" -eq 65 ]
 	[ "$(ent malformed 3 gen)" = 2 ]
@@ -520,4 +527,58 @@ two_sites() {
 	run cats-sma -c "$W/sci.conf" --replay -a unix:"$W/adm" < /dev/null
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"drop --admin"* ]]
+}
+
+# $5 sci-reports of csci $1, one a millisecond from time $2, sequence from
+# $3 by $4 (0: the same report again).
+flood() {
+	awk -v id="$1" -v t="$2" -v s="$3" -v d="$4" -v n="$5" 'BEGIN {
+	    for (i = 0; i < n; i++)
+		printf "{\"type\":\"sci-report\",\"csci_id\":\"%s\",\"cs_id\":" \
+		    "\"ARS\",\"seq\":%.0f,\"ts\":%.0f,\"health\":\"HEALTHY\"," \
+		    "\"gas\":100,\"comp_time_ms\":5}\n", id, s + i * d,
+		    t + i }'
+}
+
+@test "sma: input limits: one SCI's burst dropped and counted, one limit line a window with a count" {
+	cat "$DATA/sma/base.conf" > "$W/l.conf"
+	printf '[limits]\nsci-rate = 50\nsci-burst = 100\n' >> "$W/l.conf"
+	# 10000 new reports of one SCI in 10 s.
+	flood A 1700000000000 1 1 10000 | enc > "$W/l.cbor"
+	run sh -c "cats-sma -c '$W/l.conf' --replay --epoch 1 --stats \
+	    < '$W/l.cbor' > /dev/null 2> '$W/l.err'"
+	[ "$status" -eq 0 ]
+	stats=$(grep '"type":"stats"' "$W/l.err")
+	# The burst (100) and 50 a second for 9.999 s: 599 taken.
+	echo "$stats" | jq -e '.counters.limited_sci == 9401 and
+	    .counters.accepted + .counters.flagged == 599'
+	# One limit line a second, each later window closed by its count.
+	[ "$(grep -c 'event=limit csci=A' "$W/l.err")" -eq 10 ]
+	grep -q 'event=limit status=429 scope=sci csci=A more=' "$W/l.err"
+	# Without limits every one is taken.
+	printf '[limits]\nsci-rate = 0\nrate = 0\n' >> "$W/l.conf"
+	run sh -c "cats-sma -c '$W/l.conf' --replay --epoch 1 --stats \
+	    < '$W/l.cbor' > /dev/null 2> '$W/l.err'"
+	grep '"type":"stats"' "$W/l.err" | jq -e '.counters.limited_sci == 0 and
+	    .counters.accepted + .counters.flagged == 10000'
+}
+
+@test "sma: a replay flood of 100000 duplicates writes a bounded audit (N more like this)" {
+	flood A 1700000000000 1 0 100000 | enc > "$W/f.cbor"
+	sed "s|^audit = stderr|audit = file:$W/audit|" "$DATA/sma/base.conf" \
+	    > "$W/f.conf"
+	run sh -c "cats-sma -c '$W/f.conf' --replay --epoch 1 -q \
+	    --stats < '$W/f.cbor' > /dev/null 2> '$W/f.err'"
+	[ "$status" -eq 0 ]
+	# (Every 4 s the SCI has FAILED, and a newer report is taken as a
+	# restart: 25 of them.)
+	grep '"type":"stats"' "$W/f.err" | jq -e '
+	    .counters.rejected_sequence == 99975 and
+	    .counters.audit_suppressed > 97000'
+	# 100 s of input: at most audit-burst (20) lines a kind a second, and
+	# one count line a second.
+	n=$(grep -c 'event=reject' "$W/audit")
+	[ "$n" -le 2100 ]
+	grep -q 'event=reject status=409 field=seq more=9[0-9]* window_ms=1000 note="9[0-9]* more like this"' "$W/audit"
+	[ "$(wc -c < "$W/audit")" -lt 500000 ]
 }

@@ -396,3 +396,22 @@ raw() {
 	[ "$status" -eq 0 ]
 	exec 5<&-
 }
+
+@test "sma_http: input limits: one SCI's burst is 429 past sci-burst, every report's past burst" {
+	printf '[limits]\nsci-rate = 0.001\nsci-burst = 3\n' >> sma.conf
+	start_sma
+	for q in 1 2 3 4 5; do report sci-A ARS A.tok -q $q; done > a.cbor
+	[ "$(post a.cbor application/cbor-seq)" = "429 3 accepted, 0 quarantined, 2 rejected; record 3: over the input limit of this SCI ([limits] sci-rate)" ]
+	# Another SCI is not touched by A's limit.
+	report sci-B ARS B.tok -q 1 > b.cbor
+	[ "$(post b.cbor)" = "200 1 accepted" ]
+	admin http://x/stats | jq -e '.counters.limited_sci == 2'
+	grep -q 'event=limit csci=sci-A cs=ARS .* status=429 scope=sci' sma.err
+	kill "$SMA"; wait "$SMA" || true
+	printf 'rate = 0.001\nburst = 2\n' >> sma.conf
+	start_sma
+	{ report sci-A ARS A.tok -q 10; report sci-B ARS B.tok -q 10;
+	    report sci-C ARS C.tok -k scik.key -q 10; } > c.cbor
+	[ "$(post c.cbor application/cbor-seq)" = "429 2 accepted, 0 quarantined, 1 rejected; record 2: over the input limit of the C-SMA ([limits] rate)" ]
+	admin http://x/stats | jq -e '.counters.limited_total == 1'
+}

@@ -387,6 +387,110 @@ test_within(void)
 	sma_free(s);
 }
 
+/* Lines of an audit file that contain what. */
+static size_t
+grep_count(const char *path, const char *what, char *last, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char line[2048];
+	size_t n = 0;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, what) != NULL) {
+			n++;
+			if (last != NULL)
+				snprintf(last, len, "%s", line);
+		}
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
+/* Input-side limits per SCI and overall; the audit limiter. */
+static void
+test_limits(void)
+{
+	char apath[] = "/tmp/test_sma_auditXXXXXX", line[2048];
+	int fd = mkstemp(apath);
+	close(fd);
+	char spec[64];
+	snprintf(spec, sizeof(spec), "file:%s", apath);
+	cats_audit_open(spec);
+	struct sma_conf *c = conf_text(BASE "[limits]\nsci-rate = 10\n"
+	    "sci-burst = 5\nrate = 0\naudit-burst = 3\naudit-window = 1s\n");
+	struct sma *s = sma_new(c, &nokeys, record, NULL);
+	struct sma_result res;
+	int v[8];
+	for (int i = 0; i < 8; i++)
+		v[i] = offer(s, "a", "ARS", (uint64_t)i + 1, 100000,
+		    CATS_HEALTHY, 10, 5, &res);
+	T_OK(v[4] != SMA_REJECTED && v[5] == SMA_REJECTED && res.status == 429,
+	    "sci-burst 5: the 5th report of a millisecond is taken, the 6th "
+	    "dropped (429)");
+	T_OK(sma_stats(s)->limited_sci == 3 && sma_stats(s)->rejected == 3,
+	    "dropped and counted (limited_sci %llu)",
+	    (unsigned long long)sma_stats(s)->limited_sci);
+	T_OK(offer(s, "a", "ARS", 9, 100099, CATS_HEALTHY, 10, 5, &res) ==
+	    SMA_REJECTED && offer(s, "a", "ARS", 10, 100100, CATS_HEALTHY, 10,
+	    5, &res) != SMA_REJECTED, "10/s: a token 100 ms later, not 99");
+	/* Replays of old reports do not spend the SCI's tokens. */
+	for (int i = 0; i < 10; i++)
+		offer(s, "a", "ARS", 10, 100100, CATS_HEALTHY, 10, 5, &res);
+	T_OK(res.status == 409 && sma_stats(s)->limited_sci == 4,
+	    "duplicates are 409, not 429, and take no token");
+	T_OK(grep_count(apath, "event=limit", line, sizeof(line)) == 1 &&
+	    strstr(line, "csci=a cs=ARS src=- index=0 status=429 scope=sci") !=
+	    NULL,
+	    "one limit line for the window (%s)", line);
+	T_OK(grep_count(apath, "event=reject", NULL, 0) == 3,
+	    "audit-burst 3: three reject lines of a kind in the window");
+	T_OK(sma_next_deadline(s) == 100100 + 1001 ||
+	    sma_next_deadline(s) == 100000 + 1001, "the window's end is a "
+	    "deadline (%llu)", (unsigned long long)sma_next_deadline(s));
+	sma_tick(s, 101000);
+	T_OK(grep_count(apath, "more like this", NULL, 0) == 0,
+	    "the window is open until its last millisecond");
+	sma_tick(s, 101001);
+	T_OK(grep_count(apath, "event=limit status=429 scope=sci csci=a "
+	    "more=3 ", NULL, 0) == 1, "the limit's window closes: 3 more");
+	sma_tick(s, 102000);
+	T_OK(grep_count(apath, "event=reject status=409 field=seq more=7 "
+	    "window_ms=1000 note=\"7 more like this\"", NULL, 0) == 1,
+	    "the reject window closes: one line, 7 more like this");
+	T_OK(sma_stats(s)->audit_suppressed == 10, "counted (%llu)",
+	    (unsigned long long)sma_stats(s)->audit_suppressed);
+	sma_free(s);
+	/* The overall limit. */
+	c = conf_text(BASE "[limits]\nsci-rate = 0\nrate = 100\nburst = 3\n");
+	s = sma_new(c, &nokeys, record, NULL);
+	static const char *const ids[] = { "p", "q", "r", "t" };
+	for (int i = 0; i < 4; i++)
+		v[i] = offer(s, ids[i], "ARS", 1, 200000, CATS_HEALTHY, 10, 5,
+		    &res);
+	T_OK(v[2] != SMA_REJECTED && v[3] == SMA_REJECTED &&
+	    res.status == 429 && sma_stats(s)->limited_all == 1 &&
+	    sma_lookup(s, "t") == NULL, "rate burst 3: the 4th report of "
+	    "any SCI is dropped before it touches the cache");
+	T_OK(offer(s, "t", "ARS", 1, 200010, CATS_HEALTHY, 10, 5, &res) !=
+	    SMA_REJECTED, "100/s: a token 10 ms later");
+	sma_audit_flush(s, 200010, true);
+	sma_free(s);
+	/* A flood of duplicates: audit bytes stay bounded. */
+	c = conf_text(BASE);
+	s = sma_new(c, &nokeys, record, NULL);
+	offer(s, "d", "ARS", 1, 300000, CATS_HEALTHY, 10, 5, &res);
+	for (int i = 0; i < 100000; i++)
+		offer(s, "d", "ARS", 1, 300000 + (uint64_t)i / 100,
+		    CATS_HEALTHY, 10, 5, &res);
+	sma_audit_flush(s, 301000, true);
+	size_t nrej = grep_count(apath, "src=- index=0 status=409", NULL, 0);
+	T_OK(nrej <= 20 * 2 && grep_count(apath, "more like this", NULL, 0) >=
+	    1, "100000 duplicates over 1 s: %zu reject lines, and the rest "
+	    "counted", nrej);
+	sma_free(s);
+	cats_audit_open("none");
+	unlink(apath);
+}
+
 static void
 test_ttl_per_class(void)
 {
@@ -961,6 +1065,7 @@ main(void)
 	test_hysteresis();
 	test_state_machine();
 	test_within();
+	test_limits();
 	test_ttl_per_class();
 	test_lru();
 	test_site();
