@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -23,6 +24,7 @@ static const char usage_text[] =
     "                [--keys keyring [--window duration]] [--key key]\n"
     "                [--insecure] [--cache n] [--max-labels n] [--replay]\n"
     "                [--stats] [--strict]\n"
+    "                [--pcep endpoint [--pcep-allow prefix]...]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -122,6 +124,40 @@ listen_on(struct cats_pce_app *a, const char *spec, bool insecure, int *lfd)
 	return rc;
 }
 
+/*
+ * --pcep: a TCP socket for PCEP sessions (pcep_srv.h).  PCEP carries no
+ * record keys: a network channel needs --insecure (or TCP-MD5).
+ */
+static int
+pcep_on(struct cats_pce_app *a, const char *spec, bool insecure, int *pfd)
+{
+	struct cats_ep ep;
+	char err[512];
+	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0) {
+		cats_errorx("--pcep: %s", err);
+		return CATS_EXIT_USAGE;
+	}
+	if (ep.kind != CATS_EP_TCP) {
+		cats_errorx("--pcep: %s: expected tcp:HOST:PORT (PCEP is TCP, "
+		    "port 4189)", spec);
+		return CATS_EXIT_USAGE;
+	}
+	if (!insecure) {
+		cats_errorx("--pcep: %s: PCEP is not authenticated here: needs "
+		    "--insecure", spec);
+		return CATS_EXIT_USAGE;
+	}
+	*pfd = cats_ep_listen(&ep, err, sizeof(err));
+	if (*pfd < 0) {
+		cats_errorx("--pcep: %s", err);
+		return CATS_EXIT_FAIL;
+	}
+	int rc = cats_pce_app_pcep(a, *pfd);
+	if (rc == CATS_EXIT_OK)
+		cats_info("PCEP on %s", spec);
+	return rc;
+}
+
 /* stdio mode: requests on stdin, everything out on stdout or --to. */
 static int
 stdio_to(struct cats_pce_app *a, const char *to_ep)
@@ -155,6 +191,8 @@ main(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "max-labels", required_argument, NULL, 'L' },
+		{ "pcep", required_argument, NULL, 'P' },
+		{ "pcep-allow", required_argument, NULL, 'A' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "strict", no_argument, NULL, 's' },
@@ -166,17 +204,28 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cats_pce_app *a = &A;
-	const char *listen_ep = NULL, *to_ep = NULL;
+	const char *listen_ep = NULL, *to_ep = NULL, *pcep_ep = NULL;
+	static struct cats_prefix allow[64];
+	size_t nallow = 0;
+	char perr[200];
 	const char *keys_path = NULL, *key_path = NULL;
 	bool check = false, insecure = false, replay = false;
-	int verbose = 1, ch, rc, lfd = -1;
+	int verbose = 1, ch, rc, lfd = -1, pfd = -1;
 
 	cats_tool_init(argv[0]);
 	a->window = 30000;
 	a->cache = CATS_PCE_CACHE_DEFAULT;
-	while ((ch = getopt_long(argc, argv, "C:chIK:k:l:L:rSso:t:vVw:", longopts,
+	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:P:rSso:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'A':
+			if (nallow == CATS_ARRAY_LEN(allow))
+				cats_opt_fail("--pcep-allow", "at most 64");
+			if (cats_prefix_parse(optarg, strlen(optarg), true,
+			    &allow[nallow], perr, sizeof(perr)) < 0)
+				cats_opt_fail("--pcep-allow", "%s", perr);
+			nallow++;
+			break;
 		case 'C':
 			a->cache = (size_t)cats_opt_u64("--cache", optarg, 0,
 			    1000000);
@@ -206,6 +255,9 @@ main(int argc, char **argv)
 		case 'o':
 			to_ep = optarg;
 			break;
+		case 'P':
+			pcep_ep = optarg;
+			break;
 		case 'r':
 			replay = true;
 			break;
@@ -233,8 +285,11 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind != argc || a->tedb == NULL || (listen_ep && to_ep))
+	if (optind != argc || a->tedb == NULL || (listen_ep && to_ep) ||
+	    (nallow > 0 && pcep_ep == NULL))
 		usage();
+	a->pcep_allow = allow;
+	a->pcep_nallow = nallow;
 	cats_log_verbosity(verbose);
 	if (check)
 		return cats_pce_check(a->tedb);
@@ -254,6 +309,9 @@ main(int argc, char **argv)
 		sigs[i] = evsignal_new(a->base, signos[i], on_signal, a);
 		event_add(sigs[i], NULL);
 	}
+	if (pcep_ep != NULL &&
+	    (rc = pcep_on(a, pcep_ep, insecure, &pfd)) != CATS_EXIT_OK)
+		return rc;
 	rc = listen_ep != NULL ? listen_on(a, listen_ep, insecure, &lfd) :
 	    stdio_to(a, to_ep);
 	if (rc != CATS_EXIT_OK)
@@ -267,6 +325,8 @@ main(int argc, char **argv)
 		event_free(sigs[i]);
 	if (lfd >= 0)
 		close(lfd);
+	if (pfd >= 0)
+		close(pfd);
 	event_base_free(a->base);
 	return rc;
 }

@@ -16,6 +16,7 @@
 #include "base/stats.h"
 #include "net/listener.h"
 #include "pce/pce_app.h"
+#include "pce/pcep_srv.h"
 #include "rec/json.h"
 
 /* What a record came in on: a session (lc its place in the listener),
@@ -325,6 +326,13 @@ on_stdin_eof(struct cats_stream *s, int error, void *arg)
 		cats_errorx("input: %s", strerror(error));
 		a->exit_code = CATS_EXIT_FAIL;
 	}
+	/* With --pcep, the end of the records is not the end of the run:
+	 * the sessions are served until SIGTERM. */
+	if (a->pcep != NULL && error == 0) {
+		if (a->out != NULL)
+			(void)cats_stream_flush(a->out);
+		return;
+	}
 	event_base_loopexit(a->base, NULL);
 }
 
@@ -463,6 +471,144 @@ cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 	return CATS_EXIT_OK;
 }
 
+/* ---- PCEP (--pcep) ---- */
+
+/* The names index of the database in force (pcep.h: rebuilt when the
+ * database changes). */
+static const struct cats_pcep_names *
+pcep_names(struct cats_pce_app *a)
+{
+	uint64_t gen = cats_te_gen(a->pce.te);
+	if (a->names == NULL || a->names_gen != gen) {
+		cats_pcep_names_free(a->names);
+		a->names = cats_pcep_names_new(a->pce.te);
+		a->names_gen = gen;
+	}
+	return a->names;
+}
+
+static void
+pcep_status_text(const struct cats_pcep_status *st, char *b, size_t len)
+{
+	int n = snprintf(b, len, "error=%u/%u close=%u why=\"%s\"",
+	    st->err_type, st->err_value, st->close_reason,
+	    st->why ? st->why : "");
+	if (n > 0 && (size_t)n < len && st->has_req)
+		snprintf(b + n, len - (size_t)n, " req=%" PRIu32, st->req_id);
+}
+
+static void
+pcep_note(struct cats_pcep_peer *p, const char *peer, int what,
+    const struct cats_pcep_status *st, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	char b[300];
+	(void)p;
+	pcep_status_text(st, b, sizeof(b));
+	if (what == CATS_PCEP_NOTE_REFUSED)
+		a->pcep_refused++;
+	cats_warnx("pcep: %s: %s: %s", peer, cats_pcep_note_names[what], b);
+	cats_audit(what == CATS_PCEP_NOTE_REFUSED ? "pcep-refused" :
+	    "pcep-event", "peer=%s what=%s %s", peer,
+	    cats_pcep_note_names[what], b);
+}
+
+static void
+pcep_up(struct cats_pcep_peer *p, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	a->sessions++;
+	cats_info("pcep: %s: session up", cats_pcep_peer_name(p));
+}
+
+static void
+pcep_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
+    void *arg)
+{
+	char b[300];
+	(void)arg;
+	pcep_status_text(st, b, sizeof(b));
+	cats_info("pcep: %s: session closed: %s", cats_pcep_peer_name(p), b);
+	/* Ended by an error (ours or the peer's): audited. */
+	if (st->err_type != 0 || st->close_reason > CATS_PCEP_CLOSE_NONE)
+		cats_audit("pcep-closed", "peer=%s %s", cats_pcep_peer_name(p),
+		    b);
+}
+
+/* A PCReq: every well-formed request answered, in one PCRep. */
+static void
+pcep_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	if (m->type != CATS_PCEP_PCREQ || m->nreqs == 0)
+		return;
+	const struct cats_pcep_names *names = pcep_names(a);
+	cats_arena_reset(&a->parena);
+	struct cats_pcep_rep *reps = cats_arena_alloc(&a->parena,
+	    m->nreqs * sizeof(*reps));
+	if (reps == NULL || names == NULL) {
+		cats_errorx("pcep: out of memory");
+		return;
+	}
+	size_t n = 0;
+	uint64_t now = cats_clock_now();
+	for (size_t i = 0; i < m->nreqs; i++) {
+		const struct cats_pcep_req *r = &m->reqs[i];
+		if (r->st.code != CATS_PCEP_ST_OK)
+			continue;	/* the session answered it */
+		a->pcep_reqs++;
+		struct cats_pcep_status st;
+		struct cats_path_req prq;
+		struct cats_rec rep;
+		if (cats_pcep_to_path_req(r, a->pce.te, names, now, &prq,
+		    &a->parena, &st) < 0) {
+			a->pcep_errs++;
+			cats_pcep_peer_send_err(p, &r->rp.id, 1, st.err_type,
+			    st.err_value);
+			continue;
+		}
+		if (cats_pce_answer(&a->pce, &prq, now, &rep, &a->parena) < 0 ||
+		    cats_pcep_from_path_rep(&rep.u.prep, r, a->pce.te, names,
+		    &reps[n], &a->parena) < 0) {
+			/* Out of memory: "PCE currently unavailable". */
+			cats_errorx("pcep: request %" PRIu32 ": out of memory",
+			    r->rp.id);
+			memset(&reps[n], 0, sizeof(reps[n]));
+			reps[n].rp = r->rp;
+			reps[n].nopath = true;
+			reps[n].vector = CATS_PCEP_NPV_PCE_UNAVAILABLE;
+		}
+		n++;
+	}
+	if (n > 0) {
+		if (cats_pcep_peer_send_reps(p, reps, n) < 0)
+			cats_warnx("pcep: %s: reply not sent",
+			    cats_pcep_peer_name(p));
+		else
+			a->pcep_reps += n;
+	}
+}
+
+int
+cats_pce_app_pcep(struct cats_pce_app *a, int fd)
+{
+	static const struct cats_pcep_srv_cbs cbs = {
+		pcep_up, pcep_msg, pcep_note, pcep_closed,
+	};
+	struct cats_pcep_srv_conf c = {
+		.allow = a->pcep_allow, .nallow = a->pcep_nallow,
+	};
+	cats_pcep_conf_default(&c.sess, true);
+	if (a->pcep == NULL)
+		a->pcep = cats_pcep_srv_new(a->base, &c, &cbs, a);
+	if (a->pcep == NULL || pcep_names(a) == NULL ||
+	    cats_pcep_srv_listen(a->pcep, fd) < 0) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	return CATS_EXIT_OK;
+}
+
 /* ---- the database ---- */
 
 int
@@ -578,6 +724,21 @@ cats_pce_app_stats(struct cats_pce_app *a)
 		cats_stats_add(&st, "accept.fd_exhausted", ls->fd_exhausted);
 		cats_stats_add(&st, "accept.shed", ls->shed);
 	}
+	if (a->pcep != NULL) {
+		struct cats_pcep_srv_stats ps;
+		cats_pcep_srv_get_stats(a->pcep, &ps);
+		cats_stats_gauge(&st, "pcep.sessions", ps.sessions);
+		cats_stats_gauge(&st, "pcep.up", ps.up);
+		cats_stats_add(&st, "pcep.accepted", ps.accepted);
+		cats_stats_add(&st, "pcep.refused", ps.refused);
+		cats_stats_add(&st, "pcep.second", ps.second);
+		cats_stats_add(&st, "pcep.slow", ps.slow);
+		cats_stats_add(&st, "pcep.evicted", ps.evicted);
+		cats_stats_add(&st, "pcep.closed", ps.closed);
+		cats_stats_add(&st, "pcep.requests", a->pcep_reqs);
+		cats_stats_add(&st, "pcep.replies", a->pcep_reps);
+		cats_stats_add(&st, "pcep.errors", a->pcep_errs);
+	}
 	cats_stats_add(&st, "unauthorized", a->unauthorized);
 	cats_stats_gauge(&st, "generation", a->pce.te ?
 	    cats_te_gen(a->pce.te) : 0);
@@ -608,6 +769,9 @@ cats_pce_app_free(struct cats_pce_app *a)
 	cats_stream_free(a->out);
 	free(a->stdio);
 	cats_listener_free(a->lst);
+	cats_pcep_srv_free(a->pcep);
+	cats_pcep_names_free(a->names);
+	cats_arena_free(&a->parena);
 	cats_pce_free(&a->pce);
 	cats_tag_guard_free(a->guard);
 	cats_keyring_free(&a->keys);
@@ -617,5 +781,7 @@ cats_pce_app_free(struct cats_pce_app *a)
 	a->in = a->out = NULL;
 	a->stdio = NULL;
 	a->lst = NULL;
+	a->pcep = NULL;
+	a->names = NULL;
 	a->guard = NULL;
 }

@@ -32,6 +32,8 @@
 struct event_base;
 struct cats_listener;
 struct cats_pce_sess;
+struct cats_pcep_srv;
+struct cats_pcep_names;
 
 struct cats_pce_app {
 	/* the main's */
@@ -42,12 +44,19 @@ struct cats_pce_app {
 	struct cats_keyring keys;	/* --keys; n == 0: none */
 	uint64_t window;		/* --window (ms) */
 	struct cats_key sign;		/* --key; kind -1: do not sign */
+	const struct cats_prefix *pcep_allow;	/* --pcep-allow */
+	size_t pcep_nallow;
 	/* the module's */
 	struct cats_pce pce;
 	struct cats_tag_guard *guard;
 	struct cats_stream *in, *out;	/* stdio mode */
 	struct cats_pce_sess *stdio;
 	struct cats_listener *lst;	/* sessions (net/listener.h) */
+	struct cats_pcep_srv *pcep;	/* --pcep sessions (pcep_srv.h) */
+	struct cats_pcep_names *names;	/* of the database in force */
+	uint64_t names_gen;		/* the generation names index */
+	struct cats_arena parena;	/* one PCReq's replies */
+	uint64_t pcep_reqs, pcep_reps, pcep_errs, pcep_refused;
 	struct cats_dec dec;
 	struct cats_arena arena;
 	struct cats_toks toks;
@@ -70,6 +79,17 @@ int cats_pce_app_stdio(struct cats_pce_app *a, int ofd);
  * dgram, one for all datagrams (replies to their senders).
  */
 int cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram);
+/*
+ * --pcep: serve PCEP (RFC 5440, pcep.h) on the listening TCP socket fd
+ * (the main's), as a stateless PCE over the same database and CSPF as
+ * the records: each PCReq's requests become path-reqs
+ * (cats_pcep_to_path_req), are answered by cats_pce_answer() and go back
+ * as one PCRep (cats_pcep_from_path_rep).  The node names index of pcep.h
+ * follows the database: rebuilt when its generation changes (SIGHUP, net
+ * records).  Peers outside a->pcep_allow are refused and audited, like
+ * every PCErr or Close the speaker sent by itself.
+ */
+int cats_pce_app_pcep(struct cats_pce_app *a, int fd);
 /* SIGHUP: load the database again; a bad one is refused, the old kept. */
 void cats_pce_app_reload(struct cats_pce_app *a);
 /* The stats record, one JSON line on stderr (SIGUSR1, --stats). */

@@ -12,6 +12,11 @@
  *       once the session is up (request id = txn), prints each reply as a
  *       path-rep JSON line; exits 0 when every request has its reply, 1
  *       when the session ends first or -t ms pass (default 10000).
+ *   pcep_peer project
+ *       Reads path-rep JSON lines on stdin and prints each as
+ *       cats_pcep_rep_project() makes it (what survives a PCEP exchange),
+ *       other records as they are: the record interface's answers made
+ *       comparable with the answers over PCEP.
  *   pcep_peer raw -c ENDPOINT [-t MS]
  *       Bytes: reads lines of hex on stdin (one message or fragment a
  *       line; "sleep MS" waits; "#" comments), sends them as they are, and
@@ -251,6 +256,35 @@ read_requests(void)
 	}
 }
 
+/* ---- project ---- */
+
+static int
+project(void)
+{
+	static char line[1 << 20];
+	struct cats_dec dec;
+	cats_dec_init(&dec, NULL);
+	while (fgets(line, sizeof(line), stdin) != NULL) {
+		json_error_t je;
+		json_t *j = json_loads(line, 0, &je);
+		if (j == NULL)
+			continue;
+		struct cats_rec r;
+		struct cats_err e;
+		if (cats_rec_from_json(&dec, j, &r, &e) == 0) {
+			if (r.type == CATS_T_PATH_REP) {
+				struct cats_path_rep out;
+				cats_pcep_rep_project(&r.u.prep, &out);
+				r.u.prep = out;
+			}
+			cats_rec_print_json(&r, stdout);
+		}
+		json_decref(j);
+	}
+	cats_dec_free(&dec);
+	return 0;
+}
+
 /* ---- raw ---- */
 
 static long
@@ -395,6 +429,8 @@ main(int argc, char **argv)
 	if (argc < 2)
 		die("%s", "usage: pcep_peer pce|pcc|raw [options]");
 	const char *mode = argv[1];
+	if (strcmp(mode, "project") == 0)
+		return project();
 	const char *listen_ep = NULL, *connect_ep = NULL, *topo = NULL;
 	int ka = 30, dt = 120, timeout = -1;
 	size_t maxs = 0;

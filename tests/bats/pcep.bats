@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# cats-pce --pcep: PCEP (RFC 5440) beside the record interface, the same
+# answers on both; the names index follows the database; bad input through
+# pcep_peer raw.
+
+load helper
+
+set -o pipefail
+
+LAB="$DATA/pce/lab.json"
+
+setup() {
+	T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/pcep.XXXXXX")
+}
+
+teardown() {
+	if [ -n "${PCE_PID:-}" ]; then
+		kill "$PCE_PID" 2>/dev/null || true
+		wait "$PCE_PID" 2>/dev/null || true
+	fi
+	rm -rf "$T"
+}
+
+# cats-pce with PCEP on a free port and records on a unix socket.
+start_pce() {	# topology [more options]
+	local topo=$1
+	shift
+	PORT=$(free_port)
+	cats-pce -t "$topo" --insecure --pcep "tcp:127.0.0.1:$PORT" \
+	    --listen "unix:$T/rec.sock" "$@" 2>"$T/err" &
+	PCE_PID=$!
+	wait_for 50 test -S "$T/rec.sock"
+	wait_for 50 grep -q "PCEP on" "$T/err"
+}
+
+@test "pcep: --pcep needs tcp: and --insecure; --pcep-allow needs --pcep" {
+	run cats-pce -t "$LAB" --pcep "unix:$T/x"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"expected tcp:"* ]]
+	run cats-pce -t "$LAB" --pcep "tcp:127.0.0.1:$(free_port)"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"needs --insecure"* ]]
+	run cats-pce -t "$LAB" --pcep-allow 127.0.0.1/32
+	[ "$status" -eq 2 ]
+	run cats-pce -t "$LAB" --insecure --pcep "tcp:127.0.0.1:$(free_port)" --pcep-allow 300.1/8
+	[ "$status" -eq 2 ]
+}
+
+@test "pcep: the same answers over PCEP and over records (tests/data/pce)" {
+	start_pce "$LAB"
+	# Live clock on both sides: the fixture's absolute deadlines are gone.
+	jq -c 'select(.type == "path-req") | del(.deadline)' \
+	    "$DATA/pce/requests.jsonl" >"$T/rq.jsonl"
+	pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$LAB" <"$T/rq.jsonl" \
+	    >"$T/pcep.jsonl"
+	enc "$T/rq.jsonl" | socat -t 5 - "UNIX-CONNECT:$T/rec.sock" |
+	    dec >"$T/rec.jsonl"
+	# Records: what survives a PCEP exchange (cats_pcep_rep_project).
+	pcep_peer project <"$T/rec.jsonl" |
+	    jq -S -c 'select(.type == "path-rep") | del(.ts)' | sort >"$T/a"
+	jq -S -c 'select(.type == "path-rep") | del(.ts)' "$T/pcep.jsonl" |
+	    sort >"$T/b"
+	# Headends or endpoints no node has cannot be written in END-POINTS:
+	# the PCC answers them itself, with the reason cats-pce gives.
+	jq -S -c 'select(.type == "error") | [.txn, .code]' "$T/pcep.jsonl" |
+	    sort >"$T/pcc-local"
+	jq -S -c 'select(.type == "path-rep" and .status == "error" and
+	    (.reason == "no-source" or .reason == "no-destination")) |
+	    [.txn, .reason]' "$T/rec.jsonl" | sort >"$T/rec-local"
+	diff "$T/pcc-local" "$T/rec-local"
+	jq -S -c 'select(.status == "error" and
+	    (.reason == "no-source" or .reason == "no-destination") | not)' \
+	    "$T/a" >"$T/a2"
+	diff "$T/a2" "$T/b"
+	[ "$(wc -l <"$T/b")" -ge 20 ]
+	grep -q '"status":"ok"' "$T/b"
+	grep -q '"status":"no-path"' "$T/b"
+	# The record interface went on beside it; stats count both.
+	kill -USR1 "$PCE_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/err"
+	grep '"type":"stats"' "$T/err" | jq -e '.counters["pcep.replies"] >= 20 and .counters["pcep.up"] == 0'
+	kill -TERM "$PCE_PID"
+	wait "$PCE_PID" || [ $? -eq 65 ]	# the fixture's two bad requests
+	PCE_PID=
+}
+
+@test "pcep: SIGHUP replaces the database and the names index with it" {
+	cp "$LAB" "$T/topo.json"
+	jq -c '.nodes |= map(if .id == "EF-2" then .router_id = "192.0.2.99" | .node_label = 17002 else . end)' \
+	    "$LAB" >"$T/new.json"
+	start_pce "$T/topo.json"
+	printf '%s\n' '{"type":"path-req","txn":7,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}' >"$T/q.jsonl"
+	# The PCC names EF-2 by its new address: unknown to the old database.
+	pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$T/new.json" <"$T/q.jsonl" >"$T/1.jsonl"
+	[ "$(jq -r '[.status, .reason] | join(" ")' "$T/1.jsonl")" = "error no-destination" ]
+	cp "$T/new.json" "$T/topo.json"
+	kill -HUP "$PCE_PID"
+	wait_for 50 grep -q reloaded "$T/err"
+	pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$T/new.json" <"$T/q.jsonl" >"$T/2.jsonl"
+	[ "$(jq -r .status "$T/2.jsonl")" = ok ]
+	[ "$(jq -r '.segments[-1].label' "$T/2.jsonl")" = 17002 ]
+}
+
+@test "pcep: peers outside --pcep-allow are refused and audited" {
+	start_pce "$LAB" --pcep-allow 192.0.2.0/24
+	printf '%s\n' '{"type":"path-req","txn":7,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}' >"$T/q.jsonl"
+	run pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$LAB" -t 2000 <"$T/q.jsonl"
+	[ "$status" -eq 1 ]
+	wait_for 50 grep -q 'pcep-refused' "$T/err"
+	grep 'pcep-refused' "$T/err" | grep -q 'peer=127.0.0.1:'
+}
+
+@test "pcep: bad input is answered as RFC 5440 says; records are still served" {
+	start_pce "$LAB"
+	# Garbage (version 7 in the common header): PCErr 1/8, closed.
+	printf 'ffffffffffff\n' >"$T/garbage"
+	run pcep_peer raw -c "tcp:127.0.0.1:$PORT" -t 3000 <"$T/garbage"
+	[[ "$output" == *"PCErr 1/8"* ]]
+	[[ "$output" == *closed ]]
+	# A PCReq before the Open: PCErr 1/1, closed.
+	grep '^in:' "$DATA/pcep/s06-not-open-first.ses" | cut -d' ' -f2- >"$T/ka"
+	run pcep_peer raw -c "tcp:127.0.0.1:$PORT" -t 3000 <"$T/ka"
+	[[ "$output" == *"PCErr 1/1"* ]]
+	[[ "$output" == *closed ]]
+	# A length beyond the message once up: Close, reason 3 (malformed).
+	{ grep '^hex:' "$DATA/pcep/open-pcc.vec" | cut -d' ' -f2-
+	  echo 20020004; echo sleep 300; echo 2003ffff00000000; } >"$T/long"
+	run pcep_peer raw -c "tcp:127.0.0.1:$PORT" -t 3000 <"$T/long"
+	[[ "$output" == *"Close reason=3"* ]]
+	# The record interface is unaffected.
+	printf '%s\n' '{"type":"path-req","txn":7,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}' |
+	    enc | socat -t 3 - "UNIX-CONNECT:$T/rec.sock" | dec >"$T/r.jsonl"
+	[ "$(jq -r .status "$T/r.jsonl")" = ok ]
+	grep -q 'pcep-closed' "$T/err"
+}
