@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/conf.h"
+#include "base/file.h"
 
 #define CONF_MAX (4u << 20)
 
@@ -184,34 +185,10 @@ fail:
 int
 cats_conf_load(struct cats_conf *c, const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	char *buf;
+	size_t len;
+	if (cats_file_read(path, CONF_MAX, &buf, &len, err, errlen) < 0)
 		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (size_t)st.st_size > CONF_MAX) {
-		snprintf(err, errlen, "%s: not a regular file of at most %u "
-		    "bytes", path, CONF_MAX);
-		close(fd);
-		return -1;
-	}
-	size_t len = (size_t)st.st_size;
-	char *buf = malloc(len + 1);
-	size_t got = 0;
-	while (buf != NULL && got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (buf == NULL || got != len) {
-		snprintf(err, errlen, "%s: read failed", path);
-		free(buf);
-		return -1;
-	}
 	int rc = cats_conf_parse(c, path, buf, len, err, errlen);
 	free(buf);
 	return rc;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "bind/bind_journal.h"
 #include "rec/seq.h"
 #include "base/tool.h"
@@ -73,12 +74,12 @@ bj_open(const char *dir, bool readonly, int policy, char *err, size_t errlen)
 		goto fail;
 	}
 	if (!readonly) {
-		j->lockfd = openat(j->dirfd, "lock", O_RDWR | O_CREAT |
-		    O_CLOEXEC, 0600);
-		if (j->lockfd < 0) {
-			seterr(err, errlen, "%s/lock: %s", dir, strerror(errno));
+		char shown[4200];
+		snprintf(shown, sizeof(shown), "%s/lock", dir);
+		j->lockfd = cats_file_openat(j->dirfd, "lock", O_RDWR | O_CREAT,
+		    0600, shown, err, errlen);
+		if (j->lockfd < 0)
 			goto fail;
-		}
 		if (flock(j->lockfd, LOCK_EX | LOCK_NB) < 0) {
 			seterr(err, errlen, "%s: in use by another cats-bind "
 			    "(%s)", dir, strerror(errno));
@@ -355,14 +356,13 @@ static int
 load_snapshot(struct bj *j, struct bind_table *t, uint64_t now,
     uint64_t *seq, char *err, size_t errlen)
 {
-	int fd = openat(j->dirfd, "snapshot", O_RDONLY | O_CLOEXEC);
+	char shown[4200];
+	snprintf(shown, sizeof(shown), "%s/snapshot", j->dir);
+	int fd = cats_file_openat(j->dirfd, "snapshot", O_RDONLY, 0, shown, err,
+	    errlen);
 	*seq = 0;
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		seterr(err, errlen, "%s/snapshot: %s", j->dir, strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
 	size_t n = file_size(fd);
 	struct cats_err why;
 	memset(&why, 0, sizeof(why));
@@ -426,11 +426,11 @@ bj_restore(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 				unlinkat(j->dirfd, name, 0);
 			continue;
 		}
-		int fd = openat(j->dirfd, name, (j->readonly ? O_RDONLY :
-		    O_RDWR) | O_CLOEXEC);
+		char shown[4200];
+		snprintf(shown, sizeof(shown), "%s/%s", j->dir, name);
+		int fd = cats_file_openat(j->dirfd, name, j->readonly ?
+		    O_RDONLY : O_RDWR, 0, shown, err, errlen);
 		if (fd < 0) {
-			seterr(err, errlen, "%s/%s: %s", j->dir, name,
-			    strerror(errno));
 			free(segs);
 			return -1;
 		}
@@ -485,12 +485,12 @@ open_segment(struct bj *j, uint64_t seq, char *err, size_t errlen)
 {
 	char name[32];
 	seg_name(seq, name, sizeof(name));
-	int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_APPEND |
-	    O_CLOEXEC, 0600);
-	if (fd < 0) {
-		seterr(err, errlen, "%s/%s: %s", j->dir, name, strerror(errno));
+	char shown[4200];
+	snprintf(shown, sizeof(shown), "%s/%s", j->dir, name);
+	int fd = cats_file_openat(j->dirfd, name, O_WRONLY | O_CREAT | O_APPEND,
+	    0600, shown, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
 	if (fsync(j->dirfd) < 0) {
 		seterr(err, errlen, "%s: fsync: %s", j->dir, strerror(errno));
 		close(fd);

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "base/file.h"
 #include "base/htab.h"
 #include "pce/te.h"
 
@@ -1556,16 +1557,17 @@ cats_te_load(const char *path, const struct cats_te_limits *lim, uint64_t gen0,
 	const struct cats_te_limits *l = lim ? lim : &cats_te_limits_default;
 	if (missing)
 		*missing = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char why[600];
+	int fd = cats_file_open(path, why, sizeof(why));
 	if (fd < 0) {
-		if (missing)
+		if (missing && errno != EINVAL)
 			*missing = true;
-		errf(err, errlen, "%s: %s", path, strerror(errno));
+		errf(err, errlen, "%s", why);
 		return NULL;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		errf(err, errlen, "%s: not a regular file", path);
+	if (fstat(fd, &st) < 0) {
+		errf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return NULL;
 	}

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "sec/crypto.h"
+#include "base/file.h"
 #include "base/htab.h"
 #include "rec/json.h"
 
@@ -160,14 +161,12 @@ int
 cats_keyring_load(struct cats_keyring *kr, const char *path, char *err,
     size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	int fd = cats_file_open(path, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
