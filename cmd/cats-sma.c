@@ -301,8 +301,13 @@ main(int argc, char **argv)
 		}
 		a->have_state = rc == 0;
 	}
+	/*
+	 * Cron runs continue the saved epoch and sequence.  A daemon starts
+	 * a new epoch (its start snapshot is full): a state saved by the
+	 * periodic save before a kill -9 is behind what was sent since.
+	 */
 	uint64_t epoch = a->replay ? 1 : cats_clock_now(), seq = 0;
-	if (a->have_state) {
+	if (a->have_state && a->once) {
 		epoch = a->state.epoch;
 		seq = a->state.seq;
 	}

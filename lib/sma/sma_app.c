@@ -369,6 +369,7 @@ sma_app_start(struct sma_app *a)
 	if (a->nb != NULL)
 		sma_nb_start(a->nb, now);
 	sma_app_arm(a);
+	sma_app_arm_save(a);
 }
 
 /*
@@ -745,6 +746,8 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "limited_sci", s->limited_sci);
 	cats_stats_add(st, "limited_total", s->limited_all);
 	cats_stats_add(st, "audit_suppressed", s->audit_suppressed);
+	cats_stats_add(st, "state_saves", a->saves);
+	cats_stats_add(st, "state_save_failures", a->save_failures);
 	cats_stats_add(st, "records_out", u->records);
 	cats_stats_add(st, "output_failures", out_failures(a));
 	cats_stats_add(st, "full_sent", u->full);
@@ -994,6 +997,7 @@ sma_app_reload(struct sma_app *a)
 	    c->pol.rules ? c->pol.rules : "-", sma_policy_rules(pol),
 	    sma_policy_windows(pol));
 	sma_app_arm(a);
+	sma_app_arm_save(a);
 	cats_audit("config", "file=%s result=reloaded scis=%zu", a->conf_path,
 	    a->nscis);
 	cats_info("configuration reloaded");
@@ -1151,6 +1155,54 @@ sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq)
 /* ---- the end ---- */
 
 int
+sma_app_save_state(struct sma_app *a)
+{
+	char err[600];
+	struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
+	    sma_uc_seq(a->uc), NULL, NULL);
+	int rc = 0;
+	if (so == NULL)
+		snprintf(err, sizeof(err), "out of memory");
+	if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
+	    cats_clock_now(), err, sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		a->save_failures++;
+		rc = -1;
+	} else {
+		a->saves++;
+	}
+	sma_out_free(so);
+	return rc;
+}
+
+static void
+on_save(evutil_socket_t fd, short what, void *arg)
+{
+	struct sma_app *a = arg;
+	(void)fd;
+	(void)what;
+	if (a->started && !a->stopping)
+		sma_app_save_state(a);
+}
+
+void
+sma_app_arm_save(struct sma_app *a)
+{
+	uint64_t ms = a->c->save_interval_ms;
+	if (a->state_path == NULL || a->once || a->replay)
+		return;
+	if (a->save == NULL &&
+	    (a->save = event_new(a->base, -1, EV_PERSIST, on_save, a)) == NULL)
+		return;
+	evtimer_del(a->save);
+	if (ms == 0)
+		return;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) *
+		1000 };
+	evtimer_add(a->save, &tv);
+}
+
+int
 sma_app_end(struct sma_app *a)
 {
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
@@ -1176,19 +1228,9 @@ sma_app_end(struct sma_app *a)
 		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
 		    "the C-PS", sma_nb_status(a->nb)->queued);
 	/* Save the state once the C-PS had its records, then report. */
-	if (a->state_path != NULL && a->exit_code == 0) {
-		char err[600];
-		struct sma_out *so = sma_out_new(a->c, sma_uc_epoch(a->uc),
-		    sma_uc_seq(a->uc), NULL, NULL);
-		if (so == NULL)
-			snprintf(err, sizeof(err), "out of memory");
-		if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
-		    cats_clock_now(), err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			a->exit_code = CATS_EXIT_IOERR;
-		}
-		sma_out_free(so);
-	}
+	if (a->state_path != NULL && a->exit_code == 0 &&
+	    sma_app_save_state(a) < 0)
+		a->exit_code = CATS_EXIT_IOERR;
 	sma_app_textfile(a);
 	if (a->exit_code == 0 && a->malformed > 0)
 		a->exit_code = CATS_EXIT_DATAERR;

@@ -113,6 +113,8 @@ struct sma_app {
 	bool have_state;
 
 	struct event *tick;
+	struct event *save;		/* the periodic state save (-T) */
+	uint64_t saves, save_failures;
 	uint64_t malformed;
 	int exit_code;
 	bool stopping;
@@ -161,5 +163,13 @@ void sma_app_textfile(struct sma_app *a);
 /* After the loop: the output flushed, the C-PS's queue let go while it
  * answers (bounded), the state saved; the exit code. */
 int sma_app_end(struct sma_app *a);
+/*
+ * Save the soft state to a->state_path now (atomic: written aside, fsynced,
+ * renamed, the directory synced), so that a kill -9 loses at most
+ * [cache] save-interval.  -1 with the line said.
+ */
+int sma_app_save_state(struct sma_app *a);
+/* Arm (again, after a reload) the periodic save of the live daemon. */
+void sma_app_arm_save(struct sma_app *a);
 
 #endif

@@ -415,3 +415,80 @@ raw() {
 	[ "$(post c.cbor application/cbor-seq)" = "429 2 accepted, 0 quarantined, 1 rejected; record 2: over the input limit of the C-SMA ([limits] rate)" ]
 	admin http://x/stats | jq -e '.counters.limited_total == 1'
 }
+
+# Entries in the state file $1 (0 if it does not decode).
+state_entries() {
+	dec < "$1" 2>/dev/null | jq -s '[.[].entries[]?] | length' 2>/dev/null ||
+	    echo 0
+}
+saved_at_least() { [ "$(state_entries "$W/state")" -ge "$1" ]; }
+snapshot_has() {
+	[ "$(dec < "$W/out2.cbor" | jq -s '[.[] | select(.op == "full") |
+	    .entries[]] | length')" -eq "$1" ]
+}
+
+@test "sma_http: durable soft state: a kill -9 in a push burst loses at most save-interval, the file is whole, fresh entries come back" {
+	cat > st.conf <<-EOF
+	id = sma-st
+	[auth]
+	mode = none
+	[timing]
+	interval = 60s
+	[cache]
+	save-interval = 200ms
+	[limits]
+	rate = 0
+	EOF
+	bg cats-sma -c st.conf -l "$U/" -T "$W/state" -t "file:$W/out1.cbor" \
+	    2> sma1.err
+	SMA=$LAST
+	wait_for 50 curl -sf "$U/health"
+	# 300 bodies of 20 new SCIs each, pushed one after another.
+	now=$(date +%s%3N)
+	awk -v t="$now" 'BEGIN { for (b = 0; b < 300; b++) for (i = 0; i < 20; i++)
+	    printf "{\"type\":\"sci-report\",\"csci_id\":\"s%d-%d\",\"cs_id\":" \
+	    "\"ARS\",\"seq\":1,\"ts\":%.0f,\"health\":\"HEALTHY\",\"gas\":%d," \
+	    "\"comp_time_ms\":5}\n", b, i, t, 100 + i }' | enc > all.cbor
+	# (split into bodies of 20 records: cats-cbor keeps one a line)
+	dec < all.cbor | split -l 20 - body.
+	for f in body.*; do enc "$f" > "$f.cbor"; done
+	( for f in body.*.cbor; do post "$f" application/cbor-seq; done ) \
+	    > posts.log 2>&1 &
+	PUSHER=$!
+	PIDS+=($PUSHER)
+	# Killed once a periodic save holds some of them, the burst going on.
+	wait_for 200 saved_at_least 400
+	kill -9 "$SMA"
+	wait "$SMA" || true
+	wait "$PUSHER" || true
+	pushed=$(grep -c '^200 20 accepted' posts.log)
+	[ "$pushed" -lt 300 ]
+	# The file is whole (never torn): a full snapshot that decodes.
+	dec < state | jq -e -s 'length >= 1 and all(.op == "full")'
+	n=$(state_entries state)
+	[ "$n" -ge 400 ]
+	[ "$n" -le $((pushed * 20)) ]
+	# Restart: every saved entry is fresh, restored and in the start
+	# snapshot, with its values; a new epoch.
+	bg cats-sma -c st.conf -l "$U/" -T "$W/state" -t "file:$W/out2.cbor" \
+	    2> sma2.err
+	SMA=$LAST
+	wait_for 50 curl -sf "$U/health"
+	grep -q "state $W/state: $n entries restored, 0 too old" sma2.err
+	wait_for 50 snapshot_has "$n"
+	dec < state | jq -e -s '[.[].entries[]] | map(select(.csci_id ==
+	    "s0-7")) | .[0].gas == 107'
+	dec < out2.cbor | jq -e -s '
+	    [.[] | select(.op == "full") | .entries[]] |
+	    map(select(.csci_id == "s0-7")) | .[0].comp_time_ms == 5'
+	e1=$(dec < out1.cbor | head -1 | jq .epoch)
+	e2=$(dec < out2.cbor | head -1 | jq .epoch)
+	[ "$e2" -gt "$e1" ]
+	# SIGTERM saves too: one more SCI, then stop.
+	echo "{\"type\":\"sci-report\",\"csci_id\":\"late\",\"cs_id\":\"ARS\",\"seq\":1,\"ts\":$(date +%s%3N),\"health\":\"HEALTHY\",\"gas\":1}" |
+	    enc > late.cbor
+	[ "$(post late.cbor)" = "200 1 accepted" ]
+	kill -TERM "$SMA"
+	wait "$SMA"
+	[ "$(state_entries state)" -eq $((n + 1)) ]
+}
