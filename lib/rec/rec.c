@@ -1171,15 +1171,22 @@ decode_auth(struct walk *w, size_t i, struct cats_auth *a)
 	if (t[prot].kind != CATS_TK_BYTES || t[unprot].kind != CATS_TK_MAP ||
 	    t[payload].kind != CATS_TK_NULL || t[tag].kind != CATS_TK_BYTES)
 		return fail(w, "expected [protected, unprotected, null, tag]");
+	/* No "crit" (label 2) outside the protected header. */
+	for (uint32_t p = 0, j = unprot + 1; p < t[unprot].n; p++) {
+		if (t[j].kind == CATS_TK_UINT && t[j].v.u == 2)
+			return fail(w, "crit in the unprotected header");
+		j = t[t[j].next].next;
+	}
 	/* The protected header is itself a small CBOR map. */
 	struct cats_toks ht = { 0 };
-	struct cats_limits hl = { .max_record = 64, .max_depth = 2,
+	struct cats_limits hl = { .max_record = CATS_PROT_MAX, .max_depth = 2,
 		.max_tokens = 16, .max_string = 32, .max_count = 8 };
 	struct cats_err e2;
 	size_t used = 0;
 	memset(&e2, 0, sizeof(e2));
 	int64_t alg = 0;
-	bool have_kid = false;
+	bool have_kid = false, have_alg = false, have_crit = false;
+	const char *why = NULL;
 	int r = cats_scan(t[prot].v.p, t[prot].n, true, &hl, &ht, NULL, &used,
 	    NULL, &e2);
 	if (r != CATS_SCAN_OK || used != t[prot].n || ht.t[0].kind != CATS_TK_MAP) {
@@ -1187,21 +1194,43 @@ decode_auth(struct walk *w, size_t i, struct cats_auth *a)
 		return fail(w, "protected header is not a CBOR map");
 	}
 	size_t j = 1;
-	for (uint32_t p = 0; p < ht.t[0].n; p++) {
+	for (uint32_t p = 0; p < ht.t[0].n && why == NULL; p++) {
 		const struct cats_tok *k = &ht.t[j], *v = &ht.t[k->next];
-		if (k->kind == CATS_TK_UINT && k->v.u == 1) {
+		bool label = k->kind == CATS_TK_UINT;
+		if (label && k->v.u == 1) {
+			if (have_alg)
+				why = "alg twice in the protected header";
+			have_alg = true;
 			if (v->kind == CATS_TK_UINT && v->v.u < 256)
 				alg = (int64_t)v->v.u;
 			else if (v->kind == CATS_TK_NINT && v->v.u < 256)
 				alg = -1 - (int64_t)v->v.u;
-		} else if (k->kind == CATS_TK_UINT && k->v.u == 4 &&
-		    v->kind == CATS_TK_BYTES && v->n == CATS_KID_LEN) {
-			memcpy(a->kid, v->v.p, CATS_KID_LEN);
-			have_kid = true;
+		} else if (label && k->v.u == 4) {
+			if (have_kid)
+				why = "kid twice in the protected header";
+			else if (v->kind == CATS_TK_BYTES && v->n ==
+			    CATS_KID_LEN) {
+				memcpy(a->kid, v->v.p, CATS_KID_LEN);
+				have_kid = true;
+			}
+		} else if (label && k->v.u == 2) {
+			/* crit: labels a verifier must understand; ours
+			 * are alg and kid (RFC 9052 §3.1). */
+			if (have_crit || v->kind != CATS_TK_ARRAY || v->n == 0)
+				why = "crit is not a non-empty array of labels";
+			have_crit = true;
+			for (uint32_t c = 0, q = (uint32_t)(k->next + 1);
+			    why == NULL && c < v->n; c++, q = ht.t[q].next)
+				if (ht.t[q].kind != CATS_TK_UINT ||
+				    (ht.t[q].v.u != 1 && ht.t[q].v.u != 4))
+					why = "a critical header parameter that "
+					    "is not understood";
 		}
 		j = v->next;
 	}
 	cats_toks_free(&ht);
+	if (why != NULL)
+		return fail(w, "%s", why);
 	if (alg != CATS_ALG_HMAC256 && alg != CATS_ALG_EDDSA)
 		return fail(w, "unsupported algorithm %lld (5 HMAC 256/256, "
 		    "-8 EdDSA)", (long long)alg);
@@ -1214,6 +1243,8 @@ decode_auth(struct walk *w, size_t i, struct cats_auth *a)
 	a->alg = (int)alg;
 	memcpy(a->tag, t[tag].v.p, t[tag].n);
 	a->tag_len = t[tag].n;
+	memcpy(a->prot, t[prot].v.p, t[prot].n);
+	a->prot_len = t[prot].n;
 	return 0;
 }
 
@@ -1482,8 +1513,13 @@ enc_field(struct cats_buf *b, const struct cats_field *f, const void *base)
 static int
 enc_auth(struct cats_buf *b, const struct cats_auth *a)
 {
-	uint8_t prot[32];
-	size_t n = cats_cose_protected(a->alg, a->kid, prot, sizeof(prot));
+	uint8_t built[32];
+	const uint8_t *prot = a->prot;
+	size_t n = a->prot_len;
+	if (n == 0) {
+		prot = built;
+		n = cats_cose_protected(a->alg, a->kid, built, sizeof(built));
+	}
 	if (n == 0 || enc_head(b, 4, 4) < 0 || enc_bytes(b, prot, n) < 0 ||
 	    enc_head(b, 5, 0) < 0)
 		return -1;

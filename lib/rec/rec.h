@@ -555,13 +555,21 @@ enum { CATS_ALG_NONE = 0, CATS_ALG_HMAC256 = 5, CATS_ALG_EDDSA = -8 };
 /*
  * The "auth" entry of a record: a COSE_Mac0 or COSE_Sign1 structure with a
  * detached payload, [protected, {}, null, tag], computed over the record's
- * deterministic encoding without "auth" (see crypto.h).
+ * deterministic encoding without "auth" (see crypto.h).  The protected
+ * header's bytes are kept as they came (prot_len 0: none yet, they are
+ * {1: alg, 4: kid}): the tag is checked over them, and the record is
+ * encoded again with them.  The decoder refuses a protected header with
+ * critical parameters (RFC 9052 §3.1, label 2) other than alg and kid, a
+ * parameter twice, and "crit" outside the protected header.
  */
+#define CATS_PROT_MAX 64
 struct cats_auth {
 	int alg;			/* CATS_ALG_* */
 	uint8_t kid[CATS_KID_LEN];	/* key id */
 	uint8_t tag[64];		/* MAC (32 bytes) or signature (64) */
 	size_t tag_len;
+	uint8_t prot[CATS_PROT_MAX];	/* the protected header's bytes */
+	size_t prot_len;
 };
 
 struct cats_rec {

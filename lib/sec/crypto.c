@@ -381,6 +381,8 @@ cats_rec_sign(struct cats_rec *r, const struct cats_key *k)
 	    &r->auth.tag_len) == 0) {
 		r->auth.alg = alg;
 		memcpy(r->auth.kid, k->kid, CATS_KID_LEN);
+		memcpy(r->auth.prot, prot, protlen);
+		r->auth.prot_len = protlen;
 		rc = 0;
 	}
 	cats_buf_free(&payload);
@@ -399,10 +401,19 @@ cats_rec_verify(const struct cats_rec *r, const struct cats_keyring *kr,
 	if ((r->auth.alg == CATS_ALG_HMAC256) != (k->kind == CATS_KEY_PSK))
 		return cats_err_set(err, "auth",
 		    "algorithm does not match the key");
+	/*
+	 * Over the protected header as it came (its parameters are the
+	 * sender's word too), or as made here for a record signed here.
+	 */
 	struct cats_buf payload = { 0 };
-	uint8_t prot[32];
-	size_t protlen = cats_cose_protected(r->auth.alg, r->auth.kid, prot,
-	    sizeof(prot));
+	uint8_t built[32];
+	const uint8_t *prot = r->auth.prot;
+	size_t protlen = r->auth.prot_len;
+	if (protlen == 0) {
+		prot = built;
+		protlen = cats_cose_protected(r->auth.alg, r->auth.kid, built,
+		    sizeof(built));
+	}
 	int rc = -1;
 	if (protlen > 0 && cats_rec_encode(r, &payload, false) == 0)
 		rc = cats_cose_check(k, r->auth.alg, prot, protlen, payload.p,
