@@ -25,6 +25,7 @@ static const char usage_text[] =
     "                [--insecure] [--cache n] [--max-labels n] [--replay]\n"
     "                [--stats] [--strict]\n"
     "                [--pcep endpoint [--pcep-allow prefix]...]\n"
+    "                [--pce endpoint [--pce-timeout duration]]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -191,6 +192,8 @@ main(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "max-labels", required_argument, NULL, 'L' },
+		{ "pce", required_argument, NULL, 'p' },
+		{ "pce-timeout", required_argument, NULL, 'T' },
 		{ "pcep", required_argument, NULL, 'P' },
 		{ "pcep-allow", required_argument, NULL, 'A' },
 		{ "replay", no_argument, NULL, 'r' },
@@ -205,6 +208,7 @@ main(int argc, char **argv)
 	};
 	struct cats_pce_app *a = &A;
 	const char *listen_ep = NULL, *to_ep = NULL, *pcep_ep = NULL;
+	const char *pce_ep = NULL;
 	static struct cats_prefix allow[64];
 	size_t nallow = 0;
 	char perr[200];
@@ -215,7 +219,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	a->window = 30000;
 	a->cache = CATS_PCE_CACHE_DEFAULT;
-	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:P:rSso:t:vVw:", longopts,
+	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:P:p:rSso:T:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'A':
@@ -258,6 +262,14 @@ main(int argc, char **argv)
 		case 'P':
 			pcep_ep = optarg;
 			break;
+		case 'p':
+			pce_ep = optarg;
+			break;
+		case 'T':
+			a->pce_timeout = cats_opt_ms("--pce-timeout", optarg);
+			if (a->pce_timeout == 0)
+				cats_opt_fail("--pce-timeout", "must be positive");
+			break;
 		case 'r':
 			replay = true;
 			break;
@@ -286,7 +298,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || a->tedb == NULL || (listen_ep && to_ep) ||
-	    (nallow > 0 && pcep_ep == NULL))
+	    (nallow > 0 && pcep_ep == NULL) || (pce_ep && pcep_ep) ||
+	    (a->pce_timeout && pce_ep == NULL))
 		usage();
 	a->pcep_allow = allow;
 	a->pcep_nallow = nallow;
@@ -315,6 +328,9 @@ main(int argc, char **argv)
 	rc = listen_ep != NULL ? listen_on(a, listen_ep, insecure, &lfd) :
 	    stdio_to(a, to_ep);
 	if (rc != CATS_EXIT_OK)
+		return rc;
+	if (pce_ep != NULL &&
+	    (rc = cats_pce_app_pcc(a, pce_ep, insecure)) != CATS_EXIT_OK)
 		return rc;
 
 	event_base_dispatch(a->base);

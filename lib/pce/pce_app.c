@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "net/ep.h"
 #include "net/listener.h"
 #include "pce/pce_app.h"
 #include "pce/pcep_srv.h"
@@ -26,6 +28,12 @@ struct cats_pce_sess {
 	struct cats_stream *s;
 	struct cats_conn *lc;
 };
+
+static void pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
+    const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
+    size_t n, const struct cats_path_req *rq);
+static void pcc_forget(struct cats_pce_app *a, struct cats_pce_sess *ss);
+static bool pcc_idle(const struct cats_pce_app *a);
 
 /* A session's peer said something that holds: it is past its hello. */
 static void
@@ -274,6 +282,10 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	}
 	if (a->keys.n == 0 || r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
 		sess_good(arg);
+	if (r.type == CATS_T_PATH_REQ && a->pcc != NULL) {
+		pcc_submit(a, s, peer, arg, p, n, &r.u.preq);
+		return;
+	}
 	if (r.type == CATS_T_PATH_REQ) {
 		struct cats_rec rep;
 		cats_arena_reset(&a->arena);
@@ -333,6 +345,10 @@ on_stdin_eof(struct cats_stream *s, int error, void *arg)
 			(void)cats_stream_flush(a->out);
 		return;
 	}
+	/* With --pce, once the requests sent are answered. */
+	a->in_done = true;
+	if (a->pcc != NULL && error == 0 && !pcc_idle(a))
+		return;
 	event_base_loopexit(a->base, NULL);
 }
 
@@ -390,6 +406,7 @@ session_eof(struct cats_stream *s, int error, void *arg)
 	(void)s;
 	if (error)
 		cats_debug("session: %s", strerror(error));
+	pcc_forget(ss->a, ss);
 	cats_conn_release(ss->lc);
 	cats_stream_flush(ss->s);
 	cats_stream_free(ss->s);
@@ -434,6 +451,7 @@ session_closed(struct cats_conn *lc, int why, void *arg)
 	struct cats_pce_sess *ss = cats_conn_data(lc);
 	(void)why;
 	(void)arg;
+	pcc_forget(ss->a, ss);
 	cats_stream_free(ss->s);
 	free(ss);
 }
@@ -609,6 +627,537 @@ cats_pce_app_pcep(struct cats_pce_app *a, int fd)
 	return CATS_EXIT_OK;
 }
 
+/* ---- PCC (--pce) ---- */
+
+#define PCC_MAX_PENDING 4096
+#define PCC_TIMEOUT_MS 5000
+#define PCC_CONNECT_MS 5000
+#define PCC_BACKOFF_MIN 500
+#define PCC_BACKOFF_MAX 30000
+#define PCC_LATE 64		/* ids of expired requests remembered */
+
+/* A request waiting for its reply: the record as it came (decoded again
+ * when needed), where it came from, its request id. */
+struct pcc_req {
+	struct pcc_req *next, *prev;
+	uint32_t id;
+	bool sent;
+	uint64_t expires;
+	struct cats_pce_sess *ss;	/* NULL: its session went away */
+	bool has_peer;
+	struct cats_peer peer;
+	size_t n;
+	uint8_t p[];
+};
+
+struct cats_pcc {
+	struct cats_pce_app *a;
+	char name[300];
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	struct cats_pcep_srv *srv;
+	struct cats_pcep_peer *peer;	/* the session, up or not */
+	bool up;
+	int cfd;			/* connecting; -1: not */
+	struct event *cev, *retry, *tick;
+	uint64_t backoff;
+	uint32_t next_id;
+	struct pcc_req *head, *tail;	/* in the order they came */
+	size_t n;
+	uint32_t late[PCC_LATE];
+	size_t nlate;
+	struct cats_arena arena;
+	uint64_t sent, replies, failed, timeouts, connects, ups, late_replies,
+	    local;
+};
+
+static bool
+pcc_idle(const struct cats_pce_app *a)
+{
+	return a->pcc == NULL || a->pcc->n == 0;
+}
+
+static void
+pcc_forget(struct cats_pce_app *a, struct cats_pce_sess *ss)
+{
+	if (a->pcc == NULL)
+		return;
+	for (struct pcc_req *q = a->pcc->head; q != NULL; q = q->next)
+		if (q->ss == ss)
+			q->ss = NULL;
+}
+
+/* The record of q decoded again into a->dec. */
+static const struct cats_path_req *
+pcc_rq(struct cats_pce_app *a, const struct pcc_req *q, struct cats_rec *r)
+{
+	struct cats_err e;
+	if (cats_rec_decode(&a->dec, q->p, q->n, r, &e) < 0 ||
+	    r->type != CATS_T_PATH_REQ)
+		return NULL;	/* it decoded when it came: cannot happen */
+	return &r->u.preq;
+}
+
+static void
+pcc_send_rec(struct cats_pce_app *a, struct pcc_req *q,
+    const struct cats_rec *out)
+{
+	if (q->ss == NULL) {
+		cats_debug("pce: request %" PRIu32 ": its session is gone",
+		    q->id);
+		return;
+	}
+	reply_rec(a, q->ss->s, q->has_peer ? &q->peer : NULL, out);
+}
+
+/* Unlink and free q; with stdin at its end, the run may end. */
+static void
+pcc_done(struct cats_pce_app *a, struct pcc_req *q)
+{
+	struct cats_pcc *c = a->pcc;
+	if (q->prev != NULL)
+		q->prev->next = q->next;
+	else
+		c->head = q->next;
+	if (q->next != NULL)
+		q->next->prev = q->prev;
+	else
+		c->tail = q->prev;
+	c->n--;
+	free(q);
+	if (c->n == 0 && a->in_done && a->pcep == NULL && a->stdio != NULL)
+		event_base_loopexit(a->base, NULL);
+}
+
+/*
+ * Answer q here, failing closed: a NO-PATH with the vector bits given
+ * (PCE currently unavailable; unknown source or destination) read back as
+ * a reply would be; reason (when not NULL) replaces the reason.
+ */
+static void
+pcc_fail(struct cats_pce_app *a, struct pcc_req *q, const struct cats_path_req
+    *rq0, uint32_t vector, const char *reason)
+{
+	struct cats_pcc *c = a->pcc;
+	struct cats_rec r, out;
+	const struct cats_path_req *rq = rq0 ? rq0 : pcc_rq(a, q, &r);
+	if (rq == NULL)
+		return;
+	struct cats_pcep_rep x;
+	memset(&x, 0, sizeof(x));
+	x.rp.id = q->id;
+	x.nopath = true;
+	x.vector = vector;
+	cats_arena_reset(&c->arena);
+	if (cats_pcep_to_path_rep(&x, rq, a->pce.te, pcep_names(a),
+	    cats_clock_now(), &out, &c->arena) < 0) {
+		cats_errorx("pce: out of memory");
+		return;
+	}
+	if (reason != NULL && out.u.prep.reason != NULL &&
+	    strcmp(out.u.prep.reason, "deadline") != 0)
+		out.u.prep.reason = reason;
+	c->failed++;
+	pcc_send_rec(a, q, &out);
+}
+
+/* Send q as a PCReq; false when it was answered here instead. */
+static bool
+pcc_send(struct cats_pce_app *a, struct pcc_req *q,
+    const struct cats_path_req *rq)
+{
+	struct cats_pcc *c = a->pcc;
+	struct cats_pcep_req pr;
+	struct cats_pcep_status st;
+	cats_arena_reset(&c->arena);
+	memset(&st, 0, sizeof(st));
+	if (cats_pcep_from_path_req(rq, q->id, a->pce.te, pcep_names(a), &pr,
+	    &c->arena, &st) < 0) {
+		const char *why = st.why ? st.why : "bad-request";
+		c->local++;
+		if (strcmp(why, "no-source") == 0)
+			pcc_fail(a, q, rq, CATS_PCEP_NPV_UNKNOWN_SRC, NULL);
+		else if (strcmp(why, "no-destination") == 0)
+			pcc_fail(a, q, rq, CATS_PCEP_NPV_UNKNOWN_DST, NULL);
+		else {
+			struct cats_rec er;
+			char msg[300];
+			snprintf(msg, sizeof(msg), "cannot be sent to the PCE: "
+			    "%s", why);
+			cats_rec_error_init(&er, "bad-request", "cats-pce",
+			    rq->txn, cats_clock_now(), msg);
+			cats_rec_error_route(&er, rq->ingress ? rq->ingress :
+			    rq->headend, CATS_HAS(rq, PRQ, flow) ? &rq->flow :
+			    NULL);
+			pcc_send_rec(a, q, &er);
+		}
+		return false;
+	}
+	if (cats_pcep_peer_send_reqs(c->peer, &pr, 1) < 0) {
+		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		return false;
+	}
+	q->sent = true;
+	c->sent++;
+	return true;
+}
+
+static void pcc_connect(struct cats_pcc *c);
+
+/* The PCE cannot be reached: what waits fails closed now. */
+static void
+pcc_down(struct cats_pcc *c)
+{
+	struct cats_pce_app *a = c->a;
+	struct pcc_req *q = c->head, *next;
+	for (; q != NULL; q = next) {
+		next = q->next;
+		pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_done(a, q);
+	}
+}
+
+static void
+pcc_schedule(struct cats_pcc *c)
+{
+	if (c->cfd >= 0 || c->peer != NULL || evtimer_pending(c->retry, NULL))
+		return;
+	struct timeval tv = { (time_t)(c->backoff / 1000),
+		(suseconds_t)(c->backoff % 1000) * 1000 };
+	evtimer_add(c->retry, &tv);
+	c->backoff = c->backoff * 2 > PCC_BACKOFF_MAX ? PCC_BACKOFF_MAX :
+	    c->backoff * 2;
+}
+
+static void
+pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
+    const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
+    size_t n, const struct cats_path_req *rq)
+{
+	struct cats_pcc *c = a->pcc;
+	struct pcc_req *q = calloc(1, sizeof(*q) + n);
+	(void)s;
+	if (q == NULL) {
+		cats_errorx("pce: out of memory");
+		return;
+	}
+	memcpy(q->p, p, n);
+	q->n = n;
+	q->ss = ss;
+	if (peer != NULL) {
+		q->has_peer = true;
+		q->peer = *peer;
+	}
+	if (++c->next_id == 0)
+		c->next_id = 1;
+	q->id = c->next_id;
+	uint64_t now = cats_clock_now();
+	q->expires = now + (a->pce_timeout ? a->pce_timeout : PCC_TIMEOUT_MS);
+	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline < q->expires)
+		q->expires = rq->deadline;
+	q->prev = c->tail;
+	if (c->tail != NULL)
+		c->tail->next = q;
+	else
+		c->head = q;
+	c->tail = q;
+	c->n++;
+	if (c->n > PCC_MAX_PENDING) {
+		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_done(a, q);
+		return;
+	}
+	if (c->up) {
+		if (!pcc_send(a, q, rq))
+			pcc_done(a, q);
+		return;
+	}
+	/* Not up: it waits for the session, at most until it expires. */
+	if (c->peer == NULL && c->cfd < 0 && evtimer_pending(c->retry, NULL)) {
+		/* The PCE is known to be down: fail closed now. */
+		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_done(a, q);
+		return;
+	}
+	pcc_schedule(c);
+}
+
+static void
+pcc_up(struct cats_pcep_peer *p, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	struct cats_pcc *c = a->pcc;
+	c->up = true;
+	c->ups++;
+	c->backoff = PCC_BACKOFF_MIN;
+	cats_info("pce: %s: session up", cats_pcep_peer_name(p));
+	struct pcc_req *q = c->head, *next;
+	for (; q != NULL; q = next) {
+		next = q->next;
+		struct cats_rec r;
+		const struct cats_path_req *rq;
+		if (q->sent || (rq = pcc_rq(a, q, &r)) == NULL)
+			continue;
+		if (!pcc_send(a, q, rq))
+			pcc_done(a, q);
+	}
+}
+
+static struct pcc_req *
+pcc_find(struct cats_pcc *c, uint32_t id)
+{
+	for (struct pcc_req *q = c->head; q != NULL; q = q->next)
+		if (q->sent && q->id == id)
+			return q;
+	return NULL;
+}
+
+static bool
+pcc_was_late(const struct cats_pcc *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->nlate && i < PCC_LATE; i++)
+		if (c->late[i] == id)
+			return true;
+	return false;
+}
+
+static void
+pcc_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	struct cats_pcc *c = a->pcc;
+	if (m->type == CATS_PCEP_PCERR) {
+		for (size_t i = 0; i < m->err.n; i++)
+			cats_warnx("pce: %s: PCErr %u/%u (%s)",
+			    cats_pcep_peer_name(p), m->err.v[i].type,
+			    m->err.v[i].value, cats_pcep_error_name(
+			    m->err.v[i].type, m->err.v[i].value));
+		for (size_t i = 0; i < m->err.nids; i++) {
+			struct pcc_req *q = pcc_find(c, m->err.ids[i]);
+			if (q == NULL)
+				continue;
+			pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE,
+			    "pce-error");
+			pcc_done(a, q);
+		}
+		return;
+	}
+	if (m->type != CATS_PCEP_PCREP)
+		return;
+	for (size_t i = 0; i < m->nreps; i++) {
+		const struct cats_pcep_rep *r = &m->reps[i];
+		struct pcc_req *q = pcc_find(c, r->rp.id);
+		if (q == NULL) {
+			if (pcc_was_late(c, r->rp.id))
+				c->late_replies++;
+			else
+				cats_pcep_peer_unknown_ref(p, r->rp.id);
+			continue;
+		}
+		struct cats_rec rr, out;
+		const struct cats_path_req *rq = pcc_rq(a, q, &rr);
+		cats_arena_reset(&c->arena);
+		if (rq != NULL && cats_pcep_to_path_rep(r, rq, a->pce.te,
+		    pcep_names(a), cats_clock_now(), &out, &c->arena) == 0) {
+			c->replies++;
+			pcc_send_rec(a, q, &out);
+		}
+		pcc_done(a, q);
+	}
+}
+
+static void
+pcc_note(struct cats_pcep_peer *p, const char *peer, int what,
+    const struct cats_pcep_status *st, void *arg)
+{
+	pcep_note(p, peer, what, st, arg);
+}
+
+/* The session is over: what was sent will not be answered. */
+static void
+pcc_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
+    void *arg)
+{
+	struct cats_pce_app *a = arg;
+	struct cats_pcc *c = a->pcc;
+	char b[300];
+	pcep_status_text(st, b, sizeof(b));
+	cats_warnx("pce: %s: session closed: %s", cats_pcep_peer_name(p), b);
+	cats_audit("pce-session-closed", "peer=%s %s", c->name, b);
+	c->peer = NULL;
+	c->up = false;
+	pcc_down(c);
+	pcc_schedule(c);
+}
+
+static void
+pcc_connected(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_pcc *c = arg;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (what & EV_TIMEOUT)
+		err = ETIMEDOUT;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	event_free(c->cev);
+	c->cev = NULL;
+	c->cfd = -1;
+	if (err != 0) {
+		close(fd);
+		cats_warnx("pce: %s: %s", c->name, strerror(err));
+		pcc_schedule(c);
+		pcc_down(c);
+		return;
+	}
+	c->connects++;
+	c->peer = cats_pcep_srv_attach(c->srv, fd, c->name);
+	if (c->peer == NULL) {
+		cats_errorx("pce: out of memory");
+		pcc_schedule(c);
+	}
+}
+
+static void
+pcc_connect(struct cats_pcc *c)
+{
+	int fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		cats_warnx("pce: socket: %s", strerror(errno));
+		pcc_schedule(c);
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&c->sa, c->salen) < 0 &&
+	    errno != EINPROGRESS) {
+		cats_warnx("pce: %s: %s", c->name, strerror(errno));
+		close(fd);
+		pcc_schedule(c);
+		pcc_down(c);
+		return;
+	}
+	c->cfd = fd;
+	c->cev = event_new(c->a->base, fd, EV_WRITE, pcc_connected, c);
+	struct timeval tv = { PCC_CONNECT_MS / 1000, 0 };
+	if (c->cev == NULL || event_add(c->cev, &tv) < 0) {
+		cats_errorx("pce: out of memory");
+		close(fd);
+		c->cfd = -1;
+	}
+}
+
+static void
+pcc_on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pcc_connect(arg);
+}
+
+/* Requests past their time fail closed. */
+static void
+pcc_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_pce_app *a = arg;
+	struct cats_pcc *c = a->pcc;
+	(void)fd;
+	(void)what;
+	uint64_t now = cats_clock_now();
+	struct pcc_req *q = c->head, *next;
+	for (; q != NULL; q = next) {
+		next = q->next;
+		if (now < q->expires)
+			continue;
+		c->timeouts++;
+		if (q->sent)
+			c->late[c->nlate++ % PCC_LATE] = q->id;
+		pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_done(a, q);
+	}
+}
+
+int
+cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure)
+{
+	static const struct cats_pcep_srv_cbs cbs = {
+		pcc_up, pcc_msg, pcc_note, pcc_closed,
+	};
+	struct cats_ep ep;
+	char err[512];
+	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0) {
+		cats_errorx("--pce: %s", err);
+		return CATS_EXIT_USAGE;
+	}
+	if (ep.kind != CATS_EP_TCP) {
+		cats_errorx("--pce: %s: expected tcp:HOST:PORT", spec);
+		return CATS_EXIT_USAGE;
+	}
+	if (!insecure) {
+		cats_errorx("--pce: %s: PCEP is not authenticated here: needs "
+		    "--insecure", spec);
+		return CATS_EXIT_USAGE;
+	}
+	struct addrinfo hints = { 0 }, *ai;
+	hints.ai_socktype = SOCK_STREAM;
+	int g = getaddrinfo(ep.host, ep.port, &hints, &ai);
+	if (g != 0) {
+		cats_errorx("--pce: %s: %s", spec, gai_strerror(g));
+		return CATS_EXIT_FAIL;
+	}
+	struct cats_pcc *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		freeaddrinfo(ai);
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	memcpy(&c->sa, ai->ai_addr, ai->ai_addrlen);
+	c->salen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	cats_strlcpy(c->name, spec + 4, sizeof(c->name));
+	c->a = a;
+	c->cfd = -1;
+	c->backoff = PCC_BACKOFF_MIN;
+	a->pcc = c;
+	struct cats_pcep_srv_conf sc = { .max_sessions = 1 };
+	cats_pcep_conf_default(&sc.sess, false);
+	c->srv = cats_pcep_srv_new(a->base, &sc, &cbs, a);
+	c->retry = evtimer_new(a->base, pcc_on_retry, c);
+	c->tick = event_new(a->base, -1, EV_PERSIST, pcc_on_tick, a);
+	struct timeval tv = { 0, 100000 };
+	if (c->srv == NULL || c->retry == NULL || c->tick == NULL ||
+	    evtimer_add(c->tick, &tv) < 0 || pcep_names(a) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	pcc_connect(c);
+	return CATS_EXIT_OK;
+}
+
+static void
+pcc_free(struct cats_pce_app *a)
+{
+	struct cats_pcc *c = a->pcc;
+	if (c == NULL)
+		return;
+	cats_pcep_srv_free(c->srv);
+	if (c->cev != NULL)
+		event_free(c->cev);
+	if (c->cfd >= 0)
+		close(c->cfd);
+	if (c->retry != NULL)
+		event_free(c->retry);
+	if (c->tick != NULL)
+		event_free(c->tick);
+	while (c->head != NULL) {
+		struct pcc_req *q = c->head;
+		c->head = q->next;
+		free(q);
+	}
+	cats_arena_free(&c->arena);
+	free(c);
+	a->pcc = NULL;
+}
+
 /* ---- the database ---- */
 
 int
@@ -739,6 +1288,19 @@ cats_pce_app_stats(struct cats_pce_app *a)
 		cats_stats_add(&st, "pcep.replies", a->pcep_reps);
 		cats_stats_add(&st, "pcep.errors", a->pcep_errs);
 	}
+	if (a->pcc != NULL) {
+		const struct cats_pcc *pc = a->pcc;
+		cats_stats_gauge(&st, "pce.up", pc->up);
+		cats_stats_gauge(&st, "pce.pending", pc->n);
+		cats_stats_add(&st, "pce.connects", pc->connects);
+		cats_stats_add(&st, "pce.sessions", pc->ups);
+		cats_stats_add(&st, "pce.sent", pc->sent);
+		cats_stats_add(&st, "pce.replies", pc->replies);
+		cats_stats_add(&st, "pce.failed", pc->failed);
+		cats_stats_add(&st, "pce.timeouts", pc->timeouts);
+		cats_stats_add(&st, "pce.late", pc->late_replies);
+		cats_stats_add(&st, "pce.local", pc->local);
+	}
 	cats_stats_add(&st, "unauthorized", a->unauthorized);
 	cats_stats_gauge(&st, "generation", a->pce.te ?
 	    cats_te_gen(a->pce.te) : 0);
@@ -770,6 +1332,7 @@ cats_pce_app_free(struct cats_pce_app *a)
 	free(a->stdio);
 	cats_listener_free(a->lst);
 	cats_pcep_srv_free(a->pcep);
+	pcc_free(a);
 	cats_pcep_names_free(a->names);
 	cats_arena_free(&a->parena);
 	cats_pce_free(&a->pce);

@@ -34,6 +34,7 @@ struct cats_listener;
 struct cats_pce_sess;
 struct cats_pcep_srv;
 struct cats_pcep_names;
+struct cats_pcc;
 
 struct cats_pce_app {
 	/* the main's */
@@ -46,6 +47,7 @@ struct cats_pce_app {
 	struct cats_key sign;		/* --key; kind -1: do not sign */
 	const struct cats_prefix *pcep_allow;	/* --pcep-allow */
 	size_t pcep_nallow;
+	uint64_t pce_timeout;		/* --pce-timeout (ms; 0: 5 s) */
 	/* the module's */
 	struct cats_pce pce;
 	struct cats_tag_guard *guard;
@@ -57,6 +59,8 @@ struct cats_pce_app {
 	uint64_t names_gen;		/* the generation names index */
 	struct cats_arena parena;	/* one PCReq's replies */
 	uint64_t pcep_reqs, pcep_reps, pcep_errs, pcep_refused;
+	struct cats_pcc *pcc;		/* --pce: the remote PCE */
+	bool in_done;			/* stdin ended (stdio mode) */
 	struct cats_dec dec;
 	struct cats_arena arena;
 	struct cats_toks toks;
@@ -90,6 +94,25 @@ int cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram);
  * every PCErr or Close the speaker sent by itself.
  */
 int cats_pce_app_pcep(struct cats_pce_app *a, int fd);
+/*
+ * --pce: the path requests of the record input are not computed here but
+ * sent over PCEP (as a PCC, pcep.h) to the PCE at the tcp: endpoint spec;
+ * the replies come back as path-rep records where the request came from,
+ * as if computed here (cats_pcep_to_path_rep).  Each request gets a
+ * request id of its own (the RP's; the record's txn stays with the
+ * record).  The connection is non-blocking, and made again after a
+ * failure or the end of a session with a backoff (0.5 s doubling to
+ * 30 s, reset once a session is up).  Fail closed: a request waits for
+ * a session at most a->pce_timeout (and never past its own deadline);
+ * then, as when the session ends before its reply or the PCE answers it
+ * with a PCErr, it gets a path-rep with status error (reason
+ * pce-unavailable, deadline, or pce-error), never a path.  At most 4096
+ * requests wait; more are failed at once.  A node without an address
+ * cannot be named in END-POINTS: answered here (no-source,
+ * no-destination).  With stdin, its end ends the run once every request
+ * has its answer.
+ */
+int cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure);
 /* SIGHUP: load the database again; a bad one is refused, the old kept. */
 void cats_pce_app_reload(struct cats_pce_app *a);
 /* The stats record, one JSON line on stderr (SIGUSR1, --stats). */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # cats-pce --pcep: PCEP (RFC 5440) beside the record interface, the same
 # answers on both; the names index follows the database; bad input through
-# pcep_peer raw.
+# pcep_peer raw.  cats-pce --pce: the C-PS as a PCC of a remote PCE, the
+# same answers, failing closed when the PCE is down, mute or gone.
 
 load helper
 
@@ -14,11 +15,40 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${PCE_PID:-}" ]; then
-		kill "$PCE_PID" 2>/dev/null || true
-		wait "$PCE_PID" 2>/dev/null || true
-	fi
+	local pid
+	for pid in ${PCC_PID:-} ${PCE_PID:-}; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	exec 7>&- 2>/dev/null || true
 	rm -rf "$T"
+}
+
+REQ='{"type":"path-req","txn":%s,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}'
+
+# The C-PS side: cats-pce --pce reading requests from a fifo (fd 7).
+start_pcc() {	# port [more options]
+	local port=$1
+	shift
+	mkfifo "$T/pcc.in"
+	cats-pce -t "$LAB" --insecure --pce "tcp:127.0.0.1:$port" "$@" \
+	    <"$T/pcc.in" >"$T/pcc.cbor" 2>"$T/pcc.err" &
+	PCC_PID=$!
+	exec 7>"$T/pcc.in"
+}
+
+ask_pcc() {	# txn
+	printf "$REQ\n" "$1" | enc >&7
+}
+
+# The answer to txn $1 as "status reason" (empty while there is none).
+pcc_answer() {
+	dec "$T/pcc.cbor" 2>/dev/null |
+	    jq -r --argjson t "$1" 'select(.txn == $t) | [.status, (.reason // "")] | join(" ")'
+}
+
+pcc_answered() {	# txn
+	[ -n "$(pcc_answer "$1")" ]
 }
 
 # cats-pce with PCEP on a free port and records on a unix socket.
@@ -132,4 +162,71 @@ start_pce() {	# topology [more options]
 	    enc | socat -t 3 - "UNIX-CONNECT:$T/rec.sock" | dec >"$T/r.jsonl"
 	[ "$(jq -r .status "$T/r.jsonl")" = ok ]
 	grep -q 'pcep-closed' "$T/err"
+}
+
+@test "pcep: the C-PS as a PCC (--pce): the answers of the PCE, as if computed here" {
+	start_pce "$LAB"
+	jq -c 'select(.type == "path-req") | del(.deadline)' \
+	    "$DATA/pce/requests.jsonl" >"$T/rq.jsonl"
+	enc "$T/rq.jsonl" | cats-pce -t "$LAB" --insecure \
+	    --pce "tcp:127.0.0.1:$PORT" --stats 2>"$T/pcc.err" |
+	    dec >"$T/pcc.jsonl" || [ $? -eq 65 ]
+	enc "$T/rq.jsonl" | cats-pce -t "$LAB" 2>/dev/null | dec >"$T/rec.jsonl" ||
+	    [ $? -eq 65 ]
+	pcep_peer project <"$T/rec.jsonl" |
+	    jq -S -c 'select(.type == "path-rep") | del(.ts)' | sort >"$T/a"
+	jq -S -c 'select(.type == "path-rep") | del(.ts)' "$T/pcc.jsonl" |
+	    sort >"$T/b"
+	diff "$T/a" "$T/b"
+	[ "$(wc -l <"$T/b")" -eq 24 ]
+	# Every request had its own request id; unknown nodes answered here.
+	grep '"type":"stats"' "$T/pcc.err" | jq -e '.counters["pce.sent"] == 22 and .counters["pce.replies"] == 22 and .counters["pce.local"] == 2 and .counters.requests == 0'
+	kill -USR1 "$PCE_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/err"
+	grep '"type":"stats"' "$T/err" | jq -e '.counters["pcep.requests"] == 22'
+}
+
+@test "pcep: --pce fails closed: PCE down, PCE mute, session lost; then reconnects" {
+	PORT=$(free_port)
+	start_pcc "$PORT" --pce-timeout 1s
+	# Down: refused connections, every request an error at once.
+	ask_pcc 1
+	wait_for 30 pcc_answered 1
+	[ "$(pcc_answer 1)" = "error pce-unavailable" ]
+	grep -q 'Connection refused' "$T/pcc.err"
+	# The PCE comes up: the backoff finds it, answers are paths again.
+	cats-pce -t "$LAB" --insecure --pcep "tcp:127.0.0.1:$PORT" </dev/null \
+	    2>"$T/err" &
+	PCE_PID=$!
+	wait_for 150 grep -q 'session up' "$T/pcc.err"
+	ask_pcc 2
+	wait_for 50 pcc_answered 2
+	[ "$(pcc_answer 2)" = "ok " ]
+	# It goes away: the session ends, requests fail closed.
+	kill "$PCE_PID"
+	wait "$PCE_PID" || true
+	PCE_PID=
+	wait_for 50 grep -q 'session closed' "$T/pcc.err"
+	grep -q 'event=pce-session-closed' "$T/pcc.err"
+	ask_pcc 3
+	wait_for 30 pcc_answered 3
+	[ "$(pcc_answer 3)" = "error pce-unavailable" ]
+	# A peer that accepts and says nothing: --pce-timeout, then an error.
+	socat "TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr" EXEC:"sleep 30" &
+	PCE_PID=$!
+	wait_for 150 sh -c "ss -tn state established | grep -q ':$PORT '"
+	ask_pcc 4
+	wait_for 50 pcc_answered 4
+	[ "$(pcc_answer 4)" = "error pce-unavailable" ]
+	kill -USR1 "$PCC_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/pcc.err"
+	grep '"type":"stats"' "$T/pcc.err" | jq -e '.counters["pce.timeouts"] == 1'
+	kill "$PCE_PID"
+	wait "$PCE_PID" || true
+	PCE_PID=
+	# The end of the input ends the run once everything is answered.
+	exec 7>&-
+	wait "$PCC_PID"
+	PCC_PID=
+	[ "$(dec "$T/pcc.cbor" | jq -s 'map(select(.status == "ok")) | length')" = 1 ]
 }
