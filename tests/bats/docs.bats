@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
-# Docs as tests: every command block of README.md, examples/*/README.md
-# and the EXAMPLES sections of the man pages (and the blocks the pages mark
-# elsewhere) is run exactly as written, extracted from the text by
-# tests/tools/docs_test.py, in a fresh shell (env -i) with the PATH the
+# Docs as tests: every command block of README.md, examples/*/README.md,
+# docs/*.md and the EXAMPLES sections of the man pages (and the blocks the
+# pages mark elsewhere) is run exactly as written, extracted from the text
+# by tests/tools/docs_test.py, in a fresh shell (env -i) with the PATH the
 # text says to set (Markdown) or the installed tools' (man pages), in a
 # scratch copy of the tree whose build/ is the build under test; its
 # standard output is compared with the output the text shows after it.
@@ -45,6 +45,13 @@ docs_run() {
 	docs_run "$TOP/examples/debug/README.md"
 }
 
+@test "docs: docs/*.md run as written" {
+	local f
+	for f in "$TOP"/docs/*.md; do
+		docs_run "$f"
+	done
+}
+
 @test "docs: the EXAMPLES of every man page run as written, their outputs as shown" {
 	local f fails=0
 	for f in "$TOP"/man/*.[1-8]; do
@@ -56,7 +63,7 @@ docs_run() {
 @test "docs: every README and page has its blocks found, and few skipped" {
 	local f n=0
 	for f in "$TOP/README.md" "$TOP"/examples/*/README.md "$TOP"/examples/README.md \
-	    "$TOP"/man/*.[1-8]; do
+	    "$TOP"/docs/*.md "$TOP"/man/*.[1-8]; do
 		python3 "$TOP/tests/tools/docs_test.py" list "$f" >"$T/list"
 		n=$((n + $(grep -c "	skip (" "$T/list" || true)))
 		grep "	skip (" "$T/list" || true

@@ -220,6 +220,8 @@ def cmd_run(path, tree):
     else:
         cwd = os.path.join(tree, 'examples')
         env_path = os.path.join(tree, 'build', 'bin') + ':/usr/bin:/bin'
+    if not os.path.isdir(cwd):
+        raise DocError('%s: no folder %s to run the blocks in' % (path, cwd))
     d = tempfile.mkdtemp(prefix='docs-test.')
     home = os.path.join(d, 'home')
     os.mkdir(home)
