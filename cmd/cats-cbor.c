@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,13 +52,136 @@ open_input(const char *path)
 	return fd;
 }
 
+/*
+ * Live pipelines.  decode and encode keep their output in out and write it
+ * when it is 64 KiB, when the input goes idle (nothing more to read at
+ * once: a record from a slow stream comes out at once), and at the end.
+ * SIGINT and SIGTERM are blocked but while waiting for input or for room
+ * to write: the first one stops the reading, what was decoded is written,
+ * and the tool ends by that signal; a second one ends it at once.
+ */
+static struct cats_buf out;
+static volatile sig_atomic_t stop_sig, stop_count;
+static sigset_t stop_mask;
+
+static void
+on_stop(int sig)
+{
+	stop_sig = sig;
+	stop_count++;
+}
+
+static void
+live_init(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	/* A signal ignored by whoever started us (a background job of a
+	 * script and SIGINT) stays ignored. */
+	struct sigaction old;
+	if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&stop_mask);
+	sigaddset(&stop_mask, SIGINT);
+	sigaddset(&stop_mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop_mask, NULL);
+}
+
+/* The end by the signal that stopped us, as if it had not been caught. */
+static void
+die_by_signal(void)
+{
+	int sig = stop_sig;
+	signal(sig, SIG_DFL);
+	sigprocmask(SIG_UNBLOCK, &stop_mask, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+/* Wait until fd is ready for events, the stop signals deliverable
+ * meanwhile: 1 ready, 0 a signal came. */
+static int
+wait_fd(int fd, short events)
+{
+	struct pollfd pf = { .fd = fd, .events = events };
+	sigset_t none;
+	sigemptyset(&none);
+	for (;;) {
+		int r = ppoll(&pf, 1, NULL, &none);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno == EINTR)
+			return 0;
+		if (r < 0)
+			return 1;	/* let read or write say what is wrong */
+	}
+}
+
+/* Whether fd has input now (or its end, or an error to report). */
+static bool
+input_waiting(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	return poll(&pf, 1, 0) != 0;
+}
+
+static void
+out_flush(void)
+{
+	size_t off = 0;
+	while (off < out.len) {
+		if (!wait_fd(1, POLLOUT)) {
+			if (stop_count > 1)
+				die_by_signal();
+			continue;
+		}
+		/* At most PIPE_BUF after POLLOUT: a pipe takes it whole. */
+		size_t n = out.len - off < 4096 ? out.len - off : 4096;
+		ssize_t w = write(1, out.p + off, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			cats_errorx("write error: %s", strerror(errno));
+			exit(CATS_EXIT_IOERR);
+		}
+		off += (size_t)w;
+	}
+	cats_buf_reset(&out);
+}
+
 static void
 write_out(const void *p, size_t n)
 {
-	if (fwrite(p, 1, n, stdout) != n) {
-		cats_errorx("write error: %s", strerror(errno));
-		exit(CATS_EXIT_IOERR);
+	if (cats_buf_add(&out, p, n) < 0) {
+		cats_errorx("out of memory");
+		exit(CATS_EXIT_FAIL);
 	}
+	if (out.len >= 65536)
+		out_flush();
+}
+
+/* Before a read that may block: write what waits if the input is idle,
+ * then wait for input; false when a stop signal came instead. */
+static bool
+await_input(int fd)
+{
+	if (stop_sig)
+		return false;
+	if (out.len > 0 && !input_waiting(fd))
+		out_flush();
+	return stop_sig == 0 && wait_fd(fd, POLLIN);
+}
+
+/* Write what was decoded and end, after a stop signal. */
+static void
+stop_now(void)
+{
+	out_flush();
+	die_by_signal();
 }
 
 static void
@@ -75,6 +200,8 @@ read_item(struct cats_seq_reader *rd, int fd, const uint8_t **p, size_t *n,
 		int r = cats_seq_next(rd, p, n, e);
 		if (r != CATS_SEQ_NEED || rd->eof)
 			return r;
+		if (!await_input(fd))
+			stop_now();
 		ssize_t got = cats_seq_read_fd(rd, fd);
 		if (got < 0 && errno != EINTR) {
 			cats_errorx("read error: %s", strerror(errno));
@@ -90,6 +217,7 @@ do_decode(const struct opts *o, int fd)
 	const uint8_t *p;
 	size_t n;
 	int bad = 0;
+	live_init();
 	cats_seq_reader_init(&rd, &o->lim);
 	for (;;) {
 		struct cats_err e;
@@ -116,41 +244,81 @@ do_decode(const struct opts *o, int fd)
 		json_decref(j);
 	}
 	cats_seq_reader_free(&rd);
+	out_flush();
 	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+}
+
+/* The next line of fd (with its newline, if it has one) in *line and
+ * *len, valid until the next call; false at the end of the input. */
+static bool
+next_line(int fd, struct cats_buf *in, size_t *start, char **line,
+    size_t *len, bool *eof)
+{
+	for (;;) {
+		char *b = (char *)in->p + *start;
+		size_t left = in->len - *start;
+		char *nl = left ? memchr(b, '\n', left) : NULL;
+		if (nl != NULL || (*eof && left > 0)) {
+			*line = b;
+			*len = nl ? (size_t)(nl - b) + 1 : left;
+			*start += *len;
+			return true;
+		}
+		if (*eof)
+			return false;
+		cats_buf_consume(in, *start);
+		*start = 0;
+		if (!await_input(fd))
+			stop_now();
+		if (cats_buf_reserve(in, 65536) < 0) {
+			cats_errorx("out of memory");
+			exit(CATS_EXIT_FAIL);
+		}
+		ssize_t got = read(fd, in->p + in->len, 65536);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			cats_errorx("read error: %s", strerror(errno));
+			exit(CATS_EXIT_FAIL);
+		}
+		if (got == 0)
+			*eof = true;
+		in->len += (size_t)got;
+	}
 }
 
 static int
 do_encode(const struct opts *o, int fd)
 {
-	FILE *in = fdopen(fd, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	struct cats_buf in = { 0 };
+	size_t start = 0, len;
+	char *line;
+	bool eof = false;
 	uint64_t lineno = 0;
 	int bad = 0;
-	struct cats_buf out = { 0 };
-	if (in == NULL) {
-		cats_errorx("%s", strerror(errno));
-		return CATS_EXIT_FAIL;
-	}
-	while ((len = getline(&line, &cap, in)) > 0) {
+	struct cats_buf rec = { 0 };
+	live_init();
+	while (next_line(fd, &in, &start, &line, &len, &eof)) {
 		lineno++;
 		json_error_t je;
-		char *s = line + strspn(line, " \t\r\n");
-		if (*s == '\0')
+		size_t k = 0;
+		while (k < len && (line[k] == ' ' || line[k] == '\t' ||
+		    line[k] == '\r' || line[k] == '\n'))
+			k++;
+		if (k == len)
 			continue;
-		json_t *j = json_loadb(line, (size_t)len, JSON_DECODE_ANY |
+		json_t *j = json_loadb(line, len, JSON_DECODE_ANY |
 		    JSON_ALLOW_NUL, &je);
 		struct cats_err e;
 		memset(&e, 0, sizeof(e));
-		cats_buf_reset(&out);
+		cats_buf_reset(&rec);
 		if (j == NULL) {
 			cats_errorx("line %" PRIu64 ": %s", lineno, je.text);
-		} else if (cats_json_to_cbor(j, &out, &e) < 0) {
+		} else if (cats_json_to_cbor(j, &rec, &e) < 0) {
 			cats_errorx("line %" PRIu64 ": %s%s%s", lineno, e.field,
 			    e.field[0] ? ": " : "", e.reason);
 		} else {
-			write_out(out.p, out.len);
+			write_out(rec.p, rec.len);
 			json_decref(j);
 			continue;
 		}
@@ -159,8 +327,9 @@ do_encode(const struct opts *o, int fd)
 		if (o->strict)
 			break;
 	}
-	free(line);
-	cats_buf_free(&out);
+	cats_buf_free(&in);
+	cats_buf_free(&rec);
+	out_flush();
 	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
 }
 
@@ -388,15 +557,12 @@ main(int argc, char **argv)
 	if (argc < 1)
 		usage();
 	const char *cmd = argv[0];
-	if (strcmp(cmd, "schema") == 0) {
-		if (argc > 2)
-			usage();
-		return do_schema(argc == 2 ? argv[1] : NULL);
-	}
 	if (argc > 2)
 		usage();
 	int rc;
-	if (strcmp(cmd, "decode") == 0)
+	if (strcmp(cmd, "schema") == 0)
+		rc = do_schema(argc == 2 ? argv[1] : NULL);
+	else if (strcmp(cmd, "decode") == 0)
 		rc = do_decode(&o, open_input(argv[1]));
 	else if (strcmp(cmd, "encode") == 0)
 		rc = do_encode(&o, open_input(argv[1]));

@@ -141,3 +141,55 @@ teardown() { rm -rf "$T"; }
 @test "cbor: --help equals the man page SYNOPSIS" {
 	check_synopsis cats-cbor
 }
+
+# Keep the fifo $1 open at both ends on fd 7 of this shell: what the test
+# writes to fd 7 reaches the reader at once, and the input goes idle
+# (background readers close fd 7, or they would never see its end).
+hold_fifo() {
+	mkfifo "$1"
+	exec 7<>"$1"
+}
+
+@test "cbor: decode and encode write each record of a slow stream at once, not at 4 KiB or the end" {
+	hold_fifo "$T/in"
+	cats-cbor decode <"$T/in" >"$T/out.jsonl" 3>&- 7>&- &
+	pid=$!
+	cats-cbor encode "$TOP/examples/records.jsonl" >"$T/r.cbor"
+	head -c "$(cats-cbor encode <(head -1 "$TOP/examples/records.jsonl") | wc -c)" "$T/r.cbor" >&7
+	# The first record is out while its writer still holds the stream.
+	wait_for 50 test -s "$T/out.jsonl"
+	[ "$(wc -l <"$T/out.jsonl")" = 1 ]
+	kill -0 "$pid"
+	exec 7>&-
+	wait "$pid"
+	# encode alike: one JSON line in, its record out at once.
+	hold_fifo "$T/in2"
+	cats-cbor encode <"$T/in2" >"$T/out.cbor" 3>&- 7>&- &
+	pid=$!
+	head -1 "$TOP/examples/records.jsonl" >&7
+	wait_for 50 test -s "$T/out.cbor"
+	cats-cbor decode "$T/out.cbor" | jq -e 'select(.type == "sci-report")'
+	exec 7>&-
+	wait "$pid"
+}
+
+@test "cbor: SIGTERM and SIGINT write what was decoded, whole lines, then end by the signal" {
+	cats-cbor encode "$TOP/examples/records.jsonl" >"$T/r.cbor"
+	for i in $(seq 200); do cat "$T/r.cbor"; done >"$T/many.cbor"
+	for sig in TERM INT; do
+		# A stream that does not end; SIGINT as a terminal's Ctrl-C
+		# would send it (a background job of a script ignores it).
+		env --default-signal=INT cats-cbor decode \
+			< <(while cat "$T/many.cbor"; do :; done 2>/dev/null 3>&-) \
+			>"$T/out.$sig" 3>&- &
+		pid=$!
+		wait_for 50 test -s "$T/out.$sig"
+		kill -"$sig" "$pid"
+		st=0
+		wait "$pid" || st=$?
+		[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+		# Every line whole and valid, the last one too.
+		[ "$(tail -c 1 "$T/out.$sig" | od -An -tx1 | tr -d ' ')" = 0a ]
+		jq -e . "$T/out.$sig" >/dev/null
+	done
+}
