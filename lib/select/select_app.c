@@ -20,6 +20,7 @@
 #include "base/tool.h"
 #include "net/listener.h"
 #include "rec/json.h"
+#include "rec/recfile.h"
 #include "select/select_app.h"
 
 /* A forwarder connection (or a datagram listener, kept at EOF); lc its
@@ -824,91 +825,37 @@ load_rec(struct cats_sel_app *a, const struct cats_rec *r, int type,
 	return 0;
 }
 
+struct load_ctx {
+	struct cats_sel_app *a;
+	int type;
+	const char *path;
+	struct cats_svc_cat *cat;
+};
+
+static int
+load_one(const struct cats_rec *r, uint64_t index, void *arg)
+{
+	struct load_ctx *x = arg;
+	return load_rec(x->a, r, x->type, index, x->path, x->cat);
+}
+
 /*
- * Load a start-up file: a CBOR Sequence, or JSON Lines (the first byte
- * tells: records are maps, and no CBOR map starts with '{' or a blank).
+ * Load a start-up file (rec/recfile.h: CBOR Sequence or JSON Lines, each
+ * record under the cap before it is parsed, given up after 100 bad ones).
  */
 static int
 load_file(struct cats_sel_app *a, const char *path, int type,
     struct cats_svc_cat *cat)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		cats_errorx("%s: %s", path, strerror(errno));
-		return CATS_EXIT_NOINPUT;
+	struct load_ctx x = { a, type, path, cat };
+	struct cats_recfile_res res;
+	char err[600];
+	if (cats_recfile_load(path, &a->dec, 100, load_one, &x, &res, err,
+	    sizeof(err)) < 0) {
+		cats_errorx("%s", err);
+		return res.opened ? CATS_EXIT_DATAERR : CATS_EXIT_NOINPUT;
 	}
-	uint8_t first = 0;
-	ssize_t got = pread(fd, &first, 1, 0);
-	int bad = 0;
-	uint64_t index = 0;
-	struct cats_rec r;
-	if (got == 1 && (first == '{' || first == ' ' || first == '\n' ||
-	    first == '\t' || first == '\r')) {
-		FILE *f = fdopen(fd, "r");
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t len;
-		while (f != NULL && (len = getline(&line, &cap, f)) > 0) {
-			if (line[strspn(line, " \t\r\n")] == '\0')
-				continue;
-			json_error_t je;
-			struct cats_err e;
-			memset(&e, 0, sizeof(e));
-			json_t *j = json_loadb(line, (size_t)len, 0, &je);
-			if (j == NULL) {
-				cats_errorx("%s: record %" PRIu64
-				    ": not JSON: %s", path, index, je.text);
-				bad++;
-			} else if (cats_rec_from_json(&a->dec, j, &r, &e) < 0) {
-				char msg[400];
-				cats_errorx("%s: %s", path, cats_err_fmt(&e,
-				    index, msg, sizeof(msg)));
-				bad++;
-			} else if (load_rec(a, &r, type, index, path,
-			    cat) < 0) {
-				bad++;
-			}
-			json_decref(j);
-			index++;
-		}
-		free(line);
-		if (f != NULL)
-			fclose(f);
-		else
-			close(fd);
-	} else {
-		struct cats_seq_reader rd;
-		cats_seq_reader_init(&rd, &a->dec.lim);
-		for (;;) {
-			struct cats_err e;
-			memset(&e, 0, sizeof(e));
-			int s = cats_seq_next_rec(&rd, &a->dec, &r, &e);
-			if (s == CATS_SEQ_NEED) {
-				if (rd.eof)
-					break;
-				if (cats_seq_read_fd(&rd, fd) < 0 &&
-				    errno != EINTR) {
-					cats_errorx("%s: %s", path,
-					    strerror(errno));
-					bad++;
-					break;
-				}
-				continue;
-			}
-			if (s == CATS_SEQ_BAD) {
-				char msg[400];
-				cats_errorx("%s: %s", path, cats_err_fmt(&e,
-				    rd.index - 1, msg, sizeof(msg)));
-				bad++;
-			} else if (load_rec(a, &r, type, rd.index - 1, path,
-			    cat) < 0) {
-				bad++;
-			}
-		}
-		cats_seq_reader_free(&rd);
-		close(fd);
-	}
-	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+	return res.bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
 }
 
 static int

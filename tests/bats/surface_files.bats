@@ -62,3 +62,30 @@ refused() {
 	refused 1 "j/journal.0000000000000009: not a regular file (a FIFO)" \
 	    cats-bind --journal j
 }
+
+@test "surface_files: start-up record files: not regular, lines over the cap, endless bad records" {
+	SEL="$DATA/select"
+	grep '"type":"service"' "$SEL/base.jsonl" >svc.jsonl
+	refused 66 "fifo: not a regular file (a FIFO)" \
+	    cats-select --replay --no-auth --services fifo
+	# A line over 4 x the record cap is refused before it is parsed; the
+	# good records around it are loaded.
+	{
+		head -1 svc.jsonl
+		python3 -c 'print("{\"type\":\"service\",\"x\":\"" + "a" * 300000 + "\"}")'
+		tail -n +2 svc.jsonl
+	} >long.jsonl
+	refused 65 "long.jsonl: record 1: a line over 262144 bytes" \
+	    cats-select --replay --no-auth --services long.jsonl
+	[ "$(grep -c 'long.jsonl' err)" -eq 1 ]
+	# 10,000 bad records: given up after 100, 100 lines and one more.
+	python3 -c 'print("{\"type\":\"service\"}\n" * 10000, end="")' >bad.jsonl
+	refused 65 "bad.jsonl: given up after 100 bad records" \
+	    cats-select --replay --no-auth --services bad.jsonl
+	[ "$(wc -l <err)" -le 102 ]
+	# The same in CBOR: maps that are no valid record.
+	python3 -c 'import sys; sys.stdout.buffer.write(b"\xa1\x64type\x67service" * 10000)' >bad.cbor
+	refused 65 "bad.cbor: given up after 100 bad records" \
+	    cats-select --replay --no-auth --services bad.cbor
+	[ "$(wc -l <err)" -le 102 ]
+}
