@@ -255,6 +255,33 @@ main(void)
 
 	cats_listener_free(l);
 	T_OK(nobj == 0, "every connection closed at the end (%d left)", nobj);
+
+	/* A protocol without a hello: quiet ones wait unless crowded. */
+	struct cats_listener_opts q = { .name = "quiet", .max_conns = 8,
+		.max_unauth = 4, .hello_ms = 500, .clock = fake_clock,
+		.hello_when_crowded = true };
+	l = cats_listener_new(base, &q, &cbs, NULL);
+	cats_listener_add(l, lfd, 0);
+	st = cats_listener_stats(l);
+	int qc[3];
+	for (int i = 0; i < 2; i++)
+		qc[i] = connect_to(&ep);
+	spin(base);
+	fake_now += 10000;
+	cats_listener_tick(l);
+	T_OK(st->open == 2 && st->hello_timeouts == 0,
+	    "two quiet ones of a cap of 4 stay past the deadline");
+	qc[2] = connect_to(&ep);
+	spin(base);
+	fake_now += 600;
+	cats_listener_tick(l);
+	T_OK(st->open == 2 && st->hello_timeouts == 1 &&
+	    closed_by_server(qc[0]) && !closed_by_server(qc[1]),
+	    "crowded: the oldest closed at its deadline, down to half the cap");
+	cats_listener_free(l);
+	for (int i = 0; i < 3; i++)
+		close(qc[i]);
+	T_OK(nobj == 0, "all closed");
 	for (int i = 0; i < 16; i++)
 		if (cl[i] >= 0)
 			close(cl[i]);
