@@ -53,7 +53,7 @@ struct damp {
 struct item {
 	struct item *prev, *next;	/* its pending list */
 	struct item *dprev, *dnext;	/* the damped list */
-	struct site *site;		/* the CS-ID it is accounted in */
+	struct site *site;		/* the CS-ID of its current values */
 	struct site *adv_site;		/* the CS-ID it is advertised under */
 	struct vals cur, adv;
 	struct cats_kv *adv_ext;	/* extensions as advertised (owned) */
@@ -61,6 +61,7 @@ struct item {
 	uint8_t list;			/* P_* */
 	int8_t wd;			/* pending withdrawal reason, or -1 */
 	bool adv_valid, accounted, gone, damped, observed;
+	bool adv_acc;			/* adv counted in adv_site's sums */
 	uint8_t held;			/* counted holds of this episode */
 	struct damp d;
 	uint64_t last_sent;
@@ -71,14 +72,16 @@ struct item {
 /* Holds counted once per pending episode. */
 enum { H_INTERVAL = 1, H_WINDOW = 2, H_DAMP = 4 };
 
+/*
+ * A site aggregate (CS-ID): the sums of its entries as advertised, so that
+ * what the C-PS holds for the site always agrees with the entries it holds.
+ */
 struct site {
 	struct site *next;		/* every site, in order of creation */
 	struct site *dnext;		/* the dirty list */
 	struct site *pnext;		/* the pending list */
-	bool dirty, inpend, adv_valid, suppress, damped;
-	uint8_t pend;			/* C_* */
-	struct damp d;
-	struct sma_site_acc acc;
+	bool dirty, inpend, adv_valid;
+	struct sma_site_acc acc;	/* over the advertised entries */
 	struct sma_site_view cur, adv;
 	uint64_t last_sent;
 	char cs_id[];
@@ -208,12 +211,40 @@ pend(struct sma_uc *u, struct item *it, int list)
 	list_add(list == P_CRIT ? &u->crit : &u->routine, it);
 }
 
+static void site_dirty(struct sma_uc *u, struct site *s);
+static void acc(struct site *s, const struct vals *v, int sign);
+
+/* Take the advertised share of an entry out of its site's sums. */
+static void
+adv_unaccount(struct sma_uc *u, struct item *it)
+{
+	if (!it->adv_acc)
+		return;
+	acc(it->adv_site, &it->adv, -1);
+	site_dirty(u, it->adv_site);
+	it->adv_acc = false;
+}
+
+/* ... and put it (back) in: what the C-PS now holds for the entry. */
+static void
+adv_account(struct sma_uc *u, struct item *it)
+{
+	adv_unaccount(u, it);
+	if (!it->adv_valid || it->adv_site == NULL)
+		return;
+	acc(it->adv_site, &it->adv, 1);
+	site_dirty(u, it->adv_site);
+	it->adv_acc = true;
+}
+
 static void
 set_adv(struct sma_uc *u, struct item *it, bool v)
 {
 	if (it->adv_valid != v)
 		u->nadv += v ? 1 : (size_t)-1;
 	it->adv_valid = v;
+	if (!v)
+		adv_unaccount(u, it);
 }
 
 static void
@@ -588,11 +619,6 @@ recompute_reuse(struct sma_uc *u)
 		if (u->reuse_at == 0 || t < u->reuse_at)
 			u->reuse_at = t;
 	}
-	for (struct site *s = u->site_head; s; s = s->next) {
-		uint64_t t = s->damped ? reuse_time(u, &s->d) : 0;
-		if (t != 0 && (u->reuse_at == 0 || t < u->reuse_at))
-			u->reuse_at = t;
-	}
 }
 
 /*
@@ -723,17 +749,10 @@ refresh_item(struct sma_uc *u, struct item *it, const struct sma_entry *e,
 	struct site *s = get_site(u, e->svc->cs_id);
 	struct vals old = it->cur;
 	bool had = it->accounted;
-	if (it->accounted) {
-		acc(it->site, &it->cur, -1);
-		site_dirty(u, it->site);
-		it->accounted = false;
-	}
 	transform(u, e, now, &it->cur);
 	if (s != NULL) {
 		it->site = s;
-		acc(s, &it->cur, 1);
 		it->accounted = true;
-		site_dirty(u, s);
 	}
 	if (had && is_flap(&old, &it->cur))
 		damp_note(u, it, now);
@@ -850,14 +869,18 @@ advertise(struct sma_uc *u, struct item *it, const struct cats_entry *sent,
 		/* Held: the locator, the CS-ID and the extensions too. */
 		struct vals w;
 		worst_of(&it->adv, &it->cur, &w);
+		adv_unaccount(u, it);
 		it->adv = w;
 		it->last_sent = now;
+		adv_account(u, it);
 		return;
 	}
+	adv_unaccount(u, it);
 	it->adv = it->cur;
 	set_adv(u, it, true);
 	it->adv_site = it->site;
 	it->last_sent = now;
+	adv_account(u, it);
 	free_adv_ext(it);
 	if (sent->ext.n > 0) {
 		it->adv_ext = calloc(sent->ext.n, sizeof(*it->adv_ext));
@@ -991,25 +1014,38 @@ send_change(struct sma_uc *u, struct batch *wd, const int *wd_reason,
 	free(tmp);
 }
 
+/* The sites with something to send (pending), taken now. */
+static void min_at(uint64_t *at, uint64_t t);
+
 /*
- * A damped site's view as it may be advertised: the less attractive of
- * adv and cur, field by field (worse health, fewer healthy SCIs, a lower
- * GAS, a higher computing time); the count of SCIs follows cur.
+ * The sites whose aggregate over the advertised entries changed, taken
+ * now: they travel in the record that changed them.
  */
-static void
-site_worst(const struct sma_site_view *a, const struct sma_site_view *c,
-    struct sma_site_view *o)
+static size_t
+take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now)
 {
-	*o = *a;
-	o->total = c->total;
-	if (rank_health(c->health) > rank_health(a->health))
-		o->health = c->health;
-	if (c->healthy < a->healthy)
-		o->healthy = c->healthy;
-	if (c->gas < a->gas)
-		o->gas = c->gas;
-	o->has_ct = a->has_ct && c->has_ct && o->gas > 0;
-	o->ct = o->has_ct ? (a->ct > c->ct ? a->ct : c->ct) : 0;
+	size_t n = 0, cap = 0;
+	struct cats_site *v = NULL;
+	while (u->spend != NULL) {
+		struct site *s = u->spend;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			void *x = realloc(v, nc * sizeof(*v));
+			if (x == NULL)
+				break;
+			v = x;
+			cap = nc;
+		}
+		site_map(s, &s->cur, &v[n++]);
+		s->adv = s->cur;
+		s->adv_valid = true;
+		s->last_sent = now;
+		s->inpend = false;
+		u->spend = s->pnext;
+		s->pnext = NULL;
+	}
+	*out = v;
+	return n;
 }
 
 static bool
@@ -1020,132 +1056,28 @@ same_view(const struct sma_site_view *a, const struct sma_site_view *b)
 	    a->total == b->total;
 }
 
-/* The sites with something to send (pending), taken now. */
-static void min_at(uint64_t *at, uint64_t t);
-
-static size_t
-take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now,
-    uint64_t *next)
-{
-	size_t n = 0, cap = 0;
-	struct cats_site *v = NULL;
-	struct site **pp = &u->spend;
-	uint64_t mi = u->draining ? 0 : u->c->uc.min_interval_ms;
-	while (*pp != NULL) {
-		struct site *s = *pp;
-		bool ready = s->pend == C_CRIT || !u->c->uc.control ||
-		    (!s->suppress && !within_interval(s->last_sent, mi, now));
-		/* A damped site: only what makes it less attractive. */
-		struct sma_site_view w = s->cur;
-		bool held_back = false, damped = false;
-		if (s->damped && u->c->uc.control && s->adv_valid) {
-			site_worst(&s->adv, &s->cur, &w);
-			damped = same_view(&w, &s->adv);
-			held_back = !damped && !same_view(&w, &s->cur);
-		}
-		if (damped)
-			ready = false;
-		if (!ready) {
-			if (!s->suppress && !damped &&
-			    within_interval(s->last_sent, mi, now))
-				min_at(next, s->last_sent + mi + 1);
-			pp = &s->pnext;
-			continue;
-		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			void *x = realloc(v, nc * sizeof(*v));
-			if (x == NULL)
-				break;
-			v = x;
-			cap = nc;
-		}
-		site_map(s, &w, &v[n++]);
-		s->adv = w;
-		s->adv_valid = true;
-		s->last_sent = now;
-		if (held_back) {
-			/* The improvements wait for reuse. */
-			s->pend = C_ROUTINE;
-			pp = &s->pnext;
-			continue;
-		}
-		s->pend = C_NONE;
-		s->inpend = false;
-		*pp = s->pnext;
-		s->pnext = NULL;
-	}
-	*out = v;
-	return n;
-}
-
-/* Sites touched by the change set: their new view against adv. */
+/*
+ * Sites whose sums changed: their view against what was sent.  A site has
+ * no thresholds, interval, windows or dampening of its own: it follows
+ * its entries as they are advertised (cats-sma(1) Site aggregation).
+ */
 static void
 sites_commit(struct sma_uc *u, uint64_t now)
 {
-	const struct sma_uc_conf *k = &u->c->uc;
+	(void)now;
 	while (u->dirty != NULL) {
 		struct site *s = u->dirty;
 		u->dirty = s->dnext;
 		s->dnext = NULL;
 		s->dirty = false;
-		int was = s->cur.health;
-		bool had = s->adv_valid;
 		sma_site_view_of(&s->acc, &s->cur);
-		if (had && was != s->cur.health && k->control &&
-		    k->damp != SMA_DAMP_OFF &&
-		    damp_add(u, &s->d, "cs", s->cs_id, now) && !s->damped) {
-			char b[CATS_ID + 1];
-			s->damped = true;
-			u->st.damped++;
-			u->st.damp_suppressed++;
-			cats_audit("damp", "cs=%s penalty=%.0f action=suppress "
-			    "reuse_at=%" PRIu64, cats_safe(s->cs_id, b,
-			    sizeof(b)), s->d.penalty, reuse_time(u, &s->d));
-			recompute_reuse(u);
-		} else if (s->damped) {
-			recompute_reuse(u);
-		}
-		s->suppress = false;
-		if (u->pol != NULL) {
-			struct sma_pmetrics m;
-			struct sma_pout po;
-			memset(&m, 0, sizeof(m));
-			struct sma_pctx ctx = { .entry = false, .cs_id = s->cs_id,
-				.has_site = true, .site_gas = s->cur.gas,
-				.site_ct = s->cur.ct, .site_has_ct = s->cur.has_ct,
-				.site_healthy = s->cur.healthy,
-				.site_total = s->cur.total,
-				.site_health = s->cur.health, .now = now };
-			sma_policy_eval(u->pol, &m, &ctx, &po);
-			s->suppress = po.suppress;
-		}
-		if (!allowed(u, s->cs_id))
+		if (!allowed(u, s->cs_id) ||
+		    (s->adv_valid && same_view(&s->cur, &s->adv)))
 			continue;
-		int cls = C_NONE;
-		const struct sma_site_view *c = &s->cur, *a = &s->adv;
-		if (!s->adv_valid || c->health != a->health ||
-		    c->healthy != a->healthy || c->total != a->total)
-			cls = C_CRIT;
-		else if (c->has_ct != a->has_ct ||
-		    beyond(a->gas, c->gas, k->gas_ppm, k->gas_abs) ||
-		    beyond(a->ct, c->ct, k->ct_ppm, 0))
-			cls = C_ROUTINE;
-		else if (memcmp(c, a, sizeof(*c)) != 0)
-			cls = k->control ? C_NONE : C_ROUTINE;
-		if (cls == C_NONE)
-			continue;
-		if (cls > s->pend)
-			s->pend = (uint8_t)cls;
 		if (!s->inpend) {
 			s->inpend = true;
 			s->pnext = u->spend;
 			u->spend = s;
-		}
-		if (cls == C_ROUTINE) {
-			uint64_t due = now + k->batch_ms;
-			if (u->routine_at == 0 || due < u->routine_at)
-				u->routine_at = due;
 		}
 	}
 }
@@ -1218,21 +1150,18 @@ flush_critical(struct sma_uc *u, uint64_t now)
 		build_entry(u, it, false, false, e);
 		unpend(u, it);
 	}
-	/* Sites ride along; a critical site change goes on its own. */
-	bool crit_site = !control;
-	for (struct site *s = u->spend; s != NULL && !crit_site; s = s->pnext)
-		crit_site = s->pend == C_CRIT;
+	/*
+	 * What is sent is what the C-PS holds: the sites follow, over the
+	 * advertised entries, in the last record of the change.
+	 */
+	for (size_t i = 0; i < delta.n; i++)
+		advertise(u, delta.who[i], &delta.v[i], now);
 	struct cats_site *sites = NULL;
-	size_t ns = 0;
-	uint64_t later = 0;
-	if (wd.n > 0 || delta.n > 0 || crit_site)
-		ns = take_sites(u, &sites, now, &later);
-	min_at(&u->routine_at, later);
+	sites_commit(u, now);
+	size_t ns = take_sites(u, &sites, now);
 	if (wd.n > 0 || delta.n > 0 || ns > 0)
 		send_change(u, &wd, reasons, &delta, sites, ns, SNAP_PART,
 		    SMA_UC_CRITICAL, now);
-	for (size_t i = 0; i < delta.n; i++)
-		advertise(u, delta.who[i], &delta.v[i], now);
 	while (gone != NULL) {
 		struct item *n = gone->next;
 		gone->next = NULL;
@@ -1327,14 +1256,11 @@ flush_routine(struct sma_uc *u, uint64_t now)
 		if (batch_add(&ready, it, &e) < 0)
 			break;
 	}
-	struct cats_site *sites = NULL;
-	size_t ns = take_sites(u, &sites, now, &next);
 	size_t off = 0;
-	bool blocked = false;
-	while (off < ready.n || (off == 0 && ready.n == 0 && ns > 0)) {
+	while (off < ready.n) {
 		if (!take_token(u, now)) {
 			u->st.sup_bucket++;
-			blocked = true;
+			min_at(&next, u->token_at);
 			break;
 		}
 		size_t take = ready.n - off > k->batch_max ? k->batch_max :
@@ -1345,42 +1271,34 @@ flush_routine(struct sma_uc *u, uint64_t now)
 			if (under_load && it->cur.exthash != 0)
 				u->st.omitted++;
 		}
-		bool last = off + take == ready.n;
-		struct cats_rec r;
-		head(u, &r, CATS_OP_DELTA, now);
-		r.u.metric.entries.v = ready.v + off;
-		r.u.metric.entries.n = take;
-		if (last && ns > 0) {
-			r.u.metric.sites.v = sites;
-			r.u.metric.sites.n = ns > SNAP_PART ? SNAP_PART : ns;
-		}
-		send(u, &r, SMA_UC_ROUTINE);
+		/* The sites these entries changed travel with them. */
 		for (size_t i = 0; i < take; i++) {
 			struct item *it = ready.who[off + i];
 			advertise(u, it, &ready.v[off + i], now);
 			unpend(u, it);
 		}
-		off += take;
-		if (last)
-			break;
-	}
-	if (blocked) {
-		/* The sites taken wait with the entries for the token. */
-		for (size_t i = 0; i < ns; i++) {
-			struct site *s = cats_htab_get(&u->sites,
-			    cats_hash_str(sites[i].cs_id), site_eq,
-			    sites[i].cs_id);
-			if (s != NULL && !s->inpend) {
-				s->pend = C_ROUTINE;
-				s->inpend = true;
-				s->pnext = u->spend;
-				u->spend = s;
+		struct cats_site *sites = NULL;
+		sites_commit(u, now);
+		size_t ns = take_sites(u, &sites, now), soff = 0;
+		struct cats_rec r;
+		head(u, &r, CATS_OP_DELTA, now);
+		r.u.metric.entries.v = ready.v + off;
+		r.u.metric.entries.n = take;
+		do {
+			size_t st = ns - soff > SNAP_PART ? SNAP_PART : ns - soff;
+			if (soff > 0) {
+				head(u, &r, CATS_OP_DELTA, now);
+				r.u.metric.entries.n = 0;
 			}
-		}
-		min_at(&next, u->token_at);
+			r.u.metric.sites.v = sites + soff;
+			r.u.metric.sites.n = st;
+			send(u, &r, SMA_UC_ROUTINE);
+			soff += st;
+		} while (soff < ns);
+		free(sites);
+		off += take;
 	}
 	u->routine_at = next;
-	free(sites);
 	batch_free(&ready);
 	cats_arena_reset(&u->arena);
 	if (u->crit.n > 0)
@@ -1527,19 +1445,11 @@ on_withdraw(struct sma_uc *u, const struct sma_event *ev)
 		return;
 	bool known = it->accounted || it->adv_valid;
 	struct vals old = it->cur;
-	if (it->accounted) {
-		acc(it->site, &it->cur, -1);
-		site_dirty(u, it->site);
-		it->accounted = false;
-	}
+	it->accounted = false;
 	transform(u, e, ev->now, &it->cur);
 	if (ev->reason == SMA_WD_FAILED) {
 		it->site = get_site(u, e->svc->cs_id);
-		if (it->site != NULL) {
-			acc(it->site, &it->cur, 1);
-			it->accounted = true;
-			site_dirty(u, it->site);
-		}
+		it->accounted = it->site != NULL;
 	} else if (ev->reason != SMA_WD_MOVED) {
 		it->gone = true;
 	}
@@ -1615,14 +1525,9 @@ int
 sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 {
 	size_t ne = u->core ? sma_count(u->core) : 0, ns = 0;
-	for (struct site *s = u->site_head; s; s = s->next)
-		ns++;
 	struct batch b = { 0 };
-	struct cats_site *sites = calloc(ns ? ns : 1, sizeof(*sites));
+	struct cats_site *sites = NULL;
 	int rc = -1;
-	if (sites == NULL)
-		goto out;
-	sites_commit(u, now);
 	u->snapgen++;
 	for (const struct sma_svc *v = u->core ? sma_services(u->core) :
 	    NULL; v; v = v->next) {
@@ -1669,6 +1574,22 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 			dead[nd++] = it;
 		}
 	}
+	/* What the snapshot says is what the C-PS holds: the sites are
+	 * the sums of it. */
+	for (size_t i = 0; i < b.n; i++) {
+		struct item *it = b.who[i];
+		if (!held(u, it))
+			advertise(u, it, &b.v[i], now);
+	}
+	for (size_t i = 0; i < nd; i++)
+		item_free(u, dead[i]);
+	free(dead);
+	dead = NULL;
+	nd = 0;
+	for (struct site *s = u->site_head; s; s = s->next)
+		ns++;
+	if ((sites = calloc(ns ? ns : 1, sizeof(*sites))) == NULL)
+		goto out;
 	size_t j = 0;
 	for (const struct sma_svc *v = u->core ? sma_services(u->core) :
 	    NULL; v && j < ns; v = v->next) {
@@ -1682,9 +1603,9 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 		s->last_sent = now;
 	}
 	ns = j;
+	sites_commit(u, now);
 	u->spend = NULL;
 	for (struct site *s = u->site_head; s; s = s->next) {
-		s->pend = C_NONE;
 		s->inpend = false;
 		s->pnext = NULL;
 	}
@@ -1715,14 +1636,6 @@ sma_uc_snapshot(struct sma_uc *u, uint64_t now, int op)
 		if (send(u, &r, SMA_UC_SNAPSHOT) < 0)
 			rc = -1;
 	}
-	for (size_t i = 0; i < b.n; i++) {
-		struct item *it = b.who[i];
-		if (!held(u, it))
-			advertise(u, it, &b.v[i], now);
-	}
-	for (size_t i = 0; i < nd; i++)
-		item_free(u, dead[i]);
-	free(dead);
 	u->st.last_full = now;
 	schedule_heartbeat(u, now);
 out:
@@ -1743,15 +1656,14 @@ sma_uc_seed(struct sma_uc *u, uint64_t now)
 			if (it == NULL)
 				continue;
 			struct site *s = get_site(u, v->cs_id);
-			if (it->accounted)
-				acc(it->site, &it->cur, -1);
 			transform(u, e, now, &it->cur);
 			it->site = s;
-			acc(s, &it->cur, 1);
 			it->accounted = true;
+			adv_unaccount(u, it);
 			it->adv = it->cur;
-			set_adv(u, it, it->cur.state != CATS_SCI_FAILED);
 			it->adv_site = s;
+			set_adv(u, it, it->cur.state != CATS_SCI_FAILED);
+			adv_account(u, it);
 			it->last_sent = 0;
 		}
 	}
@@ -1760,7 +1672,11 @@ sma_uc_seed(struct sma_uc *u, uint64_t now)
 		s->adv = s->cur;
 		s->adv_valid = true;
 	}
-	(void)now;
+	u->dirty = NULL;
+	for (struct site *s = u->site_head; s; s = s->next) {
+		s->dirty = false;
+		s->dnext = NULL;
+	}
 }
 
 int
@@ -1814,17 +1730,6 @@ reuse(struct sma_uc *u, uint64_t now)
 		else if (cls == C_ROUTINE && it->list == P_NONE)
 			pend(u, it, P_ROUTINE);
 		if (cls == C_ROUTINE)
-			min_at(&u->routine_at, now);
-	}
-	for (struct site *s = u->site_head; s; s = s->next) {
-		if (!s->damped || reuse_time(u, &s->d) > now)
-			continue;
-		s->damped = false;
-		u->st.damped--;
-		u->st.damp_reused++;
-		cats_audit("damp", "cs=%s penalty=%.0f action=reuse",
-		    cats_safe(s->cs_id, b, sizeof(b)), decayed(u, &s->d, now));
-		if (s->inpend)
 			min_at(&u->routine_at, now);
 	}
 	recompute_reuse(u);

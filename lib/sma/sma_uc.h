@@ -32,6 +32,10 @@
  * last advertised leaves while the entry is suppressed.  Observe mode
  * computes and audits the penalties and holds nothing.
  *
+ * Sites: a site aggregate is the sum of its entries as advertised (what
+ * the C-PS holds) and travels in the record that changed it; it has no
+ * thresholds, interval, windows or dampening of its own.
+ *
  * Heartbeat: a full snapshot (op heartbeat) every `heartbeat`, jittered;
  * with refresh on (or auto and the C-PS said it takes them) a refresh
  * record instead, and a full heartbeat every full-every-th time.  Records
