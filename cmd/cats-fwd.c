@@ -28,11 +28,12 @@ static const char usage_text[] =
     "usage: cats-fwd --id ID [--client PORT] [--core PORT] [--site PORT]\n"
     "         [--select ENDPOINT] [--bind ENDPOINT] [--key FILE]\n"
     "         [--peer-keys FILE] [--src4 ADDR] [--src6 ADDR]\n"
-    "         [--sid ADDR]... [--owns PREFIX]... [--return ID=ADDR]...\n"
+    "         [--sid ADDR]... [--label N]... [--explicit-null]\n"
+    "         [--owns PREFIX]... [--return ID=ADDR|ID=mpls:LABEL[/LABEL]...]...\n"
     "         [--service CSID=ADDR]...\n"
     "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
     "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
-    "         [--tenant NAME] [--dataplane srv6|ipip|ip] [--mtu N]\n"
+    "         [--tenant NAME] [--dataplane srv6|srmpls|ipip|ip] [--mtu N]\n"
     "         [--flow-label on|off]\n"
     "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
@@ -192,6 +193,27 @@ need_ip(const char *s, struct cats_ip *ip, const char *what)
 	}
 }
 
+/* The label stack of --return ID=mpls:LABEL[/LABEL]..., top first. */
+static void
+need_labels(const char *s, struct cats_fwd_ret *rt)
+{
+	char buf[256], *save = NULL;
+	if (cats_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
+		usage(CATS_EXIT_USAGE);
+	for (char *t = strtok_r(buf, "/", &save); t != NULL;
+	    t = strtok_r(NULL, "/", &save)) {
+		if (rt->nlabels == CATS_ARRAY_LEN(rt->labels)) {
+			cats_errorx("--return: at most %zu labels",
+			    CATS_ARRAY_LEN(rt->labels));
+			exit(CATS_EXIT_USAGE);
+		}
+		rt->labels[rt->nlabels++] = (uint32_t)cats_opt_u64("--return",
+		    t, CATS_MPLS_FIRST, CATS_MPLS_MAX);
+	}
+	if (rt->nlabels == 0)
+		usage(CATS_EXIT_USAGE);
+}
+
 static void
 add_service(const char *arg, bool intercept)
 {
@@ -254,7 +276,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
-	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL };
+	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -263,6 +285,7 @@ static const struct option longopts[] = {
 	{ "core", required_argument, NULL, O_CORE },
 	{ "dataplane", required_argument, NULL, O_DP },
 	{ "epoch", required_argument, NULL, O_EPOCH },
+	{ "explicit-null", no_argument, NULL, O_XNULL },
 	{ "fast-path", no_argument, NULL, O_FAST },
 	{ "flow-label", required_argument, NULL, O_FLOWLABEL },
 	{ "help", no_argument, NULL, 'h' },
@@ -271,6 +294,7 @@ static const struct option longopts[] = {
 	{ "intercept", required_argument, NULL, O_INTERCEPT },
 	{ "jumbo-core", no_argument, NULL, O_JUMBO },
 	{ "key", required_argument, NULL, O_KEY },
+	{ "label", required_argument, NULL, O_LABEL },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "mode-b", required_argument, NULL, O_MODEB },
 	{ "mtu", required_argument, NULL, O_MTU },
@@ -377,6 +401,15 @@ main(int argc, char **argv)
 		case O_OWNS:
 			add_prefix(optarg);
 			break;
+		case O_LABEL:
+			if (cf.nlabels == CATS_ARRAY_LEN(cf.labels))
+				usage(CATS_EXIT_USAGE);
+			cf.labels[cf.nlabels++] = (uint32_t)cats_opt_u64("--label",
+			    optarg, CATS_MPLS_FIRST, CATS_MPLS_MAX);
+			break;
+		case O_XNULL:
+			cf.fc.explicit_null = true;
+			break;
 		case O_RETURN: {
 			char *eq = strchr(optarg, '=');
 			if (eq == NULL || eq == optarg ||
@@ -388,7 +421,10 @@ main(int argc, char **argv)
 			}
 			*eq = '\0';
 			cf.ret[cf.nret].id = optarg;
-			need_ip(eq + 1, &cf.ret[cf.nret].addr, "return");
+			if (strncmp(eq + 1, "mpls:", 5) == 0)
+				need_labels(eq + 6, &cf.ret[cf.nret]);
+			else
+				need_ip(eq + 1, &cf.ret[cf.nret].addr, "return");
 			cf.nret++;
 			break;
 		}
@@ -440,7 +476,7 @@ main(int argc, char **argv)
 		case O_DP:
 			cf.dataplane = cats_enum_index(cats_dataplane_names,
 			    optarg, strlen(optarg));
-			if (cf.dataplane < 0 || cf.dataplane == CATS_DP_SRMPLS)
+			if (cf.dataplane < 0)
 				usage(CATS_EXIT_USAGE);
 			break;
 		case O_MTU:
@@ -525,6 +561,11 @@ main(int argc, char **argv)
 	if (optind != argc || cf.id == NULL || core == NULL ||
 	    (client == NULL && site == NULL)) {
 		cats_errorx("--id, --core and --client or --site are required");
+		usage(CATS_EXIT_USAGE);
+	}
+	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0) {
+		cats_errorx("--dataplane srmpls: a TUN device carries IP only; "
+		    "the core port must be af_packet");
 		usage(CATS_EXIT_USAGE);
 	}
 	cats_log_verbosity(verbose);

@@ -2,6 +2,9 @@
  * fuzz_pkt.c - libFuzzer target for the packet parser and rewriter
  * (lib/fwd/pkt.c): parse, then rewrite, encapsulate, decapsulate, segment and
  * answer with ICMP; a packet whose checksums were right must stay right.
+ * The input is also taken as an SR-MPLS packet (labels popped, the inner
+ * packet parsed), and encapsulated in SR-MPLS and popped again; every flow
+ * label is 20 bits and not 0.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,14 @@ ref_sum(const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Odd labels are ours (the others someone else's). */
+static bool
+odd_ours(uint32_t label, void *arg)
+{
+	(void)arg;
+	return label & 1;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,6 +51,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&m, 0, sizeof(m));
 	cats_tlv_parse(data, size, &m);
 	memcpy(p, data, size);
+	uint32_t fl = cats_flow_label(p, size);
+	if (fl == 0 || fl > 0xfffff)
+		abort();
+	uint8_t *mi;
+	size_t mn;
+	if (cats_mpls_pop(p, size, odd_ours, NULL, &mi, &mn) == 0) {
+		if (mi < p || mi + mn != p + size || (mi[0] >> 4 != 4 &&
+		    mi[0] >> 4 != 6))
+			abort();
+		cats_pkt_parse(&pk, mi, mn);
+		memcpy(p, data, size);
+	}
 	if (cats_pkt_parse(&pk, p, size) != 0)
 		return 0;
 	bool ok = cats_pkt_csum_ok(&pk);
@@ -98,5 +121,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    &ilen, osrc) == 0 && o.srh_off == 0 && ilen != pk.len)
 			abort();	/* decap(encap(x)) != x */
 	}
+	/* SR-MPLS: what is pushed pops again to the same packet. */
+	memset(&e, 0, sizeof(e));
+	e.kind = CATS_ENC_MPLS;
+	e.nlabels = (unsigned)(size % 5);
+	e.explicit_null = e.nlabels == 0 || (size & 4);
+	for (unsigned i = 0; i < e.nlabels; i++)
+		e.labels[i] = 16 + 2 * (uint32_t)(size + i) + 1;
+	len = pk.len;
+	q = pk.p;
+	if (cats_encap_push(&e, &q, &len, 1) == 0 && (cats_mpls_pop(q, len,
+	    odd_ours, NULL, &inner, &ilen) != 0 || inner != pk.p ||
+	    ilen != pk.len))
+		abort();	/* pop(push(x)) != x */
 	return 0;
 }

@@ -62,10 +62,14 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	    out->kind == CATS_PORT_TUN ||
 	    (d == CATS_DIR_IN_FWD && b->keys[d].tenant != w->tenant_h))
 		return CATS_FWDP_FP_NEVER;
+	/* SR-MPLS is user space's, both ways. */
+	if ((enc != NULL && enc->kind == CATS_ENC_MPLS) ||
+	    (d == CATS_DIR_IN_REV && b->rkind == CATS_DP_SRMPLS) ||
+	    (d == CATS_DIR_EG_FWD && b->fkind == CATS_DP_SRMPLS))
+		return CATS_FWDP_FP_NEVER;
 	/* The egress learns the return tunnel from the first forward packet,
 	 * in user space. */
-	if (d >= CATS_DIR_EG_FWD && b->renc.kind != CATS_ENC_NONE &&
-	    b->renc.nsids == 0 && b->renc.outer_af == 0)
+	if (d >= CATS_DIR_EG_FWD && !cats_encap_ready(&b->renc))
 		return CATS_FWDP_FP_LATER;
 	if (!out->has_peer)
 		return CATS_FWDP_FP_LATER;

@@ -391,8 +391,8 @@ is_me(const struct cats_fwd *t, const char *s)
 
 static int
 build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
-    const struct cats_arr_ip *sids, const struct cats_ip *dst,
-    const struct cats_ip *src, bool *learn)
+    const struct cats_arr_ip *sids, const struct cats_arr_u64 *labels,
+    const struct cats_ip *dst, const struct cats_ip *src, bool *learn)
 {
 	memset(e, 0, sizeof(*e));
 	*learn = false;
@@ -400,6 +400,25 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 	switch (kind) {
 	case CATS_DP_IP:
 		e->kind = CATS_ENC_NONE;
+		return 0;
+	case CATS_DP_SRMPLS:
+		/* The label stack as the binding names it (a record's forward
+		 * half always has one); the return path's is configured
+		 * (--return), or with an explicit null and none the ingress
+		 * is the next hop. */
+		e->kind = CATS_ENC_MPLS;
+		e->explicit_null = t->c.explicit_null;
+		if (t->c.no_mpls || (labels != NULL &&
+		    labels->n > CATS_PKT_MAX_SIDS))
+			return -1;
+		for (size_t i = 0; labels != NULL && i < labels->n; i++) {
+			if (labels->v[i] < CATS_MPLS_FIRST ||
+			    labels->v[i] > CATS_MPLS_MAX)
+				return -1;
+			e->labels[i] = (uint32_t)labels->v[i];
+		}
+		e->nlabels = labels != NULL ? (unsigned)labels->n : 0;
+		*learn = e->nlabels == 0 && !e->explicit_null;
 		return 0;
 	case CATS_DP_SRV6:
 		e->kind = CATS_ENC_SRV6;
@@ -429,7 +448,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 		}
 		break;
 	default:
-		return -1;	/* SR-MPLS is not supported by cats-fwd */
+		return -1;
 	}
 	if (src != NULL && src->af != 0) {
 		if (e->outer_af && src->af != e->outer_af)
@@ -464,7 +483,11 @@ return_tunnel(const struct cats_fwd *t, struct cats_fbind *b,
 	if (rt == NULL)
 		return;
 	struct cats_encap *e = &b->renc;
-	if (e->kind == CATS_ENC_SRV6 && rt->addr.af == 6 && t->c.has_src6) {
+	if (e->kind == CATS_ENC_MPLS && rt->nlabels > 0) {
+		memcpy(e->labels, rt->labels, sizeof(e->labels));
+		e->nlabels = rt->nlabels;
+	} else if (e->kind == CATS_ENC_SRV6 && rt->addr.af == 6 &&
+	    t->c.has_src6) {
 		memcpy(e->sids[0], rt->addr.a, 16);
 		e->nsids = 1;
 		e->outer_af = 6;
@@ -503,15 +526,16 @@ bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r
 	b->restore_port = CATS_HAS(v, BRV, restore_port) ?
 	    (uint16_t)v->restore_port : 0;
 	bool learn;
+	b->fkind = (uint8_t)f->encap;
+	b->rkind = (uint8_t)(CATS_HAS(v, BRV, encap) ? v->encap : f->encap);
 	if (b->ingress && build_encap(t, &b->enc, f->encap, &f->sids,
-	    &f->tunnel_dst, &f->tunnel_src, &learn) < 0)
+	    &f->labels, &f->tunnel_dst, &f->tunnel_src, &learn) < 0)
 		return -1;
 	if (b->ingress && learn)
 		return -1;
 	if (b->egress) {
-		int rk = CATS_HAS(v, BRV, encap) ? v->encap : f->encap;
-		if (build_encap(t, &b->renc, rk, &v->sids, &v->tunnel_dst,
-		    NULL, &b->renc_learn) < 0)
+		if (build_encap(t, &b->renc, b->rkind, &v->sids, NULL,
+		    &v->tunnel_dst, NULL, &b->renc_learn) < 0)
 			return -1;
 		if (b->renc_learn)
 			return_tunnel(t, b, v->owner ? v->owner : r->ingress);
@@ -687,8 +711,8 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 		nb.tcp = b->tcp;
 		nb.tcp_fin = b->tcp_fin;
 		/* A learned return tunnel survives a refresh that names none. */
-		if (nb.renc_learn && b->renc_learn && b->renc.nsids +
-		    b->renc.outer_af)
+		if (nb.renc_learn && b->renc_learn && b->renc.kind ==
+		    nb.renc.kind && cats_encap_ready(&b->renc))
 			nb.renc = b->renc;
 		*b = nb;
 		if (rekey(t, b) < 0) {

@@ -93,6 +93,7 @@ struct cats_fbind {
 	uint64_t id, version, epoch, txn;
 	uint64_t idle_ms, hard_ms, installed, last;
 	bool ingress, egress;
+	uint8_t fkind, rkind;		/* CATS_DP_* forward and reverse */
 	uint8_t tcp;			/* enum cats_tcps (TCP, tracked) */
 	uint8_t tcp_fin;		/* CATS_TCP_FIN_* seen */
 	struct cats_fkey keys[CATS_DIR__N];
@@ -123,6 +124,8 @@ struct cats_fbind {
 struct cats_fwd_ret {
 	const char *id;			/* the ingress's node id */
 	struct cats_ip addr;		/* its SRv6 SID or tunnel endpoint */
+	uint32_t labels[CATS_PKT_MAX_SIDS];	/* or its SR-MPLS label stack */
+	unsigned nlabels;
 };
 
 struct cats_fwd_conf {
@@ -150,6 +153,12 @@ struct cats_fwd_conf {
 	uint64_t tcp_ms[CATS_TCPS__N];
 	/* Outer IPv6 flow labels are 0 instead of the inner flow's. */
 	bool flowlabel_off;
+	/*
+	 * SR-MPLS: pushed label stacks end with an explicit null; no_mpls:
+	 * the core cannot carry MPLS (a TUN device), such bindings are
+	 * refused.
+	 */
+	bool explicit_null, no_mpls;
 };
 
 enum {

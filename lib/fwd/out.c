@@ -14,7 +14,14 @@ void
 cats_out_ip(struct cats_fwdp *w, struct cats_port *pt, const uint8_t *ip,
     size_t len)
 {
-	int r = cats_port_send(pt, ip, len);
+	cats_out_l2(w, pt, ip, len, ip[0] >> 4);
+}
+
+void
+cats_out_l2(struct cats_fwdp *w, struct cats_port *pt, const uint8_t *ip,
+    size_t len, int l2)
+{
+	int r = cats_port_send_l2(pt, ip, len, l2);
 	if (r == -2)
 		w->drop_pkt[CATS_DROP_TOO_BIG]++;
 	else if (r < 0)
@@ -53,6 +60,14 @@ l3l4_hdr(const struct cats_pkt *pk)
 	return h;
 }
 
+/* The link type of packet p after encapsulation enc (or none). */
+static int
+enc_l2(const struct cats_encap *enc, const uint8_t *p)
+{
+	return enc != NULL && enc->kind == CATS_ENC_MPLS ? CATS_L2_MPLS :
+	    p[0] >> 4;
+}
+
 /*
  * Write a packet straight into a transmit frame of port pt: fill(arg, q,
  * room) writes the IP packet at q (at most room bytes) and returns its
@@ -78,7 +93,7 @@ tx_fill(struct cats_fwdp *w, struct cats_port *pt, const struct cats_encap *enc,
 		w->drop_pkt[r]++;
 		return;
 	}
-	cats_port_l2(pt, d, q[0] >> 4);
+	cats_port_l2(pt, d, enc_l2(enc, q));
 	cats_port_tx_commit(pt, f, len, NULL);
 }
 
@@ -133,7 +148,7 @@ out_segments(struct cats_fwdp *w, struct cats_port *pt, struct cats_pkt *pk,
 		size_t len = cats_tso_seg(&t, i, p, CATS_FWDP_SEG_STRIDE);
 		if (len > 0 && (enc == NULL || cats_encap_push(enc, &p, &len,
 		    w->ipid++) == 0))
-			cats_out_ip(w, pt, p, len);
+			cats_out_l2(w, pt, p, len, enc_l2(enc, p));
 	}
 }
 
@@ -202,7 +217,7 @@ cats_out_encap(struct cats_fwdp *w, const struct cats_encap *enc,
 		w->drop_pkt[r]++;
 		return;
 	}
-	cats_out_ip(w, pt, p, len);
+	cats_out_l2(w, pt, p, len, enc_l2(enc, p));
 }
 
 /*

@@ -91,6 +91,9 @@ port_role(struct cats_fwdp *w, struct cats_port *pt, int role)
 		w->client = pt;
 	else if (role == CATS_PORT_CORE)
 		w->core = pt;
+	/* A TUN device carries IP only: no SR-MPLS through it. */
+	if (role == CATS_PORT_CORE)
+		w->tab.c.no_mpls = w->cf.fc.no_mpls || pt->kind == CATS_PORT_TUN;
 	else if (role == CATS_PORT_SITE)
 		w->site = pt;
 }
@@ -534,7 +537,7 @@ static void
 learn_return(struct cats_fwdp *w, struct cats_fbind *b,
     const uint8_t *outer_src, uint8_t outer_af)
 {
-	if (!b->renc_learn || b->renc.nsids != 0 || b->renc.outer_af != 0)
+	if (!b->renc_learn || outer_af == 0 || cats_encap_ready(&b->renc))
 		return;
 	if (b->renc.kind == CATS_ENC_SRV6 && outer_af == 6) {
 		memcpy(b->renc.sids[0], outer_src, 16);
@@ -630,8 +633,7 @@ on_site(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
 		debug_pkt(w, "no reverse binding", pk);
 		return;
 	}
-	if (b->renc.kind != CATS_ENC_NONE && b->renc.nsids == 0 &&
-	    b->renc.outer_af == 0) {
+	if (!cats_encap_ready(&b->renc)) {
 		w->ctr[CATS_FC_drop_no_return_path]++;
 		return;
 	}
@@ -696,6 +698,64 @@ on_core_icmp(struct cats_fwdp *w, const struct cats_pkt *pk, uint64_t now)
 	return true;
 }
 
+static bool
+is_label(uint32_t label, void *arg)
+{
+	const struct cats_fwdp *w = arg;
+	for (size_t i = 0; i < w->cf.nlabels; i++)
+		if (w->cf.labels[i] == label)
+			return true;
+	return false;
+}
+
+void
+cats_fwdp_mpls(struct cats_fwdp *w, uint8_t *p, size_t len,
+    const struct cats_rxmeta *m, uint64_t now)
+{
+	uint8_t *inner;
+	size_t ilen;
+	struct cats_pkt pk;
+	w->now = now;
+	int r = cats_mpls_pop(p, len, is_label, w, &inner, &ilen);
+	if (r == 0)
+		r = cats_pkt_parse(&pk, inner, ilen);
+	if (r) {
+		w->drop_pkt[r]++;
+		return;
+	}
+	on_core_inner(w, &pk, NULL, 0, m, now);
+}
+
+/*
+ * A plain IP packet on the core of a flow bound with SR-MPLS: its last
+ * label was popped one hop before (penultimate hop popping, the SR-MPLS
+ * default without an explicit null).  Handled as decapsulated; false when
+ * it is no such flow's.
+ */
+static bool
+on_core_php(struct cats_fwdp *w, struct cats_pkt *pk,
+    const struct cats_rxmeta *m, uint64_t now)
+{
+	struct cats_fkey k;
+	struct cats_fbind *b = NULL;
+	if (w->client != NULL) {
+		cats_fkey_from_pkt(&k, pk, CATS_DIR_IN_REV, 0);
+		b = cats_fwd_lookup(&w->tab, &k);
+		if (b != NULL && b->rkind != CATS_DP_SRMPLS)
+			b = NULL;
+	}
+	if (b == NULL && w->site != NULL) {
+		cats_fkey_from_pkt(&k, pk, CATS_DIR_EG_FWD, 0);
+		b = cats_fwd_lookup(&w->tab, &k);
+		if (b != NULL && b->fkind != CATS_DP_SRMPLS)
+			b = NULL;
+	}
+	if (b == NULL)
+		return false;
+	on_core_inner(w, pk, NULL, 0, m, now);
+	return true;
+}
+
 void
 cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
     const struct cats_rxmeta *m, uint64_t now)
@@ -743,6 +803,9 @@ cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
 	if ((roles & CATS_PORT_CORE) && (pk.proto == 1 || pk.proto == 58) &&
 	    on_core_icmp(w, &pk, now))
 		return;
+	if ((roles & CATS_PORT_CORE) && pk.proto != 4 && pk.proto != 41 &&
+	    on_core_php(w, &pk, m, now))
+		return;
 	if (roles & CATS_PORT_CORE)
 		w->drop_pkt[(pk.proto == 4 || pk.proto == 41) ?
 		    CATS_DROP_NOT_OURS : CATS_DROP_NOT_TUNNEL]++;
@@ -775,6 +838,10 @@ cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
 		pt->peer_moved |= pt->has_peer;
 		memcpy(pt->peer, f + 6, 6);
 		pt->has_peer = true;
+	}
+	if (et == 0x8847 && (pt->roles & CATS_PORT_CORE)) {
+		cats_fwdp_mpls(w, f + 14, len - 14, &m, now);
+		return;
 	}
 	if (et != 0x0800 && et != 0x86dd) {
 		w->ctr[CATS_FC_ignored]++;

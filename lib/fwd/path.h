@@ -77,6 +77,8 @@ struct cats_fwdp_conf {
 	size_t nsvc;
 	struct cats_ip sids[16];
 	size_t nsids;
+	uint32_t labels[16];		/* SR-MPLS labels popped at the core */
+	size_t nlabels;
 	struct cats_prefix owns[16];
 	size_t nowns;
 	struct cats_fwd_ret ret[64];
@@ -167,6 +169,9 @@ int cats_fwdp_open_ports(struct cats_fwdp *w, unsigned ring_frames,
 
 /* One IP packet ip[0..len) received on m->in (ip has headroom before it). */
 void cats_fwdp_packet(struct cats_fwdp *w, uint8_t *ip, size_t len,
+    const struct cats_rxmeta *m, uint64_t now);
+/* One MPLS packet (label stack first) received on m->in, a core port. */
+void cats_fwdp_mpls(struct cats_fwdp *w, uint8_t *p, size_t len,
     const struct cats_rxmeta *m, uint64_t now);
 /*
  * One frame of a receive ring (link header first): the link header judged

@@ -12,6 +12,9 @@
 /* Send one IP packet out of pt (counted: tx_full, drop too-big). */
 void cats_out_ip(struct cats_fwdp *w, struct cats_port *pt, const uint8_t *ip,
     size_t len);
+/* The same for a packet of link type l2 (port.h: an MPLS label stack). */
+void cats_out_l2(struct cats_fwdp *w, struct cats_port *pt, const uint8_t *ip,
+    size_t len, int l2);
 /* Encapsulate the (already rewritten) packet pk and send it to the core. */
 void cats_out_encap(struct cats_fwdp *w, const struct cats_encap *enc,
     struct cats_pkt *pk, const struct cats_rxmeta *m, uint64_t now);

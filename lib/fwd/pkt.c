@@ -10,7 +10,7 @@ const char *const cats_drop_names[] = {
 	"none", "truncated", "bad_version", "bad_length", "bad_hdr_csum",
 	"fragment", "too_many_ext", "bad_option", "bad_srh", "unknown_proto",
 	"ttl", "too_big", "no_room", "not_tunnel", "not_ours",
-	"segments_left", NULL
+	"segments_left", "bad_mpls", NULL
 };
 
 static inline uint16_t
@@ -857,9 +857,61 @@ cats_encap_overhead(const struct cats_encap *e)
 		return 40 + 8 + 16 * (size_t)e->nsids;
 	case CATS_ENC_IPIP:
 		return e->outer_af == 4 ? 20 : 40;
+	case CATS_ENC_MPLS:
+		return 4 * ((size_t)e->nlabels + e->explicit_null);
 	default:
 		return 0;
 	}
+}
+
+static void
+wr_label(uint8_t *o, uint32_t label, uint8_t tc, bool bottom, uint8_t ttl)
+{
+	uint32_t v = label << 12 | (uint32_t)(tc & 7) << 9 |
+	    (uint32_t)bottom << 8 | ttl;
+	o[0] = (uint8_t)(v >> 24);
+	o[1] = (uint8_t)(v >> 16);
+	o[2] = (uint8_t)(v >> 8);
+	o[3] = (uint8_t)v;
+}
+
+int
+cats_mpls_pop(uint8_t *p, size_t len, bool (*ours)(uint32_t, void *),
+    void *arg, uint8_t **inner, size_t *inner_len)
+{
+	size_t off = 0;
+	int fam = 0;
+	for (unsigned n = 0;; n++) {
+		if (n >= CATS_PKT_MAX_SIDS + 2)
+			return CATS_DROP_BAD_MPLS;
+		if (len - off < 4)
+			return CATS_DROP_TRUNCATED;
+		uint32_t v = rd32(p + off);
+		uint32_t label = v >> 12;
+		bool bottom = (v >> 8) & 1;
+		if ((v & 0xff) == 0)
+			return CATS_DROP_TTL;
+		off += 4;
+		if (label == CATS_MPLS_IPV4_NULL || label == CATS_MPLS_IPV6_NULL) {
+			fam = label == CATS_MPLS_IPV4_NULL ? 4 : 6;
+		} else if (label == CATS_MPLS_ELI && !bottom) {
+			/* The entropy label under it goes with it. */
+			if (len - off < 4)
+				return CATS_DROP_TRUNCATED;
+			bottom = (rd32(p + off) >> 8) & 1;
+			off += 4;
+		} else if (label < CATS_MPLS_FIRST || !ours(label, arg)) {
+			return CATS_DROP_NOT_OURS;
+		}
+		if (bottom)
+			break;
+	}
+	if (len == off || ((p[off] >> 4) != 4 && (p[off] >> 4) != 6) ||
+	    (fam && (p[off] >> 4) != fam))
+		return CATS_DROP_BAD_MPLS;
+	*inner = p + off;
+	*inner_len = len - off;
+	return 0;
 }
 
 int
@@ -873,15 +925,27 @@ cats_encap_push(const struct cats_encap *e, uint8_t **pp, size_t *lenp,
 	if (e->kind == CATS_ENC_SRV6 && (e->nsids == 0 ||
 	    e->nsids > CATS_PKT_MAX_SIDS))
 		return CATS_DROP_BAD_SRH;
+	if (e->kind == CATS_ENC_MPLS && (e->nlabels > CATS_PKT_MAX_SIDS ||
+	    (e->nlabels == 0 && !e->explicit_null)))
+		return CATS_DROP_BAD_MPLS;
 	if (oh > CATS_PKT_HEADROOM)
 		return CATS_DROP_NO_ROOM;
-	if (len + oh > 65535 + (e->outer_af == 6 ? 40 : 0))
+	if (len + oh > 65535 + (e->outer_af == 6 || e->kind == CATS_ENC_MPLS ?
+	    40 : 0))
 		return CATS_DROP_TOO_BIG;
 	uint8_t inner = (in[0] >> 4) == 4 ? 4 : 41;
 	uint8_t tos = inner == 4 ? in[1] : (uint8_t)(rd16(in) >> 4);
 	uint8_t hl = e->hop_limit ? e->hop_limit : 64;
 	uint8_t *o = in - oh;
-	if (e->kind == CATS_ENC_IPIP && e->outer_af == 4) {
+	if (e->kind == CATS_ENC_MPLS) {
+		uint8_t tc = tos >> 5;
+		for (unsigned i = 0; i < e->nlabels; i++)
+			wr_label(o + 4 * i, e->labels[i], tc, i + 1 == e->nlabels &&
+			    !e->explicit_null, hl);
+		if (e->explicit_null)
+			wr_label(o + 4 * e->nlabels, inner == 4 ?
+			    CATS_MPLS_IPV4_NULL : CATS_MPLS_IPV6_NULL, tc, true, hl);
+	} else if (e->kind == CATS_ENC_IPIP && e->outer_af == 4) {
 		memset(o, 0, 20);
 		o[0] = 0x45;
 		o[1] = tos;

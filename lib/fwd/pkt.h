@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define CATS_PKT_MAX_EXT	8	/* IPv6 extension headers walked */
-#define CATS_PKT_MAX_SIDS	16	/* SRv6 segments */
+#define CATS_PKT_MAX_SIDS	16	/* SRv6 segments, SR-MPLS labels */
 #define CATS_PKT_HEADROOM	(40 + 8 + 16 * CATS_PKT_MAX_SIDS)
 #define CATS_PKT_CSID_MAX	64
 #define CATS_OPT_CATS		0x1E	/* the CATS Request option type */
@@ -55,6 +55,7 @@ enum cats_drop {
 	CATS_DROP_NOT_TUNNEL,	/* not an encapsulation this forwarder ends */
 	CATS_DROP_NOT_OURS,	/* outer destination is not a local SID */
 	CATS_DROP_SEGMENTS_LEFT,	/* SRH still has segments to visit */
+	CATS_DROP_BAD_MPLS,	/* label stack without bottom, too long, no IP */
 	CATS_DROP__N
 };
 extern const char *const cats_drop_names[];
@@ -187,14 +188,33 @@ int cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
 /* Encapsulation headers. */
 struct cats_encap {
 	int kind;		/* CATS_ENC_* */
-	uint8_t outer_af;	/* IPIP: 4 or 6; SRv6: 6 */
+	uint8_t outer_af;	/* IPIP: 4 or 6; SRv6: 6; SR-MPLS: 0 */
 	uint8_t src[16], dst[16];	/* outer src; IPIP destination */
 	uint8_t sids[CATS_PKT_MAX_SIDS][16];	/* SRv6, first segment first */
 	unsigned nsids;
 	uint8_t hop_limit;	/* 0: 64 */
 	bool flowlabel;		/* IPv6 outer: label of the inner flow */
+	/* SR-MPLS: the label stack, top first, and an explicit null
+	 * (0 for IPv4, 2 for IPv6, RFC 3032) below it. */
+	uint32_t labels[CATS_PKT_MAX_SIDS];
+	unsigned nlabels;
+	bool explicit_null;
 };
-enum { CATS_ENC_NONE, CATS_ENC_IPIP, CATS_ENC_SRV6 };
+enum { CATS_ENC_NONE, CATS_ENC_IPIP, CATS_ENC_SRV6, CATS_ENC_MPLS };
+#define CATS_MPLS_IPV4_NULL	0
+#define CATS_MPLS_IPV6_NULL	2
+#define CATS_MPLS_ELI		7	/* entropy label indicator (RFC 6790) */
+#define CATS_MPLS_FIRST		16	/* the first unreserved label */
+#define CATS_MPLS_MAX		1048575
+
+/* Does e know where to send to (SRv6 SIDs, a tunnel, labels)? */
+static inline bool
+cats_encap_ready(const struct cats_encap *e)
+{
+	return e->kind == CATS_ENC_NONE || (e->kind == CATS_ENC_SRV6 ?
+	    e->nsids > 0 : e->kind == CATS_ENC_IPIP ? e->outer_af != 0 :
+	    e->nlabels > 0 || e->explicit_null);
+}
 
 /*
  * The flow label of an outer IPv6 header from the inner flow (RFC 6438):
@@ -221,6 +241,26 @@ size_t cats_encap_overhead(const struct cats_encap *e);
  */
 int cats_encap_push(const struct cats_encap *e, uint8_t **p, size_t *len,
     uint16_t ipid);
+
+/*
+ * SR-MPLS (RFC 8660) on the wire, an MPLS unicast frame's payload (RFC
+ * 3032): the label stack, each entry label (20 bits), traffic class (3),
+ * bottom of stack (1), TTL (8), then the IP packet.  cats_encap_push()
+ * writes the labels with TTL 64 (the pipe model of RFC 3443, as the SRv6
+ * outer hop limit) and the traffic class of the inner DSCP's class
+ * selector (its top 3 bits), S on the last entry.
+ *
+ * Pop the label stack of p[0..len): every label must be the forwarder's
+ * own (ours(label, arg)), an explicit null, or an entropy label indicator
+ * and the entropy label after it (RFC 6790), down to the bottom of the
+ * stack; then *inner and *inner_len describe the IP packet.  Returns 0, or
+ * CATS_DROP_NOT_OURS (a label of someone else), CATS_DROP_TRUNCATED,
+ * CATS_DROP_TTL (a TTL of 0), CATS_DROP_BAD_MPLS (more than
+ * CATS_PKT_MAX_SIDS + 2 entries, or what is under the stack is no IP
+ * packet, or not of the family an explicit null named).
+ */
+int cats_mpls_pop(uint8_t *p, size_t len, bool (*ours)(uint32_t, void *),
+    void *arg, uint8_t **inner, size_t *inner_len);
 
 /*
  * Decapsulate a parsed outer packet (IP-in-IP, IPv6-in-IP, or IPv6 + SRH

@@ -134,8 +134,8 @@ cats_port_l2(const struct cats_port *pt, uint8_t *d, int ipv)
 	else
 		memset(d, 0xff, 6);
 	memcpy(d + 6, pt->mac, 6);
-	d[12] = ipv == 4 ? 0x08 : 0x86;
-	d[13] = ipv == 4 ? 0x00 : 0xdd;
+	d[12] = ipv == 4 ? 0x08 : ipv == CATS_L2_MPLS ? 0x88 : 0x86;
+	d[13] = ipv == 4 ? 0x00 : ipv == CATS_L2_MPLS ? 0x47 : 0xdd;
 }
 
 /* ---- transmit ---- */
@@ -203,18 +203,25 @@ cats_port_tx_commit(struct cats_port *pt, uint8_t *f, size_t len,
 int
 cats_port_send(struct cats_port *pt, const uint8_t *ip, size_t len)
 {
+	return cats_port_send_l2(pt, ip, len, ip[0] >> 4);
+}
+
+int
+cats_port_send_l2(struct cats_port *pt, const uint8_t *ip, size_t len, int l2)
+{
 	if (pt->kind == CATS_PORT_FAKE) {
 		struct cats_port_sent *s = malloc(sizeof(*s) + len);
 		if (s == NULL)
 			return -1;
 		s->next = NULL;
 		s->len = len;
+		s->l2 = l2;
 		memcpy(s->ip, ip, len);
 		*pt->sent_tail = s;
 		pt->sent_tail = &s->next;
 		pt->nsent++;
 	} else if (pt->kind == CATS_PORT_TUN) {
-		if (write(pt->txfd, ip, len) < 0)
+		if (l2 == CATS_L2_MPLS || write(pt->txfd, ip, len) < 0)
 			return -1;
 	} else {
 		if (len + 14 > pt->txfsz - TX_OFF)
@@ -223,7 +230,7 @@ cats_port_send(struct cats_port *pt, const uint8_t *ip, size_t len)
 		if (f == NULL)
 			return -1;
 		uint8_t *d = f + TX_OFF;
-		cats_port_l2(pt, d, ip[0] >> 4);
+		cats_port_l2(pt, d, l2);
 		memcpy(d + 14, ip, len);
 		cats_port_tx_commit(pt, f, len, NULL);
 		return 0;

@@ -24,10 +24,18 @@
 enum { CATS_PORT_CLIENT = 1, CATS_PORT_CORE = 2, CATS_PORT_SITE = 4 };
 enum { CATS_PORT_PACKET, CATS_PORT_TUN, CATS_PORT_FAKE };
 
-/* One packet kept by a fake port: its IP bytes. */
+/*
+ * What a frame carries after its link header, by the value the link
+ * header functions take: 4 or 6 (IP, as the version nibble says), or an
+ * MPLS label stack (ethertype 0x8847).
+ */
+#define CATS_L2_MPLS	0x47
+
+/* One packet kept by a fake port: its bytes and what they are. */
 struct cats_port_sent {
 	struct cats_port_sent *next;
 	size_t len;
+	int l2;			/* 4, 6 or CATS_L2_MPLS */
 	uint8_t ip[];
 };
 
@@ -105,7 +113,8 @@ void cats_port_sent_free(struct cats_port *pt);
 /* The MTU of an interface by name, 0 if unknown. */
 uint32_t cats_port_if_mtu(const char *name);
 
-/* The link header toward the port's peer (broadcast while unknown). */
+/* The link header toward the port's peer (broadcast while unknown), of
+ * type ipv: 4, 6 or CATS_L2_MPLS. */
 void cats_port_l2(const struct cats_port *pt, uint8_t *d, int ipv);
 
 /*
@@ -130,6 +139,10 @@ size_t cats_port_tx_room(const struct cats_port *pt);
  * -2 when it does not fit a transmit frame.
  */
 int cats_port_send(struct cats_port *pt, const uint8_t *ip, size_t len);
+/* The same for a packet of link type l2 (CATS_L2_MPLS: a TUN device
+ * cannot carry it, -1). */
+int cats_port_send_l2(struct cats_port *pt, const uint8_t *p, size_t len,
+    int l2);
 /*
  * Send a TCP super-packet through the port's vnet-header socket with the
  * virtio-net header vh (the queued frames first).  0 or -1.

@@ -26,7 +26,7 @@ enum { FC_CTL, FC_IN, FC_OUT, FC_DROP, FC_COUNT, FC_REQUEST, FC_STATUS,
 
 struct fc_line {
 	int kind;
-	char port[8];		/* client, core, site */
+	char port[16];		/* client, core, site; core:mpls */
 	uint8_t *pkt;		/* in, out */
 	size_t len;
 	char *text;		/* ctl JSON, drop/count name, key=value list */
@@ -244,7 +244,27 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 			cf.fc.tcp_off = true;
 		else if (strcmp(o, "flow-label=off") == 0)
 			cf.fc.flowlabel_off = true;
-		else if (strncmp(o, "tcp-timeout=", 12) == 0) {
+		else if (strncmp(o, "label=", 6) == 0)
+			cf.labels[cf.nlabels++] = (uint32_t)atoi(o + 6);
+		else if (strcmp(o, "explicit-null") == 0)
+			cf.fc.explicit_null = true;
+		else if (strncmp(o, "return=", 7) == 0 && strchr(o + 7, '=')) {
+			/* return=ID=mpls:L/L... or return=ID=ADDR */
+			static char ids[4][32];
+			struct cats_fwd_ret *rt = &cf.ret[cf.nret];
+			const char *eq = strchr(o + 7, '=');
+			snprintf(ids[cf.nret], sizeof(ids[0]), "%.*s",
+			    (int)(eq - o - 7), o + 7);
+			rt->id = ids[cf.nret++];
+			if (strncmp(eq + 1, "mpls:", 5) == 0) {
+				for (const char *q = eq + 6; *q; q++)
+					if (q == eq + 6 || q[-1] == '/')
+						rt->labels[rt->nlabels++] =
+						    (uint32_t)atoi(q);
+			} else {
+				cats_ip_parse(eq + 1, strlen(eq + 1), &rt->addr);
+			}
+		} else if (strncmp(o, "tcp-timeout=", 12) == 0) {
 			char err[256];
 			if (cats_tcp_timeout_parse(&cf.fc, o + 12, err,
 			    sizeof(err)) < 0) {
@@ -275,11 +295,20 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 	return 0;
 }
 
+/* The port of a fixture's port name (core:mpls: the core). */
 static inline struct cats_port *
 fc_port(struct cats_fwdp *w, const char *name)
 {
-	return strcmp(name, "client") == 0 ? w->client : strcmp(name,
-	    "core") == 0 ? w->core : strcmp(name, "site") == 0 ? w->site : NULL;
+	return strcmp(name, "client") == 0 ? w->client : strncmp(name,
+	    "core", 4) == 0 && (name[4] == '\0' || strcmp(name + 4, ":mpls") ==
+	    0) ? w->core : strcmp(name, "site") == 0 ? w->site : NULL;
+}
+
+/* Does a port name say the bytes are an MPLS label stack (core:mpls)? */
+static inline bool
+fc_mpls(const char *name)
+{
+	return strstr(name, ":mpls") != NULL;
 }
 
 /* Apply a ctl line: a record from JSON through the one decoder. */
@@ -315,7 +344,10 @@ fc_in(struct cats_fwdp *w, const struct fc_line *l, uint64_t now)
 	static uint8_t room[CATS_PKT_HEADROOM + FC_PKT];
 	struct cats_rxmeta m = { .in = fc_port(w, l->port) };
 	memcpy(room + CATS_PKT_HEADROOM, l->pkt, l->len);
-	cats_fwdp_packet(w, room + CATS_PKT_HEADROOM, l->len, &m, now);
+	if (fc_mpls(l->port))
+		cats_fwdp_mpls(w, room + CATS_PKT_HEADROOM, l->len, &m, now);
+	else
+		cats_fwdp_packet(w, room + CATS_PKT_HEADROOM, l->len, &m, now);
 }
 
 /*
@@ -437,7 +469,7 @@ fc_check(struct cats_fwdp *w, const struct fcase *c,
 		int k = 0;
 		for (int i = 0; i < c->nl; i++) {
 			const struct fc_line *l = &c->l[i];
-			if (l->kind != FC_OUT || strcmp(l->port, pn) != 0)
+			if (l->kind != FC_OUT || fc_port(w, l->port) != pt)
 				continue;
 			k++;
 			if (s == NULL) {
@@ -450,6 +482,13 @@ fc_check(struct cats_fwdp *w, const struct fcase *c,
 				printf("#   %s: packet %d out of %s differs\n",
 				    c->name, k, pn);
 				fc_hexdiff(s->ip, s->len, l->pkt, l->len);
+				ok = false;
+			}
+			if ((s->l2 == CATS_L2_MPLS) != fc_mpls(l->port)) {
+				printf("#   %s: packet %d out of %s: %s, expected "
+				    "%s\n", c->name, k, pn, s->l2 ==
+				    CATS_L2_MPLS ? "MPLS" : "IP",
+				    fc_mpls(l->port) ? "MPLS" : "IP");
 				ok = false;
 			}
 			s = s->next;

@@ -128,16 +128,23 @@ run(struct cats_fwd_fast *f, const uint8_t *fr, size_t n, uint8_t *out,
 	return run_gso(f, fr, n, out, outn, 0);
 }
 
-/* Frame an IP packet behind a link header of its family. */
+/* Frame an IP packet behind a link header of its family (l2: 4, 6, or
+ * CATS_L2_MPLS for a label stack). */
 static size_t
-frame(uint8_t *fr, const uint8_t *ip, size_t len)
+frame_l2(uint8_t *fr, const uint8_t *ip, size_t len, int l2)
 {
 	memset(fr, 0, 12);
 	fr[0] = 2;
-	fr[12] = (ip[0] >> 4) == 4 ? 0x08 : 0x86;
-	fr[13] = (ip[0] >> 4) == 4 ? 0x00 : 0xdd;
+	fr[12] = l2 == 4 ? 0x08 : l2 == CATS_L2_MPLS ? 0x88 : 0x86;
+	fr[13] = l2 == 4 ? 0x00 : l2 == CATS_L2_MPLS ? 0x47 : 0xdd;
 	memcpy(fr + 14, ip, len);
 	return len + 14;
+}
+
+static size_t
+frame(uint8_t *fr, const uint8_t *ip, size_t len)
+{
+	return frame_l2(fr, ip, len, ip[0] >> 4);
 }
 
 static void
@@ -234,7 +241,8 @@ fx_setup(struct cats_fwd_fast *f, struct fx *x, const char *name)
 	const struct fc_line *l = &x->c.l[last];
 	x->in = fc_port(&x->w, l->port);
 	x->len = l->len;
-	x->n = frame(x->fr, l->pkt, l->len);
+	x->n = frame_l2(x->fr, l->pkt, l->len, fc_mpls(l->port) ? CATS_L2_MPLS :
+	    l->pkt[0] >> 4);
 	memcpy(x->fr, x->in->mac, 6);
 	memcpy(x->fr + 6, x->in->peer, 6);
 	return 0;
@@ -297,7 +305,7 @@ fx_lib(struct fx *x, const uint8_t *fr, size_t n, uint8_t *exp, uint16_t ipid)
 	if (sent != 1)
 		return 0;
 	const struct cats_port_sent *s = out->sent;
-	cats_port_l2(out, exp, s->ip[0] >> 4);
+	cats_port_l2(out, exp, s->l2);
 	memcpy(exp + 14, s->ip, s->len);
 	return s->len + 14;
 }

@@ -16,6 +16,7 @@ from scapy.all import (ICMP, IP, TCP, UDP, IPv6, ICMPv6DestUnreach,
                        ICMPv6PacketTooBig, ICMPv6TimeExceeded, IPv6ExtHdrDestOpt,
                        IPv6ExtHdrHopByHop, IPv6ExtHdrSegmentRouting,
                        HBHOptUnknown, Raw, GRE)
+from scapy.contrib.mpls import MPLS
 
 CLI4, CLI6 = "192.0.2.10", "2001:db8:c1::10"
 SVC4, SVC6 = "203.0.113.100", "2001:db8:100::100"
@@ -137,6 +138,21 @@ def ipip(inner, src, dst, ipid=0, fl=True):
                  Raw(inner))
 
 
+def mpls(inner, labels, xnull=False, ttl=64, tc=None):
+    """An SR-MPLS packet: the labels (top first), an explicit null under
+    them (xnull), the traffic class the inner DSCP's class selector, TTL
+    64 (cats-fwd(1), RFC 3032), bottom of stack on the last entry."""
+    if tc is None:
+        tc = tos_of(inner) >> 5
+    stack = list(labels) + ([0 if inner[0] >> 4 == 4 else 2] if xnull
+                            else [])
+    b = b""
+    for i, lb in enumerate(stack):
+        b += bytes(MPLS(label=lb, cos=tc, s=int(i == len(stack) - 1),
+                        ttl=ttl))[:4]
+    return b + inner
+
+
 def icmp_err(kind, src, pkt, mtu=0):
     """The forwarder's ICMP error about pkt (pkt.h cats_pkt_icmp_error)."""
     if pkt[0] >> 4 == 4:
@@ -177,7 +193,7 @@ def flow(proto, src, dst, sport=None, dport=None):
 
 
 def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
-            sids=(ESID,), tunnel=None, port=None, rev_sids=(ISID,),
+            sids=(ESID,), labels=None, tunnel=None, port=None, rev_sids=(ISID,),
             rev_tunnel=None, rev_encap=None, loc=None, cli=None, svc=None,
             idle=None):
     cli = cli or (CLI4 if af == 4 else CLI6)
@@ -187,6 +203,8 @@ def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
            "encap": encap}
     if encap == "srv6" and sids:
         fwd["sids"] = list(sids)
+    if labels is not None:
+        fwd["labels"] = list(labels)
     if tunnel:
         fwd["tunnel_dst"] = tunnel
     if port:
@@ -836,6 +854,152 @@ case("tcp_eg_reopen", "TCP tracking at the egress: a SYN on a closed "
      expect=E_HS_OUT + E_CLOSE_OUT + [out("site", rewrite(e_syn)),
                                       count("tcp_reopened"),
                                       count("tcp_syn_sent")])
+
+# ---- SR-MPLS ----
+
+ELBL, ILBL, CORE_LBL = 16002, 16001, 16100
+MB = dict(encap="srmpls", labels=(ELBL,), rev_sids=())
+case("in_udp4_mpls", "SR-MPLS: destination rewritten, the binding's label "
+     "pushed (TTL 64, bottom of stack), out as MPLS",
+     acts=[ctl(binding(**MB)), pin("client", u4)],
+     expect=[out("core:mpls", mpls(rewrite(u4, dst=LOC4), [ELBL])),
+             count("fwd_pkts")])
+case("in_udp6_mpls", "SR-MPLS, IPv6 inner",
+     acts=[ctl(binding(af=6, **MB)), pin("client", u6)],
+     expect=[out("core:mpls", mpls(rewrite(u6, dst=LOC6), [ELBL]))])
+case("in_udp4_mpls_3labels", "SR-MPLS: a stack of three, top first",
+     acts=[ctl(binding(encap="srmpls", labels=(CORE_LBL, 16200, ELBL),
+                       rev_sids=())), pin("client", u4)],
+     expect=[out("core:mpls", mpls(rewrite(u4, dst=LOC4),
+                                   [CORE_LBL, 16200, ELBL]))])
+u4ef = udp(4, CLI4, SVC4, 4000, 53, tos=0xb8)
+case("in_udp4_mpls_tc", "SR-MPLS: the traffic class is the inner DSCP's "
+     "class selector (EF: 5)",
+     acts=[ctl(binding(**MB)), pin("client", u4ef)],
+     expect=[out("core:mpls", mpls(rewrite(u4ef, dst=LOC4), [ELBL]))])
+case("in_mpls_explicit_null4", "--explicit-null: an IPv4 explicit null "
+     "under the stack", opts=["explicit-null"],
+     acts=[ctl(binding(**MB)), pin("client", u4)],
+     expect=[out("core:mpls", mpls(rewrite(u4, dst=LOC4), [ELBL],
+                                   xnull=True))])
+case("in_mpls_explicit_null6", "--explicit-null: an IPv6 explicit null",
+     opts=["explicit-null"], acts=[ctl(binding(af=6, **MB)),
+                                   pin("client", u6)],
+     expect=[out("core:mpls", mpls(rewrite(u6, dst=LOC6), [ELBL],
+                                   xnull=True))])
+case("in_mpls_reserved_label", "a reserved label (below 16) in the stack: "
+     "refused; the flow's packet is a miss",
+     acts=[ctl(binding(encap="srmpls", labels=(3,), rev_sids=())),
+           pin("client", u4)],
+     expect=[status("event=failed reason=bad-binding"),
+             count("bindings_refused"), request("mode=none held=1")])
+s4m = tcp(4, CLI4, SVC4, 40000, 80, "S", mss=1460)
+case("mss_clamp_mpls", "SR-MPLS: a SYN's MSS clamped to 1500 - 4 - 40",
+     acts=[ctl(binding(proto=6, sport=40000, dport=80, **MB)),
+           pin("client", s4m)],
+     expect=[out("core:mpls", mpls(rewrite(s4m, dst=LOC4, mss=1456), [ELBL])),
+             count("mss_clamped")])
+rm4 = udp(4, LOC4, CLI4, 53, 4000)
+case("rev_mpls_restore4", "SR-MPLS return to the ingress's label: popped, "
+     "the source restored, out to the client", opts=["label=%d" % ILBL],
+     acts=[ctl(binding(**MB)), pin("core:mpls", mpls(rm4, [ILBL]))],
+     expect=[out("client", rewrite(rm4, src=SVC4)), count("rev_pkts")])
+case("rev_mpls_php", "SR-MPLS return whose last label the hop before "
+     "popped: a plain IP packet of the bound flow on the core",
+     acts=[ctl(binding(**MB)), pin("core", rm4)],
+     expect=[out("client", rewrite(rm4, src=SVC4)), count("rev_pkts")])
+case("rev_srv6_plain_refused", "a plain IP packet on the core of a flow "
+     "bound with SRv6 is no tunnel packet", acts=[ctl(binding()),
+                                                 pin("core", rm4)],
+     expect=[drop("drop_not_tunnel")])
+em4 = rewrite(u4, dst=LOC4, ttl_dec=1)
+case("eg_mpls_deliver4", "the egress pops its label and delivers",
+     role="egress", opts=["label=%d" % ELBL],
+     acts=[ctl(binding(**MB)), pin("core:mpls", mpls(em4, [ELBL]))],
+     expect=[out("site", rewrite(em4)), count("eg_fwd_pkts")])
+em6 = rewrite(u6, dst=LOC6, ttl_dec=1)
+case("eg_mpls_deliver6", "the egress pops its label, IPv6 inner",
+     role="egress", opts=["label=%d" % ELBL],
+     acts=[ctl(binding(af=6, **MB)), pin("core:mpls", mpls(em6, [ELBL]))],
+     expect=[out("site", rewrite(em6))])
+case("eg_mpls_explicit_null", "an explicit null under the egress's label",
+     role="egress", opts=["label=%d" % ELBL],
+     acts=[ctl(binding(**MB)), pin("core:mpls", mpls(em4, [ELBL],
+                                                     xnull=True))],
+     expect=[out("site", rewrite(em4))])
+case("eg_mpls_null_only", "an explicit null alone (the hop before popped "
+     "the egress's label)", role="egress", opts=["label=%d" % ELBL],
+     acts=[ctl(binding(**MB)), pin("core:mpls", mpls(em4, [], xnull=True))],
+     expect=[out("site", rewrite(em4))])
+case("eg_mpls_php", "a plain IP packet of a flow bound with SR-MPLS "
+     "(penultimate hop popping)", role="egress",
+     acts=[ctl(binding(**MB)), pin("core", em4)],
+     expect=[out("site", rewrite(em4)), count("eg_fwd_pkts")])
+case("eg_mpls_unbound_owned", "no binding: an owned destination is "
+     "delivered as for SRv6", role="egress", opts=["label=%d" % ELBL],
+     acts=[pin("core:mpls", mpls(em4, [ELBL]))],
+     expect=[out("site", rewrite(em4)), count("eg_unbound")])
+case("eg_mpls_not_ours", "a label that is not the egress's", role="egress",
+     opts=["label=%d" % ELBL], acts=[pin("core:mpls", mpls(em4, [16999]))],
+     expect=[drop("drop_not_ours")])
+case("eg_mpls_entropy", "an entropy label indicator and entropy label "
+     "(RFC 6790) under the egress's label are popped too", role="egress",
+     opts=["label=%d" % ELBL],
+     acts=[ctl(binding(**MB)),
+           pin("core:mpls", bytes(MPLS(label=ELBL, s=0, ttl=60))[:4] +
+               bytes(MPLS(label=7, s=0, ttl=0))[:4] +
+               bytes(MPLS(label=12345, s=1, ttl=0))[:4] + em4)],
+     expect=[drop("drop_ttl")])
+case("eg_mpls_entropy_ok", "entropy labels popped, delivered", role="egress",
+     opts=["label=%d" % ELBL],
+     acts=[ctl(binding(**MB)),
+           pin("core:mpls", bytes(MPLS(label=ELBL, s=0, ttl=60))[:4] +
+               bytes(MPLS(label=7, s=0, ttl=60))[:4] +
+               bytes(MPLS(label=12345, s=1, ttl=60))[:4] + em4)],
+     expect=[out("site", rewrite(em4))])
+case("eg_mpls_ttl0", "a label with TTL 0", role="egress",
+     opts=["label=%d" % ELBL], acts=[pin("core:mpls", mpls(em4, [ELBL],
+                                                           ttl=0))],
+     expect=[drop("drop_ttl")])
+case("eg_mpls_no_bottom", "a label stack without its bottom", role="egress",
+     opts=["label=%d" % ELBL],
+     acts=[pin("core:mpls", bytes(MPLS(label=ELBL, s=0, ttl=64))[:4])],
+     expect=[drop("drop_truncated")])
+case("eg_mpls_not_ip", "under the stack is no IP packet", role="egress",
+     opts=["label=%d" % ELBL],
+     acts=[pin("core:mpls", bytes(MPLS(label=ELBL, s=1, ttl=64))[:4] +
+               b"\x55" + em4[1:])],
+     expect=[drop("drop_bad_mpls")])
+case("eg_mpls_null_wrong_family", "an IPv6 explicit null over an IPv4 "
+     "packet", role="egress", opts=["label=%d" % ELBL],
+     acts=[pin("core:mpls", bytes(MPLS(label=2, s=1, ttl=64))[:4] + em4)],
+     expect=[drop("drop_bad_mpls")])
+case("eg_mpls_too_many", "a label stack of 19 entries", role="egress",
+     opts=["label=%d" % ELBL],
+     acts=[pin("core:mpls", b"".join(bytes(MPLS(label=ELBL, s=0, ttl=64))[:4]
+                                     for _ in range(18)) +
+               bytes(MPLS(label=ELBL, s=1, ttl=64))[:4] + em4)],
+     expect=[drop("drop_bad_mpls")])
+erm4 = udp(4, LOC4, CLI4, 53, 4000)
+case("eg_reply_mpls", "the instance's reply: the return label stack of the "
+     "binding's owner (--return IF-1=mpls:16001)", role="egress",
+     opts=["return=IF-1=mpls:%d" % ILBL],
+     acts=[ctl(binding(**MB)), pin("site", erm4)],
+     expect=[out("core:mpls", mpls(rewrite(erm4), [ILBL])),
+             count("eg_rev_pkts")])
+case("eg_reply_mpls_2labels", "a return label stack of two",
+     role="egress", opts=["return=IF-1=mpls:%d/%d" % (CORE_LBL, ILBL)],
+     acts=[ctl(binding(**MB)), pin("site", erm4)],
+     expect=[out("core:mpls", mpls(rewrite(erm4), [CORE_LBL, ILBL]))])
+case("eg_reply_mpls_no_return", "SR-MPLS and no return label stack: no "
+     "return path", role="egress",
+     acts=[ctl(binding(**MB)), pin("site", erm4)],
+     expect=[drop("drop_no_return_path")])
+case("eg_mpls_srv6_return", "forward SR-MPLS, return SRv6 (rev.encap srv6 "
+     "with its SIDs)", role="egress", opts=["label=%d" % ELBL],
+     acts=[ctl(binding(encap="srmpls", labels=(ELBL,), rev_encap="srv6")),
+           pin("site", erm4)],
+     expect=[out("core", srv6(rewrite(erm4), ESID, [ISID]))])
 
 
 def write(d):

@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# SR-MPLS through cats-fwd: the ingress pushes the binding's label stack,
+# the egress pops its label and delivers, replies come back on the return
+# label stack (--return IF-1=mpls:...) and the ingress pops its own: curl
+# answered by the chosen instance, a larger transfer whole, UDP both ways,
+# with and without --fast-path (which leaves SR-MPLS to user space); tshark
+# decodes every packet on the core without a malformed one.  With the Linux
+# kernel's MPLS (mpls_router, mpls_iptunnel) as the core and as the egress,
+# both ways, where the kernel has it.
+#
+# The bindings come from a static binding manager: a socket that sends
+# every forwarder that connects the same records (cats-cbor encode), then
+# the hello that ends its re-sync.
+
+load helper
+load fwd_net
+
+setup() {
+	need_root
+	fwd_setup p
+}
+
+teardown() {
+	fwd_teardown
+	[ -n "${NR:-}" ] && ip netns del "$NR" 2>/dev/null
+	true
+}
+
+# A binding of TCP port 80 or UDP port 7300 from the client (any client
+# port) to instance 198.51.100.11, forward labels $2 (a JSON list):
+# binding ID PROTO PORT LABELS [EGRESS].
+binding() {
+	cat <<-EOF
+	{"type":"binding","id":$1,"version":1,"epoch":1,"op":"install","ts":1,
+	 "ingress":"IF-1","egress":"${5:-EF-2}","cs_id":"S1",
+	 "fwd":{"match":{"proto":$2,"src":"192.0.2.10","dst":"203.0.113.100","dport":$3},
+	  "locator":"198.51.100.11","encap":"srmpls","labels":$4,"egress":"${5:-EF-2}"},
+	 "rev":{"match":{"proto":$2,"src":"198.51.100.11","sport":$3,"dst":"192.0.2.10"},
+	  "restore_src":"203.0.113.100","restore_port":$3,"owner":"IF-1"}}
+	EOF
+}
+
+# Serve the bindings on stdin (JSON) to every forwarder that connects.
+static_bind() {
+	{ cat; echo '{"type":"status","fwd":"cats-bind","event":"hello","ts":1,"epoch":1}'; } |
+		jq -c . | cats-cbor encode >"$FWD_DIR/bindings.cbor"
+	bg bindsrv "$NI" socat "UNIX-LISTEN:$FWD_DIR/bind.sock,fork" \
+		"SYSTEM:cat $FWD_DIR/bindings.cbor; sleep 3600"
+	wait_for 50 test -S "$FWD_DIR/bind.sock"
+}
+
+# The forwarders of fwd_net.bash with SR-MPLS labels: IF-1 pops 16001,
+# EF-2 pops 16002 and returns to IF-1 on 16001.
+mpls_ingress() {
+	start_ingress --label 16001 --dataplane srmpls "$@"
+}
+# The ingress with its core port's peer MAC $1 (a kernel router's).
+mpls_ingress_via() {
+	local peer=$1
+	shift
+	bg ingress "$NI" cats-fwd --id IF-1 -v \
+		--client "af_packet:i0,peer=$(mac_of "$NC" c0)" \
+		--core "af_packet:i1,peer=$peer" \
+		--src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
+		--label 16001 --service S1=203.0.113.100 \
+		--bind "unix:$FWD_DIR/bind.sock" \
+		--stats "file:$FWD_DIR/ingress.stats" "$@"
+	wait_for 50 grep -q "forwarding" "$FWD_DIR/ingress.err"
+}
+mpls_egress() {
+	start_egress --label 16002 --return IF-1=mpls:16001 "$@"
+}
+
+cap_start() {
+	bg capi "$NI" tcpdump --immediate-mode -Q in -U -n -s 0 -i i1 -w "$FWD_DIR/core_i.pcap"
+	bg cape "$NE" tcpdump --immediate-mode -Q in -U -n -s 0 -i e1 -w "$FWD_DIR/core_e.pcap"
+	sleep 1
+}
+
+cap_stop() {
+	sleep 0.5
+	stop capi
+	stop cape
+}
+
+# Packets of both core captures matching a display filter.
+tcount() {
+	local n=0 c
+	for f in "$FWD_DIR"/core_*.pcap; do
+		c=$(tshark -r "$f" -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE \
+			-o udp.check_checksum:TRUE -Y "$1" 2>/dev/null | wc -l)
+		n=$((n + c))
+	done
+	echo "$n"
+}
+
+@test "fwd mpls: cats-fwd ingress and egress over SR-MPLS: curl answered by the chosen instance, a transfer whole, UDP both ways" {
+	{ binding 1 6 80 '[16002]'; binding 2 17 7300 '[16002]'; } | static_bind
+	BIG_SIZE=2000000 start_web
+	bg echo7300 "$NS" socat UDP4-RECVFROM:7300,bind=198.51.100.11,fork EXEC:cat
+	for mode in "" --fast-path; do
+		mpls_egress $mode
+		mpls_ingress $mode
+		command -v tshark >/dev/null && [ -z "$mode" ] && cap_start
+		run xc curl -s -m 5 http://203.0.113.100/
+		[ "$status" -eq 0 ]
+		[ "$output" = "instance 198.51.100.11" ]
+		xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
+		cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+		run xc sh -c 'echo mpls-udp | socat -t 2 - UDP4:203.0.113.100:7300'
+		[ "$output" = mpls-udp ]
+		[ "$(counter ingress mss_clamped)" -ge 1 ]
+		[ "$(counter ingress rev_pkts)" -ge 10 ]
+		[ "$(counter egress eg_fwd_pkts)" -ge 10 ]
+		[ "$(counter egress eg_rev_pkts)" -ge 10 ]
+		[ "$(counter ingress drop_not_ours)" = 0 ]
+		[ "$(counter egress drop_bad_mpls)" = 0 ]
+		if [ -n "$mode" ]; then
+			# SR-MPLS is user space's: nothing went to the kernel.
+			[ "$(counter ingress fast_keys)" = 0 ]
+			[ "$(counter ingress fast_fail)" = 0 ]
+		fi
+		if command -v tshark >/dev/null && [ -z "$mode" ]; then
+			cap_stop
+			# Every packet on the core is SR-MPLS, labels 16002 toward
+			# the egress and 16001 back, and decodes cleanly.
+			[ "$(tcount 'mpls.label == 16002 && mpls.bottom == 1 && mpls.ttl == 64 && tcp')" -ge 10 ]
+			[ "$(tcount 'mpls.label == 16001 && mpls.bottom == 1 && tcp')" -ge 10 ]
+			[ "$(tcount 'mpls.label == 16001 && udp.port == 7300')" -ge 1 ]
+			[ "$(tcount '(ip.dst == 198.51.100.11 || ip.src == 198.51.100.11) && !mpls')" -eq 0 ]
+			[ "$(tcount '_ws.malformed')" -eq 0 ]
+			[ "$(tcount '_ws.expert.severity >= 0x00800000')" -eq 0 ]
+		fi
+		stop ingress
+		stop egress
+	done
+}
+
+@test "fwd mpls: an explicit null under the stack; a binding with a reserved label is refused" {
+	{ binding 1 6 80 '[16002]'; binding 3 17 7301 '[3]'; } | static_bind
+	start_web
+	mpls_egress --explicit-null
+	mpls_ingress --explicit-null
+	command -v tshark >/dev/null && cap_start
+	run xc curl -s -m 5 http://203.0.113.100/
+	[ "$output" = "instance 198.51.100.11" ]
+	grep -q "binding 3: refused: bad-binding" "$FWD_DIR/ingress.err"
+	if command -v tshark >/dev/null; then
+		cap_stop
+		[ "$(tcount 'mpls.label == 0 && mpls.bottom == 1 && tcp')" -ge 4 ]
+		[ "$(tcount 'mpls.label == 16002 && mpls.bottom == 0')" -ge 2 ]
+		[ "$(tcount '_ws.malformed')" -eq 0 ]
+	fi
+}
+
+# ---- the Linux kernel's MPLS ----
+
+kernel_mpls() {
+	modprobe mpls_router 2>/dev/null
+	modprobe mpls_iptunnel 2>/dev/null
+	ip netns add "mplsprobe$$" || return 1
+	ip netns exec "mplsprobe$$" sysctl -qw net.mpls.platform_labels=1 2>/dev/null
+	local r=$?
+	ip netns del "mplsprobe$$"
+	return $r
+}
+
+@test "fwd mpls: the Linux kernel as the SR-MPLS core, both ways (mpls_router)" {
+	kernel_mpls || skip "this kernel has no MPLS routing (CONFIG_MPLS_ROUTING, mpls_router)"
+	# ingress I --i1/r0-- kernel LSR R --r1/e1-- egress E, instead of i1/e1.
+	NR=fwdr$FWD_ID
+	ip netns add "$NR"
+	ip netns exec "$NR" ip link set lo up
+	xi ip link del i1
+	ip link add i1 netns "$NI" type veth peer name r0 netns "$NR"
+	ip link add r1 netns "$NR" type veth peer name e1 netns "$NE"
+	xi ip addr add 10.98.1.1/24 dev i1
+	xe ip addr add 10.98.2.2/24 dev e1
+	ip netns exec "$NR" ip addr add 10.98.1.2/24 dev r0
+	ip netns exec "$NR" ip addr add 10.98.2.1/24 dev r1
+	for x in "$NI i1" "$NR r0" "$NR r1" "$NE e1"; do
+		set -- $x
+		ip netns exec "$1" ip link set "$2" up
+	done
+	ip netns exec "$NR" sysctl -qw net.mpls.platform_labels=20000
+	ip netns exec "$NR" sysctl -qw net.mpls.conf.r0.input=1
+	ip netns exec "$NR" sysctl -qw net.mpls.conf.r1.input=1
+	# 16100 is R's own node SID: popped, the next label forwarded;
+	# 16002 toward the egress swapped to itself, 16001 back to the
+	# ingress the same way.
+	ip netns exec "$NR" ip -f mpls route add 16100 via inet 10.98.2.2 dev r1
+	ip netns exec "$NR" ip -f mpls route add 16002 as 16002 via inet 10.98.2.2 dev r1
+	ip netns exec "$NR" ip -f mpls route add 16001 as 16001 via inet 10.98.1.1 dev r0
+	# TCP with a stack of two (R pops its 16100, forwards 16002), UDP
+	# with 16002 alone (R swaps it, then pops it).
+	{ binding 1 6 80 '[16100,16002]'; binding 2 17 7300 '[16002]'; } | static_bind
+	start_web
+	bg echo7300 "$NS" socat UDP4-RECVFROM:7300,bind=198.51.100.11,fork EXEC:cat
+	bg egress "$NE" cats-fwd --id EF-2 -v \
+		--core "af_packet:e1,peer=$(mac_of "$NR" r1)" \
+		--site "af_packet:e2,peer=$(mac_of "$NS" s0)" \
+		--src6 2001:db8:2::100 --sid 2001:db8:2::100 --label 16002 \
+		--return IF-1=mpls:16001 --owns 198.51.100.0/24 \
+		--bind "unix:$FWD_DIR/bind.sock" --stats "file:$FWD_DIR/egress.stats"
+	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
+	mpls_ingress_via "$(mac_of "$NR" r0)"
+	run xc curl -s -m 5 http://203.0.113.100/
+	[ "$output" = "instance 198.51.100.11" ]
+	xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
+	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+	run xc sh -c 'echo via-lsr | socat -t 2 - UDP4:203.0.113.100:7300'
+	[ "$output" = via-lsr ]
+	# The hop before the egress popping its label (penultimate hop
+	# popping): the egress gets plain IP packets of the bound flow.
+	p0=$(counter egress eg_fwd_pkts)
+	ip netns exec "$NR" ip -f mpls route change 16002 via inet 10.98.2.2 dev r1
+	run xc sh -c 'echo php | socat -t 2 - UDP4:203.0.113.100:7300'
+	[ "$output" = php ]
+	[ "$(counter egress eg_fwd_pkts)" -gt "$p0" ]
+	[ "$(counter egress drop_not_tunnel)" = 0 ]
+}
+
+@test "fwd mpls: the Linux kernel as the SR-MPLS egress, both ways (mpls_iptunnel)" {
+	kernel_mpls || skip "this kernel has no MPLS routing (CONFIG_MPLS_ROUTING, mpls_router)"
+	# The egress namespace's kernel pops 16002 and delivers to the
+	# instance; its replies go back with label 16001 (encap mpls).
+	xe sysctl -qw net.ipv4.ip_forward=1
+	xe sysctl -qw net.mpls.platform_labels=20000
+	xe sysctl -qw net.mpls.conf.e1.input=1
+	xe ip addr add 10.98.2.2/24 dev e1
+	xi ip addr add 10.98.2.1/24 dev i1
+	xe ip -f mpls route add 16002 via inet 198.51.100.11 dev e2
+	xe ip route add 192.0.2.0/24 encap mpls 16001 via inet 10.98.2.1 dev e1
+	xe ip neigh replace 10.98.2.1 lladdr "$(mac_of "$NI" i1)" dev e1
+	binding 1 6 80 '[16002]' | static_bind
+	start_web
+	start_ingress --label 16001
+	run xc curl -s -m 5 http://203.0.113.100/
+	[ "$output" = "instance 198.51.100.11" ]
+	xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
+	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+	[ "$(counter ingress rev_pkts)" -ge 10 ]
+}
