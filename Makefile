@@ -28,7 +28,7 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libcbor-dev libsodium-dev libevent-dev libcurl4-openssl-dev \
 	libjansson-dev libigraph-dev bats jq curl iproute2 procps psmisc \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
-	netsniff-ng valgrind kmod openssl libbpf-dev ethtool
+	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr
 
 CC ?= cc
 ifeq ($(SAN),1)

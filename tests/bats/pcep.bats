@@ -16,6 +16,7 @@ setup() {
 
 teardown() {
 	local pid
+	frr_teardown
 	for pid in ${PCC_PID:-} ${PCE_PID:-}; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -229,4 +230,122 @@ start_pce() {	# topology [more options]
 	wait "$PCC_PID"
 	PCC_PID=
 	[ "$(dec "$T/pcc.cbor" | jq -s 'map(select(.status == "ok")) | length')" = 1 ]
+}
+
+# ---- FRR's pathd as the PCC (root; Debian 12 frr 8.4.4) ----
+#
+# zebra and pathd run by hand inside a network namespace of the test, with
+# their own configuration, sockets and pid files.  pathd binds source port
+# 4189, so cats-pce listens on another address of the namespace.  pathd
+# connects only once zebra has given it an IPv6 router id.  FRR's pceplib
+# has no SRv6: this interop is SR-MPLS.  Without kernel MPLS the policy
+# stays Inactive; the computed path is checked in pathd's view (the
+# candidate path chosen, from the PCE's reply) and in the capture.
+
+frr_setup() {
+	need_root
+	[ -x /usr/lib/frr/pathd ] && [ -f /usr/lib/x86_64-linux-gnu/frr/modules/pathd_pcep.so ] ||
+	    skip "needs frr (pathd, pathd_pcep)"
+	NS="catsp2-pcep-$$"
+	FRR="$T/frr"
+	chmod 0711 "$T"	# FRR runs as frr
+	mkdir -p "$FRR"
+	chmod 0777 "$FRR"
+	ip netns add "$NS"
+	ip -n "$NS" link set lo up
+	ip -n "$NS" addr add 10.99.0.1/32 dev lo	# the router (PCC)
+	ip -n "$NS" addr add 10.99.0.2/32 dev lo	# cats-pce
+	ip -n "$NS" addr add fc00:99::1/128 dev lo
+	printf 'hostname r1\nrouter-id 10.99.0.1\nipv6 router-id fc00:99::1\n' >"$FRR/zebra.conf"
+	cat >"$FRR/pathd.conf" <<'EOC'
+hostname r1
+debug pathd pcep basic
+segment-routing
+ traffic-eng
+  policy color 1 endpoint 192.0.2.2
+   name cats
+   binding-sid 1111
+   candidate-path preference 100 name dyn dynamic
+  exit
+  pcep
+   pce-config G
+    source-address ip 10.99.0.1
+   exit
+   pce PCE1
+    config G
+    address ip 10.99.0.2
+   exit
+   pcc
+    peer PCE1 precedence 10
+   exit
+  exit
+ exit
+exit
+EOC
+	chmod 0644 "$FRR"/*.conf
+	# The lab with the router as IF-1: pathd's END-POINTS source.
+	jq '.nodes |= map(if .id == "IF-1" then .router_id = "10.99.0.1" else . end)' \
+	    "$LAB" >"$FRR/topo.json"
+}
+
+frr_teardown() {
+	local pid
+	for pid in ${PATHD_PID:-} ${ZEBRA_PID:-} ${DUMP_PID:-}; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null || true
+}
+
+vty() {
+	ip netns exec "$NS" vtysh --vty_socket "$FRR" -c "$1"
+}
+
+@test "pcep: FRR pathd (SR-MPLS) computes its candidate path with cats-pce; tshark decodes it all" {
+	frr_setup
+	ip netns exec "$NS" tcpdump -i lo --immediate-mode -U -w "$FRR/pcep.pcap" 'tcp port 4189' \
+	    >"$FRR/tcpdump.out" 2>&1 &
+	DUMP_PID=$!
+	wait_for 50 grep -q listening "$FRR/tcpdump.out"
+	ip netns exec "$NS" cats-pce -t "$FRR/topo.json" --insecure \
+	    --pcep tcp:10.99.0.2:4189 </dev/null 2>"$T/err" &
+	PCE_PID=$!
+	wait_for 50 grep -q "PCEP on" "$T/err"
+	ip netns exec "$NS" /usr/lib/frr/zebra -u frr -g frr -f "$FRR/zebra.conf" \
+	    -i "$FRR/zebra.pid" -z "$FRR/zserv.api" --vty_socket "$FRR" \
+	    --log "file:$FRR/zebra.log" -P 0 </dev/null >"$FRR/zebra.out" 2>&1 &
+	ZEBRA_PID=$!
+	wait_for 50 test -S "$FRR/zserv.api"
+	ip netns exec "$NS" /usr/lib/frr/pathd -u frr -g frr -M pathd_pcep \
+	    -f "$FRR/pathd.conf" -i "$FRR/pathd.pid" -z "$FRR/zserv.api" \
+	    --vty_socket "$FRR" --log "file:$FRR/pathd.log" -P 0 </dev/null \
+	    >"$FRR/pathd.out" 2>&1 &
+	PATHD_PID=$!
+	wait_for 200 grep -q 'Received computation reply 1 (no-path: false)' "$FRR/pathd.log"
+	run vty 'show sr-te pcep session'
+	echo "$output"
+	[[ "$output" == *"Session Status UP"* ]]
+	[[ "$output" == *"Message PcRep:     0      1"* ]]
+	run vty 'show sr-te policy detail'
+	echo "$output"
+	[[ "$output" == *"Name: dyn  Type: dynamic  Segment-List: (created by PCE)"* ]]
+	grep -q 'best candidate changed from none to dyn' "$FRR/pathd.log"
+	grep -q 'session up' "$T/err"
+	# The capture: every message decoded, none malformed; the reply's
+	# SR-ERO is IF-1 P1 P2 EF-2's node SID (16002, IPv4 node NAI).
+	wait_for 50 sh -c "[ \$(stat -c %s '$FRR/pcep.pcap') -gt 1000 ]"
+	kill -INT "$DUMP_PID"
+	wait "$DUMP_PID" || true
+	DUMP_PID=
+	tshark -r "$FRR/pcep.pcap" -Y pcep >"$FRR/summary" 2>"$FRR/tshark.err" || cat "$FRR/tshark.err"
+	cat "$FRR/summary"
+	grep -q 'Open' "$FRR/summary"
+	grep -q 'Keepalive' "$FRR/summary"
+	grep -q 'PCReq' "$FRR/summary"
+	grep -q 'PCRep' "$FRR/summary"
+	tshark -r "$FRR/pcep.pcap" -V 2>/dev/null >"$FRR/full"
+	! grep -qi 'malformed\|Expert Info (Warn\|Expert Info (Error' "$FRR/full"
+	grep -q 'Type: SUBOBJECT SR (36)' "$FRR/full"
+	grep -q 'NAI Type: IPv4 Node ID (1)' "$FRR/full"
+	grep -q 'Label: 16002' "$FRR/full"
 }
