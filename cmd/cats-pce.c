@@ -18,6 +18,7 @@
 #include "base/tool.h"
 #include "net/ep.h"
 #include "pce/pce_app.h"
+#include "pce/pcep_srv.h"
 
 static const char usage_text[] =
     "usage: cats-pce -t file [-v] [--listen endpoint | --to endpoint]\n"
@@ -26,6 +27,7 @@ static const char usage_text[] =
     "                [--stats] [--strict]\n"
     "                [--pcep endpoint [--pcep-allow prefix]...]\n"
     "                [--pce endpoint [--pce-timeout duration]]\n"
+    "                [--tcp-md5 keyfile]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -127,7 +129,8 @@ listen_on(struct cats_pce_app *a, const char *spec, bool insecure, int *lfd)
 
 /*
  * --pcep: a TCP socket for PCEP sessions (pcep_srv.h).  PCEP carries no
- * record keys: a network channel needs --insecure (or TCP-MD5).
+ * record keys: a network channel needs --tcp-md5 (a key for each prefix
+ * of --pcep-allow) or --insecure.
  */
 static int
 pcep_on(struct cats_pce_app *a, const char *spec, bool insecure, int *pfd)
@@ -143,9 +146,14 @@ pcep_on(struct cats_pce_app *a, const char *spec, bool insecure, int *pfd)
 		    "port 4189)", spec);
 		return CATS_EXIT_USAGE;
 	}
-	if (!insecure) {
-		cats_errorx("--pcep: %s: PCEP is not authenticated here: needs "
-		    "--insecure", spec);
+	if (!insecure && a->md5_len == 0) {
+		cats_errorx("--pcep: %s: PCEP is not authenticated: needs "
+		    "--tcp-md5 (or --insecure)", spec);
+		return CATS_EXIT_USAGE;
+	}
+	if (a->md5_len > 0 && a->pcep_nallow == 0) {
+		cats_errorx("--tcp-md5: the keys are per peer: needs "
+		    "--pcep-allow");
 		return CATS_EXIT_USAGE;
 	}
 	*pfd = cats_ep_listen(&ep, err, sizeof(err));
@@ -153,6 +161,12 @@ pcep_on(struct cats_pce_app *a, const char *spec, bool insecure, int *pfd)
 		cats_errorx("--pcep: %s", err);
 		return CATS_EXIT_FAIL;
 	}
+	for (size_t i = 0; a->md5_len > 0 && i < a->pcep_nallow; i++)
+		if (cats_pcep_md5_set(*pfd, &a->pcep_allow[i], a->md5,
+		    a->md5_len, err, sizeof(err)) < 0) {
+			cats_errorx("--tcp-md5: %s", err);
+			return CATS_EXIT_FAIL;
+		}
 	int rc = cats_pce_app_pcep(a, *pfd);
 	if (rc == CATS_EXIT_OK)
 		cats_info("PCEP on %s", spec);
@@ -199,6 +213,7 @@ main(int argc, char **argv)
 		{ "replay", no_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "tcp-md5", required_argument, NULL, 'M' },
 		{ "tedb", required_argument, NULL, 't' },
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -208,7 +223,7 @@ main(int argc, char **argv)
 	};
 	struct cats_pce_app *a = &A;
 	const char *listen_ep = NULL, *to_ep = NULL, *pcep_ep = NULL;
-	const char *pce_ep = NULL;
+	const char *pce_ep = NULL, *md5_path = NULL;
 	static struct cats_prefix allow[64];
 	size_t nallow = 0;
 	char perr[200];
@@ -219,7 +234,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	a->window = 30000;
 	a->cache = CATS_PCE_CACHE_DEFAULT;
-	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:P:p:rSso:T:t:vVw:", longopts,
+	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:M:P:p:rSso:T:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'A':
@@ -258,6 +273,9 @@ main(int argc, char **argv)
 			break;
 		case 'o':
 			to_ep = optarg;
+			break;
+		case 'M':
+			md5_path = optarg;
 			break;
 		case 'P':
 			pcep_ep = optarg;
@@ -299,8 +317,14 @@ main(int argc, char **argv)
 	}
 	if (optind != argc || a->tedb == NULL || (listen_ep && to_ep) ||
 	    (nallow > 0 && pcep_ep == NULL) || (pce_ep && pcep_ep) ||
-	    (a->pce_timeout && pce_ep == NULL))
+	    (a->pce_timeout && pce_ep == NULL) ||
+	    (md5_path && pce_ep == NULL && pcep_ep == NULL))
 		usage();
+	if (md5_path != NULL && cats_pcep_md5_load(md5_path, a->md5,
+	    &a->md5_len, perr, sizeof(perr)) < 0) {
+		cats_errorx("--tcp-md5: %s", perr);
+		return CATS_EXIT_NOPERM;
+	}
 	a->pcep_allow = allow;
 	a->pcep_nallow = nallow;
 	cats_log_verbosity(verbose);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1028,6 +1029,30 @@ pcc_connect(struct cats_pcc *c)
 		pcc_schedule(c);
 		return;
 	}
+	if (c->a->md5_len > 0) {
+		struct cats_prefix pf;
+		char err[200];
+		memset(&pf, 0, sizeof(pf));
+		if (c->sa.ss_family == AF_INET) {
+			pf.ip.af = 4;
+			pf.plen = 32;
+			memcpy(pf.ip.a, &((struct sockaddr_in *)&c->sa)->sin_addr,
+			    4);
+		} else {
+			pf.ip.af = 6;
+			pf.plen = 128;
+			memcpy(pf.ip.a,
+			    &((struct sockaddr_in6 *)&c->sa)->sin6_addr, 16);
+		}
+		if (cats_pcep_md5_set(fd, &pf, c->a->md5, c->a->md5_len, err,
+		    sizeof(err)) < 0) {
+			cats_errorx("pce: %s", err);
+			close(fd);
+			pcc_schedule(c);
+			pcc_down(c);
+			return;
+		}
+	}
 	if (connect(fd, (struct sockaddr *)&c->sa, c->salen) < 0 &&
 	    errno != EINPROGRESS) {
 		cats_warnx("pce: %s: %s", c->name, strerror(errno));
@@ -1092,9 +1117,9 @@ cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure)
 		cats_errorx("--pce: %s: expected tcp:HOST:PORT", spec);
 		return CATS_EXIT_USAGE;
 	}
-	if (!insecure) {
-		cats_errorx("--pce: %s: PCEP is not authenticated here: needs "
-		    "--insecure", spec);
+	if (!insecure && a->md5_len == 0) {
+		cats_errorx("--pce: %s: PCEP is not authenticated: needs "
+		    "--tcp-md5 (or --insecure)", spec);
 		return CATS_EXIT_USAGE;
 	}
 	struct addrinfo hints = { 0 }, *ai;

@@ -48,6 +48,8 @@ struct cats_pce_app {
 	const struct cats_prefix *pcep_allow;	/* --pcep-allow */
 	size_t pcep_nallow;
 	uint64_t pce_timeout;		/* --pce-timeout (ms; 0: 5 s) */
+	uint8_t md5[80];		/* --tcp-md5 (md5_len 0: none) */
+	size_t md5_len;
 	/* the module's */
 	struct cats_pce pce;
 	struct cats_tag_guard *guard;
@@ -110,7 +112,8 @@ int cats_pce_app_pcep(struct cats_pce_app *a, int fd);
  * requests wait; more are failed at once.  A node without an address
  * cannot be named in END-POINTS: answered here (no-source,
  * no-destination).  With stdin, its end ends the run once every request
- * has its answer.
+ * has its answer.  With a->md5_len, the connection is signed with TCP-MD5
+ * (pcep_srv.h); then insecure is not needed.
  */
 int cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure);
 /* SIGHUP: load the database again; a bad one is refused, the old kept. */

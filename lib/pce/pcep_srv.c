@@ -9,17 +9,21 @@
  * freed.  Callbacks may end a session: the peer is freed only once the
  * outermost call returns.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "base/clock.h"
 #include "net/listener.h"
@@ -596,4 +600,86 @@ cats_pcep_peer_close(struct cats_pcep_peer *p, uint8_t reason)
 	finish(p, &ev.st);
 	p->depth--;
 	settle(p);
+}
+
+/* ---- TCP-MD5 ---- */
+
+int
+cats_pcep_md5_load(const char *path, uint8_t *key, size_t *len, char *err,
+    size_t errlen)
+{
+	uint8_t b[CATS_PCEP_MD5_MAX + 2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	ssize_t n = read(fd, b, sizeof(b));
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -1;
+	}
+	if (n > 0 && b[n - 1] == '\n')
+		n--;
+	if (n > 0 && b[n - 1] == '\r')
+		n--;
+	if (n == 0 || n > CATS_PCEP_MD5_MAX) {
+		snprintf(err, errlen, "%s: a TCP-MD5 key has 1 to %d bytes",
+		    path, CATS_PCEP_MD5_MAX);
+		return -1;
+	}
+	memcpy(key, b, (size_t)n);
+	*len = (size_t)n;
+	sodium_memzero(b, sizeof(b));
+	return 0;
+}
+
+int
+cats_pcep_md5_set(int fd, const struct cats_prefix *prefix,
+    const uint8_t *key, size_t len, char *err, size_t errlen)
+{
+	struct sockaddr_storage own;
+	socklen_t olen = sizeof(own);
+	if (getsockname(fd, (struct sockaddr *)&own, &olen) < 0) {
+		snprintf(err, errlen, "TCP-MD5: %s", strerror(errno));
+		return -1;
+	}
+	struct tcp_md5sig m;
+	memset(&m, 0, sizeof(m));
+	uint8_t plen = prefix->plen;
+	if (own.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&m.tcpm_addr;
+		a->sin6_family = AF_INET6;
+		if (prefix->ip.af == 4) {	/* a v4 peer on a v6 socket */
+			a->sin6_addr.s6_addr[10] = 0xff;
+			a->sin6_addr.s6_addr[11] = 0xff;
+			memcpy(&a->sin6_addr.s6_addr[12], prefix->ip.a, 4);
+			plen = (uint8_t)(plen + 96);
+		} else
+			memcpy(&a->sin6_addr, prefix->ip.a, 16);
+	} else if (prefix->ip.af == 4) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&m.tcpm_addr;
+		a->sin_family = AF_INET;
+		memcpy(&a->sin_addr, prefix->ip.a, 4);
+	} else {
+		snprintf(err, errlen, "TCP-MD5: an IPv6 peer on an IPv4 "
+		    "socket");
+		return -1;
+	}
+	m.tcpm_flags = TCP_MD5SIG_FLAG_PREFIX;
+	m.tcpm_prefixlen = plen;
+	m.tcpm_keylen = (uint16_t)len;
+	memcpy(m.tcpm_key, key, len);
+	int rc = setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG_EXT, &m, sizeof(m));
+	int e = errno;
+	sodium_memzero(&m, sizeof(m));
+	if (rc < 0) {
+		snprintf(err, errlen, "TCP-MD5: %s%s", strerror(e), e ==
+		    ENOPROTOOPT || e == ENOENT ? " (no TCP-MD5 in this kernel)" :
+		    "");
+		return -1;
+	}
+	return 0;
 }

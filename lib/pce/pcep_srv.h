@@ -100,4 +100,18 @@ void cats_pcep_peer_unknown_ref(struct cats_pcep_peer *p, uint32_t id);
 /* End the session with a Close (reason); closed() follows. */
 void cats_pcep_peer_close(struct cats_pcep_peer *p, uint8_t reason);
 
+/*
+ * TCP-MD5 (RFC 2385, RFC 5440 section 10.2), as the kernel provides it.
+ * The key file holds the key as text (1 to 80 bytes, one trailing newline
+ * dropped).  cats_pcep_md5_set() installs the key on fd (a listening
+ * socket: for peers in prefix; a socket about to connect: prefix is the
+ * peer's host prefix); a segment without the right signature never
+ * reaches the session.  Each returns 0, or -1 with err.
+ */
+#define CATS_PCEP_MD5_MAX 80
+int cats_pcep_md5_load(const char *path, uint8_t *key, size_t *len,
+    char *err, size_t errlen);
+int cats_pcep_md5_set(int fd, const struct cats_prefix *prefix,
+    const uint8_t *key, size_t len, char *err, size_t errlen);
+
 #endif

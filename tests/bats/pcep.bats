@@ -64,13 +64,13 @@ start_pce() {	# topology [more options]
 	wait_for 50 grep -q "PCEP on" "$T/err"
 }
 
-@test "pcep: --pcep needs tcp: and --insecure; --pcep-allow needs --pcep" {
+@test "pcep: --pcep needs tcp: and --tcp-md5 or --insecure; --pcep-allow needs --pcep" {
 	run cats-pce -t "$LAB" --pcep "unix:$T/x"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"expected tcp:"* ]]
 	run cats-pce -t "$LAB" --pcep "tcp:127.0.0.1:$(free_port)"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"needs --insecure"* ]]
+	[[ "$output" == *"needs --tcp-md5 (or --insecure)"* ]]
 	run cats-pce -t "$LAB" --pcep-allow 127.0.0.1/32
 	[ "$status" -eq 2 ]
 	run cats-pce -t "$LAB" --insecure --pcep "tcp:127.0.0.1:$(free_port)" --pcep-allow 300.1/8
@@ -230,6 +230,33 @@ start_pce() {	# topology [more options]
 	wait "$PCC_PID"
 	PCC_PID=
 	[ "$(dec "$T/pcc.cbor" | jq -s 'map(select(.status == "ok")) | length')" = 1 ]
+}
+
+@test "pcep: TCP-MD5 (--tcp-md5): unsigned or wrongly signed peers never get a session" {
+	run cats-pce -t "$LAB" --tcp-md5 "$T/none" --pce tcp:127.0.0.1:1
+	[ "$status" -eq 77 ]
+	printf '%s\n' 'pcep-shared-secret' >"$T/md5"
+	printf '%s\n' 'another-secret' >"$T/md5.bad"
+	run cats-pce -t "$LAB" --tcp-md5 "$T/md5" --pcep "tcp:127.0.0.1:$(free_port)"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"needs --pcep-allow"* ]]
+	PORT=$(free_port)
+	cats-pce -t "$LAB" --tcp-md5 "$T/md5" --pcep "tcp:127.0.0.1:$PORT" \
+	    --pcep-allow 127.0.0.0/8 </dev/null 2>"$T/err" &
+	PCE_PID=$!
+	wait_for 50 grep -q "PCEP on" "$T/err"
+	printf "$REQ\n" 7 >"$T/q.jsonl"
+	# Without a key: the kernel drops the SYN, the connection never opens.
+	run timeout 3 pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$LAB" -t 2000 <"$T/q.jsonl"
+	[ "$status" -ne 0 ]
+	# A PCC with the wrong key fails closed; with the key it has a path.
+	enc "$T/q.jsonl" | cats-pce -t "$LAB" --tcp-md5 "$T/md5.bad" \
+	    --pce "tcp:127.0.0.1:$PORT" --pce-timeout 1s 2>"$T/bad.err" | dec >"$T/bad.jsonl"
+	[ "$(jq -r '[.status, .reason] | join(" ")' "$T/bad.jsonl")" = "error pce-unavailable" ]
+	enc "$T/q.jsonl" | cats-pce -t "$LAB" --tcp-md5 "$T/md5" \
+	    --pce "tcp:127.0.0.1:$PORT" 2>"$T/good.err" | dec >"$T/good.jsonl"
+	[ "$(jq -r .status "$T/good.jsonl")" = ok ]
+	! grep -q 'session up' "$T/bad.err"
 }
 
 # ---- FRR's pathd as the PCC (root; Debian 12 frr 8.4.4) ----
