@@ -53,7 +53,7 @@ in_root() {
 		echo 'trap '"'"'echo "in_root: line $LINENO: $BASH_COMMAND: exit $?" >&2'"'"' ERR'
 		cat
 	} >"$T/script"
-	deploy-ns "$DROOT" "$T/script"
+	DEPLOY_KEEP="$TOP $BUILD" deploy-ns "$DROOT" "$T/script"
 }
 
 # Start the units named, as systemd would start them (unit-run); what
