@@ -19,13 +19,15 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "sci/sci.h"
+#include "sci/sci_mqtt.h"
 
 static const char usage_text[] =
     "usage: cats-sci [-1jv] [-C comp-time] -c cs-id [-e command] [-g gas]\n"
     "                [-H health] [-I interval] [-K token] [-k key]\n"
     "                [-L security-level] [-l endpoint] [-m file] [-n count]\n"
     "                [-p price] [-q seq] [-R reputation] -s csci-id\n"
-    "                [-T ts] [-t url] [-x name=value] [--instances n]\n"
+    "                [-T ts] [-t url] [-x name=value] [--ca-file file]\n"
+    "                [--cert file] [--cert-key file] [--instances n]\n"
     "                [--locator addr] [--port port]\n";
 
 static void
@@ -59,7 +61,11 @@ do_daemon(struct sci_reporter *s)
 	s->base = event_base_new();
 	if (s->base == NULL)
 		return CATS_EXIT_FAIL;
-	if (s->to != NULL) {
+	if (s->to != NULL && sci_mqtt_is_url(s->to)) {
+		int rc = sci_mqtt_start(s);
+		if (rc != CATS_EXIT_OK)
+			return rc;
+	} else if (s->to != NULL) {
 		s->http = httpc_new(s->base);
 		if (s->http == NULL) {
 			cats_errorx("cannot start the HTTP client");
@@ -84,7 +90,8 @@ do_daemon(struct sci_reporter *s)
 	struct timeval tv = { (time_t)(s->interval_ms / 1000),
 		(suseconds_t)(s->interval_ms % 1000) * 1000 };
 	evtimer_add(timer, &tv);
-	if (s->to != NULL)
+	/* (MQTT: the first push once the broker took the connection) */
+	if (s->to != NULL && s->mqtt == NULL)
 		sci_push(s);
 	event_base_dispatch(s->base);
 	sci_end(s);
@@ -94,8 +101,12 @@ do_daemon(struct sci_reporter *s)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_INSTANCES = 256, OPT_LOCATOR, OPT_PORT };
+	enum { OPT_INSTANCES = 256, OPT_LOCATOR, OPT_PORT, OPT_CA, OPT_CERT,
+		OPT_CERT_KEY };
 	static const struct option longopts[] = {
+		{ "ca-file", required_argument, NULL, OPT_CA },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "cert-key", required_argument, NULL, OPT_CERT_KEY },
 		{ "comp-time", required_argument, NULL, 'C' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "cs-id", required_argument, NULL, 'c' },
@@ -249,6 +260,15 @@ main(int argc, char **argv)
 			    eq + 1, 0, CATS_U53);
 			break;
 		}
+		case OPT_CA:
+			s.ca_file = optarg;
+			break;
+		case OPT_CERT:
+			s.cert = optarg;
+			break;
+		case OPT_CERT_KEY:
+			s.cert_key = optarg;
+			break;
 		case OPT_INSTANCES:
 			s.m.has_inst = true;
 			s.m.inst = cats_opt_u64("--instances",

@@ -334,6 +334,8 @@ main(int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	open_listeners(a, listen, admin_ep);
+	if ((code = sma_app_mqtt(a)) != 0)
+		return code;
 	if (a->c->nb.prometheus != NULL && !a->replay && !a->once) {
 		struct event *prom = event_new(a->base, -1, EV_PERSIST, on_prom,
 		    a);
@@ -350,7 +352,8 @@ main(int argc, char **argv)
 	/* Replay reads stdin whatever [sci] sections say (no pull, no
 	 * stream of theirs is made). */
 	bool use_stdin = force_stdin || a->replay || (a->nlisten == 0 &&
-	    admin_ep == NULL && (a->once ? !pulls : a->nscis == 0));
+	    admin_ep == NULL && a->mqtt == NULL &&
+	    (a->once ? !pulls : a->nscis == 0));
 	if (!a->replay || have_now)
 		sma_app_start(a);
 	if (use_stdin && sma_app_stdin(a) < 0) {

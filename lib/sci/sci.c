@@ -11,12 +11,16 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <mosquitto.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "rec/json.h"
 #include "rec/seq.h"
 #include "sci/sci.h"
+#include "sci/sci_mqtt.h"
+
+static void push_answered(struct sci_reporter *s);
 
 /* A subscriber of the event stream. */
 struct sci_sub {
@@ -226,23 +230,100 @@ static void
 push_done(void *arg, const struct httpc_resp *r)
 {
 	struct sci_reporter *s = arg;
-	s->done++;
 	if (r->code != 0)
 		cats_warnx("push: %s", r->error);
 	else if (r->status != 200)
 		cats_warnx("push: HTTP %ld: %.*s", r->status,
 		    (int)(r->len > 200 ? 200 : r->len), (const char *)r->body);
+	push_answered(s);
+}
+
+/* A count of pushes is over once every one is answered. */
+static void
+push_answered(struct sci_reporter *s)
+{
+	s->done++;
 	if (s->count && s->done >= s->count && s->listen == NULL)
 		event_base_loopbreak(s->base);
+}
+
+static void
+mqtt_published(void *arg, int mid, int reason)
+{
+	struct sci_reporter *s = arg;
+	(void)mid;
+	if (reason >= 0x80) {
+		cats_warnx("push: the broker refused the report on %s: %s",
+		    s->topic, mosquitto_reason_string(reason));
+		s->refused++;
+		s->exit_code = CATS_EXIT_NOPERM;
+	}
+	push_answered(s);
+}
+
+static void
+mqtt_state(void *arg, bool up, const char *why)
+{
+	struct sci_reporter *s = arg;
+	if (up) {
+		cats_debug("mqtt: connected");
+		if (s->sent == 0)
+			sci_push(s);
+	} else {
+		cats_warnx("mqtt: %s", why);
+	}
+}
+
+int
+sci_mqtt_start(struct sci_reporter *s)
+{
+	char err[400], host[300];
+	const char *p = strstr(s->to, "://") + 3;
+	const char *path = strchr(p, '/');
+	if (path != NULL && path[1] != '\0')
+		snprintf(s->topic, sizeof(s->topic), "%s", path + 1);
+	else
+		snprintf(s->topic, sizeof(s->topic), "cats/sci/%s/report",
+		    s->csci);
+	snprintf(host, sizeof(host), "%.*s", (int)(path ? (size_t)(path -
+	    s->to) : strlen(s->to)), s->to);
+	struct sci_mqtt_conf c = { .broker = host, .client_id = s->csci,
+		.ca_file = s->ca_file, .cert = s->cert, .key = s->cert_key,
+		.qos = 1, .clean = true };
+	static const struct sci_mqtt_cbs cbs = { NULL, mqtt_state,
+		mqtt_published };
+	if ((s->mqtt = sci_mqtt_new(s->base, &c, &cbs, s, err,
+	    sizeof(err))) == NULL) {
+		cats_errorx("--to: %s", err);
+		return CATS_EXIT_CONFIG;
+	}
+	return CATS_EXIT_OK;
 }
 
 void
 sci_push(struct sci_reporter *s)
 {
 	struct cats_buf b = { 0 };
+	/* MQTT: nothing is made while the broker is away (the next push
+	 * is the first one after it is back). */
+	if (s->mqtt != NULL && !sci_mqtt_connected(s->mqtt))
+		return;
 	if (sci_report(s, &b) < 0) {
 		s->exit_code = CATS_EXIT_DATAERR;
 		event_base_loopbreak(s->base);
+		return;
+	}
+	if (s->mqtt != NULL) {
+		char err[300];
+		int mid;
+		s->sent++;
+		if (sci_mqtt_publish(s->mqtt, s->topic, b.p, b.len, &mid, err,
+		    sizeof(err)) < 0) {
+			/* (refused by libmosquitto itself: counted done) */
+			cats_warnx("push: %s", err);
+			push_answered(s);
+		}
+		cats_buf_free(&b);
 		return;
 	}
 	struct httpc_req_opts o = { .method = "POST", .url = s->to,
@@ -405,8 +486,10 @@ sci_end(struct sci_reporter *s)
 	}
 	httpd_free(s->httpd);
 	httpc_free(s->http);
+	sci_mqtt_free(s->mqtt);
 	s->httpd = NULL;
 	s->http = NULL;
+	s->mqtt = NULL;
 	for (size_t i = 0; i < SCI_RING; i++) {
 		free(s->ring_data[i]);
 		s->ring_data[i] = NULL;

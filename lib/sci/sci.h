@@ -37,6 +37,7 @@ struct sci_metrics {
 };
 
 struct sci_sub;
+struct sci_mqtt;
 struct event_base;
 
 struct sci_reporter {
@@ -57,9 +58,14 @@ struct sci_reporter {
 	bool has_port;
 	uint64_t port;
 	const char *to, *listen;
+	/* MQTT (to is mqtt:// or mqtts://): TLS files of the client */
+	const char *ca_file, *cert, *cert_key;
 	/* run time */
 	struct event_base *base;
 	struct httpc *http;		/* with to */
+	struct sci_mqtt *mqtt;		/* with an mqtt:// to */
+	char topic[512];
+	uint64_t refused;		/* publishes the broker refused */
 	struct httpd *httpd;		/* with listen */
 	uint64_t sent, done;
 	struct sci_sub *subs;
@@ -98,8 +104,16 @@ void sci_serve(struct sci_reporter *s);
  */
 void sci_tick(struct sci_reporter *s);
 
-/* Push one report to s->to now. */
+/* Push one report to s->to now (HTTP POST, or an MQTT publish). */
 void sci_push(struct sci_reporter *s);
+
+/*
+ * The MQTT client of an mqtt:// or mqtts:// s->to: the broker, the topic
+ * (the URL's path, default cats/sci/CSCI-ID/report), QoS 1, the client id
+ * the CSCI-ID; the first push once connected.  78 with the line said if
+ * the URL or the TLS files are refused.
+ */
+int sci_mqtt_start(struct sci_reporter *s);
 
 /* The subscribers told the stream ends, the server and the client freed,
  * the ring emptied. */

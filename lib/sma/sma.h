@@ -181,6 +181,17 @@ struct sma_conf {
 	struct sma_uc_conf uc;
 	struct sma_nb_conf nb;
 
+	/* [mqtt]: reports published to a broker (000 §4.1) */
+	struct sma_mqtt_conf {
+		char *broker;	/* mqtt:// or mqtts://, NULL: none */
+		char *topic;	/* one "+" level: the CSCI-ID */
+		char *client_id;	/* NULL: the C-SMA's id */
+		char *ca_file, *cert, *key;
+		char *username, *password;
+		uint64_t qos;
+		uint64_t keepalive_ms, backoff_min_ms, backoff_max_ms;
+	} mqtt;
+
 	/* [hierarchy] */
 	char *sub_keys;		/* keyring of subordinate C-SMAs */
 	uint64_t sub_window_ms;	/* their timestamp window, +/- */
@@ -423,7 +434,7 @@ struct sma;
 
 /* Where a report came from. */
 enum sma_src_kind { SMA_SRC_STREAM, SMA_SRC_PUSH, SMA_SRC_PULL, SMA_SRC_SSE,
-	SMA_SRC_STATE, SMA_SRC_RELEASE };
+	SMA_SRC_STATE, SMA_SRC_RELEASE, SMA_SRC_MQTT };
 
 struct sma_src {
 	int kind;		/* enum sma_src_kind */

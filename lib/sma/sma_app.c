@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/tool.h"
+#include "sci/sci_mqtt.h"
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
@@ -564,7 +565,8 @@ stdin_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 static bool
 only_stdin(const struct sma_app *a)
 {
-	return a->nlisten == 0 && a->nscis == 0 && a->admin == NULL;
+	return a->nlisten == 0 && a->nscis == 0 && a->admin == NULL &&
+	    a->mqtt == NULL;
 }
 
 static void
@@ -698,6 +700,80 @@ sma_app_stdin(struct sma_app *a)
 	return 0;
 }
 
+/* ---- MQTT (000 §4.1): reports published to a broker ---- */
+
+static void
+mqtt_message(void *arg, const char *topic, const uint8_t *p, size_t n)
+{
+	struct sma_app *a = arg;
+	char id[CATS_ID + 1], peer[CATS_ID + 300], b[256];
+	snprintf(peer, sizeof(peer), "mqtt:%s", cats_safe(topic, b,
+	    sizeof(b)));
+	if (!a->started)
+		sma_app_start(a);
+	uint64_t now = cats_clock_now();
+	/* The topic says whose report it is; the token has the last word
+	 * (sma_report: the report's CSCI-ID must be the topic's, and the
+	 * token's). */
+	const char *csci = sci_mqtt_topic_id(a->c->mqtt.topic, topic, id,
+	    sizeof(id));
+	if (csci == NULL) {
+		sma_audit(a->core, now, "reject", "status=403 field=topic",
+		    "src=%s index=0 status=403 field=topic reason=\"the topic "
+		    "names no CSCI-ID\"", peer);
+		return;
+	}
+	struct sma_src src = { .kind = SMA_SRC_MQTT, .expect = csci,
+		.peer = peer };
+	sma_ingest(a->core, &a->dec, p, n, &src, now, NULL, NULL);
+	sma_app_arm(a);
+}
+
+static void
+mqtt_state(void *arg, bool up, const char *why)
+{
+	struct sma_app *a = arg;
+	if (up)
+		cats_info("mqtt %s: subscribed to %s", a->c->mqtt.broker,
+		    a->c->mqtt.topic);
+	else
+		cats_warnx("mqtt %s: %s", a->c->mqtt.broker, why);
+	char q[300];
+	cats_audit("mqtt", "broker=%s state=%s reason=\"%s\"",
+	    a->c->mqtt.broker, up ? "up" : "down", cats_quote(why, q,
+	    sizeof(q)));
+}
+
+int
+sma_app_mqtt(struct sma_app *a)
+{
+	const struct sma_mqtt_conf *m = &a->c->mqtt;
+	sci_mqtt_free(a->mqtt);
+	a->mqtt = NULL;
+	if (m->broker == NULL || a->replay || a->once)
+		return 0;
+	struct sci_mqtt_conf mc = { .broker = m->broker, .client_id =
+		m->client_id ? m->client_id : a->c->id, .ca_file = m->ca_file,
+		.cert = m->cert, .key = m->key, .username = m->username,
+		.password = m->password, .qos = (int)m->qos,
+		.keepalive_ms = m->keepalive_ms,
+		.backoff_min_ms = m->backoff_min_ms,
+		.backoff_max_ms = m->backoff_max_ms };
+	static const struct sci_mqtt_cbs cbs = { mqtt_message, mqtt_state,
+		NULL };
+	char err[400];
+	if ((a->mqtt = sci_mqtt_new(a->base, &mc, &cbs, a, err,
+	    sizeof(err))) == NULL) {
+		cats_errorx("[mqtt] %s", err);
+		return CATS_EXIT_CONFIG;
+	}
+	if (sci_mqtt_subscribe(a->mqtt, m->topic) < 0) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	return 0;
+}
+
 /* ---- statistics ---- */
 
 /* The counters of cats-sma(1) STATISTICS, in their order. */
@@ -746,6 +822,12 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "limited_sci", s->limited_sci);
 	cats_stats_add(st, "limited_total", s->limited_all);
 	cats_stats_add(st, "audit_suppressed", s->audit_suppressed);
+	static const struct sci_mqtt_stats nomq;
+	const struct sci_mqtt_stats *mq = a->mqtt ? sci_mqtt_stats(a->mqtt) :
+	    &nomq;
+	cats_stats_add(st, "mqtt_connects", mq->connects);
+	cats_stats_add(st, "mqtt_disconnects", mq->disconnects);
+	cats_stats_add(st, "mqtt_messages", mq->messages);
 	cats_stats_add(st, "state_saves", a->saves);
 	cats_stats_add(st, "state_save_failures", a->save_failures);
 	cats_stats_add(st, "records_out", u->records);
@@ -998,6 +1080,8 @@ sma_app_reload(struct sma_app *a)
 	    sma_policy_windows(pol));
 	sma_app_arm(a);
 	sma_app_arm_save(a);
+	if (sma_app_mqtt(a) != 0)
+		cats_warnx("[mqtt] not started again after the reload");
 	cats_audit("config", "file=%s result=reloaded scis=%zu", a->conf_path,
 	    a->nscis);
 	cats_info("configuration reloaded");
@@ -1232,6 +1316,8 @@ sma_app_end(struct sma_app *a)
 	    sma_app_save_state(a) < 0)
 		a->exit_code = CATS_EXIT_IOERR;
 	sma_app_textfile(a);
+	sci_mqtt_free(a->mqtt);
+	a->mqtt = NULL;
 	if (a->exit_code == 0 && a->malformed > 0)
 		a->exit_code = CATS_EXIT_DATAERR;
 	return a->exit_code;

@@ -39,6 +39,7 @@
 struct event_base;
 struct event;
 struct sma_conn;
+struct sci_mqtt;
 
 /* A configured SCI at run time: its event stream and its pulls. */
 struct sma_sci {
@@ -103,6 +104,7 @@ struct sma_app {
 	struct httpd *admin;
 	struct sma_sci *scis;
 	size_t nscis;
+	struct sci_mqtt *mqtt;		/* [mqtt]: the broker subscription */
 	size_t pulls_pending;	/* once mode */
 
 	/* modes (main) */
@@ -137,6 +139,14 @@ int sma_app_hierarchy(struct sma_app *a);
 void sma_app_stream_listener(struct sma_app *a, int fd);
 /* Records from stdin.  -1 if the stream cannot be made. */
 int sma_app_stdin(struct sma_app *a);
+/*
+ * [mqtt]: subscribe to the reports on the broker (not in replay or cron
+ * mode).  Each message is a report (or a CBOR Sequence of them) of the
+ * CSCI-ID its topic names: it takes the path of an HTTP push, and a
+ * report for another CSCI-ID than its topic's is refused (403).  0, or
+ * 78 if the broker or its TLS files are refused.
+ */
+int sma_app_mqtt(struct sma_app *a);
 
 /* Restore saved state and send the first snapshot, once "now" is known
  * (idempotent). */

@@ -51,6 +51,10 @@ sma_conf_defaults(struct sma_conf *c)
 	c->in_all_burst = 100000;
 	c->audit_burst = 20;
 	c->audit_window_ms = 1000;
+	c->mqtt.qos = 1;
+	c->mqtt.keepalive_ms = 30000;
+	c->mqtt.backoff_min_ms = 500;
+	c->mqtt.backoff_max_ms = 30000;
 	c->max_body = 1u << 20;
 	c->http_timeout_ms = 10000;
 	c->pull_timeout_ms = 5000;
@@ -115,6 +119,14 @@ sma_conf_free(struct sma_conf *c)
 	free_list(c->nb.authorized, c->nb.nauthorized);
 	free(c->nb.prometheus);
 	free(c->sub_keys);
+	free(c->mqtt.broker);
+	free(c->mqtt.topic);
+	free(c->mqtt.client_id);
+	free(c->mqtt.ca_file);
+	free(c->mqtt.cert);
+	free(c->mqtt.key);
+	free(c->mqtt.username);
+	free(c->mqtt.password);
 	for (size_t i = 0; i < c->nsubs; i++) {
 		free(c->subs[i].sma_id);
 		free_list(c->subs[i].cs_ids, c->subs[i].ncs_ids);
@@ -516,6 +528,64 @@ set_rate(struct ctx *x, uint64_t *milli)
 	return 0;
 }
 
+/* A topic filter with one "+" level (the CSCI-ID) and no "#". */
+static int
+set_topic(struct ctx *x, char **dst)
+{
+	const char *v = x->e->val;
+	size_t plus = 0;
+	for (const char *p = v; *p; p++) {
+		if (*p == '#')
+			return bad(x, "a topic with # cannot name the CSCI-ID");
+		if (*p == '+') {
+			if ((p != v && p[-1] != '/') ||
+			    (p[1] != '/' && p[1] != '\0'))
+				return bad(x, "+ must be a whole level");
+			plus++;
+		}
+	}
+	if (plus != 1)
+		return bad(x, "expected one + level, where the CSCI-ID is "
+		    "(e.g. cats/sci/+/report)");
+	return set_str(x, dst, 1024);
+}
+
+static int
+mqtt_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key, *v = x->e->val;
+	struct sma_mqtt_conf *m = &c->mqtt;
+	if (strcmp(k, "broker") == 0) {
+		if (strncmp(v, "mqtt://", 7) != 0 && strncmp(v, "mqtts://", 8))
+			return bad(x, "expected mqtt://HOST[:PORT] or "
+			    "mqtts://HOST[:PORT]");
+		return set_str(x, &m->broker, 1024);
+	}
+	if (strcmp(k, "topic") == 0)
+		return set_topic(x, &m->topic);
+	if (strcmp(k, "client-id") == 0)
+		return set_id(x, &m->client_id);
+	if (strcmp(k, "ca-file") == 0)
+		return set_str(x, &m->ca_file, 4000);
+	if (strcmp(k, "cert") == 0)
+		return set_str(x, &m->cert, 4000);
+	if (strcmp(k, "key") == 0)
+		return set_str(x, &m->key, 4000);
+	if (strcmp(k, "username") == 0)
+		return set_str(x, &m->username, 1024);
+	if (strcmp(k, "password") == 0)
+		return set_str(x, &m->password, 1024);
+	if (strcmp(k, "qos") == 0)
+		return set_u64(x, &m->qos, 0, 2);
+	if (strcmp(k, "keepalive") == 0)
+		return set_ms(x, &m->keepalive_ms, 5000, 3600000);
+	if (strcmp(k, "backoff-min") == 0)
+		return set_ms(x, &m->backoff_min_ms, 1, 3600000);
+	if (strcmp(k, "backoff-max") == 0)
+		return set_ms(x, &m->backoff_max_ms, 1, 3600000);
+	return bad(x, "unknown key");
+}
+
 static int
 limits_key(struct ctx *x, struct sma_conf *c)
 {
@@ -813,6 +883,8 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 			rc = cache_key(&x, c);
 		} else if (strcmp(sec, "limits") == 0) {
 			rc = limits_key(&x, c);
+		} else if (strcmp(sec, "mqtt") == 0) {
+			rc = mqtt_key(&x, c);
 		} else if (strcmp(sec, "http") == 0) {
 			rc = http_key(&x, c);
 		} else if (strcmp(sec, "policy") == 0) {
@@ -931,6 +1003,13 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		why = "[policy] ema and [validate] smoothing exclude each other";
 	else if (c->nsubs > 0 && c->sub_keys == NULL)
 		why = "[subordinate] sections need [hierarchy] keys = KEYRING";
+	else if (c->mqtt.broker != NULL && c->mqtt.topic == NULL)
+		why = "[mqtt] broker needs topic = FILTER (e.g. "
+		    "cats/sci/+/report)";
+	else if (c->mqtt.backoff_min_ms > c->mqtt.backoff_max_ms)
+		why = "[mqtt] backoff-min above backoff-max";
+	else if ((c->mqtt.cert == NULL) != (c->mqtt.key == NULL))
+		why = "[mqtt] cert and key go together";
 	for (size_t j = 0; why == NULL && j < c->nscis; j++)
 		if (c->scis[j].pull_interval_ms && c->scis[j].pull == NULL)
 			why = "an [sci] with pull-interval needs pull = URL";
