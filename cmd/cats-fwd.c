@@ -41,6 +41,8 @@ static const char usage_text[] =
     "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
     "         [--fast-path] [--path-down] [--reserve-flows N]\n"
     "         [--tcp-state on|off] [--tcp-timeout STATE=DURATION]...\n"
+    "         [--fallback CSID=DURATION]... [--fallback-ttl DURATION]\n"
+    "         [--learn-reverse DURATION]\n"
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
@@ -276,7 +278,8 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
-	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL };
+	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
+	O_FALLBACK, O_FBTTL, O_LEARNREV };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -286,6 +289,8 @@ static const struct option longopts[] = {
 	{ "dataplane", required_argument, NULL, O_DP },
 	{ "epoch", required_argument, NULL, O_EPOCH },
 	{ "explicit-null", no_argument, NULL, O_XNULL },
+	{ "fallback", required_argument, NULL, O_FALLBACK },
+	{ "fallback-ttl", required_argument, NULL, O_FBTTL },
 	{ "fast-path", no_argument, NULL, O_FAST },
 	{ "flow-label", required_argument, NULL, O_FLOWLABEL },
 	{ "help", no_argument, NULL, 'h' },
@@ -295,6 +300,7 @@ static const struct option longopts[] = {
 	{ "jumbo-core", no_argument, NULL, O_JUMBO },
 	{ "key", required_argument, NULL, O_KEY },
 	{ "label", required_argument, NULL, O_LABEL },
+	{ "learn-reverse", required_argument, NULL, O_LEARNREV },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "mode-b", required_argument, NULL, O_MODEB },
 	{ "mtu", required_argument, NULL, O_MTU },
@@ -517,6 +523,18 @@ main(int argc, char **argv)
 			break;
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
+			break;
+		case O_FALLBACK:
+			if (cats_ifb_parse(&cf.fb, optarg, err, sizeof(err)) < 0) {
+				cats_errorx("%s", err);
+				exit(CATS_EXIT_USAGE);
+			}
+			break;
+		case O_FBTTL:
+			cf.fb.ttl_ms = cats_opt_ms("--fallback-ttl", optarg);
+			break;
+		case O_LEARNREV:
+			cf.learn_rev_ms = cats_opt_ms("--learn-reverse", optarg);
 			break;
 		case O_FLOWLABEL:
 			cf.fc.flowlabel_off = !cats_opt_bool("--flow-label",

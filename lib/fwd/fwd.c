@@ -101,9 +101,13 @@ cats_fwd_free(struct cats_fwd *t)
 	for (size_t i = 0; i < t->pend_by_key.cap; i++)
 		if (t->pend_by_key.s[i].h)
 			pend_free(t, t->pend_by_key.s[i].item);
-	for (size_t i = 0; i < t->bind_by_id.cap; i++)
-		if (t->bind_by_id.s[i].h)
-			free(t->bind_by_id.s[i].item);
+	for (size_t i = 0; i < t->bind_by_id.cap; i++) {
+		if (t->bind_by_id.s[i].h == 0)
+			continue;
+		struct cats_fbind *b = t->bind_by_id.s[i].item;
+		free(b->fb_egress);
+		free(b);
+	}
 	cats_htab_free(&t->bind_by_key);
 	cats_htab_free(&t->bind_by_id);
 	cats_htab_free(&t->pend_by_key);
@@ -380,6 +384,7 @@ cats_fwd_remove(struct cats_fwd *t, struct cats_fbind *b)
 	unkey(t, b);
 	cats_htab_del(&t->bind_by_id, u64_hash(b->id), id_eq_bind, &b->id);
 	t->st.bindings--;
+	free(b->fb_egress);
 	free(b);
 }
 
@@ -563,9 +568,22 @@ bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r
 	return 0;
 }
 
+/* Why binding o gives way to a binding of the manager for its flow. */
+static const char *
+displaced_why(const struct cats_fwd *t, const struct cats_fbind *o)
+{
+	if (o->fallback)
+		return "fallback-adopted";
+	if (o->learned)
+		return "learned-replaced";
+	return cats_fbind_tcp_why(t, o);
+}
+
 /*
- * Bindings of closing TCP connections whose keys nb takes give way: a
- * client reusing a 5-tuple after a FIN or a RST was selected afresh.
+ * Bindings whose keys nb takes give way when they are closing TCP
+ * connections (a client reusing a 5-tuple after a FIN or a RST was
+ * selected afresh) or were made here (a fallback the binding manager
+ * adopts, a learned reverse it replaces).
  */
 static void
 displace(struct cats_fwd *t, const struct cats_fbind *nb)
@@ -575,12 +593,14 @@ displace(struct cats_fwd *t, const struct cats_fbind *nb)
 			continue;
 		struct cats_fbind *o = cats_htab_get(&t->bind_by_key,
 		    key_hash(&nb->keys[d]), key_eq_bind, &nb->keys[d]);
-		if (o == NULL || o->id == nb->id || !cats_fbind_tracked(t, o) ||
-		    !cats_fbind_closing(o))
+		if (o == NULL || o->id == nb->id || (!o->fallback &&
+		    !o->learned && (!cats_fbind_tracked(t, o) ||
+		    !cats_fbind_closing(o))))
 			continue;
-		t->st.tcp_reused++;
+		if (!o->fallback && !o->learned)
+			t->st.tcp_reused++;
 		if (t->gone_cb != NULL)
-			t->gone_cb(o, cats_fbind_tcp_why(t, o), t->gone_arg);
+			t->gone_cb(o, displaced_why(t, o), t->gone_arg);
 		cats_fwd_remove(t, o);
 	}
 }
@@ -732,6 +752,39 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 			p = cats_fwd_pending(t, &b->keys[CATS_DIR_IN_FWD]);
 		if (p != NULL)
 			*released = cats_fwd_pend_take(t, p);
+	}
+	*out = b;
+	return 0;
+}
+
+int
+cats_fwd_insert(struct cats_fwd *t, const struct cats_fbind *nb, uint64_t now,
+    struct cats_fbind **out)
+{
+	*out = NULL;
+	if (conflicts(t, nb) || cats_fwd_by_id(t, nb->id) != NULL)
+		return CATS_FR_FLOW_BOUND;
+	if (t->st.bindings >= t->c.max_bindings)
+		return CATS_FR_FULL;
+	struct cats_fbind *b = malloc(sizeof(*b));
+	if (b == NULL)
+		return CATS_FR_NOMEM;
+	*b = *nb;
+	b->installed = b->last = b->reported = now;
+	bool ok[CATS_DIR__N];
+	memcpy(ok, b->keyed, sizeof(ok));
+	memset(b->keyed, 0, sizeof(b->keyed));
+	if (cats_htab_put(&t->bind_by_id, u64_hash(b->id), b) < 0) {
+		free(b);
+		return CATS_FR_NOMEM;
+	}
+	memcpy(b->keyed, ok, sizeof(ok));
+	t->st.bindings++;
+	if (cats_fbind_tracked(t, b))
+		t->st.tcp[b->tcp]++;
+	if (rekey(t, b) < 0) {
+		cats_fwd_remove(t, b);
+		return CATS_FR_NOMEM;
 	}
 	*out = b;
 	return 0;

@@ -93,6 +93,14 @@ struct cats_fbind {
 	uint64_t id, version, epoch, txn;
 	uint64_t idle_ms, hard_ms, installed, last;
 	bool ingress, egress;
+	/*
+	 * Made here, not by the binding manager (ids from CATS_FWD_LOCAL_ID):
+	 * fallback, the ingress bound a flow itself (fallback.h); learned,
+	 * the egress learned the reverse of an unbound flow; reported, the
+	 * binding manager was told of the fallback.
+	 */
+	bool fallback, learned, reported_fb;
+	char *fb_egress;		/* fallback: the candidate's egress */
 	uint8_t fkind, rkind;		/* CATS_DP_* forward and reverse */
 	uint8_t tcp;			/* enum cats_tcps (TCP, tracked) */
 	uint8_t tcp_fin;		/* CATS_TCP_FIN_* seen */
@@ -275,6 +283,15 @@ void cats_fwd_held_free(struct cats_fwd *t, struct cats_held *h);
 int cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *b,
     uint64_t now, struct cats_fbind **out, struct cats_held **released,
     int *event);
+
+/*
+ * Insert a binding made by this forwarder (nb: id, keys and actions set;
+ * a fallback or a learned reverse), installed at now; *out is the
+ * binding.  0 or the reason (a key taken, the table full).
+ */
+#define CATS_FWD_LOCAL_ID	(UINT64_C(1) << 52)
+int cats_fwd_insert(struct cats_fwd *t, const struct cats_fbind *nb,
+    uint64_t now, struct cats_fbind **out);
 
 /* An error record: the pending record it ends (by txn, then flow), or NULL. */
 struct cats_pend *cats_fwd_error(struct cats_fwd *t, const struct cats_error *e);

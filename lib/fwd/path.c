@@ -35,6 +35,7 @@ cats_fwdp_init(struct cats_fwdp *w, const struct cats_fwdp_conf *conf)
 	if (cats_fwd_init(&w->tab, &w->cf.fc) < 0)
 		return -1;
 	w->tab.next_txn = w->cf.epoch * 1000 % (CATS_U53 / 2);
+	w->local_id = CATS_FWD_LOCAL_ID + w->cf.epoch % 1000 * 1000000000;
 	w->tx_mtu = w->cf.mtu;
 	w->synced = w->cf.bind_ep == NULL;
 	w->tab.gone_cb = bind_gone;
@@ -239,7 +240,7 @@ send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
 		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
 }
 
-static void
+static bool
 send_request(struct cats_fwdp *w, struct cats_pend *p,
     const struct cats_pkt *pk)
 {
@@ -293,9 +294,10 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	p->sent = true;
 	if (w->emit == NULL || w->emit(w->hook_arg, CATS_FWDP_SELECT, &r) < 0) {
 		w->ctr[CATS_FC_request_fail]++;
-		return;
+		return false;
 	}
 	w->ctr[CATS_FC_requests]++;
+	return true;
 }
 
 /* ---- the forward and reverse actions ---- */
@@ -395,6 +397,276 @@ drop_held(struct cats_fwdp *w, struct cats_held *h, int counter, uint64_t now)
 	flush_later(w);
 }
 
+/* ---- the configured fallback (fallback.h) ---- */
+
+static void learn_return(struct cats_fwdp *, struct cats_fbind *,
+    const uint8_t *, uint8_t);
+
+static const char *
+key_fmt(const struct cats_fkey *k, bool dst, char *buf, size_t n)
+{
+	struct cats_ip ip = { .af = k->af };
+	memcpy(ip.a, dst ? k->dst : k->src, k->af == 4 ? 4 : 16);
+	return cats_ip_fmt(&ip, buf, n);
+}
+
+/*
+ * Bind pending flow p to a fallback candidate of its service: when the
+ * service configures a fallback, the C-PS has not been silent for longer
+ * than it allows and a candidate is eligible, the held packets go to the
+ * Maglev table's choice; the binding is marked, audited, and reported to
+ * the binding manager when the C-PS answers again.  False when the flow is
+ * not the fallback's (the caller goes on as without one).
+ */
+static bool
+fb_bind(struct cats_fwdp *w, struct cats_pend *p, uint64_t now)
+{
+	struct cats_ifb *fb = &w->cf.fb;
+	struct cats_ifb_svc *s = cats_ifb_svc(fb, p->meta.cs_id);
+	const struct cats_ifb_cand *c;
+	char a[64], d[64], l[64];
+	if (s == NULL)
+		return false;
+	cats_ifb_silent(fb, p->created);
+	int r = cats_ifb_pick(fb, s, cats_ifb_flow_hash(&p->key), now, &c);
+	if (r != CATS_IFB_OK) {
+		w->ctr[CATS_FC_fallback_refused]++;
+		cats_audit("fallback-refused", "cs_id=%s txn=%" PRIu64 " why=%s",
+		    s->cs_id, p->txn, cats_ifb_why[r]);
+		return false;
+	}
+	const struct cats_fkey *k = &p->key;
+	struct cats_fbind nb;
+	memset(&nb, 0, sizeof(nb));
+	nb.id = w->local_id++;
+	nb.version = 1;
+	nb.epoch = w->tab.epoch_max;
+	nb.txn = p->txn;
+	nb.ingress = nb.fallback = true;
+	nb.af = k->af;
+	memcpy(nb.locator, c->locator, 16);
+	nb.port = c->port;
+	nb.enc = c->enc;
+	nb.fkind = c->fkind;
+	nb.rkind = c->rkind;
+	memcpy(nb.restore, k->dst, 16);
+	nb.restore_port = c->port ? k->dport : 0;
+	nb.idle_ms = c->idle_ms;
+	nb.hard_ms = c->hard_ms;
+	cats_strlcpy(nb.cs_id, s->cs_id, sizeof(nb.cs_id));
+	nb.keys[CATS_DIR_IN_FWD] = *k;
+	struct cats_fkey *rk = &nb.keys[CATS_DIR_IN_REV];
+	rk->af = k->af;
+	rk->proto = k->proto;
+	rk->dir = CATS_DIR_IN_REV;
+	memcpy(rk->src, c->locator, 16);
+	memcpy(rk->dst, k->src, 16);
+	rk->sport = c->port ? c->port : k->dport;
+	rk->dport = k->sport;
+	if (k->wild & CATS_WILD_SPORT) {
+		rk->dport = 0;
+		rk->wild |= CATS_WILD_DPORT;
+	}
+	nb.keyed[CATS_DIR_IN_FWD] = nb.keyed[CATS_DIR_IN_REV] = true;
+	nb.fb_egress = strdup(c->egress);
+	struct cats_fbind *b;
+	if (nb.fb_egress == NULL || (r = cats_fwd_insert(&w->tab, &nb, now,
+	    &b)) != 0) {
+		free(nb.fb_egress);
+		w->ctr[CATS_FC_fallback_refused]++;
+		return false;
+	}
+	w->ctr[CATS_FC_fallback_bound]++;
+	w->fb_unreported++;
+	cats_audit("fallback-bind", "cs_id=%s id=%" PRIu64 " txn=%" PRIu64
+	    " proto=%u src=%s sport=%u dst=%s dport=%u locator=%s egress=%s",
+	    s->cs_id, b->id, b->txn, k->proto, key_fmt(k, false, a, sizeof(a)),
+	    k->sport, key_fmt(k, true, d, sizeof(d)), k->dport,
+	    key_fmt(rk, false, l, sizeof(l)), c->egress);
+	release_held(w, b, cats_fwd_pend_take(&w->tab, p), now);
+	return true;
+}
+
+/*
+ * The binding record of fallback binding b, as a binding manager would
+ * have sent it (reason fallback): what the forwarder did, for the manager
+ * to adopt (a binding of its own for the flow takes this one's place) or
+ * end (a remove of this id).  The arrays point into sids and labels.
+ */
+static void
+fb_record(struct cats_fwdp *w, const struct cats_fbind *b,
+    struct cats_ip *sids, uint64_t *labels, uint64_t now, struct cats_rec *r)
+{
+	cats_rec_init(r, CATS_T_BINDING);
+	struct cats_binding *bd = &r->u.binding;
+	const struct cats_fkey *k = &b->keys[CATS_DIR_IN_FWD];
+	bd->id = b->id;
+	bd->version = b->version;
+	bd->epoch = b->epoch;
+	bd->op = CATS_BIND_INSTALL;
+	bd->ts = now;
+	bd->ingress = w->cf.id;
+	bd->egress = b->fb_egress;
+	bd->cs_id = b->cs_id;
+	bd->reason = "fallback";
+	bd->has = UINT64_C(1) << CATS_BND_id | UINT64_C(1) << CATS_BND_version |
+	    UINT64_C(1) << CATS_BND_epoch | UINT64_C(1) << CATS_BND_op |
+	    UINT64_C(1) << CATS_BND_ts | UINT64_C(1) << CATS_BND_ingress |
+	    UINT64_C(1) << CATS_BND_cs_id | UINT64_C(1) << CATS_BND_reason |
+	    UINT64_C(1) << CATS_BND_fwd | UINT64_C(1) << CATS_BND_rev;
+	if (b->fb_egress != NULL && b->fb_egress[0])
+		bd->has |= UINT64_C(1) << CATS_BND_egress;
+	else
+		bd->egress = NULL;
+	if (b->txn)
+		CATS_SET(bd, BND, txn, b->txn);
+	if (b->idle_ms)
+		CATS_SET(bd, BND, idle_ms, b->idle_ms);
+	if (b->hard_ms)
+		CATS_SET(bd, BND, hard_ms, b->hard_ms);
+	struct cats_bind_fwd *f = &bd->fwd;
+	cats_fkey_to_flow(k, &f->match, w->cf.tenant);
+	f->locator.af = b->af;
+	memcpy(f->locator.a, b->locator, 16);
+	f->encap = b->fkind;
+	f->has = UINT64_C(1) << CATS_BFW_match | UINT64_C(1) << CATS_BFW_locator |
+	    UINT64_C(1) << CATS_BFW_encap;
+	if (b->port)
+		CATS_SET(f, BFW, port, b->port);
+	if (b->enc.kind == CATS_ENC_SRV6) {
+		for (unsigned i = 0; i < b->enc.nsids; i++) {
+			sids[i].af = 6;
+			memcpy(sids[i].a, b->enc.sids[i], 16);
+		}
+		f->sids.v = sids;
+		f->sids.n = b->enc.nsids;
+		f->has |= UINT64_C(1) << CATS_BFW_sids;
+	} else if (b->enc.kind == CATS_ENC_MPLS) {
+		for (unsigned i = 0; i < b->enc.nlabels; i++)
+			labels[i] = b->enc.labels[i];
+		f->labels.v = labels;
+		f->labels.n = b->enc.nlabels;
+		f->has |= UINT64_C(1) << CATS_BFW_labels;
+	} else if (b->enc.kind == CATS_ENC_IPIP) {
+		f->tunnel_dst.af = b->enc.outer_af;
+		memcpy(f->tunnel_dst.a, b->enc.dst, 16);
+		f->has |= UINT64_C(1) << CATS_BFW_tunnel_dst;
+	}
+	if (bd->egress != NULL) {
+		f->egress = bd->egress;
+		f->has |= UINT64_C(1) << CATS_BFW_egress;
+	}
+	struct cats_bind_rev *v = &bd->rev;
+	cats_fkey_to_flow(&b->keys[CATS_DIR_IN_REV], &v->match, w->cf.tenant);
+	v->restore_src.af = b->af;
+	memcpy(v->restore_src.a, b->restore, 16);
+	v->owner = w->cf.id;
+	v->has = UINT64_C(1) << CATS_BRV_match |
+	    UINT64_C(1) << CATS_BRV_restore_src | UINT64_C(1) << CATS_BRV_owner;
+	if (!(k->wild & CATS_WILD_DPORT))
+		CATS_SET(v, BRV, restore_port, k->dport);
+	if (b->rkind != b->fkind)
+		CATS_SET(v, BRV, encap, b->rkind);
+}
+
+/*
+ * The C-PS answers again: every fallback binding it was not told of goes
+ * to the binding manager, once (again at the next answer if the channel
+ * is down).
+ */
+static void
+fb_report(struct cats_fwdp *w, uint64_t now)
+{
+	struct cats_htab *h = &w->tab.bind_by_id;
+	for (size_t i = 0; w->fb_unreported > 0 && i < h->cap; i++) {
+		struct cats_fbind *b = h->s[i].item;
+		if (h->s[i].h == 0 || !b->fallback || b->reported_fb)
+			continue;
+		struct cats_rec r;
+		struct cats_ip sids[CATS_PKT_MAX_SIDS];
+		uint64_t labels[CATS_PKT_MAX_SIDS];
+		struct cats_err e;
+		fb_record(w, b, sids, labels, now, &r);
+		if (cats_rec_validate(&r, &e) < 0) {
+			cats_warnx("fallback binding %" PRIu64 ": %s: %s", b->id,
+			    e.field, e.reason);
+			continue;
+		}
+		if (w->emit == NULL || w->emit(w->hook_arg, CATS_FWDP_BIND,
+		    &r) < 0)
+			return;
+		b->reported_fb = true;
+		w->fb_unreported--;
+		w->ctr[CATS_FC_fallback_reported]++;
+		cats_audit("fallback-reported", "cs_id=%s id=%" PRIu64 " txn=%"
+		    PRIu64, b->cs_id, b->id, b->txn);
+	}
+}
+
+/* The C-PS answered: no longer silent; what was bound meanwhile is told. */
+static void
+cps_answered(struct cats_fwdp *w, uint64_t now)
+{
+	cats_ifb_answer(&w->cf.fb);
+	if (w->fb_unreported > 0)
+		fb_report(w, now);
+}
+
+/*
+ * At the egress (--learn-reverse): an unbound flow's forward packet,
+ * delivered because its destination is owned, teaches the reverse of the
+ * flow (replies go back the way the packet came, to its outer source) for
+ * an idle time: the reverse of the flows an ingress bound by its fallback
+ * while the C-PS, and so the binding manager, were away.  Marked learned,
+ * audited, never reported; a binding of the manager for the flow takes
+ * its place.
+ */
+static void
+learn_unbound(struct cats_fwdp *w, const struct cats_pkt *pk,
+    const uint8_t *outer_src, uint8_t outer_af, uint64_t now)
+{
+	struct cats_fbind nb, *b;
+	char a[64], d[64], o[64];
+	if (outer_af == 0 || !pk->has_ports || (pk->proto != 6 &&
+	    pk->proto != 17))
+		return;
+	memset(&nb, 0, sizeof(nb));
+	nb.id = w->local_id++;
+	nb.version = 1;
+	nb.epoch = w->tab.epoch_max;
+	nb.egress = nb.learned = true;
+	nb.af = pk->af;
+	nb.idle_ms = w->cf.learn_rev_ms;
+	nb.fkind = nb.rkind = outer_af == 6 ? CATS_DP_SRV6 : CATS_DP_IPIP;
+	cats_fkey_from_pkt(&nb.keys[CATS_DIR_EG_FWD], pk, CATS_DIR_EG_FWD, 0);
+	struct cats_fkey *rk = &nb.keys[CATS_DIR_EG_REV];
+	const struct cats_fkey *fk = &nb.keys[CATS_DIR_EG_FWD];
+	rk->af = fk->af;
+	rk->proto = fk->proto;
+	rk->dir = CATS_DIR_EG_REV;
+	memcpy(rk->src, fk->dst, 16);
+	memcpy(rk->dst, fk->src, 16);
+	rk->sport = fk->dport;
+	rk->dport = fk->sport;
+	memcpy(nb.locator, fk->dst, 16);
+	nb.keyed[CATS_DIR_EG_FWD] = nb.keyed[CATS_DIR_EG_REV] = true;
+	nb.renc.kind = outer_af == 6 ? CATS_ENC_SRV6 : CATS_ENC_IPIP;
+	nb.renc.flowlabel = !w->cf.fc.flowlabel_off;
+	nb.renc_learn = true;
+	learn_return(w, &nb, outer_src, outer_af);
+	if (cats_fwd_insert(&w->tab, &nb, now, &b) != 0)
+		return;
+	track(w, b, pk, false);
+	w->ctr[CATS_FC_reverse_learned]++;
+	struct cats_ip ip = { .af = outer_af };
+	memcpy(ip.a, outer_src, outer_af == 4 ? 4 : 16);
+	cats_audit("reverse-learned", "id=%" PRIu64 " proto=%u src=%s sport=%u "
+	    "dst=%s dport=%u return=%s", b->id, pk->proto,
+	    key_fmt(fk, false, a, sizeof(a)), fk->sport,
+	    key_fmt(fk, true, d, sizeof(d)), fk->dport,
+	    cats_ip_fmt(&ip, o, sizeof(o)));
+}
+
 /* ---- classification ---- */
 
 static bool
@@ -434,6 +706,21 @@ find_svc(const struct cats_fwdp *w, const struct cats_pkt *pk)
 		return s;
 	}
 	return NULL;
+}
+
+/* The CS-ID of the --service address a flow key goes to ("" if none). */
+static const char *
+svc_csid(const struct cats_fwdp *w, const struct cats_fkey *k)
+{
+	for (size_t i = 0; i < w->cf.nsvc; i++) {
+		const struct cats_fwd_svc *s = &w->cf.svc[i];
+		if (s->addr.af == k->af && memcmp(s->addr.a, k->dst, k->af == 4 ?
+		    4 : 16) == 0 && (!s->proto || s->proto == k->proto) &&
+		    (!s->port || ((k->wild & CATS_WILD_DPORT) == 0 &&
+		    s->port == k->dport)))
+			return s->cs_id;
+	}
+	return "";
 }
 
 /*
@@ -526,8 +813,10 @@ on_client(struct cats_fwdp *w, struct cats_pkt *pk,
 	if (r == CATS_PEND_NEW) {
 		p->meta = meta;
 		p->established = established;
-		if (w->synced)
-			send_request(w, p, pk);
+		/* The C-PS's channel is down: a fallback service's flow
+		 * need not wait for the deadline. */
+		if (w->synced && !send_request(w, p, pk))
+			fb_bind(w, p, now);
 	}
 }
 
@@ -592,6 +881,8 @@ on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
 		return;
 	} else {
 		w->ctr[CATS_FC_eg_unbound]++;
+		if (w->cf.learn_rev_ms)
+			learn_unbound(w, pk, outer_src, outer_af, now);
 	}
 	if (cats_pkt_dec_ttl(pk)) {
 		w->drop_pkt[CATS_DROP_TTL]++;
@@ -962,7 +1253,8 @@ fence_older(struct cats_fwdp *w, uint64_t e, uint64_t now)
 		t->epoch_max = e;
 	for (size_t i = 0; i < t->bind_by_id.cap; i++) {
 		struct cats_fbind *b = t->bind_by_id.s[i].item;
-		if (t->bind_by_id.s[i].h && b->epoch < e)
+		if (t->bind_by_id.s[i].h && b->epoch < e && !b->fallback &&
+		    !b->learned)
 			v[n++] = b;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -996,6 +1288,11 @@ on_binding(struct cats_fwdp *w, const struct cats_binding *b, uint64_t now)
 	}
 	w->ctr[ev == CATS_EV_INSTALLED ? CATS_FC_bindings_installed :
 	    CATS_FC_bindings_refreshed]++;
+	/* An eligible instance and path of its service, for a fallback: the
+	 * binding's CS-ID, else that of its service address here. */
+	if (w->cf.fb.n > 0 && fb->ingress && !fb->fallback)
+		cats_ifb_learn(&w->cf.fb, fb, fb->cs_id[0] ? fb->cs_id :
+		    svc_csid(w, &fb->keys[CATS_DIR_IN_FWD]), b->egress, now);
 	/* Forward and reverse state are in; now the held packets go. */
 	release_held(w, fb, rel, now);
 	send_status(w, fb, ev, NULL, 0, 0, now);
@@ -1009,6 +1306,7 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 	switch (r->type) {
 	case CATS_T_BINDING:
 		on_binding(w, &r->u.binding, now);
+		cps_answered(w, now);
 		break;
 	case CATS_T_ERROR: {
 		w->ctr[CATS_FC_errors_received]++;
@@ -1018,6 +1316,7 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 			drop_held(w, cats_fwd_pend_take(&w->tab, pd),
 			    CATS_FC_drop_pending_error, now);
 		}
+		cps_answered(w, now);
 		break;
 	}
 	case CATS_T_STATUS:
@@ -1030,6 +1329,7 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 				cats_info("bindings fetched again; forwarding");
 				after_sync(w, now);
 			}
+			cps_answered(w, now);
 		}
 		break;
 	default:
@@ -1050,6 +1350,9 @@ static void
 pend_expired(struct cats_pend *p, void *arg)
 {
 	struct cats_fwdp *w = arg;
+	/* Unanswered: a fallback service's flow is bound here. */
+	if (p->sent && fb_bind(w, p, w->now))
+		return;
 	drop_held(w, cats_fwd_pend_take(&w->tab, p), CATS_FC_drop_pending_timeout,
 	    w->now);
 }
@@ -1060,15 +1363,16 @@ bind_gone(struct cats_fbind *b, const char *why, void *arg)
 {
 	struct cats_fwdp *w = arg;
 	w->ctr[CATS_FC_bindings_expired]++;
-	send_status(w, b, CATS_EV_EXPIRED, why, 0, 0, w->now);
+	if (b->fallback && !b->reported_fb)
+		w->fb_unreported--;
+	if (!b->learned)
+		send_status(w, b, CATS_EV_EXPIRED, why, 0, 0, w->now);
 }
 
 static void
 bind_expired(struct cats_fbind *b, const char *why, void *arg)
 {
-	struct cats_fwdp *w = arg;
-	w->ctr[CATS_FC_bindings_expired]++;
-	send_status(w, b, CATS_EV_EXPIRED, why, 0, 0, w->now);
+	bind_gone(b, why, arg);
 }
 
 void

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "base/bucket.h"
+#include "fwd/fallback.h"
 #include "fwd/fwd.h"
 #include "fwd/fwd_fast.h"
 #include "fwd/pkt.h"
@@ -47,7 +48,8 @@
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects) X(rx_ring_drops) \
 	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent) \
-	X(tcp_reopened)
+	X(tcp_reopened) X(fallback_bound) X(fallback_refused) \
+	X(fallback_reported) X(reverse_learned)
 
 #define CATS_FWDP_X_ENUM(n) CATS_FC_##n,
 enum cats_fwdp_ctr { CATS_FWDP_CTRS(CATS_FWDP_X_ENUM) CATS_FC__N };
@@ -94,6 +96,10 @@ struct cats_fwdp_conf {
 	bool path_down;
 	uint64_t epoch;
 	struct cats_fwd_conf fc;
+	/* The configured fallback (fallback.h; its candidates are state). */
+	struct cats_ifb fb;
+	/* Egress: learn the reverse of unbound flows for this idle time. */
+	uint64_t learn_rev_ms;
 };
 
 /* The channels a control record leaves by. */
@@ -121,6 +127,8 @@ struct cats_fwdp {
 	uint64_t now;			/* the latest now passed in */
 	struct cats_bucket icmp;		/* ICMP errors: 100/s, burst 100 */
 	size_t tick_pos;		/* expiry walk of the binding table */
+	uint64_t local_id;		/* ids of bindings made here */
+	uint64_t fb_unreported;		/* fallback bindings not yet reported */
 	/* The fast path (fwd_fast.h), or NULL. */
 	struct cats_fwd_fast *fp;
 	uint64_t fp_keys;		/* keys in the kernel's map */

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "fwd/fallback.h"
 #include "fwd/fwd.h"
 #include "rec/json.h"
 #include "t.h"
@@ -464,6 +465,97 @@ test_tcp(void)
 	cats_fwd_free(&t);
 }
 
+/*
+ * The fallback (fallback.h): the option, candidates from bindings and
+ * their soft state, the bound on the C-PS's silence, and Maglev: flows
+ * spread evenly, and when a candidate goes only its flows move.
+ */
+static void
+test_fallback(void)
+{
+	static struct cats_ifb fb;
+	char err[256];
+	memset(&fb, 0, sizeof(fb));
+	T_OK(cats_ifb_parse(&fb, "S1=20s", err, sizeof(err)) == 0 &&
+	    cats_ifb_svc(&fb, "S1") != NULL && cats_ifb_svc(&fb, "S1")->max_ms ==
+	    20000 && cats_ifb_svc(&fb, "S2") == NULL, "--fallback S1=20s");
+	T_OK(cats_ifb_parse(&fb, "S1", err, sizeof(err)) < 0 &&
+	    cats_ifb_parse(&fb, "S1=0", err, sizeof(err)) < 0,
+	    "--fallback refuses no duration and 0: %s", err);
+	struct cats_ifb_svc *s = cats_ifb_svc(&fb, "S1");
+	const struct cats_ifb_cand *c;
+	T_OK(cats_ifb_pick(&fb, s, 1, 0, &c) == CATS_IFB_NO_CAND &&
+	    cats_ifb_pick(&fb, NULL, 1, 0, &c) == CATS_IFB_NONE,
+	    "no candidate; no fallback for another service");
+	/* Eight instances, from bindings of the service. */
+	fb.ttl_ms = 30000;
+	struct cats_fbind b;
+	memset(&b, 0, sizeof(b));
+	b.ingress = true;
+	b.af = 4;
+	cats_strlcpy(b.cs_id, "S1", sizeof(b.cs_id));
+	for (int i = 0; i < 8; i++) {
+		b.locator[0] = 198, b.locator[1] = 51, b.locator[2] = 100;
+		b.locator[3] = (uint8_t)(10 + i);
+		cats_ifb_learn(&fb, &b, "S1", "EF-2", 1000 + (uint64_t)i * 1000);
+	}
+	T_OK(s->n == 8, "8 candidates");
+	int before[4096], per[8] = { 0 };
+	bool ok = true;
+	for (int f = 0; f < 4096; f++) {
+		struct cats_fkey k;
+		memset(&k, 0, sizeof(k));
+		k.af = 4;
+		k.proto = 6;
+		k.sport = (uint16_t)(30000 + f);
+		k.dport = 80;
+		ok &= cats_ifb_pick(&fb, s, cats_ifb_flow_hash(&k), 10000, &c) ==
+		    CATS_IFB_OK;
+		before[f] = c->locator[3] - 10;
+		per[before[f]]++;
+	}
+	int lo = 4096, hi = 0;
+	for (int i = 0; i < 8; i++) {
+		lo = per[i] < lo ? per[i] : lo;
+		hi = per[i] > hi ? per[i] : hi;
+	}
+	T_OK(ok && lo > 4096 / 8 * 3 / 4 && hi < 4096 / 8 * 5 / 4,
+	    "Maglev: 4096 flows over 8 candidates, %d to %d each", lo, hi);
+	/* The first candidate's soft state ends (learned at 1000). */
+	int moved = 0, moved_other = 0;
+	for (int f = 0; f < 4096; f++) {
+		struct cats_fkey k;
+		memset(&k, 0, sizeof(k));
+		k.af = 4;
+		k.proto = 6;
+		k.sport = (uint16_t)(30000 + f);
+		k.dport = 80;
+		cats_ifb_pick(&fb, s, cats_ifb_flow_hash(&k), 31500, &c);
+		int now_i = c->locator[3] - 10;
+		moved += now_i != before[f];
+		moved_other += now_i != before[f] && before[f] != 0;
+		ok &= now_i != 0;
+	}
+	T_OK(ok && moved_other < 4096 / 8 / 4, "a candidate's soft state ends: "
+	    "its flows move (%d in all), few others (%d)", moved, moved_other);
+	T_OK(cats_ifb_pick(&fb, s, 1, 40000, &c) == CATS_IFB_NO_CAND,
+	    "every soft state ended: no candidate");
+	cats_ifb_learn(&fb, &b, "S1", "EF-2", 40000);
+	cats_ifb_silent(&fb, 40000);
+	cats_ifb_silent(&fb, 50000);
+	T_OK(cats_ifb_pick(&fb, s, 1, 60000, &c) == CATS_IFB_OK &&
+	    cats_ifb_pick(&fb, s, 1, 60001, &c) == CATS_IFB_TOO_LONG,
+	    "the C-PS silent since its first failure: 20 s, not more");
+	cats_ifb_answer(&fb);
+	T_OK(cats_ifb_pick(&fb, s, 1, 60001, &c) == CATS_IFB_OK,
+	    "it answered: the fallback may be used again");
+	b.ingress = false;
+	unsigned n = s->n;
+	b.locator[3] = 99;
+	cats_ifb_learn(&fb, &b, "S1", "EF-2", 60000);
+	T_OK(s->n == n, "an egress's binding names no candidate");
+}
+
 int
 main(void)
 {
@@ -474,6 +566,7 @@ main(void)
 	test_return_tunnel();
 	test_expire_step();
 	test_tcp();
+	test_fallback();
 	cats_dec_free(&dec);
 	return t_done();
 }

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "base/conf.h"
 #include "fwd/path.h"
 #include "rec/json.h"
 
@@ -22,7 +23,7 @@
 #define FC_PKT		(65536 + 256)
 
 enum { FC_CTL, FC_IN, FC_OUT, FC_DROP, FC_COUNT, FC_REQUEST, FC_STATUS,
-	FC_OPT, FC_TICK };
+	FC_OPT, FC_TICK, FC_BINDING };
 
 struct fc_line {
 	int kind;
@@ -47,6 +48,8 @@ struct fc_seen {
 	int n;
 };
 static struct fc_seen fc_seen;
+/* opt select-down: the channel to the C-PS is down (requests fail). */
+static bool fc_select_down;
 
 static inline int
 fc_hex(const char *s, uint8_t **out, size_t *len)
@@ -94,9 +97,9 @@ fc_load(struct fcase *c, const char *path, const char *name)
 			continue;
 		struct fc_line *l = &c->l[c->nl++];
 		static const char *const kinds[] = { "ctl", "in", "out", "drop",
-			"count", "request", "status", "opt", "tick" };
+			"count", "request", "status", "opt", "tick", "binding" };
 		l->kind = -1;
-		for (int k = 0; k < 9; k++)
+		for (int k = 0; k < 10; k++)
 			if (strcmp(line, kinds[k]) == 0)
 				l->kind = k;
 		if (l->kind == FC_IN || l->kind == FC_OUT) {
@@ -159,7 +162,8 @@ static inline int
 fc_emit(void *arg, int chan, struct cats_rec *r)
 {
 	(void)arg;
-	(void)chan;
+	if (chan == CATS_FWDP_SELECT && fc_select_down)
+		return -1;
 	if (fc_seen.n == 32)
 		return 0;
 	char *s = fc_seen.rec[fc_seen.n++];
@@ -176,6 +180,10 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 		    cats_status_event_names[r->u.status.event],
 		    r->u.status.reason ? r->u.status.reason : "",
 		    (unsigned long long)r->u.status.id);
+	} else if (r->type == CATS_T_BINDING) {
+		snprintf(s, 160, "binding op=%s reason=%s locator_af=%d",
+		    cats_bind_op_names[r->u.binding.op], r->u.binding.reason ?
+		    r->u.binding.reason : "", r->u.binding.fwd.locator.af);
 	} else {
 		snprintf(s, 160, "%s", cats_type_name(r->type));
 	}
@@ -192,6 +200,7 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 {
 	static struct cats_fwdp_conf cf;
 	memset(&cf, 0, sizeof(cf));
+	fc_select_down = false;
 	struct cats_ip ip;
 	const char *src4 = c->egress ? "10.99.0.2" : "10.99.0.1";
 	const char *src6 = c->egress ? "2001:db8:2::100" : "2001:db8:1::1";
@@ -248,6 +257,21 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 			cf.labels[cf.nlabels++] = (uint32_t)atoi(o + 6);
 		else if (strcmp(o, "explicit-null") == 0)
 			cf.fc.explicit_null = true;
+		else if (strcmp(o, "select-down") == 0)
+			fc_select_down = true;
+		else if (strncmp(o, "fallback-ttl=", 13) == 0) {
+			char e[128];
+			cats_parse_ms(o + 13, &cf.fb.ttl_ms, e, sizeof(e));
+		} else if (strncmp(o, "learn-reverse=", 14) == 0) {
+			char e[128];
+			cats_parse_ms(o + 14, &cf.learn_rev_ms, e, sizeof(e));
+		} else if (strncmp(o, "fallback=", 9) == 0) {
+			char e[256];
+			if (cats_ifb_parse(&cf.fb, o + 9, e, sizeof(e)) < 0) {
+				printf("# %s: %s\n", c->name, e);
+				return -1;
+			}
+		}
 		else if (strncmp(o, "return=", 7) == 0 && strchr(o + 7, '=')) {
 			/* return=ID=mpls:L/L... or return=ID=ADDR */
 			static char ids[4][32];
@@ -518,11 +542,12 @@ fc_check(struct cats_fwdp *w, const struct fcase *c,
 			break;
 		case FC_REQUEST:
 		case FC_STATUS:
+		case FC_BINDING:
 			if (!fc_rec_seen(l->kind == FC_REQUEST ? "request" :
-			    "status", l->text)) {
+			    l->kind == FC_STATUS ? "status" : "binding", l->text)) {
 				printf("#   %s: no %s record with %s\n", c->name,
-				    l->kind == FC_REQUEST ? "request" : "status",
-				    l->text);
+				    l->kind == FC_REQUEST ? "request" : l->kind ==
+				    FC_STATUS ? "status" : "binding", l->text);
 				for (int j = 0; j < fc_seen.n; j++)
 					printf("#     sent: %s\n", fc_seen.rec[j]);
 				ok = false;

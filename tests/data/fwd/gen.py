@@ -219,7 +219,7 @@ def binding(af=4, proto=17, sport=4000, dport=53, bid=1, encap="srv6",
         rev["encap"] = rev_encap
     b = {"type": "binding", "id": bid, "version": 1, "epoch": 1,
          "op": "install", "ts": 1, "txn": 1000 + bid, "ingress": "IF-1",
-         "egress": "EF-2", "fwd": fwd, "rev": rev}
+         "egress": "EF-2", "cs_id": "S1", "fwd": fwd, "rev": rev}
     if idle:
         b["idle_ms"] = idle
     return b
@@ -262,6 +262,10 @@ def request(kv):
 
 def status(kv):
     return ("status", kv)
+
+
+def sent_binding(kv):
+    return ("binding", kv)
 
 
 # ---- ingress: rewrite and encapsulation ----
@@ -1000,6 +1004,112 @@ case("eg_mpls_srv6_return", "forward SR-MPLS, return SRv6 (rev.encap srv6 "
      acts=[ctl(binding(encap="srmpls", labels=(ELBL,), rev_encap="srv6")),
            pin("site", erm4)],
      expect=[out("core", srv6(rewrite(erm4), ESID, [ISID]))])
+
+# ---- the configured fallback ----
+
+u4b = udp(4, CLI4, SVC4, 4001, 53)
+u4c = udp(4, CLI4, SVC4, 4002, 53)
+FB = ["fallback=S1=20s"]
+FB_OUT = out("core", srv6(rewrite(u4b, dst=LOC4), ISID, [ESID]))
+HELLO = {"type": "status", "fwd": "cats-bind", "event": "hello", "ts": 5,
+         "epoch": 1}
+case("fb_deadline", "fallback: a new flow of a fallback service the C-PS "
+     "does not answer within the deadline goes to the candidate its "
+     "bindings named", opts=FB,
+     acts=[ctl(binding()), pin("client", u4b), tick(2100)],
+     expect=[FB_OUT, count("fallback_bound"), count("released"),
+             count("requests"), count("drop_pending_timeout", 0),
+             count("bindings", 2)])
+case("fb_channel_down", "fallback: the C-PS's channel down: bound at once",
+     opts=FB + ["select-down"], acts=[ctl(binding()), pin("client", u4b)],
+     expect=[FB_OUT, count("fallback_bound"), count("request_fail")])
+case("fb_not_configured", "no --fallback: the unanswered flow is dropped at "
+     "its deadline", acts=[ctl(binding()), pin("client", u4b), tick(2100)],
+     expect=[drop("drop_pending_timeout"), count("fallback_bound", 0)])
+case("fb_other_service", "a flow of a service without a fallback (an "
+     "interception address, no CS-ID) is never bound by it", opts=FB,
+     acts=[ctl(binding()), pin("client", udp(4, CLI4, ICPT4, 4001, 53)),
+           tick(2100)],
+     expect=[drop("drop_pending_timeout"), count("fallback_bound", 0)])
+case("fb_no_candidate", "fallback: no binding of the service was seen: no "
+     "candidate", opts=FB, acts=[pin("client", u4b), tick(2100)],
+     expect=[drop("drop_pending_timeout"), count("fallback_refused")])
+case("fb_candidate_expired", "fallback: a candidate past its soft state "
+     "(--fallback-ttl 5s) is not used", opts=FB + ["fallback-ttl=5s"],
+     acts=[ctl(binding()), tick(7000), pin("client", u4b), tick(8200)],
+     expect=[drop("drop_pending_timeout"), count("fallback_refused")])
+case("fb_candidate_kept", "fallback: a candidate within its soft state is "
+     "used", opts=FB + ["fallback-ttl=10s"],
+     acts=[ctl(binding()), tick(7000), pin("client", u4b), tick(8200)],
+     expect=[FB_OUT, count("fallback_bound")])
+case("fb_silent_too_long", "fallback: no more than --fallback S1=3s after "
+     "the first unanswered flow", opts=["fallback=S1=3s"],
+     acts=[ctl(binding()), pin("client", u4b), tick(2100),
+           pin("client", u4c), tick(5200)],
+     expect=[FB_OUT, count("fallback_bound"), count("fallback_refused"),
+             drop("drop_pending_timeout")])
+case("fb_answer_resets", "fallback: the C-PS answering again ends its "
+     "silence; later unanswered flows get the fallback again",
+     opts=["fallback=S1=3s"],
+     acts=[ctl(binding()), pin("client", u4b), tick(2100),
+           ctl(binding(bid=3, sport=4003)), tick(9000), pin("client", u4c),
+           tick(10100)],
+     expect=[FB_OUT, out("core", srv6(rewrite(u4c, dst=LOC4), ISID, [ESID])),
+             count("fallback_bound", 2)])
+case("fb_reverse", "fallback: the bound flow's replies are restored at the "
+     "ingress", opts=FB + ["select-down"],
+     acts=[ctl(binding()), pin("client", u4b),
+           pin("core", srv6(udp(4, LOC4, CLI4, 53, 4001), ESID, [ISID]))],
+     expect=[FB_OUT, out("client", rewrite(udp(4, LOC4, CLI4, 53, 4001),
+                                           src=SVC4)), count("rev_pkts")])
+case("fb_reported", "fallback: when the binding manager is back (its "
+     "hello), the binding is reported to it: a binding record, reason "
+     "fallback", opts=FB + ["select-down"],
+     acts=[ctl(binding()), pin("client", u4b), ctl(HELLO)],
+     expect=[FB_OUT, sent_binding("op=install reason=fallback locator_af=4"),
+             count("fallback_reported")])
+case("fb_adopted", "fallback: the binding manager's own binding of the flow "
+     "takes the fallback binding's place (adopted)", opts=FB + ["select-down"],
+     acts=[ctl(binding()), pin("client", u4b),
+           ctl(binding(bid=5, sport=4001, loc="198.51.100.21")),
+           pin("client", u4b)],
+     expect=[FB_OUT, out("core", srv6(rewrite(u4b, dst="198.51.100.21"),
+                                      ISID, [ESID])),
+             status("event=expired reason=fallback-adopted"),
+             status("event=installed id=5"), count("bindings_refused", 0)])
+case("fb_kept_over_resync", "fallback: a re-sync's fence leaves the "
+     "forwarder's own bindings (they are reported instead)",
+     opts=FB + ["select-down"],
+     acts=[ctl(binding()), pin("client", u4b),
+           ctl(dict(HELLO, epoch=2)), pin("client", u4b)],
+     expect=[FB_OUT, FB_OUT, count("fallback_reported"),
+             status("event=removed reason=fenced")])
+e4b = rewrite(u4b, dst=LOC4, ttl_dec=1)
+er4b = udp(4, LOC4, CLI4, 53, 4001)
+case("eg_learn_reverse", "--learn-reverse: an unbound flow delivered to an "
+     "owned destination teaches its reverse: replies go back to the outer "
+     "source", role="egress", opts=["learn-reverse=30s"],
+     acts=[pin("core", srv6(e4b, ISID, [ESID])), pin("site", er4b)],
+     expect=[out("site", rewrite(e4b)), out("core", from_eg(rewrite(er4b))),
+             count("reverse_learned"), count("eg_unbound")])
+case("eg_learn_reverse_off", "without --learn-reverse the reply of an "
+     "unbound flow is dropped", role="egress",
+     acts=[pin("core", srv6(e4b, ISID, [ESID])), pin("site", er4b)],
+     expect=[out("site", rewrite(e4b)), drop("drop_no_reverse_binding")])
+case("eg_learned_replaced", "a binding of the manager for the flow takes "
+     "the learned reverse's place", role="egress", opts=["learn-reverse=30s"],
+     acts=[pin("core", srv6(e4b, ISID, [ESID])),
+           ctl(binding(sport=4001, rev_sids=("2001:db8:1::9",)),),
+           pin("site", er4b)],
+     expect=[out("site", rewrite(e4b)),
+             out("core", srv6(rewrite(er4b), ESID, ["2001:db8:1::9"])),
+             status("event=installed"), count("bindings_refused", 0)])
+case("eg_learned_idle", "a learned reverse ends after its idle time, "
+     "reported to nobody", role="egress", opts=["learn-reverse=5s"],
+     acts=[pin("core", srv6(e4b, ISID, [ESID])), tick(7000),
+           pin("site", er4b)],
+     expect=[out("site", rewrite(e4b)), drop("drop_no_reverse_binding"),
+             count("bindings_expired"), count("status_sent", 0)])
 
 
 def write(d):
