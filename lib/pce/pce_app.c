@@ -667,6 +667,7 @@ struct cats_pcc {
 	size_t n;
 	uint32_t late[PCC_LATE];
 	size_t nlate;
+	bool paused;			/* stdin paused: too many waiting */
 	struct cats_arena arena;
 	uint64_t sent, replies, failed, timeouts, connects, ups, late_replies,
 	    local;
@@ -726,6 +727,10 @@ pcc_done(struct cats_pce_app *a, struct pcc_req *q)
 		c->tail = q->prev;
 	c->n--;
 	free(q);
+	if (c->paused && c->n < PCC_MAX_PENDING / 2 && a->in != NULL) {
+		c->paused = false;
+		cats_stream_resume(a->in);
+	}
 	if (c->n == 0 && a->in_done && a->pcep == NULL && a->stdio != NULL)
 		event_base_loopexit(a->base, NULL);
 }
@@ -837,7 +842,6 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 {
 	struct cats_pcc *c = a->pcc;
 	struct pcc_req *q = calloc(1, sizeof(*q) + n);
-	(void)s;
 	if (q == NULL) {
 		cats_errorx("pce: out of memory");
 		return;
@@ -867,6 +871,11 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		pcc_done(a, q);
 		return;
+	}
+	/* Standard input waits rather than fail (sessions cannot). */
+	if (c->n >= PCC_MAX_PENDING && s == a->in) {
+		c->paused = true;
+		cats_stream_pause(s);
 	}
 	if (c->up) {
 		if (!pcc_send(a, q, rq))

@@ -109,7 +109,8 @@ int cats_pce_app_pcep(struct cats_pce_app *a, int fd);
  * then, as when the session ends before its reply or the PCE answers it
  * with a PCErr, it gets a path-rep with status error (reason
  * pce-unavailable, deadline, or pce-error), never a path.  At most 4096
- * requests wait; more are failed at once.  A node without an address
+ * requests wait: standard input is then paused until half have their
+ * answer; on sessions more are failed at once.  A node without an address
  * cannot be named in END-POINTS: answered here (no-source,
  * no-destination).  With stdin, its end ends the run once every request
  * has its answer.  With a->md5_len, the connection is signed with TCP-MD5

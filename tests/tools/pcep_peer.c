@@ -17,13 +17,15 @@
  *       cats_pcep_rep_project() makes it (what survives a PCEP exchange),
  *       other records as they are: the record interface's answers made
  *       comparable with the answers over PCEP.
- *   pcep_peer raw -c ENDPOINT [-t MS]
+ *   pcep_peer raw -c ENDPOINT [-t MS] [-b ADDRESS]
  *       Bytes: reads lines of hex on stdin (one message or fragment a
  *       line; "sleep MS" waits; "#" comments), sends them as they are, and
  *       prints every message received as "TYPE [details]" until the peer
  *       closes or -t ms pass without input (default 2000); "closed" last
- *       when the peer closed.
+ *       when the peer closed.  -b: connect from this local IPv4 address
+ *       (many sessions from one host, each its own peer).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -432,13 +435,14 @@ main(int argc, char **argv)
 	if (strcmp(mode, "project") == 0)
 		return project();
 	const char *listen_ep = NULL, *connect_ep = NULL, *topo = NULL;
+	const char *bind_addr = NULL;
 	int ka = 30, dt = 120, timeout = -1;
 	size_t maxs = 0;
 	static struct cats_prefix allow[16];
 	size_t nallow = 0;
 	int c;
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:c:d:k:l:m:T:t:x:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:c:d:k:l:m:T:t:x:")) != -1) {
 		char err[128];
 		switch (c) {
 		case 'a':
@@ -447,6 +451,9 @@ main(int argc, char **argv)
 			    &allow[nallow], err, sizeof(err)) < 0)
 				die("-a %s: bad prefix", optarg);
 			nallow++;
+			break;
+		case 'b':
+			bind_addr = optarg;
 			break;
 		case 'c':
 			connect_ep = optarg;
@@ -483,8 +490,20 @@ main(int argc, char **argv)
 		if (connect_ep == NULL || cats_ep_parse(connect_ep, &ep, err,
 		    sizeof(err)) < 0)
 			die("%s", "raw needs -c ENDPOINT");
-		int fd = cats_ep_open(&ep, true, err, sizeof(err));
-		if (fd < 0)
+		int fd;
+		if (bind_addr != NULL) {
+			struct sockaddr_in src = { .sin_family = AF_INET };
+			struct sockaddr_in dst = { .sin_family = AF_INET,
+				.sin_port = htons((uint16_t)atoi(ep.port)) };
+			if (inet_pton(AF_INET, bind_addr, &src.sin_addr) != 1 ||
+			    inet_pton(AF_INET, ep.host, &dst.sin_addr) != 1)
+				die("%s", "-b needs IPv4 addresses");
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			if (fd < 0 || bind(fd, (struct sockaddr *)&src,
+			    sizeof(src)) < 0 || connect(fd,
+			    (struct sockaddr *)&dst, sizeof(dst)) < 0)
+				die("connect: %s", strerror(errno));
+		} else if ((fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0)
 			die("connect: %s", err);
 		/* Blocking reads and writes, by poll. */
 		int fl = fcntl(fd, F_GETFL);
