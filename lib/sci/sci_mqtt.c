@@ -431,7 +431,17 @@ sci_mqtt_free(struct sci_mqtt *m)
 	if (m == NULL)
 		return;
 	m->freeing = true;
-	if (m->sock && m->up) {
+	bool up = m->sock && m->up;
+	if (m->sock) {
+		/* The events go before libmosquitto closes the socket. */
+		event_del(m->rd);
+		event_del(m->wr);
+		event_free(m->rd);
+		event_free(m->wr);
+		m->rd = m->wr = NULL;
+		m->sock = false;
+	}
+	if (up) {
 		/* A clean DISCONNECT, flushed if the socket takes it. */
 		mosquitto_disconnect(m->mosq);
 		mosquitto_loop_write(m->mosq, 1);
