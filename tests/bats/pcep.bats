@@ -165,6 +165,29 @@ start_pce() {	# topology [more options]
 	grep -q 'pcep-closed' "$T/err"
 }
 
+@test "pcep: 1000 sessions opened and dropped; the PCE goes on serving both interfaces" {
+	start_pce "$LAB"
+	# Faster than the PCE notices each end: many are a second session
+	# from the same address (PCErr 9), the rest sessions that end.
+	python3 - "$PORT" <<'EOP'
+import socket, sys
+port = int(sys.argv[1])
+for i in range(1000):
+    s = socket.create_connection(("127.0.0.1", port))
+    if i % 2:
+        s.send(bytes.fromhex("ffffffff"))	# garbage, then gone
+    s.close()
+EOP
+	printf "$REQ\n" 9 >"$T/q.jsonl"
+	pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$LAB" <"$T/q.jsonl" >"$T/p.jsonl"
+	[ "$(jq -r .status "$T/p.jsonl")" = ok ]
+	enc "$T/q.jsonl" | socat -t 3 - "UNIX-CONNECT:$T/rec.sock" | dec >"$T/r.jsonl"
+	[ "$(jq -r .status "$T/r.jsonl")" = ok ]
+	kill -USR1 "$PCE_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/err"
+	grep '"type":"stats"' "$T/err" | jq -e '.counters["pcep.accepted"] + .counters["pcep.second"] >= 1001 and .counters["pcep.sessions"] <= 1'
+}
+
 @test "pcep: the C-PS as a PCC (--pce): the answers of the PCE, as if computed here" {
 	start_pce "$LAB"
 	jq -c 'select(.type == "path-req") | del(.deadline)' \
