@@ -34,7 +34,7 @@ static const char usage_text[] =
     "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
     "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
     "         [--tenant NAME] [--dataplane srv6|srmpls|ipip|ip] [--mtu N]\n"
-    "         [--flow-label on|off]\n"
+    "         [--flow-label on|off] [--encaps ENCAP[,ENCAP]...]\n"
     "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
     "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
     "         [--icmp-unreach]\n"
@@ -279,7 +279,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
-	O_FALLBACK, O_FBTTL, O_LEARNREV };
+	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -287,6 +287,7 @@ static const struct option longopts[] = {
 	{ "client", required_argument, NULL, O_CLIENT },
 	{ "core", required_argument, NULL, O_CORE },
 	{ "dataplane", required_argument, NULL, O_DP },
+	{ "encaps", required_argument, NULL, O_ENCAPS },
 	{ "epoch", required_argument, NULL, O_EPOCH },
 	{ "explicit-null", no_argument, NULL, O_XNULL },
 	{ "fallback", required_argument, NULL, O_FALLBACK },
@@ -524,6 +525,25 @@ main(int argc, char **argv)
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
 			break;
+		case O_ENCAPS: {
+			char buf[128], *save = NULL;
+			cats_strlcpy(buf, optarg, sizeof(buf));
+			cf.fc.encaps = 0;
+			for (char *t = strtok_r(buf, ",", &save); t != NULL;
+			    t = strtok_r(NULL, ",", &save)) {
+				int k = cats_enum_index(cats_dataplane_names, t,
+				    strlen(t));
+				if (k < 0) {
+					cats_errorx("--encaps %s: %s is none of ip, "
+					    "ipip, srv6, srmpls", optarg, t);
+					exit(CATS_EXIT_USAGE);
+				}
+				cf.fc.encaps |= 1u << k;
+			}
+			if (cf.fc.encaps == 0)
+				usage(CATS_EXIT_USAGE);
+			break;
+		}
 		case O_FALLBACK:
 			if (cats_ifb_parse(&cf.fb, optarg, err, sizeof(err)) < 0) {
 				cats_errorx("%s", err);

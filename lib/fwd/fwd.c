@@ -9,7 +9,8 @@
 const char *const cats_fwd_reason_names[] = {
 	"none", "pending-flow-full", "pending-pool-full", "pending-flows-full",
 	"pending-client-full", "fenced", "stale-version", "flow-bound",
-	"unknown-binding", "not-mine", "bad-binding", "table-full", "no-memory",
+	"unknown-binding", "not-mine", "bad-binding", "unsupported-encap",
+	"table-full", "no-memory",
 	NULL
 };
 
@@ -394,6 +395,14 @@ is_me(const struct cats_fwd *t, const char *s)
 	return s != NULL && t->c.id != NULL && strcmp(s, t->c.id) == 0;
 }
 
+/*
+ * Fill e for a binding's encapsulation of kind; *learn when the path is
+ * still to be learned (or configured).  0, -1 for fields that make no
+ * sense (bad-binding), -2 for what this forwarder cannot do
+ * (unsupported-encap: --encaps, MSD, no source address of the family, no
+ * port for MPLS).
+ */
+#define UNSUPPORTED (-2)
 static int
 build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
     const struct cats_arr_ip *sids, const struct cats_arr_u64 *labels,
@@ -402,6 +411,10 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 	memset(e, 0, sizeof(*e));
 	*learn = false;
 	e->flowlabel = !t->c.flowlabel_off;
+	if (kind < 0 || kind > CATS_DP_SRMPLS)
+		return -1;
+	if (t->c.encaps && !(t->c.encaps & (1u << kind)))
+		return UNSUPPORTED;
 	switch (kind) {
 	case CATS_DP_IP:
 		e->kind = CATS_ENC_NONE;
@@ -415,7 +428,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 		e->explicit_null = t->c.explicit_null;
 		if (t->c.no_mpls || (labels != NULL &&
 		    labels->n > CATS_PKT_MAX_SIDS))
-			return -1;
+			return UNSUPPORTED;
 		for (size_t i = 0; labels != NULL && i < labels->n; i++) {
 			if (labels->v[i] < CATS_MPLS_FIRST ||
 			    labels->v[i] > CATS_MPLS_MAX)
@@ -428,8 +441,8 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 	case CATS_DP_SRV6:
 		e->kind = CATS_ENC_SRV6;
 		e->outer_af = 6;
-		if (sids->n > CATS_PKT_MAX_SIDS)
-			return -1;
+		if (sids->n > CATS_PKT_MAX_SIDS || !t->c.has_src6)
+			return UNSUPPORTED;
 		for (size_t i = 0; i < sids->n; i++) {
 			if (sids->v[i].af != 6)
 				return -1;
@@ -443,7 +456,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 			e->outer_af = 0;
 		}
 		break;
-	case CATS_DP_IPIP:
+	default:	/* CATS_DP_IPIP */
 		e->kind = CATS_ENC_IPIP;
 		if (dst != NULL && dst->af != 0) {
 			e->outer_af = dst->af;
@@ -452,8 +465,6 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 			*learn = true;
 		}
 		break;
-	default:
-		return -1;
 	}
 	if (src != NULL && src->af != 0) {
 		if (e->outer_af && src->af != e->outer_af)
@@ -462,11 +473,11 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 	} else if (e->outer_af == 4 || (*learn && t->c.has_src4 &&
 	    !t->c.has_src6)) {
 		if (!t->c.has_src4 && !*learn)
-			return -1;
+			return UNSUPPORTED;
 		memcpy(e->src, t->c.src4, 4);
 	} else {
 		if (!t->c.has_src6 && !*learn)
-			return -1;
+			return UNSUPPORTED;
 		memcpy(e->src, t->c.src6, 16);
 	}
 	return 0;
@@ -511,7 +522,8 @@ return_tunnel(const struct cats_fwd *t, struct cats_fbind *b,
 	b->renc_learn = false;
 }
 
-/* Fill b's keys and actions from the record; -1 if unusable. */
+/* Fill b's keys and actions from the record; -1 if unusable, UNSUPPORTED
+ * for an encapsulation this forwarder cannot do. */
 static int
 bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r)
 {
@@ -533,15 +545,16 @@ bind_fill(struct cats_fwd *t, struct cats_fbind *b, const struct cats_binding *r
 	bool learn;
 	b->fkind = (uint8_t)f->encap;
 	b->rkind = (uint8_t)(CATS_HAS(v, BRV, encap) ? v->encap : f->encap);
-	if (b->ingress && build_encap(t, &b->enc, f->encap, &f->sids,
-	    &f->labels, &f->tunnel_dst, &f->tunnel_src, &learn) < 0)
-		return -1;
+	int e;
+	if (b->ingress && (e = build_encap(t, &b->enc, f->encap, &f->sids,
+	    &f->labels, &f->tunnel_dst, &f->tunnel_src, &learn)) < 0)
+		return e;
 	if (b->ingress && learn)
 		return -1;
 	if (b->egress) {
-		if (build_encap(t, &b->renc, b->rkind, &v->sids, NULL,
-		    &v->tunnel_dst, NULL, &b->renc_learn) < 0)
-			return -1;
+		if ((e = build_encap(t, &b->renc, b->rkind, &v->sids, NULL,
+		    &v->tunnel_dst, NULL, &b->renc_learn)) < 0)
+			return e;
 		if (b->renc_learn)
 			return_tunnel(t, b, v->owner ? v->owner : r->ingress);
 	}
@@ -678,10 +691,12 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 	struct cats_fbind nb;
 	memset(&nb, 0, sizeof(nb));
 	nb.id = r->id;
-	if (bind_fill(t, &nb, r) < 0) {
+	int fe = bind_fill(t, &nb, r);
+	if (fe < 0) {
 		t->st.refused++;
-		return is_me(t, r->ingress) || is_me(t, r->egress) ||
-		    is_me(t, r->fwd.egress) ? CATS_FR_BAD : CATS_FR_NOT_MINE;
+		return fe == UNSUPPORTED ? CATS_FR_UNSUPPORTED : is_me(t,
+		    r->ingress) || is_me(t, r->egress) || is_me(t, r->fwd.egress) ?
+		    CATS_FR_BAD : CATS_FR_NOT_MINE;
 	}
 	for (int d = 0; d < CATS_DIR__N; d++)
 		nb.keyed[d] = d < CATS_DIR_EG_FWD ? nb.ingress : nb.egress;

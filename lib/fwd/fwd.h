@@ -167,6 +167,13 @@ struct cats_fwd_conf {
 	 * refused.
 	 */
 	bool explicit_null, no_mpls;
+	/*
+	 * The encapsulations this forwarder does (--encaps, a bit per
+	 * CATS_DP_*; 0: every one it can).  A binding that needs another,
+	 * or more SIDs or labels than CATS_PKT_MAX_SIDS, or an outer family
+	 * it has no source address of, is refused as unsupported-encap.
+	 */
+	uint32_t encaps;
 };
 
 enum {
@@ -187,6 +194,7 @@ enum cats_fwd_reason {
 	CATS_FR_UNKNOWN,	/* refresh or remove of an unknown binding */
 	CATS_FR_NOT_MINE,	/* neither the ingress nor the egress */
 	CATS_FR_BAD,		/* unusable fields (families, encapsulation) */
+	CATS_FR_UNSUPPORTED,	/* an encapsulation this forwarder cannot do */
 	CATS_FR_FULL,		/* binding table full */
 	CATS_FR_NOMEM,
 	CATS_FR__N

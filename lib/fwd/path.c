@@ -1337,11 +1337,111 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 	}
 }
 
+size_t
+cats_fwdp_caps(const struct cats_fwdp *w, const char **v, char (*buf)[40])
+{
+	const struct cats_fwd_conf *fc = &w->tab.c;
+	size_t n = 0;
+#define CAP(...) do { snprintf(buf[n], sizeof(buf[0]), __VA_ARGS__); \
+	v[n] = buf[n]; n++; } while (0)
+#define CAN(dp) (fc->encaps == 0 || (fc->encaps & (1u << (dp))))
+	if (w->client != NULL)
+		CAP("ingress");
+	if (w->site != NULL)
+		CAP("egress");
+	CAP("af4");
+	CAP("af6");
+	if (CAN(CATS_DP_IP))
+		CAP("ip");
+	if (CAN(CATS_DP_IPIP) && fc->has_src4)
+		CAP("ipip4");
+	if (CAN(CATS_DP_IPIP) && fc->has_src6)
+		CAP("ipip6");
+	if (CAN(CATS_DP_SRV6) && fc->has_src6) {
+		CAP("srv6");
+		CAP("srv6-msd=%d", CATS_PKT_MAX_SIDS);
+	}
+	if (CAN(CATS_DP_SRMPLS) && !fc->no_mpls) {
+		CAP("srmpls");
+		CAP("srmpls-msd=%d", CATS_PKT_MAX_SIDS);
+		if (fc->explicit_null)
+			CAP("explicit-null");
+	}
+	CAP("mode-a");
+	if (w->cf.modeb_proto)
+		CAP("mode-b=%s:%d:%d", w->cf.modeb_proto == 6 ? "tcp" : "udp",
+		    w->cf.modeb_port, w->cf.modeb_off);
+	if (w->fp != NULL) {
+		CAP("fast-path");
+		CAP("fast-path-msd=%d", (CATS_FP_ENC_MAX - 48) / 16);
+	}
+	if (!fc->tcp_off)
+		CAP("tcp-state");
+	if (!fc->flowlabel_off)
+		CAP("flow-label");
+	if (w->cf.fb.n > 0)
+		CAP("fallback");
+	if (w->cf.learn_rev_ms)
+		CAP("learn-reverse");
+#undef CAN
+#undef CAP
+	return n;
+}
+
+/* Capabilities into status s, and their hash (to tell changes). */
+static uint64_t
+add_caps(struct cats_fwdp *w, struct cats_status *s, const char **v,
+    char (*buf)[40])
+{
+	size_t n = cats_fwdp_caps(w, v, buf);
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (size_t i = 0; i < n; i++)
+		for (const char *c = v[i]; ; c++) {
+			h = (h ^ (uint8_t)*c) * UINT64_C(1099511628211);
+			if (*c == '\0')
+				break;
+		}
+	s->caps.v = v;
+	s->caps.n = n;
+	s->has |= UINT64_C(1) << CATS_STA_caps;
+	return h;
+}
+
 void
 cats_fwdp_hello(struct cats_fwdp *w, uint64_t now)
 {
+	struct cats_rec r;
+	const char *v[CATS_FWDP_NCAPS];
+	char buf[CATS_FWDP_NCAPS][40];
 	w->ctr[CATS_FC_bind_connects]++;
-	send_status(w, NULL, CATS_EV_HELLO, NULL, 0, 0, now);
+	cats_fwd_status(&w->tab, NULL, CATS_EV_HELLO, NULL, now, &r);
+	CATS_SET(&r.u.status, STA, epoch, w->cf.epoch);
+	w->caps_hash = add_caps(w, &r.u.status, v, buf);
+	w->caps_at = now;
+	w->ctr[CATS_FC_status_sent]++;
+	if (w->emit != NULL)
+		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
+}
+
+/* Once a second: capabilities that changed since they were told go to
+ * the binding manager (status refreshed, reason capabilities). */
+static void
+caps_check(struct cats_fwdp *w, uint64_t now)
+{
+	struct cats_rec r;
+	const char *v[CATS_FWDP_NCAPS];
+	char buf[CATS_FWDP_NCAPS][40];
+	if (now < w->caps_at + 1000)
+		return;
+	w->caps_at = now;
+	cats_fwd_status(&w->tab, NULL, CATS_EV_REFRESHED, "capabilities", now,
+	    &r);
+	uint64_t h = add_caps(w, &r.u.status, v, buf);
+	if (h == w->caps_hash)
+		return;
+	w->ctr[CATS_FC_status_sent]++;
+	if (w->emit != NULL && w->emit(w->hook_arg, CATS_FWDP_BIND, &r) == 0)
+		w->caps_hash = h;
 }
 
 /* ---- the tick ---- */
@@ -1413,6 +1513,8 @@ cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report)
 	    bind_expired, w);
 	cats_fwdp_fast_offer_queued(w, now, true);
 	cats_fwdp_tx_flush(w);
+	if (report)
+		caps_check(w, now);
 }
 
 /* ---- counters ---- */

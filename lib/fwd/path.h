@@ -128,6 +128,7 @@ struct cats_fwdp {
 	struct cats_bucket icmp;		/* ICMP errors: 100/s, burst 100 */
 	size_t tick_pos;		/* expiry walk of the binding table */
 	uint64_t local_id;		/* ids of bindings made here */
+	uint64_t caps_hash, caps_at;	/* capabilities last told, when */
 	uint64_t fb_unreported;		/* fallback bindings not yet reported */
 	/* The fast path (fwd_fast.h), or NULL. */
 	struct cats_fwd_fast *fp;
@@ -206,8 +207,16 @@ void cats_fwdp_tx_flush(struct cats_fwdp *w);
  */
 void cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r,
     bool from_bind, uint64_t now);
-/* The hello that opens a connection to the binding manager. */
+/* The hello that opens a connection to the binding manager, with the
+ * forwarder's capabilities. */
 void cats_fwdp_hello(struct cats_fwdp *w, uint64_t now);
+/*
+ * The forwarder's capabilities (cats-fwd(1) CAPABILITIES), one token each,
+ * into v (room for CATS_FWDP_NCAPS), their text in buf.  Returns how many.
+ */
+#define CATS_FWDP_NCAPS	32
+size_t cats_fwdp_caps(const struct cats_fwdp *w, const char **v,
+    char (*buf)[40]);
 /*
  * The 100 ms tick: fast path peers, the sync deadline, activity reports
  * (when report: the binding manager is connected), expiry, queued fast

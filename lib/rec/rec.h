@@ -426,7 +426,8 @@ extern const char *const cats_req_mode_names[];
  X(STA, pkts, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "packets", "forward packets") \
  X(STA, bytes, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "bytes", "forward bytes") \
  X(STA, rev_pkts, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "packets", "reverse packets") \
- X(STA, rev_bytes, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "bytes", "reverse bytes")
+ X(STA, rev_bytes, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "bytes", "reverse bytes") \
+ X(STA, caps, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 32, NULL, NULL, "", "hello, and refreshed with reason capabilities: what the forwarder can do, one token each (cats-fwd(1) CAPABILITIES)")
 
 /* error: a transaction or a record failed. */
 #define CATS_ERR_FIELDS(X) \

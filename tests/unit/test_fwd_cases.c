@@ -33,6 +33,32 @@ main(int argc, char **argv)
 	T_OK(cats_fwd_svc_parse("S1=1.2.3.4:0", false, &sv, err,
 	    sizeof(err)) < 0 && strstr(err, "--service") != NULL,
 	    "--service port 0 refused: %s", err);
+	/* The hello says what the forwarder can do; --encaps narrows it. */
+	static struct fcase c0;
+	memset(&c0, 0, sizeof(c0));
+	snprintf(c0.name, sizeof(c0.name), "hello");
+	T_OK(fc_setup(&w, &c0, 0) == 0, "a forwarder with no case");
+	cats_fwdp_hello(&w, 1000);
+	T_OK(fc_rec_seen("status", "event=hello caps=yes") &&
+	    strstr(fc_caps, " ingress ") && strstr(fc_caps, " srv6 ") &&
+	    strstr(fc_caps, " srv6-msd=16 ") && strstr(fc_caps, " srmpls ") &&
+	    strstr(fc_caps, " ipip4 ") && strstr(fc_caps, " ipip6 ") &&
+	    strstr(fc_caps, " ip ") && strstr(fc_caps, " mode-a ") &&
+	    strstr(fc_caps, " tcp-state ") && !strstr(fc_caps, " egress ") &&
+	    !strstr(fc_caps, "fast-path"), "hello capabilities:%s", fc_caps);
+	/* A change is told within a second (status refreshed). */
+	w.tab.c.encaps = 1u << CATS_DP_SRMPLS;
+	fc_seen.n = 0;
+	cats_fwdp_tick(&w, 1500, true);
+	T_OK(fc_seen.n == 0, "not before a second");
+	cats_fwdp_tick(&w, 2100, true);
+	T_OK(fc_rec_seen("status", "event=refreshed reason=capabilities "
+	    "caps=yes") && !strstr(fc_caps, " srv6") && strstr(fc_caps,
+	    " srmpls "), "a change of capabilities is told:%s", fc_caps);
+	fc_seen.n = 0;
+	cats_fwdp_tick(&w, 3200, true);
+	T_OK(fc_seen.n == 0, "once");
+	cats_fwdp_free(&w);
 	int n = fc_list(dir, &names);
 	T_OK(n >= 40, "%d fixtures in %s (at least 40)", n, dir);
 	for (int i = 0; i < n; i++) {

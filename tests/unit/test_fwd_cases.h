@@ -50,6 +50,8 @@ struct fc_seen {
 static struct fc_seen fc_seen;
 /* opt select-down: the channel to the C-PS is down (requests fail). */
 static bool fc_select_down;
+/* The capabilities of the last record that had them, " TOKEN" each. */
+static char fc_caps[1024];
 
 static inline int
 fc_hex(const char *s, uint8_t **out, size_t *len)
@@ -176,10 +178,19 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 			snprintf(s + o, 160 - (size_t)o, " max_delay_us=%llu",
 			    (unsigned long long)q->constraints.max_delay_us);
 	} else if (r->type == CATS_T_STATUS) {
-		snprintf(s, 160, "status event=%s reason=%s id=%llu",
+		int o = snprintf(s, 160, "status event=%s reason=%s id=%llu",
 		    cats_status_event_names[r->u.status.event],
 		    r->u.status.reason ? r->u.status.reason : "",
 		    (unsigned long long)r->u.status.id);
+		/* The capabilities: in full in fc_caps, a mark here. */
+		if (CATS_HAS(&r->u.status, STA, caps)) {
+			size_t at = 0;
+			for (size_t i = 0; i < r->u.status.caps.n; i++)
+				at += (size_t)snprintf(fc_caps + at,
+				    sizeof(fc_caps) - at, " %s",
+				    r->u.status.caps.v[i]);
+			snprintf(s + o, 160 - (size_t)o, " caps=yes");
+		}
 	} else if (r->type == CATS_T_BINDING) {
 		snprintf(s, 160, "binding op=%s reason=%s locator_af=%d",
 		    cats_bind_op_names[r->u.binding.op], r->u.binding.reason ?
@@ -259,6 +270,14 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 			cf.fc.explicit_null = true;
 		else if (strcmp(o, "select-down") == 0)
 			fc_select_down = true;
+		else if (strncmp(o, "encaps=", 7) == 0) {
+			char b[64], *save = NULL;
+			snprintf(b, sizeof(b), "%s", o + 7);
+			for (char *t = strtok_r(b, ",", &save); t != NULL;
+			    t = strtok_r(NULL, ",", &save))
+				cf.fc.encaps |= 1u << cats_enum_index(
+				    cats_dataplane_names, t, strlen(t));
+		}
 		else if (strncmp(o, "fallback-ttl=", 13) == 0) {
 			char e[128];
 			cats_parse_ms(o + 13, &cf.fb.ttl_ms, e, sizeof(e));

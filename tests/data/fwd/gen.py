@@ -1111,6 +1111,19 @@ case("eg_learned_idle", "a learned reverse ends after its idle time, "
      expect=[out("site", rewrite(e4b)), drop("drop_no_reverse_binding"),
              count("bindings_expired"), count("status_sent", 0)])
 
+# ---- capabilities ----
+
+case("cap_encaps_refused", "--encaps srmpls,ip: an SRv6 binding is refused "
+     "as unsupported-encap (a path failure for the manager)",
+     opts=["encaps=srmpls,ip"], acts=[ctl(binding()), pin("client", u4)],
+     expect=[status("event=failed reason=unsupported-encap"),
+             count("bindings_refused"), request("mode=none held=1")])
+case("cap_encaps_ok", "--encaps srmpls,ip: an SR-MPLS binding is taken",
+     opts=["encaps=srmpls,ip"],
+     acts=[ctl(binding(encap="srmpls", labels=(16002,), rev_sids=())),
+           pin("client", u4)],
+     expect=[out("core:mpls", mpls(rewrite(u4, dst=LOC4), [16002]))])
+
 
 def write(d):
     os.makedirs(d, exist_ok=True)
