@@ -144,6 +144,10 @@ setup() {
 
 @test "fwd: SIGUSR2 dumps per-binding counters" {
 	rm -f "$FWD_DIR/ingress.err.mark"
+	# A connection just ended: its binding is in time-wait (10 s), with
+	# the packets of both directions (the earlier ones are released).
+	run xc curl -s -m 5 http://203.0.113.100/
+	[ "$output" = "instance 198.51.100.11" ]
 	kill -USR2 "$(cat "$FWD_DIR/ingress.pid")"
 	wait_for 50 grep -q '"reason":"counters"' "$FWD_DIR/ingress.err"
 	grep '"reason":"counters"' "$FWD_DIR/ingress.err" |
