@@ -51,7 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((ra != 0) != (a.st == HTTPD_FR_REFUSED) || (ra != 0 &&
 	    (a.why == NULL || (ra != 400 && ra != 405 && ra != 413 &&
-	    ra != 431))))
+	    ra != 417 && ra != 431))))
 		abort();	/* a refusal is a state, a status and a reason */
 	return 0;
 }

@@ -189,6 +189,40 @@ line_bytes(struct httpd_framer *f, const char *p, size_t k)
 	f->llen += k;
 }
 
+/*
+ * The request target: origin-form ("/..."), or absolute-form with a plain
+ * authority ("http://host[:port]..."), which evhttp's URI parser takes as
+ * it is; anything else is ours to refuse, not evhttp's.
+ */
+static int
+request_target(struct httpd_framer *f)
+{
+	size_t kept = f->llen < sizeof(f->line) ? f->llen : sizeof(f->line);
+	const char *t = memchr(f->line, ' ', kept);
+	if (t == NULL || (size_t)(++t - f->line) >= kept)
+		return refuse(f, 400, "malformed request line");
+	size_t room = kept - (size_t)(t - f->line);
+	if (t[0] == '/')
+		return 0;
+	if (room < 8 || strncasecmp(t, "http://", 7) != 0)
+		return refuse(f, 400, "request target is neither a path nor "
+		    "an http URI");
+	size_t i = 7, port = 0;
+	for (; i < room && (isalnum((unsigned char)t[i]) || t[i] == '.' ||
+	    t[i] == '-'); i++)
+		;
+	if (i == 7)
+		return refuse(f, 400, "absolute-form target without a host");
+	if (i < room && t[i] == ':')
+		for (i++; i < room && isdigit((unsigned char)t[i]); i++)
+			port++;
+	if (i >= room || port > 5 || (t[i] != '/' && t[i] != '?' &&
+	    t[i] != ' '))
+		return refuse(f, 400, "malformed authority in the request "
+		    "target");
+	return 0;
+}
+
 /* The request line, whole in f (its end of line taken off). */
 static int
 request_line(struct httpd_framer *f)
@@ -207,6 +241,9 @@ request_line(struct httpd_framer *f)
 	f->http11 = v[7] == '1';
 	/* Methods are case-sensitive. */
 	const char *l = f->line;
+	int rc = request_target(f);
+	if (rc != 0)
+		return rc;
 	if (memcmp(l, "POST ", 5) == 0)
 		f->body_method = true;
 	else if (memcmp(l, "GET ", 4) == 0 || memcmp(l, "HEAD ", 5) == 0)
@@ -255,6 +292,12 @@ header_line(struct httpd_framer *f)
 		if (f->have_host)
 			return refuse(f, 400, "Host twice");
 		f->have_host = true;
+	} else if (name_is(f, "expect")) {
+		/* evhttp answers any other expectation with its own page. */
+		if (!header_value(f, v, sizeof(v)) ||
+		    strcasecmp(v, "100-continue") != 0)
+			return refuse(f, 417, "an expectation other than "
+			    "100-continue");
 	}
 	return 0;
 }
@@ -460,6 +503,7 @@ reason_phrase(int code)
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
 	case 413: return "Content Too Large";
+	case 417: return "Expectation Failed";
 	case 431: return "Request Header Fields Too Large";
 	default: return "Error";
 	}

@@ -47,7 +47,7 @@ struct httpd_opts {
 struct httpd_stats {
 	uint64_t too_large;	/* 413: body over max_body */
 	uint64_t too_slow;	/* 408: not whole within 3 x timeout_ms */
-	uint64_t bad;		/* 400: framing or a target refused */
+	uint64_t bad;		/* 400 (and 417): framing or a target refused */
 	uint64_t not_allowed;	/* 405: a method refused by the framing */
 	uint64_t head_too_large;	/* 431: head over HTTPD_HEAD_MAX */
 	uint64_t fd_exhausted;	/* accept(2) out of descriptors */
@@ -131,12 +131,14 @@ void httpd_sse_end(struct httpd_sse *c);
  *        a token and a colon, with white space before the colon, or folded
  *        (obs-fold); Content-Length twice, with a sign, a leading zero or
  *        anything but digits; Transfer-Encoding twice or other than
- *        "chunked"; both; a body on GET or HEAD; an HTTP/1.1 request
+ *        "chunked"; both; a body on GET or HEAD; a target neither a path
+ *        nor http://HOST[:PORT]...; an HTTP/1.1 request
  *        without exactly one Host; a chunk size line with extensions or
  *        junk; chunk data not followed by CRLF
  *   405  a method other than GET, HEAD and POST
  *   413  a body declared over max_body (Content-Length, or chunk sizes
  *        adding up past it)
+ *   417  an Expect other than 100-continue
  *   431  a request head over HTTPD_HEAD_MAX bytes
  *
  * Whatever it does not refuse, evhttp reads the same way: the same

@@ -142,6 +142,11 @@ H='Host: x\r\nContent-Type: application/cbor\r\n'
 	refused 413 "body over 4096 bytes"
 	send "POST /reports HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n2000\r\n"
 	refused 413 "body over 4096 bytes"
+	# Expectations other than 100-continue: ours too, not evhttp's page.
+	send "POST /reports HTTP/1.1\r\n${H}Expect: 200-ok\r\nContent-Length: 1\r\n\r\nx"
+	refused 417 "an expectation other than 100-continue"
+	send "GET http://[::1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+	refused 400 "absolute-form target without a host"
 	# A well-framed pipeline is still served, both requests.
 	send "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 	[ "$(grep -c '^HTTP/1.1 200' ans)" -eq 2 ]

@@ -60,6 +60,15 @@ static const struct {
 	  "3\r\nabcX\r\n0\r\n\r\n", 400 },
 	{ "POST /r HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n"
 	  "3 \r\nabc\r\n0\r\n\r\n", 400 },
+	{ "GET http://a.b:80/x?y HTTP/1.1\r\n" H "\r\n", 0 },
+	{ "GET http://a/ HTTP/1.1\r\n" H "\r\n", 0 },
+	{ "GET http://[::1/ HTTP/1.1\r\n" H "\r\n", 400 },
+	{ "GET http://a:8x/ HTTP/1.1\r\n" H "\r\n", 400 },
+	{ "GET http://u@a/ HTTP/1.1\r\n" H "\r\n", 400 },
+	{ "GET x HTTP/1.1\r\n" H "\r\n", 400 },
+	{ "POST /r HTTP/1.1\r\n" H "Expect: 100-continue\r\n"
+	  "Content-Length: 1\r\n\r\nx", 0 },
+	{ "POST /r HTTP/1.1\r\n" H "Expect: 200-ok\r\n\r\n", 417 },
 	{ "PUT /r HTTP/1.1\r\n" H "\r\n", 405 },
 	{ "get / HTTP/1.1\r\n" H "\r\n", 405 },
 	{ "POST /r HTTP/1.1\r\n" H "Content-Length: 101\r\n\r\n", 413 },
