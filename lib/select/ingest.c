@@ -411,9 +411,6 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			refuse(&a, 400, CATS_ACK_BAD, "record %zu: op release "
 			    "is the operator's, not a C-SMA's", index);
 			g->st.unauthorized++;
-			cats_audit("ingest-refused", "sma=%s peer=%s status=400 "
-			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)),
-			    peer, a.reason);
 			break;
 		}
 		struct cats_cst_result res;
@@ -475,8 +472,15 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			a.result = CATS_ACK_RESYNC;
 		index++;
 	}
-	if (a.status == 400)
+	if (a.status == 400) {
+		/* Every 400 is audited here, once (the other refusals where
+		 * they are decided). */
+		char q4[CATS_ID + 1];
 		g->st.bad++;
+		cats_audit("ingest-refused", "sma=%s peer=%s status=400 "
+		    "reason=\"%s\"", a.sma_id[0] ? cats_safe(a.sma_id, q4,
+		    sizeof(q4)) : "-", peer, a.reason);
+	}
 	if (a.status >= 400 && !a.has_reason)
 		a.has_reason = true;
 	add_answer(g, &a, now, out);

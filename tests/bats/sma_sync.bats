@@ -205,7 +205,7 @@ cpost() { # file [resource] -> HTTP status
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: text/plain' --data-binary @full.cbor "http://127.0.0.1:$PS/metrics")" = 415 ]
 	# Nothing of it reached the table; every refusal is audited.
 	[ "$(cps_table)" = "$table0" ]
-	[ "$(grep -c 'event=ingest-refused' "$W/cps.audit")" -eq 8 ]
+	[ "$(grep -c 'event=ingest-refused' "$W/cps.audit")" -eq 9 ]
 	grep -q 'status=409 reason="record 0: nonce not above' "$W/cps.audit"
 	grep -q 'status=409 reason="record 0: timestamp outside' "$W/cps.audit"
 	grep -q 'status=403 reason="record 0: the key of sma-b cannot speak for sma-a"' "$W/cps.audit"

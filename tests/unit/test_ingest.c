@@ -256,6 +256,22 @@ test_takeover(void)
 	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\"}", NOW);
 	T_OK(a.status == 400 && cats_cst_get(t, "ARS", "a1") != NULL,
 	    "op release from a C-SMA: 400 (%s)", a.reason);
+	audit_since(path, &off, au, sizeof(au));
+	T_OK(strstr(au, "event=ingest-refused sma=sma-b peer=test status=400 "
+	    "reason=\"record 0: op release") != NULL, "the 400 is audited "
+	    "(%s)", au);
+	struct cats_buf junk = { 0 };
+	cats_buf_add(&junk, "\xa1\x61", 2);
+	a = send_body(g, CATS_ING_METRICS, &junk, NOW);
+	cats_buf_free(&junk);
+	audit_since(path, &off, au, sizeof(au));
+	T_OK(a.status == 400 && strstr(au, "event=ingest-refused sma=- "
+	    "peer=test status=400") != NULL, "a malformed body's 400 is "
+	    "audited too, once (%s)", au);
+	int n400 = 0;
+	for (const char *p = au; (p = strstr(p, "status=400")) != NULL; p++)
+		n400++;
+	T_OK(n400 == 1, "one audit line per refused body (%d)", n400);
 	/* After expiry sma-b may take it over, and that is audited. */
 	a = as_b(g, "delta", 7, "EF-b",
 	    "{\"csci_id\":\"a1\",\"cs_id\":\"ARS\","
