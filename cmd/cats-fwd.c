@@ -150,25 +150,25 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	cats_fwdp_tick(&fw, cats_clock_now(), ch_bind.s != NULL);
 }
 
+/* The stats record, one JSON line, to --stats (stderr by default). */
 static void
 dump_stats(void)
 {
-	struct cats_kv kv[CATS_FWDP_NSTATS];
 	static struct cats_fwdp_names names;
-	size_t n = cats_fwdp_stats(&fw, kv, &names);
-	struct cats_rec r;
-	cats_stats_rec(&r, "cats-fwd", cf.id, kv, n, cats_clock_now());
+	struct cats_stats_list st;
+	cats_stats_init(&st, "cats-fwd", cf.id);
+	cats_fwdp_stats(&fw, &st, &names);
 	FILE *f = stderr;
 	if (stats_ep != NULL && strcmp(stats_ep, "-") == 0)
 		f = stdout;
 	else if (stats_ep != NULL && strncmp(stats_ep, "file:", 5) == 0)
 		f = fopen(stats_ep + 5, "a");
-	if (f == NULL)
-		return;
-	cats_rec_print_json(&r, f);
-	fflush(f);
-	if (f != stderr && f != stdout)
-		fclose(f);
+	if (f != NULL) {
+		cats_stats_print(&st, f, cats_clock_now());
+		if (f != stderr && f != stdout)
+			fclose(f);
+	}
+	cats_stats_free(&st);
 }
 
 static void

@@ -1519,12 +1519,6 @@ cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report)
 
 /* ---- counters ---- */
 
-size_t
-cats_fwdp_nstats(void)
-{
-	return CATS_FWDP_NSTATS;
-}
-
 /* A composed counter name: prefix and a name whose '-' become '_'. */
 static const char *
 name2(struct cats_fwdp_names *names, size_t *nn, const char *prefix,
@@ -1538,11 +1532,11 @@ name2(struct cats_fwdp_names *names, size_t *nn, const char *prefix,
 	return names->n[*nn - 1];
 }
 
-size_t
-cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
+void
+cats_fwdp_stats(struct cats_fwdp *w, struct cats_stats_list *st,
     struct cats_fwdp_names *names)
 {
-	size_t n = 0, nn = 0;
+	size_t nn = 0;
 	uint64_t *c = w->ctr;
 	c[CATS_FC_rx_pkts] = c[CATS_FC_rx_bytes] = c[CATS_FC_tx_pkts] =
 	    c[CATS_FC_tx_bytes] = c[CATS_FC_rx_copies] =
@@ -1557,60 +1551,38 @@ cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
 		c[CATS_FC_rx_copies] += pt->rx_copies;
 		c[CATS_FC_rx_ring_drops] += pt->ring_drops;
 	}
-	for (int i = 0; i < CATS_FC__N; i++) {
-		kv[n].k = cats_fwdp_ctr_names[i];
-		kv[n++].v = c[i];
-	}
-	for (int i = 1; i < CATS_DROP__N; i++) {
-		snprintf(names->n[nn], sizeof(names->n[nn]), "drop_%s",
-		    cats_drop_names[i]);
-		kv[n].k = names->n[nn++];
-		kv[n++].v = w->drop_pkt[i];
-	}
+	for (int i = 0; i < CATS_FC__N; i++)
+		cats_stats_add(st, cats_fwdp_ctr_names[i], c[i]);
+	for (int i = 1; i < CATS_DROP__N; i++)
+		cats_stats_add(st, name2(names, &nn, "drop_",
+		    cats_drop_names[i]), w->drop_pkt[i]);
 	for (int i = 1; i < CATS_FR__N; i++) {
 		if (i > CATS_FR_PEND_CLIENT_FULL && i != CATS_FR_NOMEM &&
 		    i != CATS_FR_BAD)
 			continue;
-		snprintf(names->n[nn], sizeof(names->n[nn]), "drop_%s",
-		    cats_fwd_reason_names[i]);
-		for (char *q = names->n[nn]; *q; q++)
-			if (*q == '-')
-				*q = '_';
-		kv[n].k = names->n[nn++];
-		kv[n++].v = w->drop_pend[i];
+		cats_stats_add(st, name2(names, &nn, "drop_",
+		    cats_fwd_reason_names[i]), w->drop_pend[i]);
 	}
-	kv[n].k = "bindings";
-	kv[n++].v = w->tab.st.bindings;
-	kv[n].k = "pending";
-	kv[n++].v = w->tab.st.pending;
-	kv[n].k = "pending_held";
-	kv[n++].v = w->tab.st.held;
-	kv[n].k = "synced";
-	kv[n++].v = w->synced;
-	const struct cats_fwd_stats *st = &w->tab.st;
-	for (int i = 0; i < CATS_TCPS__N; i++) {
-		kv[n].k = name2(names, &nn, "tcp_", cats_tcps_names[i]);
-		kv[n++].v = st->tcp[i];
-	}
-	for (int i = 0; i < CATS_TCPS__N; i++) {
-		kv[n].k = name2(names, &nn, "tcp_ended_", cats_tcps_names[i]);
-		kv[n++].v = st->tcp_released[i];
-	}
-	kv[n].k = "tcp_reused";
-	kv[n++].v = st->tcp_reused;
+	const struct cats_fwd_stats *fs = &w->tab.st;
+	cats_stats_gauge(st, "bindings", fs->bindings);
+	cats_stats_gauge(st, "pending", fs->pending);
+	cats_stats_gauge(st, "pending_held", fs->held);
+	cats_stats_gauge(st, "synced", w->synced);
+	for (int i = 0; i < CATS_TCPS__N; i++)
+		cats_stats_gauge(st, name2(names, &nn, "tcp_",
+		    cats_tcps_names[i]), fs->tcp[i]);
+	for (int i = 0; i < CATS_TCPS__N; i++)
+		cats_stats_add(st, name2(names, &nn, "tcp_ended_",
+		    cats_tcps_names[i]), fs->tcp_released[i]);
+	cats_stats_add(st, "tcp_reused", fs->tcp_reused);
 	if (w->fp != NULL) {
 		uint64_t fc[CATS_FP__N];
 		cats_fwd_fast_counters(w->fp, fc);
-		kv[n].k = "fast_keys";
-		kv[n++].v = w->fp_keys;
-		kv[n].k = "fast_hit";
-		kv[n++].v = fc[CATS_FP_HIT];
-		kv[n].k = "fast_pass";
-		kv[n++].v = fc[CATS_FP_PASS];
-		kv[n].k = "fast_fail";
-		kv[n++].v = fc[CATS_FP_FAIL];
+		cats_stats_gauge(st, "fast_keys", w->fp_keys);
+		cats_stats_add(st, "fast_hit", fc[CATS_FP_HIT]);
+		cats_stats_add(st, "fast_pass", fc[CATS_FP_PASS]);
+		cats_stats_add(st, "fast_fail", fc[CATS_FP_FAIL]);
 	}
-	return n;
 }
 
 void

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "base/bucket.h"
+#include "base/stats.h"
 #include "fwd/fallback.h"
 #include "fwd/fwd.h"
 #include "fwd/fwd_fast.h"
@@ -225,17 +226,16 @@ size_t cats_fwdp_caps(const struct cats_fwdp *w, const char **v,
 void cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report);
 
 /*
- * The stats counters as (name, value) pairs into kv (room for
- * cats_fwdp_nstats()); names[] is the caller's room for the composed
- * names.  Returns the number of pairs.
+ * The stats counters, appended to st (cats_stats_init()ed by the caller:
+ * "cats-fwd" and the forwarder's id) under the names the stats record has:
+ * packet and drop counts as counters, table sizes, TCP states and
+ * "synced" as gauges.  names is the caller's room for the composed names:
+ * it must outlive st.
  */
 struct cats_fwdp_names {
 	char n[CATS_DROP__N + CATS_FR__N + 2 * CATS_TCPS__N][48];
 };
-#define CATS_FWDP_NSTATS \
-	(CATS_FC__N + CATS_DROP__N + CATS_FR__N + 2 * CATS_TCPS__N + 24)
-size_t cats_fwdp_nstats(void);
-size_t cats_fwdp_stats(struct cats_fwdp *w, struct cats_kv *kv,
+void cats_fwdp_stats(struct cats_fwdp *w, struct cats_stats_list *st,
     struct cats_fwdp_names *names);
 /* One status record per binding (event refreshed, "counters") to f. */
 void cats_fwdp_dump_bindings(struct cats_fwdp *w, FILE *f, uint64_t now);

@@ -426,7 +426,7 @@ fc_run(struct cats_fwdp *w, const struct fcase *c, int upto)
 
 /* The stats counters (name, value) of w. */
 struct fc_stats {
-	struct cats_kv kv[CATS_FWDP_NSTATS];
+	struct cats_kv kv[256];
 	struct cats_fwdp_names names;
 	size_t n;
 };
@@ -434,7 +434,12 @@ struct fc_stats {
 static inline void
 fc_stats(struct cats_fwdp *w, struct fc_stats *s)
 {
-	s->n = cats_fwdp_stats(w, s->kv, &s->names);
+	struct cats_stats_list st;
+	cats_stats_init(&st, "cats-fwd", NULL);
+	cats_fwdp_stats(w, &st, &s->names);
+	s->n = st.n < 256 ? st.n : 256;
+	memcpy(s->kv, st.kv, s->n * sizeof(s->kv[0]));
+	cats_stats_free(&st);
 }
 
 static inline long
