@@ -10,23 +10,6 @@
 
 static void chan_connect(struct cats_chan *c);
 
-static void
-chan_flush(struct cats_chan *c)
-{
-	if (c->s != NULL && c->out.len > 0 &&
-	    cats_stream_send(c->s, c->out.p, c->out.len) < 0)
-		cats_warnx("%s: cannot send", c->name);
-	cats_buf_reset(&c->out);
-}
-
-static void
-on_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	chan_flush(arg);
-}
-
 int
 cats_chan_send(struct cats_chan *c, struct cats_rec *r)
 {
@@ -36,19 +19,8 @@ cats_chan_send(struct cats_chan *c, struct cats_rec *r)
 		cats_warnx("cannot sign a %s record", cats_type_name(r->type));
 		return 0;
 	}
-	if (c->dgram) {
-		if (cats_stream_send_rec(c->s, r) < 0)
-			cats_warnx("%s: cannot send", c->name);
-		return 0;
-	}
-	if (cats_rec_encode(r, &c->out, true) < 0) {
-		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
-		return 0;
-	}
-	if (c->out.len >= 65536)
-		chan_flush(c);
-	else
-		event_active(c->flush, EV_TIMEOUT, 0);
+	if (cats_stream_send_rec(c->s, r) < 0)
+		cats_warnx("%s: cannot send", c->name);
 	return 0;
 }
 
@@ -112,7 +84,6 @@ on_eof(struct cats_stream *s, int error, void *arg)
 	    error ? strerror(error) : "");
 	cats_stream_free(c->s);
 	c->s = NULL;
-	cats_buf_reset(&c->out);
 	struct timeval tv = { 1, 0 };
 	evtimer_add(c->retry, &tv);
 }
@@ -137,6 +108,8 @@ chan_connect(struct cats_chan *c)
 	}
 	cats_stream_own(c->s);
 	cats_stream_decode_into(c->s, c->dec);
+	if (!c->dgram && cats_stream_batch(c->s, 0) < 0)
+		cats_warnx("%s: records are written one by one", c->name);
 	if (c->is_bind)
 		cats_fwdp_hello(c->w, c->now());
 }
@@ -158,7 +131,6 @@ cats_chan_open(struct cats_chan *c, const char *spec, char *err,
 	}
 	c->dgram = cats_ep_is_dgram(&c->ep);
 	c->retry = evtimer_new(c->base, on_retry, c);
-	c->flush = event_new(c->base, -1, 0, on_flush, c);
 	chan_connect(c);
 	return 0;
 }
@@ -166,7 +138,6 @@ cats_chan_open(struct cats_chan *c, const char *spec, char *err,
 void
 cats_chan_finish(struct cats_chan *c)
 {
-	chan_flush(c);
 	if (c->s != NULL)
 		cats_stream_flush(c->s);
 }

@@ -6,9 +6,9 @@
  *
  * On a stream socket, records sent while handling a batch (requests for a
  * ring's worth of new flows, statuses for the bindings of one read) are
- * gathered and written with one system call when the event loop has run
- * the callbacks that were ready; datagram sockets send one record per
- * datagram at once.  Records out are signed with key when there is one;
+ * gathered and written with one system call at the end of the loop's turn
+ * (cats_stream_batch(), 64 KiB at most a write); datagram sockets send one
+ * record per datagram at once.  Records out are signed with key when there is one;
  * records in are verified against peers when there are peers, then handed
  * to the packet path (cats_fwdp_ctl).  A (re)connection to the binding
  * manager sends the hello that asks it for the bindings again.
@@ -36,8 +36,6 @@ struct cats_chan {
 	struct cats_ep ep;
 	struct cats_stream *s;		/* NULL while down */
 	struct event *retry;
-	struct event *flush;
-	struct cats_buf out;
 	bool dgram;
 };
 
@@ -50,7 +48,7 @@ int cats_chan_open(struct cats_chan *c, const char *spec, char *err,
     size_t errlen);
 /* Send a record (signed when there is a key); -1 when the channel is down. */
 int cats_chan_send(struct cats_chan *c, struct cats_rec *r);
-/* Write what was gathered, then all the stream buffered (at exit). */
+/* Write all the stream batched and queued, blocking (at exit). */
 void cats_chan_finish(struct cats_chan *c);
 
 #endif
