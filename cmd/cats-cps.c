@@ -1,0 +1,152 @@
+/*
+ * cats-cps - the C-PS as one supervised service: cats-select, cats-pce and
+ * cats-bind run as its stages, joined by socketpairs, their loop closed,
+ * each restarted when it dies (cats-cps(1), lib/cps/cps.h).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "base/log.h"
+#include "base/tool.h"
+#include "cps/cps.h"
+
+static const char usage_text[] =
+    "usage: cats-cps [-hqvV] [--bin DIR] [-c|--config FILE] [--id NAME]\n"
+    "                [--log SPEC] [--standby] [--stats-interval DURATION]\n"
+    "                [--stats-to ENDPOINT] [--textfile FILE] [--to ENDPOINT]\n";
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(CATS_EXIT_USAGE);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	if (sig == SIGCHLD)
+		cps_reap(arg);
+	else
+		cps_signal(arg, sig);
+}
+
+static int
+run(struct cps *p, struct cps_conf *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "bin", required_argument, NULL, 'b' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "id", required_argument, NULL, 'I' },
+		{ "log", required_argument, NULL, 'G' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "standby", no_argument, NULL, 'S' },
+		{ "stats-interval", required_argument, NULL, 'i' },
+		{ "stats-to", required_argument, NULL, 'O' },
+		{ "textfile", required_argument, NULL, 'T' },
+		{ "to", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *log = NULL;
+	const char *set[6][2];
+	size_t nset = 0;
+	bool standby = false;
+	int ch, rc, verbose = 1;
+	char err[512];
+
+	cats_tool_init(argv[0]);
+	cps_conf_init(c);
+	while ((ch = getopt_long(argc, argv, "c:hqvV", longopts, NULL)) != -1) {
+		const char *key = NULL;
+		switch (ch) {
+		case 'b': key = "bin"; break;
+		case 'c': config = optarg; break;
+		case 'G': log = optarg; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return CATS_EXIT_OK;
+		case 'I': key = "id"; break;
+		case 'i': key = "stats-interval"; break;
+		case 'O': key = "stats-to"; break;
+		case 'o': key = "to"; break;
+		case 'q': verbose = 0; break;
+		case 'S': standby = true; break;
+		case 'T': key = "textfile"; break;
+		case 'V':
+			cats_tool_version();
+			return CATS_EXIT_OK;
+		case 'v': verbose++; break;
+		default:
+			usage();
+		}
+		if (key != NULL && nset < 6) {
+			set[nset][0] = key;
+			set[nset++][1] = optarg;
+		}
+	}
+	if (optind != argc)
+		usage();
+	cats_log_verbosity(verbose);
+	if (log != NULL && cats_log_open(log) < 0) {
+		cats_errorx("--log: stderr or syslog");
+		return CATS_EXIT_USAGE;
+	}
+	if (config != NULL && (rc = cps_conf_load(c, config)) != CATS_EXIT_OK)
+		return rc;
+	/* The command line over the file. */
+	for (size_t i = 0; i < nset; i++)
+		if (cps_conf_set(c, set[i][0], set[i][1], err,
+		    sizeof(err)) < 0) {
+			cats_errorx("--%s: %s", set[i][0], err);
+			return CATS_EXIT_USAGE;
+		}
+	if ((rc = cps_conf_finish(c)) != CATS_EXIT_OK)
+		return rc;
+
+	p->base = event_base_new();
+	if (p->base == NULL) {
+		cats_errorx("cannot create the event loop");
+		return CATS_EXIT_FAIL;
+	}
+	struct event_base *base = p->base;
+	if ((rc = cps_init(p, c, base)) != CATS_EXIT_OK)
+		return rc;
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP,
+		SIGUSR1, SIGUSR2 };
+	struct event *sev[CATS_ARRAY_LEN(sigs)];
+	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++) {
+		sev[i] = evsignal_new(base, sigs[i], on_signal, p);
+		if (sev[i] != NULL)
+			event_add(sev[i], NULL);
+	}
+	if (!standby)
+		cps_set_active(p, true);
+	cats_info("serving as %s (%s)", c->id, standby ? "standby" : "active");
+	event_base_dispatch(base);
+	rc = cps_end(p);
+	cps_free(p);
+	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++)
+		if (sev[i] != NULL)
+			event_free(sev[i]);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct cps p;
+	static struct cps_conf c;
+	int rc = run(&p, &c, argc, argv);
+	if (p.base != NULL)
+		event_base_free(p.base);
+	cps_conf_free(&c);
+	return rc;
+}

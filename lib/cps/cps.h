@@ -1,0 +1,141 @@
+/*
+ * cps.h - the C-PS as one supervised service (cats-cps(1)): a parent that
+ * runs the three stages of the C-PS, cats-select, cats-pce and cats-bind
+ * (the same tools, from the same bin directory), each as its own process
+ * on a socketpair, and relays their records so that the loop is closed:
+ *
+ *   stdin ----------------------> select
+ *   select --------------------->  pce      (path requests, the rest passed on)
+ *   pce ------------------------>  bind     (path replies, the rest passed on)
+ *   bind, path-req ------------->  pce      (repairs: their replies go to bind)
+ *   bind, everything else ------> the service's output
+ *   any stage, stats -----------> kept: one stats record for the whole
+ *
+ * A stage that dies is started again (at once if it had run for 5 s, else
+ * after a backoff doubling from 100 ms to 10 s), every restart counted
+ * and logged with its cause.  What is sent to a stage while it is down
+ * waits for it (up to 16 MiB per stage, then counted as lost).  When the
+ * service's input ends, the end is passed along the chain (select's input
+ * is shut, then pce's once select has exited, then bind's): filter stages
+ * end and the service exits with the first non-zero code of a stage;
+ * daemon stages go on.
+ *
+ * The ownership hook (redundant C-PS, lib/ha): cps_set_active() starts or
+ * stops the stages as a unit; a standby parent runs none (admits and
+ * installs nothing) and keeps its configuration and counters.
+ *
+ * Call order: cps_conf_init, cps_conf_load (and cps_conf_set for command
+ * line overrides), cps_conf_finish; cps_init; cps_set_active(true); the
+ * loop; cps_end (the exit code); cps_free.  Functions returning an int
+ * return a cats(7) exit code and print the one line that says why.
+ */
+#ifndef CATS_CPS_H
+#define CATS_CPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/conf.h"
+#include "rec/rec.h"
+
+struct event_base;
+struct event;
+struct cats_stream;
+
+enum { CPS_SELECT, CPS_PCE, CPS_BIND, CPS_NSTAGE };
+
+/* The stages' names ("select", "pce", "bind"). */
+extern const char *const cps_stage_names[CPS_NSTAGE];
+
+struct cps_conf {
+	const char *id;		/* the service's identity (stats) */
+	const char *bin;	/* the stages' directory; NULL: cats-cps's own */
+	const char *to;		/* the service's output; NULL: stdout */
+	const char *stats_to;	/* endpoint of the stats records; NULL: none */
+	const char *textfile;	/* Prometheus textfile; NULL: none */
+	uint64_t stats_ms;	/* stats interval; 0: on SIGUSR1 only */
+	/* Each stage's arguments after its name, from its section. */
+	char **args[CPS_NSTAGE];
+	size_t nargs[CPS_NSTAGE];
+	struct cats_conf cf;	/* the file (strings point into it) */
+	char binbuf[4096];
+};
+
+void cps_conf_init(struct cps_conf *c);
+/* Read the configuration file (cats-cps(1) CONFIGURATION); 78 if refused. */
+int cps_conf_load(struct cps_conf *c, const char *path);
+/* The same from text (tests): 0, or -1 with "name:line: key: reason". */
+int cps_conf_parse(struct cps_conf *c, const char *name, const char *text,
+    size_t len, char *err, size_t errlen);
+/* One top-level key from the command line (id, bin, to, stats-to,
+ * textfile, stats-interval): 0, or -1 with the reason in err. */
+int cps_conf_set(struct cps_conf *c, const char *key, const char *val,
+    char *err, size_t errlen);
+/* The bin directory found (the directory of /proc/self/exe). */
+int cps_conf_finish(struct cps_conf *c);
+void cps_conf_free(struct cps_conf *c);
+
+struct cps_stage {
+	int which;		/* CPS_SELECT ... */
+	struct cps *p;
+	char **argv;		/* path, args, NULL */
+	pid_t pid;		/* 0: not running */
+	int fd;			/* the parent's end of the socketpair */
+	struct cats_stream *s;
+	struct cats_dec dec;
+	struct event *timer;	/* restart after the backoff */
+	uint64_t started_ms;	/* monotonic ms of the last start */
+	uint64_t backoff_ms;
+	uint64_t starts, restarts, items_in, items_out, lost, bad;
+	int last_exit;		/* exit code, or 128 + signal */
+	bool eof;		/* its input is to be shut (the end passed on) */
+	bool shut;		/* and was */
+	bool closed;		/* its output ended (the socket's EOF) */
+	bool done;		/* ended after its input did: not restarted */
+	bool congested;		/* above its high-water mark */
+	struct cats_buf pending;	/* items waiting while it is down */
+	/* Its last stats record's counters, names "STAGE.NAME". */
+	struct cats_kv *kv;
+	size_t nkv;
+	char *names;
+};
+
+struct cps {
+	struct cps_conf *c;
+	struct event_base *base;	/* the main's */
+	struct cps_stage st[CPS_NSTAGE];
+	struct cats_stream *in, *out, *stats;
+	struct cats_dec in_dec;
+	struct event *tick, *stats_ev, *kill_ev;
+	bool active, stopping, in_eof;
+	int rc;
+	uint64_t started_ms;
+	uint64_t in_items, in_bad, out_items, out_lost, routed_repairs,
+	    stats_records, fatal;
+};
+
+/* The streams of the service (its input, output, stats) and the timers;
+ * the stages are not started yet.  74 if an output cannot be opened. */
+int cps_init(struct cps *p, struct cps_conf *c, struct event_base *base);
+/*
+ * The ownership hook: true starts every stage that is not running, false
+ * stops them all (SIGTERM, then SIGKILL after 5 s) and keeps them stopped.
+ * Returns 0, or -1 when a stage could not be started (it is retried).
+ */
+int cps_set_active(struct cps *p, bool active);
+/* Signals of the main: SIGHUP to select and pce (their reloads), SIGUSR2
+ * to select (its dump); SIGUSR1 a stats record; SIGTERM, SIGINT: stop. */
+void cps_signal(struct cps *p, int sig);
+/* SIGCHLD: reap the stages that exited, restart or pass the end on. */
+void cps_reap(struct cps *p);
+/* Stop the stages and leave the loop once they have exited; rc the exit
+ * code (the first one given stays). */
+void cps_stop(struct cps *p, int rc);
+/* Write the stats record (and textfile) now, from the stages' last ones. */
+void cps_stats(struct cps *p);
+/* After the loop: output flushed; the exit code. */
+int cps_end(struct cps *p);
+void cps_free(struct cps *p);
+
+#endif

@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# cats-cps: the C-PS as one supervised service (man/cats-cps.1).
+
+load helper
+
+setup() {
+	T=$(mktemp -d)
+	EX=$TOP/examples
+}
+
+teardown() {
+	[ -f "$T/cps.pid" ] && kill "$(cat "$T/cps.pid")" 2>/dev/null
+	[ -f "$T/hold.pid" ] && kill "$(cat "$T/hold.pid")" 2>/dev/null
+	rm -rf "$T"
+}
+
+wait_for() {
+	local n=$1
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# The live service of these tests: select with a forwarder listener (no
+# auth), pce, bind with no forwarders; control input on a fifo held open.
+start_live() {
+	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
+	cat >"$T/cps.conf" <<EOF
+id = cps-test
+stats-to = file:$T/stats.cbor
+textfile = $T/cps.prom
+[select]
+no-auth =
+services = $EX/services.jsonl
+net = $T/nst.jsonl
+listen = unix:$T/select.sock
+[pce]
+t = $EX/topology.json
+[bind]
+commit = none
+listen = unix:$T/bind.sock
+EOF
+	mkfifo "$T/in"
+	sleep 1000 >"$T/in" &
+	echo $! >"$T/hold.pid"
+	cats-cps -c "$T/cps.conf" "$@" <"$T/in" >"$T/out.cbor" 2>"$T/err" &
+	echo $! >"$T/cps.pid"
+	wait_for 50 test -S "$T/select.sock"
+	wait_for 50 test -S "$T/bind.sock"
+}
+
+# A fresh metric advertisement: site1-a healthy, on the control stream.
+metric() {
+	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
+	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
+	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
+	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
+	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
+	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
+	    ttl_ms: 600000}]}' | cats-cbor encode
+}
+
+# A forwarder's request for S1, transaction $1, to cats-select's listener.
+request() {
+	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$1" '{type: "request",
+	    txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6,
+	    src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
+	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
+	    deadline: ($now + 1000)}' | select_client -t "unix:$T/select.sock" -w 50
+}
+
+out_has() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -e "$1" >/dev/null; }
+bound() { out_has "select(.type == \"binding\" and .op == \"install\" and .txn == $1)"; }
+stage_pid() { pgrep -P "$(cat "$T/cps.pid")" -x "cats-$1"; }
+
+@test "cats-cps --help prints the synopsis of the man page" {
+	check_synopsis cats-cps
+	run cats-cps --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "cats-cps (cats) "* ]]
+}
+
+@test "cats-cps: the debug recording through the service equals the three filters' pipeline" {
+	cd "$EX"
+	cat >"$T/replay.conf" <<EOF
+[select]
+replay =
+no-auth =
+[pce]
+t = topology.json
+replay =
+[bind]
+replay =
+commit = none
+q =
+EOF
+	input() { cat services.jsonl debug/net.jsonl debug/metrics.jsonl debug/requests.jsonl |
+	    jq -sc 'sort_by(.ts // 0)[]' | cats-cbor encode; }
+	input | cats-cps -q -c "$T/replay.conf" | cats-cbor decode >"$T/cps.jsonl"
+	input | cats-select --replay --no-auth | cats-pce -t topology.json --replay |
+	    cats-bind --replay --commit none -q | cats-cbor decode >"$T/pipe.jsonl"
+	[ -s "$T/cps.jsonl" ]
+	diff "$T/pipe.jsonl" "$T/cps.jsonl"
+}
+
+@test "cats-cps: a configuration refused, a stage's option refused: exit 78, 2" {
+	printf '[nosuch]\nx = 1\n' >"$T/bad.conf"
+	run cats-cps -c "$T/bad.conf" </dev/null
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"bad.conf:2: x: unknown section [nosuch]"* ]]
+	printf '[pce]\nno-such-option = 1\n' >"$T/bad2.conf"
+	run cats-cps -c "$T/bad2.conf" </dev/null
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"stage pce refused to start (exit 2)"* ]]
+}
+
+@test "cats-cps: requests bound; a stage killed is restarted within a second, counted with its cause" {
+	start_live
+	metric >"$T/in"
+	request 1
+	wait_for 30 bound 1
+	for s in pce bind select; do
+		p=$(stage_pid $s)
+		kill -9 "$p"
+		wait_for 20 sh -c "pgrep -P $(cat "$T/cps.pid") -x cats-$s | grep -vx $p"
+	done
+	grep -q "stage pce (pid [0-9]*) killed by signal 9" "$T/err"
+	grep -q "stage select: restart 1 in 100 ms" "$T/err"
+	# The restarted selector has an empty CST until the next advertisement.
+	metric >"$T/in"
+	wait_for 30 test -S "$T/select.sock"
+	request 2
+	wait_for 30 bound 2
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 grep -q 'select_restarts_total{cps_id="cps-test"} 1' "$T/cps.prom"
+	grep -q 'pce_restarts_total{cps_id="cps-test"} 1' "$T/cps.prom"
+	grep -q 'pce_last_exit{cps_id="cps-test"} 137' "$T/cps.prom"
+	cats-cbor decode "$T/stats.cbor" | tail -1 |
+	    jq -e '.tool == "cats-cps" and .counters["bind.restarts"] == 1 and
+		.counters["bind.in.records"] >= 1'
+	# SIGTERM: every stage stopped, exit 0.
+	kill "$(cat "$T/cps.pid")"
+	wait "$(cat "$T/cps.pid")"
+	rm -f "$T/cps.pid"
+	! pgrep -f "cats-pce -t $EX/topology.json" -P $$ >/dev/null
+}
+
+@test "cats-cps: garbage and unauthenticated records on its sockets and input are refused; it keeps serving" {
+	start_live
+	metric >"$T/in"
+	head -c 300 /dev/urandom >"$T/in"
+	printf '\xa1\x64type\x67request' | select_client -t "unix:$T/select.sock" 2>/dev/null || true
+	head -c 500 /dev/urandom | python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())' "$T/bind.sock" || true
+	metric >"$T/in"
+	request 7
+	wait_for 30 bound 7
+	kill -0 "$(cat "$T/cps.pid")"
+	[ "$(grep -c 'restart' "$T/err")" = 0 ]
+}
+
+@test "cats-cps --standby starts no stage; SIGTERM ends it with 0" {
+	cats-cps --standby </dev/null 2>"$T/err" &
+	p=$!
+	sleep 0.3
+	! pgrep -P $p >/dev/null
+	kill $p
+	wait $p
+	grep -q "serving as cps (standby)" "$T/err"
+}
