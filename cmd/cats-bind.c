@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +31,6 @@ static const char usage_text[] =
     "                 [--listen endpoint] [--pending-timeout dur]\n"
     "                 [--repair-timeout dur] [--replay] [--snapshot-size size]\n"
     "                 [--stats] [--stats-interval dur] [--trace file]\n";
-
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
 
 static struct bind_app A;
 
@@ -74,7 +68,7 @@ lifetime(const char *opt, const char *s)
 {
 	uint64_t v = cats_opt_ms(opt, s);
 	if (v > CATS_U32)
-		usage();
+		cats_opt_fail(opt, "at most %" PRIu64 "ms", (uint64_t)CATS_U32);
 	return v;
 }
 
@@ -242,7 +236,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	bind_conf_default(&conf);
 	a->fsync_ms = 1000;
-	while ((ch = getopt_long(argc, argv, "hqsvV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hqsvV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case O_COMMIT:
 			conf.commit = pick("--commit", optarg,
@@ -273,7 +267,7 @@ main(int argc, char **argv)
 			break;
 		case O_ID:
 			if (strlen(optarg) == 0 || strlen(optarg) > CATS_ID)
-				usage();
+				cats_opt_fail("--id", "1 to %d bytes", CATS_ID);
 			conf.self = optarg;
 			break;
 		case O_IDLE:
@@ -336,11 +330,11 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind != argc)
-		usage();
+		cats_usage_fail("unexpected operand %s", argv[optind]);
 	cats_log_verbosity(verbosity);
 	if (replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);

@@ -24,13 +24,6 @@ static const char usage_text[] =
     "       cats-cbor check [-jqs] [-m size] [-t type] [file]\n"
     "       cats-cbor schema [type]\n";
 
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
-
 struct opts {
 	bool json;
 	bool quiet;
@@ -144,10 +137,8 @@ out_flush(void)
 		ssize_t w = write(1, out.p + off, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			cats_errorx("write error: %s", strerror(errno));
-			exit(CATS_EXIT_IOERR);
-		}
+		if (w < 0)
+			exit(cats_tool_output_failed("stdout", errno));
 		off += (size_t)w;
 	}
 	cats_buf_reset(&out);
@@ -514,7 +505,7 @@ main(int argc, char **argv)
 	int ch;
 
 	cats_tool_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "hjm:qst:V", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hjm:qst:V", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			fputs(usage_text, stdout);
@@ -549,16 +540,17 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		usage();
+		cats_usage_fail("needs a command: decode, encode, check or "
+		    "schema");
 	const char *cmd = argv[0];
 	if (argc > 2)
-		usage();
+		cats_usage_fail("%s: unexpected operand %s", cmd, argv[2]);
 	int rc;
 	if (strcmp(cmd, "schema") == 0)
 		rc = do_schema(argc == 2 ? argv[1] : NULL);
@@ -569,10 +561,9 @@ main(int argc, char **argv)
 	else if (strcmp(cmd, "check") == 0)
 		rc = do_check(&o, open_input(argv[1]));
 	else
-		usage();
-	if (fflush(stdout) != 0) {
-		cats_errorx("write error: %s", strerror(errno));
-		return CATS_EXIT_IOERR;
-	}
+		cats_usage_fail("%s: unknown command (decode, encode, check, "
+		    "schema)", cmd);
+	if (fflush(stdout) != 0)
+		return cats_tool_output_failed("stdout", errno);
 	return rc;
 }

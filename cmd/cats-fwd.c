@@ -46,12 +46,6 @@ static const char usage_text[] =
     "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
-static void
-usage(int code)
-{
-	fputs(usage_text, code ? stderr : stdout);
-	exit(code);
-}
 
 static struct cats_fwdp_conf cf;
 static struct cats_fwdp fw;
@@ -201,7 +195,7 @@ need_labels(const char *s, struct cats_fwd_ret *rt)
 {
 	char buf[256], *save = NULL;
 	if (cats_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
-		usage(CATS_EXIT_USAGE);
+		cats_opt_fail("--return", "%.32s...: too long", s);
 	for (char *t = strtok_r(buf, "/", &save); t != NULL;
 	    t = strtok_r(NULL, "/", &save)) {
 		if (rt->nlabels == CATS_ARRAY_LEN(rt->labels)) {
@@ -213,7 +207,7 @@ need_labels(const char *s, struct cats_fwd_ret *rt)
 		    t, CATS_MPLS_FIRST, CATS_MPLS_MAX);
 	}
 	if (rt->nlabels == 0)
-		usage(CATS_EXIT_USAGE);
+		cats_opt_fail("--return", "%s: no label after mpls:", s);
 }
 
 static void
@@ -236,7 +230,8 @@ add_prefix(const char *arg)
 {
 	char err[160];
 	if (cf.nowns == CATS_ARRAY_LEN(cf.owns))
-		exit(CATS_EXIT_USAGE);
+		cats_opt_fail("--owns", "at most %zu prefixes",
+		    CATS_ARRAY_LEN(cf.owns));
 	if (cats_prefix_parse(arg, strlen(arg), true, &cf.owns[cf.nowns++],
 	    err, sizeof(err)) < 0) {
 		cats_errorx("--owns: %s", err);
@@ -348,21 +343,22 @@ main(int argc, char **argv)
 	cf.dataplane = CATS_DP_SRV6;
 	poll_us = 0;
 	cf.epoch = 0;
-	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
 		struct cats_ip ip;
 		switch (c) {
 		case 'h':
-			usage(CATS_EXIT_OK);
-			break;
+			fputs(usage_text, stdout);
+			return CATS_EXIT_OK;
 		case 'v':
 			verbose++;
 			break;
+		case 'V':
 		case O_VERSION:
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		case O_ID:
 			if (strlen(optarg) == 0 || strlen(optarg) > CATS_ID)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--id", "1 to %d bytes", CATS_ID);
 			cf.id = optarg;
 			break;
 		case O_CLIENT:
@@ -389,20 +385,21 @@ main(int argc, char **argv)
 		case O_SRC4:
 			need_ip(optarg, &ip, "source");
 			if (ip.af != 4)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--src4", "%s: not IPv4", optarg);
 			memcpy(cf.fc.src4, ip.a, 4);
 			cf.fc.has_src4 = true;
 			break;
 		case O_SRC6:
 			need_ip(optarg, &ip, "source");
 			if (ip.af != 6)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--src6", "%s: not IPv6", optarg);
 			memcpy(cf.fc.src6, ip.a, 16);
 			cf.fc.has_src6 = true;
 			break;
 		case O_SID:
 			if (cf.nsids == CATS_ARRAY_LEN(cf.sids))
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--sid", "at most %zu",
+				    CATS_ARRAY_LEN(cf.sids));
 			need_ip(optarg, &cf.sids[cf.nsids++], "SID");
 			break;
 		case O_OWNS:
@@ -410,7 +407,8 @@ main(int argc, char **argv)
 			break;
 		case O_LABEL:
 			if (cf.nlabels == CATS_ARRAY_LEN(cf.labels))
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--label", "at most %zu",
+				    CATS_ARRAY_LEN(cf.labels));
 			cf.labels[cf.nlabels++] = (uint32_t)cats_opt_u64("--label",
 			    optarg, CATS_MPLS_FIRST, CATS_MPLS_MAX);
 			break;
@@ -447,7 +445,8 @@ main(int argc, char **argv)
 			else if (strcmp(optarg, "client") == 0)
 				cf.affinity = CATS_AFF_CLIENT;
 			else
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--affinity", "%s: expected 5tuple "
+				    "or client", optarg);
 			break;
 		case O_MODEB: {
 			unsigned pr, po, off;
@@ -473,18 +472,21 @@ main(int argc, char **argv)
 			    strcmp(optarg, "csid") == 0 ? 1 :
 			    strcmp(optarg, "address") == 0 ? 2 : -1;
 			if (cf.precedence < 0)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--precedence", "%s: expected refuse, "
+				    "csid or address", optarg);
 			break;
 		case O_TENANT:
 			if (strlen(optarg) > CATS_ID)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--tenant", "at most %d bytes",
+				    CATS_ID);
 			cf.tenant = optarg;
 			break;
 		case O_DP:
 			cf.dataplane = cats_enum_index(cats_dataplane_names,
 			    optarg, strlen(optarg));
 			if (cf.dataplane < 0)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--dataplane", "%s: expected srv6, "
+				    "srmpls, ipip or ip", optarg);
 			break;
 		case O_MTU:
 			cf.mtu = (uint32_t)cats_opt_u64("--mtu",
@@ -541,7 +543,7 @@ main(int argc, char **argv)
 				cf.fc.encaps |= 1u << k;
 			}
 			if (cf.fc.encaps == 0)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--encaps", "no encapsulation named");
 			break;
 		}
 		case O_FALLBACK:
@@ -590,22 +592,21 @@ main(int argc, char **argv)
 			break;
 		case O_LOG:
 			if (cats_log_open(optarg) < 0)
-				usage(CATS_EXIT_USAGE);
+				cats_opt_fail("--log", "%s: expected stderr or "
+				    "syslog", optarg);
 			break;
 		default:
-			usage(CATS_EXIT_USAGE);
+			cats_opt_refused(c, argv);
 		}
 	}
-	if (optind != argc || cf.id == NULL || core == NULL ||
-	    (client == NULL && site == NULL)) {
-		cats_errorx("--id, --core and --client or --site are required");
-		usage(CATS_EXIT_USAGE);
-	}
-	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0) {
-		cats_errorx("--dataplane srmpls: a TUN device carries IP only; "
-		    "the core port must be af_packet");
-		usage(CATS_EXIT_USAGE);
-	}
+	if (optind != argc)
+		cats_usage_fail("unexpected operand %s", argv[optind]);
+	if (cf.id == NULL || core == NULL || (client == NULL && site == NULL))
+		cats_usage_fail("needs %s", cf.id == NULL ? "--id ID"
+		    : core == NULL ? "--core PORT" : "--client or --site PORT");
+	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
+		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
+		    "only; the core port must be af_packet");
 	cats_log_verbosity(verbose);
 	if (keyfile != NULL) {
 		if (cats_key_load(&key, keyfile, -1, err, sizeof(err)) < 0 ||

@@ -30,11 +30,41 @@ static const char usage_text[] =
     "       cats-key verify [-b] [-c cs-id] [-s csci-id] [-T now] -k keyring\n"
     "                       [file]\n";
 
+/* A command missing what it needs: "tool: CMD: needs OPTION", exit 2. */
 static void
-usage(void)
+needs(const char *cmd, const char *what)
 {
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
+	cats_usage_fail("%s: needs %s", cmd, what);
+}
+
+/*
+ * The output prefix of gen, checked before anything is written: not a
+ * directory (which would write DIR.key beside it), in a directory that
+ * exists.
+ */
+static int
+check_prefix(const char *prefix)
+{
+	struct stat st;
+	size_t n = strlen(prefix);
+	if (n == 0 || prefix[n - 1] == '/' || (stat(prefix, &st) == 0 &&
+	    S_ISDIR(st.st_mode)))
+		cats_usage_fail("gen: -o %s: a directory; give a prefix such as "
+		    "%s%ssite (writes site.key and site.pub)", prefix, prefix,
+		    n > 0 && prefix[n - 1] == '/' ? "" : "/");
+	char dir[4096];
+	const char *slash = strrchr(prefix, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == prefix ? 1
+		    : (int)(slash - prefix), prefix);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		cats_errorx("gen: -o %s: %s: %s", prefix, dir, stat(dir, &st) < 0
+		    ? strerror(errno) : "not a directory");
+		return CATS_EXIT_IOERR;
+	}
+	return CATS_EXIT_OK;
 }
 
 struct opts {
@@ -64,7 +94,10 @@ do_gen(const struct opts *o)
 	struct cats_key sk, pk;
 	char path[4096], err[512];
 	if (o->out == NULL)
-		usage();
+		needs("gen", "-o prefix");
+	int rc = check_prefix(o->out);
+	if (rc != CATS_EXIT_OK)
+		return rc;
 	cats_key_gen_ed25519(&sk, o->name);
 	cats_key_public(&sk, &pk);
 	snprintf(path, sizeof(path), "%s.key", o->out);
@@ -87,7 +120,7 @@ do_psk(const struct opts *o)
 	struct cats_key k;
 	char err[512];
 	if (o->out == NULL)
-		usage();
+		needs("psk", "-o file");
 	cats_key_gen_psk(&k, o->name);
 	int rc = cats_key_save(&k, o->out, 0600, err, sizeof(err));
 	sodium_memzero(&k, sizeof(k));
@@ -104,7 +137,7 @@ do_pub(const struct opts *o)
 	struct cats_key sk, pk;
 	char err[512], b64[64];
 	if (o->key == NULL)
-		usage();
+		needs("pub", "-k key");
 	if (cats_key_load(&sk, o->key, CATS_KEY_ED25519_SECRET, err,
 	    sizeof(err)) < 0)
 		return refuse_key(err);
@@ -121,12 +154,14 @@ write_file(const char *path, const uint8_t *p, size_t n)
 {
 	int fd = strcmp(path, "-") == 0 ? 1 : open(path, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || cats_write_all(fd, p, n) < 0) {
+	if (fd < 0) {
 		cats_errorx("%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fd != 1)
-		close(fd);
+	if (cats_write_all(fd, p, n) < 0 || (fd != 1 && close(fd) < 0)) {
+		cats_tool_output_failed(fd == 1 ? "stdout" : path, errno);
+		return -1;
+	}
 	return 0;
 }
 
@@ -138,7 +173,8 @@ do_token(const struct opts *o)
 	struct cats_buf b = { 0 };
 	char err[512];
 	if (o->key == NULL || o->csci == NULL || o->ncs == 0 || o->out == NULL)
-		usage();
+		needs("token", o->key == NULL ? "-k issuer.key" : o->csci == NULL
+		    ? "-s csci-id" : o->ncs == 0 ? "-c cs-id" : "-o file");
 	if (cats_key_load(&issuer, o->key, CATS_KEY_ED25519_SECRET, err,
 	    sizeof(err)) < 0)
 		return refuse_key(err);
@@ -248,7 +284,7 @@ do_verify(const struct opts *o, const char *file)
 	struct cats_err e;
 	char err[512];
 	if (o->key == NULL)
-		usage();
+		needs("verify", "-k keyring");
 	if (cats_keyring_load(&kr, o->key, err, sizeof(err)) < 0)
 		return refuse_key(err);
 	int rc = read_token(file, &b);
@@ -312,7 +348,7 @@ main(int argc, char **argv)
 	int ch;
 
 	cats_tool_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "bc:e:hi:k:n:o:p:s:T:V", longopts,
+	while ((ch = getopt_long(argc, argv, ":bc:e:hi:k:n:o:p:s:T:V", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'b':
@@ -363,25 +399,29 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		usage();
+		cats_usage_fail("needs a command: gen, psk, pub, token or "
+		    "verify");
 	const char *cmd = argv[0];
 	if (strcmp(cmd, "verify") == 0 && argc <= 2)
 		return do_verify(&o, argv[1]);
+	if (strcmp(cmd, "gen") != 0 && strcmp(cmd, "psk") != 0 &&
+	    strcmp(cmd, "pub") != 0 && strcmp(cmd, "token") != 0 &&
+	    strcmp(cmd, "verify") != 0)
+		cats_usage_fail("%s: unknown command (gen, psk, pub, token, "
+		    "verify)", cmd);
 	if (argc != 1)
-		usage();
+		cats_usage_fail("%s: unexpected operand %s", cmd, argv[argc - 1]);
 	if (strcmp(cmd, "gen") == 0)
 		return do_gen(&o);
 	if (strcmp(cmd, "psk") == 0)
 		return do_psk(&o);
 	if (strcmp(cmd, "pub") == 0)
 		return do_pub(&o);
-	if (strcmp(cmd, "token") == 0)
-		return do_token(&o);
-	usage();
+	return do_token(&o);
 }

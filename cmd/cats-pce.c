@@ -31,13 +31,6 @@ static const char usage_text[] =
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
-
 static struct cats_pce_app A;
 
 static void
@@ -234,7 +227,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	a->window = 30000;
 	a->cache = CATS_PCE_CACHE_DEFAULT;
-	while ((ch = getopt_long(argc, argv, "A:C:chIK:k:l:L:M:P:p:rSso:T:t:vVw:", longopts,
+	while ((ch = getopt_long(argc, argv, ":A:C:chIK:k:l:L:M:P:p:rSso:T:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'A':
@@ -312,14 +305,23 @@ main(int argc, char **argv)
 				cats_opt_fail("--window", "must be positive");
 			break;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
-	if (optind != argc || a->tedb == NULL || (listen_ep && to_ep) ||
-	    (nallow > 0 && pcep_ep == NULL) || (pce_ep && pcep_ep) ||
-	    (a->pce_timeout && pce_ep == NULL) ||
-	    (md5_path && pce_ep == NULL && pcep_ep == NULL))
-		usage();
+	if (optind != argc)
+		cats_usage_fail("unexpected operand %s", argv[optind]);
+	if (a->tedb == NULL)
+		cats_usage_fail("needs -t file (the TE database)");
+	if (listen_ep && to_ep)
+		cats_usage_fail("--listen and --to exclude each other");
+	if (nallow > 0 && pcep_ep == NULL)
+		cats_usage_fail("--pcep-allow needs --pcep");
+	if (pce_ep && pcep_ep)
+		cats_usage_fail("--pce and --pcep exclude each other");
+	if (a->pce_timeout && pce_ep == NULL)
+		cats_usage_fail("--pce-timeout needs --pce");
+	if (md5_path && pce_ep == NULL && pcep_ep == NULL)
+		cats_usage_fail("--tcp-md5 needs --pce or --pcep");
 	if (md5_path != NULL && cats_pcep_md5_load(md5_path, a->md5,
 	    &a->md5_len, perr, sizeof(perr)) < 0) {
 		cats_errorx("--tcp-md5: %s", perr);

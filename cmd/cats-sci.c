@@ -31,13 +31,6 @@ static const char usage_text[] =
     "                [--locator addr] [--port port]\n";
 
 static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
-
-static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -144,7 +137,7 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	s.m.health = CATS_HEALTHY;
 	s.interval_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "1C:c:e:g:H:hI:jK:k:L:l:m:n:p:q:"
+	while ((ch = getopt_long(argc, argv, ":1C:c:e:g:H:hI:jK:k:L:l:m:n:p:q:"
 	    "R:s:T:t:Vvx:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case '1':
@@ -286,11 +279,14 @@ main(int argc, char **argv)
 			s.port = cats_opt_u64("--port", optarg, 0, 65535);
 			break;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
-	if (optind != argc || s.csci == NULL || s.cs == NULL)
-		usage();
+	if (optind != argc)
+		cats_usage_fail("unexpected operand %s", argv[optind]);
+	if (s.csci == NULL || s.cs == NULL)
+		cats_usage_fail("needs %s", s.csci == NULL ? "-s csci-id"
+		    : "-c cs-id");
 	if (strlen(s.csci) == 0 || strlen(s.csci) > CATS_ID ||
 	    strlen(s.cs) == 0 || strlen(s.cs) > CATS_ID) {
 		cats_errorx("CSCI-ID and CS-ID are 1 to %d bytes", CATS_ID);

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "base/tool.h"
 #include "net/ep.h"
 #include "select/select_app.h"
@@ -34,13 +35,6 @@ static const char usage_text[] =
     "                   [--stats-at-end] [--stats-interval DURATION]\n"
     "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
     "                   [--window DURATION]\n";
-
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
 
 /* The main's events: signals and the once-a-second timer. */
 static struct event *sev[5], *timer;
@@ -177,7 +171,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 
 	cats_tool_init(argv[0]);
 	cats_sel_opts_init(o);
-	while ((ch = getopt_long(argc, argv, "hqsvV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":hqsvV", longopts, NULL)) != -1) {
 		const char *key = NULL;
 		switch (ch) {
 		case 'A': key = "audit"; break;
@@ -233,7 +227,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			o->set_insecure = true;
 			break;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 		if (key != NULL && cats_sel_opts_set(o, key, optarg, false, err,
 		    sizeof(err)) < 0) {
@@ -242,7 +236,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		usage();
+		cats_usage_fail("unexpected operand %s", argv[optind]);
 	if (o->config != NULL && (rc = load_config(o, &a->cf)) != CATS_EXIT_OK)
 		return rc;
 	cats_log_verbosity(o->verbose);

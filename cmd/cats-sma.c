@@ -25,13 +25,6 @@ static const char usage_text[] =
     "                [-l endpoint] [-N now] [-T state] [-t endpoint ...]\n"
     "                [-u until]\n";
 
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
-
 #define MAX_LISTEN SMA_MAX_LISTEN
 #define MAX_URLS SMA_MAX_URLS
 
@@ -165,7 +158,7 @@ main(int argc, char **argv)
 	int ch, verbosity = 1;
 
 	cats_tool_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "1a:c:E:hil:N:qrSsT:t:u:vV",
+	while ((ch = getopt_long(argc, argv, ":1a:c:E:hil:N:qrSsT:t:u:vV",
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '1':
@@ -241,11 +234,13 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 	}
-	if (optind != argc || a->conf_path == NULL)
-		usage();
+	if (optind != argc)
+		cats_usage_fail("unexpected operand %s", argv[optind]);
+	if (a->conf_path == NULL)
+		cats_usage_fail("needs -c config");
 	cats_log_verbosity(verbosity);
 	if (a->replay) {
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);

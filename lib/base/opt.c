@@ -1,9 +1,11 @@
 /*
  * opt.c - option values: parse or exit (see opt.h for the contract).
  */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/cats.h"
 #include "base/conf.h"
@@ -20,6 +22,38 @@ cats_opt_fail(const char *opt, const char *fmt, ...)
 	va_end(ap);
 	cats_errorx("%s: %s", opt, why);
 	exit(CATS_EXIT_USAGE);
+}
+
+void
+cats_usage_fail(const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	cats_errorx("%s", why);
+	exit(CATS_EXIT_USAGE);
+}
+
+void
+cats_opt_refused(int ch, char *const argv[])
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : NULL;
+	char name[64];
+	bool is_long = arg != NULL && strncmp(arg, "--", 2) == 0;
+	if (is_long)
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="),
+		    arg);
+	else if (optopt > 0 && optopt < 128 && optopt > ' ')
+		snprintf(name, sizeof(name), "-%c", optopt);
+	else
+		snprintf(name, sizeof(name), "%s", arg != NULL ? arg : "?");
+	if (ch == ':')
+		cats_opt_fail(name, "needs a value");
+	if (is_long && optopt != 0 && strchr(arg, '=') != NULL)
+		cats_opt_fail(name, "takes no value");
+	cats_opt_fail(name, "unknown option");
 }
 
 uint64_t

@@ -31,5 +31,21 @@ bool cats_opt_bool(const char *opt, const char *v);
  */
 void cats_opt_fail(const char *opt, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
+/*
+ * Refuse the command line as a whole (a missing operand, an unknown
+ * command, options that exclude each other): "tool: reason", exit 2.
+ * Never a bare usage: the line says what was wrong.
+ */
+void cats_usage_fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+/*
+ * What getopt_long returned for an option it refused (ch is '?' or ':';
+ * the optstring begins with ':' so that a missing value is ':'), said in
+ * one line: "tool: --frob: unknown option", "tool: -k: needs a value",
+ * "tool: --dump=x: takes no value"; exit 2.  The default case of every
+ * tool's option switch.
+ */
+void cats_opt_refused(int ch, char *const argv[])
+    __attribute__((noreturn));
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * tool.c - shared start-up of the cats tools.
  */
+#include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -15,11 +17,50 @@
 #include "base/log.h"
 #include "base/tool.h"
 
+static bool output_reported;
+
+int
+cats_tool_output_failed(const char *what, int err)
+{
+	if (!output_reported) {
+		output_reported = true;
+		if (err != 0)
+			cats_errorx("%s: write error: %s", what, strerror(err));
+		else
+			cats_errorx("%s: write error", what);
+	}
+	return CATS_EXIT_IOERR;
+}
+
+/*
+ * At exit, what stdio still holds for stdout is written: a full disk, a
+ * closed pipe or an earlier failed write ends the run in 74 with one line,
+ * whatever main returned (a lost output is never a success).
+ */
+static void
+check_stdout(void)
+{
+	errno = 0;
+	bool failed = fflush(stdout) != 0;
+	int err = errno;
+	if (!failed && ferror(stdout)) {
+		failed = true;
+		err = 0;
+	}
+	if (failed) {
+		cats_tool_output_failed("stdout", err);
+		_exit(CATS_EXIT_IOERR);
+	}
+}
+
 void
 cats_tool_init(const char *argv0)
 {
 	cats_log_init(argv0);
 	signal(SIGPIPE, SIG_IGN);
+	/* Options are refused by cats_opt_refused(), in the tools' words. */
+	opterr = 0;
+	atexit(check_stdout);
 	if (cats_crypto_init() < 0) {
 		cats_errorx("cannot initialise libsodium");
 		exit(CATS_EXIT_FAIL);

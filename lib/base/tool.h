@@ -9,8 +9,17 @@
 /*
  * Name the tool for messages, ignore SIGPIPE (a closed pipe is an error
  * return, not a death), initialise libsodium.  Exits 1 if that fails.
+ * Silences getopt (opterr = 0: the tool reports with cats_opt_refused())
+ * and checks stdout at exit: if what stdio holds cannot be written (ENOSPC,
+ * EPIPE) or an earlier write failed, one line and exit 74 (cats(7)).
  */
 void cats_tool_init(const char *argv0);
+/*
+ * A write to what ("stdout", "--to", a path) failed with errno err (0:
+ * unknown): "tool: what: write error: reason" once per run (later failures
+ * of the same run are not repeated), returns CATS_EXIT_IOERR (74).
+ */
+int cats_tool_output_failed(const char *what, int err);
 /*
  * Back the heap with transparent huge pages (MADV_HUGEPAGE), as glibc's
  * glibc.malloc.hugetlb=1 tunable would: the large tables (CST, NST,

@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# Exit codes and messages that scripts can trust (cats(7) EXIT STATUS):
+# every case of tests/data/exit/TOOL.cases is run and must end in its exit
+# code with one line "TOOL: ..." on stderr matching its pattern.
+#
+# A case is one line of four fields separated by tabs:
+#   ARGS  STDIN  EXIT  STDERR
+# ARGS is shell text run as "TOOL ARGS" by bash in a directory of fixtures
+# (below), so it may redirect (">/dev/full"); STDIN is "-" (/dev/null) or a
+# file under tests/data/exit/; EXIT the status; STDERR an extended regular
+# expression the message must match after "TOOL: " ("" when nothing may be
+# said).  No arguments is written (none).  Lines starting with '#' and empty lines are skipped.  Audit lines
+# ("TOOL: audit ...") are a channel of their own and not counted.  Run with
+# BUILD=build-san to see the same cases under ASan and UBSan.
+
+load helper
+
+setup_file() {
+	FIX=$BATS_FILE_TMPDIR/fix
+	mkdir -p "$FIX" && cd "$FIX"
+	cats-key gen -n ca -o ca
+	cats-key gen -n sci -o sci
+	cats-key psk -n p -o p.psk
+	cp ca.key open.key && chmod 644 open.key
+	cats-key token -k ca.key -c cs1 -s sci1 -o tok.cbor
+	printf '{"type":"metric"}\n' >json.jsonl
+	printf 'not a key\n' >junk.key && chmod 600 junk.key
+	mkdir -p dir
+	export FIX
+}
+
+# Run every case of $DATA/exit/$1.cases; print each that fails, fail if any.
+run_cases() {
+	local tool=$1 file=$DATA/exit/$1.cases args in want pat n=0 bad=0
+	[ -f "$file" ] || { echo "no $file"; return 1; }
+	while IFS=$'\t' read -r args in want pat; do
+		case $args in '' | '#'*) continue ;; esac
+		n=$((n + 1))
+		[ "$args" = "(none)" ] && args=
+		[ "$in" = - ] && in=/dev/null || in=$DATA/exit/$in
+		local err=$BATS_TEST_TMPDIR/err rc=0
+		(cd "$FIX" && eval "timeout 20 $tool $args" <"$in" >/dev/null 2>"$err") || rc=$?
+		local lines
+		lines=$(grep -v "^$tool: audit " "$err" || true)
+		local why=
+		if [ "$rc" != "$want" ]; then
+			why="exit $rc, not $want"
+		elif [ -z "$pat" ]; then
+			[ -z "$lines" ] || why="said something"
+		elif [ "$(printf '%s\n' "$lines" | wc -l)" -ne 1 ] || [ -z "$lines" ]; then
+			why="not one line"
+		elif ! printf '%s\n' "$lines" | grep -qE "^$tool: ($pat)"; then
+			why="message does not match /$pat/"
+		fi
+		if [ -n "$why" ]; then
+			bad=$((bad + 1))
+			echo "FAIL $tool $args: $why"
+			sed 's/^/    | /' "$err" | head -5
+		fi
+	done <"$file"
+	echo "$tool: $n cases, $bad failed"
+	[ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+}
+
+@test "exit: cats-bind" { run_cases cats-bind; }
+@test "exit: cats-cbor" { run_cases cats-cbor; }
+@test "exit: cats-fwd" { run_cases cats-fwd; }
+@test "exit: cats-key" { run_cases cats-key; }
+@test "exit: cats-pce" { run_cases cats-pce; }
+@test "exit: cats-sci" { run_cases cats-sci; }
+@test "exit: cats-select" { run_cases cats-select; }
+@test "exit: cats-sma" { run_cases cats-sma; }
