@@ -349,7 +349,9 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		"sent.refresh", "sent.remove", "sent.error", "repair.requests",
 		"resyncs", "resync.bindings", "paths", "paths.released",
 		"classes", "clients", "strings", "restored", "restore.refused",
-		"instance.failures", "epoch", "memory",
+		"instance.failures", "epoch", "memory", "caps.updates",
+		"fallback.reported", "fallback.adopted", "fallback.ended",
+		"fallback.status",
 	};
 	size_t total = CATS_ARRAY_LEN(fixed) + 7 + 8 + 2 * (BR__N - 1);
 	if (t->kv == NULL) {
@@ -392,7 +394,8 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		k->repair_requests, k->resyncs, k->resync_bindings, k->paths,
 		k->paths_released, k->classes, k->clients, k->strings,
 		k->restored, k->restore_refused, k->instance_failures,
-		t->epoch, bind_mem(t),
+		t->epoch, bind_mem(t), k->caps_updates, k->fallback_reported,
+		k->fallback_adopted, k->fallback_ended, k->fallback_status,
 	};
 	size_t j = 0;
 	for (size_t i = 0; i < CATS_ARRAY_LEN(v); i++)

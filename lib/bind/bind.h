@@ -157,6 +157,9 @@ struct bind_counters {
 	uint64_t paths, paths_released, classes, clients, strings;
 	uint64_t restored, restore_refused;
 	uint64_t instance_failures;
+	uint64_t caps_updates;	/* status refreshed, reason capabilities */
+	uint64_t fallback_reported, fallback_adopted, fallback_ended,
+	    fallback_status;
 };
 
 struct bind_table;
@@ -204,6 +207,23 @@ size_t bind_instance_down(struct bind_table *t, const char *cs_id,
 /* A forwarder said hello: re-sync every binding naming it. */
 int bind_fwd_hello(struct bind_table *t, const char *fwd, uint64_t fwd_epoch,
     uint64_t now);
+/*
+ * Ids from 2^52 are the forwarders' own: the bindings an ingress made by
+ * its configured fallback while the C-PS did not answer (cats-fwd(1)
+ * FALLBACK).  Their status is counted and otherwise ignored.
+ */
+#define BIND_FALLBACK_ID (UINT64_C(1) << 52)
+/*
+ * Forwarder fwd reports binding b it made by its fallback: adopted (a
+ * binding of the manager for the flow, made as a path reply with the
+ * decision the fallback binding carries would have been, which the ingress
+ * puts in its place) when a live binding of the manager names the same
+ * instance (CS-ID, locator, port, egress: its CSCI-ID) and the path passes
+ * every check of a reply; otherwise ended (a remove of its id sent to fwd).
+ * BR_OK, or why the record was refused (not a fallback binding of fwd).
+ */
+int bind_fwd_binding(struct bind_table *t, const char *fwd,
+    const struct cats_binding *b, uint64_t now);
 /* A forwarder's connection closed. */
 void bind_fwd_gone(struct bind_table *t, const char *fwd);
 bool bind_fwd_connected(const struct bind_table *t, const char *fwd);

@@ -477,6 +477,35 @@ hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
 	return true;
 }
 
+/*
+ * A binding record from a named forwarder: one it made by its fallback
+ * (cats-fwd(1) FALLBACK), to adopt or end.  Signed by that forwarder's key
+ * with --keys, as its status records are.
+ */
+static void
+fwd_binding(struct bind_app_conn *c, struct cats_rec *r, uint64_t index)
+{
+	struct bind_app *a = c->a;
+	const struct cats_binding *b = &r->u.binding;
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	if (a->keys.n > 0) {
+		const struct cats_key *who = NULL;
+		if (cats_rec_verify(r, &a->keys, &who, &e) < 0 ||
+		    strcmp(who->name, c->fwd) != 0) {
+			cats_audit("auth-refused", "fwd=%s reason=%s", c->fwd,
+			    who ? "key of another forwarder" : e.reason);
+			auth_refused(c);
+			return;
+		}
+	}
+	if (cats_clock_replay())
+		cats_clock_observe(b->ts);
+	cats_conn_touch(c->lc);
+	refused(c->fwd, index, bind_fwd_binding(a->t, c->fwd, b,
+	    cats_clock_now()));
+}
+
 /* A status record from a forwarder: authenticated, then the table's. */
 static void
 conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
@@ -498,10 +527,14 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		a->in_bad++;
 		return;
 	}
+	if (r.type == CATS_T_BINDING && c->fwd != NULL) {
+		fwd_binding(c, &r, index);
+		return;
+	}
 	if (r.type != CATS_T_STATUS) {
 		cats_warnx("forwarder %s: record %" PRIu64 ": a %s record, "
-		    "expected status", c->fwd ? c->fwd : "?", index,
-		    cats_type_name(r.type));
+		    "expected status%s", c->fwd ? c->fwd : "?", index,
+		    cats_type_name(r.type), c->fwd ? " or binding" : "");
 		a->in_bad++;
 		return;
 	}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "bind/bind_int.h"
 
 /* ---- creating transactions ---- */
@@ -515,6 +516,9 @@ start_repair(struct bind_table *t, struct bent *e, uint64_t now)
 	q->headend = c->k.ingress->s;
 	q->endpoint = c->k.egress->s;
 	q->dataplane = p ? p->encap : CATS_DP_IP;
+	int msd = bt_caps_msd(t, c->k.ingress->s, q->dataplane);
+	if (msd > 0)
+		CATS_SET(q, PRQ, msd, (uint64_t)msd);
 	bt_decision_of(c, now, &q->decision);
 	bt_flow_of(t, e, &q->flow);
 	q->has |= UINT64_C(1) << CATS_PRQ_flow;
@@ -553,11 +557,31 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 	bind_tick(t, now);
 	if ((unsigned)s->event < 8)
 		t->k.status_in[s->event]++;
-	if (s->event == CATS_EV_HELLO)
-		return bind_fwd_hello(t, s->fwd, CATS_HAS(s, STA, epoch) ?
+	if (s->event == CATS_EV_HELLO) {
+		int rc = bind_fwd_hello(t, s->fwd, CATS_HAS(s, STA, epoch) ?
 		    s->epoch : 0, now);
+		if (rc == BR_OK && CATS_HAS(s, STA, caps))
+			bt_caps_set(bt_str_find(t, s->fwd), &s->caps);
+		return rc;
+	}
 	if (s->event == CATS_EV_PATH_UP)
 		return BR_OK;
+	if (!CATS_HAS(s, STA, id) && !CATS_HAS(s, STA, txn)) {
+		/* Of the forwarder, not of a binding: its capabilities. */
+		struct bstr *f = bt_str_find(t, s->fwd);
+		if (s->event != CATS_EV_REFRESHED || !CATS_HAS(s, STA, caps))
+			return refuse(t, BR_UNKNOWN_BINDING);
+		if (f == NULL || !f->connected)
+			return refuse(t, BR_NOT_OWNER);
+		bt_caps_set(f, &s->caps);
+		t->k.caps_updates++;
+		return BR_OK;
+	}
+	if (CATS_HAS(s, STA, id) && s->id >= BIND_FALLBACK_ID) {
+		/* Of a binding the forwarder made (adopted or ended). */
+		t->k.fallback_status++;
+		return BR_OK;
+	}
 	struct bent *e = NULL;
 	if (CATS_HAS(s, STA, id)) {
 		uint32_t i = find_id(t, s->id);
@@ -608,7 +632,10 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 	case CATS_EV_FAILED:
 		forget_holder(e, ro);
 		if (e->state == S_READY || e->state == S_ACTIVE)
-			bt_fail(t, e, S_FAILED, BR_COMMIT_FAILED, false, now);
+			/* A forwarder that cannot do the path: a path failure. */
+			bt_fail(t, e, S_FAILED, s->reason != NULL &&
+			    strcmp(s->reason, "unsupported-encap") == 0 ?
+			    BR_PATH_CAPABILITY : BR_COMMIT_FAILED, false, now);
 		else if (!holds(e) && (e->state == S_DRAINING ||
 		    e->state == S_FAILED || e->state == S_RECONNECT))
 			bt_cleanup(t, e, now);
@@ -818,4 +845,137 @@ bind_fwd_connected(const struct bind_table *t, const char *name)
 {
 	const struct bstr *f = bt_str_find(t, name);
 	return f != NULL && f->connected;
+}
+
+/* ---- bindings a forwarder made itself (its configured fallback) ---- */
+
+/* The CSCI-ID of a live class of cs_id with this instance and egress. */
+static const char *
+instance_of(const struct bind_table *t, const char *cs_id,
+    const struct cats_ip *locator, uint64_t port, const char *egress)
+{
+	for (size_t i = 0; i < t->classes.cap; i++) {
+		const struct bclass *c = t->classes.s[i].item;
+		if (t->classes.s[i].h == 0 || c->k.cs_id == NULL ||
+		    c->k.csci_id == NULL || c->k.egress == NULL)
+			continue;
+		if (strcmp(c->k.cs_id->s, cs_id) == 0 &&
+		    strcmp(c->k.egress->s, egress) == 0 &&
+		    cats_ip_eq(&c->k.locator, locator) &&
+		    ((c->k.has & K_PORT) ? c->k.port : 0) == port)
+			return c->k.csci_id->s;
+	}
+	return NULL;
+}
+
+/* End a fallback binding at its ingress: a remove of its id. */
+static void
+fallback_end(struct bind_table *t, struct bstr *ing,
+    const struct cats_binding *b, const char *why, uint64_t now)
+{
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_BINDING);
+	struct cats_binding *x = &r.u.binding;
+	x->id = b->id;
+	x->version = b->version;
+	x->epoch = t->epoch;
+	x->op = CATS_BIND_REMOVE;
+	x->ts = now;
+	x->ingress = ing->s;
+	x->reason = "fallback-ended";
+	x->has = UINT64_C(1) << CATS_BND_id | UINT64_C(1) << CATS_BND_version |
+	    UINT64_C(1) << CATS_BND_epoch | UINT64_C(1) << CATS_BND_op |
+	    UINT64_C(1) << CATS_BND_ts | UINT64_C(1) << CATS_BND_ingress |
+	    UINT64_C(1) << CATS_BND_reason;
+	if (CATS_HAS(b, BND, txn))
+		CATS_SET(x, BND, txn, b->txn);
+	bt_send_rec(t, &r, ing);
+	t->k.sent_remove++;
+	t->k.fallback_ended++;
+	cats_audit("fallback-ended", "fwd=%s id=%" PRIu64 " cs_id=%s why=\"%s\"",
+	    ing->s, b->id, b->cs_id ? b->cs_id : "-", why);
+}
+
+int
+bind_fwd_binding(struct bind_table *t, const char *fwd,
+    const struct cats_binding *b, uint64_t now)
+{
+	bind_tick(t, now);
+	struct bstr *ing = bt_str_find(t, fwd);
+	if (ing == NULL || !ing->connected)
+		return refuse(t, BR_NOT_OWNER);
+	if (b->id < BIND_FALLBACK_ID || b->op != CATS_BIND_INSTALL ||
+	    b->reason == NULL || strcmp(b->reason, "fallback") != 0)
+		return refuse(t, BR_BAD);
+	if (b->ingress == NULL || strcmp(b->ingress, fwd) != 0)
+		return refuse(t, BR_NOT_OWNER);
+	t->k.fallback_reported++;
+	const struct cats_bind_fwd *f = &b->fwd;
+	const char *egress = b->egress ? b->egress :
+	    CATS_HAS(f, BFW, egress) ? f->egress : NULL;
+	uint64_t port = CATS_HAS(f, BFW, port) ? f->port : 0;
+	const char *csci = b->cs_id != NULL && egress != NULL ?
+	    instance_of(t, b->cs_id, &f->locator, port, egress) : NULL;
+	if (csci == NULL) {
+		fallback_end(t, ing, b, "no binding of the manager names its "
+		    "instance", now);
+		return BR_OK;
+	}
+
+	/* Adopted as the C-PS's answer would have come: a path reply. */
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_PATH_REP);
+	struct cats_path_rep *p = &r.u.prep;
+	struct cats_segment segs[16];
+	memset(segs, 0, sizeof(segs));
+	p->txn = b->id;
+	p->ts = now;
+	p->status = CATS_PATH_OK;
+	p->headend = fwd;
+	p->endpoint = egress;
+	p->ingress = fwd;
+	CATS_SET(p, PRP, dataplane, f->encap);
+	size_t n = f->encap == CATS_DP_SRV6 ? f->sids.n : f->encap ==
+	    CATS_DP_SRMPLS ? f->labels.n : 0;
+	for (size_t i = 0; i < n && i < 16; i++) {
+		segs[i].kind = CATS_SEG_NODE;
+		if (f->encap == CATS_DP_SRV6)
+			segs[i].sid = f->sids.v[i];
+		else
+			CATS_SET(&segs[i], SEG, label, f->labels.v[i]);
+	}
+	p->segments.v = segs;
+	p->segments.n = n < 16 ? n : 16;
+	if (f->encap == CATS_DP_IPIP)
+		p->endpoint_addr = f->tunnel_dst;
+	struct cats_decision *d = &p->decision;
+	d->cs_id = b->cs_id;
+	d->csci_id = csci;
+	d->locator = f->locator;
+	d->egress = egress;
+	d->ts = now;
+	if (port)
+		CATS_SET(d, DEC, port, port);
+	CATS_SET(d, DEC, fallback, true);
+	if (CATS_HAS(b, BND, idle_ms))
+		CATS_SET(d, DEC, idle_ms, b->idle_ms);
+	if (CATS_HAS(b, BND, hard_ms))
+		CATS_SET(d, DEC, hard_ms, b->hard_ms);
+	p->flow = f->match;
+	p->has |= UINT64_C(1) << CATS_PRP_decision |
+	    UINT64_C(1) << CATS_PRP_flow;
+	uint64_t bound = t->k.bound;
+	int rc = bind_path_rep(t, p, now);
+	if (t->k.bound > bound) {
+		t->k.fallback_adopted++;
+		cats_audit("fallback-adopted", "fwd=%s id=%" PRIu64 " cs_id=%s "
+		    "csci_id=%s binding=%" PRIu64, fwd, b->id, b->cs_id, csci,
+		    t->next_id - 1);
+		return BR_OK;
+	}
+	if (rc != BR_DUP_FLOW)
+		fallback_end(t, ing, b, t->msg[0] ? t->msg :
+		    bind_reason_names[rc], now);
+	t->msg[0] = '\0';
+	return BR_OK;
 }

@@ -56,7 +56,15 @@ struct bstr {
 	uint64_t fwd_epoch;	/* as a forwarder */
 	uint32_t id;		/* handle, unique among live strings */
 	bool connected;
+	uint8_t caps;		/* as a forwarder: what it advertised (CAP_*) */
+	uint8_t srv6_msd, mpls_msd;
 	char s[];
+};
+
+/* A forwarder's advertised capabilities (status caps, cats-fwd(1)). */
+enum {
+	CAP_KNOWN = 1, CAP_IP = 2, CAP_IPIP4 = 4, CAP_IPIP6 = 8, CAP_SRV6 = 16,
+	CAP_SRMPLS = 32,
 };
 
 enum {
@@ -376,6 +384,10 @@ bool bt_same_instance(const struct bclass *c, const struct cats_decision *d);
 bool bt_same_decision(const struct bclass *c, const struct cats_decision *d);
 uint32_t bt_path_get(struct bind_table *t, const struct pkey *k);
 void bt_path_put(struct bind_table *t, uint32_t handle);
+/* Forwarder f advertised caps (a status's caps): its CAP_* and MSDs. */
+void bt_caps_set(struct bstr *f, const struct cats_arr_text *caps);
+/* The MSD fwd advertised for data plane dp, or -1 (none known). */
+int bt_caps_msd(const struct bind_table *t, const char *fwd, int dp);
 int bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
     uint32_t *handle);
 uint32_t bt_v6_find(const struct bind_table *t, const struct bstr *tenant,

@@ -410,6 +410,111 @@ bt_path_put(struct bind_table *t, uint32_t handle)
 	free(p);
 }
 
+/* ---- forwarders' capabilities ---- */
+
+/* The number after "NAME=" in token w, or -1. */
+static int
+cap_num(const char *w, const char *name)
+{
+	size_t n = strlen(name);
+	if (strncmp(w, name, n) != 0 || w[n] != '=')
+		return -1;
+	char *end;
+	unsigned long v = strtoul(w + n + 1, &end, 10);
+	return *end == '\0' && end != w + n + 1 && v <= 255 ? (int)v : -1;
+}
+
+void
+bt_caps_set(struct bstr *f, const struct cats_arr_text *caps)
+{
+	static const struct { const char *w; uint8_t bit; } dp[] = {
+		{ "ip", CAP_IP }, { "ipip4", CAP_IPIP4 }, { "ipip6", CAP_IPIP6 },
+		{ "srv6", CAP_SRV6 }, { "srmpls", CAP_SRMPLS },
+	};
+	int v;
+	f->caps = CAP_KNOWN;
+	f->srv6_msd = f->mpls_msd = 0;
+	for (size_t i = 0; i < caps->n; i++) {
+		const char *w = caps->v[i];
+		for (size_t j = 0; j < CATS_ARRAY_LEN(dp); j++)
+			if (strcmp(w, dp[j].w) == 0)
+				f->caps |= dp[j].bit;
+		if ((v = cap_num(w, "srv6-msd")) >= 0)
+			f->srv6_msd = (uint8_t)v;
+		else if ((v = cap_num(w, "srmpls-msd")) >= 0)
+			f->mpls_msd = (uint8_t)v;
+	}
+	/* A data plane without its depth pushes what a binding holds. */
+	if ((f->caps & CAP_SRV6) && f->srv6_msd == 0)
+		f->srv6_msd = 16;
+	if ((f->caps & CAP_SRMPLS) && f->mpls_msd == 0)
+		f->mpls_msd = 16;
+}
+
+/* The advertised bit of data plane dp (IP-in-IP: of the outer family). */
+static uint8_t
+cap_bit(int dp, int outer_af)
+{
+	switch (dp) {
+	case CATS_DP_IP:
+		return CAP_IP;
+	case CATS_DP_IPIP:
+		return outer_af == 6 ? CAP_IPIP6 : outer_af == 4 ? CAP_IPIP4 :
+		    CAP_IPIP4 | CAP_IPIP6;
+	case CATS_DP_SRV6:
+		return CAP_SRV6;
+	default:
+		return CAP_SRMPLS;
+	}
+}
+
+int
+bt_caps_msd(const struct bind_table *t, const char *fwd, int dp)
+{
+	const struct bstr *f = bt_str_find(t, fwd);
+	if (f == NULL || !(f->caps & CAP_KNOWN))
+		return -1;
+	return dp == CATS_DP_SRV6 ? f->srv6_msd : dp == CATS_DP_SRMPLS ?
+	    f->mpls_msd : -1;
+}
+
+/*
+ * Can the path (data plane dp, nsegs segments, IP-in-IP outer family
+ * outer_af) be realized by what its forwarders advertised?  The headend
+ * pushes it (data plane and MSD), the egress takes it off and sends the
+ * return path the same way (data plane).  A forwarder that advertised
+ * nothing is not judged; --dataplanes, when given, stands for every
+ * forwarder's data planes (the MSD still counts).
+ */
+static int
+caps_check(struct bind_table *t, const char *headend, const char *egress,
+    int dp, size_t nsegs, int outer_af)
+{
+	const char *who[2] = { headend, egress };
+	uint8_t bit = cap_bit(dp, outer_af);
+	for (int i = 0; i < 2; i++) {
+		const struct bstr *f = who[i] ? bt_str_find(t, who[i]) : NULL;
+		if (f == NULL || !(f->caps & CAP_KNOWN))
+			continue;
+		if (t->c.dataplanes == 0 && !(f->caps & bit)) {
+			snprintf(t->msg, sizeof(t->msg), "%s %s does not "
+			    "advertise %s%s", i ? "egress" : "headend", f->s,
+			    cats_dataplane_names[dp], dp != CATS_DP_IPIP ? "" :
+			    outer_af == 6 ? " (ipip6)" : " (ipip4)");
+			return BR_PATH_CAPABILITY;
+		}
+		int msd = dp == CATS_DP_SRV6 ? f->srv6_msd : dp ==
+		    CATS_DP_SRMPLS ? f->mpls_msd : -1;
+		if (i == 0 && msd > 0 && nsegs > (size_t)msd) {
+			snprintf(t->msg, sizeof(t->msg), "%s path of %zu "
+			    "segments, headend %s pushes at most %d",
+			    cats_dataplane_names[dp], nsegs, f->s, msd);
+			return BR_PATH_CAPABILITY;
+		}
+	}
+	return BR_OK;
+}
+
 /*
  * The path of a reply as the headend can realize it, or a reason why not
  * (001: a path the headend cannot represent is a path failure).
@@ -473,6 +578,12 @@ bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 	default:
 		break;
 	}
+	const char *egress = r->endpoint ? r->endpoint :
+	    CATS_HAS(r, PRP, decision) ? r->decision.egress : NULL;
+	int rc = caps_check(t, r->ingress ? r->ingress : r->headend, egress,
+	    dp, k.n, k.tunnel_dst.af);
+	if (rc != BR_OK)
+		return rc;
 	if (CATS_HAS(r, PRP, path_id)) {
 		k.path_id = r->path_id;
 		k.has |= P_PID;

@@ -290,6 +290,8 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	    m->present ? CATS_MODE_B : CATS_MODE_NONE);
 	CATS_SET(q, REQ, held, p->npkts);
 	CATS_SET(q, REQ, dataplane, cf->dataplane);
+	if (cf->dataplane == CATS_DP_SRV6 || cf->dataplane == CATS_DP_SRMPLS)
+		CATS_SET(q, REQ, msd, CATS_PKT_MAX_SIDS);
 	CATS_SET(q, REQ, deadline, p->deadline);
 	p->sent = true;
 	if (w->emit == NULL || w->emit(w->hook_arg, CATS_FWDP_SELECT, &r) < 0) {

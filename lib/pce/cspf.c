@@ -946,6 +946,8 @@ compress(struct ctx *c)
 	/* Copy: farthest() reuses the workspace, not the path buffers. */
 	const uint32_t *P = c->ws->pnodes, *E = c->ws->pedges;
 	size_t msd = te->msd[c->rq->src];
+	if (c->rq->msd > 0 && c->rq->msd < msd)
+		msd = c->rq->msd;
 	res->nsegs = 0;
 	while (i < k) {
 		uint32_t j = farthest(c, i);

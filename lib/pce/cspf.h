@@ -100,6 +100,9 @@ struct cats_cspf_req {
 	const uint32_t *ex_srlgs;
 	size_t n_ex_srlgs;
 	size_t max_labels;		/* 0: CATS_CSPF_MAX_LABELS_DEFAULT */
+	size_t msd;			/* the headend's advertised MSD (the
+					   path-req's msd): below the TE
+					   database's, it counts; 0: none */
 	bool path_only;			/* no segment list (benchmarks) */
 };
 

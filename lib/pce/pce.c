@@ -110,7 +110,7 @@ make_key(struct cats_buf *k, struct cats_cspf_req *q)
 		int32_t metric, dataplane;
 		uint64_t max_delay, min_bw, max_labels;
 		uint32_t max_hops, ia, il, xa;
-		uint32_t nn, nl, ns, pad;
+		uint32_t nn, nl, ns, msd;
 	} h;
 	memset(&h, 0, sizeof(h));
 	h.src = q->src;
@@ -127,6 +127,7 @@ make_key(struct cats_buf *k, struct cats_cspf_req *q)
 	h.nn = (uint32_t)q->n_ex_nodes;
 	h.nl = (uint32_t)q->n_ex_links;
 	h.ns = (uint32_t)q->n_ex_srlgs;
+	h.msd = (uint32_t)q->msd;
 	/* The arrays live in the request's arena: sorting them is fine. */
 	if (q->n_ex_nodes)
 		qsort((void *)q->ex_nodes, q->n_ex_nodes, 4, cmp_u32);
@@ -233,6 +234,8 @@ cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
 	cats_cspf_req_init(out, cats_te_node(te, rq->headend),
 	    cats_te_node(te, rq->endpoint));
 	out->dataplane = rq->dataplane;
+	if (CATS_HAS(rq, PRQ, msd))
+		out->msd = (size_t)rq->msd;
 	if (!CATS_HAS(rq, PRQ, constraints))
 		return 0;
 	const struct cats_constraints *k = &rq->constraints;

@@ -350,6 +350,7 @@ extern const char *const cats_req_mode_names[];
  X(REQ, mode, ENUM, int, CATS_OPT, 0, 0, NULL, cats_req_mode_names, "", "request carriage: none, a or b") \
  X(REQ, held, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "packets", "packets held pending the decision") \
  X(REQ, dataplane, ENUM, int, CATS_OPT, 0, 0, NULL, cats_dataplane_names, "", "encapsulation the forwarder supports") \
+ X(REQ, msd, U64, uint64_t, CATS_OPT, 1, 255, NULL, NULL, "segments", "the most segments the forwarder pushes in that encapsulation (its advertised MSD)") \
  X(REQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "the pending record expires at")
 
 /* path-req: the C-PS asks the PCE for a path to the selected egress. */
@@ -360,6 +361,7 @@ extern const char *const cats_req_mode_names[];
  X(PRQ, endpoint, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "endpoint node (the selected egress)") \
  X(PRQ, domain, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "routing domain") \
  X(PRQ, dataplane, ENUM, int, CATS_REQ, 0, 0, NULL, cats_dataplane_names, "", "ip, ipip, srv6 or srmpls") \
+ X(PRQ, msd, U64, uint64_t, CATS_OPT, 1, 255, NULL, NULL, "segments", "the most segments the headend pushes (its advertised MSD): a longer path is no path") \
  X(PRQ, constraints, MAP, struct cats_constraints, CATS_OPT, 0, 0, &cats_schema_constraints, NULL, "", "network constraints") \
  X(PRQ, decision, MAP, struct cats_decision, CATS_REQ, 0, 0, &cats_schema_decision, NULL, "", "the service decision (passed through)") \
  X(PRQ, flow, MAP, struct cats_flow, CATS_OPT, 0, 0, &cats_schema_flow, NULL, "", "the client flow (passed through)") \

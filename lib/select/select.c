@@ -1086,6 +1086,10 @@ decision(struct rctx *c, const struct cand *b, int dataplane, bool fallback)
 	p->endpoint = b->e->egress;
 	p->domain = s->conf.domain;
 	p->dataplane = dataplane;
+	/* The headend's depth, when its request named this data plane. */
+	if (CATS_HAS(rq, REQ, msd) && CATS_HAS(rq, REQ, dataplane) &&
+	    rq->dataplane == dataplane)
+		CATS_SET(p, PRQ, msd, rq->msd);
 	p->constraints = c->con;
 	p->constraints.has &= NET_CON;
 	if (p->constraints.has != 0 || p->constraints.exclude_nodes.n ||

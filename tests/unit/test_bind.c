@@ -1497,6 +1497,177 @@ test_memory(void)
 	bind_free(t);
 }
 
+/* ---- advertised capabilities (cats-fwd(1) CAPABILITIES) ---- */
+
+static struct cats_rec *
+caps_status(const char *fwd, const char *event, const char *caps,
+    uint64_t ts)
+{
+	return J("{\"type\":\"status\",\"fwd\":\"%s\",\"event\":\"%s\","
+	    "%s\"epoch\":1,\"ts\":%" PRIu64 ",\"caps\":[%s]}", fwd, event,
+	    strcmp(event, "refreshed") == 0 ? "\"reason\":\"capabilities\"," :
+	    "", ts, caps);
+}
+
+static void
+test_caps(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	const struct bind_counters *k = bind_counters(t);
+	uint64_t now = 1000;
+	T_OK(feed(t, now, caps_status("IF-1", "hello", "\"ingress\",\"ip\","
+	    "\"srv6\",\"srv6-msd=1\"", now)) == BR_OK, "caps: a hello with "
+	    "capabilities is taken");
+	feed(t, now, caps_status("EF-2", "hello", "\"egress\",\"ip\",\"srv6\"",
+	    now));
+	/* Two SIDs, the headend pushes one: a path failure. */
+	T_OK(feed(t, now, rep_ok(1, 1000, now, "fc00:2::100", "")) ==
+	    BR_PATH_CAPABILITY && k->fail[BR_PATH_CAPABILITY] == 1,
+	    "caps: more SIDs than the headend's MSD is a path failure");
+	const struct sent *e = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(e != NULL && strcmp(e->code, "path-capability") == 0 &&
+	    e->txn == 1, "caps: the ingress is told path-capability");
+	/* Refreshed, no id: the new capabilities count from now. */
+	T_OK(feed(t, now, caps_status("IF-1", "refreshed", "\"ingress\","
+	    "\"ip\",\"srv6\",\"srv6-msd=8\"", now)) == BR_OK &&
+	    k->caps_updates == 1, "caps: refreshed with capabilities and no "
+	    "id is taken");
+	T_OK(feed(t, now, rep_ok(2, 1001, now, "fc00:2::100", "")) == BR_OK &&
+	    k->bound == 1, "caps: within the new MSD the path binds");
+	/* SRv6 no longer advertised by the headend, then by the egress. */
+	feed(t, now, caps_status("IF-1", "refreshed", "\"ingress\",\"ip\","
+	    "\"ipip4\"", now));
+	T_OK(feed(t, now, rep_ok(3, 1002, now, "fc00:2::100", "")) ==
+	    BR_PATH_CAPABILITY, "caps: a data plane the headend does not "
+	    "advertise is a path failure");
+	feed(t, now, caps_status("IF-1", "refreshed", "\"ingress\",\"srv6\"",
+	    now));
+	feed(t, now, caps_status("EF-2", "refreshed", "\"egress\",\"ip\"",
+	    now));
+	T_OK(feed(t, now, rep_ok(4, 1003, now, "fc00:2::100", "")) ==
+	    BR_PATH_CAPABILITY && k->fail[BR_PATH_CAPABILITY] == 3,
+	    "caps: nor one the egress does not advertise");
+	/* Refused: a refreshed without id or caps; caps of a stranger. */
+	T_OK(feed(t, now, J("{\"type\":\"status\",\"fwd\":\"IF-1\",\"event\":"
+	    "\"refreshed\",\"ts\":1000}")) == BR_UNKNOWN_BINDING,
+	    "caps: a refreshed without id nor caps is refused");
+	T_OK(feed(t, now, caps_status("X-9", "refreshed", "\"ip\"", now)) ==
+	    BR_NOT_OWNER, "caps: capabilities of an unconnected forwarder "
+	    "are refused");
+	/* A forwarder that cannot install what it got: path-capability. */
+	feed(t, now, caps_status("EF-2", "refreshed", "\"egress\",\"srv6\"",
+	    now));
+	uint64_t id = make_active(t, 5, 1004, now);
+	T_OK(id != 0, "caps: bound again once both advertise srv6");
+	feed(t, now, J("{\"type\":\"status\",\"fwd\":\"IF-1\",\"event\":"
+	    "\"failed\",\"id\":%" PRIu64 ",\"ts\":1000,\"reason\":"
+	    "\"unsupported-encap\"}", id));
+	T_OK(state_of(t, id) == FAILED && k->fail[BR_PATH_CAPABILITY] == 4,
+	    "caps: unsupported-encap from a forwarder is a path-capability "
+	    "failure");
+	check(t, "capabilities");
+	bind_free(t);
+
+	/* --dataplanes overrides the advertised data planes, not the MSD. */
+	struct bind_conf c;
+	bind_conf_default(&c);
+	char err[64];
+	T_OK(bind_conf_dataplanes("srv6", &c.dataplanes, err, sizeof(err)) ==
+	    0, "caps: --dataplanes srv6");
+	reset_io();
+	t = bind_new(&c, &io);
+	bind_set_epoch(t, 1);
+	feed(t, now, caps_status("IF-1", "hello", "\"ingress\",\"ip\"", now));
+	feed(t, now, caps_status("EF-2", "hello", "\"egress\",\"ip\"", now));
+	T_OK(feed(t, now, rep_ok(1, 1000, now, "fc00:2::100", "")) == BR_OK,
+	    "caps: --dataplanes stands for the advertised data planes");
+	bind_free(t);
+}
+
+/* ---- fallback bindings (cats-fwd(1) FALLBACK) ---- */
+
+static struct cats_rec *
+fb_binding(uint64_t id, unsigned sport, const char *locator)
+{
+	return J("{\"type\":\"binding\",\"id\":%" PRIu64 ",\"version\":1,"
+	    "\"epoch\":1,\"op\":\"install\",\"ts\":2000,\"txn\":%" PRIu64 ","
+	    "\"ingress\":\"IF-1\",\"egress\":\"EF-2\",\"cs_id\":\"S1\","
+	    "\"reason\":\"fallback\",\"idle_ms\":10000,\"fwd\":{\"match\":"
+	    "{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":%u,\"dst\":"
+	    "\"192.0.2.100\",\"dport\":443},\"locator\":\"%s\",\"encap\":"
+	    "\"srv6\",\"sids\":[\"fc00:1::1\",\"fc00:2::100\"],\"egress\":"
+	    "\"EF-2\"},\"rev\":{\"match\":{\"proto\":6,\"src\":\"%s\","
+	    "\"sport\":443,\"dst\":\"192.0.2.10\",\"dport\":%u},"
+	    "\"restore_src\":\"192.0.2.100\",\"owner\":\"IF-1\"}}", id, id - 1,
+	    sport, locator, locator, sport);
+}
+
+static void
+test_fallback(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	const struct bind_counters *k = bind_counters(t);
+	uint64_t now = 2000, fb = BIND_FALLBACK_ID + 1;
+	uint64_t id = make_active(t, 1, 1000, now);
+	T_OK(id != 0, "fallback: a binding of the manager names instance B");
+	reset_io();
+	/* Same instance: adopted, sent as the manager's own binding. */
+	T_OK(bind_fwd_binding(t, "IF-1", &fb_binding(fb, 2000,
+	    "198.51.100.21")->u.binding, now) == BR_OK &&
+	    k->fallback_adopted == 1, "fallback: a binding to a known "
+	    "instance is adopted");
+	const struct sent *s = last_sent(CATS_T_BINDING, "EF-2");
+	T_OK(s != NULL && s->op == CATS_BIND_INSTALL && s->id > id &&
+	    s->id < BIND_FALLBACK_ID && s->code[0] == 0, "fallback: its "
+	    "binding goes to the egress first, with an id of the manager");
+	uint64_t nid = s ? s->id : 0;
+	struct bind_info in;
+	T_OK(bind_get(t, nid, &in) == 0 && strcmp(in.csci_id, "B") == 0 &&
+	    in.nsegs == 2, "fallback: the adopted binding names the instance "
+	    "and the path");
+	feed(t, now, status("EF-2", "installed", nid, now));
+	feed(t, now, status("IF-1", "installed", nid, now));
+	T_OK(state_of(t, nid) == ACTIVE, "fallback: adopted, then ACTIVE");
+	/* The ingress reports the fallback binding gone: counted, no more. */
+	T_OK(feed(t, now, J("{\"type\":\"status\",\"fwd\":\"IF-1\",\"event\":"
+	    "\"expired\",\"id\":%" PRIu64 ",\"ts\":2000,\"reason\":"
+	    "\"fallback-adopted\"}", fb)) == BR_OK && k->fallback_status == 1,
+	    "fallback: the status of a fallback id is not an unknown binding");
+	/* An instance no binding of the manager names: ended. */
+	reset_io();
+	T_OK(bind_fwd_binding(t, "IF-1", &fb_binding(fb + 1, 2001,
+	    "198.51.100.99")->u.binding, now) == BR_OK &&
+	    k->fallback_ended == 1, "fallback: an unknown instance is ended");
+	s = last_sent(CATS_T_BINDING, "IF-1");
+	T_OK(s != NULL && s->op == CATS_BIND_REMOVE && s->id == fb + 1 &&
+	    strcmp(s->reason, "fallback-ended") == 0 && s->code[0] == 0,
+	    "fallback: ended by a remove of its id to the ingress");
+	/* The same flow as an adopted one: already the manager's. */
+	reset_io();
+	bind_fwd_binding(t, "IF-1", &fb_binding(fb + 2, 2000,
+	    "198.51.100.21")->u.binding, now);
+	T_OK(k->fallback_adopted == 1 && k->fallback_ended == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1,
+	    "fallback: a flow the manager bound gets the manager's binding");
+	/* Refused: not the reporter's, not a fallback id. */
+	T_OK(bind_fwd_binding(t, "EF-2", &fb_binding(fb + 3, 2003,
+	    "198.51.100.21")->u.binding, now) == BR_NOT_OWNER,
+	    "fallback: a binding of another ingress is refused");
+	T_OK(bind_fwd_binding(t, "IF-1", &fb_binding(5, 2004,
+	    "198.51.100.21")->u.binding, now) == BR_BAD,
+	    "fallback: an id below 2^52 is refused");
+	/* A path the headend cannot do: ended, with the reason. */
+	feed(t, now, caps_status("IF-1", "refreshed", "\"ingress\",\"ip\"",
+	    now));
+	reset_io();
+	bind_fwd_binding(t, "IF-1", &fb_binding(fb + 4, 2005,
+	    "198.51.100.21")->u.binding, now);
+	T_OK(k->fallback_ended == 2 && k->fail[BR_PATH_CAPABILITY] == 1,
+	    "fallback: a path the headend no longer advertises is ended");
+	check(t, "fallback");
+	bind_free(t);
+}
+
 int
 main(void)
 {
@@ -1520,6 +1691,8 @@ main(void)
 	test_clients();
 	test_journal_blocks();
 	test_memory();
+	test_caps();
+	test_fallback();
 	cats_dec_free(&dec);
 	cats_buf_free(&journal);
 	return t_done();

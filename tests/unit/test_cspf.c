@@ -461,6 +461,21 @@ test_lab_failures(struct lab *L)
 	req(L, &q, "IF-9", "EF-2", M);
 	want_path(L, "one segment within an MSD of 1", &q,
 	    "IF-9 IF-1 P1 P2 EF-2", 40, "node:EF-2:16002");
+	/* The headend's advertised MSD, below the database's (16). */
+	req(L, &q, "IF-1", "EF-2", M);
+	q.exclude_any = 1;
+	q.msd = 1;
+	want_fail(L, "two segments over an advertised MSD of 1", &q,
+	    CATS_CSPF_SID_DEPTH, 0);
+	req(L, &q, "IF-1", "EF-2", M);
+	q.msd = 1;
+	want_path(L, "one segment within an advertised MSD of 1", &q,
+	    "IF-1 P1 P2 EF-2", 30, "node:EF-2:16002");
+	req(L, &q, "IF-9", "EF-2", M);
+	q.exclude_any = 1;
+	q.msd = 8;
+	want_fail(L, "an advertised MSD above the database's counts not", &q,
+	    CATS_CSPF_SID_DEPTH, 0);
 	req(L, &q, "IF-1", "EF-2", V6);
 	s[0] = 100;
 	q.ex_srlgs = s;
