@@ -29,7 +29,7 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libjansson-dev libigraph-dev bats jq curl iproute2 procps psmisc \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
-	libmosquitto-dev mosquitto
+	libmosquitto-dev mosquitto prometheus
 
 CC ?= cc
 ifeq ($(SAN),1)

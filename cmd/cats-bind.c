@@ -20,6 +20,7 @@
 #include "base/tool.h"
 #include "bind/bind_app.h"
 #include "net/ep.h"
+#include "net/metrics.h"
 
 static const char usage_text[] =
     "usage: cats-bind [-qsv] [--commit both|ingress|none] "
@@ -29,6 +30,7 @@ static const char usage_text[] =
     "                 [--hard dur] [--id name] [--idle dur] [--journal dir]\n"
     "                 [--key file] [--keys file] [--limit name=n]\n"
     "                 [--listen endpoint] [--pending-timeout dur]\n"
+    "                 [--prometheus endpoint]\n"
     "                 [--repair-timeout dur] [--replay] [--snapshot-size size]\n"
     "                 [--stats] [--stats-interval dur] [--trace file]\n";
 
@@ -120,6 +122,8 @@ listen_on(const char *spec, int *fd, char *path, size_t len)
 	return CATS_EXIT_OK;
 }
 
+static const char *prom_ep;	/* --prometheus */
+
 /*
  * The run: the table and its journal, the event loop with its timer and
  * signals, the endpoints; the exit code.
@@ -168,11 +172,22 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	}
 	if ((rc = bind_app_input(a)) != CATS_EXIT_OK)
 		return rc;
+	struct cats_metrics *prom = NULL;
+	if (prom_ep != NULL) {
+		char err[512];
+		prom = cats_metrics_new(a->base, prom_ep, bind_app_stats_fill,
+		    a, err, sizeof(err));
+		if (prom == NULL) {
+			cats_errorx("--prometheus: %s", err);
+			return CATS_EXIT_FAIL;
+		}
+	}
 
 	event_base_dispatch(a->base);
 
 	/* Clean stop: what is held goes out, then a snapshot. */
 	rc = bind_app_end(a);
+	cats_metrics_free(prom);
 	bind_app_free(a);
 	if (listen_fd >= 0)
 		close(listen_fd);
@@ -192,7 +207,7 @@ main(int argc, char **argv)
 		O_COMMIT = 256, O_COMMIT_TIMEOUT, O_DATAPLANES, O_DRAIN, O_DUMP,
 		O_FSYNC, O_FSYNC_INT, O_HARD, O_ID, O_IDLE, O_JOURNAL, O_KEY,
 		O_KEYS, O_LIMIT, O_LISTEN, O_PENDING, O_REPAIR, O_REPLAY,
-		O_SNAPSHOT, O_STATS, O_STATS_INT, O_TRACE,
+		O_SNAPSHOT, O_STATS, O_STATS_INT, O_TRACE, O_PROM,
 	};
 	static const struct option longopts[] = {
 		{ "commit", required_argument, NULL, O_COMMIT },
@@ -212,6 +227,7 @@ main(int argc, char **argv)
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "pending-timeout", required_argument, NULL, O_PENDING },
+		{ "prometheus", required_argument, NULL, O_PROM },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "repair-timeout", required_argument, NULL, O_REPAIR },
 		{ "replay", no_argument, NULL, O_REPLAY },
@@ -291,6 +307,9 @@ main(int argc, char **argv)
 			break;
 		case O_LISTEN:
 			listen_ep = optarg;
+			break;
+		case O_PROM:
+			prom_ep = optarg;
 			break;
 		case O_PENDING:
 			conf.pending_ms = cats_opt_ms("--pending-timeout",

@@ -21,6 +21,7 @@
 #include "base/tool.h"
 #include "fwd/chan.h"
 #include "fwd/path.h"
+#include "net/metrics.h"
 #include "rec/json.h"
 #include "sec/crypto.h"
 
@@ -43,7 +44,8 @@ static const char usage_text[] =
     "         [--tcp-state on|off] [--tcp-timeout STATE=DURATION]...\n"
     "         [--fallback CSID=DURATION]... [--fallback-ttl DURATION]\n"
     "         [--learn-reverse DURATION]\n"
-    "         [--stats ENDPOINT] [--log SPEC] [-v] [--help] [--version]\n"
+    "         [--stats ENDPOINT] [--prometheus ENDPOINT] [--log SPEC]\n"
+    "         [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
 
 
@@ -57,7 +59,7 @@ static struct cats_dec ctl_dec;
 static struct cats_key key;
 static struct cats_keyring peers;
 static bool has_key, has_peers;
-static const char *stats_ep;
+static const char *stats_ep, *prom_ep;
 static uint64_t poll_us;
 
 /* ---- the hooks of the packet path ---- */
@@ -142,6 +144,21 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	cats_fwdp_tick(&fw, cats_clock_now(), ch_bind.s != NULL);
+}
+
+static uint64_t
+mono_us(void)
+{
+	return cats_clock_mono_ns() / 1000;
+}
+
+/* The /metrics of --prometheus: the stats record's counters. */
+static void
+fill_metrics(void *arg, struct cats_stats_list *st)
+{
+	static struct cats_fwdp_names names;
+	(void)arg;
+	cats_fwdp_stats_list(&fw, st, cf.id, &names);
 }
 
 /* The stats record, one JSON line, to --stats (stderr by default). */
@@ -274,7 +291,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
-	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS };
+	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -310,6 +327,7 @@ static const struct option longopts[] = {
 	{ "pending-timeout", required_argument, NULL, O_PTIME },
 	{ "poll-us", required_argument, NULL, O_POLL },
 	{ "precedence", required_argument, NULL, O_PREC },
+	{ "prometheus", required_argument, NULL, O_PROM },
 	{ "reserve-flows", required_argument, NULL, O_RESERVE },
 	{ "return", required_argument, NULL, O_RETURN },
 	{ "ring-frames", required_argument, NULL, O_RING },
@@ -587,6 +605,9 @@ main(int argc, char **argv)
 			ring_frames = (unsigned)cats_opt_u64("--ring-frames",
 			    optarg, 8, 65536);
 			break;
+		case O_PROM:
+			prom_ep = optarg;
+			break;
 		case O_STATS:
 			stats_ep = optarg;
 			break;
@@ -634,6 +655,7 @@ main(int argc, char **argv)
 	fw.verbosity = verbose;
 	fw.emit = emit;
 	fw.flush_later = flush_later;
+	fw.clock_us = mono_us;
 	cats_dec_init(&ctl_dec, NULL);
 
 	if (client != NULL)
@@ -659,6 +681,12 @@ main(int argc, char **argv)
 		cats_errorx("--fast-path: %s", err);
 		return CATS_EXIT_FAIL;
 	}
+	struct cats_metrics *prom = NULL;
+	if (prom_ep != NULL && (prom = cats_metrics_new(base, prom_ep,
+	    fill_metrics, NULL, err, sizeof(err))) == NULL) {
+		cats_errorx("--prometheus: %s", err);
+		return CATS_EXIT_FAIL;
+	}
 	cats_fwdp_start(&fw, sync_ms, cats_clock_now());
 	if (select_ep != NULL)
 		need_chan(&ch_select, select_ep);
@@ -682,6 +710,7 @@ main(int argc, char **argv)
 	for (int i = 0; i < 4; i++)
 		event_free(sev[i]);
 	event_free(tick);
+	cats_metrics_free(prom);
 	cats_fwdp_fast_stop(&fw);
 	cats_fwdp_free(&fw);
 	cats_dec_free(&ctl_dec);

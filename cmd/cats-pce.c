@@ -17,6 +17,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/ep.h"
+#include "net/metrics.h"
 #include "pce/pce_app.h"
 #include "pce/pcep_srv.h"
 
@@ -27,7 +28,7 @@ static const char usage_text[] =
     "                [--stats] [--strict]\n"
     "                [--pcep endpoint [--pcep-allow prefix]...]\n"
     "                [--pce endpoint [--pce-timeout duration]]\n"
-    "                [--tcp-md5 keyfile]\n"
+    "                [--tcp-md5 keyfile] [--prometheus endpoint]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -203,6 +204,7 @@ main(int argc, char **argv)
 		{ "pce-timeout", required_argument, NULL, 'T' },
 		{ "pcep", required_argument, NULL, 'P' },
 		{ "pcep-allow", required_argument, NULL, 'A' },
+		{ "prometheus", required_argument, NULL, 'R' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "strict", no_argument, NULL, 's' },
@@ -216,7 +218,7 @@ main(int argc, char **argv)
 	};
 	struct cats_pce_app *a = &A;
 	const char *listen_ep = NULL, *to_ep = NULL, *pcep_ep = NULL;
-	const char *pce_ep = NULL, *md5_path = NULL;
+	const char *pce_ep = NULL, *md5_path = NULL, *prom_ep = NULL;
 	static struct cats_prefix allow[64];
 	size_t nallow = 0;
 	char perr[200];
@@ -230,6 +232,9 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":A:C:chIK:k:l:L:M:P:p:rSso:T:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'R':
+			prom_ep = optarg;
+			break;
 		case 'A':
 			if (nallow == CATS_ARRAY_LEN(allow))
 				cats_opt_fail("--pcep-allow", "at most 64");
@@ -358,10 +363,17 @@ main(int argc, char **argv)
 	if (pce_ep != NULL &&
 	    (rc = cats_pce_app_pcc(a, pce_ep, insecure)) != CATS_EXIT_OK)
 		return rc;
+	struct cats_metrics *prom = NULL;
+	if (prom_ep != NULL && (prom = cats_metrics_new(a->base, prom_ep,
+	    cats_pce_app_stats_fill, a, perr, sizeof(perr))) == NULL) {
+		cats_errorx("--prometheus: %s", perr);
+		return CATS_EXIT_FAIL;
+	}
 
 	event_base_dispatch(a->base);
 
 	rc = cats_pce_app_end(a);
+	cats_metrics_free(prom);
 	cats_pce_app_free(a);
 	for (int i = 0; i < 4; i++)
 		event_free(sigs[i]);

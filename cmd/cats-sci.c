@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/opt.h"
 #include "base/tool.h"
+#include "net/metrics.h"
 #include "sci/sci.h"
 #include "sci/sci_mqtt.h"
 
@@ -28,7 +29,8 @@ static const char usage_text[] =
     "                [-p price] [-q seq] [-R reputation] -s csci-id\n"
     "                [-T ts] [-t url] [-x name=value] [--ca-file file]\n"
     "                [--cert file] [--cert-key file] [--instances n]\n"
-    "                [--locator addr] [--port port]\n";
+    "                [--locator addr] [--port port]\n"
+    "                [--prometheus endpoint]\n";
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
@@ -46,6 +48,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	event_base_loopbreak(s->base);
 }
+
+static const char *prom_ep;	/* --prometheus */
 
 static int
 do_daemon(struct sci_reporter *s)
@@ -74,6 +78,12 @@ do_daemon(struct sci_reporter *s)
 		}
 		sci_serve(s);
 	}
+	struct cats_metrics *prom = NULL;
+	if (prom_ep != NULL && (prom = cats_metrics_new(s->base, prom_ep,
+	    sci_stats_fill, s, err, sizeof(err))) == NULL) {
+		cats_errorx("--prometheus: %s", err);
+		return CATS_EXIT_FAIL;
+	}
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++) {
 		evsignal_add(evsignal_new(s->base, sigs[i], on_signal, s),
@@ -88,6 +98,7 @@ do_daemon(struct sci_reporter *s)
 		sci_push(s);
 	event_base_dispatch(s->base);
 	sci_end(s);
+	cats_metrics_free(prom);
 	return s->exit_code;
 }
 
@@ -95,7 +106,7 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_INSTANCES = 256, OPT_LOCATOR, OPT_PORT, OPT_CA, OPT_CERT,
-		OPT_CERT_KEY };
+		OPT_CERT_KEY, OPT_PROM };
 	static const struct option longopts[] = {
 		{ "ca-file", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
@@ -119,6 +130,7 @@ main(int argc, char **argv)
 		{ "once", no_argument, NULL, '1' },
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "price", required_argument, NULL, 'p' },
+		{ "prometheus", required_argument, NULL, OPT_PROM },
 		{ "reputation", required_argument, NULL, 'R' },
 		{ "security-level", required_argument, NULL, 'L' },
 		{ "seq", required_argument, NULL, 'q' },
@@ -274,6 +286,9 @@ main(int argc, char **argv)
 				return CATS_EXIT_USAGE;
 			}
 			break;
+		case OPT_PROM:
+			prom_ep = optarg;
+			break;
 		case OPT_PORT:
 			s.has_port = true;
 			s.port = cats_opt_u64("--port", optarg, 0, 65535);
@@ -295,7 +310,13 @@ main(int argc, char **argv)
 	cats_log_verbosity(verbosity);
 	if (!have_seq)
 		s.seq = s.fixed_ts ? 1 : cats_clock_now();
-	if (once || (s.to == NULL && s.listen == NULL))
+	if (once || (s.to == NULL && s.listen == NULL)) {
+		if (prom_ep != NULL) {
+			cats_errorx("--prometheus: a running reporter's "
+			    "(--listen or --to, without --once)");
+			return CATS_EXIT_USAGE;
+		}
 		return sci_once(&s);
+	}
 	return do_daemon(&s);
 }

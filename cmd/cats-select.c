@@ -15,6 +15,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/ep.h"
+#include "net/metrics.h"
 #include "select/select_app.h"
 
 static const char usage_text[] =
@@ -28,7 +29,8 @@ static const char usage_text[] =
     "                   [--metric-ttl DURATION] [--metrics FILE]\n"
     "                   [--net FILE] [--net-ttl DURATION] [--no-auth]\n"
     "                   [--peercred ID=UID] [--policy NAME]\n"
-    "                   [--precedence reject|explicit|address] [--replay]\n"
+    "                   [--precedence reject|explicit|address]\n"
+    "                   [--prometheus ENDPOINT] [--replay]\n"
     "                   [--seed N] [--services FILE] [--sma ID=CS-ID,...]\n"
     "                   [--sma-egresses ID=NODE,...]\n"
     "                   [--sma-locators ID=PREFIX,...]\n"
@@ -36,8 +38,9 @@ static const char usage_text[] =
     "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
     "                   [--window DURATION]\n";
 
-/* The main's events: signals and the once-a-second timer. */
+/* The main's events: signals and the once-a-second timer; --prometheus. */
 static struct event *sev[5], *timer;
+static struct cats_metrics *prom;
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
@@ -147,6 +150,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		{ "peercred", required_argument, NULL, 'P' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "precedence", required_argument, NULL, 'e' },
+		{ "prometheus", required_argument, NULL, 'R' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 'S' },
@@ -209,6 +213,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			break;
 		case 'p': key = "policy"; break;
 		case 'e': key = "precedence"; break;
+		case 'R': key = "prometheus"; break;
 		case 'q': o->verbose = 0; break;
 		case 'r': o->replay = true; break;
 		case 'S': key = "seed"; break;
@@ -287,6 +292,12 @@ run(struct cats_sel_app *a, int argc, char **argv)
 	    (rc = setup_listeners(a)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_ingest(a)) != CATS_EXIT_OK)
 		return rc;
+	if (o->prometheus != NULL && (prom = cats_metrics_new(a->base,
+	    o->prometheus, cats_sel_app_stats_fill, a, err,
+	    sizeof(err))) == NULL) {
+		cats_errorx("--prometheus: %s", err);
+		return CATS_EXIT_FAIL;
+	}
 	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 	for (size_t i = 0; i < 5; i++) {
 		sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
@@ -322,6 +333,7 @@ main(int argc, char **argv)
 			event_free(sev[i]);
 	if (timer != NULL)
 		event_free(timer);
+	cats_metrics_free(prom);
 	cats_sel_app_free(&app);
 	if (app.base != NULL)
 		event_base_free(app.base);

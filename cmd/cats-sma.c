@@ -17,13 +17,14 @@
 #include "base/log.h"
 #include "base/opt.h"
 #include "base/tool.h"
+#include "net/metrics.h"
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
 static const char usage_text[] =
     "usage: cats-sma [-1iqrSsv] [-a endpoint] -c config [-E epoch]\n"
-    "                [-l endpoint] [-N now] [-T state] [-t endpoint ...]\n"
-    "                [-u until]\n";
+    "                [-l endpoint] [-N now] [-P endpoint] [-T state]\n"
+    "                [-t endpoint ...] [-u until]\n";
 
 #define MAX_LISTEN SMA_MAX_LISTEN
 #define MAX_URLS SMA_MAX_URLS
@@ -137,6 +138,7 @@ main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "now", required_argument, NULL, 'N' },
 		{ "once", no_argument, NULL, '1' },
+		{ "prometheus", required_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 'T' },
@@ -152,13 +154,14 @@ main(int argc, char **argv)
 	static struct sma_app app;
 	struct sma_app *a = &app;
 	const char *to = NULL, *admin_ep = NULL, *listen[MAX_LISTEN];
+	const char *prom_ep = NULL;
 	bool force_stdin = false, have_now = false, have_epoch = false;
 	bool stats = false;
 	uint64_t start_now = 0, epoch_opt = 0;
 	int ch, verbosity = 1;
 
 	cats_tool_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, ":1a:c:E:hil:N:qrSsT:t:u:vV",
+	while ((ch = getopt_long(argc, argv, ":1a:c:E:hil:N:P:qrSsT:t:u:vV",
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '1':
@@ -191,6 +194,9 @@ main(int argc, char **argv)
 		case 'N':
 			have_now = true;
 			start_now = cats_opt_u64("--now", optarg, 1, CATS_U53);
+			break;
+		case 'P':
+			prom_ep = optarg;
 			break;
 		case 'q':
 			verbosity = 0;
@@ -254,11 +260,12 @@ main(int argc, char **argv)
 		cats_errorx("--replay writes to a stream, not to a C-PS");
 		return CATS_EXIT_USAGE;
 	}
-	if (a->replay && (a->nlisten > 0 || admin_ep != NULL)) {
+	if (a->replay && (a->nlisten > 0 || admin_ep != NULL ||
+	    prom_ep != NULL)) {
 		cats_errorx("--replay reads recorded reports from stdin only: "
 		    "drop %s (a live run takes them), or record what they "
 		    "receive and replay it", a->nlisten > 0 ? "--listen" :
-		    "--admin");
+		    admin_ep != NULL ? "--admin" : "--prometheus");
 		return CATS_EXIT_USAGE;
 	}
 
@@ -329,6 +336,16 @@ main(int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	open_listeners(a, listen, admin_ep);
+	struct cats_metrics *metrics = NULL;
+	if (prom_ep != NULL) {
+		char err[400];
+		metrics = cats_metrics_new(a->base, prom_ep,
+		    sma_app_stats_fill, a, err, sizeof(err));
+		if (metrics == NULL) {
+			cats_errorx("--prometheus: %s", err);
+			return CATS_EXIT_FAIL;
+		}
+	}
 	if ((code = sma_app_mqtt(a)) != 0)
 		return code;
 	if (a->c->nb.prometheus != NULL && !a->replay && !a->once) {
@@ -370,5 +387,6 @@ main(int argc, char **argv)
 	int rc = sma_app_end(a);
 	if (stats)
 		sma_app_print_stats(a);
+	cats_metrics_free(metrics);
 	return rc;
 }

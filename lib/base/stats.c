@@ -3,6 +3,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,6 +71,25 @@ cats_stats_add_kv(struct cats_stats_list *st, const struct cats_kv *kv,
 }
 
 void
+cats_stats_add_kv_gauges(struct cats_stats_list *st,
+    const struct cats_kv *kv, size_t n, const char *const *gauges)
+{
+	for (size_t i = 0; i < n; i++) {
+		enum cats_stat_kind k = CATS_STAT_COUNTER;
+		for (size_t j = 0; gauges[j] != NULL; j++) {
+			size_t len = strlen(gauges[j]);
+			bool pre = len > 0 && gauges[j][len - 1] == '*';
+			if (pre ? strncmp(kv[i].k, gauges[j], len - 1) == 0 :
+			    strcmp(kv[i].k, gauges[j]) == 0) {
+				k = CATS_STAT_GAUGE;
+				break;
+			}
+		}
+		put(st, kv[i].k, kv[i].v, k);
+	}
+}
+
+void
 cats_stats_record(const struct cats_stats_list *st, struct cats_rec *r,
     uint64_t now)
 {
@@ -109,6 +130,185 @@ metric_name(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+const uint64_t cats_hist_le_us[CATS_HIST_NB] = {
+	10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000,
+	100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
+};
+
+void
+cats_hist_observe(struct cats_hist *h, uint64_t us)
+{
+	size_t i = 0;
+	while (i < CATS_HIST_NB && us > cats_hist_le_us[i])
+		i++;
+	h->n[i]++;
+	h->count++;
+	h->sum_us += us;
+}
+
+void
+cats_stats_hist(struct cats_stats_list *st, const char *name,
+    const struct cats_hist *h)
+{
+	if (st->nh == st->hcap) {
+		size_t cap = st->hcap ? st->hcap * 2 : 8;
+		const char **hn = realloc(st->hname, cap * sizeof(*hn));
+		if (hn == NULL)
+			return;
+		st->hname = hn;
+		const struct cats_hist **hh = realloc(st->hist,
+		    cap * sizeof(*hh));
+		if (hh == NULL)
+			return;
+		st->hist = hh;
+		st->hcap = cap;
+	}
+	st->hname[st->nh] = name;
+	st->hist[st->nh++] = h;
+}
+
+/* Microseconds as decimal seconds, without trailing zeros. */
+static const char *
+seconds(uint64_t us, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%" PRIu64 ".%06" PRIu64, us / 1000000,
+	    us % 1000000);
+	while (n > 0 && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && buf[n - 1] == '.')
+		buf[--n] = '\0';
+	return buf;
+}
+
+struct out {
+	struct cats_buf *b;
+	int err;
+};
+
+static void
+outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+outf(struct out *o, const char *fmt, ...)
+{
+	if (o->err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || cats_buf_reserve(o->b, (size_t)n + 1) < 0) {
+		o->err = -1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf((char *)o->b->p + o->b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	o->b->len += (size_t)n;
+}
+
+/* A duration in milliseconds (NAME_ms): exported in seconds. */
+static bool
+in_ms(const char *k)
+{
+	size_t n = strlen(k);
+	return n > 3 && strcmp(k + n - 3, "_ms") == 0;
+}
+
+/* The metric name of entry i of the list (kv entries, then histograms). */
+static const char *
+family(const struct cats_stats_list *st, size_t i, char *buf, size_t len)
+{
+	char k[128];
+	if (i >= st->n) {
+		metric_name(st->hname[i - st->n], k, sizeof(k));
+		snprintf(buf, len, "%s_seconds", k);
+		return buf;
+	}
+	metric_name(st->kv[i].k, k, sizeof(k));
+	bool ms = in_ms(k);
+	if (ms)
+		k[strlen(k) - 3] = '\0';
+	const char *sfx = st->kind[i] == CATS_STAT_TIME ? "_seconds" :
+	    st->kind[i] == CATS_STAT_GAUGE ? (ms ? "_seconds" : "") :
+	    ms ? "_seconds_total" : "_total";
+	snprintf(buf, len, "%s%s", k, sfx);
+	return buf;
+}
+
+/* Whether an entry before i has the metric name of entry i. */
+static bool
+seen(const struct cats_stats_list *st, size_t i, const char *name)
+{
+	char other[160];
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(family(st, j, other, sizeof(other)), name) == 0)
+			return true;
+	return false;
+}
+
+int
+cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
+{
+	struct out o = { b, 0 };
+	const char *tool = st->tool;
+	const char *shrt = strncmp(tool, "cats-", 5) == 0 ? tool + 5 : tool;
+	char pre[64], lab[64], id[CATS_ID + 1], name[160], labels[CATS_ID + 80];
+	char lb[CATS_ID + 80], num[32];
+	metric_name(tool, pre, sizeof(pre));
+	metric_name(shrt, lab, sizeof(lab));
+	labels[0] = lb[0] = '\0';
+	if (st->id != NULL) {
+		cats_quote(st->id, id, sizeof(id));
+		snprintf(labels, sizeof(labels), "{%s_id=\"%s\"}", lab, id);
+		snprintf(lb, sizeof(lb), "%s_id=\"%s\",", lab, id);
+	}
+	for (size_t i = 0; i < st->n + st->nh; i++) {
+		const char *k = family(st, i, name, sizeof(name));
+		if (seen(st, i, k))
+			continue;
+		if (i >= st->n) {
+			const struct cats_hist *h = st->hist[i - st->n];
+			outf(&o, "# HELP %s_%s %s, seconds\n"
+			    "# TYPE %s_%s histogram\n",
+			    pre, k, st->hname[i - st->n], pre, k);
+			uint64_t cum = 0;
+			for (size_t j = 0; j <= CATS_HIST_NB; j++) {
+				cum += h->n[j];
+				outf(&o, "%s_%s_bucket{%sle=\"%s\"} %" PRIu64
+				    "\n", pre, k, lb, j < CATS_HIST_NB ?
+				    seconds(cats_hist_le_us[j], num,
+				    sizeof(num)) : "+Inf", cum);
+			}
+			outf(&o, "%s_%s_sum%s %s\n%s_%s_count%s %" PRIu64 "\n",
+			    pre, k, labels, seconds(h->sum_us, num, sizeof(num)),
+			    pre, k, labels, h->count);
+			continue;
+		}
+		uint64_t x = st->kv[i].v;
+		if (st->kind[i] == CATS_STAT_TIME) {
+			outf(&o, "# HELP %s_%s %s, Unix time\n"
+			    "# TYPE %s_%s gauge\n"
+			    "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n",
+			    pre, k, st->kv[i].k, pre, k, pre, k, labels,
+			    x / 1000, x % 1000);
+			continue;
+		}
+		bool gauge = st->kind[i] == CATS_STAT_GAUGE;
+		outf(&o, "# HELP %s_%s %s(1) STATISTICS %s\n"
+		    "# TYPE %s_%s %s\n",
+		    pre, k, tool, st->kv[i].k, pre, k,
+		    gauge ? "gauge" : "counter");
+		char raw[128];
+		if (in_ms(metric_name(st->kv[i].k, raw, sizeof(raw))))
+			outf(&o, "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n", pre, k,
+			    labels, x / 1000, x % 1000);
+		else
+			outf(&o, "%s_%s%s %" PRIu64 "\n", pre, k, labels, x);
+	}
+	return o.err;
+}
+
 int
 cats_stats_textfile(const struct cats_stats_list *st, const char *path,
     char *err, size_t errlen)
@@ -118,40 +318,24 @@ cats_stats_textfile(const struct cats_stats_list *st, const char *path,
 		snprintf(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
 		return -1;
 	}
+	struct cats_buf b = { 0 };
+	if (cats_stats_render(st, &b) < 0) {
+		cats_buf_free(&b);
+		snprintf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		return -1;
+	}
 	FILE *f = fopen(tmp, "we");
 	if (f == NULL) {
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		cats_buf_free(&b);
 		return -1;
 	}
-	const char *tool = st->tool;
-	const char *shrt = strncmp(tool, "cats-", 5) == 0 ? tool + 5 : tool;
-	char pre[64], lab[64], id[CATS_ID + 1], name[128], labels[CATS_ID + 80];
-	metric_name(tool, pre, sizeof(pre));
-	metric_name(shrt, lab, sizeof(lab));
-	labels[0] = '\0';
-	if (st->id != NULL)
-		snprintf(labels, sizeof(labels), "{%s_id=\"%s\"}", lab,
-		    cats_quote(st->id, id, sizeof(id)));
-	for (size_t i = 0; i < st->n; i++) {
-		const char *k = metric_name(st->kv[i].k, name, sizeof(name));
-		uint64_t x = st->kv[i].v;
-		if (st->kind[i] == CATS_STAT_TIME) {
-			fprintf(f, "# HELP %s_%s_seconds %s, Unix time\n"
-			    "# TYPE %s_%s_seconds gauge\n"
-			    "%s_%s_seconds%s %" PRIu64 ".%03" PRIu64 "\n",
-			    pre, k, st->kv[i].k, pre, k, pre, k, labels,
-			    x / 1000, x % 1000);
-			continue;
-		}
-		bool gauge = st->kind[i] == CATS_STAT_GAUGE;
-		const char *sfx = gauge ? "" : "_total";
-		fprintf(f, "# HELP %s_%s%s %s(1) STATISTICS %s\n"
-		    "# TYPE %s_%s%s %s\n%s_%s%s%s %" PRIu64 "\n",
-		    pre, k, sfx, tool, st->kv[i].k, pre, k, sfx,
-		    gauge ? "gauge" : "counter", pre, k, sfx, labels, x);
-	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	size_t w = b.len ? fwrite(b.p, 1, b.len, f) : 0;
+	int bad = w != b.len;
+	cats_buf_free(&b);
+	if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno :
+		    EIO));
 		unlink(tmp);
 		return -1;
 	}
@@ -162,6 +346,7 @@ void
 cats_stats_reset(struct cats_stats_list *st)
 {
 	st->n = 0;
+	st->nh = 0;
 }
 
 void
@@ -169,7 +354,12 @@ cats_stats_free(struct cats_stats_list *st)
 {
 	free(st->kv);
 	free(st->kind);
+	free(st->hname);
+	free(st->hist);
 	st->kv = NULL;
 	st->kind = NULL;
+	st->hname = NULL;
+	st->hist = NULL;
 	st->n = st->cap = 0;
+	st->nh = st->hcap = 0;
 }

@@ -12,17 +12,39 @@
  * - A counter only grows; a gauge goes both ways (states, sizes); a time
  *   is a gauge in ms since the epoch.  The record does not tell them
  *   apart; the textfile does (see cats_stats_textfile()).
+ * - A histogram (struct cats_hist, a latency in fixed buckets) is kept by
+ *   its module and added by pointer; it is in the Prometheus text, not in
+ *   the record (which has no place for one).
+ * - One renderer, cats_stats_render(), writes the Prometheus text
+ *   exposition (format 0.0.4) of a list: the textfile and the /metrics
+ *   endpoint (net/metrics.h) are the same text.
  */
 #ifndef CATS_STATS_H
 #define CATS_STATS_H
 
 #include <stdio.h>
 
+#include "base/cats.h"
 #include "rec/rec.h"
 
 struct cats_stream;
 
 enum cats_stat_kind { CATS_STAT_COUNTER, CATS_STAT_GAUGE, CATS_STAT_TIME };
+
+/*
+ * A latency histogram: observations in microseconds, counted in fixed
+ * buckets whose upper bounds are cats_hist_le_us[] (10 us to 10 s, in
+ * 1-2.5-5 steps), the last bucket +Inf.  Zero it to start.
+ */
+#define CATS_HIST_NB 19
+extern const uint64_t cats_hist_le_us[CATS_HIST_NB];
+struct cats_hist {
+	uint64_t n[CATS_HIST_NB + 1];	/* per bucket, not cumulative */
+	uint64_t count;
+	uint64_t sum_us;
+};
+/* Count one observation of us microseconds. */
+void cats_hist_observe(struct cats_hist *h, uint64_t us);
 
 struct cats_stats_list {
 	const char *tool;	/* "cats-sma" */
@@ -30,6 +52,9 @@ struct cats_stats_list {
 	struct cats_kv *kv;	/* name and value, in the order added */
 	unsigned char *kind;	/* enum cats_stat_kind of each */
 	size_t n, cap;
+	const char **hname;	/* histograms: names */
+	const struct cats_hist **hist;	/* and the histograms (not copied) */
+	size_t nh, hcap;
 };
 
 /* An empty list for tool (and instance id, NULL: none). */
@@ -44,6 +69,19 @@ void cats_stats_time(struct cats_stats_list *st, const char *name, uint64_t ms);
 /* Add n pairs of a module's own table as counters. */
 void cats_stats_add_kv(struct cats_stats_list *st, const struct cats_kv *kv,
     size_t n);
+/*
+ * Add n pairs of a module's own table: those whose name is in gauges
+ * (NULL-terminated; an entry ending in '*' names a prefix) as gauges, the
+ * others as counters.
+ */
+void cats_stats_add_kv_gauges(struct cats_stats_list *st,
+    const struct cats_kv *kv, size_t n, const char *const *gauges);
+/*
+ * Add a histogram of a latency NAME (its unit, seconds, is added to the
+ * metric name).  h is not copied: it must outlive the rendering.
+ */
+void cats_stats_hist(struct cats_stats_list *st, const char *name,
+    const struct cats_hist *h);
 /* r becomes the stats record at now; it points into st (keep st). */
 void cats_stats_record(const struct cats_stats_list *st, struct cats_rec *r,
     uint64_t now);
@@ -53,9 +91,9 @@ int cats_stats_emit(const struct cats_stats_list *st, struct cats_stream *s,
 /* Write the stats record as one JSON line to f and flush f: 0 or -1. */
 int cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now);
 /*
- * Write the list as a node_exporter textfile at path, atomically: to
- * PATH.tmp, then renamed over path.  Each entry NAME of tool cats-x and
- * instance ID is one metric with its HELP and TYPE lines:
+ * Append the Prometheus text exposition of the list to b: 0, or -1 out
+ * of memory.  Each entry NAME of tool cats-x and instance ID is one
+ * metric with its HELP and TYPE lines:
  *   cats_x_NAME_total{x_id="ID"} V       (counter; HELP "cats-x(1)
  *                                          STATISTICS NAME")
  *   cats_x_NAME{x_id="ID"} V             (gauge; the same HELP)
@@ -64,8 +102,21 @@ int cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now);
  * The prefix is the tool's name with '-' as '_', the label the tool's name
  * without "cats-" and "_id"; a character of NAME outside [A-Za-z0-9_] is
  * written '_'; ID is written as cats_quote() does; without an id there is
- * no label.  Returns 0, or -1 with "FILE: reason" in err (PATH.tmp
- * removed).
+ * no label.  A counter or gauge NAME_ms (a duration in ms) is written in
+ * the base unit: cats_x_NAME_seconds (gauge), cats_x_NAME_seconds_total
+ * (counter), S.mmm.  A histogram NAME is
+ *   cats_x_NAME_seconds_bucket{x_id="ID",le="0.00001"} N  (cumulative,
+ *                                          ... le="+Inf"), then
+ *   cats_x_NAME_seconds_sum{x_id="ID"} S and _count{x_id="ID"} N
+ *                                          (HELP "NAME, seconds").
+ * An entry whose metric name another entry already has is left out (the
+ * format allows one family per name).
+ */
+int cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b);
+/*
+ * Write the list as a node_exporter textfile at path, atomically: to
+ * PATH.tmp, then renamed over path; the text is cats_stats_render()'s.
+ * Returns 0, or -1 with "FILE: reason" in err (PATH.tmp removed).
  */
 int cats_stats_textfile(const struct cats_stats_list *st, const char *path,
     char *err, size_t errlen);

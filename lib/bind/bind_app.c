@@ -190,48 +190,67 @@ schedule_flush(struct bind_app *a)
 
 /* ---- stats ---- */
 
+/* The counters of the stats record. */
+static void
+stats_list(struct bind_app *a, struct cats_stats_list *st)
+{
+	/* Sizes and states of the table; the rest only grows. */
+	static const char *const gauges[] = { "bindings", "pending", "entries",
+		"paths", "classes", "clients", "strings", "epoch", "memory",
+		"state.*", NULL };
+	size_t n;
+	const struct cats_kv *kv = bind_counters_kv(a->t, &n);
+	cats_stats_init(st, "cats-bind", bind_self(a->t));
+	cats_stats_add_kv_gauges(st, kv, n, gauges);
+	cats_stats_add(st, "in.records", a->in_records);
+	cats_stats_add(st, "in.bad", a->in_bad);
+	cats_stats_add(st, "passed", a->passed);
+	cats_stats_add(st, "sent.dropped", a->dropped_sends);
+	cats_stats_gauge(st, "forwarders", a->byname.n);
+	if (a->lst != NULL) {
+		const struct cats_listener_stats *ls =
+		    cats_listener_stats(a->lst);
+		cats_stats_gauge(st, "conns", ls->open);
+		cats_stats_gauge(st, "conns.unauth", ls->unauth);
+		cats_stats_add(st, "conns.accepted", ls->accepted);
+		cats_stats_add(st, "conns.refused", ls->refused +
+		    a->conns_refused);
+		cats_stats_add(st, "conns.evicted", ls->evicted);
+		cats_stats_add(st, "conns.hello_timeouts", ls->hello_timeouts);
+		cats_stats_add(st, "conns.idle_timeouts", ls->idle_timeouts);
+		cats_stats_add(st, "accept.fd_exhausted", ls->fd_exhausted);
+		cats_stats_add(st, "accept.shed", ls->shed);
+	}
+	cats_stats_add(st, "auth.refused", a->auth_refused);
+	cats_stats_add(st, "hello.replayed", a->hello_replayed);
+	cats_stats_add(st, "impersonation", a->imperson);
+	cats_stats_add(st, "journal.errors", a->journal_errors);
+	if (a->j != NULL) {
+		const struct bj_stats *s = bj_stats(a->j);
+		cats_stats_add(st, "journal.records", s->records);
+		cats_stats_add(st, "journal.bytes", s->bytes);
+		cats_stats_add(st, "journal.fsyncs", s->fsyncs);
+		cats_stats_add(st, "journal.snapshots", s->snapshots);
+		cats_stats_add(st, "journal.restored", s->restored);
+		cats_stats_add(st, "journal.refused", s->refused);
+		cats_stats_add(st, "journal.torn", s->torn);
+		cats_stats_add(st, "journal.torn_bytes", s->torn_bytes);
+	}
+}
+
+void
+bind_app_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	struct bind_app *a = arg;
+	stats_list(a, st);
+	cats_stats_hist(st, "installation", &a->h_install);
+}
+
 void
 bind_app_stats(struct bind_app *a)
 {
 	struct cats_stats_list st;
-	size_t n;
-	const struct cats_kv *kv = bind_counters_kv(a->t, &n);
-	cats_stats_init(&st, "cats-bind", bind_self(a->t));
-	cats_stats_add_kv(&st, kv, n);
-	cats_stats_add(&st, "in.records", a->in_records);
-	cats_stats_add(&st, "in.bad", a->in_bad);
-	cats_stats_add(&st, "passed", a->passed);
-	cats_stats_add(&st, "sent.dropped", a->dropped_sends);
-	cats_stats_gauge(&st, "forwarders", a->byname.n);
-	if (a->lst != NULL) {
-		const struct cats_listener_stats *ls =
-		    cats_listener_stats(a->lst);
-		cats_stats_gauge(&st, "conns", ls->open);
-		cats_stats_gauge(&st, "conns.unauth", ls->unauth);
-		cats_stats_add(&st, "conns.accepted", ls->accepted);
-		cats_stats_add(&st, "conns.refused", ls->refused +
-		    a->conns_refused);
-		cats_stats_add(&st, "conns.evicted", ls->evicted);
-		cats_stats_add(&st, "conns.hello_timeouts", ls->hello_timeouts);
-		cats_stats_add(&st, "conns.idle_timeouts", ls->idle_timeouts);
-		cats_stats_add(&st, "accept.fd_exhausted", ls->fd_exhausted);
-		cats_stats_add(&st, "accept.shed", ls->shed);
-	}
-	cats_stats_add(&st, "auth.refused", a->auth_refused);
-	cats_stats_add(&st, "hello.replayed", a->hello_replayed);
-	cats_stats_add(&st, "impersonation", a->imperson);
-	cats_stats_add(&st, "journal.errors", a->journal_errors);
-	if (a->j != NULL) {
-		const struct bj_stats *s = bj_stats(a->j);
-		cats_stats_add(&st, "journal.records", s->records);
-		cats_stats_add(&st, "journal.bytes", s->bytes);
-		cats_stats_add(&st, "journal.fsyncs", s->fsyncs);
-		cats_stats_add(&st, "journal.snapshots", s->snapshots);
-		cats_stats_add(&st, "journal.restored", s->restored);
-		cats_stats_add(&st, "journal.refused", s->refused);
-		cats_stats_add(&st, "journal.torn", s->torn);
-		cats_stats_add(&st, "journal.torn_bytes", s->torn_bytes);
-	}
+	stats_list(a, &st);
 	struct cats_rec r;
 	cats_stats_record(&st, &r, cats_clock_now());
 	hold(a, &a->held, &r, false);
@@ -283,7 +302,11 @@ in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	int kind = bind_input_kind(r.type);
 	if (kind != BIND_IN_PASS && cats_clock_replay())
 		cats_clock_observe(cats_rec_ts(&r));
+	uint64_t t0 = cats_clock_mono_ns();
 	int rc = bind_input(a->t, &r, cats_clock_now());
+	if (r.type == CATS_T_PATH_REP)
+		cats_hist_observe(&a->h_install, (cats_clock_mono_ns() - t0) /
+		    1000);
 	if (kind != BIND_IN_TAKE) {
 		cats_buf_add(&a->held, p, n);
 		a->passed++;

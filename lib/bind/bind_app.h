@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "base/htab.h"
+#include "base/stats.h"
 #include "bind/bind.h"
 #include "bind/bind_journal.h"
 #include "rec/seq.h"
@@ -69,6 +70,7 @@ struct bind_app {
 	/* counters of the tool itself */
 	uint64_t in_records, in_bad, passed, dropped_sends, conns_refused,
 	    auth_refused, hello_replayed, imperson, journal_errors;
+	struct cats_hist h_install;	/* a path-rep in to its bindings out */
 };
 
 /* The table of configuration c, its callbacks this module's. */
@@ -98,6 +100,12 @@ int bind_app_input(struct bind_app *a);
 void bind_app_tick(struct bind_app *a);
 /* A stats record to stdout (SIGUSR1, --stats). */
 void bind_app_stats(struct bind_app *a);
+/*
+ * The same counters and the installation histogram (the time from a
+ * path-rep read to its bindings handed to the forwarders) into st
+ * (net/metrics.h's fill function; arg: the app).
+ */
+void bind_app_stats_fill(void *arg, struct cats_stats_list *st);
 /* End the loop; the first code given is the run's. */
 void bind_app_stop(struct bind_app *a, int code);
 /*

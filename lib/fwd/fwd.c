@@ -237,6 +237,7 @@ held_new(const uint8_t *pkt, size_t len, uint32_t port, uint64_t now)
 	h->port = port;
 	h->len = (uint32_t)len;
 	h->arrived = now;
+	h->arrived_us = h->asked_us = 0;
 	memcpy(h->data, pkt, len);
 	return h;
 }

@@ -50,6 +50,9 @@ struct cats_held {
 	uint32_t port;		/* input port of the caller */
 	uint32_t len;
 	uint64_t arrived;	/* ms */
+	/* The flow's first packet (the head): the caller's microseconds at
+	 * its arrival and at its request (path.h clock_us; 0: unknown). */
+	uint64_t arrived_us, asked_us;
 	uint8_t data[];
 };
 

@@ -294,6 +294,8 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 		CATS_SET(q, REQ, msd, CATS_PKT_MAX_SIDS);
 	CATS_SET(q, REQ, deadline, p->deadline);
 	p->sent = true;
+	if (w->clock_us != NULL && p->head != NULL)
+		p->head->asked_us = w->clock_us();
 	if (w->emit == NULL || w->emit(w->hook_arg, CATS_FWDP_SELECT, &r) < 0) {
 		w->ctr[CATS_FC_request_fail]++;
 		return false;
@@ -364,6 +366,8 @@ release_held(struct cats_fwdp *w, struct cats_fbind *b, struct cats_held *h,
     uint64_t now)
 {
 	uint8_t *wbuf = w->wroom + HR;
+	if (h != NULL && h->arrived_us != 0)
+		cats_hist_observe(&w->h_first, w->clock_us() - h->arrived_us);
 	while (h != NULL) {
 		struct cats_held *n = h->next;
 		struct cats_pkt pk;
@@ -813,6 +817,8 @@ on_client(struct cats_fwdp *w, struct cats_pkt *pk,
 		return;
 	}
 	if (r == CATS_PEND_NEW) {
+		if (w->clock_us != NULL)
+			p->head->arrived_us = w->clock_us();
 		p->meta = meta;
 		p->established = established;
 		/* The C-PS's channel is down: a fallback service's flow
@@ -1267,6 +1273,14 @@ fence_older(struct cats_fwdp *w, uint64_t e, uint64_t now)
 	free(v);
 }
 
+/* The C-PS answered the request of the flow whose held packets are h. */
+static void
+cps_latency(struct cats_fwdp *w, const struct cats_held *h)
+{
+	if (h != NULL && h->asked_us != 0)
+		cats_hist_observe(&w->h_cps, w->clock_us() - h->asked_us);
+}
+
 static void
 on_binding(struct cats_fwdp *w, const struct cats_binding *b, uint64_t now)
 {
@@ -1295,6 +1309,7 @@ on_binding(struct cats_fwdp *w, const struct cats_binding *b, uint64_t now)
 	if (w->cf.fb.n > 0 && fb->ingress && !fb->fallback)
 		cats_ifb_learn(&w->cf.fb, fb, fb->cs_id[0] ? fb->cs_id :
 		    svc_csid(w, &fb->keys[CATS_DIR_IN_FWD]), b->egress, now);
+	cps_latency(w, rel);
 	/* Forward and reverse state are in; now the held packets go. */
 	release_held(w, fb, rel, now);
 	send_status(w, fb, ev, NULL, 0, 0, now);
@@ -1315,8 +1330,9 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 		struct cats_pend *pd = cats_fwd_error(&w->tab, &r->u.error);
 		if (pd != NULL) {
 			w->tab.st.pend_errors++;
-			drop_held(w, cats_fwd_pend_take(&w->tab, pd),
-			    CATS_FC_drop_pending_error, now);
+			struct cats_held *h = cats_fwd_pend_take(&w->tab, pd);
+			cps_latency(w, h);
+			drop_held(w, h, CATS_FC_drop_pending_error, now);
 		}
 		cps_answered(w, now);
 		break;
@@ -1585,6 +1601,16 @@ cats_fwdp_stats(struct cats_fwdp *w, struct cats_stats_list *st,
 		cats_stats_add(st, "fast_pass", fc[CATS_FP_PASS]);
 		cats_stats_add(st, "fast_fail", fc[CATS_FP_FAIL]);
 	}
+}
+
+void
+cats_fwdp_stats_list(struct cats_fwdp *w, struct cats_stats_list *st,
+    const char *id, struct cats_fwdp_names *names)
+{
+	cats_stats_init(st, "cats-fwd", id);
+	cats_fwdp_stats(w, st, names);
+	cats_stats_hist(st, "first_packet", &w->h_first);
+	cats_stats_hist(st, "cps_answer", &w->h_cps);
 }
 
 void

@@ -142,6 +142,14 @@ struct cats_fwdp {
 	void (*flush_later)(void *arg);
 	void *hook_arg;
 	/*
+	 * The caller's monotonic clock in microseconds, read once per new
+	 * flow for the latency histograms (NULL: not measured): the first
+	 * packet's wait (held until its binding or fallback released it) and
+	 * the C-PS's answer to a request (a binding or an error).
+	 */
+	uint64_t (*clock_us)(void);
+	struct cats_hist h_first, h_cps;
+	/*
 	 * Work buffers: one packet with headroom (held packets being
 	 * released, a frame read from a socket queue), and one TSO segment
 	 * where a transmit frame cannot take it.
@@ -237,6 +245,12 @@ struct cats_fwdp_names {
 };
 void cats_fwdp_stats(struct cats_fwdp *w, struct cats_stats_list *st,
     struct cats_fwdp_names *names);
+/*
+ * The stats list (initialized here: tool cats-fwd, id) and the latency
+ * histograms first_packet and cps_answer: /metrics (net/metrics.h).
+ */
+void cats_fwdp_stats_list(struct cats_fwdp *w, struct cats_stats_list *st,
+    const char *id, struct cats_fwdp_names *names);
 /* One status record per binding (event refreshed, "counters") to f. */
 void cats_fwdp_dump_bindings(struct cats_fwdp *w, FILE *f, uint64_t now);
 

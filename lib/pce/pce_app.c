@@ -240,6 +240,17 @@ authentic(struct cats_pce_app *a, struct cats_stream *s,
 	return false;
 }
 
+/* cats_pce_answer(), its time in the computation histogram. */
+static int
+answer(struct cats_pce_app *a, const struct cats_path_req *rq, uint64_t now,
+    struct cats_rec *rep, struct cats_arena *arena)
+{
+	uint64_t t0 = cats_clock_mono_ns();
+	int rc = cats_pce_answer(&a->pce, rq, now, rep, arena);
+	cats_hist_observe(&a->h_compute, (cats_clock_mono_ns() - t0) / 1000);
+	return rc;
+}
+
 /* A path-req answered; a net record applied to the database. */
 static void
 on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
@@ -290,7 +301,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	if (r.type == CATS_T_PATH_REQ) {
 		struct cats_rec rep;
 		cats_arena_reset(&a->arena);
-		if (cats_pce_answer(&a->pce, &r.u.preq, cats_clock_now(), &rep,
+		if (answer(a, &r.u.preq, cats_clock_now(), &rep,
 		    &a->arena) < 0) {
 			cats_errorx("record %" PRIu64 ": out of memory", index);
 			struct cats_err oom;
@@ -586,7 +597,7 @@ pcep_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
 			    st.err_value);
 			continue;
 		}
-		if (cats_pce_answer(&a->pce, &prq, now, &rep, &a->parena) < 0 ||
+		if (answer(a, &prq, now, &rep, &a->parena) < 0 ||
 		    cats_pcep_from_path_rep(&rep.u.prep, r, a->pce.te, names,
 		    &reps[n], &a->parena) < 0) {
 			/* Out of memory: "PCE currently unavailable". */
@@ -1273,73 +1284,88 @@ cats_pce_check(const char *path)
 
 /* ---- the end ---- */
 
-void
-cats_pce_app_stats(struct cats_pce_app *a)
+/* The stats record's list (cats-pce(1) STATISTICS). */
+static void
+stats_list(struct cats_pce_app *a, struct cats_stats_list *st)
 {
 	const struct cats_pce_counters *c = &a->pce.c;
-	struct cats_stats_list st;
-	cats_stats_init(&st, "cats-pce", NULL);
-	cats_stats_add(&st, "records", a->records);
-	cats_stats_add(&st, "bad", a->bad);
-	cats_stats_add(&st, "requests", c->requests);
-	cats_stats_add(&st, "ok", c->ok);
-	cats_stats_add(&st, "no_path", c->no_path);
-	cats_stats_add(&st, "errors", c->errors);
-	cats_stats_add(&st, "expired", c->expired);
-	cats_stats_add(&st, "exact_searches", c->exact_searches);
-	cats_stats_add(&st, "labels", c->labels);
-	cats_stats_add(&st, "settled", c->settled);
-	cats_stats_add(&st, "cache_hits", c->cache_hits);
-	cats_stats_add(&st, "passed", a->passed);
-	cats_stats_add(&st, "net_applied", a->net_applied);
-	cats_stats_add(&st, "net_refused", a->net_refused);
-	cats_stats_add(&st, "reloads", a->reloads);
-	cats_stats_add(&st, "reload_failed", a->reload_failed);
-	cats_stats_add(&st, "sessions", a->sessions);
+	cats_stats_init(st, "cats-pce", NULL);
+	cats_stats_add(st, "records", a->records);
+	cats_stats_add(st, "bad", a->bad);
+	cats_stats_add(st, "requests", c->requests);
+	cats_stats_add(st, "ok", c->ok);
+	cats_stats_add(st, "no_path", c->no_path);
+	cats_stats_add(st, "errors", c->errors);
+	cats_stats_add(st, "expired", c->expired);
+	cats_stats_add(st, "exact_searches", c->exact_searches);
+	cats_stats_add(st, "labels", c->labels);
+	cats_stats_add(st, "settled", c->settled);
+	cats_stats_add(st, "cache_hits", c->cache_hits);
+	cats_stats_add(st, "passed", a->passed);
+	cats_stats_add(st, "net_applied", a->net_applied);
+	cats_stats_add(st, "net_refused", a->net_refused);
+	cats_stats_add(st, "reloads", a->reloads);
+	cats_stats_add(st, "reload_failed", a->reload_failed);
+	cats_stats_add(st, "sessions", a->sessions);
 	if (a->lst != NULL) {
 		const struct cats_listener_stats *ls =
 		    cats_listener_stats(a->lst);
-		cats_stats_gauge(&st, "sessions.open", ls->open);
-		cats_stats_add(&st, "sessions.refused", ls->refused);
-		cats_stats_add(&st, "sessions.evicted", ls->evicted);
-		cats_stats_add(&st, "sessions.hello_timeouts",
+		cats_stats_gauge(st, "sessions.open", ls->open);
+		cats_stats_add(st, "sessions.refused", ls->refused);
+		cats_stats_add(st, "sessions.evicted", ls->evicted);
+		cats_stats_add(st, "sessions.hello_timeouts",
 		    ls->hello_timeouts);
-		cats_stats_add(&st, "accept.fd_exhausted", ls->fd_exhausted);
-		cats_stats_add(&st, "accept.shed", ls->shed);
+		cats_stats_add(st, "accept.fd_exhausted", ls->fd_exhausted);
+		cats_stats_add(st, "accept.shed", ls->shed);
 	}
 	if (a->pcep != NULL) {
 		struct cats_pcep_srv_stats ps;
 		cats_pcep_srv_get_stats(a->pcep, &ps);
-		cats_stats_gauge(&st, "pcep.sessions", ps.sessions);
-		cats_stats_gauge(&st, "pcep.up", ps.up);
-		cats_stats_add(&st, "pcep.accepted", ps.accepted);
-		cats_stats_add(&st, "pcep.refused", ps.refused);
-		cats_stats_add(&st, "pcep.second", ps.second);
-		cats_stats_add(&st, "pcep.slow", ps.slow);
-		cats_stats_add(&st, "pcep.evicted", ps.evicted);
-		cats_stats_add(&st, "pcep.closed", ps.closed);
-		cats_stats_add(&st, "pcep.requests", a->pcep_reqs);
-		cats_stats_add(&st, "pcep.replies", a->pcep_reps);
-		cats_stats_add(&st, "pcep.errors", a->pcep_errs);
+		cats_stats_gauge(st, "pcep.sessions", ps.sessions);
+		cats_stats_gauge(st, "pcep.up", ps.up);
+		cats_stats_add(st, "pcep.accepted", ps.accepted);
+		cats_stats_add(st, "pcep.refused", ps.refused);
+		cats_stats_add(st, "pcep.second", ps.second);
+		cats_stats_add(st, "pcep.slow", ps.slow);
+		cats_stats_add(st, "pcep.evicted", ps.evicted);
+		cats_stats_add(st, "pcep.closed", ps.closed);
+		cats_stats_add(st, "pcep.requests", a->pcep_reqs);
+		cats_stats_add(st, "pcep.replies", a->pcep_reps);
+		cats_stats_add(st, "pcep.errors", a->pcep_errs);
 	}
 	if (a->pcc != NULL) {
 		const struct cats_pcc *pc = a->pcc;
-		cats_stats_gauge(&st, "pce.up", pc->up);
-		cats_stats_gauge(&st, "pce.pending", pc->n);
-		cats_stats_add(&st, "pce.connects", pc->connects);
-		cats_stats_add(&st, "pce.sessions", pc->ups);
-		cats_stats_add(&st, "pce.sent", pc->sent);
-		cats_stats_add(&st, "pce.replies", pc->replies);
-		cats_stats_add(&st, "pce.failed", pc->failed);
-		cats_stats_add(&st, "pce.timeouts", pc->timeouts);
-		cats_stats_add(&st, "pce.late", pc->late_replies);
-		cats_stats_add(&st, "pce.local", pc->local);
+		cats_stats_gauge(st, "pce.up", pc->up);
+		cats_stats_gauge(st, "pce.pending", pc->n);
+		cats_stats_add(st, "pce.connects", pc->connects);
+		cats_stats_add(st, "pce.sessions", pc->ups);
+		cats_stats_add(st, "pce.sent", pc->sent);
+		cats_stats_add(st, "pce.replies", pc->replies);
+		cats_stats_add(st, "pce.failed", pc->failed);
+		cats_stats_add(st, "pce.timeouts", pc->timeouts);
+		cats_stats_add(st, "pce.late", pc->late_replies);
+		cats_stats_add(st, "pce.local", pc->local);
 	}
-	cats_stats_add(&st, "unauthorized", a->unauthorized);
-	cats_stats_gauge(&st, "generation", a->pce.te ?
+	cats_stats_add(st, "unauthorized", a->unauthorized);
+	cats_stats_gauge(st, "generation", a->pce.te ?
 	    cats_te_gen(a->pce.te) : 0);
+}
+
+void
+cats_pce_app_stats(struct cats_pce_app *a)
+{
+	struct cats_stats_list st;
+	stats_list(a, &st);
 	cats_stats_print(&st, stderr, cats_clock_now());
 	cats_stats_free(&st);
+}
+
+void
+cats_pce_app_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	struct cats_pce_app *a = arg;
+	stats_list(a, st);
+	cats_stats_hist(st, "computation", &a->h_compute);
 }
 
 int

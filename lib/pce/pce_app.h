@@ -25,6 +25,7 @@
 #ifndef CATS_PCE_APP_H
 #define CATS_PCE_APP_H
 
+#include "base/stats.h"
 #include "pce/pce.h"
 #include "rec/seq.h"
 #include "sec/crypto.h"
@@ -61,6 +62,7 @@ struct cats_pce_app {
 	uint64_t names_gen;		/* the generation names index */
 	struct cats_arena parena;	/* one PCReq's replies */
 	uint64_t pcep_reqs, pcep_reps, pcep_errs, pcep_refused;
+	struct cats_hist h_compute;	/* time of each path computation */
 	struct cats_pcc *pcc;		/* --pce: the remote PCE */
 	bool in_done;			/* stdin ended (stdio mode) */
 	struct cats_dec dec;
@@ -121,6 +123,8 @@ int cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure);
 void cats_pce_app_reload(struct cats_pce_app *a);
 /* The stats record, one JSON line on stderr (SIGUSR1, --stats). */
 void cats_pce_app_stats(struct cats_pce_app *a);
+/* The same list and the computation histogram (net/metrics.h's fill). */
+void cats_pce_app_stats_fill(void *arg, struct cats_stats_list *st);
 /* After the loop: the output flushed, --stats, the count of bad
  * records.  The run's exit code. */
 int cats_pce_app_end(struct cats_pce_app *a);

@@ -413,6 +413,7 @@ on_report(struct evhttp_request *req, void *arg)
 {
 	struct sci_reporter *s = arg;
 	struct cats_buf b = { 0 };
+	s->pulls++;
 	if (sci_report(s, &b) < 0) {
 		httpd_error(req, 500, "cannot make a report");
 		return;
@@ -438,6 +439,7 @@ on_events(struct evhttp_request *req, void *arg)
 	}
 	u->next = s->subs;
 	s->subs = u;
+	s->streams++;
 	httpd_sse_comment(u->c, "cats-sci event stream");
 	/* Resume after Last-Event-ID with what the ring still holds. */
 	if (last != NULL) {
@@ -532,4 +534,21 @@ sci_token_load(struct cats_buf *tok, const char *path, char *err,
 		cats_buf_add(tok, buf, (size_t)n);
 	}
 	return CATS_EXIT_OK;
+}
+
+void
+sci_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	struct sci_reporter *s = arg;
+	uint64_t subs = 0;
+	for (struct sci_sub *u = s->subs; u != NULL; u = u->next)
+		subs++;
+	cats_stats_init(st, "cats-sci", s->csci);
+	cats_stats_add(st, "reports_sent", s->sent);
+	cats_stats_add(st, "reports_answered", s->done);
+	cats_stats_add(st, "reports_refused", s->refused);
+	cats_stats_add(st, "pulls", s->pulls);
+	cats_stats_add(st, "streams", s->streams);
+	cats_stats_gauge(st, "subscribers", subs);
+	cats_stats_gauge(st, "seq", s->seq);
 }

@@ -18,6 +18,7 @@
 #ifndef CATS_SCI_H
 #define CATS_SCI_H
 
+#include "base/stats.h"
 #include "net/httpc.h"
 #include "net/httpd.h"
 #include "rec/rec.h"
@@ -68,6 +69,7 @@ struct sci_reporter {
 	uint64_t refused;		/* publishes the broker refused */
 	struct httpd *httpd;		/* with listen */
 	uint64_t sent, done;
+	uint64_t pulls, streams;	/* GET /report, GET /events answered */
 	struct sci_sub *subs;
 	char ring_id[SCI_RING][24];
 	char *ring_data[SCI_RING];
@@ -118,5 +120,11 @@ int sci_mqtt_start(struct sci_reporter *s);
 /* The subscribers told the stream ends, the server and the client freed,
  * the ring emptied. */
 void sci_end(struct sci_reporter *s);
+/*
+ * The reporter's counters into st (net/metrics.h's fill function; arg:
+ * the reporter): reports sent and answered, refused by the broker, pulls
+ * and event streams served, subscribers now, the next sequence number.
+ */
+void sci_stats_fill(void *arg, struct cats_stats_list *st);
 
 #endif

@@ -127,20 +127,20 @@ counter_name(char *dst, size_t len, const char *prefix, const char *name)
 			*p = '_';
 }
 
-void
-cats_sel_app_stats(struct cats_sel_app *a)
+/*
+ * The list of the stats record; decision_rate is the rate since the last
+ * record (a scrape does not move it).
+ */
+static void
+stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 {
 	static char names[CATS_SEL__N + CATS_REJ__N][48];
-	struct cats_stats_list st;
 	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
-	uint64_t now = cats_clock_now();
 	uint64_t dt = now > a->last_stats_ts ? now - a->last_stats_ts : 0;
 	uint64_t rate = dt ? (c->decisions - a->last_decisions) * 1000 / dt : 0;
-	a->last_stats_ts = now;
-	a->last_decisions = c->decisions;
-	cats_stats_init(&st, "cats-select", a->o.id);
-#define KV(name, val) cats_stats_add(&st, (name), (val))
-#define GAUGE(name, val) cats_stats_gauge(&st, (name), (val))
+	cats_stats_init(st, "cats-select", a->o.id);
+#define KV(name, val) cats_stats_add(st, (name), (val))
+#define GAUGE(name, val) cats_stats_gauge(st, (name), (val))
 	KV("requests", c->requests);
 	KV("decisions", c->decisions);
 	uint64_t errors = 0;
@@ -222,10 +222,29 @@ cats_sel_app_stats(struct cats_sel_app *a)
 	GAUGE("nst_gen", cats_nst_gen(&a->nst));
 #undef KV
 #undef GAUGE
+}
+
+void
+cats_sel_app_stats(struct cats_sel_app *a)
+{
+	struct cats_stats_list st;
+	const struct cats_sel_counters *c = cats_sel_counters(a->sel);
+	uint64_t now = cats_clock_now();
+	stats_list(a, &st, now);
+	a->last_stats_ts = now;
+	a->last_decisions = c->decisions;
 	struct cats_rec r;
 	cats_stats_record(&st, &r, now);
 	send_rec(a, a->stats, &r);
 	cats_stats_free(&st);
+}
+
+void
+cats_sel_app_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	struct cats_sel_app *a = arg;
+	stats_list(a, st, cats_clock_now());
+	cats_stats_hist(st, "selection", &a->h_select);
 }
 
 /* ---- inputs ---- */
@@ -466,7 +485,9 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r,
 		o.uid = c->uid;
 	}
 	struct cats_sel_out *out = &a->sout;
+	uint64_t t0 = cats_clock_mono_ns();
 	int code = cats_sel_request(a->sel, r, &o, now, out);
+	cats_hist_observe(&a->h_select, (cats_clock_mono_ns() - t0) / 1000);
 	if (c != NULL && c->lc != NULL && code != CATS_SEL_UNAUTHENTICATED &&
 	    code != CATS_SEL_UNAUTHORIZED && code != CATS_SEL_REPLAY) {
 		cats_conn_auth(c->lc);	/* past its hello (listener.h) */

@@ -22,6 +22,7 @@
 #ifndef CATS_SELECT_APP_H
 #define CATS_SELECT_APP_H
 
+#include "base/stats.h"
 #include "net/httpd.h"
 #include "pce/te.h"
 #include "rec/seq.h"
@@ -56,6 +57,7 @@ struct cats_sel_app {
 	struct cats_nst_rec *nrec;
 	struct cats_sel *sel;
 	struct cats_sel_out sout;
+	struct cats_hist h_select;	/* time of each request's selection */
 	struct cats_buf obuf;
 	uint64_t last_purge;
 	uint64_t batch_since;	/* monotonic ns: the output's batch opened */
@@ -118,6 +120,11 @@ void cats_sel_app_reload(struct cats_sel_app *a);
 /* A stats record (SIGUSR1), the CST and the NST as records (SIGUSR2), on
  * the stats stream. */
 void cats_sel_app_stats(struct cats_sel_app *a);
+/*
+ * The stats record's list into st, and the selection latency histogram
+ * (net/metrics.h's fill function; arg: the app).
+ */
+void cats_sel_app_stats_fill(void *arg, struct cats_stats_list *st);
 void cats_sel_app_dump(struct cats_sel_app *a);
 
 /* Leave the loop with exit code rc (the first one given stays). */

@@ -251,6 +251,7 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		    : strcmp(key, "net") == 0 ? &o->net
 		    : strcmp(key, "to") == 0 ? &o->to
 		    : strcmp(key, "stats-to") == 0 ? &o->stats_to
+		    : strcmp(key, "prometheus") == 0 ? &o->prometheus
 		    : strcmp(key, "audit") == 0 ? &o->audit
 		    : strcmp(key, "ingest") == 0 ? &o->ingest
 		    : strcmp(key, "ingest-keys") == 0 ? &o->ingest_keys

@@ -888,6 +888,12 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "sync_peer_restarts", n->ps_restarts);
 }
 
+void
+sma_app_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	stats_list(arg, st);
+}
+
 json_t *
 sma_app_stats_json(struct sma_app *a)
 {

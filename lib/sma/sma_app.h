@@ -22,6 +22,7 @@
 #ifndef CATS_SMA_APP_H
 #define CATS_SMA_APP_H
 
+#include "base/stats.h"
 #include "net/ep.h"
 #include "net/httpc.h"
 #include "net/httpd.h"
@@ -169,6 +170,8 @@ void sma_app_stop(struct sma_app *a, int code);
 void sma_app_print_stats(struct sma_app *a);
 json_t *sma_app_stats_json(struct sma_app *a);
 void sma_app_textfile(struct sma_app *a);
+/* The same list into st (net/metrics.h's fill function; arg: the app). */
+void sma_app_stats_fill(void *arg, struct cats_stats_list *st);
 
 /* After the loop: the output flushed, the C-PS's queue let go while it
  * answers (bounded), the state saved; the exit code. */

@@ -191,10 +191,56 @@ test_textfile(void)
 	rmdir(dir);
 }
 
+static void
+test_render(void)
+{
+	struct cats_hist h = { 0 };
+	cats_hist_observe(&h, 0);
+	cats_hist_observe(&h, 10);
+	cats_hist_observe(&h, 11);
+	cats_hist_observe(&h, 2500000);
+	cats_hist_observe(&h, 60000000);
+	T_OK(h.count == 5 && h.sum_us == 62500021 && h.n[0] == 2 &&
+	    h.n[1] == 1 && h.n[16] == 1 && h.n[CATS_HIST_NB] == 1,
+	    "observations counted in their buckets, the bound included");
+	struct cats_stats_list st;
+	cats_stats_init(&st, "cats-pce", "p");
+	cats_stats_add(&st, "a.b", 1);
+	cats_stats_add(&st, "a_b", 2);
+	cats_stats_hist(&st, "computation", &h);
+	cats_stats_hist(&st, "computation", &h);
+	struct cats_buf b = { 0 };
+	T_OK(cats_stats_render(&st, &b) == 0, "rendered");
+	cats_buf_add(&b, "", 1);
+	const char *got = (const char *)b.p;
+	T_OK(strstr(got, "cats_pce_a_b_total{pce_id=\"p\"} 1\n") != NULL &&
+	    strstr(got, "_a_b_total{pce_id=\"p\"} 2") == NULL, "a second entry of one name is left "
+	    "out");
+	T_OK(strstr(got, "# HELP cats_pce_computation_seconds computation, "
+	    "seconds\n# TYPE cats_pce_computation_seconds histogram\n"
+	    "cats_pce_computation_seconds_bucket{pce_id=\"p\",le=\"0.00001\"}"
+	    " 2\ncats_pce_computation_seconds_bucket{pce_id=\"p\","
+	    "le=\"0.000025\"} 3\n") != NULL, "a histogram: HELP, TYPE, "
+	    "cumulative buckets in seconds");
+	T_OK(strstr(got, "le=\"10\"} 4\ncats_pce_computation_seconds_bucket"
+	    "{pce_id=\"p\",le=\"+Inf\"} 5\n"
+	    "cats_pce_computation_seconds_sum{pce_id=\"p\"} 62.500021\n"
+	    "cats_pce_computation_seconds_count{pce_id=\"p\"} 5\n") != NULL,
+	    "+Inf, _sum and _count");
+	const char *once = strstr(got, "# TYPE cats_pce_computation_seconds");
+	T_OK(once != NULL && strstr(once + 1, "# TYPE cats_pce_computation")
+	    == NULL, "one family per name");
+	cats_stats_reset(&st);
+	T_OK(st.n == 0 && st.nh == 0, "reset empties histograms too");
+	cats_buf_free(&b);
+	cats_stats_free(&st);
+}
+
 int
 main(void)
 {
 	test_record();
 	test_textfile();
+	test_render();
 	return t_done();
 }
