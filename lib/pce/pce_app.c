@@ -565,6 +565,27 @@ pcep_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
 		    b);
 }
 
+/*
+ * The MSD the PCC advertised in its Open (SR-PCE-CAPABILITY; SRH Max SL,
+ * MSD type 41, of SRv6-PCE-CAPABILITY) bounds its requests that carry no
+ * SID depth bound of their own (RFC 8664 4.5, RFC 9603 4.1).
+ */
+static void
+pcc_msd(struct cats_pcep_peer *p, struct cats_path_req *q)
+{
+	const struct cats_pcep_sess *s = cats_pcep_peer_sess(p);
+	if (s == NULL || CATS_HAS(q, PRQ, msd))
+		return;
+	const struct cats_pcep_open *o = &s->peer;
+	if (q->dataplane == CATS_DP_SRMPLS && o->sr && o->msd > 0)
+		CATS_SET(q, PRQ, msd, o->msd);
+	else if (q->dataplane == CATS_DP_SRV6 && o->srv6)
+		for (size_t i = 0; i < o->nsrv6_msd; i++)
+			if (o->srv6_msd[i].type == 41 &&
+			    o->srv6_msd[i].value > 0)
+				CATS_SET(q, PRQ, msd, o->srv6_msd[i].value);
+}
+
 /* A PCReq: every well-formed request answered, in one PCRep. */
 static void
 pcep_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
@@ -597,6 +618,7 @@ pcep_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
 			    st.err_value);
 			continue;
 		}
+		pcc_msd(p, &prq);
 		if (answer(a, &prq, now, &rep, &a->parena) < 0 ||
 		    cats_pcep_from_path_rep(&rep.u.prep, r, a->pce.te, names,
 		    &reps[n], &a->parena) < 0) {

@@ -385,6 +385,19 @@ cats_pcep_to_path_req(const struct cats_pcep_req *r, const struct cats_te *te,
 			if (!CATS_HAS(k, CON, max_delay_us) ||
 			    d < k->max_delay_us)
 				CATS_SET(k, CON, max_delay_us, d);
+		} else if (m->type == CATS_PCEP_MT_SID_DEPTH && dp !=
+		    CATS_DP_IP) {
+			/* RFC 8664 4.5: the PCC's MSD for this request. */
+			if (f < 1) {
+				cats_pcep_st(st, CATS_PCEP_ST_PCERR,
+				    CATS_PCEP_ET_INVALID,
+				    CATS_PCEP_EV_MALFORMED,
+				    "METRIC SID depth bound below 1");
+				return -1;
+			}
+			uint64_t d = f > 255 ? 255 : (uint64_t)f;
+			if (!CATS_HAS(out, PRQ, msd) || d < out->msd)
+				CATS_SET(out, PRQ, msd, d);
 		} else {
 			cats_pcep_st(st, CATS_PCEP_ST_PCERR,
 			    CATS_PCEP_ET_UNSUPP_OBJ, CATS_PCEP_EV_PARAM,
@@ -721,6 +734,11 @@ cats_pcep_from_path_rep(const struct cats_path_rep *rep,
 		    CATS_TE_NONE;
 		if (v != CATS_TE_NONE && te->msd[v])
 			msd = te->msd[v];
+		/* The request's own SID depth bound, when lower. */
+		const struct cats_pcep_metric *b = find_bound(&r->a,
+		    CATS_PCEP_MT_SID_DEPTH);
+		if (b != NULL && b->value >= 1 && b->value < (float)msd)
+			msd = (uint32_t)b->value;
 		struct cats_pcep_metric *m = cats_arena_alloc(a, sizeof(*m));
 		if (m == NULL)
 			return -1;
@@ -799,14 +817,20 @@ cats_pcep_from_path_req(const struct cats_path_req *rq, uint32_t id,
 	const struct cats_constraints *k = &rq->constraints;
 	bool has = CATS_HAS(rq, PRQ, constraints);
 	struct cats_pcep_attrs *at = &o->a;
-	at->metrics = cats_arena_alloc(a, 3 * sizeof(*at->metrics));
+	at->metrics = cats_arena_alloc(a, 4 * sizeof(*at->metrics));
 	if (at->metrics == NULL)
 		goto nomem;
-	memset(at->metrics, 0, 3 * sizeof(*at->metrics));
+	memset(at->metrics, 0, 4 * sizeof(*at->metrics));
 	struct cats_pcep_metric *m = at->metrics;
 	m[at->nmetrics].type = metric_type(has && CATS_HAS(k, CON, metric) ?
 	    k->metric : CATS_METRIC_TE);
 	m[at->nmetrics++].computed = true;
+	if (CATS_HAS(rq, PRQ, msd) && o->rp.has_pst) {
+		/* The headend's MSD as the request's SID depth bound. */
+		m[at->nmetrics].type = CATS_PCEP_MT_SID_DEPTH;
+		m[at->nmetrics].bound = true;
+		m[at->nmetrics++].value = u2f(rq->msd);
+	}
 	if (!has)
 		return 0;
 	if (CATS_HAS(k, CON, max_hops)) {

@@ -1333,6 +1333,31 @@ test_reason_table(void)
 	rc = cats_pcep_to_path_req(&u, te, names, 7, &prq, &a, &st);
 	T_OK(rc < 0 && st.err_type == 21 && st.err_value == 1,
 	    "PST 2: PCErr 21/1");
+	/* The headend's MSD: a SID depth bound (RFC 8664 4.5) both ways. */
+	struct cats_path_req mq = rq;
+	CATS_SET(&mq, PRQ, msd, 3);
+	struct cats_pcep_req q2;
+	rc = cats_pcep_from_path_req(&mq, 6, te, names, &q2, &a, &st);
+	T_OK(rc == 0 && q2.a.nmetrics == 4 &&
+	    q2.a.metrics[1].type == CATS_PCEP_MT_SID_DEPTH &&
+	    q2.a.metrics[1].bound && q2.a.metrics[1].value == 3,
+	    "msd 3: a METRIC SID depth bound of 3");
+	rc = cats_pcep_to_path_req(&q2, te, names, 7, &prq, &a, &st);
+	T_OK(rc == 0 && CATS_HAS(&prq, PRQ, msd) && prq.msd == 3,
+	    "PCE side: the SID depth bound is the path-req's msd");
+	memset(&rep, 0, sizeof(rep));
+	rep.status = CATS_PATH_NO_PATH;
+	rep.reason = "sid-depth";
+	rep.headend = "IF-1";
+	cats_pcep_from_path_rep(&rep, &q2, te, names, &o, &a);
+	T_OK(o.nopath && o.a.nmetrics == 1 &&
+	    o.a.metrics[0].type == CATS_PCEP_MT_SID_DEPTH &&
+	    o.a.metrics[0].value == 3, "sid-depth: the NO-PATH names the "
+	    "request's MSD");
+	q2.a.metrics[1].value = 0;
+	rc = cats_pcep_to_path_req(&q2, te, names, 7, &prq, &a, &st);
+	T_OK(rc < 0 && st.err_type == CATS_PCEP_ET_INVALID,
+	    "a SID depth bound of 0: PCErr");
 	/* A late reply: the PCC's deadline. */
 	CATS_SET(&rq, PRQ, deadline, 10);
 	memset(&rep, 0, sizeof(rep));
