@@ -13,11 +13,13 @@
 #include "base/log.h"
 #include "base/tool.h"
 #include "cps/cps.h"
+#include "net/metrics.h"
 
 static const char usage_text[] =
     "usage: cats-cps [-hqvV] [--bin DIR] [-c|--config FILE] [--id NAME]\n"
-    "                [--log SPEC] [--standby] [--stats-interval DURATION]\n"
-    "                [--stats-to ENDPOINT] [--textfile FILE] [--to ENDPOINT]\n";
+    "                [--log SPEC] [--prometheus ENDPOINT] [--standby]\n"
+    "                [--stats-interval DURATION] [--stats-to ENDPOINT]\n"
+    "                [--textfile FILE] [--to ENDPOINT]\n";
 
 static void
 usage(void)
@@ -45,6 +47,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'I' },
 		{ "log", required_argument, NULL, 'G' },
+		{ "prometheus", required_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "standby", no_argument, NULL, 'S' },
 		{ "stats-interval", required_argument, NULL, 'i' },
@@ -56,7 +59,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *log = NULL;
-	const char *set[6][2];
+	const char *set[8][2];
 	size_t nset = 0;
 	bool standby = false;
 	int ch, rc, verbose = 1;
@@ -76,6 +79,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		case 'I': key = "id"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'O': key = "stats-to"; break;
+		case 'P': key = "prometheus"; break;
 		case 'o': key = "to"; break;
 		case 'q': verbose = 0; break;
 		case 'S': standby = true; break;
@@ -87,7 +91,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		default:
 			usage();
 		}
-		if (key != NULL && nset < 6) {
+		if (key != NULL && nset < CATS_ARRAY_LEN(set)) {
 			set[nset][0] = key;
 			set[nset++][1] = optarg;
 		}
@@ -127,11 +131,18 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		if (sev[i] != NULL)
 			event_add(sev[i], NULL);
 	}
+	struct cats_metrics *prom = NULL;
+	if (c->prometheus != NULL && (prom = cats_metrics_new(base,
+	    c->prometheus, cps_stats_fill, p, err, sizeof(err))) == NULL) {
+		cats_errorx("--prometheus: %s", err);
+		return CATS_EXIT_FAIL;
+	}
 	if (!standby)
 		cps_set_active(p, true);
 	cats_info("serving as %s (%s)", c->id, standby ? "standby" : "active");
 	event_base_dispatch(base);
 	rc = cps_end(p);
+	cats_metrics_free(prom);
 	cps_free(p);
 	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++)
 		if (sev[i] != NULL)

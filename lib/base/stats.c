@@ -57,6 +57,12 @@ cats_stats_gauge(struct cats_stats_list *st, const char *name, uint64_t v)
 }
 
 void
+cats_stats_untyped(struct cats_stats_list *st, const char *name, uint64_t v)
+{
+	put(st, name, v, CATS_STAT_UNTYPED);
+}
+
+void
 cats_stats_time(struct cats_stats_list *st, const char *name, uint64_t ms)
 {
 	put(st, name, ms, CATS_STAT_TIME);
@@ -229,9 +235,10 @@ family(const struct cats_stats_list *st, size_t i, char *buf, size_t len)
 	bool ms = in_ms(k);
 	if (ms)
 		k[strlen(k) - 3] = '\0';
+	bool plain = st->kind[i] == CATS_STAT_GAUGE ||
+	    st->kind[i] == CATS_STAT_UNTYPED;
 	const char *sfx = st->kind[i] == CATS_STAT_TIME ? "_seconds" :
-	    st->kind[i] == CATS_STAT_GAUGE ? (ms ? "_seconds" : "") :
-	    ms ? "_seconds_total" : "_total";
+	    plain ? (ms ? "_seconds" : "") : ms ? "_seconds_total" : "_total";
 	snprintf(buf, len, "%s%s", k, sfx);
 	return buf;
 }
@@ -294,11 +301,12 @@ cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
 			    x / 1000, x % 1000);
 			continue;
 		}
-		bool gauge = st->kind[i] == CATS_STAT_GAUGE;
+		int kind = st->kind[i];
 		outf(&o, "# HELP %s_%s %s(1) STATISTICS %s\n"
 		    "# TYPE %s_%s %s\n",
 		    pre, k, tool, st->kv[i].k, pre, k,
-		    gauge ? "gauge" : "counter");
+		    kind == CATS_STAT_GAUGE ? "gauge" : kind ==
+		    CATS_STAT_UNTYPED ? "untyped" : "counter");
 		char raw[128];
 		if (in_ms(metric_name(st->kv[i].k, raw, sizeof(raw))))
 			outf(&o, "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n", pre, k,

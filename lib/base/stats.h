@@ -29,7 +29,8 @@
 
 struct cats_stream;
 
-enum cats_stat_kind { CATS_STAT_COUNTER, CATS_STAT_GAUGE, CATS_STAT_TIME };
+enum cats_stat_kind { CATS_STAT_COUNTER, CATS_STAT_GAUGE, CATS_STAT_TIME,
+	CATS_STAT_UNTYPED };
 
 /*
  * A latency histogram: observations in microseconds, counted in fixed
@@ -64,6 +65,9 @@ void cats_stats_init(struct cats_stats_list *st, const char *tool,
 void cats_stats_add(struct cats_stats_list *st, const char *name, uint64_t v);
 /* Add a gauge (a state or a size: goes both ways). */
 void cats_stats_gauge(struct cats_stats_list *st, const char *name, uint64_t v);
+/* Add a value of unknown kind (relayed from another tool's record). */
+void cats_stats_untyped(struct cats_stats_list *st, const char *name,
+    uint64_t v);
 /* Add a time, ms since the epoch (0: never). */
 void cats_stats_time(struct cats_stats_list *st, const char *name, uint64_t ms);
 /* Add n pairs of a module's own table as counters. */
@@ -96,7 +100,8 @@ int cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now);
  * metric with its HELP and TYPE lines:
  *   cats_x_NAME_total{x_id="ID"} V       (counter; HELP "cats-x(1)
  *                                          STATISTICS NAME")
- *   cats_x_NAME{x_id="ID"} V             (gauge; the same HELP)
+ *   cats_x_NAME{x_id="ID"} V             (gauge, or untyped; the same
+ *                                          HELP)
  *   cats_x_NAME_seconds{x_id="ID"} S.mmm (time, a gauge; HELP "NAME,
  *                                          Unix time")
  * The prefix is the tool's name with '-' as '_', the label the tool's name

@@ -118,6 +118,8 @@ cps_conf_set(struct cps_conf *c, const char *key, const char *val, char *err,
 			c->stats_to = val;
 	} else if (strcmp(key, "textfile") == 0) {
 		c->textfile = val;
+	} else if (strcmp(key, "prometheus") == 0) {
+		c->prometheus = val;
 	} else if (strcmp(key, "stats-interval") == 0) {
 		if (cats_parse_ms(val, &c->stats_ms, err, errlen) < 0)
 			return -1;
@@ -763,18 +765,17 @@ cps_set_active(struct cps *p, bool active)
 	return rc;
 }
 
-void
-cps_stats(struct cps *p)
+/* The service's own counters (cps_stats_fill()). */
+static void
+own_stats(struct cps *p, struct cats_stats_list *st)
 {
-	struct cats_stats_list st;
-	char err[512];
-	cats_stats_init(&st, "cats-cps", p->c->id);
-	cats_stats_gauge(&st, "active", p->active);
-	cats_stats_add(&st, "in.records", p->in_items);
-	cats_stats_add(&st, "in.bad", p->in_bad);
-	cats_stats_add(&st, "out.records", p->out_items);
-	cats_stats_add(&st, "out.lost", p->out_lost);
-	cats_stats_add(&st, "repairs.routed", p->routed_repairs);
+	cats_stats_init(st, "cats-cps", p->c->id);
+	cats_stats_gauge(st, "active", p->active);
+	cats_stats_add(st, "in.records", p->in_items);
+	cats_stats_add(st, "in.bad", p->in_bad);
+	cats_stats_add(st, "out.records", p->out_items);
+	cats_stats_add(st, "out.lost", p->out_lost);
+	cats_stats_add(st, "repairs.routed", p->routed_repairs);
 	static const char *const k[CPS_NSTAGE][7] = {
 		{ "select.running", "select.starts", "select.restarts",
 		  "select.records", "select.lost", "select.bad",
@@ -786,14 +787,34 @@ cps_stats(struct cps *p)
 	};
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		const struct cps_stage *s = &p->st[i];
-		cats_stats_gauge(&st, k[i][0], s->pid != 0);
-		cats_stats_add(&st, k[i][1], s->starts);
-		cats_stats_add(&st, k[i][2], s->restarts);
-		cats_stats_add(&st, k[i][3], s->items_in);
-		cats_stats_add(&st, k[i][4], s->lost);
-		cats_stats_add(&st, k[i][5], s->bad);
-		cats_stats_gauge(&st, k[i][6], (uint64_t)s->last_exit);
+		cats_stats_gauge(st, k[i][0], s->pid != 0);
+		cats_stats_add(st, k[i][1], s->starts);
+		cats_stats_add(st, k[i][2], s->restarts);
+		cats_stats_add(st, k[i][3], s->items_in);
+		cats_stats_add(st, k[i][4], s->lost);
+		cats_stats_add(st, k[i][5], s->bad);
+		cats_stats_gauge(st, k[i][6], (uint64_t)s->last_exit);
 	}
+}
+
+void
+cps_stats_fill(void *arg, struct cats_stats_list *st)
+{
+	struct cps *p = arg;
+	own_stats(p, st);
+	/* The stages' last records: their kinds are not in a record. */
+	for (int i = 0; i < CPS_NSTAGE; i++)
+		for (size_t j = 0; j < p->st[i].nkv; j++)
+			cats_stats_untyped(st, p->st[i].kv[j].k,
+			    p->st[i].kv[j].v);
+}
+
+void
+cps_stats(struct cps *p)
+{
+	struct cats_stats_list st;
+	char err[512];
+	own_stats(p, &st);
 	for (int i = 0; i < CPS_NSTAGE; i++)
 		cats_stats_add_kv(&st, p->st[i].kv, p->st[i].nkv);
 	if (p->stats != NULL)

@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include "base/conf.h"
+#include "base/stats.h"
 #include "rec/rec.h"
 
 struct event_base;
@@ -54,6 +55,7 @@ struct cps_conf {
 	const char *to;		/* the service's output; NULL: stdout */
 	const char *stats_to;	/* endpoint of the stats records; NULL: none */
 	const char *textfile;	/* Prometheus textfile; NULL: none */
+	const char *prometheus;	/* /metrics endpoint (net/metrics.h); NULL */
 	uint64_t stats_ms;	/* stats interval; 0: on SIGUSR1 only */
 	/* Each stage's arguments after its name, from its section. */
 	char **args[CPS_NSTAGE];
@@ -134,6 +136,14 @@ void cps_reap(struct cps *p);
 void cps_stop(struct cps *p, int rc);
 /* Write the stats record (and textfile) now, from the stages' last ones. */
 void cps_stats(struct cps *p);
+/*
+ * The stats record's list into st (net/metrics.h's fill function; arg:
+ * the service): its own counters, then the stages' last ones, untyped
+ * (a record does not say which are gauges).  The stages' typed counters
+ * and their histograms are on each stage's own endpoint (prometheus =
+ * ENDPOINT in its section).
+ */
+void cps_stats_fill(void *arg, struct cats_stats_list *st);
 /* After the loop: output flushed; the exit code. */
 int cps_end(struct cps *p);
 void cps_free(struct cps *p);

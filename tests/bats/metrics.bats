@@ -54,7 +54,8 @@ every_counter() {
 }
 
 @test "metrics: --prometheus is in every daemon's synopsis" {
-	for t in cats-sma cats-select cats-pce cats-bind cats-fwd cats-sci; do
+	for t in cats-sma cats-select cats-pce cats-bind cats-fwd cats-sci \
+	    cats-cps; do
 		check_synopsis "$t"
 		"$t" --help | grep -q -- '--prometheus\|-P endpoint'
 	done
@@ -202,4 +203,72 @@ every_counter() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == "cats-pce: --prometheus: "* ]]
 	[ "${#lines[@]}" -eq 1 ]
+}
+
+# cats-cps with its stages, each on its own endpoint, and one request
+# through them: the service's counters, the stages' histograms moved.
+@test "metrics: cats-cps and its stages: promtool, restarts counted, the histograms move" {
+	need_promtool
+	local EX=$TOP/examples m0 m1 m2 m3
+	m0=$(free_port); m1=$(free_port); m2=$(free_port); m3=$(free_port)
+	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$W/nst.jsonl"
+	cat >"$W/cps.conf" <<CONF
+id = cps-m
+prometheus = tcp:127.0.0.1:$m0
+[select]
+no-auth =
+services = $EX/services.jsonl
+net = $W/nst.jsonl
+listen = unix:$W/select.sock
+prometheus = tcp:127.0.0.1:$m1
+[pce]
+t = $EX/topology.json
+prometheus = tcp:127.0.0.1:$m2
+[bind]
+commit = none
+listen = unix:$W/bind.sock
+prometheus = tcp:127.0.0.1:$m3
+CONF
+	mkfifo "$W/in"
+	cats-cps -c "$W/cps.conf" <"$W/in" >"$W/out.cbor" 2>"$W/err" &
+	PIDS+=($!)
+	exec 7>"$W/in"
+	wait_for 50 test -S "$W/select.sock"
+	wait_for 50 test -S "$W/bind.sock"
+	local now
+	now=$(date +%s%3N)
+	jq -nc --argjson now "$now" '{type: "metric", op: "full",
+	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
+	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
+	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
+	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
+	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
+	    ttl_ms: 600000}]}' | cats-cbor encode >&7
+	jq -nc --argjson now "$now" '{type: "request", txn: 1, ingress: "IF-1",
+	    ts: $now, gen: 1, flow: {proto: 6, src: "192.0.2.10", sport: 40001,
+	    dst: "203.0.113.100", dport: 80}, mode: "none", held: 1,
+	    dataplane: "srv6", deadline: ($now + 1000)}' |
+	    select_client -t "unix:$W/select.sock" -w 50
+	scrape "127.0.0.1:$m3" bind
+	wait_for 50 sh -c "curl -sf http://127.0.0.1:$m3/metrics |
+	    grep -Eq '^cats_bind_installation_seconds_count(\{.*\})? 1$'"
+	for e in "$m0 cps" "$m1 select" "$m2 pce" "$m3 bind"; do
+		set -- $e
+		scrape "127.0.0.1:$1" "$2"
+		check "$2"
+	done
+	grep -q '^cats_cps_select_running{cps_id="cps-m"} 1$' "$W/cps.prom"
+	grep -q '^# TYPE cats_cps_bind_restarts_total counter$' "$W/cps.prom"
+	grep -Eq '^cats_select_selection_seconds_count(\{.*\})? 1$' \
+	    "$W/select.prom"
+	grep -Eq '^cats_pce_computation_seconds_count(\{.*\})? 1$' \
+	    "$W/pce.prom"
+	grep -Eq '^cats_select_decisions_total(\{.*\})? 1$' "$W/select.prom"
+	# The stages' last records, relayed untyped by the parent.
+	kill -USR1 "${PIDS[0]}"
+	wait_for 50 sh -c "curl -sf http://127.0.0.1:$m0/metrics |
+	    grep -q '^# TYPE cats_cps_select_decisions untyped'"
+	scrape "127.0.0.1:$m0" cps2
+	check cps2
+	exec 7>&-
 }
