@@ -7,6 +7,7 @@
 #   make bench          benchmarks, ratios against their baselines
 #   make demo           the whole loop in network namespaces
 #   make install PREFIX=/usr/local DESTDIR=
+#   make deb            the Debian package (debian/) in build/deb/
 #   make deps           install the Debian 12 packages the build and tests need
 #
 # Sources are found by name: lib/FOLDER/*.c is libcats (one folder per
@@ -29,7 +30,8 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libjansson-dev libigraph-dev bats jq curl iproute2 procps psmisc \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
-	libmosquitto-dev mosquitto prometheus
+	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
+	dpkg-dev fakeroot gnuplot-nox
 
 CC ?= cc
 ifeq ($(SAN),1)
@@ -76,12 +78,14 @@ TOOLS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 MANPAGES := $(sort $(wildcard man/*.[1-8]))
 
-.PHONY: all check check-unit check-bats deps install uninstall clean fuzz \
-	fuzz-build bench demo
+.PHONY: all bins check check-unit check-bats deps install uninstall clean fuzz \
+	fuzz-build bench demo deb
 .DEFAULT_GOAL := all
 .SECONDARY:
 
 all: $(BINS) $(UNITS) $(TOOLS)
+
+bins: $(BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -183,6 +187,21 @@ uninstall:
 	@for m in $(MANPAGES); do \
 		s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; \
 	done
+
+# The Debian package: dpkg-buildpackage in a copy of the tree (no build
+# directories, no .git) under $(BUILD)/deb/src, so that what it writes in
+# the tree and beside it (the .deb, .changes, .buildinfo) stays out of the
+# working tree; they are left in $(BUILD)/deb/.  DEB_BUILD_OPTIONS
+# (nocheck, parallel=N) is dpkg-buildpackage's.
+DEB_OUT = $(BUILD)/deb
+deb: deps
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)/src
+	tar -cf - --exclude=./.git --exclude=./build --exclude='./build-*' \
+		--exclude=./$(BUILD) . | tar -C $(DEB_OUT)/src -xf -
+	cd $(DEB_OUT)/src && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -40 ../build.log >&2; echo "deb: dpkg-buildpackage failed (all of it in $(DEB_OUT)/build.log)" >&2; exit 1; }
+	rm -rf $(DEB_OUT)/src
+	@ls $(DEB_OUT)/*.deb $(DEB_OUT)/*.changes
 
 clean:
 	rm -rf build build-san build-fuzz

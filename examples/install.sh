@@ -3,7 +3,8 @@
 # configuration and the keys, the directories of the user cats, the systemd
 # units and the cron entry, for the roles of this host.
 #
-#   sh examples/install.sh ROLE...        (as root, after make install)
+#   sh examples/install.sh ROLE...        (as root, after make install or
+#                                         with the Debian package, make deb)
 #
 #   cps        the C-PS: cats-select | cats-pce | cats-bind under systemd
 #              (topology.json, services.jsonl, policy.conf; the units,
@@ -49,11 +50,18 @@ for r in "$@"; do
 	esac
 done
 
+# The tools' directory in the units: /usr/local/bin (make install), or
+# /usr/bin when the tools found are the Debian package's.
+bin=/usr/local/bin
+case $(command -v cats-pce) in /usr/bin/*) bin=/usr/bin ;; esac
+
 # Install the file SRC of the examples as DEST (mode MODE, group GROUP),
-# with the user names of this installation: put MODE GROUP SRC DEST.
+# with the user names and the tools' directory of this installation:
+# put MODE GROUP SRC DEST.
 put() {
 	mkdir -p "$(dirname "$R$4")"
-	sed -e "s/^\(User\|Group\|SocketUser\|SocketGroup\|SupplementaryGroups\)=cats\$/\1=$u/" \
+	sed -e "s,/usr/local/bin/,$bin/,g" \
+	    -e "s/^\(User\|Group\|SocketUser\|SocketGroup\|SupplementaryGroups\)=cats\$/\1=$u/" \
 	    -e "s/^User=cats-fwd\$/User=$fu/; s/^Group=cats-fwd\$/Group=$fu/" \
 	    -e "s/^\(d [^ ]* [0-7]*\) cats cats /\1 $u $u /" \
 	    -e "s/^\(\* \* \* \* \*\) cats /\1 $u /" "$ex/$3" >"$R$4.new"
