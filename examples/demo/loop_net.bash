@@ -87,6 +87,12 @@ loop_bg() {
 
 loop_pid() { cat "$LOOP_DIR/pid/$1" 2>/dev/null; }
 
+# With LOOP_PROM set, daemon NAME serves /metrics on unix:LOOP_DIR/NAME.prom
+# (cats(7) METRICS); the option words for its command line.
+loop_prom() {
+	[ -z "${LOOP_PROM:-}" ] || echo "--prometheus unix:$LOOP_DIR/$1.prom"
+}
+
 # Lines of daemon NAME's log matching PATTERN (logs are appended across
 # restarts): loop_log_count NAME PATTERN.
 loop_log_count() {
@@ -285,7 +291,7 @@ loop_select_start() {
 		--net "$LOOP_DIR/nst.jsonl" --keys "$LOOP_DIR/keys/select.ring" \
 		--listen "unix:$LOOP_DIR/select.sock" \
 		--audit "file:$LOOP_DIR/log/select.audit" \
-		--stats-to "file:$LOOP_DIR/select.stats" \
+		--stats-to "file:$LOOP_DIR/select.stats" $(loop_prom select) \
 		$(loop_northbound select-args) "$@"
 	loop_wait 50 test -S "$LOOP_DIR/select.sock" &&
 	loop_wait 50 lx "$LM" curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/
@@ -293,7 +299,7 @@ loop_select_start() {
 
 loop_pce_start() {
 	loop_bg pce "$LM" "$LOOP_DIR/f1" "$LOOP_DIR/f2" cats-pce \
-		-t "$LOOP_EX/topology.json"
+		-t "$LOOP_EX/topology.json" $(loop_prom pce)
 	loop_bg tee "$LM" "$LOOP_DIR/f2" "$LOOP_DIR/f3" tee -a "$LOOP_DIR/cps.cbor"
 }
 
@@ -303,7 +309,7 @@ loop_bind_start() {
 		--id cats-bind --journal "$LOOP_DIR/journal" \
 		--listen "unix:$LOOP_DIR/bind.sock" \
 		--keys "$LOOP_DIR/keys/bind.ring" --key "$LOOP_DIR/keys/cats-bind.key" \
-		--trace "$LOOP_DIR/bind.trace" --idle 30s "$@"
+		--trace "$LOOP_DIR/bind.trace" --idle 30s $(loop_prom bind) "$@"
 	loop_wait 50 test -S "$LOOP_DIR/bind.sock"
 }
 
@@ -332,7 +338,7 @@ loop_ingress_start() {
 		--bind "unix:$LOOP_DIR/bind.sock" \
 		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
-		--ring-frames "${LOOP_RING:-64}" "$@"
+		--ring-frames "${LOOP_RING:-64}" $(loop_prom IF-1) "$@"
 	loop_wait 50 loop_log_more IF-1 forwarding "$n0"
 }
 
@@ -349,7 +355,8 @@ loop_egress_start() {
 		--return "IF-1=$(jq -r '.nodes[] | select(.id == "IF-1") | .srv6_sid' \
 			"$LOOP_EX/topology.json")" \
 		--key "$LOOP_DIR/keys/EF-$n.psk" $(loop_peer_keys) \
-		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames "${LOOP_RING:-64}" "$@"
+		--stats "file:$LOOP_DIR/EF-$n.stats" --ring-frames "${LOOP_RING:-64}" \
+		$(loop_prom "EF-$n") "$@"
 	loop_wait 50 loop_log_more "EF-$n" forwarding "$n0"
 }
 
