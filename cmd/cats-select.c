@@ -33,7 +33,7 @@ static const char usage_text[] =
     "                   [--prometheus ENDPOINT] [--replay]\n"
     "                   [--seed N] [--services FILE] [--sma ID=CS-ID,...]\n"
     "                   [--sma-egresses ID=NODE,...]\n"
-    "                   [--sma-locators ID=PREFIX,...]\n"
+    "                   [--sma-locators ID=PREFIX,...] [--state FILE]\n"
     "                   [--stats-at-end] [--stats-interval DURATION]\n"
     "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
     "                   [--window DURATION]\n";
@@ -158,6 +158,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		{ "sma", required_argument, NULL, 'M' },
 		{ "sma-egresses", required_argument, NULL, 'X' },
 		{ "sma-locators", required_argument, NULL, 'C' },
+		{ "state", required_argument, NULL, 'E' },
 		{ "stats-at-end", no_argument, NULL, 'Z' },
 		{ "stats-interval", required_argument, NULL, 'i' },
 		{ "stats-to", required_argument, NULL, 'O' },
@@ -194,6 +195,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'M': key = "sma"; break;
 		case 'X': key = "sma-egresses"; break;
 		case 'C': key = "sma-locators"; break;
+		case 'E': key = "state"; break;
 		case 'B': key = "tedb"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'k': key = "keys"; break;

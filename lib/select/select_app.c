@@ -190,6 +190,8 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	KV("net_ignored", a->net_ignored);
 	KV("net_refused", a->net_refused);
 	KV("purged", a->purged);
+	KV("state_writes", a->state_writes);
+	KV("state_errors", a->state_errors);
 	static const struct cats_ingest_stats none;
 	const struct cats_ingest_stats *is = a->ing ? cats_ingest_stats(a->ing)
 	    : &none;
@@ -216,6 +218,8 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	GAUGE("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
 	KV("tedb_applied", a->te_applied);
 	KV("tedb_refused", a->te_refused);
+	KV("state_writes", a->state_writes);
+	KV("state_errors", a->state_errors);
 	GAUGE("cst_entries", cats_cst_count(a->cst));
 	GAUGE("cst_gen", cats_cst_gen(a->cst));
 	GAUGE("nst_paths", cats_nst_rec_count(a->nrec));
@@ -766,6 +770,7 @@ cats_sel_app_tick(struct cats_sel_app *a)
 {
 	uint64_t now = cats_clock_now();
 	purge(a, now);
+	cats_sel_app_save_state(a, false);
 	if (a->o.stats_ms > 0 && now >= a->last_stats_ts + a->o.stats_ms)
 		cats_sel_app_stats(a);
 }
@@ -1029,6 +1034,86 @@ cats_sel_app_init(struct cats_sel_app *a)
 	return CATS_EXIT_OK;
 }
 
+/* ---- the state file (--state) ---- */
+
+static int
+state_one(const struct cats_rec *r, void *arg)
+{
+	struct cats_buf *b = arg;
+	return cats_rec_encode(r, b, false);
+}
+
+void
+cats_sel_app_save_state(struct cats_sel_app *a, bool force)
+{
+	const char *path = a->o.state;
+	if (path == NULL || a->o.replay)
+		return;
+	uint64_t mono = cats_clock_mono_ns() / 1000000;
+	uint64_t gen = cats_cst_gen(a->cst);
+	if (!force && (mono < a->state_ms + 1000 ||
+	    (gen == a->state_gen && mono < a->state_ms + 5000)))
+		return;
+	a->state_ms = mono;
+	a->state_gen = gen;
+	struct cats_buf b = { 0 };
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = -1;
+	const char *what = "encode";
+	if (cats_cst_dump(a->cst, cats_clock_now(), state_one, &b) != 0)
+		goto fail;
+	what = "open";
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto fail;
+	what = "write";
+	if (cats_write_all(fd, b.p, b.len) < 0 || fdatasync(fd) < 0)
+		goto fail;
+	what = "close";
+	int c = close(fd);
+	fd = -1;
+	if (c < 0)
+		goto fail;
+	what = "rename";
+	if (rename(tmp, path) < 0)
+		goto fail;
+	a->state_writes++;
+	cats_buf_free(&b);
+	return;
+fail:
+	/* One line per run of failures, not one a second. */
+	if (a->state_errors++ == 0 || force)
+		cats_warnx("--state %s: %s: %s", path, what, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	cats_buf_free(&b);
+}
+
+/*
+ * The state of the last run: what it dumped, applied as a start-up file
+ * (entries expire at the times they had, so nothing expired comes back
+ * fresh).  No file yet is a first start; a refused one is reported and
+ * the run goes on with what could be applied.
+ */
+static void
+load_state(struct cats_sel_app *a)
+{
+	struct stat st;
+	if (stat(a->o.state, &st) < 0 && errno == ENOENT) {
+		cats_info("--state %s: no state yet", a->o.state);
+		return;
+	}
+	size_t n0 = cats_cst_count(a->cst);
+	if (load_file(a, a->o.state, CATS_T_METRIC, NULL) != CATS_EXIT_OK)
+		cats_warnx("--state %s: refused in part; going on",
+		    a->o.state);
+	purge(a, cats_clock_now());
+	cats_info("--state %s: %zu CST entries restored", a->o.state,
+	    cats_cst_count(a->cst) - n0);
+}
+
 int
 cats_sel_app_load_files(struct cats_sel_app *a)
 {
@@ -1037,6 +1122,8 @@ cats_sel_app_load_files(struct cats_sel_app *a)
 	if (o->services != NULL &&
 	    (rc = load_file(a, o->services, CATS_T_SERVICE, a->cat)) != 0)
 		return rc;
+	if (o->state != NULL && !o->replay)
+		load_state(a);
 	if (o->metrics != NULL &&
 	    (rc = load_file(a, o->metrics, CATS_T_METRIC, NULL)) != 0)
 		return rc;
@@ -1124,6 +1211,8 @@ cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
 int
 cats_sel_app_end(struct cats_sel_app *a)
 {
+	if (a->daemon)
+		cats_sel_app_save_state(a, true);
 	if (a->bad > 0 && a->rc == 0 && !a->daemon)
 		a->rc = CATS_EXIT_DATAERR;
 	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {

@@ -81,6 +81,8 @@ struct cats_sel_app {
 	    met_refused_scope;
 	uint64_t net_applied, net_ignored, net_refused;
 	uint64_t purged;
+	/* --state: the CST's generation and the time of the last write. */
+	uint64_t state_gen, state_ms, state_writes, state_errors;
 };
 
 /* The catalogue, the CST and its C-SMA sites, the NST (records, then the
@@ -112,6 +114,15 @@ int cats_sel_app_ingest(struct cats_sel_app *a);
 /* Once a second when live: expired soft state goes, and the stats record
  * of --stats-interval when it is due. */
 void cats_sel_app_tick(struct cats_sel_app *a);
+
+/*
+ * --state: the CST written to its file as the dump's metric records
+ * (to FILE.tmp, synced, renamed over FILE), when it changed and at most
+ * once a second, or every 5 s (refreshes move lifetimes without changing
+ * the generation); force: now (the end of a run).  The file is read at
+ * start by cats_sel_app_load_files, before --metrics.
+ */
+void cats_sel_app_save_state(struct cats_sel_app *a, bool force);
 
 /* SIGHUP: the TE database and the services file read again; a bad one is
  * refused and the old one stays. */

@@ -248,6 +248,7 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		    : strcmp(key, "keys") == 0 ? &o->keys
 		    : strcmp(key, "services") == 0 ? &o->services
 		    : strcmp(key, "metrics") == 0 ? &o->metrics
+		    : strcmp(key, "state") == 0 ? &o->state
 		    : strcmp(key, "net") == 0 ? &o->net
 		    : strcmp(key, "to") == 0 ? &o->to
 		    : strcmp(key, "stats-to") == 0 ? &o->stats_to

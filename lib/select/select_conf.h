@@ -43,6 +43,7 @@ struct cats_sel_peer {
 struct cats_sel_opts {
 	const char *config, *services, *metrics, *net, *keys, *to, *stats_to;
 	const char *prometheus;		/* --prometheus: the /metrics endpoint */
+	const char *state;	/* --state: the CST kept across restarts */
 	const char *audit, *log, *id;
 	const char *ingest, *ingest_keys, *ingest_key, *tedb;
 	uint64_t ingest_window;

@@ -38,6 +38,7 @@ no-auth =
 services = $EX/services.jsonl
 net = $T/nst.jsonl
 listen = unix:$T/select.sock
+state = $T/select.state
 [pce]
 t = $EX/topology.json
 [bind]
@@ -123,6 +124,8 @@ EOF
 	metric >"$T/in"
 	request 1
 	wait_for 30 bound 1
+	# The CST is in cats-select's state file within a second or so.
+	wait_for 30 test -s "$T/select.state"
 	for s in pce bind select; do
 		p=$(stage_pid $s)
 		kill -9 "$p"
@@ -130,8 +133,9 @@ EOF
 	done
 	grep -q "stage pce (pid [0-9]*) killed by signal 9" "$T/err"
 	grep -q "stage select: restart 1 in 100 ms" "$T/err"
-	# The restarted selector has an empty CST until the next advertisement.
-	metric >"$T/in"
+	# The restarted selector has its CST back from its state file: the
+	# first request after it listens again is bound, no advertisement came.
+	wait_for 30 grep -q "1 CST entries restored" "$T/err"
 	wait_for 30 test -S "$T/select.sock"
 	request 2
 	wait_for 30 bound 2
@@ -170,4 +174,54 @@ EOF
 	kill $p
 	wait $p
 	grep -q "serving as cps (standby)" "$T/err"
+}
+
+# cats-select --state alone: a fresh entry survives a restart fresh, one
+# that expired meanwhile comes back STALE, never fresh.
+@test "cats-select --state: the CST across a restart, nothing expired resurrected" {
+	now=$(date +%s%3N)
+	jq -nc --argjson now "$now" '{type: "metric", op: "full",
+	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
+	    egress: "EF-1", part: 1, parts: 1, entries: [
+	    {csci_id: "198.51.100.11:80", cs_id: "S1", health: "HEALTHY",
+	     state: "HEALTHY", gas: 100, comp_time_ms: 3, gen: 1, ts: $now,
+	     locator: "198.51.100.11", port: 80, ttl_ms: 600000},
+	    {csci_id: "198.51.100.12:80", cs_id: "S1", health: "HEALTHY",
+	     state: "HEALTHY", gas: 100, comp_time_ms: 5, gen: 1, ts: $now,
+	     locator: "198.51.100.12", port: 80, ttl_ms: 1500}]}' |
+	    cats-cbor encode >"$T/met.cbor"
+	sel() {
+		cats-select --no-auth --services "$EX/services.jsonl" \
+		    --listen "unix:$T/s.sock" --state "$T/state" \
+		    --stats-to "file:$T/dump$1.cbor" <"$2" 2>>"$T/sel.err" &
+		echo $! >"$T/sel.pid"
+		wait_for 50 test -S "$T/s.sock"
+	}
+	dump() {
+		kill -USR2 "$(cat "$T/sel.pid")"
+		wait_for 30 test -s "$T/dump$1.cbor"
+		sleep 0.2
+		cats-cbor decode "$T/dump$1.cbor" | jq -r 'select(.type == "metric") |
+		    .entries[] | "\(.csci_id) \(.state) \(.ttl_ms > 0)"'
+	}
+	sel 1 "$T/met.cbor"
+	[ "$(dump 1 | sort)" = "198.51.100.11:80 HEALTHY true
+198.51.100.12:80 HEALTHY true" ]
+	kill "$(cat "$T/sel.pid")"
+	wait "$(cat "$T/sel.pid")"
+	[ -s "$T/state" ] && [ ! -e "$T/state.tmp" ]
+	# Past the second entry's lifetime.
+	while [ "$(date +%s%3N)" -lt $((now + 1600)) ]; do sleep 0.1; done
+	sel 2 /dev/null
+	grep -q "state $T/state: 2 CST entries restored" "$T/sel.err"
+	[ "$(dump 2 | sort)" = "198.51.100.11:80 HEALTHY true
+198.51.100.12:80 STALE false" ]
+	kill "$(cat "$T/sel.pid")"
+	wait "$(cat "$T/sel.pid")"
+	# A state file that is garbage: said, and the run goes on empty.
+	head -c 200 /dev/urandom >"$T/state"
+	sel 3 /dev/null
+	grep -q "refused in part; going on" "$T/sel.err"
+	kill "$(cat "$T/sel.pid")"
+	wait "$(cat "$T/sel.pid")"
 }
