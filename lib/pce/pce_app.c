@@ -13,6 +13,7 @@
 
 #include <event2/event.h>
 
+#include "base/bucket.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/stats.h"
@@ -527,6 +528,39 @@ pcep_status_text(const struct cats_pcep_status *st, char *b, size_t len)
 		snprintf(b + n, len - (size_t)n, " req=%" PRIu32, st->req_id);
 }
 
+/*
+ * May a PCEP session's log and audit line be written now?  Peers decide
+ * how many there are (refused connections, garbage, sessions dropped), so
+ * they go through one token bucket (PCEP_AUDIT_RATE a second, bursts of
+ * PCEP_AUDIT_BURST); the lines it holds back are counted, and the first
+ * line let through after them says how many there were.
+ */
+#define PCEP_AUDIT_RATE 20
+#define PCEP_AUDIT_BURST 50
+static bool
+pcep_audit_ok(struct cats_pce_app *a)
+{
+	uint64_t now = cats_clock_now();
+	if (!a->audit_init) {
+		cats_bucket_init(&a->audit, PCEP_AUDIT_RATE, PCEP_AUDIT_BURST,
+		    now);
+		a->audit_init = true;
+	}
+	if (!cats_bucket_take(&a->audit, 1, now)) {
+		a->audit_suppressed++;
+		a->audit_held++;
+		return false;
+	}
+	if (a->audit_held > 0) {
+		cats_warnx("pcep: %" PRIu64 " session lines suppressed (at "
+		    "most %d a second)", a->audit_held, PCEP_AUDIT_RATE);
+		cats_audit("pcep-audit-suppressed", "lines=%" PRIu64,
+		    a->audit_held);
+		a->audit_held = 0;
+	}
+	return true;
+}
+
 static void
 pcep_note(struct cats_pcep_peer *p, const char *peer, int what,
     const struct cats_pcep_status *st, void *arg)
@@ -534,9 +568,11 @@ pcep_note(struct cats_pcep_peer *p, const char *peer, int what,
 	struct cats_pce_app *a = arg;
 	char b[300];
 	(void)p;
-	pcep_status_text(st, b, sizeof(b));
 	if (what == CATS_PCEP_NOTE_REFUSED)
 		a->pcep_refused++;
+	if (!pcep_audit_ok(a))
+		return;
+	pcep_status_text(st, b, sizeof(b));
 	cats_warnx("pcep: %s: %s: %s", peer, cats_pcep_note_names[what], b);
 	cats_audit(what == CATS_PCEP_NOTE_REFUSED ? "pcep-refused" :
 	    "pcep-event", "peer=%s what=%s %s", peer,
@@ -555,8 +591,10 @@ static void
 pcep_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
     void *arg)
 {
+	struct cats_pce_app *a = arg;
 	char b[300];
-	(void)arg;
+	if (!pcep_audit_ok(a))
+		return;
 	pcep_status_text(st, b, sizeof(b));
 	cats_info("pcep: %s: session closed: %s", cats_pcep_peer_name(p), b);
 	/* Ended by an error (ours or the peer's): audited. */
@@ -1354,6 +1392,8 @@ stats_list(struct cats_pce_app *a, struct cats_stats_list *st)
 		cats_stats_add(st, "pcep.requests", a->pcep_reqs);
 		cats_stats_add(st, "pcep.replies", a->pcep_reps);
 		cats_stats_add(st, "pcep.errors", a->pcep_errs);
+		cats_stats_add(st, "pcep.audit_suppressed",
+		    a->audit_suppressed);
 	}
 	if (a->pcc != NULL) {
 		const struct cats_pcc *pc = a->pcc;

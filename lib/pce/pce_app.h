@@ -25,6 +25,7 @@
 #ifndef CATS_PCE_APP_H
 #define CATS_PCE_APP_H
 
+#include "base/bucket.h"
 #include "base/stats.h"
 #include "pce/pce.h"
 #include "rec/seq.h"
@@ -62,6 +63,9 @@ struct cats_pce_app {
 	uint64_t names_gen;		/* the generation names index */
 	struct cats_arena parena;	/* one PCReq's replies */
 	uint64_t pcep_reqs, pcep_reps, pcep_errs, pcep_refused;
+	struct cats_bucket audit;	/* PCEP session lines (pce_app.c) */
+	bool audit_init;
+	uint64_t audit_suppressed, audit_held;
 	struct cats_hist h_compute;	/* time of each path computation */
 	struct cats_pcc *pcc;		/* --pce: the remote PCE */
 	bool in_done;			/* stdin ended (stdio mode) */

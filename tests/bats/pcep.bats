@@ -141,6 +141,26 @@ start_pce() {	# topology [more options]
 	grep 'pcep-refused' "$T/err" | grep -q 'peer=127.0.0.1:'
 }
 
+@test "pcep: a flood of refused peers: the audit is rate-limited, the suppressed lines counted and told" {
+	start_pce "$LAB" --pcep-allow 192.0.2.0/24
+	python3 - "$PORT" <<'EOP'
+import socket, sys
+for i in range(300):
+    socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()
+EOP
+	kill -USR1 "$PCE_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/err"
+	grep '"type":"stats"' "$T/err" | tail -1 |
+	    jq -e '.counters["pcep.audit_suppressed"] > 0 and .counters["pcep.refused"] >= 250'
+	# At most the burst (50) and what 20 a second adds while it lasted.
+	n=$(grep -c 'event=pcep-refused' "$T/err")
+	[ "$n" -ge 50 ] && [ "$n" -lt 150 ]
+	# The next line let through says how many were held back.
+	sleep 1.1
+	python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$PORT"
+	wait_for 50 grep -q 'event=pcep-audit-suppressed lines=' "$T/err"
+}
+
 @test "pcep: bad input is answered as RFC 5440 says; records are still served" {
 	start_pce "$LAB"
 	# Garbage (version 7 in the common header): PCErr 1/8, closed.
@@ -163,6 +183,22 @@ start_pce() {	# topology [more options]
 	    enc | socat -t 3 - "UNIX-CONNECT:$T/rec.sock" | dec >"$T/r.jsonl"
 	[ "$(jq -r .status "$T/r.jsonl")" = ok ]
 	grep -q 'pcep-closed' "$T/err"
+}
+
+@test "pcep: a peer that goes silent past its DeadTimer is closed (reason 2) and audited; records are still served" {
+	start_pce "$LAB"
+	# The PCC's Open asks for keepalive 1 s and DeadTimer 2 s; one
+	# Keepalive, then nothing.
+	{ grep '^hex:' "$DATA/pcep/open-pcc.vec" | cut -d' ' -f2- |
+	    sed 's/ 201e7800 / 20010200 /'
+	  echo 20020004; echo sleep 4000; } >"$T/dead"
+	run pcep_peer raw -c "tcp:127.0.0.1:$PORT" -t 1000 <"$T/dead"
+	[[ "$output" == *"Open ka=30 dt=120"* ]]
+	[[ "$output" == *"Close reason=2"* ]]
+	[[ "$output" == *closed ]]
+	wait_for 50 grep -q 'pcep-closed.*close=2' "$T/err"
+	enc <<<"$(printf "$REQ" 8)" | socat -t 3 - "UNIX-CONNECT:$T/rec.sock" | dec >"$T/r.jsonl"
+	[ "$(jq -r .status "$T/r.jsonl")" = ok ]
 }
 
 @test "pcep: 1000 sessions opened and dropped; the PCE goes on serving both interfaces" {
