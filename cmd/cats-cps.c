@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "base/log.h"
+#include "base/opt.h"
 #include "base/tool.h"
 #include "cps/cps.h"
 #include "net/metrics.h"
@@ -20,13 +21,6 @@ static const char usage_text[] =
     "                [--log SPEC] [--prometheus ENDPOINT] [--standby]\n"
     "                [--stats-interval DURATION] [--stats-to ENDPOINT]\n"
     "                [--textfile FILE] [--to ENDPOINT]\n";
-
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(CATS_EXIT_USAGE);
-}
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
@@ -67,7 +61,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 
 	cats_tool_init(argv[0]);
 	cps_conf_init(c);
-	while ((ch = getopt_long(argc, argv, "c:hqvV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:hqvV", longopts, NULL)) != -1) {
 		const char *key = NULL;
 		switch (ch) {
 		case 'b': key = "bin"; break;
@@ -89,7 +83,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 			return CATS_EXIT_OK;
 		case 'v': verbose++; break;
 		default:
-			usage();
+			cats_opt_refused(ch, argv);
 		}
 		if (key != NULL && nset < CATS_ARRAY_LEN(set)) {
 			set[nset][0] = key;
@@ -97,7 +91,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		usage();
+		cats_usage_fail("unexpected operand %s", argv[optind]);
 	cats_log_verbosity(verbose);
 	if (log != NULL && cats_log_open(log) < 0) {
 		cats_errorx("--log: stderr or syslog");

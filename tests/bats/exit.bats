@@ -64,6 +64,7 @@ run_cases() {
 
 @test "exit: cats-bind" { run_cases cats-bind; }
 @test "exit: cats-cbor" { run_cases cats-cbor; }
+@test "exit: cats-cps" { run_cases cats-cps; }
 @test "exit: cats-fwd" { run_cases cats-fwd; }
 @test "exit: cats-key" { run_cases cats-key; }
 @test "exit: cats-pce" { run_cases cats-pce; }
