@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/opt.h"
 #include "base/tool.h"
+#include "net/ep.h"
 #include "net/metrics.h"
 #include "sci/sci.h"
 #include "sci/sci_mqtt.h"
@@ -299,6 +300,17 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		cats_usage_fail("unexpected operand %s", argv[optind]);
+	struct cats_ep ep;
+	if (s.to != NULL && !sci_mqtt_is_url(s.to)) {
+		if (cats_ep_parse(s.to, &ep, err, sizeof(err)) < 0)
+			cats_opt_fail("--to", "%s", err);
+		if (ep.kind != CATS_EP_HTTP && ep.kind != CATS_EP_HTTPS)
+			cats_opt_fail("--to", "%s: expected an http://, "
+			    "https://, mqtt:// or mqtts:// URL", s.to);
+	}
+	if (s.listen != NULL && cats_ep_parse(s.listen, &ep, err,
+	    sizeof(err)) < 0)
+		cats_opt_fail("--listen", "%s", err);
 	if (s.csci == NULL || s.cs == NULL)
 		cats_usage_fail("needs %s", s.csci == NULL ? "-s csci-id"
 		    : "-c cs-id");

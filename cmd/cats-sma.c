@@ -216,6 +216,11 @@ main(int argc, char **argv)
 		case 't':
 			if (strncmp(optarg, "http://", 7) == 0 ||
 			    strncmp(optarg, "https://", 8) == 0) {
+				struct cats_ep url;
+				char why[400];
+				if (cats_ep_parse(optarg, &url, why,
+				    sizeof(why)) < 0)
+					cats_opt_fail("--to", "%s", why);
 				if (a->nurls == MAX_URLS) {
 					cats_errorx("at most %d C-PS URLs",
 					    MAX_URLS);

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/tool.h"
 #include "base/stats.h"
 #include "bind/bind_app.h"
 #include "net/listener.h"
@@ -838,16 +839,21 @@ bind_app_dump(const struct bind_conf *c, const char *dir)
 		return CATS_EXIT_FAIL;
 	}
 	const struct bj_stats *s = bj_stats(j);
+	if (s->segments == 0 && s->snapshot_bytes == 0) {
+		cats_errorx("--journal %s: no journal there (no snapshot, no "
+		    "segment)", dir);
+		bind_free(t);
+		bj_close(j);
+		return CATS_EXIT_NOINPUT;
+	}
 	if (s->torn)
 		cats_warnx("%s: a torn tail of %" PRIu64 " bytes (left in place)",
 		    dir, s->torn_bytes);
 	struct cats_buf b = { 0 };
 	bind_foreach(t, (1u << CATS_FS_BINDING_READY) | (1u << CATS_FS_ACTIVE),
 	    cats_clock_now(), dump_one, &b);
-	if (cats_write_all(1, b.p, b.len) < 0) {
-		cats_errorx("output: %s", strerror(errno));
-		return CATS_EXIT_IOERR;
-	}
+	if (cats_write_all(1, b.p, b.len) < 0)
+		return cats_tool_output_failed("stdout", errno);
 	cats_buf_free(&b);
 	cats_info("%zu bindings, epoch %" PRIu64, bind_count(t), bind_epoch(t));
 	bind_free(t);

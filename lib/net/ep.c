@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "base/cats.h"
 #include "net/ep.h"
 
@@ -72,6 +74,21 @@ cats_ep_parse(const char *s, struct cats_ep *ep, char *err, size_t errlen)
 		ep->kind = s[4] == 's' ? CATS_EP_HTTPS : CATS_EP_HTTP;
 		if (strlen(s) >= sizeof(ep->path)) {
 			snprintf(err, errlen, "URL too long");
+			return -1;
+		}
+		/* A URL curl cannot parse is a usage error now, not an
+		 * unreachable peer later. */
+		CURLU *u = curl_url();
+		CURLUcode uc = u == NULL ? CURLUE_OUT_OF_MEMORY
+		    : curl_url_set(u, CURLUPART_URL, s, 0);
+		char *host = NULL;
+		if (uc == CURLUE_OK)
+			uc = curl_url_get(u, CURLUPART_HOST, &host, 0);
+		curl_free(host);
+		curl_url_cleanup(u);
+		if (uc != CURLUE_OK) {
+			snprintf(err, errlen, "%s: not a URL (%s)", s,
+			    curl_url_strerror(uc));
 			return -1;
 		}
 		cats_strlcpy(ep->path, s, sizeof(ep->path));

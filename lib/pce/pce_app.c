@@ -319,6 +319,8 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		if (rc < 0) {
 			cats_warnx("record %" PRIu64 ": net: %s", index, err);
 			a->net_refused++;
+			/* Invalid input as any other: counted, 65 at the end. */
+			count_bad(a, s);
 		} else if (rc == 0) {
 			a->net_applied++;
 			cats_debug("record %" PRIu64 ": net applied, generation "

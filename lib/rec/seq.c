@@ -122,6 +122,15 @@ next_item(struct cats_seq_reader *r, struct cats_toks *toks,
 		if (err != NULL) {
 			*err = e;
 			err->offset = e.offset;
+			/* '{"' starts a text string of 2^63 bytes in CBOR:
+			 * the input is JSON, and the scanner's reason about
+			 * a length nobody wrote would mislead. */
+			const uint8_t *b = r->buf.p + r->start;
+			if (avail >= 2 && b[0] == '{' && (b[1] == '"' ||
+			    b[1] == ' ' || b[1] == '}'))
+				cats_err_set(err, NULL, "this looks like JSON, "
+				    "not CBOR (cats-cbor encode turns JSON "
+				    "Lines into CBOR)");
 		}
 		r->index++;
 		r->resync = true;

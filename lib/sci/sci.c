@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -17,6 +18,7 @@
 #include "base/log.h"
 #include "rec/json.h"
 #include "rec/seq.h"
+#include "base/tool.h"
 #include "sci/sci.h"
 #include "sci/sci_mqtt.h"
 
@@ -110,8 +112,12 @@ merge_json(struct sci_metrics *m, const char *text, size_t n,
 	return rc;
 }
 
-/* Refresh the metrics from --metrics FILE or --exec COMMAND. */
-static void
+/*
+ * Refresh the metrics from --metrics FILE or --exec COMMAND: 0, or the exit
+ * code of why not (66 no file, 65 invalid metrics, 1 the command failed),
+ * said in one line.  A report is not made from metrics that failed.
+ */
+static int
 refresh(struct sci_reporter *s)
 {
 	char buf[65536];
@@ -120,25 +126,37 @@ refresh(struct sci_reporter *s)
 		FILE *f = fopen(s->metrics_file, "re");
 		if (f == NULL) {
 			cats_warnx("%s: %s", s->metrics_file, strerror(errno));
-			return;
+			return CATS_EXIT_NOINPUT;
 		}
 		n = fread(buf, 1, sizeof(buf), f);
 		fclose(f);
-		merge_json(&s->m, buf, n, s->metrics_file);
+		if (merge_json(&s->m, buf, n, s->metrics_file) < 0)
+			return CATS_EXIT_DATAERR;
 	}
 	if (s->exec != NULL) {
 		FILE *p = popen(s->exec, "r");
 		if (p == NULL) {
 			cats_warnx("%s: %s", s->exec, strerror(errno));
-			return;
+			return CATS_EXIT_FAIL;
 		}
 		n = fread(buf, 1, sizeof(buf), p);
 		int st = pclose(p);
-		if (st != 0)
-			cats_warnx("%s: exit status %d", s->exec, st);
-		else
-			merge_json(&s->m, buf, n, s->exec);
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (st != -1 && WIFSIGNALED(st))
+				cats_warnx("--exec %s: killed by signal %d",
+				    s->exec, WTERMSIG(st));
+			else if (st != -1 && WIFEXITED(st))
+				cats_warnx("--exec %s: exited with status %d",
+				    s->exec, WEXITSTATUS(st));
+			else
+				cats_warnx("--exec %s: %s", s->exec,
+				    strerror(errno));
+			return CATS_EXIT_FAIL;
+		}
+		if (merge_json(&s->m, buf, n, s->exec) < 0)
+			return CATS_EXIT_DATAERR;
 	}
+	return 0;
 }
 
 /* ---- reports ---- */
@@ -148,7 +166,12 @@ sci_report(struct sci_reporter *s, struct cats_buf *out)
 {
 	struct cats_rec r;
 	struct cats_sci_report *p = &r.u.sci;
-	refresh(s);
+	s->refresh_failed = false;
+	if ((s->report_rc = refresh(s)) != 0) {
+		s->refresh_failed = true;
+		return -1;
+	}
+	s->report_rc = CATS_EXIT_DATAERR;
 	cats_rec_init(&r, CATS_T_SCI_REPORT);
 	p->csci_id = s->csci;
 	p->cs_id = s->cs;
@@ -187,6 +210,7 @@ sci_report(struct sci_reporter *s, struct cats_buf *out)
 	}
 	if (s->have_key && cats_rec_sign(&r, &s->key) < 0) {
 		cats_errorx("cannot sign the report");
+		s->report_rc = CATS_EXIT_FAIL;
 		return -1;
 	}
 	return cats_rec_encode(&r, out, true);
@@ -201,7 +225,7 @@ sci_once(struct sci_reporter *s)
 	for (uint64_t i = 0; i < n; i++) {
 		struct cats_buf b = { 0 };
 		if (sci_report(s, &b) < 0)
-			return CATS_EXIT_DATAERR;
+			return s->report_rc;
 		if (s->json) {
 			struct cats_dec d;
 			struct cats_rec r;
@@ -210,17 +234,16 @@ sci_once(struct sci_reporter *s)
 			if (cats_rec_decode(&d, b.p, b.len, &r, &e) == 0 &&
 			    cats_rec_print_json(&r, stdout) < 0) {
 				cats_dec_free(&d);
-				return CATS_EXIT_IOERR;
+				return cats_tool_output_failed("stdout", errno);
 			}
 			cats_dec_free(&d);
 		} else if (cats_write_all(1, b.p, b.len) < 0) {
-			cats_errorx("stdout: %s", strerror(errno));
-			return CATS_EXIT_IOERR;
+			return cats_tool_output_failed("stdout", errno);
 		}
 		cats_buf_free(&b);
 	}
 	if (s->json && fflush(stdout) != 0)
-		return CATS_EXIT_IOERR;
+		return cats_tool_output_failed("stdout", errno);
 	return CATS_EXIT_OK;
 }
 
@@ -231,10 +254,14 @@ push_done(void *arg, const struct httpc_resp *r)
 {
 	struct sci_reporter *s = arg;
 	if (r->code != 0)
-		cats_warnx("push: %s", r->error);
+		cats_warnx("push: %s: %s", s->to, r->error);
 	else if (r->status != 200)
-		cats_warnx("push: HTTP %ld: %.*s", r->status,
+		cats_warnx("push: %s: HTTP %ld: %.*s", s->to, r->status,
 		    (int)(r->len > 200 ? 200 : r->len), (const char *)r->body);
+	/* A counted run ends in 1 if a report was not delivered. */
+	if ((r->code != 0 || r->status != 200) && s->count != 0 &&
+	    s->exit_code == CATS_EXIT_OK)
+		s->exit_code = CATS_EXIT_FAIL;
 	push_answered(s);
 }
 
@@ -309,7 +336,11 @@ sci_push(struct sci_reporter *s)
 	if (s->mqtt != NULL && !sci_mqtt_connected(s->mqtt))
 		return;
 	if (sci_report(s, &b) < 0) {
-		s->exit_code = CATS_EXIT_DATAERR;
+		/* Metrics that failed to refresh skip this report (the
+		 * C-SMA sees it late); a report that is invalid stops. */
+		if (s->refresh_failed)
+			return;
+		s->exit_code = s->report_rc;
 		event_base_loopbreak(s->base);
 		return;
 	}
@@ -530,8 +561,13 @@ sci_token_load(struct cats_buf *tok, const char *path, char *err,
 			return CATS_EXIT_NOPERM;
 		}
 		cats_buf_add(tok, bin, (size_t)m);
-	} else {
+	} else if ((uint8_t)buf[0] == 0x84 || (uint8_t)buf[0] == 0xd2) {
 		cats_buf_add(tok, buf, (size_t)n);
+	} else {
+		/* Neither text nor a COSE_Sign1 array (tagged or not). */
+		snprintf(err, errlen, "%s: not a token (base64url text or "
+		    "COSE_Sign1 CBOR, as cats-key token writes)", path);
+		return CATS_EXIT_NOPERM;
 	}
 	return CATS_EXIT_OK;
 }

@@ -75,6 +75,8 @@ struct sci_reporter {
 	char *ring_data[SCI_RING];
 	size_t ring_pos;
 	int exit_code;
+	int report_rc;		/* why the last sci_report() failed (exit code) */
+	bool refresh_failed;	/* ... in the metrics of --metrics or --exec */
 };
 
 /* Set the health from its name (HEALTHY, DEGRADED, UNHEALTHY, UNKNOWN);
@@ -89,7 +91,11 @@ int sci_set_health(struct sci_metrics *m, const char *name);
 int sci_token_load(struct cats_buf *tok, const char *path, char *err,
     size_t errlen);
 
-/* Encode the next report into out (signed with the key, if any). */
+/*
+ * Encode the next report into out (signed with the key, if any); -1 if the
+ * metrics (--metrics, --exec) could not be had or the report is invalid,
+ * said in one line, with s->report_rc the exit code (cats(7)).
+ */
 int sci_report(struct sci_reporter *s, struct cats_buf *out);
 
 /* --count reports (1 without) on stdout, CBOR or JSON Lines. */

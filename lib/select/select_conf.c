@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "select/cst.h"
+#include "net/ep.h"
 #include "select/select_conf.h"
 
 /* Admission limits when none is given (001 section 9: MUST). */
@@ -242,6 +243,9 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 			    CATS_SEL_MAX_LISTEN);
 			return -1;
 		}
+		struct cats_ep ep;
+		if (cats_ep_parse(v, &ep, err, errlen) < 0)
+			return -1;
 		o->listen[o->nlisten++] = v;
 	} else {
 		const char **slot = strcmp(key, "domain") == 0 ? &c->domain
@@ -270,6 +274,13 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 			snprintf(err, errlen, "longer than %d bytes", CATS_ID);
 			return -1;
 		}
+		/* An endpoint that cannot be one is refused here, as a
+		 * usage or configuration error, not later as a failure. */
+		struct cats_ep ep;
+		if ((slot == &o->ingest || slot == &o->to ||
+		    slot == &o->stats_to) && cats_ep_parse(v, &ep, err,
+		    errlen) < 0)
+			return -1;
 		*slot = v;
 	}
 	return 0;

@@ -1541,9 +1541,17 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	}
 	if (!released && c->skew_ms && (sr->ts + c->skew_ms < now ||
 	    sr->ts > now + c->skew_ms)) {
-		rej(res, 400, "ts", "report time %" PRIu64 " outside now "
-		    "%+" PRId64 "ms (window %" PRIu64 "ms): replayed, or clock "
-		    "skew", sr->ts, (int64_t)(sr->ts - now), c->skew_ms);
+		int64_t off = (int64_t)(sr->ts - now);
+		/* Hours away: a recording read on the live clock. */
+		if (off < -3600000 || off > 3600000)
+			rej(res, 400, "ts", "report time %" PRIu64 " is %+"
+			    PRId64 "ms from the live clock (window %" PRIu64
+			    "ms): a recording needs --replay", sr->ts, off,
+			    c->skew_ms);
+		else
+			rej(res, 400, "ts", "report time %" PRIu64 " outside "
+			    "now %+" PRId64 "ms (window %" PRIu64 "ms): "
+			    "replayed, or clock skew", sr->ts, off, c->skew_ms);
 		s->st.rej_seq++;
 		goto rejected;
 	}

@@ -1,14 +1,17 @@
 #!/usr/bin/env bats
 # Exit codes and messages that scripts can trust (cats(7) EXIT STATUS):
 # every case of tests/data/exit/TOOL.cases is run and must end in its exit
-# code with one line "TOOL: ..." on stderr matching its pattern.
+# code with its message on stderr: the first line "TOOL: ..." matching its
+# pattern, every line "TOOL: ..." (a stream tool may add a summary, "3 of 9
+# records were invalid"), a usage error (2) in exactly one line.
 #
 # A case is one line of four fields separated by tabs:
 #   ARGS  STDIN  EXIT  STDERR
 # ARGS is shell text run as "TOOL ARGS" by bash in a directory of fixtures
 # (below), so it may redirect (">/dev/full"); STDIN is "-" (/dev/null) or a
-# file under tests/data/exit/; EXIT the status; STDERR an extended regular
-# expression the message must match after "TOOL: " ("" when nothing may be
+# file of that directory (tests/data/exit/NAME, and NAME.cbor for each
+# NAME.jsonl there); EXIT the status; STDERR an extended regular
+# expression the first line of the message must match ("" when nothing may be
 # said).  No arguments is written (none).  Lines starting with '#' and empty lines are skipped.  Audit lines
 # ("TOOL: audit ...") are a channel of their own and not counted.  Run with
 # BUILD=build-san to see the same cases under ASan and UBSan.
@@ -26,6 +29,10 @@ setup_file() {
 	printf '{"type":"metric"}\n' >json.jsonl
 	printf 'not a key\n' >junk.key && chmod 600 junk.key
 	mkdir -p dir
+	# The fixtures of tests/data/exit, and each .jsonl as .cbor too.
+	cp "$DATA"/exit/*.json* "$DATA"/exit/*.conf .
+	for f in *.jsonl; do cats-cbor encode "$f" >"${f%.jsonl}.cbor"; done
+	cp "$DATA/pce/lab.json" lab.json
 	export FIX
 }
 
@@ -37,7 +44,7 @@ run_cases() {
 		case $args in '' | '#'*) continue ;; esac
 		n=$((n + 1))
 		[ "$args" = "(none)" ] && args=
-		[ "$in" = - ] && in=/dev/null || in=$DATA/exit/$in
+		[ "$in" = - ] && in=/dev/null || in=$FIX/$in
 		local err=$BATS_TEST_TMPDIR/err rc=0
 		(cd "$FIX" && eval "timeout 20 $tool $args" <"$in" >/dev/null 2>"$err") || rc=$?
 		local lines
@@ -47,10 +54,13 @@ run_cases() {
 			why="exit $rc, not $want"
 		elif [ -z "$pat" ]; then
 			[ -z "$lines" ] || why="said something"
-		elif [ "$(printf '%s\n' "$lines" | wc -l)" -ne 1 ] || [ -z "$lines" ]; then
+		elif [ -z "$lines" ] || { [ "$want" = 2 ] &&
+		    [ "$(printf '%s\n' "$lines" | wc -l)" -ne 1 ]; }; then
 			why="not one line"
-		elif ! printf '%s\n' "$lines" | grep -qE "^$tool: ($pat)"; then
-			why="message does not match /$pat/"
+		elif printf '%s\n' "$lines" | grep -qvE "^$tool: "; then
+			why="a line not of the form '$tool: ...'"
+		elif ! printf '%s\n' "$lines" | head -1 | grep -qE -- "$pat"; then
+			why="first line does not match /$pat/"
 		fi
 		if [ -n "$why" ]; then
 			bad=$((bad + 1))
