@@ -243,9 +243,6 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 			    CATS_SEL_MAX_LISTEN);
 			return -1;
 		}
-		struct cats_ep ep;
-		if (cats_ep_parse(v, &ep, err, errlen) < 0)
-			return -1;
 		o->listen[o->nlisten++] = v;
 	} else {
 		const char **slot = strcmp(key, "domain") == 0 ? &c->domain

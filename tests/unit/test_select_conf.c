@@ -62,7 +62,7 @@ test_good(void)
 	    "purge-after = 1h\nstats-interval = 10s\ninsecure = yes\n"
 	    "limit = global=100:200\nlimit = tenant=off\nlimit = client=5\n"
 	    "ingest-window = 3s\ndomain = d1\nkeys = /k\nservices = /s\n"
-	    "metrics = /m\nnet = /n\nto = -\nstats-to = /st\naudit = stderr\n"
+	    "metrics = /m\nnet = /n\nto = -\nstats-to = file:/st\naudit = stderr\n"
 	    "ingest = http://127.0.0.1:0\ningest-keys = /ik\n"
 	    "ingest-key = /isk\ntedb = /te\nlog = stderr\nid = ps-1\n"
 	    "listen = unix:/a\nlisten = tcp:127.0.0.1:1\n"
@@ -90,7 +90,7 @@ test_good(void)
 	T_OK(strcmp(o.sel.domain, "d1") == 0 && strcmp(o.keys, "/k") == 0 &&
 	    strcmp(o.services, "/s") == 0 && strcmp(o.metrics, "/m") == 0 &&
 	    strcmp(o.net, "/n") == 0 && strcmp(o.to, "-") == 0 &&
-	    strcmp(o.stats_to, "/st") == 0 && strcmp(o.audit, "stderr") == 0 &&
+	    strcmp(o.stats_to, "file:/st") == 0 && strcmp(o.audit, "stderr") == 0 &&
 	    strcmp(o.ingest_keys, "/ik") == 0 &&
 	    strcmp(o.ingest_key, "/isk") == 0 && strcmp(o.tedb, "/te") == 0 &&
 	    strcmp(o.log, "stderr") == 0 && strcmp(o.id, "ps-1") == 0 &&
