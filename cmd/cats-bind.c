@@ -21,6 +21,7 @@
 #include "bind/bind_app.h"
 #include "net/ep.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 
 static const char usage_text[] =
     "usage: cats-bind [-qsv] [--commit both|ingress|none] "
@@ -32,7 +33,9 @@ static const char usage_text[] =
     "                 [--listen endpoint] [--pending-timeout dur]\n"
     "                 [--prometheus endpoint]\n"
     "                 [--repair-timeout dur] [--replay] [--snapshot-size size]\n"
-    "                 [--stats] [--stats-interval dur] [--trace file]\n";
+    "                 [--stats] [--stats-interval dur]\n"
+    "                 [--tls-cert file --tls-key file [--tls-ca file]\n"
+    "                 [--tls-crl file]] [--trace file]\n";
 
 static struct bind_app A;
 
@@ -50,6 +53,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	if (sig == SIGUSR1)
 		bind_app_stats(arg);
+	else if (sig == SIGHUP)
+		cats_tls_reload();
 	else
 		bind_app_stop(arg, CATS_EXIT_OK);
 }
@@ -108,8 +113,8 @@ listen_on(const char *spec, int *fd, char *path, size_t len)
 		return CATS_EXIT_USAGE;
 	}
 	if (ep.kind != CATS_EP_UNIX && ep.kind != CATS_EP_TCP) {
-		cats_errorx("--listen %s: forwarders connect over unix: or tcp:",
-		    spec);
+		cats_errorx("--listen %s: forwarders connect over unix:, tcp: "
+		    "or tls:", spec);
 		return CATS_EXIT_USAGE;
 	}
 	*fd = cats_ep_listen(&ep, err, sizeof(err));
@@ -132,8 +137,8 @@ static int
 run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
     int fsync_policy, uint64_t snap_min, const char *listen_ep, bool replay)
 {
-	struct event *tick_ev, *sigs[3];
-	static const int signos[3] = { SIGTERM, SIGINT, SIGUSR1 };
+	struct event *tick_ev, *sigs[4];
+	static const int signos[4] = { SIGTERM, SIGINT, SIGUSR1, SIGHUP };
 	char sock_path[4096] = "";
 	int listen_fd = -1, rc;
 
@@ -158,7 +163,7 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	tick_ev = event_new(a->base, -1, EV_PERSIST, on_tick, a);
 	struct timeval tv = { 0, 50000 };
 	event_add(tick_ev, &tv);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		sigs[i] = evsignal_new(a->base, signos[i], on_signal, a);
 		event_add(sigs[i], NULL);
 	}
@@ -194,7 +199,7 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	if (sock_path[0])
 		unlink(sock_path);
 	event_free(tick_ev);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		event_free(sigs[i]);
 	event_base_free(a->base);
 	return rc;
@@ -235,6 +240,7 @@ main(int argc, char **argv)
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "stats-interval", required_argument, NULL, O_STATS_INT },
 		{ "strict", no_argument, NULL, 's' },
+		CATS_TLS_LONGOPTS,
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -349,12 +355,15 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind != argc)
 		cats_usage_fail("unexpected operand %s", argv[optind]);
 	cats_log_verbosity(verbosity);
+	if ((rc = cats_tls_setup()) != 0)
+		return rc;
 	if (replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);
 	if (dump) {

@@ -22,6 +22,7 @@
 #include "fwd/chan.h"
 #include "fwd/path.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 #include "rec/json.h"
 #include "sec/crypto.h"
 
@@ -44,6 +45,7 @@ static const char usage_text[] =
     "         [--tcp-state on|off] [--tcp-timeout STATE=DURATION]...\n"
     "         [--fallback CSID=DURATION]... [--fallback-ttl DURATION]\n"
     "         [--learn-reverse DURATION]\n"
+    "         [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--tls-crl FILE]]\n"
     "         [--stats ENDPOINT] [--prometheus ENDPOINT] [--log SPEC]\n"
     "         [-v] [--help] [--version]\n"
     "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
@@ -342,6 +344,7 @@ static const struct option longopts[] = {
 	{ "tcp-state", required_argument, NULL, O_TCPSTATE },
 	{ "tcp-timeout", required_argument, NULL, O_TCPTIME },
 	{ "tenant", required_argument, NULL, O_TENANT },
+	CATS_TLS_LONGOPTS,
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -617,7 +620,8 @@ main(int argc, char **argv)
 				    "syslog", optarg);
 			break;
 		default:
-			cats_opt_refused(c, argv);
+			if (!cats_tls_opt(c, optarg))
+				cats_opt_refused(c, argv);
 		}
 	}
 	if (optind != argc)
@@ -629,6 +633,8 @@ main(int argc, char **argv)
 		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
 		    "only; the core port must be af_packet");
 	cats_log_verbosity(verbose);
+	if ((c = cats_tls_setup()) != 0)
+		return c;
 	if (keyfile != NULL) {
 		if (cats_key_load(&key, keyfile, -1, err, sizeof(err)) < 0 ||
 		    key.kind == CATS_KEY_ED25519_PUBLIC) {

@@ -18,6 +18,7 @@
 #include "base/tool.h"
 #include "net/ep.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 #include "pce/pce_app.h"
 #include "pce/pcep_srv.h"
 
@@ -29,6 +30,8 @@ static const char usage_text[] =
     "                [--pcep endpoint [--pcep-allow prefix]...]\n"
     "                [--pce endpoint [--pce-timeout duration]]\n"
     "                [--tcp-md5 keyfile] [--prometheus endpoint]\n"
+    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
+    "                [--tls-crl file]]\n"
     "       cats-pce -t file --check\n"
     "       cats-pce --help | --version\n";
 
@@ -42,6 +45,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	switch (sig) {
 	case SIGHUP:
 		cats_pce_app_reload(a);
+		cats_tls_reload();
 		break;
 	case SIGUSR1:
 		cats_pce_app_stats(a);
@@ -99,7 +103,8 @@ listen_on(struct cats_pce_app *a, const char *spec, bool insecure, int *lfd)
 	}
 	if (ep.kind != CATS_EP_UNIX && ep.kind != CATS_EP_TCP &&
 	    ep.kind != CATS_EP_UDP) {
-		cats_errorx("--listen: %s: expected unix:, tcp: or udp:", spec);
+		cats_errorx("--listen: %s: expected unix:, tcp:, tls: or udp:",
+		    spec);
 		return CATS_EXIT_USAGE;
 	}
 	/* A network channel to the C-PS must be authenticated. */
@@ -210,6 +215,7 @@ main(int argc, char **argv)
 		{ "strict", no_argument, NULL, 's' },
 		{ "tcp-md5", required_argument, NULL, 'M' },
 		{ "tedb", required_argument, NULL, 't' },
+		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -310,7 +316,8 @@ main(int argc, char **argv)
 				cats_opt_fail("--window", "must be positive");
 			break;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind != argc)
@@ -335,6 +342,8 @@ main(int argc, char **argv)
 	a->pcep_allow = allow;
 	a->pcep_nallow = nallow;
 	cats_log_verbosity(verbose);
+	if ((rc = cats_tls_setup()) != 0)
+		return rc;
 	if (check)
 		return cats_pce_check(a->tedb);
 	if ((rc = load_keys(a, keys_path, key_path)) != CATS_EXIT_OK ||

@@ -20,6 +20,7 @@
 #include "base/tool.h"
 #include "net/ep.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 #include "sci/sci.h"
 #include "sci/sci_mqtt.h"
 
@@ -31,7 +32,9 @@ static const char usage_text[] =
     "                [-T ts] [-t url] [-x name=value] [--ca-file file]\n"
     "                [--cert file] [--cert-key file] [--instances n]\n"
     "                [--locator addr] [--port port]\n"
-    "                [--prometheus endpoint]\n";
+    "                [--prometheus endpoint]\n"
+    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
+    "                [--tls-crl file]]\n";
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
@@ -45,9 +48,11 @@ static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct sci_reporter *s = arg;
-	(void)sig;
 	(void)what;
-	event_base_loopbreak(s->base);
+	if (sig == SIGHUP)
+		cats_tls_reload();
+	else
+		event_base_loopbreak(s->base);
 }
 
 static const char *prom_ep;	/* --prometheus */
@@ -135,6 +140,7 @@ main(int argc, char **argv)
 		{ "reputation", required_argument, NULL, 'R' },
 		{ "security-level", required_argument, NULL, 'L' },
 		{ "seq", required_argument, NULL, 'q' },
+		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 't' },
 		{ "token", required_argument, NULL, 'K' },
 		{ "ts", required_argument, NULL, 'T' },
@@ -295,7 +301,8 @@ main(int argc, char **argv)
 			s.port = cats_opt_u64("--port", optarg, 0, 65535);
 			break;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind != argc)
@@ -320,6 +327,8 @@ main(int argc, char **argv)
 		return CATS_EXIT_USAGE;
 	}
 	cats_log_verbosity(verbosity);
+	if ((rc = cats_tls_setup()) != 0)
+		return rc;
 	if (!have_seq)
 		s.seq = s.fixed_ts ? 1 : cats_clock_now();
 	if (once || (s.to == NULL && s.listen == NULL)) {

@@ -16,6 +16,7 @@
 #include "base/tool.h"
 #include "net/ep.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 #include "select/select_app.h"
 
 static const char usage_text[] =
@@ -35,8 +36,9 @@ static const char usage_text[] =
     "                   [--sma-egresses ID=NODE,...]\n"
     "                   [--sma-locators ID=PREFIX,...] [--state FILE]\n"
     "                   [--stats-at-end] [--stats-interval DURATION]\n"
-    "                   [--stats-to ENDPOINT] [--tedb FILE] [--to ENDPOINT]\n"
-    "                   [--window DURATION]\n";
+    "                   [--stats-to ENDPOINT] [--tedb FILE]\n"
+    "                   [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
+    "                   [--tls-crl FILE]] [--to ENDPOINT] [--window DURATION]\n";
 
 /* The main's events: signals and the once-a-second timer; --prometheus. */
 static struct event *sev[5], *timer;
@@ -64,6 +66,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		break;
 	case SIGHUP:
 		cats_sel_app_reload(a);
+		cats_tls_reload();
 		break;
 	default:
 		cats_sel_app_stop(a, CATS_EXIT_OK);
@@ -164,6 +167,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		{ "stats-to", required_argument, NULL, 'O' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "tedb", required_argument, NULL, 'B' },
+		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -234,7 +238,8 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			o->set_insecure = true;
 			break;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 		if (key != NULL && cats_sel_opts_set(o, key, optarg, false, err,
 		    sizeof(err)) < 0) {
@@ -255,6 +260,8 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		cats_errorx("--audit: cannot open %s", o->audit);
 		return CATS_EXIT_USAGE;
 	}
+	if ((rc = cats_tls_setup()) != 0)
+		return rc;
 	if (o->replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);
 	a->daemon = o->nlisten > 0 || o->ingest != NULL;

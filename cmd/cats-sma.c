@@ -18,13 +18,14 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
 static const char usage_text[] =
     "usage: cats-sma [-1iqrSsv] [-a endpoint] -c config [-E epoch]\n"
     "                [-l endpoint] [-N now] [-P endpoint] [-T state]\n"
-    "                [-t endpoint ...] [-u until]\n";
+    "                [-t endpoint ...] [-u until] " CATS_TLS_USAGE "\n";
 
 #define MAX_LISTEN SMA_MAX_LISTEN
 #define MAX_URLS SMA_MAX_URLS
@@ -45,6 +46,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	switch (sig) {
 	case SIGHUP:
 		sma_app_reload(a);
+		cats_tls_reload();
 		break;
 	case SIGUSR1:
 		sma_app_start(a);
@@ -145,6 +147,7 @@ main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "stdin", no_argument, NULL, 'i' },
 		{ "strict", no_argument, NULL, 'S' },
+		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 't' },
 		{ "until", required_argument, NULL, 'u' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -245,7 +248,8 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind != argc)
@@ -253,6 +257,9 @@ main(int argc, char **argv)
 	if (a->conf_path == NULL)
 		cats_usage_fail("needs -c config");
 	cats_log_verbosity(verbosity);
+	int code = cats_tls_setup();
+	if (code != 0)
+		return code;
 	if (a->replay) {
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);
 		if (have_now)
@@ -274,7 +281,6 @@ main(int argc, char **argv)
 		return CATS_EXIT_USAGE;
 	}
 
-	int code;
 	if ((code = sma_app_load_config(a)) != 0)
 		return code;
 	if (a->once)

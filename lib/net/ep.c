@@ -16,6 +16,7 @@
 
 #include "base/cats.h"
 #include "net/ep.h"
+#include "net/tls.h"
 
 static int
 host_port(const char *s, struct cats_ep *ep, char *err, size_t errlen)
@@ -97,12 +98,14 @@ cats_ep_parse(const char *s, struct cats_ep *ep, char *err, size_t errlen)
 	static const struct { const char *pfx; int kind; } schemes[] = {
 		{ "file:", CATS_EP_FILE }, { "unix:", CATS_EP_UNIX },
 		{ "tcp:", CATS_EP_TCP }, { "udp:", CATS_EP_UDP },
+		{ "tls:", CATS_EP_TCP },
 	};
 	for (size_t i = 0; i < CATS_ARRAY_LEN(schemes); i++) {
 		size_t n = strlen(schemes[i].pfx);
 		if (strncmp(s, schemes[i].pfx, n) != 0)
 			continue;
 		ep->kind = schemes[i].kind;
+		ep->tls = strncmp(s, "tls:", 4) == 0;
 		const char *rest = s + n;
 		if (ep->kind == CATS_EP_FILE || ep->kind == CATS_EP_UNIX) {
 			size_t max = ep->kind == CATS_EP_UNIX
@@ -118,7 +121,8 @@ cats_ep_parse(const char *s, struct cats_ep *ep, char *err, size_t errlen)
 		return host_port(rest, ep, err, errlen);
 	}
 	snprintf(err, errlen, "unknown endpoint \"%s\" (use -, file:PATH, "
-	    "unix:PATH, tcp:HOST:PORT, udp:HOST:PORT, http(s)://...)", s);
+	    "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, udp:HOST:PORT, "
+	    "http(s)://...)", s);
 	return -1;
 }
 
@@ -132,7 +136,8 @@ cats_ep_str(const struct cats_ep *ep, char *buf, size_t len)
 	case CATS_EP_TCP:
 	case CATS_EP_UDP:
 		snprintf(buf, len, strchr(ep->host, ':') ? "%s:[%s]:%s"
-		    : "%s:%s:%s", ep->kind == CATS_EP_TCP ? "tcp" : "udp",
+		    : "%s:%s:%s", ep->tls ? "tls" : ep->kind == CATS_EP_TCP ?
+		    "tcp" : "udp",
 		    ep->host, ep->port);
 		break;
 	default: snprintf(buf, len, "%s", ep->path); break;
@@ -212,6 +217,11 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot listen on this endpoint", name);
 		return -1;
 	}
+	if (ep->tls && !cats_tls_server_on()) {
+		snprintf(err, errlen, "%s: TLS needs --tls-cert and --tls-key",
+		    name);
+		return -1;
+	}
 	struct addrinfo *res, *ai;
 	if (resolve(ep, true, &res, err, errlen) < 0)
 		return -1;
@@ -235,6 +245,8 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 	freeaddrinfo(res);
 	if (fd < 0)
 		snprintf(err, errlen, "%s: %s", name, strerror(saved));
+	else if (ep->tls)
+		cats_tls_mark_listen(fd);
 	return fd;
 }
 
@@ -293,6 +305,8 @@ cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
 			snprintf(err, errlen, "%s: %s", name, strerror(saved));
 			return -1;
 		}
+		if (ep->tls)
+			return cats_tls_connect(fd, ep->host, err, errlen);
 		cats_fd_nonblock(fd);
 		return fd;
 	}

@@ -5,6 +5,8 @@
  *   file:PATH        a file
  *   unix:PATH        a unix stream socket
  *   tcp:HOST:PORT    TCP (HOST may be [v6addr])
+ *   tls:HOST:PORT    TCP with TLS (net/tls.h: --tls-cert, --tls-key,
+ *                    --tls-ca, --tls-crl); kind CATS_EP_TCP, tls set
  *   udp:HOST:PORT    UDP, one record per datagram
  *   http://...       HTTP (libcurl clients, evhttp servers)
  *   https://...      HTTPS
@@ -30,6 +32,7 @@ enum cats_ep_kind {
 
 struct cats_ep {
 	int kind;
+	bool tls;		/* tls:HOST:PORT (kind CATS_EP_TCP) */
 	char host[256];
 	char port[8];
 	char path[4096];	/* file and unix paths; the URL for http(s) */
@@ -44,13 +47,17 @@ bool cats_ep_is_dgram(const struct cats_ep *ep);
 /*
  * Open for listening: a listening stream socket (unix, tcp; a stale unix
  * socket file is replaced) or a bound datagram socket (udp).  Non-blocking,
- * close-on-exec.  Returns the fd or -1 with err set.
+ * close-on-exec.  Returns the fd or -1 with err set.  A tls: socket is
+ * marked as such (cats_tls_mark_listen: net/listener.h runs TLS on its
+ * connections); without a TLS certificate it is refused.
  */
 int cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen);
 /*
  * Open for talking: stdin/stdout (for_write picks which), a file (read, or
  * write/create/truncate), or a connected socket (blocking connect, then
- * non-blocking).  Returns the fd or -1 with err set.
+ * non-blocking).  A tls: endpoint is TLS over the connection (the TLS
+ * handshake done before it returns, the descriptor a plain one:
+ * cats_tls_connect).  Returns the fd or -1 with err set.
  */
 int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
     size_t errlen);

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "net/httpc.h"
+#include "net/tls.h"
 
 struct sockev {
 	struct event *ev;
@@ -283,6 +284,7 @@ common_opts(struct httpc_req *r, const char *url, uint64_t connect_ms,
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (ca_file != NULL)
 		curl_easy_setopt(e, CURLOPT_CAINFO, ca_file);
+	cats_tls_curl(e, ca_file);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "cats/" CATS_VERSION);
 }
 

@@ -27,6 +27,7 @@
 #include "base/htab.h"
 #include "net/httpd.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "base/log.h"
 
 struct route {
@@ -45,6 +46,7 @@ struct httpd {
 	size_t nroutes;
 	size_t max_body;
 	uint64_t timeout_ms;
+	bool tls;		/* https:// or tls: */
 	struct httpd_stats st;
 };
 
@@ -551,7 +553,11 @@ watch_refuse(struct watch *w, struct evbuffer *in, int code, const char *why)
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n", code,
 	    reason_phrase(code), code == 405 ? "Allow: GET, HEAD, POST\r\n" :
 	    "", strlen(line) + 1, line);
-	if (fd >= 0) {
+	if (h->tls) {
+		/* The answer goes through TLS; the client closes after it
+		 * (Connection: close), or the discarding below does. */
+		bufferevent_write(w->bev, msg, (size_t)n);
+	} else if (fd >= 0) {
 		/* evhttp is reading (its output is empty): the socket takes a
 		 * short answer whole; if not, the client gets the close. */
 		(void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -610,8 +616,8 @@ static struct bufferevent *
 new_bev(struct event_base *base, void *arg)
 {
 	struct httpd *h = arg;
-	struct bufferevent *bev = bufferevent_socket_new(base, -1,
-	    BEV_OPT_CLOSE_ON_FREE);
+	struct bufferevent *bev = h->tls ? cats_tls_bev(base) :
+	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		return NULL;
 	uint64_t hv = watch_hash(bev);
@@ -740,15 +746,16 @@ httpd_new(struct event_base *base, const char *endpoint,
 		snprintf(err, errlen, "%s: %s", endpoint, why);
 		return NULL;
 	}
-	if (ep.kind == CATS_EP_HTTPS) {
-		snprintf(err, errlen, "%s: this server speaks plain HTTP; put "
-		    "a TLS terminator in front of it", endpoint);
+	bool tls = ep.kind == CATS_EP_HTTPS || ep.tls;
+	if (tls && !cats_tls_server_on()) {
+		snprintf(err, errlen, "%s: HTTPS needs --tls-cert and "
+		    "--tls-key", endpoint);
 		return NULL;
 	}
-	if (ep.kind != CATS_EP_HTTP && ep.kind != CATS_EP_TCP &&
-	    ep.kind != CATS_EP_UNIX) {
+	if (ep.kind != CATS_EP_HTTP && ep.kind != CATS_EP_HTTPS &&
+	    ep.kind != CATS_EP_TCP && ep.kind != CATS_EP_UNIX) {
 		snprintf(err, errlen, "%s: an HTTP server listens on http://, "
-		    "tcp: or unix:", endpoint);
+		    "https://, tcp:, tls: or unix:", endpoint);
 		return NULL;
 	}
 	struct httpd *h = calloc(1, sizeof(*h));
@@ -761,6 +768,7 @@ httpd_new(struct event_base *base, const char *endpoint,
 	uint64_t tmo = o && o->timeout_ms ? o->timeout_ms : 10000;
 	h->max_body = max;
 	h->timeout_ms = tmo;
+	h->tls = tls;
 	nservers++;
 	evhttp_set_bevcb(h->http, new_bev, h);
 	evhttp_set_max_body_size(h->http, (ev_ssize_t)max);
@@ -774,7 +782,7 @@ httpd_new(struct event_base *base, const char *endpoint,
 	evhttp_set_default_content_type(h->http, "text/plain");
 	evhttp_set_gencb(h->http, dispatch, h);
 	struct cats_ep lep = ep;
-	if (ep.kind == CATS_EP_HTTP) {
+	if (ep.kind == CATS_EP_HTTP || ep.kind == CATS_EP_HTTPS) {
 		/* The endpoint keeps the URL; its authority is where to
 		 * listen. */
 		struct evhttp_uri *u = evhttp_uri_parse(ep.path);
@@ -794,10 +802,12 @@ httpd_new(struct event_base *base, const char *endpoint,
 			cats_strlcpy(lep.host, host, sizeof(lep.host));
 		int port = evhttp_uri_get_port(u);
 		snprintf(lep.port, sizeof(lep.port), "%u",
-		    (unsigned)(port > 0 && port < 65536 ? port : 80));
+		    (unsigned)(port > 0 && port < 65536 ? port : tls ? 443 :
+		    80));
 		evhttp_uri_free(u);
 		lep.kind = CATS_EP_TCP;
 	}
+	lep.tls = false;	/* TLS by the bufferevents, not the listener */
 	int fd = cats_ep_listen(&lep, why, sizeof(why));
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, why);
@@ -975,6 +985,26 @@ httpd_peer(struct evhttp_request *req, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", addr && addr[0] ? addr : "local",
 	    (unsigned)port);
 	return buf;
+}
+
+/* The connection's TLS bufferevent, or NULL. */
+static struct bufferevent *
+req_bev(struct evhttp_request *req)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	return c ? evhttp_connection_get_bufferevent(c) : NULL;
+}
+
+const char *
+httpd_peer_cert(struct evhttp_request *req, char *buf, size_t len)
+{
+	return cats_tls_bev_peer(req_bev(req), buf, len);
+}
+
+const char *
+httpd_peer_name(struct evhttp_request *req, char *buf, size_t len)
+{
+	return cats_tls_bev_name(req_bev(req), buf, len);
 }
 
 const char *

@@ -1,7 +1,9 @@
 /*
  * httpd.h - a small layer over libevent's evhttp for the cats servers:
  * listening on an endpoint (ep.h: http://HOST:PORT/, tcp:HOST:PORT,
- * unix:PATH), a body size limit and an idle timeout for every connection,
+ * unix:PATH; https://HOST:PORT/ or tls:HOST:PORT with TLS, net/tls.h:
+ * libevent's OpenSSL bufferevents under evhttp, client certificates
+ * required with --tls-ca), a body size limit and an idle timeout for every connection,
  * one-line plain-text error bodies, and Server-Sent Events responses.
  *
  * Limits.  Each connection's input is followed as it arrives, ahead of
@@ -90,6 +92,15 @@ const char *httpd_ctype(struct evhttp_request *req, char *buf, size_t len);
 const char *httpd_header(struct evhttp_request *req, const char *name);
 /* The peer as "ADDR:PORT". */
 const char *httpd_peer(struct evhttp_request *req, char *buf, size_t len);
+/*
+ * The client's certificate on an https:// server (net/tls.h): its
+ * subject and SAN entries ("CN=...;SAN=DNS:...,URI:..."), or its name
+ * (the first SAN URI, else the common name); NULL without a certificate.
+ */
+const char *httpd_peer_cert(struct evhttp_request *req, char *buf,
+    size_t len);
+const char *httpd_peer_name(struct evhttp_request *req, char *buf,
+    size_t len);
 /* A query parameter into buf, or NULL. */
 const char *httpd_query(struct evhttp_request *req, const char *key,
     char *buf, size_t len);

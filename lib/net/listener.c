@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "net/listener.h"
+#include "net/tls.h"
 
 #define ACCEPTS_PER_TURN 64
 #define PAUSE_MS 100
@@ -45,6 +46,7 @@ struct cats_conn {
 	void *data;
 	uint64_t since;		/* accept or last touch, ms */
 	int tag;
+	uint8_t fds;		/* descriptors it takes: 1, or 3 with TLS */
 	bool authed, closing, released;
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
@@ -63,6 +65,7 @@ struct ratelog {
 struct lfd {
 	struct cats_listener *l;
 	int fd, tag;
+	bool tls;		/* a tls: endpoint: TLS on its connections */
 	struct event *ev;
 };
 
@@ -231,7 +234,7 @@ unlink_conn(struct cats_conn *c)
 	l->st.open--;
 	if (!c->authed)
 		l->st.unauth--;
-	g_open--;
+	g_open -= c->fds;
 }
 
 /* The listener closes c: its owner frees it, then the listener does. */
@@ -333,9 +336,10 @@ full(const struct cats_listener *l)
 
 /* A connection accepted on fd: room made for it, then its owner's. */
 static void
-take(struct cats_listener *l, int fd, int tag,
+take(struct cats_listener *l, int fd, const struct lfd *lf,
     const struct sockaddr_storage *ss, socklen_t sl, uint64_t now)
 {
+	int tag = lf->tag;
 	while (full(l))
 		if (!evict_one(l, now))
 			break;
@@ -356,6 +360,7 @@ take(struct cats_listener *l, int fd, int tag,
 	}
 	c->l = l;
 	c->tag = tag;
+	c->fds = lf->tls ? 3 : 1;
 	c->since = now;
 	memcpy(&c->peer, ss, sizeof(c->peer));
 	c->peerlen = sl;
@@ -368,8 +373,20 @@ take(struct cats_listener *l, int fd, int tag,
 	q_push(&l->unauth, c);
 	l->st.open++;
 	l->st.unauth++;
-	g_open++;
+	g_open += c->fds;
 	keepalive(fd, ss);
+	if (lf->tls) {
+		/* The owner gets the plain side; the handshake runs on. */
+		char peer[64];
+		int pfd = cats_tls_accept(l->base, fd, cats_conn_peer(c, peer,
+		    sizeof(peer)));
+		if (pfd < 0) {
+			l->st.refused++;
+			cats_conn_release(c);
+			return;
+		}
+		fd = pfd;
+	}
 	l->st.accepted++;
 	if (l->cbs.accept(c, fd, l->arg) < 0) {
 		cats_conn_release(c);
@@ -391,7 +408,7 @@ on_accept(evutil_socket_t fd, short what, void *arg)
 		int c = accept4(fd, (struct sockaddr *)&ss, &sl,
 		    SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (c >= 0) {
-			take(l, c, lf->tag, &ss, sl, now);
+			take(l, c, lf, &ss, sl, now);
 			/*
 			 * At the descriptor limit accept(2) fails before it
 			 * looks for a connection: trying again now would
@@ -525,6 +542,7 @@ cats_listener_add(struct cats_listener *l, int fd, int tag)
 	lf->l = l;
 	lf->fd = fd;
 	lf->tag = tag;
+	lf->tls = cats_tls_is_listen(fd);
 	lf->ev = event_new(l->base, fd, EV_READ | EV_PERSIST, on_accept, lf);
 	if (lf->ev == NULL)
 		return -1;

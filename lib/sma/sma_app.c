@@ -16,6 +16,7 @@
 #include "base/stats.h"
 #include "base/tool.h"
 #include "sci/sci_mqtt.h"
+#include "net/tls.h"
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
@@ -653,7 +654,9 @@ on_accept(evutil_socket_t fd, short what, void *arg)
 	struct sma_slisten *l = arg;
 	struct sma_app *a = l->app;
 	(void)what;
-	int cfd = accept(fd, NULL, NULL);
+	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd >= 0 && cats_tls_is_listen(fd))
+		cfd = cats_tls_accept(a->base, cfd, "");	/* tls: */
 	if (cfd < 0)
 		return;
 	struct sma_conn *c = calloc(1, sizeof(*c));

@@ -1,0 +1,973 @@
+/*
+ * tls.c - server and client TLS contexts, their reload, the handshake
+ * audit, the record streams' TLS (tls.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <curl/curl.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+#include "base/cats.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "net/ep.h"
+#include "net/tls.h"
+
+#define PEM_MAX (1u << 20)
+#define PROXY_HIGH (1u << 20)
+#define MAX_LISTEN 32
+
+static char *o_cert, *o_key, *o_ca, *o_crl;
+static SSL_CTX *g_srv, *g_cli;
+static int g_exidx = -1;
+static struct cats_tls_stats g_st;
+static int g_listen[MAX_LISTEN];
+static size_t g_nlisten;
+
+/* What a server-side connection's handshake audit needs. */
+struct hs {
+	char why[200];		/* the verification error or alert sent */
+	bool audited, done;
+};
+
+bool
+cats_tls_opt(int ch, const char *arg)
+{
+	char **p = ch == CATS_TLS_OPT_CA ? &o_ca : ch == CATS_TLS_OPT_CERT ?
+	    &o_cert : ch == CATS_TLS_OPT_CRL ? &o_crl : ch == CATS_TLS_OPT_KEY ?
+	    &o_key : NULL;
+	if (p == NULL)
+		return false;
+	free(*p);
+	*p = strdup(arg);
+	return true;
+}
+
+/* The first error of OpenSSL's queue, in words (and the queue emptied). */
+static const char *
+ssl_why(void)
+{
+	static char buf[200];
+	unsigned long e = ERR_get_error();
+	const char *r = e ? ERR_reason_error_string(e) : NULL;
+	snprintf(buf, sizeof(buf), "%s", r ? r : e ? "TLS error" :
+	    "connection closed");
+	ERR_clear_error();
+	return buf;
+}
+
+/* A PEM file into a memory BIO (secret: refused if group/others read it). */
+static BIO *
+pem_bio(const char *path, bool secret, char *err, size_t errlen)
+{
+	char why[300];
+	int fd = cats_file_open(path, why, sizeof(why));
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", why);
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size > (off_t)PEM_MAX) {
+		snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) :
+		    "over 1 MiB");
+		close(fd);
+		return NULL;
+	}
+	if (secret && (st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s: a private key that group or others "
+		    "may read (chmod 600)", path);
+		close(fd);
+		return NULL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t n = 0;
+	while (buf != NULL && n < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + n, (size_t)st.st_size - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	if (buf == NULL || n != (size_t)st.st_size) {
+		snprintf(err, errlen, "%s: cannot read", path);
+		free(buf);
+		return NULL;
+	}
+	BIO *b = BIO_new(BIO_s_mem());
+	if (b == NULL || BIO_write(b, buf, (int)n) != (int)n) {
+		BIO_free(b);
+		b = NULL;
+		snprintf(err, errlen, "%s: out of memory", path);
+	}
+	OPENSSL_cleanse(buf, n);
+	free(buf);
+	return b;
+}
+
+/* The certificate chain and key of the tool. */
+static int
+load_cert(SSL_CTX *ctx, char *err, size_t errlen)
+{
+	BIO *b = pem_bio(o_cert, false, err, errlen);
+	if (b == NULL)
+		return -1;
+	X509 *x = PEM_read_bio_X509_AUX(b, NULL, NULL, NULL);
+	int rc = x != NULL && SSL_CTX_use_certificate(ctx, x) == 1 ? 0 : -1;
+	X509_free(x);
+	while (rc == 0 && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+		if (SSL_CTX_add0_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			rc = -1;
+		}
+	BIO_free(b);
+	ERR_clear_error();
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: no PEM certificate", o_cert);
+		return -1;
+	}
+	if ((b = pem_bio(o_key, true, err, errlen)) == NULL)
+		return -1;
+	EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	BIO_free(b);
+	if (k == NULL || SSL_CTX_use_PrivateKey(ctx, k) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		EVP_PKEY_free(k);
+		snprintf(err, errlen, "%s: %s", o_key, k == NULL ? "no PEM "
+		    "private key" : "not the key of the certificate");
+		ERR_clear_error();
+		return -1;
+	}
+	EVP_PKEY_free(k);
+	return 0;
+}
+
+/* The CA certificates and the CRLs into the context's store. */
+static int
+load_trust(SSL_CTX *ctx, char *err, size_t errlen)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	size_t n = 0;
+	if (o_ca != NULL) {
+		BIO *b = pem_bio(o_ca, false, err, errlen);
+		if (b == NULL)
+			return -1;
+		X509 *x;
+		while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+			X509_STORE_add_cert(st, x);
+			X509_free(x);
+			n++;
+		}
+		BIO_free(b);
+		ERR_clear_error();
+		if (n == 0) {
+			snprintf(err, errlen, "%s: no PEM certificate", o_ca);
+			return -1;
+		}
+	}
+	if (o_crl != NULL) {
+		BIO *b = pem_bio(o_crl, false, err, errlen);
+		if (b == NULL)
+			return -1;
+		X509_CRL *c;
+		n = 0;
+		while ((c = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL)) != NULL) {
+			X509_STORE_add_crl(st, c);
+			X509_CRL_free(c);
+			n++;
+		}
+		BIO_free(b);
+		ERR_clear_error();
+		if (n == 0) {
+			snprintf(err, errlen, "%s: no PEM CRL", o_crl);
+			return -1;
+		}
+		X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	}
+	return 0;
+}
+
+/* Keep the first verification error, for the audit line. */
+static int
+verify_cb(int ok, X509_STORE_CTX *x)
+{
+	if (ok)
+		return 1;
+	SSL *ssl = X509_STORE_CTX_get_ex_data(x,
+	    SSL_get_ex_data_X509_STORE_CTX_idx());
+	struct hs *h = ssl ? SSL_get_ex_data(ssl, g_exidx) : NULL;
+	if (h != NULL && h->why[0] == '\0')
+		snprintf(h->why, sizeof(h->why), "certificate: %s",
+		    X509_verify_cert_error_string(X509_STORE_CTX_get_error(x)));
+	return 0;
+}
+
+static void
+peer_of_fd(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char a[INET6_ADDRSTRLEN] = "local";
+	unsigned port = 0;
+	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+			port = ntohs(s4->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+			port = ntohs(s6->sin6_port);
+		}
+	}
+	snprintf(buf, len, "%s:%u", a, port);
+}
+
+/* The subject and SAN entries of a certificate, for audit lines. */
+static void
+cert_names(X509 *x, char *subj, size_t slen, char *san, size_t alen)
+{
+	subj[0] = san[0] = '\0';
+	if (x == NULL)
+		return;
+	BIO *b = BIO_new(BIO_s_mem());
+	if (b != NULL) {
+		X509_NAME_print_ex(b, X509_get_subject_name(x), 0,
+		    XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+		int n = BIO_read(b, subj, (int)slen - 1);
+		subj[n > 0 ? n : 0] = '\0';
+		BIO_free(b);
+	}
+	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
+	    NULL);
+	size_t at = 0;
+	for (int i = 0; g != NULL && i < sk_GENERAL_NAME_num(g); i++) {
+		const GENERAL_NAME *e = sk_GENERAL_NAME_value(g, i);
+		char v[256] = "";
+		const char *kind = NULL;
+		if (e->type == GEN_DNS || e->type == GEN_URI ||
+		    e->type == GEN_EMAIL) {
+			const ASN1_IA5STRING *s = e->d.ia5;
+			kind = e->type == GEN_DNS ? "DNS" : e->type == GEN_URI ?
+			    "URI" : "email";
+			snprintf(v, sizeof(v), "%.*s", s->length, s->data);
+		} else if (e->type == GEN_IPADD) {
+			kind = "IP";
+			int fam = e->d.ip->length == 4 ? AF_INET :
+			    e->d.ip->length == 16 ? AF_INET6 : 0;
+			if (fam == 0 || inet_ntop(fam, e->d.ip->data, v,
+			    sizeof(v)) == NULL)
+				kind = NULL;
+		}
+		if (kind == NULL)
+			continue;
+		int n = snprintf(san + at, alen - at, "%s%s:%s", at ? "," : "",
+		    kind, v);
+		if (n < 0 || (size_t)n >= alen - at)
+			break;
+		at += (size_t)n;
+	}
+	GENERAL_NAMES_free(g);
+}
+
+/* The handshake of a server-side connection, audited once. */
+static void
+info_cb(const SSL *ssl, int where, int ret)
+{
+	if (!SSL_is_server((SSL *)ssl))
+		return;
+	struct hs *h = SSL_get_ex_data(ssl, g_exidx);
+	if (h == NULL || h->audited)
+		return;
+	char peer[80], subj[256], san[512], q1[256], q2[512], q3[256];
+	if (where & SSL_CB_HANDSHAKE_DONE) {
+		h->audited = h->done = true;
+		g_st.handshakes++;
+		X509 *x = SSL_get1_peer_certificate(ssl);
+		cert_names(x, subj, sizeof(subj), san, sizeof(san));
+		X509_free(x);
+		peer_of_fd(SSL_get_fd(ssl), peer, sizeof(peer));
+		cats_audit("tls-peer", "src=%s subject=\"%s\" san=\"%s\" "
+		    "version=%s cipher=%s", peer, cats_quote(subj, q1,
+		    sizeof(q1)), cats_quote(san, q2, sizeof(q2)),
+		    SSL_get_version(ssl), SSL_get_cipher_name(ssl));
+		return;
+	}
+	if ((where & SSL_CB_ALERT) && (where & SSL_CB_WRITE) &&
+	    h->why[0] == '\0') {
+		const char *d = SSL_alert_desc_string_long(ret);
+		if ((ret & 0xff) == 116)
+			d = "certificate required";	/* TLS 1.3 */
+		snprintf(h->why, sizeof(h->why), "alert %s", d);
+		return;
+	}
+	/* A failed handshake step: an error queued, or nothing to wait for. */
+	if ((where & SSL_CB_EXIT) && ret <= 0 && (ERR_peek_error() != 0 ||
+	    SSL_want(ssl) == SSL_NOTHING)) {
+		h->audited = true;
+		g_st.refused++;
+		unsigned long e = ERR_peek_error();
+		const char *r = e ? ERR_reason_error_string(e) : NULL;
+		char why[300];
+		snprintf(why, sizeof(why), "%s%s%s", h->why, h->why[0] && r ?
+		    "; " : "", r ? r : h->why[0] ? "" : "closed in the "
+		    "handshake");
+		peer_of_fd(SSL_get_fd(ssl), peer, sizeof(peer));
+		cats_audit("tls-refused", "src=%s reason=\"%s\"", peer,
+		    cats_quote(why, q3, sizeof(q3)));
+	}
+}
+
+static void
+hs_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+    void *argp)
+{
+	free(ptr);
+}
+
+/* A new SSL of the server context, with its audit state. */
+static SSL *
+server_ssl(void)
+{
+	SSL *ssl = g_srv ? SSL_new(g_srv) : NULL;
+	struct hs *h = calloc(1, sizeof(*h));
+	if (ssl == NULL || h == NULL || SSL_set_ex_data(ssl, g_exidx, h) != 1) {
+		free(h);
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
+
+/* A context: the versions, ciphers and options every cats TLS has. */
+static SSL_CTX *
+make_ctx(bool server, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() :
+	    TLS_client_method());
+	if (ctx == NULL) {
+		snprintf(err, errlen, "TLS: %s", ssl_why());
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+	    SSL_OP_NO_TICKET);
+	SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20");
+	if (server) {
+		SSL_CTX_set_num_tickets(ctx, 0);
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+		SSL_CTX_set_info_callback(ctx, info_cb);
+	}
+	if ((o_cert != NULL && load_cert(ctx, err, errlen) < 0) ||
+	    load_trust(ctx, err, errlen) < 0) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	if (server && o_ca != NULL)
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+		    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
+	else if (!server) {
+		if (o_ca == NULL)
+			SSL_CTX_set_default_verify_paths(ctx);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	}
+	return ctx;
+}
+
+static int
+build(SSL_CTX **srv, SSL_CTX **cli, char *err, size_t errlen)
+{
+	*srv = *cli = NULL;
+	if ((o_cert == NULL) != (o_key == NULL)) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		return -1;
+	}
+	if (o_cert != NULL && (*srv = make_ctx(true, err, errlen)) == NULL)
+		return -1;
+	if ((*cli = make_ctx(false, err, errlen)) == NULL) {
+		SSL_CTX_free(*srv);
+		*srv = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+cats_tls_init(char *err, size_t errlen)
+{
+	if (g_exidx < 0)
+		g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, hs_free);
+	if (o_cert == NULL && o_key == NULL && o_ca == NULL && o_crl == NULL)
+		return 0;
+	SSL_CTX *s, *c;
+	if (build(&s, &c, err, errlen) < 0)
+		return -1;
+	SSL_CTX_free(g_srv);
+	SSL_CTX_free(g_cli);
+	g_srv = s;
+	g_cli = c;
+	return 0;
+}
+
+int
+cats_tls_setup(void)
+{
+	char err[400];
+	if (cats_tls_init(err, sizeof(err)) == 0)
+		return 0;
+	cats_errorx("%s", err);
+	return CATS_EXIT_NOPERM;
+}
+
+bool
+cats_tls_server_on(void)
+{
+	return g_srv != NULL;
+}
+
+int
+cats_tls_reload(void)
+{
+	char err[400];
+	SSL_CTX *s, *c;
+	if (g_srv == NULL && g_cli == NULL)
+		return 0;
+	if (build(&s, &c, err, sizeof(err)) < 0) {
+		g_st.reload_failed++;
+		cats_errorx("TLS reload refused, the running certificates and "
+		    "CRLs stay: %s", err);
+		cats_audit("tls-reload-refused", "reason=\"%s\"", err);
+		return -1;
+	}
+	/* Open connections hold references to the old contexts. */
+	SSL_CTX_free(g_srv);
+	SSL_CTX_free(g_cli);
+	g_srv = s;
+	g_cli = c;
+	g_st.reloads++;
+	cats_audit("tls-reloaded", "cert=%s crl=%s", o_cert ? o_cert : "-",
+	    o_crl ? o_crl : "-");
+	return 0;
+}
+
+const struct cats_tls_stats *
+cats_tls_stats(void)
+{
+	return &g_st;
+}
+
+/* ---- listening sockets ---- */
+
+void
+cats_tls_mark_listen(int fd)
+{
+	if (g_nlisten < MAX_LISTEN)
+		g_listen[g_nlisten++] = fd;
+}
+
+bool
+cats_tls_is_listen(int fd)
+{
+	for (size_t i = 0; i < g_nlisten; i++)
+		if (g_listen[i] == fd)
+			return true;
+	return false;
+}
+
+void
+cats_tls_unmark_listen(int fd)
+{
+	for (size_t i = 0; i < g_nlisten; i++)
+		if (g_listen[i] == fd) {
+			g_listen[i] = g_listen[--g_nlisten];
+			return;
+		}
+}
+
+/* ---- record streams, server side: a proxy on the loop ---- */
+
+/*
+ * The TLS bufferevent on the network socket and a socket bufferevent on
+ * one end of a socket pair; the tool has the other end.  Bytes go across
+ * both ways (at most PROXY_HIGH waiting each way: reading pauses), and an
+ * end of file on one side closes the other once what it has is out.
+ */
+struct proxy {
+	struct bufferevent *net, *app;
+	int toolfd;
+	bool net_done, app_done;
+	char *id;		/* the peer's identity, after the handshake */
+};
+
+static struct proxy **g_byfd;	/* by the tool's descriptor */
+static size_t g_nbyfd;
+
+static void
+proxy_free(struct proxy *p)
+{
+	if (p->toolfd >= 0 && (size_t)p->toolfd < g_nbyfd &&
+	    g_byfd[p->toolfd] == p)
+		g_byfd[p->toolfd] = NULL;
+	bufferevent_free(p->net);
+	bufferevent_free(p->app);
+	free(p->id);
+	free(p);
+}
+
+/* Room in g_byfd for the descriptor fd. */
+static int
+byfd_room(int fd)
+{
+	if ((size_t)fd < g_nbyfd)
+		return 0;
+	size_t n = (size_t)fd * 2 + 64;
+	struct proxy **v = realloc(g_byfd, n * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	memset(v + g_nbyfd, 0, (n - g_nbyfd) * sizeof(*v));
+	g_byfd = v;
+	g_nbyfd = n;
+	return 0;
+}
+
+const char *
+cats_tls_fd_peer(int fd)
+{
+	if (fd < 0 || (size_t)fd >= g_nbyfd || g_byfd[fd] == NULL)
+		return NULL;
+	return g_byfd[fd]->id;
+}
+
+static void
+proxy_check(struct proxy *p)
+{
+	if ((p->net_done && evbuffer_get_length(bufferevent_get_output(
+	    p->app)) == 0) || (p->app_done && evbuffer_get_length(
+	    bufferevent_get_output(p->net)) == 0))
+		proxy_free(p);
+}
+
+static void
+net_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy *p = arg;
+	struct evbuffer *out = bufferevent_get_output(p->app);
+	evbuffer_add_buffer(out, bufferevent_get_input(bev));
+	if (evbuffer_get_length(out) > PROXY_HIGH)
+		bufferevent_disable(bev, EV_READ);
+}
+
+static void
+app_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy *p = arg;
+	struct evbuffer *out = bufferevent_get_output(p->net);
+	evbuffer_add_buffer(out, bufferevent_get_input(bev));
+	if (evbuffer_get_length(out) > PROXY_HIGH)
+		bufferevent_disable(bev, EV_READ);
+}
+
+static void
+net_write(struct bufferevent *bev, void *arg)
+{
+	struct proxy *p = arg;
+	if (!p->app_done)
+		bufferevent_enable(p->app, EV_READ);
+	proxy_check(p);
+}
+
+static void
+app_write(struct bufferevent *bev, void *arg)
+{
+	struct proxy *p = arg;
+	if (!p->net_done)
+		bufferevent_enable(p->net, EV_READ);
+	proxy_check(p);
+}
+
+static void
+net_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy *p = arg;
+	if (what & BEV_EVENT_CONNECTED) {
+		SSL *ssl = bufferevent_openssl_get_ssl(bev);
+		X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+		char subj[256], san[512], id[800];
+		cert_names(x, subj, sizeof(subj), san, sizeof(san));
+		X509_free(x);
+		if (subj[0] != '\0' || san[0] != '\0') {
+			snprintf(id, sizeof(id), "%s%s%s", subj, san[0] ?
+			    ";SAN=" : "", san);
+			p->id = strdup(id);
+		}
+		bufferevent_enable(p->app, EV_READ);
+		return;
+	}
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		ERR_clear_error();
+		p->net_done = true;
+		bufferevent_disable(bev, EV_READ | EV_WRITE);
+		if (p->app_done || evbuffer_get_length(bufferevent_get_output(
+		    p->app)) == 0)
+			proxy_free(p);
+	}
+}
+
+static void
+app_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy *p = arg;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		p->app_done = true;
+		bufferevent_disable(bev, EV_READ | EV_WRITE);
+		if (p->net_done || evbuffer_get_length(bufferevent_get_output(
+		    p->net)) == 0)
+			proxy_free(p);
+	}
+}
+
+int
+cats_tls_accept(struct event_base *base, int fd, const char *peer)
+{
+	int sp[2] = { -1, -1 };
+	SSL *ssl = server_ssl();
+	struct proxy *p = calloc(1, sizeof(*p));
+	(void)peer;	/* the audit lines name it from the socket */
+	if (ssl == NULL || p == NULL || socketpair(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0 || byfd_room(sp[1]) < 0)
+		goto fail;
+	cats_fd_nonblock(fd);
+	p->toolfd = sp[1];
+	p->app = bufferevent_socket_new(base, sp[0], BEV_OPT_CLOSE_ON_FREE);
+	if (p->app == NULL)
+		goto fail;
+	sp[0] = -1;
+	p->net = bufferevent_openssl_socket_new(base, fd, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (p->net == NULL)
+		goto fail;
+	bufferevent_openssl_set_allow_dirty_shutdown(p->net, 1);
+	g_byfd[sp[1]] = p;
+	bufferevent_setcb(p->net, net_read, net_write, net_event, p);
+	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
+	bufferevent_enable(p->net, EV_READ | EV_WRITE);
+	/* The tool's bytes wait for the handshake (net_event). */
+	bufferevent_enable(p->app, EV_WRITE);
+	return sp[1];
+fail:
+	if (p != NULL && p->app != NULL)
+		bufferevent_free(p->app);
+	free(p);
+	SSL_free(ssl);
+	close(fd);
+	if (sp[0] >= 0)
+		close(sp[0]);
+	if (sp[1] >= 0)
+		close(sp[1]);
+	return -1;
+}
+
+/* ---- HTTP servers ---- */
+
+struct bufferevent *
+cats_tls_bev(struct event_base *base)
+{
+	SSL *ssl = server_ssl();
+	if (ssl == NULL)
+		return NULL;
+	struct bufferevent *b = bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (b != NULL)
+		bufferevent_openssl_set_allow_dirty_shutdown(b, 1);
+	return b;
+}
+
+const char *
+cats_tls_bev_peer(struct bufferevent *bev, char *buf, size_t len)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	if (x == NULL)
+		return NULL;
+	char subj[256], san[512];
+	cert_names(x, subj, sizeof(subj), san, sizeof(san));
+	X509_free(x);
+	snprintf(buf, len, "%s%s%s", subj, san[0] ? ";SAN=" : "", san);
+	return buf;
+}
+
+const char *
+cats_tls_bev_name(struct bufferevent *bev, char *buf, size_t len)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	if (x == NULL)
+		return NULL;
+	const char *r = NULL;
+	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
+	    NULL);
+	for (int i = 0; g != NULL && i < sk_GENERAL_NAME_num(g); i++) {
+		const GENERAL_NAME *e = sk_GENERAL_NAME_value(g, i);
+		if (e->type == GEN_URI) {
+			snprintf(buf, len, "%.*s", e->d.ia5->length,
+			    e->d.ia5->data);
+			r = buf;
+			break;
+		}
+	}
+	GENERAL_NAMES_free(g);
+	if (r == NULL && X509_NAME_get_text_by_NID(X509_get_subject_name(x),
+	    NID_commonName, buf, (int)len) > 0)
+		r = buf;
+	X509_free(x);
+	return r;
+}
+
+/* ---- clients ---- */
+
+/*
+ * A client connection's thread: the TLS connection on net (non-blocking),
+ * the plain bytes on app (blocking), carried across until either end
+ * closes; then what the other still has, and a close_notify.
+ */
+struct pump {
+	SSL *ssl;
+	int net, app, toolfd;
+	pthread_t th;
+	struct pump *next;
+};
+
+static struct pump *g_pumps;
+static pthread_mutex_t g_pump_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool g_atexit, g_exiting;
+
+/* Write all of p to the TLS connection, waiting on the socket. */
+static int
+pump_write(struct pump *p, const char *b, size_t n)
+{
+	while (n > 0) {
+		int k = SSL_write(p->ssl, b, (int)n);
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+			continue;
+		}
+		int e = SSL_get_error(p->ssl, k);
+		struct pollfd pf = { p->net, e == SSL_ERROR_WANT_READ ? POLLIN :
+			POLLOUT, 0 };
+		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) ||
+		    poll(&pf, 1, 30000) <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+write_all(int fd, const char *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, b, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void *
+pump_run(void *arg)
+{
+	struct pump *p = arg;
+	char buf[16384];
+	bool app_open = true;
+	for (;;) {
+		struct pollfd pf[2] = { { p->net, POLLIN, 0 },
+			{ p->app, app_open ? POLLIN : 0, 0 } };
+		if (SSL_pending(p->ssl) == 0 && poll(pf, 2, -1) < 0 &&
+		    errno != EINTR)
+			break;
+		if (SSL_pending(p->ssl) > 0 || pf[0].revents) {
+			int k = SSL_read(p->ssl, buf, sizeof(buf));
+			if (k > 0) {
+				if (write_all(p->app, buf, (size_t)k) < 0)
+					break;
+			} else {
+				int e = SSL_get_error(p->ssl, k);
+				if (e != SSL_ERROR_WANT_READ &&
+				    e != SSL_ERROR_WANT_WRITE)
+					break;
+			}
+		}
+		if (app_open && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t k = read(p->app, buf, sizeof(buf));
+			if (k <= 0) {
+				app_open = false;
+				break;
+			}
+			if (pump_write(p, buf, (size_t)k) < 0)
+				break;
+		}
+	}
+	SSL_shutdown(p->ssl);
+	SSL_free(p->ssl);
+	close(p->net);
+	close(p->app);
+	pthread_mutex_lock(&g_pump_mu);
+	bool keep = g_exiting;
+	if (!keep) {
+		struct pump **pp = &g_pumps;
+		while (*pp != p)
+			pp = &(*pp)->next;
+		*pp = p->next;
+		pthread_detach(p->th);
+	}
+	pthread_mutex_unlock(&g_pump_mu);
+	if (!keep)
+		free(p);
+	return NULL;
+}
+
+/* At exit: what the tool wrote goes out before the connection closes. */
+static void
+pump_atexit(void)
+{
+	pthread_mutex_lock(&g_pump_mu);
+	g_exiting = true;
+	struct pump *list = g_pumps;
+	pthread_mutex_unlock(&g_pump_mu);
+	for (struct pump *p = list; p != NULL; p = p->next) {
+		shutdown(p->toolfd, SHUT_WR);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 2;
+		pthread_timedjoin_np(p->th, NULL, &ts);
+	}
+}
+
+int
+cats_tls_connect(int fd, const char *host, char *err, size_t errlen)
+{
+	if (g_cli == NULL) {
+		char why[300];
+		if (g_exidx < 0)
+			g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+			    hs_free);
+		if ((g_cli = make_ctx(false, why, sizeof(why))) == NULL) {
+			snprintf(err, errlen, "%s", why);
+			close(fd);
+			return -1;
+		}
+	}
+	SSL *ssl = SSL_new(g_cli);
+	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
+		snprintf(err, errlen, "TLS: %s", ssl_why());
+		SSL_free(ssl);
+		close(fd);
+		return -1;
+	}
+	struct in6_addr a6;
+	bool ip = inet_pton(AF_INET, host, &a6) == 1 ||
+	    inet_pton(AF_INET6, host, &a6) == 1;
+	if (ip)
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
+	else {
+		SSL_set_tlsext_host_name(ssl, host);
+		SSL_set1_host(ssl, host);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (SSL_connect(ssl) != 1) {
+		long v = SSL_get_verify_result(ssl);
+		snprintf(err, errlen, "TLS handshake with %s: %s", host,
+		    v != X509_V_OK ? X509_verify_cert_error_string(v) :
+		    ssl_why());
+		SSL_free(ssl);
+		close(fd);
+		return -1;
+	}
+	cats_fd_nonblock(fd);
+	int sp[2];
+	struct pump *p = calloc(1, sizeof(*p));
+	if (p == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+	    sp) < 0) {
+		snprintf(err, errlen, "TLS: %s", strerror(errno));
+		free(p);
+		SSL_free(ssl);
+		close(fd);
+		return -1;
+	}
+	p->ssl = ssl;
+	p->net = fd;
+	p->app = sp[0];
+	p->toolfd = sp[1];
+	if (pthread_create(&p->th, NULL, pump_run, p) != 0) {
+		snprintf(err, errlen, "TLS: cannot start its thread");
+		close(sp[0]);
+		close(sp[1]);
+		free(p);
+		SSL_free(ssl);
+		close(fd);
+		return -1;
+	}
+	pthread_mutex_lock(&g_pump_mu);
+	p->next = g_pumps;
+	g_pumps = p;
+	if (!g_atexit) {
+		g_atexit = true;
+		atexit(pump_atexit);
+	}
+	pthread_mutex_unlock(&g_pump_mu);
+	cats_fd_nonblock(sp[1]);
+	return sp[1];
+}
+
+void
+cats_tls_curl(void *easy, const char *ca_file)
+{
+	CURL *e = easy;
+	if (ca_file == NULL && o_ca != NULL)
+		curl_easy_setopt(e, CURLOPT_CAINFO, o_ca);
+	if (o_cert != NULL && o_key != NULL) {
+		curl_easy_setopt(e, CURLOPT_SSLCERT, o_cert);
+		curl_easy_setopt(e, CURLOPT_SSLKEY, o_key);
+	}
+	if (o_crl != NULL)
+		curl_easy_setopt(e, CURLOPT_CRLFILE, o_crl);
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+}
+
+void
+cats_tls_free(void)
+{
+	SSL_CTX_free(g_srv);
+	SSL_CTX_free(g_cli);
+	g_srv = g_cli = NULL;
+	free(g_byfd);
+	g_byfd = NULL;
+	g_nbyfd = 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * tls.h - TLS for every listener and every outgoing connection of a tool
+ * (OpenSSL; libevent's OpenSSL bufferevents on the servers' loops).
+ *
+ * Configuration.  One set per process, the same four options in every
+ * tool (CATS_TLS_LONGOPTS): --tls-cert FILE (the tool's certificate chain,
+ * PEM), --tls-key FILE (its private key, PEM; refused when group or others
+ * may read it), --tls-ca FILE (the CA certificates peers are checked
+ * against), --tls-crl FILE (certificate revocation lists, PEM, checked for
+ * the peer's certificate).  Every file is read through base/file.h
+ * (regular files only).
+ *
+ * Servers.  An https:// HTTP endpoint or a tls:HOST:PORT record endpoint
+ * (net/ep.h) speaks TLS with the certificate and key: TLS 1.2 or 1.3 (1.3
+ * preferred), TLS 1.2 with ECDHE and AEAD ciphers only, no compression, no
+ * renegotiation, session tickets off.  With --tls-ca, a client certificate
+ * is required and verified (chain to the CA, validity, the CRLs): a client
+ * without one, with one of another CA, expired or revoked is refused at
+ * the handshake.  Every handshake is an audit line: tls-peer (src, subject,
+ * the SAN entries, version, cipher) or tls-refused (src, reason: the alert
+ * sent, the verification error, or what the client sent instead of a
+ * handshake: a plaintext client on a TLS port is refused and closed).
+ *
+ * Reload.  cats_tls_reload() (the tools call it on SIGHUP) reads every
+ * file again into a new context: new connections use it (a new CRL, a
+ * renewed certificate), open ones keep theirs.  A reload that fails
+ * keeps the old context and says why.
+ *
+ * Clients.  A tls:HOST:PORT endpoint opened for talking (cats_ep_open)
+ * connects, verifies the server (chain to --tls-ca, else the system's
+ * trust anchors; its name or address against HOST; the CRLs) and presents
+ * --tls-cert/--tls-key when given.  The caller gets a plain descriptor
+ * (one end of a socket pair); a thread of this module carries the bytes
+ * between it and the TLS connection, and at exit what was written is
+ * sent before the connection is closed.  libcurl (net/httpc.h) gets the
+ * same files for https:// (CURLOPT_SSLCERT, _SSLKEY, _CAINFO, _CRLFILE).
+ */
+#ifndef CATS_TLS_H
+#define CATS_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct bufferevent;
+
+/* getopt_long codes of the options, and their table entries. */
+enum {
+	CATS_TLS_OPT_CA = 0x7401,
+	CATS_TLS_OPT_CERT,
+	CATS_TLS_OPT_CRL,
+	CATS_TLS_OPT_KEY,
+};
+#define CATS_TLS_LONGOPTS \
+	{ "tls-ca", required_argument, NULL, CATS_TLS_OPT_CA }, \
+	{ "tls-cert", required_argument, NULL, CATS_TLS_OPT_CERT }, \
+	{ "tls-crl", required_argument, NULL, CATS_TLS_OPT_CRL }, \
+	{ "tls-key", required_argument, NULL, CATS_TLS_OPT_KEY }
+/* The usage() line of the options. */
+#define CATS_TLS_USAGE "[--tls-cert file --tls-key file [--tls-ca file] " \
+	"[--tls-crl file]]"
+
+/* An option of CATS_TLS_LONGOPTS: taken (true), or not one of them. */
+bool cats_tls_opt(int ch, const char *arg);
+/*
+ * Read the files of the options into the server and client contexts (once,
+ * after the options): 0, also when no option was given; -1 with err
+ * ("FILE: reason").
+ */
+int cats_tls_init(char *err, size_t errlen);
+/* cats_tls_init for a main: 0, or the exit code after one line. */
+int cats_tls_setup(void);
+/* A certificate and key are configured: TLS endpoints may listen. */
+bool cats_tls_server_on(void);
+/* Read the files again (SIGHUP): 0, or -1 (the old contexts stay; logged). */
+int cats_tls_reload(void);
+/* Free the contexts (at exit; also ends the client threads). */
+void cats_tls_free(void);
+
+/* ---- servers ---- */
+
+/* Mark a listening socket as a TLS one (cats_ep_listen does), or ask. */
+void cats_tls_mark_listen(int fd);
+bool cats_tls_is_listen(int fd);
+/* A closed listening socket is unmarked. */
+void cats_tls_unmark_listen(int fd);
+
+/*
+ * An accepted connection on a TLS listening socket: the handshake is run
+ * on the loop, and the caller gets the plain descriptor of the
+ * connection (a socket pair's end, non-blocking; closing it closes the
+ * connection) or -1.  Bytes reach it only after the handshake succeeded;
+ * a refused handshake closes it.  fd is taken (closed on failure).
+ */
+int cats_tls_accept(struct event_base *base, int fd, const char *peer);
+/* The peer's identity on a descriptor cats_tls_accept gave (or NULL). */
+const char *cats_tls_fd_peer(int fd);
+
+/* An OpenSSL bufferevent for evhttp (evhttp_set_bevcb), or NULL. */
+struct bufferevent *cats_tls_bev(struct event_base *base);
+/*
+ * The peer's identity on such a bufferevent into buf: "CN=...;SAN=..."
+ * (NULL when the connection is not TLS or the peer sent no certificate).
+ */
+const char *cats_tls_bev_peer(struct bufferevent *bev, char *buf,
+    size_t len);
+/* The peer's certificate's common name, or its first SAN URI, into buf. */
+const char *cats_tls_bev_name(struct bufferevent *bev, char *buf,
+    size_t len);
+
+/* ---- clients ---- */
+
+/*
+ * TLS over the connected socket fd to host (blocking handshake, then the
+ * plain descriptor as above; fd is taken).  -1 with err.
+ */
+int cats_tls_connect(int fd, const char *host, char *err, size_t errlen);
+/* The options of an https:// transfer (a CURL easy handle). */
+void cats_tls_curl(void *easy, const char *ca_file);
+
+struct cats_tls_stats {
+	uint64_t handshakes, refused, reloads, reload_failed;
+};
+const struct cats_tls_stats *cats_tls_stats(void);
+
+#endif
