@@ -328,8 +328,6 @@ main(int argc, char **argv)
 		cats_usage_fail("--listen and --to exclude each other");
 	if (nallow > 0 && pcep_ep == NULL)
 		cats_usage_fail("--pcep-allow needs --pcep");
-	if (pce_ep && pcep_ep)
-		cats_usage_fail("--pce and --pcep exclude each other");
 	if (a->pce_timeout && pce_ep == NULL)
 		cats_usage_fail("--pce-timeout needs --pce");
 	if (md5_path && pce_ep == NULL && pcep_ep == NULL)

@@ -33,8 +33,12 @@ struct cats_pce_sess {
 
 static void pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
     const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
-    size_t n, const struct cats_path_req *rq);
+    size_t n, const struct cats_path_req *rq, struct cats_pcep_peer *pp,
+    uint32_t pp_id);
 static void pcc_forget(struct cats_pce_app *a, struct cats_pce_sess *ss);
+static void pcc_forget_pcep(struct cats_pce_app *a, struct cats_pcep_peer *p);
+static void pcep_relay(struct cats_pce_app *a, struct cats_pcep_peer *p,
+    uint32_t id, struct cats_path_req *q, uint64_t now);
 static bool pcc_idle(const struct cats_pce_app *a);
 
 /* A session's peer said something that holds: it is past its hello. */
@@ -296,7 +300,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	if (a->keys.n == 0 || r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
 		sess_good(arg);
 	if (r.type == CATS_T_PATH_REQ && a->pcc != NULL) {
-		pcc_submit(a, s, peer, arg, p, n, &r.u.preq);
+		pcc_submit(a, s, peer, arg, p, n, &r.u.preq, NULL, 0);
 		return;
 	}
 	if (r.type == CATS_T_PATH_REQ) {
@@ -595,6 +599,7 @@ pcep_closed(struct cats_pcep_peer *p, const struct cats_pcep_status *st,
 {
 	struct cats_pce_app *a = arg;
 	char b[300];
+	pcc_forget_pcep(a, p);
 	if (!pcep_audit_ok(a))
 		return;
 	pcep_status_text(st, b, sizeof(b));
@@ -659,6 +664,11 @@ pcep_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
 			continue;
 		}
 		pcc_msd(p, &prq);
+		if (a->pcc != NULL) {
+			/* --pce too: the remote PCE answers, as records. */
+			pcep_relay(a, p, r->rp.id, &prq, now);
+			continue;
+		}
 		if (answer(a, &prq, now, &rep, &a->parena) < 0 ||
 		    cats_pcep_from_path_rep(&rep.u.prep, r, a->pce.te, names,
 		    &reps[n], &a->parena) < 0) {
@@ -718,6 +728,9 @@ struct pcc_req {
 	bool sent;
 	uint64_t expires;
 	struct cats_pce_sess *ss;	/* NULL: its session went away */
+	struct cats_pcep_peer *pp;	/* or the --pcep session that asked */
+	uint32_t pp_id;			/* ... and its request id */
+	bool from_pcep;
 	bool has_peer;
 	struct cats_peer peer;
 	size_t n;
@@ -774,9 +787,61 @@ pcc_rq(struct cats_pce_app *a, const struct pcc_req *q, struct cats_rec *r)
 }
 
 static void
+pcc_forget_pcep(struct cats_pce_app *a, struct cats_pcep_peer *p)
+{
+	if (a->pcc == NULL)
+		return;
+	for (struct pcc_req *q = a->pcc->head; q != NULL; q = q->next)
+		if (q->pp == p)
+			q->pp = NULL;
+}
+
+/*
+ * The answer to a --pcep session's request that the remote PCE (--pce)
+ * computed: the PCRep of the path-rep, as if computed here; a request that
+ * could not be sent there, a NO-PATH (PCE currently unavailable).
+ */
+static void
+pcep_answer(struct cats_pce_app *a, struct pcc_req *q,
+    const struct cats_rec *out)
+{
+	struct cats_rec r;
+	const struct cats_path_req *rq;
+	if (q->pp == NULL || (rq = pcc_rq(a, q, &r)) == NULL) {
+		cats_debug("pcep: request %" PRIu32 ": its session is gone",
+		    q->pp_id);
+		return;
+	}
+	const struct cats_pcep_names *names = pcep_names(a);
+	struct cats_pcep_req pr;
+	struct cats_pcep_rep x;
+	struct cats_pcep_status st;
+	memset(&x, 0, sizeof(x));
+	if (names == NULL || cats_pcep_from_path_req(rq, q->pp_id, a->pce.te,
+	    names, &pr, &a->parena, &st) < 0 || out->type != CATS_T_PATH_REP ||
+	    cats_pcep_from_path_rep(&out->u.prep, &pr, a->pce.te, names, &x,
+	    &a->parena) < 0) {
+		memset(&x, 0, sizeof(x));
+		x.rp.id = q->pp_id;
+		x.rp.p = true;
+		x.nopath = true;
+		x.vector = CATS_PCEP_NPV_PCE_UNAVAILABLE;
+	}
+	if (cats_pcep_peer_send_reps(q->pp, &x, 1) < 0)
+		cats_warnx("pcep: %s: reply not sent",
+		    cats_pcep_peer_name(q->pp));
+	else
+		a->pcep_reps++;
+}
+
+static void
 pcc_send_rec(struct cats_pce_app *a, struct pcc_req *q,
     const struct cats_rec *out)
 {
+	if (q->from_pcep) {
+		pcep_answer(a, q, out);
+		return;
+	}
 	if (q->ss == NULL) {
 		cats_debug("pce: request %" PRIu32 ": its session is gone",
 		    q->id);
@@ -911,7 +976,8 @@ pcc_schedule(struct cats_pcc *c)
 static void
 pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
     const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
-    size_t n, const struct cats_path_req *rq)
+    size_t n, const struct cats_path_req *rq, struct cats_pcep_peer *pp,
+    uint32_t pp_id)
 {
 	struct cats_pcc *c = a->pcc;
 	struct pcc_req *q = calloc(1, sizeof(*q) + n);
@@ -922,6 +988,9 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 	memcpy(q->p, p, n);
 	q->n = n;
 	q->ss = ss;
+	q->pp = pp;
+	q->pp_id = pp_id;
+	q->from_pcep = pp != NULL;
 	if (peer != NULL) {
 		q->has_peer = true;
 		q->peer = *peer;
@@ -946,7 +1015,7 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 		return;
 	}
 	/* Standard input waits rather than fail (sessions cannot). */
-	if (c->n >= PCC_MAX_PENDING && s == a->in) {
+	if (c->n >= PCC_MAX_PENDING && s != NULL && s == a->in) {
 		c->paused = true;
 		cats_stream_pause(s);
 	}
@@ -963,6 +1032,33 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 		return;
 	}
 	pcc_schedule(c);
+}
+
+/*
+ * A --pcep session's request with --pce: the path-req it reads as, with a
+ * stand-in decision (the schema wants one; it never leaves), to the
+ * remote PCE like a record's.
+ */
+static void
+pcep_relay(struct cats_pce_app *a, struct cats_pcep_peer *p, uint32_t id,
+    struct cats_path_req *q, uint64_t now)
+{
+	struct cats_rec rec;
+	cats_rec_init(&rec, CATS_T_PATH_REQ);
+	struct cats_decision *d = &q->decision;
+	d->cs_id = d->csci_id = "pcep";
+	d->locator.af = 4;
+	d->egress = q->endpoint;
+	d->ts = now;
+	q->has |= UINT64_C(1) << CATS_PRQ_decision;
+	rec.u.preq = *q;
+	cats_buf_reset(&a->relay);
+	if (cats_rec_encode(&rec, &a->relay, false) < 0) {
+		cats_errorx("pcep: request %" PRIu32 ": cannot be relayed", id);
+		return;
+	}
+	a->pcep_relayed++;
+	pcc_submit(a, NULL, NULL, NULL, a->relay.p, a->relay.len, q, p, id);
 }
 
 static void
@@ -1396,6 +1492,7 @@ stats_list(struct cats_pce_app *a, struct cats_stats_list *st)
 		cats_stats_add(st, "pcep.errors", a->pcep_errs);
 		cats_stats_add(st, "pcep.audit_suppressed",
 		    a->audit_suppressed);
+		cats_stats_add(st, "pcep.relayed", a->pcep_relayed);
 	}
 	if (a->pcc != NULL) {
 		const struct cats_pcc *pc = a->pcc;
@@ -1459,6 +1556,7 @@ cats_pce_app_free(struct cats_pce_app *a)
 	pcc_free(a);
 	cats_pcep_names_free(a->names);
 	cats_arena_free(&a->parena);
+	cats_buf_free(&a->relay);
 	cats_pce_free(&a->pce);
 	cats_tag_guard_free(a->guard);
 	cats_keyring_free(&a->keys);

@@ -246,6 +246,42 @@ EOP
 	grep '"type":"stats"' "$T/err" | jq -e '.counters["pcep.requests"] == 22'
 }
 
+@test "pcep: --pce with --pcep: a PCEP session's requests go to the remote PCE, its answers as if asked directly" {
+	start_pce "$LAB"
+	jq -c 'select(.type == "path-req") | del(.deadline)' \
+	    "$DATA/pce/requests.jsonl" >"$T/rq.jsonl"
+	pcep_peer pcc -c "tcp:127.0.0.1:$PORT" -T "$LAB" <"$T/rq.jsonl" \
+	    >"$T/direct.jsonl"
+	# A cats-pce between: PCE to its PCEP peers, PCC of the first.
+	MID=$(free_port)
+	cats-pce -t "$LAB" --insecure --pce "tcp:127.0.0.1:$PORT" \
+	    --pcep "tcp:127.0.0.1:$MID" --listen "unix:$T/mid.sock" \
+	    2>"$T/mid.err" &
+	PCC_PID=$!
+	wait_for 50 grep -q "PCEP on" "$T/mid.err"
+	pcep_peer pcc -c "tcp:127.0.0.1:$MID" -T "$LAB" <"$T/rq.jsonl" \
+	    >"$T/relayed.jsonl"
+	jq -S -c 'del(.ts)' "$T/direct.jsonl" | sort >"$T/a"
+	jq -S -c 'del(.ts)' "$T/relayed.jsonl" | sort >"$T/b"
+	diff "$T/a" "$T/b"
+	grep -q '"status":"ok"' "$T/b"
+	grep -q '"status":"no-path"' "$T/b"
+	n=$(jq -s '[.[] | select(.type == "path-rep")] | length' "$T/b")
+	[ "$n" -ge 20 ]
+	kill -USR1 "$PCC_PID"
+	wait_for 50 grep -q '"type":"stats"' "$T/mid.err"
+	grep '"type":"stats"' "$T/mid.err" | jq -e --argjson n "$n" \
+	    '.counters["pcep.relayed"] == $n and .counters["pce.replies"] == $n and .counters.requests == 0'
+	# The remote PCE down: the session's requests fail closed (NO-PATH,
+	# PCE currently unavailable), never a path.
+	kill "$PCE_PID"
+	wait "$PCE_PID" 2>/dev/null || true
+	PCE_PID=
+	wait_for 50 grep -q "pce: .*session closed" "$T/mid.err"
+	printf "$REQ\n" 3 | pcep_peer pcc -c "tcp:127.0.0.1:$MID" -T "$LAB" >"$T/down.jsonl"
+	jq -e '.status == "error" and .reason == "pce-unavailable"' "$T/down.jsonl"
+}
+
 @test "pcep: --pce fails closed: PCE down, PCE mute, session lost; then reconnects" {
 	PORT=$(free_port)
 	start_pcc "$PORT" --pce-timeout 1s
