@@ -31,7 +31,7 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
 	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
-	dpkg-dev fakeroot gnuplot-nox
+	dpkg-dev fakeroot gnuplot-nox etcd-server etcd-client
 
 CC ?= cc
 ifeq ($(SAN),1)

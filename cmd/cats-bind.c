@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -19,6 +20,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "bind/bind_app.h"
+#include "ha/ha_bind.h"
 #include "net/ep.h"
 #include "net/metrics.h"
 #include "net/tls.h"
@@ -27,9 +29,10 @@ static const char usage_text[] =
     "usage: cats-bind [-qsv] [--commit both|ingress|none] "
     "[--commit-timeout dur]\n"
     "                 [--dataplanes list] [--drain-timeout dur] [--dump]\n"
+    "                 [--etcd urls] [--etcd-prefix prefix]\n"
     "                 [--fsync always|interval|never] [--fsync-interval dur]\n"
     "                 [--hard dur] [--id name] [--idle dur] [--journal dir]\n"
-    "                 [--key file] [--keys file] [--limit name=n]\n"
+    "                 [--key file] [--keys file] [--lease dur] [--limit name=n]\n"
     "                 [--listen endpoint] [--pending-timeout dur]\n"
     "                 [--prometheus endpoint]\n"
     "                 [--repair-timeout dur] [--replay] [--snapshot-size size]\n"
@@ -135,11 +138,13 @@ static const char *prom_ep;	/* --prometheus */
  */
 static int
 run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
-    int fsync_policy, uint64_t snap_min, const char *listen_ep, bool replay)
+    int fsync_policy, uint64_t snap_min, const char *listen_ep, bool replay,
+    struct ha_conf *hc)
 {
 	struct event *tick_ev, *sigs[4];
 	static const int signos[4] = { SIGTERM, SIGINT, SIGUSR1, SIGHUP };
 	char sock_path[4096] = "";
+	struct stat sock_st;
 	int listen_fd = -1, rc;
 
 	a->base = event_base_new();
@@ -150,7 +155,10 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	if ((rc = bind_app_init(a, conf)) != CATS_EXIT_OK)
 		return rc;
 	/* Restore every established flow before anyone hears the new epoch. */
-	if (journal != NULL) {
+	if (hc->urls != NULL) {
+		if ((rc = ha_bind_start(a, hc)) != CATS_EXIT_OK)
+			return rc;
+	} else if (journal != NULL) {
 		if ((rc = bind_app_journal(a, journal, fsync_policy,
 		    snap_min)) != CATS_EXIT_OK)
 			return rc;
@@ -173,6 +181,8 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 		if ((rc = listen_on(listen_ep, &listen_fd, sock_path,
 		    sizeof(sock_path))) != CATS_EXIT_OK)
 			return rc;
+		if (sock_path[0] && stat(sock_path, &sock_st) < 0)
+			sock_path[0] = '\0';
 		bind_app_listener(a, listen_fd);
 	}
 	if ((rc = bind_app_input(a)) != CATS_EXIT_OK)
@@ -196,12 +206,17 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	bind_app_free(a);
 	if (listen_fd >= 0)
 		close(listen_fd);
-	if (sock_path[0])
+	/* Only our own: a new owner may have taken the path over. */
+	struct stat now_st;
+	if (sock_path[0] && stat(sock_path, &now_st) == 0 &&
+	    now_st.st_ino == sock_st.st_ino && now_st.st_dev == sock_st.st_dev)
 		unlink(sock_path);
 	event_free(tick_ev);
 	for (int i = 0; i < 4; i++)
 		event_free(sigs[i]);
 	event_base_free(a->base);
+	/* A clean stop of the owner hands over at once (the lease revoked). */
+	ha_bind_end(a);
 	return rc;
 }
 
@@ -210,9 +225,10 @@ main(int argc, char **argv)
 {
 	enum {
 		O_COMMIT = 256, O_COMMIT_TIMEOUT, O_DATAPLANES, O_DRAIN, O_DUMP,
-		O_FSYNC, O_FSYNC_INT, O_HARD, O_ID, O_IDLE, O_JOURNAL, O_KEY,
-		O_KEYS, O_LIMIT, O_LISTEN, O_PENDING, O_REPAIR, O_REPLAY,
-		O_SNAPSHOT, O_STATS, O_STATS_INT, O_TRACE, O_PROM,
+		O_ETCD, O_ETCD_PREFIX, O_FSYNC, O_FSYNC_INT, O_HARD, O_ID,
+		O_IDLE, O_JOURNAL, O_KEY, O_KEYS, O_LEASE, O_LIMIT, O_LISTEN,
+		O_PENDING, O_REPAIR, O_REPLAY, O_SNAPSHOT, O_STATS, O_STATS_INT,
+		O_TRACE, O_PROM,
 	};
 	static const struct option longopts[] = {
 		{ "commit", required_argument, NULL, O_COMMIT },
@@ -220,6 +236,8 @@ main(int argc, char **argv)
 		{ "dataplanes", required_argument, NULL, O_DATAPLANES },
 		{ "drain-timeout", required_argument, NULL, O_DRAIN },
 		{ "dump", no_argument, NULL, O_DUMP },
+		{ "etcd", required_argument, NULL, O_ETCD },
+		{ "etcd-prefix", required_argument, NULL, O_ETCD_PREFIX },
 		{ "fsync", required_argument, NULL, O_FSYNC },
 		{ "fsync-interval", required_argument, NULL, O_FSYNC_INT },
 		{ "hard", required_argument, NULL, O_HARD },
@@ -229,6 +247,7 @@ main(int argc, char **argv)
 		{ "journal", required_argument, NULL, O_JOURNAL },
 		{ "key", required_argument, NULL, O_KEY },
 		{ "keys", required_argument, NULL, O_KEYS },
+		{ "lease", required_argument, NULL, O_LEASE },
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "pending-timeout", required_argument, NULL, O_PENDING },
@@ -253,7 +272,9 @@ main(int argc, char **argv)
 	bool dump = false, replay = false;
 	int fsync_policy = BJ_FSYNC_ALWAYS, verbosity = 1, ch, rc;
 	uint64_t snap_min = 0;
-	char err[512], opt[600];
+	char err[512], opt[600], name[300], host[128] = "";
+	struct ha_conf hc = { NULL, "/cats/cps/", NULL, 2000, 0,
+		cats_clock_now };
 
 	cats_tool_init(argv[0]);
 	bind_conf_default(&conf);
@@ -277,6 +298,15 @@ main(int argc, char **argv)
 			break;
 		case O_DUMP:
 			dump = true;
+			break;
+		case O_ETCD:
+			hc.urls = optarg;
+			break;
+		case O_ETCD_PREFIX:
+			if (optarg[0] != '/' || strlen(optarg) > 200)
+				cats_opt_fail("--etcd-prefix", "a key prefix "
+				    "starts with / and has at most 200 bytes");
+			hc.prefix = optarg;
 			break;
 		case O_FSYNC:
 			fsync_policy = pick("--fsync", optarg, bj_fsync_names);
@@ -303,6 +333,11 @@ main(int argc, char **argv)
 			break;
 		case O_KEYS:
 			keysfile = optarg;
+			break;
+		case O_LEASE:
+			hc.lease_ms = cats_opt_ms("--lease", optarg);
+			if (hc.lease_ms < 2000 || hc.lease_ms > 3600000)
+				cats_opt_fail("--lease", "a lease is 2 s to 1 h");
 			break;
 		case O_LIMIT:
 			if (bind_conf_limit(&conf, optarg, err,
@@ -381,9 +416,20 @@ main(int argc, char **argv)
 		}
 		setvbuf(a->trace, NULL, _IOLBF, 0);
 	}
+	if (hc.urls != NULL && (journal != NULL || replay)) {
+		cats_errorx("--etcd: the state is in etcd, not in a --journal, "
+		    "and time is live, not --replay");
+		return CATS_EXIT_USAGE;
+	}
+	/* The owner key names the instance: its id, host and pid. */
+	gethostname(host, sizeof(host) - 1);
+	snprintf(name, sizeof(name), "%s@%s:%ld", conf.self ? conf.self :
+	    "cats-bind", host, (long)getpid());
+	hc.name = name;
 	if ((rc = load_keys(a, keyfile, keysfile)) != CATS_EXIT_OK)
 		return rc;
-	rc = run(a, &conf, journal, fsync_policy, snap_min, listen_ep, replay);
+	rc = run(a, &conf, journal, fsync_policy, snap_min, listen_ep, replay,
+	    &hc);
 	if (a->trace)
 		fclose(a->trace);
 	return rc;

@@ -108,6 +108,10 @@ io_journal(void *arg, const struct cats_rec *r)
 		a->journal_errors++;
 		cats_errorx("journal: %s", strerror(errno));
 	}
+	if (a->repl != NULL && a->repl->append(a->repl->arg, r) < 0) {
+		a->journal_errors++;
+		cats_errorx("replica: out of memory");
+	}
 	/* Even a record no output waits for is written with this batch. */
 	event_active(a->flush_ev, 0, 0);
 }
@@ -145,17 +149,35 @@ send_held(struct bind_app *a, struct cats_stream *s, struct cats_buf *b,
 	}
 }
 
+/* The replica refused: what is held is dropped, never sent; the run ends. */
+static void
+repl_failed(struct bind_app *a, const char *what, const char *err)
+{
+	if (!a->stopping)
+		cats_errorx("replica: %s: %s", what, err);
+	a->held.len = 0;
+	FOREACH_CONN(a, c, lc, nx)
+		c->held.len = 0;
+	bind_app_stop(a, CATS_EXIT_FAIL);
+}
+
 /*
  * Group commit: the journal records written (and synced, under fsync
- * always) first, then every output they cover.
+ * always) first, then those of the replica, then every output they cover.
  */
 static void
 flush_all(struct bind_app *a)
 {
+	char err[512];
 	if (a->j != NULL && bj_commit(a->j) < 0) {
 		cats_errorx("journal: %s: refusing to send what it does not "
 		    "hold", strerror(errno));
 		bind_app_stop(a, CATS_EXIT_FAIL);
+		return;
+	}
+	if (a->repl != NULL && a->repl->commit(a->repl->arg,
+	    bind_next_id(a->t), err, sizeof(err)) < 0) {
+		repl_failed(a, err, "refusing to send what it does not hold");
 		return;
 	}
 	send_held(a, a->out, &a->held, true);
@@ -237,6 +259,8 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 		cats_stats_add(st, "journal.torn", s->torn);
 		cats_stats_add(st, "journal.torn_bytes", s->torn_bytes);
 	}
+	if (a->repl != NULL && a->repl->stats != NULL)
+		a->repl->stats(a->repl->arg, st);
 }
 
 void
@@ -738,6 +762,12 @@ void
 bind_app_tick(struct bind_app *a)
 {
 	uint64_t now = cats_clock_now();
+	char rerr[512];
+	if (a->repl != NULL && a->repl->tick != NULL &&
+	    a->repl->tick(a->repl->arg, rerr, sizeof(rerr)) < 0) {
+		repl_failed(a, rerr, "stopping");
+		return;
+	}
 	if (!cats_clock_replay())
 		bind_tick(a->t, now);
 	if (a->j != NULL && a->fsync_ms && now - a->last_fsync >= a->fsync_ms) {

@@ -39,6 +39,22 @@ struct event_base;
 struct event;
 struct bind_app_conn;
 struct cats_listener;
+struct cats_stats_list;
+
+/*
+ * A replica of the journal (the redundant C-PS: lib/ha, etcd): every
+ * journal record goes to append; commit runs before any output it covers
+ * leaves (after the journal's), and -1 (err says why) ends the run with
+ * nothing more sent; tick runs on the timer (-1: the same); stats adds
+ * its counters to the stats record.
+ */
+struct bind_replica {
+	int (*append)(void *arg, const struct cats_rec *r);
+	int (*commit)(void *arg, uint64_t next_id, char *err, size_t errlen);
+	int (*tick)(void *arg, char *err, size_t errlen);
+	void (*stats)(void *arg, struct cats_stats_list *st);
+	void *arg;
+};
 
 struct bind_app {
 	/* the main's */
@@ -50,6 +66,7 @@ struct bind_app {
 	bool strict, stats_at_exit;
 	uint64_t fsync_ms;		/* --fsync interval: its period */
 	uint64_t stats_ms;		/* --stats-interval; 0: none */
+	const struct bind_replica *repl;	/* --etcd; NULL: none */
 	/* forwarder connections (listener.h; 0: its defaults, a 5 s hello) */
 	size_t max_conns, max_unauth;
 	uint64_t hello_ms, idle_ms;

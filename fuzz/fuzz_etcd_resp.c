@@ -1,0 +1,37 @@
+/*
+ * fuzz_etcd_resp.c - etcd's answers (untrusted: lib/ha/etcd.h): the first
+ * byte picks the call they answer, the rest is the body; under small caps
+ * too, so that every cap is reached.  A decoded answer is formatted, so
+ * that every key and value it points to is read.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "ha/etcd.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct etcd_resp r;
+	struct etcd_limits lim;
+	struct cats_buf out = { 0 };
+	char err[256];
+	if (size < 1)
+		return 0;
+	etcd_limits_default(&lim);
+	if (data[0] & 0x80) {
+		lim.max_kvs = 2;
+		lim.max_key = 4;
+		lim.max_value = 4;
+		lim.max_responses = 2;
+		lim.max_body = 512;
+	}
+	int kind = (data[0] & 0x7f) % ETCD__N;
+	if (etcd_parse(&lim, kind, (const char *)data + 1, size - 1, &r, err,
+	    sizeof(err)) == 0)
+		etcd_resp_fmt(&r, &out);
+	cats_buf_free(&out);
+	return 0;
+}

@@ -1,0 +1,110 @@
+/*
+ * ha_bind.c - cats-bind under --etcd (ha_bind.h).
+ */
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "ha/ha_bind.h"
+
+static int
+repl_append(void *arg, const struct cats_rec *r)
+{
+	return ha_append(arg, r);
+}
+
+static int
+repl_commit(void *arg, uint64_t next_id, char *err, size_t errlen)
+{
+	return ha_commit(arg, next_id, err, errlen);
+}
+
+static int
+repl_tick(void *arg, char *err, size_t errlen)
+{
+	return ha_tick(arg, err, errlen);
+}
+
+static void
+repl_stats(void *arg, struct cats_stats_list *st)
+{
+	const struct ha_stats *s = ha_stats(arg);
+	const struct etcd_stats *e = ha_etcd_stats(arg);
+	cats_stats_gauge(st, "ha.epoch", ha_epoch(arg));
+	cats_stats_add(st, "ha.txns", s->txns);
+	cats_stats_add(st, "ha.ops", s->ops);
+	cats_stats_add(st, "ha.coalesced", s->coalesced);
+	cats_stats_add(st, "ha.txn_bytes", s->txn_bytes);
+	cats_stats_add(st, "ha.fenced", s->fenced);
+	cats_stats_add(st, "ha.write_failures", s->write_failures);
+	cats_stats_add(st, "ha.restored", s->restored);
+	cats_stats_add(st, "ha.renewals", ha_own(arg)->renewals);
+	cats_stats_add(st, "ha.renew_failures", ha_own(arg)->renew_failures);
+	cats_stats_add(st, "etcd.calls", e->calls);
+	cats_stats_add(st, "etcd.failures", e->failures);
+	cats_stats_add(st, "etcd.errors", e->errors);
+	cats_stats_add(st, "etcd.bytes_out", e->bytes_out);
+	cats_stats_add(st, "etcd.bytes_in", e->bytes_in);
+	cats_stats_add(st, "etcd.ms", e->ms);
+}
+
+static struct bind_replica REPL = { repl_append, repl_commit, repl_tick,
+	repl_stats, NULL };
+
+/*
+ * A standby until it owns the prefix: campaign every 50 ms (no lease is
+ * held meanwhile, nothing is listened to or read), then restore what the
+ * owners wrote, under the new epoch.  SIGTERM still ends a standby.
+ */
+int
+ha_bind_start(struct bind_app *a, struct ha_conf *hc)
+{
+	char err[512], seen[256] = "";
+	struct ha *h = ha_new(hc, err, sizeof(err));
+	uint64_t t0 = hc->clock();
+	bool failing = false;
+	if (h == NULL) {
+		cats_errorx("--etcd %s: %s", hc->urls, err);
+		return CATS_EXIT_USAGE;
+	}
+	for (;;) {
+		int rc = ha_campaign(h, err, sizeof(err));
+		if (rc == 1)
+			break;
+		if (rc < 0 && !failing)
+			cats_warnx("etcd: %s: retrying", err);
+		failing = rc < 0;
+		if (rc == 0 && strcmp(seen, ha_owner(h)) != 0) {
+			cats_info("standby: %s owns %s", ha_owner(h),
+			    hc->prefix);
+			cats_strlcpy(seen, ha_owner(h), sizeof(seen));
+		}
+		struct timespec ts = { 0, 50 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t now = hc->clock();
+	if (ha_restore(h, a->t, now, err, sizeof(err)) < 0) {
+		cats_errorx("etcd: restoring: %s", err);
+		ha_free(h);
+		return CATS_EXIT_FAIL;
+	}
+	REPL.arg = h;
+	a->repl = &REPL;
+	cats_info("owner of %s, epoch %" PRIu64 " (after %" PRIu64 " ms as "
+	    "a standby); restored %zu bindings from etcd in %" PRIu64 " ms",
+	    hc->prefix, ha_epoch(h), now - t0, bind_count(a->t),
+	    hc->clock() - now);
+	return CATS_EXIT_OK;
+}
+
+void
+ha_bind_end(struct bind_app *a)
+{
+	if (a->repl != &REPL)
+		return;
+	a->repl = NULL;
+	ha_free(REPL.arg);
+	REPL.arg = NULL;
+}

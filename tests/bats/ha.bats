@@ -1,0 +1,215 @@
+#!/usr/bin/env bats
+# The redundant C-PS (cats-bind(1), REDUNDANCY): two cats-bind instances on
+# one real etcd (Debian's etcd-server 3.4, started here on loopback), one
+# owner; kill -9 of the owner, the standby takes over, restores every
+# binding and fences the old owner at the store and at the data plane.
+
+load helper
+
+setup_file() {
+	command -v etcd >/dev/null || skip "no etcd (make deps installs etcd-server)"
+	export ETCD_DIR
+	ETCD_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ha-etcd.$$.XXXXXX")
+	local cp pp
+	cp=$(free_port)
+	pp=$(free_port)
+	export ETCD="http://127.0.0.1:$cp"
+	etcd --name ha --data-dir "$ETCD_DIR/data" \
+	    --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
+	    --listen-peer-urls "http://127.0.0.1:$pp" \
+	    --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+	    --initial-cluster "ha=http://127.0.0.1:$pp" \
+	    >"$ETCD_DIR/log" 2>&1 &
+	echo $! >"$ETCD_DIR/pid"
+	wait_for 100 curl -sf -m 1 "$ETCD/health"
+}
+
+teardown_file() {
+	[ -f "$ETCD_DIR/pid" ] && kill -CONT "$(cat "$ETCD_DIR/pid")" 2>/dev/null
+	[ -f "$ETCD_DIR/pid" ] && kill "$(cat "$ETCD_DIR/pid")" 2>/dev/null
+	rm -rf "$ETCD_DIR"
+}
+
+setup() {
+	W=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ha.$$.XXXXXX")
+	P="/ha-test/$BATS_TEST_NUMBER.$$/"
+	PIDS=""
+}
+
+teardown() {
+	for p in $PIDS; do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -9 "$p" 2>/dev/null || true
+	done
+	exec 7>&- 8>&- 2>/dev/null || true
+	rm -rf "$W"
+}
+
+# N path replies from txn FIRST (commit none: each is ACTIVE when written).
+gen_reps() {
+	python3 - "$1" "${2:-1}" <<'EOF'
+import sys, time
+n, first = int(sys.argv[1]), int(sys.argv[2])
+ts = int(time.time() * 1000)
+for i in range(first, first + n):
+    src = "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
+    print('{"type":"path-rep","txn":%d,"ts":%d,"status":"ok","headend":"IF-1",'
+          '"endpoint":"EF-2","dataplane":"srv6","segments":[{"kind":"node",'
+          '"node":"EF-2","sid":"fc00:2::%x"}],"path_id":%d,"gen":3,'
+          '"decision":{"cs_id":"S1","csci_id":"B","locator":"198.51.100.21",'
+          '"egress":"EF-2","ts":%d,"cst_gen":5,"nst_gen":6},'
+          '"flow":{"proto":6,"src":"%s","sport":%d,"dst":"192.0.2.100",'
+          '"dport":443},"ingress":"IF-1","deadline":%d}'
+          % (i, ts, i % 7 + 1, i % 7, ts, src, 1024 + i % 50000,
+             ts + 600000))
+EOF
+}
+
+enc() { cats-cbor encode; }
+
+# Start instance NAME (a or b) on fifo $W/NAME.in, fd $2, extra args after.
+start_cps() {
+	local n=$1 fd=$2
+	shift 2
+	mkfifo "$W/$n.in"
+	cats-bind --etcd "$ETCD" --etcd-prefix "$P" --id cps --commit none \
+	    --listen "unix:$W/sock" "$@" <"$W/$n.in" >"$W/$n.out" \
+	    2>"$W/$n.err" &
+	PIDS="$PIDS $!"
+	eval "pid_$n=$!"
+	eval "exec $fd>\"$W/$n.in\""
+}
+
+# The binding keys in etcd (b/ID, not the commits b/ID/i).
+etcd_bindings() {
+	ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}b/" \
+	    --keys-only | grep -c '^/.*/b/[0-9a-f]*$' || true
+}
+
+epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
+
+@test "ha: --help shows --etcd; --etcd with --journal is refused" {
+	cats-bind --help | grep -q -- "--etcd urls"
+	run cats-bind --etcd "$ETCD" --journal "$W/j"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not in a --journal"* ]]
+	run cats-bind --etcd "$ETCD" --lease 1s
+	[ "$status" -eq 2 ]
+}
+
+@test "ha: one owner, one standby; kill -9 of the owner: the standby restores every binding under a higher epoch" {
+	start_cps a 7
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_cps b 8
+	wait_for 50 grep -q "standby: cps@.* owns $P" "$W/b.err"
+	gen_reps 50 1 | enc >&7
+	wait_for 50 test "$(etcd_bindings)" -eq 50
+	# A forwarder of the owner gets the 50 bindings, under its epoch.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 5 -x 51 >"$W/f1"
+	e1=$(epoch_of "$W/a.err")
+	[ "$(jq -c "select(.type == \"binding\" and .epoch == $e1)" "$W/f1" |
+	    wc -l)" -eq 50 ]
+	kill -9 "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored 50 bindings from etcd" "$W/b.err"
+	e2=$(epoch_of "$W/b.err")
+	[ "$e2" -gt "$e1" ]
+	# The forwarder reconnects to the new owner: the same 50, re-sent
+	# under the new epoch, then the end-of-sync marker with it.
+	wait_for 50 test -S "$W/sock"
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -e 2 -t 5 -x 51 >"$W/f2"
+	[ "$(jq -c "select(.type == \"binding\" and .epoch == $e2)" "$W/f2" |
+	    wc -l)" -eq 50 ]
+	diff <(jq -r 'select(.type == "binding") | .id' "$W/f1" | sort -n) \
+	    <(jq -r 'select(.type == "binding") | .id' "$W/f2" | sort -n)
+	jq -e "select(.type == \"status\") | .event == \"hello\" and
+	    .epoch == $e2" "$W/f2"
+	# New flows bind on the new owner; binding ids go on from the last.
+	gen_reps 5 51 | enc >&8
+	wait_for 50 test "$(etcd_bindings)" -eq 55
+	wait_for 50 test "$(cats-cbor decode <"$W/b.out" | jq -c 'select(.type ==
+	    "binding")' | wc -l)" -eq 5
+	cats-cbor decode <"$W/b.out" | jq -se "map(select(.type == \"binding\"))
+	    | all(.id > 50 and .epoch == $e2)"
+}
+
+@test "ha: the owner frozen past its lease (SIGSTOP), then resumed: it installs nothing" {
+	# The ingress's install commits a binding (its status is replicated).
+	start_cps a 7 --commit ingress
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_cps b 8 --commit ingress
+	wait_for 50 grep -q "standby:" "$W/b.err"
+	# A forwarder stays connected to the owner through it all.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 20 >"$W/fa" &
+	fa=$!
+	gen_reps 5 1 | enc >&7
+	wait_for 50 test "$(jq -c 'select(.type == "binding")' "$W/fa" |
+	    wc -l)" -eq 5
+	kill -STOP "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored 5 bindings" "$W/b.err"
+	# New work reaches the frozen owner, which then resumes.
+	gen_reps 5 6 | enc >&7
+	kill -CONT "$pid_a"
+	st=0
+	wait "$pid_a" || st=$?
+	[ "$st" -eq 1 ]
+	grep -q "replica: the renew deadline passed (epoch [0-9]*): stopping" "$W/a.err"
+	# It sent nothing for them, to the forwarder or to its output, and
+	# wrote nothing: etcd holds the 5 of before.
+	wait "$fa" || true
+	[ "$(jq -c 'select(.type == "binding")' "$W/fa" | wc -l)" -eq 5 ]
+	[ "$(cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding"
+	    and .txn > 5)' | wc -l)" -eq 0 ]
+	[ "$(etcd_bindings)" -eq 5 ]
+	# The new owner serves them all under its epoch.
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -e 2 -t 5 -x 6 >"$W/fb"
+	e2=$(epoch_of "$W/b.err")
+	[ "$(jq -c "select(.type == \"binding\" and .epoch == $e2)" "$W/fb" |
+	    wc -l)" -eq 5 ]
+}
+
+@test "ha: the owner's lease revoked under it: its next write fails the compare at the store" {
+	# A long lease: the next keepalive is 5 s away, so the write finds out.
+	start_cps a 7 --lease 20s
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	gen_reps 3 1 | enc >&7
+	wait_for 50 test "$(etcd_bindings)" -eq 3
+	# (The lease ID passes 2^53: python reads it, not jq.)
+	lease=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get "${P}owner" -w json |
+	    python3 -c 'import json, sys; print("%x" % json.load(sys.stdin)["kvs"][0]["lease"])')
+	ETCDCTL_API=3 etcdctl --endpoints "$ETCD" lease revoke "$lease"
+	start_cps b 8
+	wait_for 50 grep -q "owner of $P" "$W/b.err"
+	gen_reps 2 4 | enc >&7
+	st=0
+	wait "$pid_a" || st=$?
+	[ "$st" -eq 1 ]
+	grep -q "replica: fenced: the owner key is not ours any more" "$W/a.err"
+	[ "$(cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding"
+	    and .txn > 3)' | wc -l)" -eq 0 ]
+	[ "$(etcd_bindings)" -eq 3 ]
+}
+
+@test "ha: a clean stop hands over at once; etcd frozen: the owner stops at its renew deadline" {
+	start_cps a 7
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_cps b 8
+	wait_for 50 grep -q "standby:" "$W/b.err"
+	t0=$(date +%s%3N)
+	kill -TERM "$pid_a"
+	wait "$pid_a"
+	wait_for 50 grep -q "owner of $P" "$W/b.err"
+	# The lease was revoked: no wait for its TTL (2 s).
+	[ $(( $(date +%s%3N) - t0 )) -lt 1500 ]
+	# etcd stops answering: new flows fail closed (the owner leaves with
+	# the reason) before its lease could run out on the server.
+	e=$(cat "$ETCD_DIR/pid")
+	kill -STOP "$e"
+	st=0
+	wait "$pid_b" || st=$?
+	kill -CONT "$e"
+	[ "$st" -eq 1 ]
+	grep -q "renew deadline passed" "$W/b.err"
+	grep -q "etcd keepalive: .*timed out\|etcd keepalive: .*Timeout" "$W/b.err"
+}
