@@ -86,6 +86,11 @@ etcd_bindings() {
 	    --keys-only | grep -c '^/.*/b/[0-9a-f]*$' || true
 }
 
+# wait_for runs its command again, not its arguments: these count anew.
+etcd_has() { [ "$(etcd_bindings)" -eq "$1" ]; }
+bindings_are() { [ "$(jq -c 'select(.type == "binding")' "$1" | wc -l)" -eq "$2" ]; }
+out_bindings_are() { [ "$(cats-cbor decode <"$1" | jq -c 'select(.type == "binding")' | wc -l)" -eq "$2" ]; }
+
 epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 
 @test "ha: --help shows --etcd; --etcd with --journal is refused" {
@@ -103,7 +108,7 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	start_cps b 8
 	wait_for 50 grep -q "standby: cps@.* owns $P" "$W/b.err"
 	gen_reps 50 1 | enc >&7
-	wait_for 50 test "$(etcd_bindings)" -eq 50
+	wait_for 50 etcd_has 50
 	# A forwarder of the owner gets the 50 bindings, under its epoch.
 	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 5 -x 51 >"$W/f1"
 	e1=$(epoch_of "$W/a.err")
@@ -126,9 +131,8 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	    .epoch == $e2" "$W/f2"
 	# New flows bind on the new owner; binding ids go on from the last.
 	gen_reps 5 51 | enc >&8
-	wait_for 50 test "$(etcd_bindings)" -eq 55
-	wait_for 50 test "$(cats-cbor decode <"$W/b.out" | jq -c 'select(.type ==
-	    "binding")' | wc -l)" -eq 5
+	wait_for 50 etcd_has 55
+	wait_for 50 out_bindings_are "$W/b.out" 5
 	cats-cbor decode <"$W/b.out" | jq -se "map(select(.type == \"binding\"))
 	    | all(.id > 50 and .epoch == $e2)"
 }
@@ -143,8 +147,7 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 20 >"$W/fa" &
 	fa=$!
 	gen_reps 5 1 | enc >&7
-	wait_for 50 test "$(jq -c 'select(.type == "binding")' "$W/fa" |
-	    wc -l)" -eq 5
+	wait_for 50 bindings_are "$W/fa" 5
 	kill -STOP "$pid_a"
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
 	grep -q "restored 5 bindings" "$W/b.err"
@@ -174,7 +177,7 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	start_cps a 7 --lease 20s
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
 	gen_reps 3 1 | enc >&7
-	wait_for 50 test "$(etcd_bindings)" -eq 3
+	wait_for 50 etcd_has 3
 	# (The lease ID passes 2^53: python reads it, not jq.)
 	lease=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get "${P}owner" -w json |
 	    python3 -c 'import json, sys; print("%x" % json.load(sys.stdin)["kvs"][0]["lease"])')

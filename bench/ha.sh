@@ -1,0 +1,156 @@
+#!/bin/bash
+# The redundant C-PS (cats-bind --etcd, issue 19) on a real etcd started
+# here on loopback, against the same cats-bind on its local journal
+# (--fsync always), measured in the same run:
+#   - failover: kill -9 of the owner holding N bindings -> the standby's
+#     first new binding (median of 3), against kill -9 and an immediate
+#     restart on the journal; the goal is the lease TTL (2 s) + 0.5 s;
+#   - bindings lost by a failover (restored of N);
+#   - new bindings/s through the filter, etcd against the journal;
+#   - bytes written to etcd per new binding, against the journal's.
+BUILD=${BUILD:-build}
+N=${BENCH_HA_FLOWS:-5000}
+PATH="$BUILD/bin:$PATH"
+command -v etcd >/dev/null || { echo "ha.sh: no etcd (make deps installs etcd-server)" >&2; exit 0; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/bench-ha.XXXXXX")
+pids=""
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	[ -n "$etcd_pid" ] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cp=$(port)
+pp=$(port)
+E="http://127.0.0.1:$cp"
+etcd --name bench --data-dir "$W/etcd" --listen-client-urls "$E" \
+    --advertise-client-urls "$E" --listen-peer-urls "http://127.0.0.1:$pp" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+    --initial-cluster "bench=http://127.0.0.1:$pp" >"$W/etcd.log" 2>&1 &
+etcd_pid=$!
+ok=
+for _ in $(seq 100); do
+	curl -sf -m 1 "$E/health" >/dev/null && { ok=1; break; }
+	sleep 0.1
+done
+[ -n "$ok" ] || { echo "ha.sh: etcd did not start" >&2; tail -5 "$W/etcd.log" >&2; exit 1; }
+
+# Path replies FIRST..FIRST+COUNT-1, as CBOR (commit none: ACTIVE at once).
+reps() {
+	python3 - "$1" "$2" <<'EOF' | cats-cbor encode
+import sys, time
+first, n = int(sys.argv[1]), int(sys.argv[2])
+ts = int(time.time() * 1000)
+for i in range(first, first + n):
+    src = "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
+    print('{"type":"path-rep","txn":%d,"ts":%d,"status":"ok","headend":"IF-1",'
+          '"endpoint":"EF-2","dataplane":"srv6","segments":[{"kind":"node",'
+          '"node":"EF-2","sid":"fc00:2::%x"}],"path_id":%d,"gen":3,'
+          '"decision":{"cs_id":"S1","csci_id":"B","locator":"198.51.100.21",'
+          '"egress":"EF-2","ts":%d,"cst_gen":5,"nst_gen":6},'
+          '"flow":{"proto":6,"src":"%s","sport":%d,"dst":"192.0.2.100",'
+          '"dport":443},"ingress":"IF-1","deadline":%d}'
+          % (i, ts, i % 7 + 1, i % 7, ts, src, 1024 + i % 50000,
+             ts + 3600000))
+EOF
+}
+reps 1 "$N" >"$W/reps"
+reps $((N + 1)) 1 >"$W/one"
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+counter() { cats-cbor decode <"$1" | jq -r "select(.type == \"stats\") | .counters[\"$2\"] // 0" | tail -1; }
+bindings_in() { cats-cbor decode <"$1" | jq -c 'select(.type == "binding")' | wc -l; }
+# The keys of bindings under prefix $1 (b/ID and, with its commit,
+# b/ID/i: two for each under commit none), by the gateway's count_only.
+etcd_count() {
+	curl -s -m 2 "$E/v3/kv/range" -d "{\"key\":\"$(printf %s "$1b/" | base64 -w0)\",
+	    \"range_end\":\"$(printf %s "$1b0" | base64 -w0)\",\"count_only\":true}" |
+	    jq -r '.count // "0"'
+}
+# Wait until a command succeeds (up to 30 s).
+until_ok() { for _ in $(seq 3000); do "$@" && return 0; sleep 0.01; done; return 1; }
+
+# Throughput: N path replies through the filter (stdin to EOF).
+t0=$(ms)
+cats-bind -q --etcd "$E" --etcd-prefix /bench/tp/ --commit none --stats \
+    <"$W/reps" >"$W/tp.etcd" 2>"$W/tp.etcd.err" || { cat "$W/tp.etcd.err" >&2; exit 1; }
+t_etcd=$(( $(ms) - t0 ))
+t0=$(ms)
+cats-bind -q --journal "$W/j.tp" --fsync always --commit none --stats \
+    <"$W/reps" >"$W/tp.j" 2>"$W/tp.j.err" || { cat "$W/tp.j.err" >&2; exit 1; }
+t_j=$(( $(ms) - t0 ))
+b_etcd=$(bindings_in "$W/tp.etcd")
+b_j=$(bindings_in "$W/tp.j")
+[ "$b_etcd" -eq "$N" ] && [ "$b_j" -eq "$N" ] || { echo "ha.sh: $b_etcd and $b_j bindings of $N" >&2; exit 1; }
+bytes_etcd=$(counter "$W/tp.etcd" ha.txn_bytes)
+txns=$(counter "$W/tp.etcd" ha.txns)
+bytes_j=$(counter "$W/tp.j" journal.bytes)
+
+# Failover, 3 rounds: an owner with N bindings, a standby with one new
+# flow waiting in its input; kill -9 of the owner; the standby's first
+# binding out.
+fo=()
+lost=0
+for r in 1 2 3; do
+	pre="/bench/fo$r/"
+	mkfifo "$W/a$r" "$W/b$r"
+	cats-bind --trace /dev/null --etcd "$E" --etcd-prefix "$pre" --commit none \
+	    --listen "unix:$W/s$r" <"$W/a$r" >/dev/null 2>"$W/a$r.err" &
+	a=$!
+	exec 7>"$W/a$r"
+	until_ok grep -qs "owner of" "$W/a$r.err" || { cat "$W/a$r.err" >&2; exit 1; }
+	cats-bind --trace /dev/null --etcd "$E" --etcd-prefix "$pre" --commit none \
+	    --listen "unix:$W/s$r" <"$W/b$r" >"$W/b$r.out" 2>"$W/b$r.err" &
+	b=$!
+	pids="$pids $a $b"
+	exec 8>"$W/b$r"
+	until_ok grep -qs "standby:" "$W/b$r.err" || { cat "$W/b$r.err" >&2; exit 1; }
+	cat "$W/reps" >&7
+	written() { test "$(etcd_count "$pre")" = $((2 * N)); }
+	until_ok written || { echo "ha.sh: the owner did not write $N bindings" >&2; tail -3 "$W/a$r.err" >&2; exit 1; }
+	cat "$W/one" >&8
+	t0=$(ms)
+	kill -9 "$a"
+	until_ok test -s "$W/b$r.out" || { cat "$W/b$r.err" >&2; exit 1; }
+	fo+=($(( $(ms) - t0 )))
+	got=$(sed -n 's/.*restored \([0-9]*\) bindings from etcd.*/\1/p' "$W/b$r.err")
+	lost=$(( lost + N - ${got:-0} ))
+	exec 7>&- 8>&-
+	kill -9 "$b" 2>/dev/null
+	wait "$a" "$b" 2>/dev/null
+done
+fo_med=$(printf '%s\n' "${fo[@]}" | sort -n | sed -n 2p)
+
+# The baseline: kill -9 of the journal's cats-bind, restarted at once.
+mkfifo "$W/c" "$W/c2"
+cats-bind -q --journal "$W/j.fo" --commit none <"$W/c" >/dev/null 2>"$W/c.err" &
+c=$!
+pids="$pids $c"
+exec 7>"$W/c"
+cat "$W/reps" >&7
+journaled() { test "$(cats-bind --dump --journal "$W/j.fo" 2>/dev/null | cats-cbor decode | wc -l)" -ge "$N"; }
+until_ok journaled
+t0=$(ms)
+kill -9 "$c"
+wait "$c" 2>/dev/null
+exec 7>&-
+cats-bind -q --journal "$W/j.fo" --commit none <"$W/c2" >"$W/c2.out" 2>"$W/c2.err" &
+c2=$!
+pids="$pids $c2"
+exec 8>"$W/c2"
+cat "$W/one" >&8
+until_ok test -s "$W/c2.out"
+t_restart=$(( $(ms) - t0 ))
+exec 8>&-
+
+awk -v n="$N" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="${fo[0]}" \
+    -v f2="${fo[1]}" -v f3="${fo[2]}" -v tr="$t_restart" -v lost="$lost" \
+    -v be="$bytes_etcd" -v bj="$bytes_j" -v tx="$txns" 'BEGIN {
+	printf "ha failover: kill -9 of the owner (%d bindings) -> first new binding by the standby, median of 3 (%d, %d, %d ms) | %.2f s | goal 2.50 s (lease 2 s + 0.5 s); journal restart %.2f s | %.2fx of the goal\n",
+	    n, f1, f2, f3, fo / 1000, tr / 1000, fo / 2500
+	printf "ha failover: bindings lost in 3 failovers | %d of %d | 0 | -\n", lost, 3 * n
+	printf "ha new bindings/s, etcd replication / local journal (fsync always) | %.0f/s | %.0f/s | %.2fx (goal >= 0.5x)\n",
+	    n / (te / 1000), n / (tj / 1000), tj / te
+	printf "ha bytes to etcd per new binding (%d txns for %d) | %.0f B | journal %.0f B | %.2fx\n",
+	    tx, n, be / n, bj / n, be / bj
+}'
