@@ -206,6 +206,13 @@ struct cats_stream {
 	size_t batch_max;	/* 0: unbatched */
 	size_t batched;		/* bytes of out not yet offered to write */
 	uint64_t batch_items;	/* items in them */
+	struct cats_commit *cm;	/* output held until its commit, or NULL */
+	struct cats_stream *cm_prev, *cm_next;	/* the commit's streams */
+	size_t held;		/* bytes at the tail of out held */
+	uint64_t held_items;	/* items in them */
+	size_t mark;		/* of them, held when the commit began */
+	uint64_t mark_items;
+	int release_err;	/* a release's write broke it: errno, told */
 	struct cats_seq_reader rd;
 	uint8_t *dgbuf;
 	struct cats_buf out;
@@ -218,6 +225,16 @@ struct cats_stream {
 	struct cats_dec *dec;	/* items are scanned into it (or NULL) */
 	struct cats_stream_stats st;
 	int rflags, wflags;	/* file status flags to restore, or -1 */
+};
+
+struct cats_commit {
+	struct event *ev;	/* the end of the turn: commit, release */
+	int (*fn)(void *arg);
+	void *arg;
+	size_t max;		/* commit as soon as this much is held */
+	size_t held;		/* bytes held in all its streams */
+	struct cats_stream *head, *tail;
+	bool running;
 };
 
 /*
@@ -389,11 +406,30 @@ queued(const struct cats_stream *s)
 	return s->out.len - s->out_start;
 }
 
+/* What may be written now: the queue less its held tail. */
+static size_t
+offered(const struct cats_stream *s)
+{
+	return queued(s) - s->held;
+}
+
+/* The held tail is gone with the rest of the queue (broken, or dropped). */
+static void
+held_gone(struct cats_stream *s, bool lost)
+{
+	if (s->cm != NULL)
+		s->cm->held -= s->held;
+	if (lost)
+		s->st.lost += s->held_items;
+	s->held = s->mark = 0;
+	s->held_items = s->mark_items = 0;
+}
+
 static void
 flush_some(struct cats_stream *s)
 {
-	while (queued(s) > 0) {
-		ssize_t w = write(s->wfd, s->out.p + s->out_start, queued(s));
+	while (offered(s) > 0) {
+		ssize_t w = write(s->wfd, s->out.p + s->out_start, offered(s));
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -417,8 +453,9 @@ flush_some(struct cats_stream *s)
 		s->st.lost += s->batch_items;
 		s->batched = 0;
 		s->batch_items = 0;
-	} else if (s->batched > queued(s)) {
-		s->batched = queued(s);
+		held_gone(s, true);
+	} else if (s->batched > offered(s)) {
+		s->batched = offered(s);
 	}
 }
 
@@ -451,7 +488,7 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	flush_some(s);
-	if (queued(s) == 0 || s->broken)
+	if (offered(s) == 0 || s->broken)
 		event_del(s->wev);
 	tell_output(s, 0);
 }
@@ -551,16 +588,20 @@ push(struct cats_stream *s)
 	s->batched = 0;
 	s->batch_items = 0;
 	if (s->wfile) {
-		if (cats_write_all(s->wfd, s->out.p + s->out_start,
-		    queued(s)) < 0) {
+		size_t off = offered(s);
+		if (cats_write_all(s->wfd, s->out.p + s->out_start, off) < 0) {
 			s->broken = true;
+			s->out.len = s->out_start = 0;
+			held_gone(s, true);
 		} else {
-			s->st.bytes_out += queued(s);
+			s->st.bytes_out += off;
+			s->out_start += off;
+			if (queued(s) == 0)
+				s->out.len = s->out_start = 0;
 		}
-		s->out.len = s->out_start = 0;
 	} else {
 		flush_some(s);
-		if (queued(s) > 0 && !s->broken)
+		if (offered(s) > 0 && !s->broken)
 			event_add(s->wev, NULL);
 	}
 	if (s->broken) {
@@ -582,8 +623,12 @@ on_batch(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (s->dead)
 		return;
-	if (s->batched > 0 && push(s) < 0)
-		tell_output(s, errno ? errno : EPIPE);
+	int err = s->release_err;
+	s->release_err = 0;
+	if (err == 0 && s->batched > 0 && push(s) < 0)
+		err = errno ? errno : EPIPE;
+	if (err != 0)
+		tell_output(s, err);
 	else if (!s->broken)	/* (broken in a send(), which said -1) */
 		tell_output(s, 0);
 }
@@ -629,6 +674,179 @@ send_batched(struct cats_stream *s, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* ---- held output (the commit points) ---- */
+
+static void
+on_commit(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	cats_commit_run(arg);
+}
+
+struct cats_commit *
+cats_commit_new(struct event_base *base, int (*fn)(void *arg), void *arg,
+    size_t max)
+{
+	struct cats_commit *cm = calloc(1, sizeof(*cm));
+	if (cm == NULL)
+		return NULL;
+	cm->ev = event_new(base, -1, 0, on_commit, cm);
+	if (cm->ev == NULL) {
+		free(cm);
+		return NULL;
+	}
+	cm->fn = fn;
+	cm->arg = arg;
+	cm->max = max ? max : (1u << 20);
+	return cm;
+}
+
+/* s leaves its commit point; its held output is dropped, never written. */
+static void
+hold_leave(struct cats_stream *s)
+{
+	struct cats_commit *cm = s->cm;
+	if (cm == NULL)
+		return;
+	s->out.len -= s->held;
+	held_gone(s, false);
+	if (s->cm_prev != NULL)
+		s->cm_prev->cm_next = s->cm_next;
+	else
+		cm->head = s->cm_next;
+	if (s->cm_next != NULL)
+		s->cm_next->cm_prev = s->cm_prev;
+	else
+		cm->tail = s->cm_prev;
+	s->cm = NULL;
+	s->cm_prev = s->cm_next = NULL;
+}
+
+int
+cats_stream_hold(struct cats_stream *s, struct cats_commit *cm)
+{
+	if (s->dgram || s->wfd < 0 || s->broken)
+		return -1;
+	if (s->bev == NULL &&
+	    (s->bev = event_new(s->base, -1, 0, on_batch, s)) == NULL)
+		return -1;
+	if (s->batched > 0 && push(s) < 0)
+		return -1;
+	hold_leave(s);
+	s->cm = cm;
+	s->cm_prev = cm->tail;
+	if (cm->tail != NULL)
+		cm->tail->cm_next = s;
+	else
+		cm->head = s;
+	cm->tail = s;
+	return 0;
+}
+
+size_t
+cats_stream_held(const struct cats_stream *s)
+{
+	return s->held;
+}
+
+/* Queue an item behind the commit point; it leaves once committed. */
+static int
+send_held(struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	struct cats_commit *cm = s->cm;
+	if (cats_buf_add(&s->out, p, n) < 0)
+		return -1;
+	s->held += n;
+	s->held_items++;
+	cm->held += n;
+	int rc = 0;
+	if (queued(s) > s->high) {
+		s->above = true;
+		rc = 1;
+	}
+	/* The commit may free s (its owner drops a slow peer): s is done. */
+	if (cm->held >= cm->max && !cm->running)
+		cats_commit_run(cm);
+	else
+		event_active(cm->ev, 0, 0);
+	return rc;
+}
+
+/*
+ * What was held when the commit began becomes a batch, offered to
+ * write(2) now; what the commit itself sent stays held.
+ */
+static void
+release(struct cats_stream *s)
+{
+	size_t n = s->mark;
+	uint64_t items = s->mark_items;
+	s->mark = 0;
+	s->mark_items = 0;
+	if (n == 0 || s->broken || n > s->held)
+		return;
+	s->batched += n;
+	s->batch_items += items;
+	s->cm->held -= n;
+	s->held -= n;
+	s->held_items -= items;
+	if (push(s) < 0) {
+		/* Told by the eof callback at the end of the turn. */
+		s->release_err = errno ? errno : EPIPE;
+		event_active(s->bev, 0, 0);
+	}
+}
+
+int
+cats_commit_run(struct cats_commit *cm)
+{
+	if (cm->running)
+		return 0;
+	cm->running = true;
+	event_del(cm->ev);
+	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
+		s->mark = s->held;
+		s->mark_items = s->held_items;
+	}
+	int rc = cm->fn != NULL ? cm->fn(cm->arg) : 0;
+	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
+		if (rc == 0)
+			release(s);
+		s->mark = 0;
+		s->mark_items = 0;
+	}
+	cm->running = false;
+	/* Items sent by the commit itself: the next commit's (a refused
+	 * commit waits for the next item or the owner's call). */
+	if (rc == 0 && cm->held > 0)
+		event_active(cm->ev, 0, 0);
+	return rc < 0 ? -1 : 0;
+}
+
+void
+cats_commit_due(struct cats_commit *cm)
+{
+	event_active(cm->ev, 0, 0);
+}
+
+size_t
+cats_commit_held(const struct cats_commit *cm)
+{
+	return cm->held;
+}
+
+void
+cats_commit_free(struct cats_commit *cm)
+{
+	if (cm == NULL)
+		return;
+	while (cm->head != NULL)
+		hold_leave(cm->head);
+	event_free(cm->ev);
+	free(cm);
+}
+
 int
 cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 {
@@ -641,6 +859,8 @@ cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 			s->st.bytes_out += n;
 		return 0;
 	}
+	if (s->cm != NULL)
+		return send_held(s, p, n);
 	if (s->batch_max > 0)
 		return send_batched(s, p, n);
 	if (s->wfile) {
@@ -732,15 +952,18 @@ cats_stream_resume(struct cats_stream *s)
 int
 cats_stream_flush(struct cats_stream *s)
 {
-	if (s->wfd < 0 || queued(s) == 0)
+	size_t off = s->wfd < 0 ? 0 : offered(s);
+	if (off == 0)
 		return s->broken ? -1 : 0;
 	int fl = fcntl(s->wfd, F_GETFL);
 	if (fl >= 0)
 		fcntl(s->wfd, F_SETFL, fl & ~O_NONBLOCK);
-	int rc = cats_write_all(s->wfd, s->out.p + s->out_start, queued(s));
+	int rc = cats_write_all(s->wfd, s->out.p + s->out_start, off);
 	if (rc == 0)
-		s->st.bytes_out += queued(s);
-	s->out.len = s->out_start = 0;
+		s->st.bytes_out += off;
+	s->out_start += off;
+	if (queued(s) == 0)
+		s->out.len = s->out_start = 0;
 	s->batched = 0;
 	s->batch_items = 0;
 	if (fl >= 0)
@@ -753,6 +976,7 @@ cats_stream_flush(struct cats_stream *s)
 static void
 stream_destroy(struct cats_stream *s)
 {
+	hold_leave(s);
 	if (s->rev)
 		event_free(s->rev);
 	if (s->wev)
@@ -783,6 +1007,7 @@ cats_stream_free(struct cats_stream *s)
 {
 	if (s == NULL)
 		return;
+	hold_leave(s);
 	if (s->busy > 0) {
 		s->dead = true;
 		if (s->rev)

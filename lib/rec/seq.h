@@ -128,6 +128,51 @@ size_t cats_stream_batched(const struct cats_stream *s);
  * runs.
  */
 int cats_stream_push(struct cats_stream *s);
+/*
+ * Held output, the base of group commit: a commit point holds what its
+ * streams send until fn (the commit: write and sync a journal, say) says
+ * the items are covered, then releases them, each stream's in one write.
+ *
+ * - cats_stream_hold(s, cm): from now on every item sent on s is queued
+ *   behind cm, not offered to write(2), not even by cats_stream_flush();
+ *   a batch open on s is written first.  -1 for a datagram or input-only
+ *   stream (they cannot hold) or a broken one.  A stream holds behind one
+ *   commit point at a time.
+ * - The commit runs at the end of the loop turn in which an item was
+ *   held or cats_commit_due() was called, and at once when max bytes
+ *   (0: 1 MiB) are held in all its streams together, or when the owner
+ *   calls cats_commit_run() (before a snapshot, at the end of a run).
+ * - A run calls fn(arg) once.  If fn returns 0, every item held when fn
+ *   was called leaves, in the order sent, each stream's in one write (the
+ *   rest as the descriptor allows); items sent during fn stay held for
+ *   the next commit.  If fn returns -1, nothing leaves: the items stay
+ *   held until a later run succeeds or the stream is freed, and
+ *   cats_commit_run() returns -1 (fn says why; the owner decides whether
+ *   the run goes on).  fn may send (held for the next commit) and may
+ *   free any of the streams (a slow peer dropped), not cm itself; a send
+ *   that reaches max runs the commit before it returns, and does not touch
+ *   its stream after.
+ * - send() returns 1 when the queue, held items included, passes the
+ *   high-water mark, as without holding; drained fires once the released
+ *   items are written below the low-water mark.  A release whose write
+ *   fails tells the eof callback (errno) at the end of the turn and counts
+ *   the items as lost; held items of a stream that breaks are lost too.
+ * - cats_stream_free() drops the stream's held items (they are never
+ *   written); cats_commit_free() does so for every stream still holding
+ *   behind it, which then sends as before it held.
+ */
+struct cats_commit;
+struct cats_commit *cats_commit_new(struct event_base *base,
+    int (*fn)(void *arg), void *arg, size_t max);
+int cats_stream_hold(struct cats_stream *s, struct cats_commit *cm);
+/* Ask for a commit at the end of this turn, even with nothing held. */
+void cats_commit_due(struct cats_commit *cm);
+/* Commit and release now: 0, or -1 when fn refused (nothing released). */
+int cats_commit_run(struct cats_commit *cm);
+/* Bytes held behind cm in all its streams; on s alone. */
+size_t cats_commit_held(const struct cats_commit *cm);
+size_t cats_stream_held(const struct cats_stream *s);
+void cats_commit_free(struct cats_commit *cm);
 /* Datagram streams: reply to the sender of an item. */
 int cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,
     const uint8_t *p, size_t n);

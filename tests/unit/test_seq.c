@@ -417,6 +417,230 @@ test_stream_batch(void)
 	cats_buf_free(&b);
 }
 
+/* A commit point's owner: counts runs, can refuse, send or drop. */
+struct hctx {
+	int runs, rc;
+	int fd;				/* at a run, nothing of it is written */
+	bool early;			/* something was written before a run */
+	struct cats_stream *send_on;	/* the run sends an item on it */
+	struct cats_stream **drop;	/* the run frees this stream */
+	const struct cats_buf *item;
+};
+
+static int
+on_commit_fn(void *arg)
+{
+	struct hctx *h = arg;
+	h->runs++;
+	if (h->fd >= 0 && pending(h->fd) != -1)
+		h->early = true;
+	if (h->send_on != NULL)
+		cats_stream_send(h->send_on, h->item->p, h->item->len);
+	if (h->drop != NULL && *h->drop != NULL) {
+		cats_stream_free(*h->drop);
+		*h->drop = NULL;
+	}
+	return h->rc;
+}
+
+static void
+test_stream_hold(void)
+{
+	struct cats_buf b = { 0 };
+	encode_json("{\"type\":\"error\",\"code\":\"h\"}", &b);
+	ssize_t len = (ssize_t)b.len;
+	struct cats_stream_cbs cbs = { .eof = on_beof, .drained = on_bdrained };
+	struct cats_stream_stats st;
+	struct event_base *base = event_base_new();
+	struct bctx c = { 0 }, c2 = { 0 };
+	struct hctx h = { .fd = -1, .item = &b };
+	int sv[2], sw[2];
+
+	/* Two streams behind one commit: nothing leaves before it. */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sw);
+	struct cats_commit *cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	struct cats_stream *out = cats_stream_new(base, -1, sv[1], false,
+	    NULL, 0, &cbs, &c);
+	struct cats_stream *o2 = cats_stream_new(base, -1, sw[1], false,
+	    NULL, 0, &cbs, &c2);
+	T_OK(cm != NULL && cats_stream_hold(out, cm) == 0 &&
+	    cats_stream_hold(o2, cm) == 0, "two streams hold behind a commit");
+	h.fd = sv[0];
+	for (int i = 0; i < 3; i++)
+		cats_stream_send(out, b.p, b.len);
+	cats_stream_send(o2, b.p, b.len);
+	T_OK(pending(sv[0]) == -1 && pending(sw[0]) == -1 &&
+	    cats_stream_held(out) == 3 * b.len &&
+	    cats_commit_held(cm) == 4 * b.len, "four items held, none written");
+	T_OK(cats_stream_flush(out) == 0 && pending(sv[0]) == -1,
+	    "cats_stream_flush() does not write held items");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 1 && !h.early, "one commit at the end of the turn, "
+	    "before any write (%d)", h.runs);
+	T_OK(pending(sv[0]) == 3 * len && pending(sw[0]) == len &&
+	    cats_commit_held(cm) == 0, "then both streams' items left");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 1, "no commit in a turn with nothing held");
+
+	/* A refused commit releases nothing; a later one does. */
+	h.rc = -1;
+	cats_stream_send(out, b.p, b.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 2 && pending(sv[0]) == -1 && cats_stream_held(out) ==
+	    b.len, "refused: still held");
+	T_OK(cats_commit_run(cm) == -1 && pending(sv[0]) == -1,
+	    "cats_commit_run says -1, nothing written");
+	h.rc = 0;
+	T_OK(cats_commit_run(cm) == 0 && pending(sv[0]) == len &&
+	    cats_stream_held(out) == 0, "accepted: written at once");
+
+	/* What the commit sends waits for the next one. */
+	h.send_on = out;
+	cats_stream_send(out, b.p, b.len);
+	cats_commit_run(cm);
+	h.send_on = NULL;
+	T_OK(pending(sv[0]) == len && cats_stream_held(out) == b.len,
+	    "an item sent by the commit stays held");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 6 && pending(sv[0]) == len, "and leaves with the next "
+	    "(%d runs)", h.runs);
+
+	/* A commit asked for with nothing held runs at the end of the turn. */
+	cats_commit_due(cm);
+	T_OK(h.runs == 6, "due: not at once");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 7, "due: at the end of the turn");
+	cats_stream_free(o2);
+	o2 = NULL;
+	close(sw[0]);
+	close(sw[1]);
+	cats_stream_free(out);
+	cats_commit_free(cm);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* max bytes held in all streams: the commit runs from send(). */
+	h = (struct hctx){ .fd = -1, .item = &b };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sw);
+	cm = cats_commit_new(base, on_commit_fn, &h, 3 * b.len);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
+	o2 = cats_stream_new(base, -1, sw[1], false, NULL, 0, &cbs, &c2);
+	cats_stream_hold(out, cm);
+	cats_stream_hold(o2, cm);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(o2, b.p, b.len);
+	T_OK(h.runs == 0 && pending(sv[0]) == -1, "below max: held");
+	cats_stream_send(o2, b.p, b.len);
+	T_OK(h.runs == 1 && pending(sv[0]) == len && pending(sw[0]) == 2 * len,
+	    "at max: committed and written from send (%d)", h.runs);
+
+	/* The commit may free a stream (a slow peer dropped). */
+	h.drop = &o2;
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(o2, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(o2 == NULL && pending(sv[0]) == 2 * len &&
+	    cats_commit_held(cm) == 0, "a stream freed by the commit: its "
+	    "items dropped, the others' written");
+	h.drop = NULL;
+	close(sw[0]);
+	close(sw[1]);
+
+	/* A stream freed while holding takes its items with it. */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sw);
+	struct cats_stream *o3 = cats_stream_new(base, -1, sw[1], false, NULL, 0, &cbs, &c2);
+	cats_stream_hold(o3, cm);
+	cats_stream_send(o3, b.p, b.len);
+	cats_stream_free(o3);
+	T_OK(cats_commit_held(cm) == 0, "freed: nothing held any more");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sw[0]) == -1, "and nothing written");
+	close(sw[0]);
+	close(sw[1]);
+	cats_stream_free(out);
+	cats_commit_free(cm);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Back-pressure counts what is held; drained once it is written. */
+	h = (struct hctx){ .fd = -1, .item = &b };
+	c = (struct bctx){ 0 };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 5 * b.len, &cbs,
+	    &c);
+	cats_stream_hold(out, cm);
+	int ones = 0;
+	for (int i = 0; i < 6; i++)
+		ones += cats_stream_send(out, b.p, b.len) == 1;
+	T_OK(ones == 1 && c.drained == 0, "above the high-water mark at the "
+	    "sixth held item (%d)", ones);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == 6 * len && c.drained == 1, "committed, written, "
+	    "drained (%d)", c.drained);
+
+	/* A release whose write fails tells eof; its items are lost. */
+	close(sv[0]);
+	for (int i = 0; i < 4; i++)
+		cats_stream_send(out, b.p, b.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cats_stream_stats(out, &st);
+	T_OK(c.eof == 1 && c.eof_error == EPIPE && st.lost == 4, "eof with "
+	    "EPIPE, 4 lost (eof %d, error %d, lost %llu)", c.eof, c.eof_error,
+	    (unsigned long long)st.lost);
+	cats_stream_free(out);
+	close(sv[1]);
+
+	/* A regular file: written at the commit, not before. */
+	char path[] = "/tmp/test_seq_XXXXXX";
+	int fd = mkstemp(path);
+	out = cats_stream_new(base, -1, fd, false, NULL, 0, &cbs, &c);
+	cats_stream_hold(out, cm);
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(lseek(fd, 0, SEEK_END) == 0, "file: nothing before the commit");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(lseek(fd, 0, SEEK_END) == 2 * len, "file: both after it");
+	cats_stream_free(out);
+	close(fd);
+	unlink(path);
+
+	/* A batch open is written first; datagrams cannot hold. */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
+	cats_stream_batch(out, 0);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(cats_stream_hold(out, cm) == 0 && pending(sv[0]) == len,
+	    "a batch open leaves when the stream starts holding");
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == -1 && cats_stream_held(out) == b.len,
+	    "then items are held, not batched");
+	cats_commit_free(cm);
+	T_OK(cats_stream_held(out) == 0 && cats_stream_queued(out) == 0,
+	    "cats_commit_free drops what its streams held");
+	cats_stream_send(out, b.p, b.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == len, "and they send as before");
+	cats_stream_free(out);
+	close(sv[0]);
+	close(sv[1]);
+	cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], true, NULL, 0, &cbs, &c);
+	T_OK(cats_stream_hold(out, cm) == -1, "a datagram stream cannot hold");
+	cats_stream_free(out);
+	cats_commit_free(cm);
+	close(sv[0]);
+	close(sv[1]);
+
+	event_base_free(base);
+	cats_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -427,5 +651,6 @@ main(void)
 	test_stream_pause();
 	test_stream_decode_into();
 	test_stream_batch();
+	test_stream_hold();
 	return t_done();
 }
