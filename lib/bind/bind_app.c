@@ -31,7 +31,6 @@ struct bind_app_conn {
 	struct cats_stream *s;
 	char *fwd;		/* after its hello */
 	bool named;		/* holds the name in a->byname */
-	struct cats_buf held;	/* output waiting for the journal */
 };
 
 static bool
@@ -63,13 +62,72 @@ bind_app_stop(struct bind_app *a, int code)
 	event_base_loopbreak(a->base);
 }
 
-/* ---- output: held until the journal covers it, then sent ---- */
+/*
+ * ---- output: held until the journal covers it, then sent ----
+ *
+ * Every output stream holds behind one commit point (seq.h): at the end of
+ * the loop turn, or as soon as 1 MiB is held, commit() writes the journal
+ * records (synced under --fsync always), then the replica's, and only then
+ * is the output they cover released (the group commit).
+ */
 
-static void schedule_flush(struct bind_app *a);
 static void drop_conn(struct bind_app_conn *c);
 
+/* The replica refused: what is held is dropped, never sent; the run ends. */
 static void
-hold(struct bind_app *a, struct cats_buf *b, const struct cats_rec *r,
+repl_failed(struct bind_app *a, const char *what, const char *err)
+{
+	if (!a->stopping)
+		cats_errorx("replica: %s: %s", what, err);
+	cats_commit_discard(a->cm);
+	bind_app_stop(a, CATS_EXIT_FAIL);
+}
+
+/* The journal written (and synced), then the replica's records. */
+static int
+commit(void *arg)
+{
+	struct bind_app *a = arg;
+	char err[512];
+	if (a->j != NULL && bj_commit(a->j) < 0) {
+		cats_errorx("journal: %s: refusing to send what it does not "
+		    "hold", strerror(errno));
+		bind_app_stop(a, CATS_EXIT_FAIL);
+		return -1;
+	}
+	if (a->repl != NULL && a->repl->commit(a->repl->arg,
+	    bind_next_id(a->t), err, sizeof(err)) < 0) {
+		repl_failed(a, err, "refusing to send what it does not hold");
+		return -1;
+	}
+	FOREACH_CONN(a, c, lc, nx) {
+		if (cats_stream_queued(c->s) > CONN_QUEUE_MAX) {
+			cats_warnx("forwarder %s: %zu bytes queued, dropped",
+			    c->fwd ? c->fwd : "?", cats_stream_queued(c->s));
+			drop_conn(c);
+		}
+	}
+	return 0;
+}
+
+/* Hold an item on s; stdout above its high-water mark pauses the inputs. */
+static void
+send_held(struct bind_app *a, struct cats_stream *s, const uint8_t *p,
+    size_t n)
+{
+	int rc = cats_stream_send(s, p, n);
+	if (rc > 0 && s == a->out && !a->paused) {
+		/* Back-pressure: stop reading until the output drains. */
+		a->paused = true;
+		if (a->in)
+			cats_stream_pause(a->in);
+		FOREACH_CONN(a, c, lc, nx)
+			cats_stream_pause(c->s);
+	}
+}
+
+static void
+hold(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
     bool sign)
 {
 	struct cats_rec copy;
@@ -79,9 +137,12 @@ hold(struct bind_app *a, struct cats_buf *b, const struct cats_rec *r,
 		if (cats_rec_sign(&copy, &a->key) == 0)
 			x = &copy;
 	}
-	if (cats_rec_encode(x, b, true) < 0)
+	cats_buf_reset(&a->enc);
+	if (cats_rec_encode(x, &a->enc, true) < 0) {
 		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
-	schedule_flush(a);
+		return;
+	}
+	send_held(a, s, a->enc.p, a->enc.len);
 }
 
 static void
@@ -89,7 +150,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 {
 	struct bind_app *a = arg;
 	if (to == NULL) {
-		hold(a, &a->held, r, false);
+		hold(a, a->out, r, false);
 		return;
 	}
 	struct bind_app_conn *c = conn_by_name(a, to);
@@ -97,7 +158,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 		a->dropped_sends++;	/* a forwarder known only from stdin */
 		return;
 	}
-	hold(a, &c->held, r, true);
+	hold(a, c->s, r, true);
 }
 
 static void
@@ -113,7 +174,7 @@ io_journal(void *arg, const struct cats_rec *r)
 		cats_errorx("replica: out of memory");
 	}
 	/* Even a record no output waits for is written with this batch. */
-	event_active(a->flush_ev, 0, 0);
+	cats_commit_due(a->cm);
 }
 
 static void
@@ -126,89 +187,6 @@ io_trace(void *arg, const struct bind_trace *tr)
 		fprintf(a->trace, "ts=%" PRIu64 " %s\n", tr->now, line);
 	else
 		cats_log(LOG_INFO, "%s", line);
-}
-
-static void
-send_held(struct bind_app *a, struct cats_stream *s, struct cats_buf *b,
-    bool is_out)
-{
-	if (b->len == 0)
-		return;
-	int rc = cats_stream_send(s, b->p, b->len);
-	b->len = 0;
-	if (rc < 0 && is_out) {
-		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
-		bind_app_stop(a, CATS_EXIT_IOERR);
-	} else if (rc > 0 && is_out && !a->paused) {
-		/* Back-pressure: stop reading until the output drains. */
-		a->paused = true;
-		if (a->in)
-			cats_stream_pause(a->in);
-		FOREACH_CONN(a, c, lc, nx)
-			cats_stream_pause(c->s);
-	}
-}
-
-/* The replica refused: what is held is dropped, never sent; the run ends. */
-static void
-repl_failed(struct bind_app *a, const char *what, const char *err)
-{
-	if (!a->stopping)
-		cats_errorx("replica: %s: %s", what, err);
-	a->held.len = 0;
-	FOREACH_CONN(a, c, lc, nx)
-		c->held.len = 0;
-	bind_app_stop(a, CATS_EXIT_FAIL);
-}
-
-/*
- * Group commit: the journal records written (and synced, under fsync
- * always) first, then those of the replica, then every output they cover.
- */
-static void
-flush_all(struct bind_app *a)
-{
-	char err[512];
-	if (a->j != NULL && bj_commit(a->j) < 0) {
-		cats_errorx("journal: %s: refusing to send what it does not "
-		    "hold", strerror(errno));
-		bind_app_stop(a, CATS_EXIT_FAIL);
-		return;
-	}
-	if (a->repl != NULL && a->repl->commit(a->repl->arg,
-	    bind_next_id(a->t), err, sizeof(err)) < 0) {
-		repl_failed(a, err, "refusing to send what it does not hold");
-		return;
-	}
-	send_held(a, a->out, &a->held, true);
-	FOREACH_CONN(a, c, lc, nx) {
-		send_held(a, c->s, &c->held, false);
-		if (cats_stream_queued(c->s) > CONN_QUEUE_MAX) {
-			cats_warnx("forwarder %s: %zu bytes queued, dropped",
-			    c->fwd ? c->fwd : "?", cats_stream_queued(c->s));
-			drop_conn(c);
-		}
-	}
-}
-
-static void
-on_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	flush_all(arg);
-}
-
-static void
-schedule_flush(struct bind_app *a)
-{
-	size_t n = a->held.len;
-	FOREACH_CONN(a, c, lc, nx)
-		n += c->held.len;
-	if (n >= HELD_FLUSH)
-		flush_all(a);
-	else
-		event_active(a->flush_ev, 0, 0);
 }
 
 /* ---- stats ---- */
@@ -278,7 +256,7 @@ bind_app_stats(struct bind_app *a)
 	stats_list(a, &st);
 	struct cats_rec r;
 	cats_stats_record(&st, &r, cats_clock_now());
-	hold(a, &a->held, &r, false);
+	hold(a, a->out, &r, false);
 	cats_stats_free(&st);
 }
 
@@ -333,9 +311,8 @@ in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		cats_hist_observe(&a->h_install, (cats_clock_mono_ns() - t0) /
 		    1000);
 	if (kind != BIND_IN_TAKE) {
-		cats_buf_add(&a->held, p, n);
+		send_held(a, a->out, p, n);
 		a->passed++;
-		schedule_flush(a);
 	}
 	refused("input", index, rc);
 }
@@ -360,7 +337,7 @@ in_eof(struct cats_stream *s, int error, void *arg)
 	if (error)
 		cats_errorx("input: %s", strerror(error));
 	a->stdin_eof = true;
-	flush_all(a);
+	cats_commit_run(a->cm);
 	if (!a->listening)
 		bind_app_stop(a, error ? CATS_EXIT_FAIL : CATS_EXIT_OK);
 }
@@ -402,7 +379,6 @@ conn_gone(struct bind_app_conn *c)
 		cats_info("forwarder %s disconnected", c->fwd);
 	}
 	cats_stream_free(c->s);
-	cats_buf_free(&c->held);
 	free(c->fwd);
 	free(c);
 }
@@ -660,6 +636,12 @@ conn_accept(struct cats_conn *lc, int fd, void *arg)
 		return -1;
 	}
 	cats_stream_own(c->s);
+	if (cats_stream_hold(c->s, a->cm) < 0) {
+		cats_stream_free(c->s);
+		free(c);
+		a->conns_refused++;
+		return -1;
+	}
 	cats_stream_decode_into(c->s, &a->dec);
 	if (a->paused)
 		cats_stream_pause(c->s);
@@ -692,9 +674,9 @@ int
 bind_app_init(struct bind_app *a, const struct bind_conf *c)
 {
 	struct bind_io io = { io_send, io_journal, io_trace, a };
-	a->flush_ev = event_new(a->base, -1, 0, on_flush, a);
+	a->cm = cats_commit_new(a->base, commit, a, HELD_FLUSH);
 	a->t = bind_new(c, &io);
-	if (a->flush_ev == NULL || a->t == NULL) {
+	if (a->cm == NULL || a->t == NULL) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
@@ -736,7 +718,7 @@ bind_app_output(struct bind_app *a)
 	static const struct cats_stream_cbs cbs = { NULL, NULL, out_eof,
 		out_drained };
 	a->out = cats_stream_new(a->base, -1, 1, false, NULL, 0, &cbs, a);
-	if (a->out == NULL) {
+	if (a->out == NULL || cats_stream_hold(a->out, a->cm) < 0) {
 		cats_errorx("output: %s", strerror(errno));
 		return CATS_EXIT_IOERR;
 	}
@@ -784,7 +766,7 @@ bind_app_tick(struct bind_app *a)
 		    "segments stay");
 	if (a->j != NULL && bj_snapshot_due(a->j)) {
 		char err[512] = "";
-		flush_all(a);
+		cats_commit_run(a->cm);
 		if (bj_snapshot_async(a->j, a->t, now, err, sizeof(err)) < 0)
 			cats_errorx("%s", err);
 	}
@@ -794,10 +776,10 @@ int
 bind_app_end(struct bind_app *a)
 {
 	char err[512];
-	flush_all(a);
+	cats_commit_run(a->cm);
 	if (a->stats_at_exit)
 		bind_app_stats(a);
-	flush_all(a);
+	cats_commit_run(a->cm);
 	cats_stream_flush(a->out);
 	FOREACH_CONN(a, c, lc, nx)
 		cats_stream_flush(c->s);
@@ -821,8 +803,7 @@ bind_app_free(struct bind_app *a)
 	a->lst = NULL;
 	cats_stream_free(a->in);
 	cats_stream_free(a->out);
-	if (a->flush_ev)
-		event_free(a->flush_ev);
+	cats_commit_free(a->cm);
 	if (a->j != NULL)
 		bj_close(a->j);
 	cats_htab_free(&a->byname);
@@ -831,7 +812,7 @@ bind_app_free(struct bind_app *a)
 			free(a->hellos.s[i].item);
 	cats_htab_free(&a->hellos);
 	cats_keyring_free(&a->keys);
-	cats_buf_free(&a->held);
+	cats_buf_free(&a->enc);
 	cats_dec_free(&a->dec);
 	bind_free(a->t);
 	a->t = NULL;

@@ -15,11 +15,10 @@
  * Time: the clock of base/clock.h (live, or in --replay the timestamps of
  * the records the table takes), read where a record or a timer comes in.
  *
- * Output is held, not batched: what the table sends leaves only once the
- * journal records that cover it are written (and synced under --fsync
- * always), at the end of the loop turn or as soon as 1 MiB is held (the
- * group commit).  cats_stream_batch() would write at the end of the turn
- * too, but in no order with the journal's commit.  Output above the
+ * Output is held behind one commit point (seq.h, cats_commit): what the
+ * table sends leaves only once the journal records that cover it are
+ * written (and synced under --fsync always), at the end of the loop turn
+ * or as soon as 1 MiB is held (the group commit).  Output above the
  * stream's high-water mark pauses every input until it drains; a failed
  * write to stdout ends the run with 74.
  */
@@ -74,12 +73,12 @@ struct bind_app {
 	struct bind_table *t;
 	struct bj *j;
 	struct cats_stream *in, *out;
-	struct cats_buf held;		/* stdout output waiting for the journal */
+	struct cats_commit *cm;		/* output held until the journal commit */
+	struct cats_buf enc;		/* a record being encoded */
 	struct cats_listener *lst;	/* forwarder connections */
 	struct cats_htab byname;	/* connections by forwarder id */
 	struct cats_htab hellos;	/* last hello accepted, by forwarder */
 	uint64_t started;		/* no signed hello is older */
-	struct event *flush_ev;
 	struct cats_dec dec;
 	bool paused, stdin_eof, listening, stopping;
 	uint64_t last_fsync, last_stats;

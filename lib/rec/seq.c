@@ -825,6 +825,15 @@ cats_commit_run(struct cats_commit *cm)
 }
 
 void
+cats_commit_discard(struct cats_commit *cm)
+{
+	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
+		s->out.len -= s->held;
+		held_gone(s, false);
+	}
+}
+
+void
 cats_commit_due(struct cats_commit *cm)
 {
 	event_active(cm->ev, 0, 0);

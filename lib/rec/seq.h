@@ -169,6 +169,11 @@ int cats_stream_hold(struct cats_stream *s, struct cats_commit *cm);
 void cats_commit_due(struct cats_commit *cm);
 /* Commit and release now: 0, or -1 when fn refused (nothing released). */
 int cats_commit_run(struct cats_commit *cm);
+/*
+ * Drop what every stream holds behind cm, never to be written (the items a
+ * failed commit was to cover, when the run ends); fn may call it.
+ */
+void cats_commit_discard(struct cats_commit *cm);
 /* Bytes held behind cm in all its streams; on s alone. */
 size_t cats_commit_held(const struct cats_commit *cm);
 size_t cats_stream_held(const struct cats_stream *s);

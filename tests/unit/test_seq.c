@@ -494,6 +494,15 @@ test_stream_hold(void)
 	h.rc = 0;
 	T_OK(cats_commit_run(cm) == 0 && pending(sv[0]) == len &&
 	    cats_stream_held(out) == 0, "accepted: written at once");
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send(o2, b.p, b.len);
+	cats_commit_discard(cm);
+	T_OK(cats_commit_held(cm) == 0 && cats_stream_queued(out) == 0,
+	    "discarded: nothing held");
+	h.runs--;	/* (the turn's commit finds nothing to release) */
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(pending(sv[0]) == -1 && pending(sw[0]) == -1, "and nothing "
+	    "written");
 
 	/* What the commit sends waits for the next one. */
 	h.send_on = out;
