@@ -212,10 +212,8 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'o': key = "to"; break;
 		case 'P':
 			if (cats_sel_opts_peercred(o, optarg, err,
-			    sizeof(err)) < 0) {
-				cats_errorx("--peercred: %s", err);
-				return CATS_EXIT_USAGE;
-			}
+			    sizeof(err)) < 0)
+				cats_opt_fail("--peercred", "%s", err);
 			break;
 		case 'p': key = "policy"; break;
 		case 'e': key = "precedence"; break;
@@ -241,10 +239,12 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			if (!cats_tls_opt(ch, optarg))
 				cats_opt_refused(ch, argv);
 		}
+		/* The file's setter; a refusal said as opt.h says it. */
 		if (key != NULL && cats_sel_opts_set(o, key, optarg, false, err,
 		    sizeof(err)) < 0) {
-			cats_errorx("--%s: %s", key, err);
-			return CATS_EXIT_USAGE;
+			char opt[64];
+			snprintf(opt, sizeof(opt), "--%s", key);
+			cats_opt_fail(opt, "%s", err);
 		}
 	}
 	if (optind != argc)
@@ -252,14 +252,10 @@ run(struct cats_sel_app *a, int argc, char **argv)
 	if (o->config != NULL && (rc = load_config(o, &a->cf)) != CATS_EXIT_OK)
 		return rc;
 	cats_log_verbosity(o->verbose);
-	if (o->log != NULL && cats_log_open(o->log) < 0) {
-		cats_errorx("--log: stderr or syslog");
-		return CATS_EXIT_USAGE;
-	}
-	if (o->audit != NULL && cats_audit_open(o->audit) < 0) {
-		cats_errorx("--audit: cannot open %s", o->audit);
-		return CATS_EXIT_USAGE;
-	}
+	if (o->log != NULL && cats_log_open(o->log) < 0)
+		cats_opt_fail("--log", "stderr or syslog");
+	if (o->audit != NULL && cats_audit_open(o->audit) < 0)
+		cats_opt_fail("--audit", "cannot open %s", o->audit);
 	if ((rc = cats_tls_setup()) != 0)
 		return rc;
 	if (o->replay)
