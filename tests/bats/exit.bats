@@ -81,3 +81,4 @@ run_cases() {
 @test "exit: cats-sci" { run_cases cats-sci; }
 @test "exit: cats-select" { run_cases cats-select; }
 @test "exit: cats-sma" { run_cases cats-sma; }
+@test "exit: cats-top" { run_cases cats-top; }
