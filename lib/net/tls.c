@@ -517,7 +517,7 @@ cats_tls_unmark_listen(int fd)
 struct proxy {
 	struct bufferevent *net, *app;
 	int toolfd;
-	bool net_done, app_done;
+	bool up, net_done, net_err, app_done, app_shut;
 	char *id;		/* the peer's identity, after the handshake */
 };
 
@@ -560,13 +560,26 @@ cats_tls_fd_peer(int fd)
 	return g_byfd[fd]->id;
 }
 
+/*
+ * The end of a direction: the peer's close_notify (or end of file) ends
+ * what the tool reads once it has all of it (a half close: the tool may
+ * still answer); the tool's close ends the connection once what it wrote
+ * is out.  A TLS error ends both.
+ */
 static void
 proxy_check(struct proxy *p)
 {
-	if ((p->net_done && evbuffer_get_length(bufferevent_get_output(
-	    p->app)) == 0) || (p->app_done && evbuffer_get_length(
-	    bufferevent_get_output(p->net)) == 0))
+	size_t to_app = evbuffer_get_length(bufferevent_get_output(p->app));
+	size_t to_net = evbuffer_get_length(bufferevent_get_output(p->net));
+	if ((p->net_err && to_app == 0) || (p->app_done && to_net == 0) ||
+	    (p->app_done && p->net_err)) {
 		proxy_free(p);
+		return;
+	}
+	if (p->net_done && to_app == 0 && !p->app_shut) {
+		p->app_shut = true;
+		shutdown(bufferevent_getfd(p->app), SHUT_WR);
+	}
 }
 
 static void
@@ -593,7 +606,7 @@ static void
 net_write(struct bufferevent *bev, void *arg)
 {
 	struct proxy *p = arg;
-	if (!p->app_done)
+	if (!p->app_done && p->up)
 		bufferevent_enable(p->app, EV_READ);
 	proxy_check(p);
 }
@@ -602,7 +615,7 @@ static void
 app_write(struct bufferevent *bev, void *arg)
 {
 	struct proxy *p = arg;
-	if (!p->net_done)
+	if (!p->net_done && p->up)
 		bufferevent_enable(p->net, EV_READ);
 	proxy_check(p);
 }
@@ -622,16 +635,16 @@ net_event(struct bufferevent *bev, short what, void *arg)
 			    ";SAN=" : "", san);
 			p->id = strdup(id);
 		}
+		p->up = true;
 		bufferevent_enable(p->app, EV_READ);
 		return;
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		ERR_clear_error();
 		p->net_done = true;
-		bufferevent_disable(bev, EV_READ | EV_WRITE);
-		if (p->app_done || evbuffer_get_length(bufferevent_get_output(
-		    p->app)) == 0)
-			proxy_free(p);
+		p->net_err |= (what & BEV_EVENT_ERROR) != 0 || !p->up;
+		bufferevent_disable(bev, EV_READ);
+		proxy_check(p);
 	}
 }
 
@@ -641,10 +654,8 @@ app_event(struct bufferevent *bev, short what, void *arg)
 	struct proxy *p = arg;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		p->app_done = true;
-		bufferevent_disable(bev, EV_READ | EV_WRITE);
-		if (p->net_done || evbuffer_get_length(bufferevent_get_output(
-		    p->net)) == 0)
-			proxy_free(p);
+		bufferevent_disable(bev, EV_READ);
+		proxy_check(p);
 	}
 }
 

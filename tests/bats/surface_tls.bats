@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# TLS on every listener (issue 20 §2), tried with clients nobody here
+# wrote (curl, openssl s_client, socat's OPENSSL) on loopback: a valid
+# client certificate works; none, another CA's, an expired or a revoked
+# one (a CRL read again on SIGHUP) is refused at the handshake and
+# audited; TLS 1.1 and plaintext are refused without harm; a capture
+# shows no record content in clear.  Certificates by
+# examples/keys/make-certs.sh.
+
+load helper
+
+setup() {
+	W="$BATS_TEST_TMPDIR"
+	PIDS=()
+	K=$W/k
+	sh "$TOP/examples/keys/make-certs.sh" "$K" srv cli cli2 >/dev/null
+	sh "$TOP/examples/keys/make-certs.sh" "$W/other" cli >/dev/null
+	TLS=(--tls-cert "$K/srv.crt" --tls-key "$K/srv.key" --tls-ca "$K/ca.crt"
+	    --tls-crl "$K/crl.pem")
+	CURL=(curl -sS --max-time 5 --cacert "$K/ca.crt")
+	LAB="$DATA/pce/lab.json"
+}
+
+teardown() {
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
+
+bg() {
+	"$@" &
+	PIDS+=($!)
+	LAST=$!
+}
+
+# An expired certificate of the CA (valid one day in 2020).
+expired() {
+	(cd "$K" && openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+	    -nodes -keyout old.key -out old.csr -subj /CN=old 2>/dev/null &&
+	    openssl ca -config ca.cnf -batch -notext -extensions leaf \
+	    -startdate 20200101000000Z -enddate 20200102000000Z \
+	    -in old.csr -out old.crt 2>/dev/null && rm -f ./[0-9A-F]*.pem)
+}
+
+# A TCP connection can be made to 127.0.0.1:$1 (the server listens).
+port_open() { bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# A TLS handshake with s_client to 127.0.0.1:$1 (more options after),
+# sending a line; its output in $W/shake.out.  Under TLS 1.3 a client
+# learns that its certificate was refused only after its side of the
+# handshake, so refusals are read from the server's audit lines.
+shake() {
+	local port=$1
+	shift
+	echo | timeout 5 openssl s_client -connect "127.0.0.1:$port" \
+	    -CAfile "$K/ca.crt" "$@" >"$W/shake.out" 2>&1 || true
+}
+
+# The battery every listener passes: a valid certificate taken (its
+# subject audited); none, another CA's, an expired one, TLS 1.1 refused,
+# each audited (tls-refused) in the server's stderr $2.
+battery() {
+	local port=$1 err=$2
+	expired
+	shake "$port" -cert "$K/cli.crt" -key "$K/cli.key"
+	! grep -qE 'alert|error:' "$W/shake.out"
+	wait_for 50 grep -q 'event=tls-peer .*subject="CN=cli"' "$err"
+	shake "$port"
+	wait_for 50 grep -q 'event=tls-refused .*certificate required' "$err"
+	shake "$port" -cert "$W/other/cli.crt" -key "$W/other/cli.key"
+	wait_for 50 grep -q 'event=tls-refused .*unable to get local issuer' "$err"
+	shake "$port" -cert "$K/old.crt" -key "$K/old.key"
+	wait_for 50 grep -q 'event=tls-refused .*certificate has expired' "$err"
+	shake "$port" -tls1_1 -cert "$K/cli.crt" -key "$K/cli.key"
+	grep -qE 'alert|error' "$W/shake.out"
+	wait_for 50 grep -q 'event=tls-refused .*protocol version' "$err"
+}
+
+@test "tls: the options are checked at start: a key others may read, a lone cert, tls: without a cert" {
+	run cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$(free_port)"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"TLS needs --tls-cert and --tls-key"* ]]
+	run cats-pce -t "$LAB" --insecure --tls-cert "$K/srv.crt" \
+	    --listen "tcp:127.0.0.1:$(free_port)"
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"--tls-cert and --tls-key go together"* ]]
+	cp "$K/srv.key" "$W/open.key"
+	chmod 644 "$W/open.key"
+	run cats-sci -c S1 -s 10.0.0.1:80 --tls-cert "$K/srv.crt" \
+	    --tls-key "$W/open.key" --listen "https://127.0.0.1:$(free_port)/"
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"group or others may read"* ]]
+	mkfifo "$W/fifo"
+	run timeout 5 cats-sci -c S1 -s 10.0.0.1:80 --tls-cert "$W/fifo" \
+	    --tls-key "$K/srv.key" --listen "https://127.0.0.1:$(free_port)/"
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"not a regular file"* ]]
+}
+
+@test "tls: cats-sci's pull server over https: curl with a client certificate; refusals at the handshake, audited; plaintext refused" {
+	port=$(free_port)
+	bg cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$port/" \
+	    "${TLS[@]}" 2>"$W/err"
+	wait_for 50 port_open "$port"
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" \
+	    "https://127.0.0.1:$port/report" | dec | jq -e '.csci_id == "10.0.0.1:80"'
+	run "${CURL[@]}" "https://127.0.0.1:$port/report"
+	[ "$status" -ne 0 ]
+	battery "$port" "$W/err"
+	# Plaintext HTTP to the TLS port: refused, audited, nothing crashes.
+	run curl -sS --max-time 5 "http://127.0.0.1:$port/report"
+	[ "$status" -ne 0 ]
+	grep -q 'event=tls-refused .*reason="http request"' "$W/err"
+	kill -0 "$LAST"
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" -o /dev/null \
+	    "https://127.0.0.1:$port/report"
+}
+
+@test "tls: a certificate revoked is refused after SIGHUP reads the CRL again; a failed reload keeps the old context" {
+	port=$(free_port)
+	bg cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$port/" \
+	    "${TLS[@]}" 2>"$W/err"
+	SCI=$LAST
+	wait_for 50 port_open "$port"
+	c2=(--cert "$K/cli2.crt" --key "$K/cli2.key")
+	"${CURL[@]}" "${c2[@]}" -o /dev/null "https://127.0.0.1:$port/report"
+	sh "$TOP/examples/keys/make-certs.sh" -r cli2 "$K"
+	# Not read yet: still taken.
+	"${CURL[@]}" "${c2[@]}" -o /dev/null "https://127.0.0.1:$port/report"
+	kill -HUP "$SCI"
+	wait_for 50 grep -q 'event=tls-reloaded' "$W/err"
+	run "${CURL[@]}" "${c2[@]}" "https://127.0.0.1:$port/report"
+	[ "$status" -ne 0 ]
+	grep -q 'event=tls-refused .*certificate revoked' "$W/err"
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" -o /dev/null \
+	    "https://127.0.0.1:$port/report"
+	# A CRL that does not parse: the reload is refused, the old one stays.
+	echo garbage >"$K/crl.pem"
+	kill -HUP "$SCI"
+	wait_for 50 grep -q 'event=tls-reload-refused .*no PEM CRL' "$W/err"
+	grep -q 'TLS reload refused, the running certificates and CRLs stay' "$W/err"
+	run "${CURL[@]}" "${c2[@]}" "https://127.0.0.1:$port/report"
+	[ "$status" -ne 0 ]
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" -o /dev/null \
+	    "https://127.0.0.1:$port/report"
+}
+
+@test "tls: cats-pce's record channel on tls:: records answered, refusals audited, plaintext refused, no record content in a capture" {
+	need_root
+	port=$(free_port)
+	bg cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$port" \
+	    "${TLS[@]}" 2>"$W/err"
+	PCE=$LAST
+	wait_for 50 grep -q listening "$W/err"
+	printf '%s\n' '{"type":"path-req","txn":9,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","constraints":{},"decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}' |
+	    enc >"$W/q.cbor"
+	bg tcpdump -Z root --immediate-mode -i lo -U -n -w "$W/cap.pcap" "tcp port $port" 2>"$W/tcpdump.err"
+	DUMP=$LAST
+	wait_for 50 grep -q listening "$W/tcpdump.err"
+	socat -t 2 - "OPENSSL:127.0.0.1:$port,cafile=$K/ca.crt,cert=$K/cli.crt,key=$K/cli.key" \
+	    <"$W/q.cbor" >"$W/a.cbor"
+	[ "$(dec "$W/a.cbor" | jq -r '[.txn, .status] | join(" ")')" = "9 ok" ]
+	kill -INT "$DUMP"
+	wait "$DUMP" || true
+	# The capture holds the exchange, and none of its text in clear.
+	[ "$(tcpdump -r "$W/cap.pcap" -n 2>/dev/null | wc -l)" -ge 6 ]
+	! grep -aq -e path-req -e path-rep -e srmpls -e EF-2 "$W/cap.pcap"
+	battery "$port" "$W/err"
+	# Plaintext records to the TLS port: refused, audited; still answering.
+	socat -t 1 - "TCP:127.0.0.1:$port" <"$W/q.cbor" >"$W/p.out" || true
+	[ ! -s "$W/p.out" ]
+	grep -q 'event=tls-refused .*wrong version number' "$W/err"
+	kill -0 "$PCE"
+	socat -t 2 - "OPENSSL:127.0.0.1:$port,cafile=$K/ca.crt,cert=$K/cli.crt,key=$K/cli.key" \
+	    <"$W/q.cbor" | dec | jq -e '.txn == 9'
+}
+
+@test "tls: the forwarder channels of cats-select and cats-bind, and cats-select's ingest, on TLS" {
+	sp=$(free_port)
+	ip=$(free_port)
+	cats-key psk -n sma-a -o "$W/sma.psk" >/dev/null
+	bg cats-select --listen "tls:127.0.0.1:$sp" --ingest "https://127.0.0.1:$ip/" \
+	    --ingest-keys "$W/sma.psk" --no-auth "${TLS[@]}" \
+	    </dev/null >/dev/null 2>"$W/sel.err"
+	wait_for 50 port_open "$ip"
+	battery "$sp" "$W/sel.err"
+	: >"$W/sel.err"
+	battery "$ip" "$W/sel.err"
+	# The ingest answers a client with a certificate (an empty post: 400).
+	code=$("${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" -o /dev/null \
+	    -w '%{http_code}' -X POST -H 'Content-Type: application/cbor-seq' \
+	    --data-binary '' "https://127.0.0.1:$ip/")
+	[ "$code" -ge 200 ] && [ "$code" -lt 500 ]
+	bp=$(free_port)
+	mkfifo "$W/bind.in"
+	exec 7<>"$W/bind.in"	# (its input stays open)
+	bg cats-bind --listen "tls:127.0.0.1:$bp" "${TLS[@]}" <"$W/bind.in" \
+	    >/dev/null 2>"$W/bind.err"
+	wait_for 50 port_open "$bp"
+	battery "$bp" "$W/bind.err"
+	exec 7>&-
+}
+
+@test "tls: a tls: --to verifies the server: records reach a TLS server (socat) that checks the client; a server of another CA is refused" {
+	port=$(free_port)
+	bg socat -u "OPENSSL-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork,cert=$K/srv.crt,key=$K/srv.key,cafile=$K/ca.crt,verify=1" \
+	    "OPEN:$W/got,creat,append" 2>"$W/srv.err"
+	wait_for 50 port_open "$port"
+	printf '%s\n' '{"type":"path-req","txn":9,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","constraints":{},"decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}' |
+	    enc | cats-pce -t "$LAB" --replay --to "tls:127.0.0.1:$port" \
+	    --tls-cert "$K/cli.crt" --tls-key "$K/cli.key" --tls-ca "$K/ca.crt"
+	wait_for 50 sh -c "cats-cbor decode '$W/got' 2>/dev/null | grep -q path-rep"
+	run cats-pce -t "$LAB" --replay --to "tls:127.0.0.1:$port" \
+	    --tls-ca "$W/other/ca.crt" </dev/null
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"TLS handshake with 127.0.0.1"* ]]
+}
+
+@test "tls: cats-sma's push and admin faces on https, and a /metrics listener (--prometheus) on https" {
+	cat >"$W/sma.conf" <<-EOF2
+	id = sma-a
+	site = site-a
+	egress = EF-1
+	[auth]
+	mode = none
+	EOF2
+	pp=$(free_port)
+	ap=$(free_port)
+	bg cats-sma -c "$W/sma.conf" -l "https://127.0.0.1:$pp/" \
+	    -a "https://127.0.0.1:$ap/" -t - "${TLS[@]}" >/dev/null 2>"$W/sma.err"
+	wait_for 50 port_open "$ap"
+	c=(--cert "$K/cli.crt" --key "$K/cli.key")
+	printf '{"type":"sci-report","csci_id":"10.0.0.1:80","cs_id":"S1","seq":1,"ts":%d,"health":"HEALTHY","gas":10}\n' \
+	    "$(date +%s%3N)" | enc >"$W/r.cbor"
+	code=$("${CURL[@]}" "${c[@]}" -o /dev/null -w '%{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' --data-binary @"$W/r.cbor" \
+	    "https://127.0.0.1:$pp/reports")
+	[ "$code" = 200 ]
+	"${CURL[@]}" "${c[@]}" "https://127.0.0.1:$ap/stats" | jq -e .counters
+	battery "$pp" "$W/sma.err"
+	: >"$W/sma.err"
+	battery "$ap" "$W/sma.err"
+	mp=$(free_port)
+	bg cats-pce -t "$LAB" --insecure --listen "tcp:127.0.0.1:$(free_port)" \
+	    --prometheus "https://127.0.0.1:$mp/" "${TLS[@]}" 2>"$W/pce.err"
+	wait_for 50 port_open "$mp"
+	"${CURL[@]}" "${c[@]}" "https://127.0.0.1:$mp/metrics" | grep -q '^# TYPE'
+	run "${CURL[@]}" "http://127.0.0.1:$mp/metrics"
+	[ "$status" -ne 0 ]
+	battery "$mp" "$W/pce.err"
+}
