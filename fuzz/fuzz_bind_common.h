@@ -104,6 +104,12 @@ fz_apply(struct bind_table *t, const uint8_t *p, size_t n, bool any_type)
 			if (any_type)
 				bind_metric(t, &r.u.metric, now);
 			break;
+		case CATS_T_BINDING:
+			/* A forwarder's report of its fallback binding. */
+			now = r.u.binding.ts > now ? r.u.binding.ts : now;
+			bind_fwd_binding(t, r.u.binding.ingress ?
+			    r.u.binding.ingress : "IF-1", &r.u.binding, now);
+			break;
 		default:
 			break;
 		}

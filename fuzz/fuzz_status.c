@@ -1,7 +1,8 @@
 /*
  * fuzz_status.c - forwarder status records against a table holding
  * bindings in several states (commit, failure, expiry, removal, repair,
- * hello and re-sync, unknown ids, stale epochs).
+ * hello and re-sync, unknown ids, stale epochs, capabilities), and the
+ * fallback bindings a forwarder reports (adopted or ended).
  */
 #include "fuzz_bind_common.h"
 
@@ -14,6 +15,9 @@ seed(struct bind_table *t)
 {
 	struct cats_path_rep r;
 	struct cats_status s;
+	/* Connected, so that their capabilities and fallback reports count. */
+	bind_fwd_hello(t, "IF-1", 1, 1000);
+	bind_fwd_hello(t, "EF-2", 1, 1000);
 	for (uint64_t i = 1; i <= 3; i++) {
 		memset(&r, 0, sizeof(r));
 		r.txn = i;
