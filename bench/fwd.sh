@@ -220,9 +220,12 @@ EOF
 # sender (the interpreter of fwd_udp.py newflows would take a fifth of the
 # two CPUs the forwarders share); flowsink in the server namespace reports
 # flows, first-packet delay p50/p99 and the span, from the kernel's receive
-# times.
+# times.  With BENCH_DATA set (bench/run.sh), the delays themselves go to
+# fwd.delay-burst-WHO.tsv there (WHO: kernel, cats, fast), those of the
+# paced flows to fwd.delay-paced-WHO.tsv, for bench/plot.sh.
+samples() { [ -n "${BENCH_DATA:-}" ] && echo "$BENCH_DATA/fwd.delay-$1-$WHO.tsv"; }
 new_flows() {
-	xs flowsink 198.51.100.11 9100 $((DUR + 3)) >"$FWD_DIR/sink.out" &
+	xs flowsink 198.51.100.11 9100 $((DUR + 3)) $(samples burst) >"$FWD_DIR/sink.out" &
 	local sk=$!
 	sleep 0.5
 	xc flowgen 192.0.2.10 203.0.113.100 9100 5000
@@ -246,12 +249,32 @@ flows_of() {
 # The same one flow at a time (2 ms apart, source ports of their own): the
 # first-packet delay of the control loop without queueing behind a burst.
 paced_flows() {
-	xs flowsink 198.51.100.11 9101 3 >"$FWD_DIR/sink2.out" &
+	xs flowsink 198.51.100.11 9101 3 $(samples paced) >"$FWD_DIR/sink2.out" &
 	local sk=$!
 	sleep 0.5
 	xc $PY "$UDP" newflows 192.0.2.10 203.0.113.100 9101 200 2000 30000
 	wait $sk
 	flows_of "$FWD_DIR/sink2.out"
+}
+
+# New flows delivered against the load offered: flowgen paced at each
+# rate of OFFERED (flows/s) for half a second, source ports of their own
+# (31000 up), flowsink counting; into ARRAY[ofRATE] (flows) and
+# ARRAY[ofspanRATE] (seconds, first to last arrival).
+OFFERED="1000 2000 5000 10000 20000"
+offered_flows() {
+	local -n O=$1
+	local r n sp=31000 sk
+	for r in $OFFERED; do
+		n=$((r / 2))
+		xs flowsink 198.51.100.11 9102 2 >"$FWD_DIR/sink3.out" &
+		sk=$!
+		sleep 0.3
+		xc flowgen 192.0.2.10 203.0.113.100 9102 $n $sp $r
+		wait $sk
+		fields O "$(flows_of "$FWD_DIR/sink3.out")" "of$r" _ _ "ofspan$r"
+		sp=$((sp + n))
+	done
 }
 
 # "p50 p99 lost" of 2000 round trips on one flow, or why there is none.
@@ -283,6 +306,7 @@ fields() {
 declare -A K C
 measure() {
 	local -n R=$1
+	case $1 in K) WHO=kernel ;; C) WHO=cats ;; F) WHO=fast ;; esac
 	R[tcp1]=$(tcp_gbps 1)
 	R[tcp4]=$(tcp_gbps 4)
 	R[pps1]=$(udp_pps 4242)
@@ -299,6 +323,7 @@ measure() {
 	fields R "$(latency)" lat50 lat99 lost
 	fields R "$(new_flows)" flows fp50 fp99 span
 	fields R "$(paced_flows)" pflows pfp50 pfp99 pspan
+	offered_flows R
 	# Last: random source ports fill the pending pool (new flows).
 	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
 }
@@ -311,7 +336,7 @@ if [ -z "$KERNEL_WHY" ]; then
 else
 	echo "fwd: the kernel path is not measured: $KERNEL_WHY" >&2
 	for k in tcp1 tcp4 pps1 ppsr lat50 lat99 lost flows fp50 fp99 span \
-	    pflows pfp50 pfp99 pspan; do
+	    pflows pfp50 pfp99 pspan $(for r in $OFFERED; do echo of$r ofspan$r; done); do
 		K[$k]="error: $KERNEL_WHY"
 	done
 fi
@@ -379,3 +404,9 @@ row "fwd --fast-path established RTT p50 us" "RTT" "${F[lat50]}" "${K[lat50]}"
 row "fwd --fast-path established RTT p99 us" "RTT" "${F[lat99]}" "${K[lat99]}"
 row "fwd --fast-path added latency p50 us" "added latency" "$(added "${F[lat50]}" "${K[lat50]}")" 0
 row "fwd --fast-path added latency p99 us" "added latency" "$(added "${F[lat99]}" "${K[lat99]}")" 0
+for r in $OFFERED; do
+	row "fwd new flows/s delivered at $r/s offered" "new flows" "$(rate "${C[of$r]}" "${C[ofspan$r]}")" "$(rate "${K[of$r]}" "${K[ofspan$r]}")"
+done
+for r in $OFFERED; do
+	row "fwd --fast-path new flows/s delivered at $r/s offered" "new flows" "$(rate "${F[of$r]}" "${F[ofspan$r]}")" "$(rate "${K[of$r]}" "${K[ofspan$r]}")"
+done

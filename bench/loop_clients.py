@@ -10,9 +10,12 @@ One client per SRC address, each with one connection in flight at a time
 (closed loop); a connection is reset as soon as it is established.  Prints
 "flows p50_us p99_us failed seconds": established connections, the connect
 time (SYN to SYN-ACK through the loop) percentiles, failed or timed-out
-connects, and the measured span.
+connects, and the measured span.  With LOOP_SAMPLES set, every connect
+time (us, sorted, the ones the percentiles are taken from) goes to that
+file, one per line, for bench/plot.sh.
 """
 import errno
+import os
 import selectors
 import socket
 import struct
@@ -78,4 +81,8 @@ def pct(p):
     return int(times[min(len(times) - 1, int(len(times) * p / 100))]) if times else 0
 
 
+if os.environ.get("LOOP_SAMPLES"):
+    with open(os.environ["LOOP_SAMPLES"], "w") as f:
+        f.write("# connect time us (SYN to SYN-ACK through the loop)\n")
+        f.writelines("%d\n" % int(t) for t in times)
 print("%d %d %d %d %.3f" % (len(times), pct(50), pct(99), failed, span))

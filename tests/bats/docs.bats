@@ -34,7 +34,7 @@ docs_run() {
 
 @test "docs: README.md runs as written, its pipeline's output as shown" {
 	docs_run "$TOP/README.md"
-	[[ "$output" == *"README.md: 3 blocks run, 1 outputs compared, 2 skipped"* ]]
+	[[ "$output" == *"README.md: 4 blocks run, 1 outputs compared, 3 skipped"* ]]
 }
 
 @test "docs: examples/README.md runs as written" {

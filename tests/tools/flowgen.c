@@ -3,9 +3,11 @@
  * fast as a raw socket takes them, each carrying its send time (a
  * big-endian IEEE double of wall-clock seconds) for flowsink.
  * The same flows as fwd_udp.py newflows, without the interpreter's cost on
- * the CPUs the forwarders share.
+ * the CPUs the forwarders share.  With RATE (flows per second) the flows
+ * are paced: each millisecond sends those due by then (an offered load,
+ * bench/fwd.sh), instead of all at once.
  *
- * usage: flowgen SRC DST DPORT N [SPORT0]
+ * usage: flowgen SRC DST DPORT N [SPORT0 [RATE]]
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -22,8 +24,8 @@
 int
 main(int argc, char **argv)
 {
-	if (argc < 5 || argc > 6) {
-		fprintf(stderr, "usage: flowgen SRC DST DPORT N [SPORT0]\n");
+	if (argc < 5 || argc > 7) {
+		fprintf(stderr, "usage: flowgen SRC DST DPORT N [SPORT0 [RATE]]\n");
 		return 2;
 	}
 	struct sockaddr_in dst = { .sin_family = AF_INET };
@@ -31,9 +33,11 @@ main(int argc, char **argv)
 	unsigned dport = (unsigned)atoi(argv[3]);
 	long n = atol(argv[4]);
 	unsigned sport0 = argc > 5 ? (unsigned)atoi(argv[5]) : 1024;
+	double rate = argc > 6 ? atof(argv[6]) : 0;
 	if (inet_pton(AF_INET, argv[1], src) != 1 ||
 	    inet_pton(AF_INET, argv[2], &dst.sin_addr) != 1 || dport == 0 ||
-	    dport > 65535 || n <= 0 || sport0 == 0 || sport0 > 65535) {
+	    dport > 65535 || n <= 0 || sport0 == 0 || sport0 > 65535 ||
+	    rate < 0) {
 		fprintf(stderr, "flowgen: bad arguments\n");
 		return 2;
 	}
@@ -43,9 +47,27 @@ main(int argc, char **argv)
 		return 1;
 	}
 	uint8_t p[20 + 8 + 8];
+	struct timespec t0, tick;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tick = t0;
 	for (long i = 0; i < n; i++) {
 		unsigned sport = sport0 + (unsigned)(i % (65536 - sport0));
 		struct timespec ts;
+		/* Paced: wait for the millisecond by which flow i is due. */
+		while (rate > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			double el = (double)(ts.tv_sec - t0.tv_sec) +
+			    (double)(ts.tv_nsec - t0.tv_nsec) / 1e9;
+			if ((double)i < el * rate)
+				break;
+			tick.tv_nsec += 1000000;
+			if (tick.tv_nsec >= 1000000000) {
+				tick.tv_sec++;
+				tick.tv_nsec -= 1000000000;
+			}
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &tick,
+			    NULL);
+		}
 		clock_gettime(CLOCK_REALTIME, &ts);
 		double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 		uint64_t bits;

@@ -10,9 +10,11 @@
  * the first flow's arrival to the last one's.  The receive time is the
  * kernel's, so the sink's own pace does not enter the figures, and being
  * C it takes little of the CPUs the forwarders share (bench/fwd_udp.py's
- * sink took about a seventh of the work of a burst).
+ * sink took about a seventh of the work of a burst).  With SAMPLES, every
+ * delay the percentiles are taken from goes to that file too (us, sorted,
+ * one per line) for bench/plot.sh.
  *
- * usage: flowsink ADDR PORT SECONDS
+ * usage: flowsink ADDR PORT SECONDS [SAMPLES]
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -74,8 +76,8 @@ now_real(void)
 int
 main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: flowsink ADDR PORT SECONDS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: flowsink ADDR PORT SECONDS [SAMPLES]\n");
 		return 2;
 	}
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -153,6 +155,20 @@ main(int argc, char **argv)
 		}
 	}
 	qsort(delay, n, sizeof(*delay), cmp_double);
+	if (argc == 5) {
+		FILE *f = fopen(argv[4], "w");
+		if (f == NULL) {
+			perror("flowsink: samples");
+			return 1;
+		}
+		fprintf(f, "# first-packet one-way delay us\n");
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%.0f\n", delay[i]);
+		if (fclose(f) != 0) {
+			perror("flowsink: samples");
+			return 1;
+		}
+	}
 	printf("%zu %.0f %.0f %.6f\n", n, pct(delay, n, 50), pct(delay, n, 99),
 	    last > first ? last - first : 0.0);
 	return 0;
