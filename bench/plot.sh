@@ -114,20 +114,21 @@ if have "$L.delay-cps.tsv" "$L.delay-fakecps.tsv" "$F.delay-paced-cats.tsv"; the
 		done
 	}
 	gp <<EOF
-$(png 1100,480)
+$(png 1100,620)
 set output "$OUT/$PLOT.png"
-set multiplot layout 1,2 title "First-packet delay (make bench, one run)"
+set multiplot layout 1,2 title "First-packet delay (make bench, one run)" noenhanced
 set logscale x
 set format x "10^{%L}"
 set xlabel "delay (us)"
 set ylabel "fraction of flows"
 set yrange [0:1]
 set grid
-set key below vertical maxrows 3
-set title "The whole loop: connect time, 64 clients (bench/loop.sh)"
+set key below horizontal maxcols 2 font ',9'
+set bmargin 10
+set title "The whole loop: connect time, 64 clients (bench/loop.sh)" noenhanced
 plot $(curves "$L.delay-cps.tsv=cats-fwd + the C-PS" \
 	"$L.delay-fakecps.tsv=cats-fwd + fake-cps")
-set title "cats-fwd against the kernel: one-way delay (bench/fwd.sh)"
+set title "cats-fwd against the kernel: one-way delay (bench/fwd.sh)" noenhanced
 plot $(curves "$F.delay-paced-cats.tsv=cats-fwd + fake-cps, 2 ms apart" \
 	"$F.delay-paced-fast.tsv=--fast-path, 2 ms apart" \
 	"$F.delay-paced-kernel.tsv=kernel path, 2 ms apart" \
@@ -154,7 +155,7 @@ if have "$F.rows.tsv" && grep -q '^fwd new flows/s delivered at ' "$F.rows.tsv";
 	gp <<EOF
 $(png 900,540)
 set output "$OUT/$PLOT.png"
-set title "New flows through the forwarders, fake-cps as the C-PS (bench/fwd.sh)"
+set title "New flows through the forwarders, fake-cps as the C-PS (bench/fwd.sh)" noenhanced
 set logscale xy
 set xlabel "offered (new flows/s, one packet each)"
 set ylabel "delivered (new flows/s)"
@@ -191,7 +192,7 @@ if have "$F.rows.tsv"; then
 	gp <<EOF
 $(png 1000,480)
 set output "$OUT/$PLOT.png"
-set multiplot layout 1,2 title "Established flows, cats-fwd against the kernel path (bench/fwd.sh)"
+set multiplot layout 1,2 title "Established flows, cats-fwd against the kernel path (bench/fwd.sh)" noenhanced
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -199,11 +200,11 @@ set boxwidth 0.9
 set grid y
 set yrange [0:*]
 set key top right
-set title "TCP (iperf3)"
+set title "TCP (iperf3)" noenhanced
 set ylabel "Gbit/s"
 plot "$OUT/$PLOT.tsv" every ::0::1 using 2:xtic(1) title "kernel", \
 	"" every ::0::1 using 3 title "cats-fwd", "" every ::0::1 using 4 title "--fast-path"
-set title "64-byte UDP (trafgen)"
+set title "64-byte UDP (trafgen)" noenhanced
 set ylabel "Mpps"
 plot "$OUT/$PLOT.tsv" every ::2::3 using (\$2/1e6):xtic(1) title "kernel", \
 	"" every ::2::3 using (\$3/1e6) title "cats-fwd", "" every ::2::3 using (\$4/1e6) title "--fast-path"
@@ -226,9 +227,10 @@ if have "$P"; then
 	gp <<EOF
 $(png 800,480)
 set output "$OUT/$PLOT.png"
-set title "Path computation time by graph size (bench_pce, synthetic carrier graphs)"
+set title "Path computation time by graph size (bench_pce, synthetic carrier graphs)" noenhanced
 set logscale xy
 set format x "10^{%L}"
+set format y "10^{%L}"
 set xlabel "nodes"
 set ylabel "us per path"
 set grid
