@@ -218,8 +218,6 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	GAUGE("tedb_nodes", a->te ? cats_te_nodes(a->te) : 0);
 	KV("tedb_applied", a->te_applied);
 	KV("tedb_refused", a->te_refused);
-	KV("state_writes", a->state_writes);
-	KV("state_errors", a->state_errors);
 	GAUGE("cst_entries", cats_cst_count(a->cst));
 	GAUGE("cst_gen", cats_cst_gen(a->cst));
 	GAUGE("nst_paths", cats_nst_rec_count(a->nrec));

@@ -87,3 +87,37 @@ check_synopsis() {
 # JSON Lines -> CBOR, and back, for fixtures.
 enc() { cats-cbor encode "$@"; }
 dec() { cats-cbor decode "$@"; }
+
+# Background processes of a test: started with "... & PIDS+=($!)", ended
+# (TERM, then reaped) by stop_pids in teardown.
+stop_pids() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
+
+# A fresh full metric advertisement of site1: instance 198.51.100.11:80 of
+# S1 healthy (examples/services.jsonl), as CBOR on stdout.
+s1_metric() {
+	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
+	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
+	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
+	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
+	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
+	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
+	    ttl_ms: 600000}]}' | cats-cbor encode
+}
+
+# Forwarder IF-1's request for S1, transaction $2, to cats-select's
+# forwarder socket $1 (select_client).
+s1_request() {
+	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$2" '{type:
+	    "request", txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto:
+	    6, src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
+	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
+	    deadline: ($now + 1000)}' | select_client -t "$1" -w 50
+}

@@ -11,13 +11,7 @@ setup() {
 }
 
 teardown() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids
 	[ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
 }
 
@@ -80,6 +74,7 @@ every_counter() {
 	grep -q '^cats_select_start_time_seconds ' "$W/sel.prom"
 	kill -USR1 "${PIDS[0]}"
 	wait_for 50 test -s "$W/stats"
+	cats-cbor check "$W/stats"	# a valid record: no name twice
 	cats-cbor decode < "$W/stats" | head -1 > "$W/stats.json"
 	scrape "127.0.0.1:$mport" sel
 	every_counter sel "$W/stats.json" cats_select
@@ -235,20 +230,8 @@ CONF
 	exec 7>"$W/in"
 	wait_for 50 test -S "$W/select.sock"
 	wait_for 50 test -S "$W/bind.sock"
-	local now
-	now=$(date +%s%3N)
-	jq -nc --argjson now "$now" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode >&7
-	jq -nc --argjson now "$now" '{type: "request", txn: 1, ingress: "IF-1",
-	    ts: $now, gen: 1, flow: {proto: 6, src: "192.0.2.10", sport: 40001,
-	    dst: "203.0.113.100", dport: 80}, mode: "none", held: 1,
-	    dataplane: "srv6", deadline: ($now + 1000)}' |
-	    select_client -t "unix:$W/select.sock" -w 50
+	s1_metric >&7
+	s1_request "unix:$W/select.sock" 1
 	scrape "127.0.0.1:$m3" bind
 	wait_for 50 sh -c "curl -sf http://127.0.0.1:$m3/metrics |
 	    grep -Eq '^cats_bind_installation_seconds_count(\{.*\})? 1$'"
@@ -268,6 +251,7 @@ CONF
 	kill -USR1 "${PIDS[0]}"
 	wait_for 50 sh -c "curl -sf http://127.0.0.1:$m0/metrics |
 	    grep -q '^# TYPE cats_cps_select_decisions untyped'"
+	grep -q '^cats_cps_select_bad_total{cps_id="cps-m"} 0$' "$W/cps.prom"
 	scrape "127.0.0.1:$m0" cps2
 	check cps2
 	exec 7>&-

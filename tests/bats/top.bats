@@ -9,19 +9,13 @@ setup() {
 }
 
 teardown() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids
 }
 
 # cats-select with one healthy instance, its forwarder listener and
 # /metrics; MPORT the metrics port.
 start_select() {
-	local EX=$TOP/examples now
+	local EX=$TOP/examples
 	MPORT=$(free_port)
 	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$W/nst.jsonl"
 	mkfifo "$W/in"
@@ -30,26 +24,12 @@ start_select() {
 	    --prometheus "tcp:127.0.0.1:$MPORT" <"$W/in" >"$W/out" 2>"$W/err" &
 	PIDS+=($!)
 	exec 7>"$W/in"
-	now=$(date +%s%3N)
-	jq -nc --argjson now "$now" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode >&7
+	s1_metric >&7
 	wait_for 50 test -S "$W/sel.sock"
 	wait_for 50 curl -sf -o /dev/null "http://127.0.0.1:$MPORT/metrics"
 }
 
-# A forwarder's request for S1, transaction $1.
-request() {
-	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$1" '{type: "request",
-	    txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6,
-	    src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
-	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
-	    deadline: ($now + 1000)}' | select_client -t "unix:$W/sel.sock" -w 50
-}
+request() { s1_request "unix:$W/sel.sock" "$1"; }
 
 @test "top: --help is the man page synopsis; --version; usage errors" {
 	check_synopsis cats-top
