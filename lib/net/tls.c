@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
@@ -506,6 +507,17 @@ cats_tls_unmark_listen(int fd)
 		}
 }
 
+/*
+ * Records and answers leave in TLS records written one by one: without
+ * TCP_NODELAY the last of them waits for the peer's delayed ACK.
+ */
+static void
+nodelay(int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* ---- record streams, server side: a proxy on the loop ---- */
 
 /*
@@ -670,6 +682,7 @@ cats_tls_accept(struct event_base *base, int fd, const char *peer)
 	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0 || byfd_room(sp[1]) < 0)
 		goto fail;
 	cats_fd_nonblock(fd);
+	nodelay(fd);
 	p->toolfd = sp[1];
 	p->app = bufferevent_socket_new(base, sp[0], BEV_OPT_CLOSE_ON_FREE);
 	if (p->app == NULL)
@@ -912,6 +925,7 @@ cats_tls_connect(int fd, const char *host, char *err, size_t errlen)
 	}
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	nodelay(fd);
 	if (SSL_connect(ssl) != 1) {
 		long v = SSL_get_verify_result(ssl);
 		snprintf(err, errlen, "TLS handshake with %s: %s", host,

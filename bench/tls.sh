@@ -1,0 +1,139 @@
+#!/bin/sh
+# TLS against cleartext on the same server (issue 20 §2): cats-sci's pull
+# server (lib/net/httpd over evhttp) answering GET /report on one kept-alive
+# connection (curl, N requests in a row), over https:// with a client
+# certificate against plain http://; full handshakes per second (openssl
+# s_time -new) with a client certificate required against without; and a
+# record channel (cats-pce --listen) over tls: against tcp:, path requests
+# answered per second on one connection.  Certificates by
+# examples/keys/make-certs.sh.  Rows: name | value | baseline | ratio;
+# timings are printed, never asserted.
+set -e
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
+PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+SECS=${BENCH_SECONDS:-3}
+N=${BENCH_TLS_REQUESTS:-2000}
+W=$(mktemp -d)
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+up() { # wait until a port takes connections
+	i=0
+	while [ $i -lt 50 ]; do
+		bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+ratio() {
+	case "$1$2" in *error*|"") echo error; return ;; esac
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
+}
+cell() {
+	case $1 in
+	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
+	*) echo "$1 $2" ;;
+	esac
+}
+now_ms() { date +%s%3N; }
+
+sh "$(dirname "$0")/../examples/keys/make-certs.sh" "$W/k" srv cli >/dev/null
+K=$W/k
+SRV="--tls-cert $K/srv.crt --tls-key $K/srv.key"
+CLI="--cacert $K/ca.crt --cert $K/cli.crt --key $K/cli.key"
+
+# N requests on one connection: requests/s, or why not.
+reqs() { # URL
+	t0=$(now_ms)
+	# shellcheck disable=SC2086
+	if ! curl -sf -o /dev/null $CLI "$1/report?[1-$N]"; then
+		echo "error: curl failed on $1"
+		return
+	fi
+	t1=$(now_ms)
+	awk -v n="$N" -v ms=$((t1 - t0)) 'BEGIN { if (ms > 0) printf "%.0f", n * 1000 / ms; else print "error: no time measured" }'
+}
+# Full handshakes per second for SECS, or why not.
+shakes() { # PORT [s_time options]
+	p=$1
+	shift
+	out=$(openssl s_time -connect "127.0.0.1:$p" -new -time "$SECS" \
+	    -CAfile "$K/ca.crt" "$@" 2>&1 | grep 'real seconds' || true)
+	echo "$out" | awk '{ if ($1 > 0 && $4 > 0) printf "%.0f", $1 / $4; else print "error: no handshake completed" }'
+}
+
+P1=$(port)
+P2=$(port)
+P3=$(port)
+# shellcheck disable=SC2086
+cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$P1/" $SRV \
+    --tls-ca "$K/ca.crt" 2>/dev/null &
+PIDS="$PIDS $!"
+cats-sci -c S1 -s 10.0.0.1:80 --listen "http://127.0.0.1:$P2/" 2>/dev/null &
+PIDS="$PIDS $!"
+# shellcheck disable=SC2086
+cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$P3/" $SRV \
+    2>/dev/null &
+PIDS="$PIDS $!"
+up "$P1" && up "$P2" && up "$P3"
+tls=$(reqs "https://127.0.0.1:$P1")
+plain=$(reqs "http://127.0.0.1:$P2")
+echo "TLS requests/s, kept-alive, mutual TLS (cats-sci GET, curl, $N in a row) | $(cell "$tls" req/s https) | $(cell "$plain" "req/s http" "plain http") | $(ratio "$tls" "$plain")"
+mut=$(shakes "$P1" -cert "$K/cli.crt" -key "$K/cli.key")
+one=$(shakes "$P3")
+echo "TLS full handshakes/s with a client certificate (openssl s_time -new) | $(cell "$mut" handshakes/s "mutual TLS") | $(cell "$one" "handshakes/s server-only TLS" "server-only TLS") | $(ratio "$mut" "$one")"
+
+# Records: cats-pce answering path requests on one connection, tls: against
+# tcp: (the same Python client, with and without ssl).
+LAB=$(dirname "$0")/../tests/data/pce/lab.json
+i=0
+while [ $i -lt "$N" ]; do
+	printf '{"type":"path-req","txn":%d,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","constraints":{},"decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}\n' $((i + 1))
+	i=$((i + 1))
+done | cats-cbor encode >"$W/q.cbor"
+P4=$(port)
+P5=$(port)
+# shellcheck disable=SC2086
+cats-pce -t "$LAB" --insecure --cache 0 --listen "tls:127.0.0.1:$P4" $SRV \
+    --tls-ca "$K/ca.crt" 2>/dev/null &
+PIDS="$PIDS $!"
+cats-pce -t "$LAB" --insecure --cache 0 --listen "tcp:127.0.0.1:$P5" 2>/dev/null &
+PIDS="$PIDS $!"
+up "$P4" && up "$P5"
+# Answers per second until the last of N came back (a Python client:
+# the requests sent from a thread, the answers counted), or why not.
+recs() { # PORT tls|tcp
+	python3 - "$1" "$2" "$N" "$W/q.cbor" "$K" <<'PY' || echo "error: the client failed"
+import socket, ssl, sys, threading, time
+port, mode, n, q, k = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+s = socket.create_connection(("127.0.0.1", port))
+if mode == "tls":
+    ctx = ssl.create_default_context(cafile=k + "/ca.crt")
+    ctx.load_cert_chain(k + "/cli.crt", k + "/cli.key")
+    s = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+data = open(q, "rb").read()
+t0 = time.monotonic()
+threading.Thread(target=s.sendall, args=(data,), daemon=True).start()
+got, tail = 0, b""
+while got < n:
+    b = s.recv(65536)
+    if not b:
+        break
+    # (a word split across two reads is counted once: the tail is shorter)
+    got += (tail + b).count(b"path-rep")
+    tail = (tail + b)[-7:]
+dt = time.monotonic() - t0
+print("%.0f" % (n / dt) if got >= n and dt > 0 else "error: %d of %d answers" % (got, n))
+PY
+}
+rt=$(recs "$P4" tls)
+rp=$(recs "$P5" tcp)
+echo "TLS record channel answers/s (cats-pce --listen tls:, one connection, $N path requests) | $(cell "$rt" answers/s tls:) | $(cell "$rp" "answers/s tcp:" "the tcp: channel") | $(ratio "$rt" "$rp")"
