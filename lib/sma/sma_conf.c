@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "base/htab.h"
 #include "select/cst.h"
 #include "sma/sma.h"
 
@@ -853,6 +854,72 @@ check_arg(const struct cats_conf *cf, const struct cats_conf_ent *e,
 	return 0;
 }
 
+/*
+ * The sections of one kind with an argument ([sci "ID"], [service "ID"],
+ * [subordinate "ID"]): which element of its array a name has.  A hash of
+ * the names and arrays grown by doubling keep a load of many sections
+ * linear (a scan per entry and a realloc by one were quadratic: 100k
+ * [sci] sections took 20 s).
+ */
+struct named {
+	struct cats_htab t;	/* name -> struct slot */
+	struct slot { const char *name; size_t idx; } *v;
+	size_t nv, cap;		/* slots; the array's capacity */
+};
+
+static bool
+slot_eq(const void *item, const void *key)
+{
+	return strcmp(((const struct slot *)item)->name, key) == 0;
+}
+
+/*
+ * The element named name of *arr (n elements of size sz, zeroed when
+ * new; *isnew says so), or NULL when memory ran out.  The slots are
+ * allocated once for the file's entries (max), so they never move.
+ */
+static void *
+named_get(struct named *nm, size_t max, void **arr, size_t *n, size_t sz,
+    const char *name, bool *isnew)
+{
+	uint64_t h = cats_hash_str(name);
+	struct slot *sl = cats_htab_get(&nm->t, h, slot_eq, name);
+	*isnew = false;
+	if (sl != NULL)
+		return (char *)*arr + sl->idx * sz;
+	if (nm->v == NULL && (nm->v = calloc(max ? max : 1,
+	    sizeof(*nm->v))) == NULL)
+		return NULL;
+	if (*n == nm->cap || *arr == NULL) {
+		size_t cap = nm->cap ? nm->cap * 2 : 8;
+		if (cap < *n + 1)
+			cap = *n + 1;
+		void *v = realloc(*arr, cap * sz);
+		if (v == NULL)
+			return NULL;
+		*arr = v;
+		nm->cap = cap;
+	}
+	sl = &nm->v[nm->nv++];
+	sl->name = name;
+	sl->idx = *n;
+	if (cats_htab_put(&nm->t, h, sl) < 0) {
+		nm->nv--;
+		return NULL;
+	}
+	void *e = (char *)*arr + (*n)++ * sz;
+	memset(e, 0, sz);
+	*isnew = true;
+	return e;
+}
+
+static void
+named_free(struct named *nm)
+{
+	cats_htab_free(&nm->t);
+	free(nm->v);
+}
+
 int
 sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
     size_t errlen)
@@ -860,6 +927,8 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 	sma_conf_defaults(c);
 	c->path = strdup(cf->path ? cf->path : "");
 	struct ctx x = { .cf = cf, .err = err, .errlen = errlen };
+	struct named nsci = { 0 }, nsvc = { 0 }, nsub = { 0 };
+	bool isnew;
 	for (size_t i = 0; i < cf->n; i++) {
 		const struct cats_conf_ent *e = &cf->v[i];
 		const char *sec = e->section;
@@ -898,24 +967,13 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		} else if (strcmp(sec, "subordinate") == 0) {
 			if (check_arg(cf, e, "subordinate", err, errlen) < 0)
 				goto fail;
-			struct sma_cfg_sub *s = NULL;
-			for (size_t j = 0; j < c->nsubs; j++)
-				if (strcmp(c->subs[j].sma_id, e->arg) == 0)
-					s = &c->subs[j];
-			if (s == NULL) {
-				void *v = realloc(c->subs, (c->nsubs + 1) *
-				    sizeof(*c->subs));
-				if (v == NULL) {
-					bad(&x, "out of memory");
-					goto fail;
-				}
-				c->subs = v;
-				s = &c->subs[c->nsubs++];
-				memset(s, 0, sizeof(*s));
-				if ((s->sma_id = strdup(e->arg)) == NULL) {
-					bad(&x, "out of memory");
-					goto fail;
-				}
+			struct sma_cfg_sub *s = named_get(&nsub, cf->n,
+			    (void **)&c->subs, &c->nsubs, sizeof(*c->subs), e->arg,
+			    &isnew);
+			if (s == NULL || (isnew && (s->sma_id = strdup(e->arg)) ==
+			    NULL)) {
+				bad(&x, "out of memory");
+				goto fail;
 			}
 			if (strcmp(e->key, "cs-ids") == 0) {
 				rc = set_list(&x, &s->cs_ids, &s->ncs_ids, 4096);
@@ -935,41 +993,25 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		} else if (strcmp(sec, "sci") == 0) {
 			if (check_arg(cf, e, "sci", err, errlen) < 0)
 				goto fail;
-			struct sma_cfg_sci *s = NULL;
-			for (size_t j = 0; j < c->nscis; j++)
-				if (strcmp(c->scis[j].csci_id, e->arg) == 0)
-					s = &c->scis[j];
-			if (s == NULL) {
-				void *v = realloc(c->scis, (c->nscis + 1) *
-				    sizeof(*c->scis));
-				if (v == NULL) {
-					bad(&x, "out of memory");
-					goto fail;
-				}
-				c->scis = v;
-				s = &c->scis[c->nscis++];
-				memset(s, 0, sizeof(*s));
-				s->csci_id = strdup(e->arg);
+			struct sma_cfg_sci *s = named_get(&nsci, cf->n,
+			    (void **)&c->scis, &c->nscis, sizeof(*c->scis), e->arg,
+			    &isnew);
+			if (s == NULL || (isnew && (s->csci_id = strdup(e->arg)) ==
+			    NULL)) {
+				bad(&x, "out of memory");
+				goto fail;
 			}
 			rc = sci_key(&x, s);
 		} else if (strcmp(sec, "service") == 0) {
 			if (check_arg(cf, e, "service", err, errlen) < 0)
 				goto fail;
-			struct sma_cfg_svc *s = NULL;
-			for (size_t j = 0; j < c->nsvcs; j++)
-				if (strcmp(c->svcs[j].cs_id, e->arg) == 0)
-					s = &c->svcs[j];
-			if (s == NULL) {
-				void *v = realloc(c->svcs, (c->nsvcs + 1) *
-				    sizeof(*c->svcs));
-				if (v == NULL) {
-					bad(&x, "out of memory");
-					goto fail;
-				}
-				c->svcs = v;
-				s = &c->svcs[c->nsvcs++];
-				memset(s, 0, sizeof(*s));
-				s->cs_id = strdup(e->arg);
+			struct sma_cfg_svc *s = named_get(&nsvc, cf->n,
+			    (void **)&c->svcs, &c->nsvcs, sizeof(*c->svcs), e->arg,
+			    &isnew);
+			if (s == NULL || (isnew && (s->cs_id = strdup(e->arg)) ==
+			    NULL)) {
+				bad(&x, "out of memory");
+				goto fail;
 			}
 			rc = svc_key(&x, s);
 		} else {
@@ -1030,8 +1072,14 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 			goto fail;
 		}
 	}
+	named_free(&nsci);
+	named_free(&nsvc);
+	named_free(&nsub);
 	return 0;
 fail:
+	named_free(&nsci);
+	named_free(&nsvc);
+	named_free(&nsub);
 	sma_conf_free(c);
 	return -1;
 }

@@ -190,6 +190,43 @@ test_conf(void)
 	    "pull URL must be http(s) (%s)", err);
 }
 
+/*
+ * 100k [sci] sections and 10k [service] ones, one [sci] given twice: the
+ * load is linear (issue 20: it was quadratic, 20 s for 100k); the time is
+ * not asserted, a quadratic load would show as a test of many seconds.
+ */
+static void
+test_conf_many(void)
+{
+	enum { NS = 100000, NV = 10000 };
+	struct cats_buf b = { 0 };
+	char line[160];
+	cats_buf_add(&b, BASE, strlen(BASE));
+	for (int i = 0; i < NS; i++) {
+		int n = snprintf(line, sizeof(line), "[sci \"10.%d.%d.%d:80\"]\n"
+		    "cs-id = S%d\n", i >> 16, (i >> 8) & 255, i & 255, i % NV);
+		cats_buf_add(&b, line, (size_t)n);
+	}
+	for (int i = 0; i < NV; i++) {
+		int n = snprintf(line, sizeof(line), "[service \"S%d\"]\n"
+		    "ttl = 3x\n", i);
+		cats_buf_add(&b, line, (size_t)n);
+	}
+	const char *again = "[sci \"10.0.0.5:80\"]\ninterval = 7s\n";
+	cats_buf_add(&b, again, strlen(again));
+	cats_buf_add(&b, "", 1);
+	struct sma_conf *c = conf_text((const char *)b.p);
+	const struct sma_cfg_sci *s5 = sma_conf_sci(c, "10.0.0.5:80");
+	const struct sma_cfg_sci *sl = sma_conf_sci(c, "10.1.134.159:80");
+	T_OK(c->nscis == NS && c->nsvcs == NV, "100k [sci] and 10k [service] "
+	    "sections (%zu, %zu)", c->nscis, c->nsvcs);
+	T_OK(s5 != NULL && s5->interval_ms == 7000 && strcmp(s5->cs_id, "S5") ==
+	    0, "a section given twice is one, its keys merged");
+	T_OK(sl != NULL && strcmp(sl->cs_id, "S9999") == 0, "the last of "
+	    "100k found by its CSCI-ID");
+	cats_buf_free(&b);
+}
+
 static void
 test_hysteresis(void)
 {
@@ -1062,6 +1099,7 @@ main(void)
 	cats_audit_open("none");
 	cats_log_verbosity(0);
 	test_conf();
+	test_conf_many();
 	test_hysteresis();
 	test_state_machine();
 	test_within();
