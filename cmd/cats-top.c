@@ -21,12 +21,14 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/httpc.h"
+#include "net/tls.h"
 #include "view/prom.h"
 #include "view/top.h"
 
 static const char usage_text[] =
     "usage: cats-top [-abhV] [-d seconds] [-n count] [--max-body size]\n"
-    "                source\n";
+    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
+    "                [--tls-crl file]] source\n";
 
 /* What a read ended with: 0, or the exit code of cats-top(1). */
 struct fetch {
@@ -157,6 +159,7 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "max-body", required_argument, NULL, 'M' },
 		{ "version", no_argument, NULL, 'V' },
+		CATS_TLS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cats_top t = { 0 };
@@ -202,7 +205,8 @@ main(int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		default:
-			cats_opt_refused(ch, argv);
+			if (!cats_tls_opt(ch, optarg))
+				cats_opt_refused(ch, argv);
 		}
 	}
 	if (optind + 1 != argc)
@@ -210,6 +214,9 @@ main(int argc, char **argv)
 		    "(http://HOST:PORT/metrics, tcp:HOST:PORT or a file)" :
 		    "one source only");
 	source(&f, argv[optind], url, sizeof(url));
+	int trc = cats_tls_setup();
+	if (trc != 0)
+		return trc;
 	bool tty = !batch && isatty(STDOUT_FILENO);
 	if (f.url != NULL) {
 		f.base = event_base_new();
@@ -268,5 +275,6 @@ main(int argc, char **argv)
 		httpc_free(f.http);
 	if (f.base != NULL)
 		event_base_free(f.base);
+	cats_tls_free();
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "net/httpd.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 
 struct cats_metrics {
 	struct httpd *h;
@@ -26,6 +27,13 @@ on_metrics(struct evhttp_request *req, void *arg)
 	m->fill(m->arg, &st);
 	cats_stats_time(&st, "start_time", m->start_ms);
 	cats_stats_add(&st, "scrapes", m->scrapes);
+	if (cats_tls_server_on()) {
+		const struct cats_tls_stats *t = cats_tls_stats();
+		cats_stats_add(&st, "tls.handshakes", t->handshakes);
+		cats_stats_add(&st, "tls.refused", t->refused);
+		cats_stats_add(&st, "tls.reloads", t->reloads);
+		cats_stats_add(&st, "tls.reload_failed", t->reload_failed);
+	}
 	cats_buf_reset(&m->out);
 	if (cats_stats_render(&st, &m->out) < 0)
 		httpd_error(req, 500, "out of memory");

@@ -3,12 +3,14 @@
  * exposition (format 0.0.4) of the tool's stats list, served by the one
  * HTTP server (net/httpd.h) on a listener of its own (--metrics ENDPOINT,
  * the endpoint syntax of net/ep.h: tcp:HOST:PORT, http://HOST:PORT/,
- * unix:PATH).
+ * unix:PATH, and https://HOST:PORT/ with the tool's TLS options, net/tls.h).
  *
  * Contract:
  * - Each GET (or HEAD) of /metrics calls the tool's fill function on a
  *   fresh list, adds the endpoint's own entries (start_time, a time: it
- *   changes when the process restarts; scrapes, a counter) and answers 200
+ *   changes when the process restarts; scrapes, a counter; with a TLS
+ *   certificate, net/tls.h's handshakes, refused, reloads, reload_failed
+ *   as tls.*) and answers 200
  *   with cats_stats_render()'s text, Content-Type
  *   "text/plain; version=0.0.4; charset=utf-8".  The text is the textfile's
  *   (base/stats.h): one renderer.

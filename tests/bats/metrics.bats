@@ -256,3 +256,30 @@ CONF
 	check cps2
 	exec 7>&-
 }
+
+@test "metrics: --prometheus https:// speaks the tool's TLS (mutual with --tls-ca); cats-top reads it" {
+	need_promtool
+	local K=$W/k mport
+	sh "$TOP/examples/keys/make-certs.sh" "$K" srv cli >/dev/null
+	mport=$(free_port)
+	cats-pce -t "$DATA/pce/lab.json" --insecure --tls-cert "$K/srv.crt" \
+	    --tls-key "$K/srv.key" --tls-ca "$K/ca.crt" \
+	    --listen "unix:$W/pce.sock" \
+	    --prometheus "https://127.0.0.1:$mport/" 2>"$W/err" &
+	PIDS+=($!)
+	local c=(curl -sf --max-time 5 --cacert "$K/ca.crt" --cert "$K/cli.crt"
+	    --key "$K/cli.key")
+	wait_for 50 "${c[@]}" -o "$W/pce.prom" "https://127.0.0.1:$mport/metrics"
+	promtool check metrics <"$W/pce.prom"
+	grep -q '^cats_pce_tls_handshakes_total [1-9]' "$W/pce.prom"
+	# No client certificate, or plain HTTP: refused.
+	run curl -sf --max-time 5 --cacert "$K/ca.crt" \
+	    "https://127.0.0.1:$mport/metrics"
+	[ "$status" -ne 0 ]
+	run curl -sf --max-time 5 "http://127.0.0.1:$mport/metrics"
+	[ "$status" -ne 0 ]
+	run cats-top -b -n 1 --tls-ca "$K/ca.crt" --tls-cert "$K/cli.crt" \
+	    --tls-key "$K/cli.key" "https://127.0.0.1:$mport/metrics"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "cats-pce "* ]]
+}
