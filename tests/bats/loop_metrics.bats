@@ -41,10 +41,11 @@ positive() { local v; v=$(promql "$1"); [ -n "$v" ] && awk "BEGIN { exit !($v > 
 
 @test "loop metrics: Prometheus scrapes the C-PS and the forwarders; the new-flow rate" {
 	command -v prometheus >/dev/null || skip "prometheus (Debian)"
-	local d=$BATS_TEST_TMPDIR n targets="" port
+	local d=$BATS_TEST_TMPDIR n targets="" port if1
 	for n in select pce bind IF-1 EF-1 EF-2; do
 		loop_wait 50 test -S "$LOOP_DIR/$n.prom"
 		port=$(bridge "$n")
+		[ "$n" = IF-1 ] && if1=$port
 		targets="$targets'127.0.0.1:$port', "
 	done
 	PPORT=$(free_port)
@@ -80,4 +81,11 @@ EOF
 	wait_for 50 positive 'cats_fwd_first_packet_seconds_count{fwd_id="IF-1"}'
 	wait_for 50 positive 'sum(cats_fwd_bindings{fwd_id=~"EF-.*"})'
 	! grep -i 'level=error' "$d/prom.log"
+	# The ingress's live look: the flows counted, their first packets
+	# timed.
+	cats-top -b -n 1 "tcp:127.0.0.1:$if1" >"$d/top"
+	cat "$d/top"
+	grep -Eq '^cats-fwd IF-1 ' "$d/top"
+	grep -Eq '^  new flows \(requests\) +[0-9.]+ +([5-9]|[1-9][0-9]+)$' "$d/top"
+	grep -Eq '^  first_packet_seconds +[0-9.]+ +[0-9.]+(us|ms) ' "$d/top"
 }
