@@ -15,6 +15,7 @@
 #include <mosquitto.h>
 
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "rec/json.h"
 #include "rec/seq.h"
@@ -123,9 +124,16 @@ refresh(struct sci_reporter *s)
 	char buf[65536];
 	size_t n = 0;
 	if (s->metrics_file != NULL) {
-		FILE *f = fopen(s->metrics_file, "re");
+		char why[300];
+		int fd = cats_file_open(s->metrics_file, why, sizeof(why));
+		FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 		if (f == NULL) {
-			cats_warnx("%s: %s", s->metrics_file, strerror(errno));
+			if (fd >= 0) {
+				snprintf(why, sizeof(why), "%s: %s",
+				    s->metrics_file, strerror(errno));
+				close(fd);
+			}
+			cats_warnx("%s", why);
 			return CATS_EXIT_NOINPUT;
 		}
 		n = fread(buf, 1, sizeof(buf), f);
@@ -535,11 +543,9 @@ int
 sci_token_load(struct cats_buf *tok, const char *path, char *err,
     size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	int fd = cats_file_open(path, err, errlen);
+	if (fd < 0)
 		return CATS_EXIT_NOINPUT;
-	}
 	char buf[4096];
 	ssize_t n = read(fd, buf, sizeof(buf));
 	close(fd);

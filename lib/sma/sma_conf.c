@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
+#include "base/file.h"
 #include "base/htab.h"
 #include "select/cst.h"
 #include "sma/sma.h"
@@ -1101,9 +1103,13 @@ sma_conf_load(struct sma_conf *c, const char *path, char *err, size_t errlen)
 static int
 load_revoked(struct sma_keys *k, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
+	int fd = cats_file_open(path, err, errlen);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (f == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd >= 0) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			close(fd);
+		}
 		return -1;
 	}
 	char line[256];

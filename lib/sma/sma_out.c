@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "rec/seq.h"
 #include "sma/sma.h"
 
@@ -422,10 +423,15 @@ sma_out_save_state(const struct sma_out *o, const struct sma *s,
 		cats_buf_free(&w.b);
 		return -1;
 	}
-	w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char why[300] = "";
+	w.fd = cats_file_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC,
+	    0600, NULL, why, sizeof(why));
 	if (w.fd < 0 || cats_write_all(w.fd, w.b.p, w.b.len) < 0 ||
 	    fsync(w.fd) < 0) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		if (w.fd < 0)
+			snprintf(err, errlen, "%s", why);
+		else
+			snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		if (w.fd >= 0)
 			close(w.fd);
 		unlink(tmp);
@@ -467,13 +473,9 @@ sma_state_load(struct sma_state *st, const char *path, char *err,
 {
 	memset(st, 0, sizeof(*st));
 	st->arena.cap = 1u << 30;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return 1;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
+	int fd = cats_file_open(path, err, errlen);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -1;
 	struct cats_seq_reader rd;
 	struct cats_dec d;
 	struct cats_rec r;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "rec/rec.h"
 #include "sma/sma_policy.h"
 
@@ -1177,11 +1178,9 @@ fail:
 struct sma_policy *
 sma_policy_load(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	int fd = cats_file_open(path, err, errlen);
+	if (fd < 0)
 		return NULL;
-	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size > SMA_POL_MAX_FILE) {
