@@ -2,7 +2,8 @@
 # cats-sma and the C-PS ingest of cats-select, real processes over
 # loopback HTTP (cats-northbound(7)): kill -9 of the C-PS while reports
 # flow, rejected advertisements, a partition with its backoff schedule,
-# TLS, the Prometheus textfile, a policy reload, hierarchical aggregation.
+# mutual TLS (the C-PS's ingest speaking it itself), the Prometheus
+# textfile, a policy reload, hierarchical aggregation.
 load helper
 
 setup() {
@@ -281,15 +282,18 @@ cpost() { # file [resource] -> HTTP status
 	diff <(cps_table) <(sma_view)
 }
 
-@test "sma_sync: HTTPS: certificate verified against ca-file; without it the TLS failure backs off" {
-	openssl req -x509 -newkey rsa:2048 -nodes -keyout tls.key -out tls.crt \
-	    -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-	    2>/dev/null
+@test "sma_sync: HTTPS with mutual TLS: the C-PS's certificate verified against ca-file; without it the TLS failure backs off" {
+	# The C-PS's ingest speaks TLS itself (no terminator in front), and
+	# takes C-SMAs with a certificate of the CA (examples/keys/make-certs.sh).
+	sh "$TOP/examples/keys/make-certs.sh" "$W/k" cps sma-a >/dev/null
 	TP=$(free_port)
-	bg socat "OPENSSL-LISTEN:$TP,bind=127.0.0.1,reuseaddr,fork,cert=tls.crt,key=tls.key,verify=0" \
-	    "TCP:127.0.0.1:$PS"
-	start_cps
-	wait_for 50 sh -c "curl -s -o /dev/null --cacert tls.crt https://127.0.0.1:$TP/"
+	bg cats-select --ingest "https://127.0.0.1:$TP/" --ingest-keys cps.ring \
+	    --sma sma-a=ARS,VRS --sma 'sma-b=*' --id cps-1 \
+	    --stats-to "file:$W/cps.out" --audit "file:$W/cps.audit" \
+	    --tls-cert "$W/k/cps.crt" --tls-key "$W/k/cps.key" \
+	    --tls-ca "$W/k/ca.crt" < /dev/null > /dev/null 2>> "$W/cps.err"
+	CPS=$LAST
+	wait_for 50 sh -c "curl -s -o /dev/null --cacert $W/k/ca.crt --cert $W/k/sma-a.crt --key $W/k/sma-a.key https://127.0.0.1:$TP/"
 	bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
 	    -t "https://127.0.0.1:$TP/" 2>> "$W/sma.err"
 	SMA=$LAST
@@ -300,10 +304,11 @@ cpost() { # file [resource] -> HTTP status
 	grep -q 'unreachable: .*certificate' "$W/sma.err"
 	kill "$SMA"
 	wait "$SMA"	# a clean stop: exit 0
-	printf '[http]\nca-file = %s\n' "$W/tls.crt" >> sma.conf
+	printf '[http]\nca-file = %s\n' "$W/k/ca.crt" >> sma.conf
 	start_sma_tls() {
 		bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
-		    -t "https://127.0.0.1:$TP/" 2>> "$W/sma.err"
+		    -t "https://127.0.0.1:$TP/" --tls-cert "$W/k/sma-a.crt" \
+		    --tls-key "$W/k/sma-a.key" 2>> "$W/sma.err"
 		SMA=$LAST
 		wait_for 50 curl -sf "$U/health"
 	}
@@ -312,6 +317,7 @@ cpost() { # file [resource] -> HTTP status
 	wait_for 50 synced
 	diff <(cps_table) <(sma_view)
 	[ "$(cps_table | wc -l)" -eq 2 ]
+	grep -q 'event=tls-peer .*subject="CN=sma-a"' "$W/cps.audit"
 }
 
 @test "sma_sync: fallback C-PS URL when the primary does not answer" {
