@@ -62,9 +62,10 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	    out->kind == CATS_PORT_TUN ||
 	    (d == CATS_DIR_IN_FWD && b->keys[d].tenant != w->tenant_h))
 		return CATS_FWDP_FP_NEVER;
-	/* SR-MPLS is user space's, both ways. */
-	if ((enc != NULL && enc->kind == CATS_ENC_MPLS) ||
-	    (d == CATS_DIR_IN_REV && b->rkind == CATS_DP_SRMPLS) ||
+	/* SR-MPLS: the kernel pushes the labels (the forward direction at
+	 * the ingress, the return at the egress); what comes labelled is
+	 * user space's to pop. */
+	if ((d == CATS_DIR_IN_REV && b->rkind == CATS_DP_SRMPLS) ||
 	    (d == CATS_DIR_EG_FWD && b->fkind == CATS_DP_SRMPLS))
 		return CATS_FWDP_FP_NEVER;
 	/* The egress learns the return tunnel from the first forward packet,

@@ -260,6 +260,25 @@ cats_fp_act_make(struct cats_fp_act *out, int ifindex, const uint8_t *l2,
 	if (enc == NULL || enc->kind == CATS_ENC_NONE)
 		return 0;
 	size_t oh = cats_encap_overhead(enc);
+	if (enc->kind == CATS_ENC_MPLS) {
+		/* The stack as lib/fwd pushes it on an inner packet of the
+		 * flow's family with a traffic class of 0. */
+		uint8_t room[CATS_PKT_HEADROOM + 40];
+		uint8_t *p = room + CATS_PKT_HEADROOM;
+		size_t len = af == 4 ? 20 : 40;
+		if (oh == 0 || oh > 4 * CATS_FP_MPLS_MAX)
+			return -1;
+		memset(p, 0, len);
+		p[0] = af == 4 ? 0x45 : 0x60;
+		if (cats_encap_push(enc, &p, &len, 0) != 0)
+			return -1;
+		memcpy(out->enc, p, oh);
+		out->enc_len = (uint8_t)oh;
+		out->outer_af = CATS_FP_OUTER_MPLS;
+		out->l2[12] = 0x88;
+		out->l2[13] = 0x47;
+		return 0;
+	}
 	if (oh > CATS_FP_ENC_MAX || oh < 20)
 		return -1;
 	/* The template: the outer headers of a minimal inner IPv4 packet,

@@ -45,7 +45,7 @@ struct cats_fp_act {
 	__u8 rewrite;		/* CATS_FP_RW_* */
 	__u8 enc_len;		/* bytes of enc[]; 0: no encapsulation */
 	__u16 port;		/* new port, network order; 0: unchanged */
-	__u8 outer_af;		/* 4 or 6 when enc_len > 0 */
+	__u8 outer_af;		/* 4, 6 or CATS_FP_OUTER_MPLS when enc_len > 0 */
 	__u8 flags;		/* CATS_FP_F_* */
 	__u8 addr[16];		/* the new address */
 	__u8 l2[14];		/* the output link header */
@@ -63,6 +63,15 @@ struct cats_fp_act {
 #define CATS_FP_F_OLD_DECAP 1
 /* A tracked TCP connection: its FINs and RSTs go to user space. */
 #define CATS_FP_F_TCP 2
+/*
+ * outer_af of an SR-MPLS push: enc holds the label stack (TTL set, traffic
+ * class 0, bottom of stack on the last), the program puts the packet's
+ * traffic class (its TOS >> 5) in each entry, as lib/fwd does.  GSO
+ * packets are user space's.
+ */
+#define CATS_FP_OUTER_MPLS 0x47
+/* The deepest stack the program pushes (longer ones: user space). */
+#define CATS_FP_MPLS_MAX 8
 
 /* A SID (or tunnel endpoint address) the forwarder decapsulates. */
 struct cats_fp_sid {

@@ -1138,7 +1138,18 @@ cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
 		memcpy(pt->peer, f + 6, 6);
 		pt->has_peer = true;
 	}
+	const struct virtio_net_hdr *vh = fr->vh;
 	if (et == 0x8847 && (pt->roles & CATS_PORT_CORE)) {
+		/* Labelled by a kernel (a fast path's push): the checksum
+		 * it left to the hardware is completed here. */
+		if ((vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+		    (vh->gso_type != VIRTIO_NET_HDR_GSO_NONE ||
+		    vh->csum_start < 14 || cats_pkt_csum_complete(f + 14,
+		    len - 14, (uint16_t)(vh->csum_start - 14u),
+		    vh->csum_offset) != 0)) {
+			w->drop_pkt[CATS_DROP_TRUNCATED]++;
+			return;
+		}
 		cats_fwdp_mpls(w, f + 14, len - 14, &m, now);
 		return;
 	}
@@ -1146,7 +1157,6 @@ cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
 		w->ctr[CATS_FC_ignored]++;
 		return;
 	}
-	const struct virtio_net_hdr *vh = fr->vh;
 	if (vh->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
 		m.gso_size = vh->gso_size;
 		m.gso_type = vh->gso_type;

@@ -583,7 +583,9 @@ main(int argc, char **argv)
 	const char *mutate[] = { "in_udp4_srv6", "in_tcp4_srv6", "in_udp6_srv6",
 		"in_udp4_ipip4", "in_udp6_ipip6", "in_udp4_port",
 		"rev_srv6_restore4", "rev_restore_port", "rev_srv6_restore6",
-		"eg_srv6_deliver4", "eg_reply_srv6", "eg_reply_ipip4" };
+		"eg_srv6_deliver4", "eg_reply_srv6", "eg_reply_ipip4",
+		"in_udp4_mpls_tc", "in_mpls_explicit_null6",
+		"eg_reply_mpls_2labels" };
 	for (size_t i = 0; i < sizeof(mutate) / sizeof(mutate[0]); i++)
 		test_mutations(f, mutate[i], 2000);
 	for (int i = 0; i < n; i++)

@@ -233,8 +233,11 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	 * one is user space's to count. */
 	if (inner == 4 && sum20(h) != 0xffff)
 		return NULL;
-	/* The output takes it: whole, or the segments of a GSO packet. */
+	/* The output takes it: whole, or the segments of a GSO packet (not
+	 * labelled: MPLS segmentation is user space's). */
 	__u32 oh = a->enc_len;
+	if (skb->gso_size && a->outer_af == CATS_FP_OUTER_MPLS)
+		return NULL;
 	if (skb->gso_size && p->outer && (a->flags & CATS_FP_F_OLD_DECAP))
 		return NULL;
 	if (skb->gso_size) {
@@ -340,7 +343,21 @@ fp_apply(struct __sk_buff *skb, struct fp_pkt *p, struct cats_fp_act *a)
 			return -1;
 	}
 	__u32 n = a->enc_len;
-	if (n > 0) {
+	if (n > 0 && a->outer_af == CATS_FP_OUTER_MPLS) {
+		/* The label stack, each entry with the packet's traffic
+		 * class (RFC 3032: TC bits 3..1 of the third byte). */
+		__u8 lab[4 * CATS_FP_MPLS_MAX];
+		__u8 tc = (__u8)((p->tos >> 5) << 1);
+		if (n > 4 * CATS_FP_MPLS_MAX || (n & 3))
+			return -1;
+		__builtin_memcpy(lab, a->enc, 4 * CATS_FP_MPLS_MAX);
+#pragma unroll
+		for (int i = 2; i < 4 * CATS_FP_MPLS_MAX; i += 4)
+			lab[i] = (__u8)((lab[i] & 0xf1) | tc);
+		if (bpf_skb_adjust_room(skb, (__s32)n, BPF_ADJ_ROOM_MAC,
+		    fixed) < 0 || bpf_skb_store_bytes(skb, 14, lab, n, 0) < 0)
+			return -1;
+	} else if (n > 0) {
 		if (n > CATS_FP_ENC_MAX || (a->outer_af == 4 && n != 20) ||
 		    (a->outer_af == 6 && n < 40))
 			return -1;
