@@ -25,7 +25,7 @@ enum { ABSENT, PENDING, DS, READY, ACTIVE, DRAINING, FAILED, RECONNECT };
 struct sent {
 	int type, op, state;
 	char to[32], code[48], reason[48];
-	uint64_t id, txn, epoch, version;
+	uint64_t id, txn, epoch, version, msd;
 	size_t nsids;
 };
 
@@ -67,6 +67,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 		s->txn = r->u.error.txn;
 	} else if (r->type == CATS_T_PATH_REQ) {
 		s->txn = r->u.preq.txn;
+		s->msd = CATS_HAS(&r->u.preq, PRQ, msd) ? r->u.preq.msd : 0;
 		struct cats_err e;
 		s->code[0] = cats_rec_validate(r, &e) < 0 ? '!' : 0;
 	} else if (r->type == CATS_T_STATUS) {
@@ -1565,6 +1566,15 @@ test_caps(void)
 	T_OK(state_of(t, id) == FAILED && k->fail[BR_PATH_CAPABILITY] == 4,
 	    "caps: unsupported-encap from a forwarder is a path-capability "
 	    "failure");
+	/* A repair asks for a path the headend can push. */
+	feed(t, now, caps_status("IF-1", "refreshed", "\"ingress\",\"srv6\","
+	    "\"srv6-msd=8\"", now));
+	uint64_t id2 = make_active(t, 6, 1005, now);
+	feed(t, now, status("IF-1", "path-down", id2, now));
+	const struct sent *q = last_sent(CATS_T_PATH_REQ, "-");
+	T_OK(id2 != 0 && q != NULL && q->txn == 6 && q->msd == 8 &&
+	    q->code[0] == 0, "caps: a repair's path-req carries the headend's "
+	    "MSD (8)");
 	check(t, "capabilities");
 	bind_free(t);
 
