@@ -87,6 +87,12 @@ on_push(struct evhttp_request *req, void *arg)
 		sma_app_start(a);
 	struct sma_src src = { .kind = SMA_SRC_PUSH, .peer = httpd_peer(req,
 		peer, sizeof(peer)) };
+	/* Mutual TLS: a certificate naming an SCI (SAN URI cats:sci:ID)
+	 * binds the connection to that CSCI-ID, like a pull's. */
+	char name[300];
+	const char *id = httpd_peer_name(req, name, sizeof(name));
+	if (id != NULL && strncmp(id, "cats:sci:", 9) == 0)
+		src.expect = id + 9;
 	struct push_ctx x;
 	memset(&x, 0, sizeof(x));
 	sma_ingest(a->core, &a->dec, p, n, &src, cats_clock_now(), push_result,

@@ -219,7 +219,7 @@ battery() {
 	[[ "$output" == *"TLS handshake with 127.0.0.1"* ]]
 }
 
-@test "tls: cats-sma's push and admin faces on https, and a /metrics listener (--prometheus) on https" {
+@test "tls: cats-sma's push and admin faces on https (an SCI's certificate binds its CSCI-ID), and a /metrics listener (--prometheus) on https" {
 	cat >"$W/sma.conf" <<-EOF2
 	id = sma-a
 	site = site-a
@@ -240,6 +240,22 @@ battery() {
 	    "https://127.0.0.1:$pp/reports")
 	[ "$code" = 200 ]
 	"${CURL[@]}" "${c[@]}" "https://127.0.0.1:$ap/stats" | jq -e .counters
+	# A certificate naming an SCI (SAN URI cats:sci:ID) reports for that
+	# CSCI-ID only.
+	sh "$TOP/examples/keys/make-certs.sh" "$K" "sci1=URI:cats:sci:10.0.0.1:80"
+	s1=(--cert "$K/sci1.crt" --key "$K/sci1.key")
+	for id in 10.0.0.1:80 10.0.0.2:80; do
+		printf '{"type":"sci-report","csci_id":"%s","cs_id":"S1","seq":2,"ts":%d,"health":"HEALTHY","gas":10}\n' \
+		    "$id" "$(date +%s%3N)" | enc >"$W/r-$id.cbor"
+	done
+	code=$("${CURL[@]}" "${s1[@]}" -o /dev/null -w '%{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' \
+	    --data-binary @"$W/r-10.0.0.1:80.cbor" "https://127.0.0.1:$pp/reports")
+	[ "$code" = 200 ]
+	out=$("${CURL[@]}" "${s1[@]}" -w ' %{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' \
+	    --data-binary @"$W/r-10.0.0.2:80.cbor" "https://127.0.0.1:$pp/reports")
+	[[ "$out" == *"belongs to CSCI-ID 10.0.0.1:80"*" 403" ]]
 	battery "$pp" "$W/sma.err"
 	: >"$W/sma.err"
 	battery "$ap" "$W/sma.err"
