@@ -48,13 +48,18 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		sma_app_reload(a);
 		cats_tls_reload();
 		break;
+	/*
+	 * SIGUSR1 is the stats record and SIGUSR2 the dump of the state (a
+	 * full snapshot), as in every tool (cats(7)).  Until the next
+	 * release each also does what it did before (SIGUSR1 a snapshot,
+	 * SIGUSR2 the stats), so that no script loses what it asked for.
+	 */
 	case SIGUSR1:
-		sma_app_start(a);
-		sma_uc_snapshot(a->uc, cats_clock_now(), CATS_OP_FULL);
-		break;
 	case SIGUSR2:
 		sma_app_print_stats(a);
 		sma_app_textfile(a);
+		sma_app_start(a);
+		sma_uc_snapshot(a->uc, cats_clock_now(), CATS_OP_FULL);
 		break;
 	default:
 		cats_info("stopping on signal %d", (int)sig);
@@ -144,9 +149,9 @@ main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 'T' },
-		{ "stats", no_argument, NULL, 's' },
+		{ "stats", no_argument, NULL, 's' | 0x100 },
 		{ "stdin", no_argument, NULL, 'i' },
-		{ "strict", no_argument, NULL, 'S' },
+		{ "strict", no_argument, NULL, 'S' | 0x100 },
 		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 't' },
 		{ "until", required_argument, NULL, 'u' },
@@ -208,9 +213,20 @@ main(int argc, char **argv)
 			a->replay = true;
 			break;
 		case 'S':
+			/* Deprecated: -s is --strict in every other tool. */
+			cats_warnx("-S is deprecated: write --strict (-s means "
+			    "--strict in the next release, as in every other "
+			    "tool)");
+			/* FALLTHROUGH */
+		case 'S' | 0x100:
 			a->strict = true;
 			break;
 		case 's':
+			cats_warnx("-s is deprecated: write --stats (-s means "
+			    "--strict in the next release, as in every other "
+			    "tool)");
+			/* FALLTHROUGH */
+		case 's' | 0x100:
 			stats = true;
 			break;
 		case 'T':

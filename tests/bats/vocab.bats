@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# One vocabulary across tools (cats(7) COMMON OPTIONS, SIGNALS): the same
+# page header everywhere, -h/--help, -V/--version in every tool, --help
+# equal to the page's SYNOPSIS, every option of the code documented in the
+# page's OPTIONS and every option there one the tool takes, -s --strict.
+
+load helper
+
+TOOLS="cats-bind cats-cbor cats-cps cats-fwd cats-key cats-pce cats-sci cats-select cats-sma"
+
+# The long options of a tool's getopt_long table (cmd/TOOL.c), one a line.
+code_opts() {
+	grep -oE '\{ *"[a-z0-9-]+", *(no|required|optional)_argument' \
+	    "$TOP/cmd/$1.c" | sed -E 's/\{ *"([^"]*)".*/--\1/' | sort -u
+}
+
+# The OPTIONS section of man/TOOL.1, fonts and \- undone.
+man_options() {
+	sed -n '/^\.SH OPTIONS/,/^\.SH [A-Z]/p' "$TOP/man/$1.1" |
+	    sed 's/\\-/-/g; s/\\f[BIRP]//g'
+}
+
+@test "vocab: every page has the same header: date, \"cats VERSION\", \"cats manual\"" {
+	local v
+	v=$(sed -n 's/^#define CATS_VERSION "\(.*\)"/\1/p' "$TOP/lib/base/cats.h")
+	sed -n 1p "$TOP"/man/*.[157] | sed -E 's/^\.TH [A-Z.-]+ [0-9] //' |
+	    sort -u >"$BATS_TEST_TMPDIR/th"
+	cat "$BATS_TEST_TMPDIR/th"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/th")" -eq 1 ]
+	grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2} \"cats $v\" \"cats manual\"$" "$BATS_TEST_TMPDIR/th"
+}
+
+@test "vocab: -V and --version, -h and --help in every tool" {
+	for t in $TOOLS; do
+		[ "$("$t" -V)" = "$t (cats) $("$t" --version | sed 's/.* //')" ] ||
+		    { echo "$t -V"; false; }
+		[[ "$("$t" --version)" == "$t (cats) "* ]] || { echo "$t --version"; false; }
+		[ "$("$t" -h)" = "$("$t" --help)" ] || { echo "$t -h"; false; }
+	done
+}
+
+@test "vocab: --help equals the man page SYNOPSIS, in every tool" {
+	for t in $TOOLS; do
+		check_synopsis "$t" || { echo "in $t"; false; }
+	done
+}
+
+@test "vocab: every option of the code is in the page's OPTIONS, every option there is one the tool takes" {
+	local bad=0
+	for t in $TOOLS; do
+		code_opts "$t" >"$BATS_TEST_TMPDIR/code"
+		man_options "$t" | grep -oE -- '--[a-z0-9][a-z0-9-]*[a-z0-9]' |
+		    sort -u >"$BATS_TEST_TMPDIR/page"
+		# The options an OPTIONS entry is about (its .TP tag).
+		man_options "$t" | awk '/^\.TP/ { getline; print }' |
+		    grep -oE -- '(^|[ ",])--[a-z0-9][a-z0-9-]*[a-z0-9]' |
+		    grep -oE -- '--[a-z0-9-]+' | sort -u >"$BATS_TEST_TMPDIR/tags"
+		for o in $(comm -23 "$BATS_TEST_TMPDIR/code" "$BATS_TEST_TMPDIR/page"); do
+			echo "$t: $o is not in OPTIONS of $t(1)"; bad=1
+		done
+		for o in $(comm -13 "$BATS_TEST_TMPDIR/code" "$BATS_TEST_TMPDIR/tags"); do
+			echo "$t: $t(1) documents $o, which $t does not take"; bad=1
+		done
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "vocab: -s is --strict wherever there is a --strict; cats-sma's old -s and -S warn" {
+	for t in $TOOLS; do
+		grep -qE '\{ *"strict",' "$TOP/cmd/$t.c" || continue
+		[ "$t" = cats-sma ] && continue
+		grep -qE "\{ *\"strict\", *no_argument, *NULL, *'s' *\}" "$TOP/cmd/$t.c" ||
+		    { echo "$t: -s is not --strict"; false; }
+	done
+	# cats-sma until the next release: -s is --stats, -S --strict, each
+	# said to be deprecated; the long spellings are silent.
+	run cats-sma -s -c /nonexistent
+	[[ "$output" == *"-s is deprecated: write --stats"* ]]
+	run cats-sma -S -c /nonexistent
+	[[ "$output" == *"-S is deprecated: write --strict"* ]]
+	run cats-sma --stats --strict -c /nonexistent
+	[[ "$output" != *deprecated* ]]
+}
