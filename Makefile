@@ -93,6 +93,17 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# The --help of each tool is made from its page's SYNOPSIS and OPTIONS
+# (man/help.awk), so that the two cannot drift.
+CMD_OBJ := $(CMD_SRC:cmd/%.c=$(BUILD)/cmd/%.o)
+HELPS := $(CMD_SRC:cmd/%.c=$(BUILD)/gen/%.help.h)
+$(HELPS): $(BUILD)/gen/%.help.h: man/%.1 man/help.awk
+	@mkdir -p $(dir $@)
+	awk -f man/help.awk $< >$@.tmp && mv $@.tmp $@
+$(CMD_OBJ): $(BUILD)/cmd/%.o: cmd/%.c $(BUILD)/gen/%.help.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
+
 # The fast path of cats-fwd: a BPF object (always built with clang), then
 # embedded in libcats by fwd_fast_obj.S.
 BPF_CFLAGS = -O2 -g -target bpf -Wall -Werror \

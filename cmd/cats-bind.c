@@ -25,20 +25,8 @@
 #include "net/metrics.h"
 #include "net/tls.h"
 
-static const char usage_text[] =
-    "usage: cats-bind [-qsv] [--commit both|ingress|none] "
-    "[--commit-timeout dur]\n"
-    "                 [--dataplanes list] [--drain-timeout dur] [--dump]\n"
-    "                 [--etcd urls] [--etcd-prefix prefix]\n"
-    "                 [--fsync always|interval|never] [--fsync-interval dur]\n"
-    "                 [--hard dur] [--id name] [--idle dur] [--journal dir]\n"
-    "                 [--key file] [--keys file] [--lease dur] [--limit name=n]\n"
-    "                 [--listen endpoint] [--pending-timeout dur]\n"
-    "                 [--prometheus endpoint]\n"
-    "                 [--repair-timeout dur] [--replay] [--snapshot-size size]\n"
-    "                 [--stats] [--stats-interval dur]\n"
-    "                 [--tls-cert file --tls-key file [--tls-ca file]\n"
-    "                 [--tls-crl file]] [--trace file]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-bind(1). */
+#include "cats-bind.help.h"
 
 static struct bind_app A;
 

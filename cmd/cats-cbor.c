@@ -18,11 +18,8 @@
 #include "rec/seq.h"
 #include "base/tool.h"
 
-static const char usage_text[] =
-    "usage: cats-cbor decode [-s] [-m size] [file]\n"
-    "       cats-cbor encode [-s] [file]\n"
-    "       cats-cbor check [-jqs] [-m size] [-t type] [file]\n"
-    "       cats-cbor schema [type]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-cbor(1). */
+#include "cats-cbor.help.h"
 
 struct opts {
 	bool json;

@@ -16,11 +16,8 @@
 #include "cps/cps.h"
 #include "net/metrics.h"
 
-static const char usage_text[] =
-    "usage: cats-cps [-hqvV] [--bin DIR] [-c|--config FILE] [--id NAME]\n"
-    "                [--log SPEC] [--prometheus ENDPOINT] [--standby]\n"
-    "                [--stats-interval DURATION] [--stats-to ENDPOINT]\n"
-    "                [--textfile FILE] [--to ENDPOINT]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-cps(1). */
+#include "cats-cps.help.h"
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)

@@ -26,29 +26,8 @@
 #include "rec/json.h"
 #include "sec/crypto.h"
 
-static const char usage_text[] =
-    "usage: cats-fwd --id ID [--client PORT] [--core PORT] [--site PORT]\n"
-    "         [--select ENDPOINT] [--bind ENDPOINT] [--key FILE]\n"
-    "         [--peer-keys FILE] [--src4 ADDR] [--src6 ADDR]\n"
-    "         [--sid ADDR]... [--label N]... [--explicit-null]\n"
-    "         [--owns PREFIX]... [--return ID=ADDR|ID=mpls:LABEL[/LABEL]...]...\n"
-    "         [--service CSID=ADDR]...\n"
-    "         [--intercept ADDR]... [--affinity 5tuple|client]\n"
-    "         [--mode-b PROTO:PORT:OFFSET] [--precedence refuse|csid|address]\n"
-    "         [--tenant NAME] [--dataplane srv6|srmpls|ipip|ip] [--mtu N]\n"
-    "         [--flow-label on|off] [--encaps ENCAP[,ENCAP]...]\n"
-    "         [--pending-flow N] [--pending-pkts N] [--pending-flows N]\n"
-    "         [--pending-client N] [--pending-timeout MS] [--poll-us N]\n"
-    "         [--icmp-unreach]\n"
-    "         [--sync-timeout MS] [--epoch N] [--ring-frames N] [--jumbo-core]\n"
-    "         [--fast-path] [--path-down] [--reserve-flows N]\n"
-    "         [--tcp-state on|off] [--tcp-timeout STATE=DURATION]...\n"
-    "         [--fallback CSID=DURATION]... [--fallback-ttl DURATION]\n"
-    "         [--learn-reverse DURATION]\n"
-    "         [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--tls-crl FILE]]\n"
-    "         [--stats ENDPOINT] [--prometheus ENDPOINT] [--log SPEC]\n"
-    "         [-v] [--help] [--version]\n"
-    "  PORT: af_packet:IFNAME[,peer=MAC] | tun:IFNAME\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-fwd(1). */
+#include "cats-fwd.help.h"
 
 
 static struct cats_fwdp_conf cf;

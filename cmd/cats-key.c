@@ -21,14 +21,8 @@
 #include "sec/token.h"
 #include "base/tool.h"
 
-static const char usage_text[] =
-    "usage: cats-key gen [-n name] -o prefix\n"
-    "       cats-key psk [-n name] -o file\n"
-    "       cats-key pub -k key\n"
-    "       cats-key token [-b] [-e lifetime] [-i issuer] [-p sci.pub] -c cs-id\n"
-    "                      -k issuer.key -o file -s csci-id\n"
-    "       cats-key verify [-b] [-c cs-id] [-s csci-id] [-T now] -k keyring\n"
-    "                       [file]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-key(1). */
+#include "cats-key.help.h"
 
 /* A command missing what it needs: "tool: CMD: needs OPTION", exit 2. */
 static void

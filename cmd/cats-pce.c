@@ -22,18 +22,8 @@
 #include "pce/pce_app.h"
 #include "pce/pcep_srv.h"
 
-static const char usage_text[] =
-    "usage: cats-pce -t file [-v] [--listen endpoint | --to endpoint]\n"
-    "                [--keys keyring [--window duration]] [--key key]\n"
-    "                [--insecure] [--cache n] [--max-labels n] [--replay]\n"
-    "                [--stats] [--strict]\n"
-    "                [--pcep endpoint [--pcep-allow prefix]...]\n"
-    "                [--pce endpoint [--pce-timeout duration]]\n"
-    "                [--tcp-md5 keyfile] [--prometheus endpoint]\n"
-    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
-    "                [--tls-crl file]]\n"
-    "       cats-pce -t file --check\n"
-    "       cats-pce --help | --version\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-pce(1). */
+#include "cats-pce.help.h"
 
 static struct cats_pce_app A;
 

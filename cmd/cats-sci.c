@@ -24,17 +24,8 @@
 #include "sci/sci.h"
 #include "sci/sci_mqtt.h"
 
-static const char usage_text[] =
-    "usage: cats-sci [-1jv] [-C comp-time] -c cs-id [-e command] [-g gas]\n"
-    "                [-H health] [-I interval] [-K token] [-k key]\n"
-    "                [-L security-level] [-l endpoint] [-m file] [-n count]\n"
-    "                [-p price] [-q seq] [-R reputation] -s csci-id\n"
-    "                [-T ts] [-t url] [-x name=value] [--ca-file file]\n"
-    "                [--cert file] [--cert-key file] [--instances n]\n"
-    "                [--locator addr] [--port port]\n"
-    "                [--prometheus endpoint]\n"
-    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
-    "                [--tls-crl file]]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-sci(1). */
+#include "cats-sci.help.h"
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)

@@ -19,26 +19,8 @@
 #include "net/tls.h"
 #include "select/select_app.h"
 
-static const char usage_text[] =
-    "usage: cats-select [-hqsvV] [--audit SPEC] [--config FILE]\n"
-    "                   [--dataplane DP] [--domain NAME] [--dump-at-end]\n"
-    "                   [--id NAME] [--ingest ENDPOINT]\n"
-    "                   [--ingest-key FILE] [--ingest-keys KEYRING]\n"
-    "                   [--ingest-window DURATION] [--keys KEYRING]\n"
-    "                   [--limit SCOPE=RATE[:BURST]|SCOPE=off]\n"
-    "                   [--listen ENDPOINT] [--log SPEC]\n"
-    "                   [--metric-ttl DURATION] [--metrics FILE]\n"
-    "                   [--net FILE] [--net-ttl DURATION] [--no-auth]\n"
-    "                   [--peercred ID=UID] [--policy NAME]\n"
-    "                   [--precedence reject|explicit|address]\n"
-    "                   [--prometheus ENDPOINT] [--replay]\n"
-    "                   [--seed N] [--services FILE] [--sma ID=CS-ID,...]\n"
-    "                   [--sma-egresses ID=NODE,...]\n"
-    "                   [--sma-locators ID=PREFIX,...] [--state FILE]\n"
-    "                   [--stats-at-end] [--stats-interval DURATION]\n"
-    "                   [--stats-to ENDPOINT] [--tedb FILE]\n"
-    "                   [--tls-cert FILE --tls-key FILE [--tls-ca FILE]\n"
-    "                   [--tls-crl FILE]] [--to ENDPOINT] [--window DURATION]\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-select(1). */
+#include "cats-select.help.h"
 
 /* The main's events: signals and the once-a-second timer; --prometheus. */
 static struct event *sev[5], *timer;

@@ -22,10 +22,8 @@
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
-static const char usage_text[] =
-    "usage: cats-sma [-1iqrSsv] [-a endpoint] -c config [-E epoch]\n"
-    "                [-l endpoint] [-N now] [-P endpoint] [-T state]\n"
-    "                [-t endpoint ...] [-u until] " CATS_TLS_USAGE "\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-sma(1). */
+#include "cats-sma.help.h"
 
 #define MAX_LISTEN SMA_MAX_LISTEN
 #define MAX_URLS SMA_MAX_URLS

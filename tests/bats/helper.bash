@@ -72,10 +72,12 @@ words() {
 # stdout "usage: " and then the SYNOPSIS of its man page (man/TOOL.1, or
 # $2), word for word: the same words in the same order, nothing more and
 # nothing less.  Only line breaks and indentation may differ (the page may
-# be filled by the formatter).
+# be filled by the formatter).  What follows an empty line (the options,
+# one a line, from the page's OPTIONS: man/help.awk) is not the synopsis.
 check_synopsis() {
 	local tool=$1 page=${2:-$TOP/man/$1.1} help rc=0
 	help=$("$tool" --help 2>/dev/null) || rc=$?
+	help=${help%%$'\n\n'*}
 	[ "$rc" -eq 0 ] || { echo "$tool --help exited $rc"; return 1; }
 	[[ "$help" == "usage: $tool "* ]] ||
 	    { echo "$tool --help does not begin with 'usage: $tool'"; return 1; }

@@ -65,6 +65,22 @@ man_options() {
 	[ "$bad" -eq 0 ]
 }
 
+@test "vocab: --help lists every option of the code, one a line after the synopsis (man/help.awk)" {
+	local bad=0
+	for t in $TOOLS; do
+		"$t" --help | sed '1,/^$/d' >"$BATS_TEST_TMPDIR/opts"
+		[ -s "$BATS_TEST_TMPDIR/opts" ] || { echo "$t: no options"; bad=1; }
+		for o in $(code_opts "$t"); do
+			grep -qE -- "^  (-[A-Za-z0-9], )?.*$o\b" "$BATS_TEST_TMPDIR/opts" ||
+			    { echo "$t --help: no line for $o"; bad=1; }
+		done
+		# One line each: nothing wider than 80 columns.
+		awk -v t="$t" 'length > 80 { print t ": too wide: " $0; bad = 1 }
+		    END { exit bad }' "$BATS_TEST_TMPDIR/opts" || bad=1
+	done
+	[ "$bad" -eq 0 ]
+}
+
 @test "vocab: -s is --strict wherever there is a --strict; cats-sma's old -s and -S warn" {
 	for t in $TOOLS; do
 		grep -qE '\{ *"strict",' "$TOP/cmd/$t.c" || continue
