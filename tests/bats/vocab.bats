@@ -9,9 +9,13 @@ load helper
 TOOLS="cats-bind cats-cbor cats-cps cats-fwd cats-key cats-pce cats-sci cats-select cats-sma"
 
 # The long options of a tool's getopt_long table (cmd/TOOL.c), one a line.
+# (and of the shared tables it names: CATS_TLS_LONGOPTS of net/tls.h).
 code_opts() {
-	grep -oE '\{ *"[a-z0-9-]+", *(no|required|optional)_argument' \
-	    "$TOP/cmd/$1.c" | sed -E 's/\{ *"([^"]*)".*/--\1/' | sort -u
+	local files=$TOP/cmd/$1.c
+	grep -q CATS_TLS_LONGOPTS "$files" && files="$files $TOP/lib/net/tls.h"
+	# shellcheck disable=SC2086
+	cat $files | grep -oE '\{ *"[a-z0-9-]+", *(no|required|optional)_argument' |
+	    sed -E 's/\{ *"([^"]*)".*/--\1/' | sort -u
 }
 
 # The OPTIONS section of man/TOOL.1, fonts and \- undone.
