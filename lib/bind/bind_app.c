@@ -361,7 +361,7 @@ out_eof(struct cats_stream *s, int error, void *arg)
 {
 	(void)s;
 	if (error) {
-		cats_errorx("output: %s", strerror(error));
+		cats_tool_output_failed("output", error);
 		bind_app_stop(arg, CATS_EXIT_IOERR);
 	}
 }
@@ -719,7 +719,7 @@ bind_app_output(struct bind_app *a)
 		out_drained };
 	a->out = cats_stream_new(a->base, -1, 1, false, NULL, 0, &cbs, a);
 	if (a->out == NULL || cats_stream_hold(a->out, a->cm) < 0) {
-		cats_errorx("output: %s", strerror(errno));
+		cats_tool_output_failed("output", errno);
 		return CATS_EXIT_IOERR;
 	}
 	return CATS_EXIT_OK;
@@ -827,7 +827,7 @@ dump_one(void *arg, const struct cats_rec *r)
 	cats_rec_encode(r, b, false);
 	if (b->len >= HELD_FLUSH) {
 		if (cats_write_all(1, b->p, b->len) < 0) {
-			cats_errorx("output: %s", strerror(errno));
+			cats_tool_output_failed("output", errno);
 			exit(CATS_EXIT_IOERR);
 		}
 		b->len = 0;

@@ -16,6 +16,7 @@
 #include "base/bucket.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/tool.h"
 #include "base/stats.h"
 #include "net/ep.h"
 #include "net/listener.h"
@@ -64,7 +65,7 @@ reply(struct cats_pce_app *a, struct cats_stream *from,
 	    cats_stream_send(to, p, n);
 	if (rc < 0) {
 		if (a->out) {
-			cats_errorx("output failed");
+			cats_tool_output_failed("output", errno ? errno : EPIPE);
 			a->exit_code = CATS_EXIT_IOERR;
 			event_base_loopbreak(a->base);
 		}
@@ -385,7 +386,7 @@ on_out_eof(struct cats_stream *s, int error, void *arg)
 {
 	struct cats_pce_app *a = arg;
 	(void)s;
-	cats_errorx("output: %s", strerror(error ? error : EPIPE));
+	cats_tool_output_failed("output", error ? error : EPIPE);
 	a->exit_code = CATS_EXIT_IOERR;
 	event_base_loopbreak(a->base);
 }
@@ -1534,7 +1535,7 @@ cats_pce_app_end(struct cats_pce_app *a)
 {
 	if (a->out != NULL && cats_stream_flush(a->out) < 0 &&
 	    a->exit_code != CATS_EXIT_IOERR) {
-		cats_errorx("output: %s", strerror(errno));
+		cats_tool_output_failed("output", errno);
 		a->exit_code = CATS_EXIT_IOERR;
 	}
 	if (a->stats)

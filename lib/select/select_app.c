@@ -56,7 +56,7 @@ send_now(struct cats_sel_app *a, struct cats_stream *s, const uint8_t *p,
 {
 	int r = cats_stream_send(s, p, n);
 	if (r < 0) {
-		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
+		cats_tool_output_failed("output", errno ? errno : EPIPE);
 		cats_sel_app_stop(a, CATS_EXIT_IOERR);
 	} else if (r > 0) {
 		pause_inputs(a);
@@ -68,7 +68,7 @@ static void
 on_out_eof(struct cats_stream *s, int error, void *arg)
 {
 	(void)s;
-	cats_errorx("output: %s", strerror(error));
+	cats_tool_output_failed("output", error);
 	cats_sel_app_stop(arg, CATS_EXIT_IOERR);
 }
 
@@ -510,7 +510,7 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r,
 	if (c != NULL && cats_stream_batched(a->out) > 0 &&
 	    cats_clock_mono_ns() - a->batch_since >= ANSWER_WAIT_NS &&
 	    cats_stream_push(a->out) < 0) {
-		cats_errorx("output: %s", strerror(errno ? errno : EPIPE));
+		cats_tool_output_failed("output", errno ? errno : EPIPE);
 		cats_sel_app_stop(a, CATS_EXIT_IOERR);
 	}
 }
@@ -1214,7 +1214,7 @@ cats_sel_app_end(struct cats_sel_app *a)
 	if (a->bad > 0 && a->rc == 0 && !a->daemon)
 		a->rc = CATS_EXIT_DATAERR;
 	if (cats_stream_flush(a->out) < 0 && a->rc == 0) {
-		cats_errorx("output: %s", strerror(errno));
+		cats_tool_output_failed("output", errno);
 		a->rc = CATS_EXIT_IOERR;
 	}
 	if (a->stats != a->out && cats_stream_flush(a->stats) < 0 && a->rc == 0)

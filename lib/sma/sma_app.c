@@ -59,7 +59,7 @@ sent(struct sma_app *a, int rc)
 {
 	if (rc < 0) {
 		if (!a->out_broken) {
-			cats_errorx("output failed: %s", strerror(errno));
+			cats_tool_output_failed("output", errno);
 			a->out_broken = true;
 			sma_app_stop(a, CATS_EXIT_IOERR);
 		}
@@ -122,7 +122,7 @@ out_eof(struct cats_stream *s, int error, void *arg)
 	struct sma_app *a = arg;
 	(void)s;
 	if (error && !a->out_broken) {
-		cats_errorx("output failed: %s", strerror(error));
+		cats_tool_output_failed("output", error);
 		a->out_broken = true;
 		sma_app_stop(a, CATS_EXIT_IOERR);
 	}
@@ -1300,7 +1300,7 @@ sma_app_end(struct sma_app *a)
 {
 	if (a->outs != NULL && cats_stream_flush(a->outs) < 0 &&
 	    a->exit_code == 0) {
-		cats_errorx("output failed: %s", strerror(errno));
+		cats_tool_output_failed("output", errno);
 		a->exit_code = CATS_EXIT_IOERR;
 	}
 	/* The C-PS: let the queue go while it answers (bounded). */
@@ -1316,7 +1316,7 @@ sma_app_end(struct sma_app *a)
 	}
 	if (a->outs != NULL && cats_stream_batched(a->outs) > 0 &&
 	    cats_stream_flush(a->outs) < 0 && a->exit_code == 0)
-		a->exit_code = CATS_EXIT_IOERR;
+		a->exit_code = cats_tool_output_failed("output", errno);
 	if (a->nb != NULL && !sma_nb_idle(a->nb))
 		cats_warnx("exit with %" PRIu64 " records not acknowledged by "
 		    "the C-PS", sma_nb_status(a->nb)->queued);

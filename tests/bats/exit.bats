@@ -12,7 +12,8 @@
 # file of that directory (tests/data/exit/NAME, and NAME.cbor for each
 # NAME.jsonl there); EXIT the status; STDERR an extended regular
 # expression the first line of the message must match ("" when nothing may be
-# said).  No arguments is written (none).  Lines starting with '#' and empty lines are skipped.  Audit lines
+# said).  No arguments is written (none); ARGS starting "@epipe " run the
+# tool with stdout a pipe whose reader is gone (EPIPE on the first write).  Lines starting with '#' and empty lines are skipped.  Audit lines
 # ("TOOL: audit ...") are a channel of their own and not counted.  Run with
 # BUILD=build-san to see the same cases under ASan and UBSan.
 
@@ -33,7 +34,19 @@ setup_file() {
 	cp "$DATA"/exit/*.json* "$DATA"/exit/*.conf .
 	for f in *.jsonl; do cats-cbor encode "$f" >"${f%.jsonl}.cbor"; done
 	cp "$DATA/pce/lab.json" lab.json
-	export FIX
+	# epipe CMD...: CMD with stdout a pipe nobody reads any more.
+	mkdir -p bin
+	cat >bin/epipe <<-'EOF'
+	#!/usr/bin/env python3
+	import os, sys
+	r, w = os.pipe()
+	os.close(r)
+	os.dup2(w, 1)
+	os.execvp(sys.argv[1], sys.argv[1:])
+	EOF
+	chmod +x bin/epipe
+	PATH=$FIX/bin:$PATH
+	export FIX PATH
 }
 
 # Run every case of $DATA/exit/$1.cases; print each that fails, fail if any.
@@ -46,7 +59,9 @@ run_cases() {
 		[ "$args" = "(none)" ] && args=
 		[ "$in" = - ] && in=/dev/null || in=$FIX/$in
 		local err=$BATS_TEST_TMPDIR/err rc=0
-		(cd "$FIX" && eval "timeout 20 $tool $args" <"$in" >/dev/null 2>"$err") || rc=$?
+		local pre="timeout 20"
+		case $args in '@epipe '*) pre="$pre epipe"; args=${args#@epipe } ;; esac
+		(cd "$FIX" && eval "$pre $tool $args" <"$in" >/dev/null 2>"$err") || rc=$?
 		local lines
 		lines=$(grep -v "^$tool: audit " "$err" || true)
 		local why=

@@ -233,7 +233,7 @@ run_case() {
 	[ "${lines[0]%% *}" = "usage:" ]
 	check_synopsis cats-select
 	# Each option is described under OPTIONS (.B or .BI).
-	cats-select --help | grep -o -- '--[a-z-]*' | sort -u >"$TMP/help"
+	cats-select --help | sed '/^$/q' | grep -o -- '--[a-z-]*' | sort -u >"$TMP/help"
 	sed 's/\\-/-/g' "$TOP/man/cats-select.1" >"$TMP/page"
 	for opt in $(cat "$TMP/help"); do
 		grep -qE "^\\.BI? $opt( |\$)" "$TMP/page" ||
