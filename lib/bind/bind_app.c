@@ -780,7 +780,13 @@ bind_app_end(struct bind_app *a)
 	if (a->stats_at_exit)
 		bind_app_stats(a);
 	cats_commit_run(a->cm);
-	cats_stream_flush(a->out);
+	/* What the end released must be written: else 74, not 0. */
+	if (cats_stream_flush(a->out) < 0) {
+		int io = cats_tool_output_failed("output", errno);
+		if (a->exit_code == CATS_EXIT_OK ||
+		    a->exit_code == CATS_EXIT_DATAERR)
+			a->exit_code = io;
+	}
 	FOREACH_CONN(a, c, lc, nx)
 		cats_stream_flush(c->s);
 	if (a->j != NULL) {
