@@ -25,10 +25,8 @@
 #include "view/prom.h"
 #include "view/top.h"
 
-static const char usage_text[] =
-    "usage: cats-top [-abhV] [-d seconds] [-n count] [--max-body size]\n"
-    "                [--tls-cert file --tls-key file [--tls-ca file]\n"
-    "                [--tls-crl file]] source\n";
+/* usage_text: the SYNOPSIS and OPTIONS of cats-top(1). */
+#include "cats-top.help.h"
 
 /* What a read ended with: 0, or the exit code of cats-top(1). */
 struct fetch {
@@ -258,8 +256,7 @@ main(int argc, char **argv)
 		}
 		if (fwrite(out.p, 1, out.len, stdout) != out.len ||
 		    fflush(stdout) != 0) {
-			cats_errorx("stdout: %s", strerror(errno));
-			rc = CATS_EXIT_IOERR;
+			rc = cats_tool_output_failed("stdout", errno);
 			break;
 		}
 		cats_prom_free(&prev);

@@ -31,7 +31,7 @@ setup_file() {
 	printf 'not a key\n' >junk.key && chmod 600 junk.key
 	mkdir -p dir
 	# The fixtures of tests/data/exit, and each .jsonl as .cbor too.
-	cp "$DATA"/exit/*.json* "$DATA"/exit/*.conf .
+	cp "$DATA"/exit/*.json* "$DATA"/exit/*.conf "$DATA"/exit/*.prom .
 	for f in *.jsonl; do cats-cbor encode "$f" >"${f%.jsonl}.cbor"; done
 	cp "$DATA/pce/lab.json" lab.json
 	# epipe CMD...: CMD with stdout a pipe nobody reads any more.
@@ -85,6 +85,23 @@ run_cases() {
 	done <"$file"
 	echo "$tool: $n cases, $bad failed"
 	[ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+}
+
+@test "exit: every status a tool's cases show is in its page's EXIT STATUS" {
+	local bad=0
+	for f in "$DATA"/exit/cats-*.cases; do
+		local t page codes
+		t=$(basename "$f" .cases)
+		page=$TOP/man/$t.1
+		codes=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$page" |
+		    grep -oE '(^|[^0-9.])(0|1|2|65|66|74|77|78)([^0-9]|$)' |
+		    grep -oE '[0-9]+' | sort -u)
+		for c in $(grep -v '^#' "$f" | cut -f3 | grep -E '^[0-9]+$' | sort -u); do
+			grep -qx "$c" <<<"$codes" ||
+			    { echo "$t: exit $c (a case) is not in $t(1) EXIT STATUS"; bad=1; }
+		done
+	done
+	[ "$bad" -eq 0 ]
 }
 
 @test "exit: cats-bind" { run_cases cats-bind; }

@@ -6,7 +6,7 @@
 
 load helper
 
-TOOLS="cats-bind cats-cbor cats-cps cats-fwd cats-key cats-pce cats-sci cats-select cats-sma"
+TOOLS="cats-bind cats-cbor cats-cps cats-fwd cats-key cats-pce cats-sci cats-select cats-sma cats-top"
 
 # The long options of a tool's getopt_long table (cmd/TOOL.c), one a line.
 # (and of the shared tables it names: CATS_TLS_LONGOPTS of net/tls.h).
