@@ -60,8 +60,7 @@ reps $((N + 1)) 1 >"$W/one"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 counter() { cats-cbor decode <"$1" | jq -r "select(.type == \"stats\") | .counters[\"$2\"] // 0" | tail -1; }
 bindings_in() { cats-cbor decode <"$1" | jq -c 'select(.type == "binding")' | wc -l; }
-# The keys of bindings under prefix $1 (b/ID and, with its commit,
-# b/ID/i: two for each under commit none), by the gateway's count_only.
+# The binding keys under prefix $1 (P b/ID), by the gateway's count_only.
 etcd_count() {
 	curl -s -m 2 "$E/v3/kv/range" -d "{\"key\":\"$(printf %s "$1b/" | base64 -w0)\",
 	    \"range_end\":\"$(printf %s "$1b0" | base64 -w0)\",\"count_only\":true}" |
@@ -106,7 +105,7 @@ for r in 1 2 3; do
 	exec 8>"$W/b$r"
 	until_ok grep -qs "standby:" "$W/b$r.err" || { cat "$W/b$r.err" >&2; exit 1; }
 	cat "$W/reps" >&7
-	written() { test "$(etcd_count "$pre")" = $((2 * N)); }
+	written() { test "$(etcd_count "$pre")" = "$N"; }
 	until_ok written || { echo "ha.sh: the owner did not write $N bindings" >&2; tail -3 "$W/a$r.err" >&2; exit 1; }
 	cat "$W/one" >&8
 	t0=$(ms)

@@ -544,8 +544,19 @@ etcd_cmp_create(const void *k, size_t kl, int64_t rev)
 
 /* ---- the client ---- */
 
+/* One transfer of etcd_call_many(). */
+struct xfer {
+	struct etcd *e;
+	CURL *h;
+	struct cats_buf body;
+	bool too_big;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
 struct etcd {
 	CURL *h;
+	CURLM *m;
+	struct xfer x[ETCD_PARALLEL];
 	char **urls;
 	size_t nurls, cur;
 	uint64_t timeout_ms;
@@ -621,6 +632,13 @@ etcd_free(struct etcd *e)
 		return;
 	if (e->h != NULL)
 		curl_easy_cleanup(e->h);
+	for (size_t i = 0; i < ETCD_PARALLEL; i++) {
+		if (e->x[i].h != NULL)
+			curl_easy_cleanup(e->x[i].h);
+		cats_buf_free(&e->x[i].body);
+	}
+	if (e->m != NULL)
+		curl_multi_cleanup(e->m);
 	for (size_t i = 0; i < e->nurls; i++)
 		free(e->urls[i]);
 	free(e->urls);
@@ -655,6 +673,37 @@ on_data(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+static size_t
+on_xdata(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	if (x->body.len + n > x->e->lim.max_body) {
+		x->too_big = true;
+		return 0;
+	}
+	if (cats_buf_add(&x->body, p, n) < 0)
+		return 0;
+	return n;
+}
+
+/* The options of every POST to url (the headers hd, the body req). */
+static void
+set_post(struct etcd *e, CURL *h, const char *url, struct curl_slist *hd,
+    const char *req, size_t len)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+}
+
 /* One POST to endpoint i: 0 with the body, or -1 with err (no answer). */
 static int
 post(struct etcd *e, size_t i, const char *path, const char *req,
@@ -665,19 +714,10 @@ post(struct etcd *e, size_t i, const char *path, const char *req,
 	CURL *h = e->h;
 	struct curl_slist *hd = curl_slist_append(NULL,
 	    "Content-Type: application/json");
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, req);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	set_post(e, h, url, hd, req, len);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, e);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, e->curl_err);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	e->body.len = 0;
 	e->too_big = false;
 	e->curl_err[0] = '\0';
@@ -743,5 +783,92 @@ etcd_call(struct etcd *e, int kind, json_t *req, struct etcd_resp *r,
 out:
 	free(s);
 	e->st.ms += (cats_clock_mono_ns() - t0) / 1000000;
+	return rc;
+}
+
+int
+etcd_call_many(struct etcd *e, int kind, json_t **reqs, size_t n,
+    struct etcd_resp *rs, char *err, size_t errlen)
+{
+	int rc = 0;
+	if (kind < 0 || kind >= ETCD__N) {
+		snprintf(err, errlen, "unknown call kind");
+		return -1;
+	}
+	if (e->m == NULL && (e->m = curl_multi_init()) == NULL) {
+		snprintf(err, errlen, "cannot create a curl multi handle");
+		return -1;
+	}
+	char url[4200];
+	snprintf(url, sizeof(url), "%s%s", e->urls[e->cur],
+	    etcd_kind_paths[kind]);
+	struct curl_slist *hd = curl_slist_append(NULL,
+	    "Content-Type: application/json");
+	for (size_t base = 0; base < n; base += ETCD_PARALLEL) {
+		size_t k = n - base < ETCD_PARALLEL ? n - base : ETCD_PARALLEL;
+		char *body[ETCD_PARALLEL] = { NULL };
+		bool done[ETCD_PARALLEL] = { false };
+		uint64_t t0 = cats_clock_mono_ns();
+		for (size_t i = 0; i < k; i++) {
+			struct xfer *x = &e->x[i];
+			x->e = e;
+			if (x->h == NULL && (x->h = curl_easy_init()) == NULL)
+				continue;
+			body[i] = json_dumps(reqs[base + i], JSON_COMPACT);
+			if (body[i] == NULL)
+				continue;
+			size_t len = strlen(body[i]);
+			set_post(e, x->h, url, hd, body[i], len);
+			curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_xdata);
+			curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+			curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->curl_err);
+			curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+			x->body.len = 0;
+			x->too_big = false;
+			x->curl_err[0] = '\0';
+			e->st.calls++;
+			e->st.bytes_out += len;
+			curl_multi_add_handle(e->m, x->h);
+		}
+		int running = 1;
+		while (running) {
+			if (curl_multi_perform(e->m, &running) != CURLM_OK)
+				break;
+			if (running)
+				curl_multi_poll(e->m, NULL, 0, 100, NULL);
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(e->m, &left)) != NULL) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct xfer *x = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+			    (char **)&x);
+			size_t i = (size_t)(x - e->x);
+			char perr[256];
+			if (msg->data.result == CURLE_OK && !x->too_big &&
+			    x->body.len > 0 && etcd_parse(&e->lim, kind,
+			    (const char *)x->body.p, x->body.len, &rs[base + i],
+			    perr, sizeof(perr)) == 0) {
+				e->st.bytes_in += x->body.len;
+				if (rs[base + i].error)
+					e->st.errors++;
+				done[i] = true;
+			}
+		}
+		for (size_t i = 0; i < k; i++) {
+			if (e->x[i].h != NULL)
+				curl_multi_remove_handle(e->m, e->x[i].h);
+			free(body[i]);
+		}
+		e->st.ms += (cats_clock_mono_ns() - t0) / 1000000;
+		/* Whatever got no answer, alone (and on the next endpoint). */
+		for (size_t i = 0; i < k; i++)
+			if (!done[i] && etcd_call(e, kind, reqs[base + i],
+			    &rs[base + i], err, errlen) < 0)
+				rc = -1;
+	}
+	curl_slist_free_all(hd);
 	return rc;
 }

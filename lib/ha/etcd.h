@@ -139,4 +139,16 @@ const char *etcd_endpoint(const struct etcd *e);
 int etcd_call(struct etcd *e, int kind, struct json_t *req,
     struct etcd_resp *r, char *err, size_t errlen);
 
+/*
+ * The same for n requests of one kind at once (curl's multi interface,
+ * up to ETCD_PARALLEL in flight): independent txns whose order does not
+ * matter, so that etcd commits them in one raft batch.  rs[i] answers
+ * reqs[i]; a request that got no answer is sent again alone by
+ * etcd_call() (the next endpoint).  0 when every request has an answer
+ * (each may be an error answer), else -1 with the first reason in err.
+ */
+#define ETCD_PARALLEL 8
+int etcd_call_many(struct etcd *e, int kind, struct json_t **reqs, size_t n,
+    struct etcd_resp *rs, char *err, size_t errlen);
+
 #endif

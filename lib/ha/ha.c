@@ -8,18 +8,38 @@
 
 #include <jansson.h>
 
+#include "base/htab.h"
 #include "base/log.h"
 #include "ha/ha.h"
 
 /* etcd's --max-txn-ops is 128 by default: room for the next id. */
 #define TXN_OPS 120
 #define RANGE_PAGE 1000
+/*
+ * Tombstones live TOMB_MS before they are deleted; a standby whose last
+ * sync is older than WARM_MS reads everything again, so it never misses
+ * one (both are durations, each on its own clock).
+ */
+#define TOMB_MS 30000
+#define WARM_MS 10000
 
 struct op {
 	uint64_t id;
 	uint32_t seq;
 	uint8_t kind;
-	size_t off, len;	/* the value in h->vals */
+	size_t off, len;	/* a tombstone's value in h->vals */
+};
+
+/* A binding as etcd holds it, in the standby's warm copy. */
+struct warm {
+	uint64_t id, gen;
+	size_t len;
+	uint8_t v[];
+};
+
+/* A tombstone written (or restored), deleted after TOMB_MS. */
+struct tomb {
+	uint64_t id, at;
 };
 
 struct ha {
@@ -33,8 +53,17 @@ struct ha {
 	size_t nops, capops;
 	struct cats_buf vals;
 	uint64_t next_written;
+	struct bind_table *t;	/* the live table, once restored */
 	struct etcd_resp r;
 	struct ha_stats st;
+	/* the standby's warm copy: bindings by id, at revision rev */
+	struct cats_htab warm;
+	uint64_t gen, synced_at;
+	int64_t rev;
+	char nextv[24];
+	/* tombstones to delete, oldest first */
+	struct tomb *tombs;
+	size_t ntombs, captombs, tomb0;
 };
 
 static void
@@ -78,6 +107,16 @@ fail:
 	return NULL;
 }
 
+static void
+warm_clear(struct ha *h)
+{
+	for (size_t i = 0; i < h->warm.cap; i++)
+		if (h->warm.s[i].h)
+			free(h->warm.s[i].item);
+	cats_htab_free(&h->warm);
+	memset(&h->warm, 0, sizeof(h->warm));
+}
+
 void
 ha_free(struct ha *h)
 {
@@ -93,6 +132,8 @@ ha_free(struct ha *h)
 	}
 	etcd_free(h->e);
 	etcd_resp_free(&h->r);
+	warm_clear(h);
+	free(h->tombs);
 	free(h->ops);
 	cats_buf_free(&h->vals);
 	free(h->prefix);
@@ -220,41 +261,115 @@ ha_campaign(struct ha *h, char *err, size_t errlen)
 	return 1;
 }
 
-int
-ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
-    size_t errlen)
+static bool
+warm_eq(const void *item, const void *key)
+{
+	return ((const struct warm *)item)->id == *(const uint64_t *)key;
+}
+
+static uint64_t
+id_hash(uint64_t id)
+{
+	return cats_hash(&id, sizeof(id));
+}
+
+/* The binding id of key k (P b/ID, ID 16 hex digits), 0 if none. */
+static uint64_t
+id_of_key(const struct ha *h, const uint8_t *k, size_t n)
+{
+	size_t pl = strlen(h->prefix);
+	if (n != pl + 2 + 16 || memcmp(k, h->prefix, pl) != 0 ||
+	    memcmp(k + pl, "b/", 2) != 0)
+		return 0;
+	uint64_t id = 0;
+	for (size_t i = pl + 2; i < n; i++) {
+		int c = k[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ?
+		    c - 'a' + 10 : -1;
+		if (d < 0)
+			return 0;
+		id = id << 4 | (uint64_t)d;
+	}
+	return id;
+}
+
+static void
+tomb_add(struct ha *h, uint64_t id, uint64_t at)
+{
+	if (h->ntombs == h->captombs) {
+		/* Drop what was deleted before growing. */
+		if (h->tomb0 > 0) {
+			memmove(h->tombs, h->tombs + h->tomb0, (h->ntombs -
+			    h->tomb0) * sizeof(*h->tombs));
+			h->ntombs -= h->tomb0;
+			h->tomb0 = 0;
+		}
+		if (h->ntombs == h->captombs) {
+			size_t cap = h->captombs ? h->captombs * 2 : 256;
+			struct tomb *v = realloc(h->tombs, cap * sizeof(*v));
+			if (v == NULL)
+				return;	/* it stays in etcd: harmless */
+			h->tombs = v;
+			h->captombs = cap;
+		}
+	}
+	h->tombs[h->ntombs].id = id;
+	h->tombs[h->ntombs].at = at;
+	h->ntombs++;
+}
+
+/*
+ * Bring the warm copy up to etcd: everything (full, or when the last sync
+ * is older than WARM_MS), else the keys changed since the last revision;
+ * all pages at the first page's revision.  A tombstone (a remove record)
+ * drops its binding.  0, or -1 with err.
+ */
+static int
+warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 {
 	char key[512], next[512];
 	uint8_t end[512];
+	bool full = h->rev == 0 || now - h->synced_at > WARM_MS;
 	key_of(h, "b/", key, sizeof(key));
 	size_t kl = strlen(key);
 	size_t el = etcd_prefix_end(key, kl, end);
-	struct cats_dec d;
-	cats_dec_init(&d, NULL);
 	int64_t rev = 0;
-	int rc = -1;
 	memcpy(next, key, kl + 1);
 	size_t nl = kl;
+	h->gen++;
 	for (;;) {
-		if (call(h, ETCD_RANGE, etcd_op_range(next, nl, end, el,
-		    RANGE_PAGE, rev), err, errlen) < 0)
-			goto out;
-		/* Every page at the first page's revision: one snapshot. */
+		json_t *q = etcd_op_range(next, nl, end, el, RANGE_PAGE, rev);
+		if (!full)
+			json_object_set_new(q, "min_mod_revision",
+			    etcd_j_int(h->rev + 1));
+		if (call(h, ETCD_RANGE, q, err, errlen) < 0)
+			return -1;
 		if (rev == 0)
 			rev = h->r.revision;
 		for (size_t i = 0; i < h->r.nkvs; i++) {
 			const struct etcd_kv *kv = &h->r.kvs[i];
-			struct cats_rec rec;
-			struct cats_err e;
-			int ok = cats_rec_decode(&d, kv->value, kv->vlen, &rec,
-			    &e);
-			/* A commit is the manager's, whichever instance. */
-			if (ok == 0 && rec.type == CATS_T_STATUS)
-				rec.u.status.fwd = bind_self(t);
-			if (ok < 0 || bind_restore(t, &rec, now) != BR_OK)
+			uint64_t id = id_of_key(h, kv->key, kv->klen);
+			if (id == 0 || kv->vlen == 0) {
 				h->st.restore_refused++;
-			else
-				h->st.restored++;
+				continue;
+			}
+			struct warm *w = cats_htab_del(&h->warm, id_hash(id),
+			    warm_eq, &id);
+			free(w);
+			w = malloc(sizeof(*w) + kv->vlen);
+			if (w == NULL) {
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+			w->id = id;
+			w->gen = h->gen;
+			w->len = kv->vlen;
+			memcpy(w->v, kv->value, kv->vlen);
+			if (cats_htab_put(&h->warm, id_hash(id), w) < 0) {
+				free(w);
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
 		}
 		if (!h->r.more || h->r.nkvs == 0)
 			break;
@@ -262,33 +377,113 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 		if (last->klen + 1 >= sizeof(next)) {
 			snprintf(err, errlen, "a key longer than %zu bytes",
 			    sizeof(next) - 2);
-			goto out;
+			return -1;
 		}
 		/* The next page starts just after the last key. */
 		memcpy(next, last->key, last->klen);
 		next[last->klen] = '\0';
 		nl = last->klen + 1;
 	}
+	if (full) {
+		/* What a full read did not see is gone. */
+		for (size_t i = 0; i < h->warm.cap;) {
+			struct warm *w = h->warm.s[i].item;
+			if (h->warm.s[i].h && w->gen != h->gen) {
+				cats_htab_del(&h->warm, h->warm.s[i].h, warm_eq,
+				    &w->id);
+				free(w);
+				continue;	/* the slot was refilled */
+			}
+			i++;
+		}
+	}
 	key_of(h, "next", key, sizeof(key));
 	if (call(h, ETCD_RANGE, etcd_op_range(key, strlen(key), NULL, 0, 0,
 	    rev), err, errlen) < 0)
-		goto out;
+		return -1;
+	h->nextv[0] = '\0';
 	if (h->r.nkvs > 0) {
-		char v[24];
-		size_t n = h->r.kvs[0].vlen < sizeof(v) - 1 ? h->r.kvs[0].vlen :
-		    sizeof(v) - 1;
-		memcpy(v, h->r.kvs[0].value, n);
-		v[n] = '\0';
-		uint64_t id = strtoull(v, NULL, 10);
-		if (id > 0 && id <= CATS_U53)
-			bind_set_next_id(t, id);
+		size_t n = h->r.kvs[0].vlen < sizeof(h->nextv) - 1 ?
+		    h->r.kvs[0].vlen : sizeof(h->nextv) - 1;
+		memcpy(h->nextv, h->r.kvs[0].value, n);
+		h->nextv[n] = '\0';
 	}
+	h->rev = rev;
+	h->synced_at = now;
+	h->st.syncs++;
+	return 0;
+}
+
+int
+ha_standby_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
+{
+	if (h->own.state != HA_STANDBY)
+		return 0;
+	return warm_sync(h, now, err, errlen);
+}
+
+static int
+cmp_warm(const void *a, const void *b)
+{
+	uint64_t x = (*(struct warm *const *)a)->id;
+	uint64_t y = (*(struct warm *const *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+static bool
+keep_all(const void *item, void *arg)
+{
+	(void)item;
+	(void)arg;
+	return true;
+}
+
+int
+ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
+    size_t errlen)
+{
+	/* The last changes (or everything, for a cold standby). */
+	if (warm_sync(h, now, err, errlen) < 0)
+		return -1;
+	size_t n;
+	void **v = cats_htab_select(&h->warm, keep_all, NULL, &n);
+	if (v == NULL && n > 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* In id order, as the journal would replay them. */
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_warm);
+	struct cats_dec d;
+	cats_dec_init(&d, NULL);
+	bind_reserve(t, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct warm *w = v[i];
+		struct cats_rec rec;
+		struct cats_err e;
+		int ok = cats_rec_decode(&d, w->v, w->len, &rec, &e);
+		if (ok == 0 && rec.type == CATS_T_BINDING &&
+		    rec.u.binding.op == CATS_BIND_REMOVE) {
+			/* A tombstone: deleted in its time by this owner. */
+			tomb_add(h, w->id, now);
+			continue;
+		}
+		if (ok < 0 || rec.type != CATS_T_BINDING ||
+		    bind_restore(t, &rec, now) != BR_OK)
+			h->st.restore_refused++;
+		else
+			h->st.restored++;
+	}
+	cats_dec_free(&d);
+	free(v);
+	warm_clear(h);
+	uint64_t id = strtoull(h->nextv, NULL, 10);
+	if (id > 0 && id <= CATS_U53)
+		bind_set_next_id(t, id);
 	h->next_written = bind_next_id(t);
 	bind_set_epoch(t, h->own.epoch);
-	rc = 0;
-out:
-	cats_dec_free(&d);
-	return rc;
+	h->t = t;
+	return 0;
 }
 
 int
@@ -332,7 +527,9 @@ ha_append(struct ha *h, const struct cats_rec *r)
 	o->seq = (uint32_t)h->nops;
 	o->kind = (uint8_t)kind;
 	o->off = h->vals.len;
-	if (kind != HA_OP_DELETE && cats_rec_encode(r, &h->vals, false) < 0)
+	/* A removed binding's tombstone is its remove record; the others'
+	 * values are read from the table at the commit. */
+	if (kind == HA_OP_DELETE && cats_rec_encode(r, &h->vals, false) < 0)
 		return -1;
 	o->len = h->vals.len - o->off;
 	h->nops++;
@@ -349,9 +546,9 @@ cmp_op(const void *a, const void *b)
 }
 
 /*
- * Coalesce the queue in place: per binding id, the delete alone if there
- * is one (a removed id is never used again), else the last put of each
- * key.  Returns the operations kept.
+ * Coalesce the queue in place: one operation per binding id, its
+ * tombstone if it was removed (a removed id is never used again), else a
+ * put of what the table holds now.  Returns the operations kept.
  */
 static size_t
 coalesce(struct ha *h)
@@ -360,92 +557,132 @@ coalesce(struct ha *h)
 	size_t out = 0;
 	for (size_t i = 0; i < h->nops;) {
 		size_t j = i;
-		struct op *put = NULL, *commit = NULL, *del = NULL;
-		for (; j < h->nops && h->ops[j].id == h->ops[i].id; j++) {
-			struct op *o = &h->ops[j];
-			if (o->kind == HA_OP_DELETE)
-				del = o;
-			else if (o->kind == HA_OP_PUT)
-				put = o;
-			else
-				commit = o;
-		}
-		struct op keep[2];
-		size_t nk = 0;
-		if (del != NULL) {
-			keep[nk++] = *del;
-		} else {
-			if (put != NULL)
-				keep[nk++] = *put;
-			if (commit != NULL)
-				keep[nk++] = *commit;
-		}
-		h->st.coalesced += (j - i) - nk;
-		for (size_t k = 0; k < nk; k++)
-			h->ops[out++] = keep[k];
+		struct op keep = h->ops[i];
+		for (; j < h->nops && h->ops[j].id == h->ops[i].id; j++)
+			if (h->ops[j].kind == HA_OP_DELETE ||
+			    keep.kind != HA_OP_DELETE)
+				keep = h->ops[j];
+		h->st.coalesced += (j - i) - 1;
+		h->ops[out++] = keep;
 		i = j;
 	}
 	return out;
 }
 
-/* One txn of ops[0..n) (and the next id), under the fence. */
-static int
-write_txn(struct ha *h, const struct op *ops, size_t n, uint64_t next_id,
-    char *err, size_t errlen)
+/* The txn of ops[0..n) (and the next id, when given), under the fence. */
+static json_t *
+build_txn(struct ha *h, const struct op *ops, size_t n, uint64_t next_id,
+    uint64_t now)
 {
 	char key[512], okey[512], v[24];
-	uint8_t end[512];
+	struct cats_buf val = { 0 };
 	key_of(h, "owner", okey, sizeof(okey));
 	json_t *succ = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct op *o = &ops[i];
-		snprintf(key, sizeof(key), "%sb/%016" PRIx64 "%s", h->prefix,
-		    o->id, o->kind == HA_OP_PUT_COMMIT ? "/i" : "");
+		struct bind_info bi;
+		struct cats_rec rec;
+		snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix, o->id);
 		size_t kl = strlen(key);
 		if (o->kind == HA_OP_DELETE) {
-			size_t el = etcd_prefix_end(key, kl, end);
-			json_array_append_new(succ, etcd_op_delete(key, kl,
-			    end, el));
-			h->st.deletes++;
-		} else {
 			json_array_append_new(succ, etcd_op_put(key, kl,
 			    h->vals.p + o->off, o->len, 0));
-			h->st.puts++;
+			tomb_add(h, o->id, now);
+			h->st.deletes++;
+			continue;
 		}
+		/* The binding as it is now; an active one's time is the
+		 * start of its lifetime (as in a journal snapshot). */
+		if (h->t == NULL || bind_get(h->t, o->id, &bi) < 0 ||
+		    bind_record(h->t, o->id, CATS_BIND_INSTALL,
+		    bi.state == CATS_FS_ACTIVE ? bi.t_start : now, &rec) < 0)
+			continue;
+		val.len = 0;
+		if (cats_rec_encode(&rec, &val, false) < 0)
+			continue;
+		json_array_append_new(succ, etcd_op_put(key, kl, val.p, val.len,
+		    0));
+		h->st.puts++;
 	}
-	if (next_id != h->next_written) {
+	cats_buf_free(&val);
+	if (next_id != 0) {
 		key_of(h, "next", key, sizeof(key));
 		snprintf(v, sizeof(v), "%" PRIu64, next_id);
 		json_array_append_new(succ, etcd_op_put(key, strlen(key), v,
 		    strlen(v), 0));
 	}
-	json_t *q = json_pack("{s:[o],s:o}", "compare",
+	return json_pack("{s:[o],s:o}", "compare",
 	    etcd_cmp_create(okey, strlen(okey), (int64_t)h->own.epoch),
 	    "success", succ);
-	uint64_t before = etcd_stats(h->e)->bytes_out;
-	int rc = call(h, ETCD_TXN, q, err, errlen);
-	h->st.txn_bytes += etcd_stats(h->e)->bytes_out - before;
-	h->st.txns++;
-	if (rc < 0) {
-		h->st.write_failures++;
-		return -1;
+}
+
+/*
+ * The txns of ops[0..n) at once (they name distinct keys, so their order
+ * does not matter); the first carries the next id.  0, or -1 with err:
+ * one got no answer, an error answer, or failed its compare (fenced).
+ */
+static int
+write_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now,
+    char *err, size_t errlen)
+{
+	size_t k = n == 0 ? 1 : (n + TXN_OPS - 1) / TXN_OPS;
+	json_t **q = calloc(k, sizeof(*q));
+	struct etcd_resp *rs = calloc(k, sizeof(*rs));
+	int rc = -1;
+	if (q == NULL || rs == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
 	}
-	if (!h->r.succeeded) {
-		h->st.fenced++;
-		ha_own_fenced(&h->own);
-		snprintf(err, errlen, "%s (epoch %" PRIu64 ")", h->own.why,
-		    h->own.epoch);
-		return -1;
+	for (size_t i = 0; i < k; i++) {
+		size_t m = n - i * TXN_OPS < TXN_OPS ? n - i * TXN_OPS : TXN_OPS;
+		q[i] = build_txn(h, h->ops + i * TXN_OPS, m, i == 0 &&
+		    next_id != h->next_written ? next_id : 0, now);
+		if (q[i] == NULL) {
+			snprintf(err, errlen, "cannot encode the txn");
+			goto out;
+		}
+	}
+	uint64_t before = etcd_stats(h->e)->bytes_out;
+	int crc = etcd_call_many(h->e, ETCD_TXN, q, k, rs, err, errlen);
+	h->st.txn_bytes += etcd_stats(h->e)->bytes_out - before;
+	h->st.txns += k;
+	if (crc < 0) {
+		h->st.write_failures++;
+		goto out;
+	}
+	for (size_t i = 0; i < k; i++) {
+		if (rs[i].error) {
+			h->st.write_failures++;
+			snprintf(err, errlen, "etcd txn: %s (code %d)",
+			    rs[i].message, rs[i].code);
+			goto out;
+		}
+		if (!rs[i].succeeded) {
+			h->st.fenced++;
+			ha_own_fenced(&h->own);
+			snprintf(err, errlen, "%s (epoch %" PRIu64 ")",
+			    h->own.why, h->own.epoch);
+			goto out;
+		}
 	}
 	h->next_written = next_id;
 	h->st.ops += n;
-	return 0;
+	rc = 0;
+out:
+	for (size_t i = 0; q != NULL && i < k; i++)
+		json_decref(q[i]);
+	for (size_t i = 0; rs != NULL && i < k; i++)
+		etcd_resp_free(&rs[i]);
+	free(q);
+	free(rs);
+	return rc;
 }
 
 int
 ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 {
-	if (!ha_own_may_act(&h->own, h->c.clock())) {
+	uint64_t now = h->c.clock();
+	if (!ha_own_may_act(&h->own, now)) {
 		snprintf(err, errlen, "not the owner: %s", h->own.why ?
 		    h->own.why : ha_state_names[h->own.state]);
 		return -1;
@@ -453,14 +690,7 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 	if (h->nops == 0 && next_id == h->next_written)
 		return 0;
 	size_t n = coalesce(h);
-	int rc = 0;
-	for (size_t i = 0; i == 0 || i < n; i += TXN_OPS) {
-		size_t k = n - i < TXN_OPS ? n - i : TXN_OPS;
-		if (write_txn(h, h->ops + i, k, next_id, err, errlen) < 0) {
-			rc = -1;
-			break;
-		}
-	}
+	int rc = write_txns(h, n, next_id, now, err, errlen);
 	h->nops = 0;
 	h->vals.len = 0;
 	/* A write that outlived the deadline covers nothing. */
@@ -469,6 +699,49 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 		rc = -1;
 	}
 	return rc;
+}
+
+/*
+ * Delete the tombstones older than TOMB_MS, up to a txn's worth, under
+ * the fence (a failed compare ends the ownership like any write).
+ */
+static int
+tomb_gc(struct ha *h, char *err, size_t errlen)
+{
+	uint64_t now = h->c.clock();
+	char key[512], okey[512];
+	size_t n = 0;
+	if (h->tomb0 == h->ntombs || now - h->tombs[h->tomb0].at < TOMB_MS)
+		return 0;
+	json_t *succ = json_array();
+	while (h->tomb0 + n < h->ntombs && n < TXN_OPS &&
+	    now - h->tombs[h->tomb0 + n].at >= TOMB_MS) {
+		snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
+		    h->tombs[h->tomb0 + n].id);
+		json_array_append_new(succ, etcd_op_delete(key, strlen(key),
+		    NULL, 0));
+		n++;
+	}
+	key_of(h, "owner", okey, sizeof(okey));
+	json_t *q = json_pack("{s:[o],s:o}", "compare",
+	    etcd_cmp_create(okey, strlen(okey), (int64_t)h->own.epoch),
+	    "success", succ);
+	char e2[256];
+	if (call(h, ETCD_TXN, q, e2, sizeof(e2)) < 0) {
+		/* Tried again at the next tick. */
+		h->st.write_failures++;
+		return 0;
+	}
+	if (!h->r.succeeded) {
+		h->st.fenced++;
+		ha_own_fenced(&h->own);
+		snprintf(err, errlen, "%s (epoch %" PRIu64 ")", h->own.why,
+		    h->own.epoch);
+		return -1;
+	}
+	h->tomb0 += n;
+	h->st.tombs_deleted += n;
+	return 0;
 }
 
 int
@@ -492,5 +765,5 @@ ha_tick(struct ha *h, char *err, size_t errlen)
 		    h->own.why : ha_state_names[h->own.state], h->own.epoch);
 		return -1;
 	}
-	return 0;
+	return tomb_gc(h, err, errlen);
 }

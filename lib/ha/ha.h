@@ -7,21 +7,24 @@
  *   P owner                   the owner's name, bound to its lease; the
  *                             ownership epoch is this key's create_revision
  *   P next                    the next binding id (decimal)
- *   P b/ID                    a binding, whole (its journal record: CBOR)
- *   P b/ID/i                  its commit (status installed, CBOR)
+ *   P b/ID                    a binding, whole, in its current state (the
+ *                             record a journal snapshot holds: CBOR), or
+ *                             its tombstone (its remove record) for 30 s
  *
- * ID is 16 hex digits, so that a range over P b/ reads bindings in id
- * order, each before its commit, as a journal replay would.  The records
- * are those of the journal (bind_journal.h), so a takeover restores
- * through bind_restore() exactly what the owner wrote.
+ * ID is 16 hex digits.  The journal records of one commit (bind_journal.h)
+ * name the bindings it changed; each is written as the table holds it
+ * then, so a takeover restores through bind_restore() what a journal
+ * replay would.  Tombstones let a standby's warm copy follow removals
+ * from the keys changed since its last revision (min_mod_revision); the
+ * owner deletes them 30 s later, and a standby whose last sync is older
+ * than 10 s reads everything again.
  *
  * Every write is one txn (several above 120 operations) whose compare is
  * "create_revision(P owner) == epoch": a write of a fenced owner fails at
  * the store.  The epoch is the table's epoch, so every binding the owner
  * sends carries it and the forwarders refuse an older one: fenced at the
  * data plane too.  Writes of one commit are coalesced per binding (etcd
- * refuses a txn that names a key twice): the last put of each key, or
- * only the delete of a removed binding.
+ * refuses a txn that names a key twice): one put each.
  *
  * The calls block, each bounded by the etcd timeout; the clock is the
  * caller's (conf.clock), read around calls to know when they were sent.
@@ -47,6 +50,7 @@ struct ha_stats {
 	uint64_t txn_bytes;	/* request bytes of state writes */
 	uint64_t fenced, write_failures, restored, restore_refused;
 	uint64_t ignored;	/* journal records with no state (hellos) */
+	uint64_t syncs, tombs_deleted;
 };
 
 struct ha;
@@ -67,8 +71,14 @@ const struct ha_stats *ha_stats(const struct ha *h);
 const struct etcd_stats *ha_etcd_stats(const struct ha *h);
 
 /*
- * Restore into t (empty) what the owners wrote: every binding and commit,
- * the next id, and t's epoch set to ours.  0, or -1 with err.
+ * A standby's warm copy brought up to etcd (the changes since the last
+ * revision; everything after a gap): 0, or -1 with err.
+ */
+int ha_standby_sync(struct ha *h, uint64_t now, char *err, size_t errlen);
+/*
+ * Once owner: the warm copy brought up to etcd and restored into t
+ * (empty): every binding in its state, the next id, and t's epoch set to
+ * ours; t is the table the commits read.  0, or -1 with err.
  */
 int ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
     size_t errlen);
@@ -88,8 +98,8 @@ int ha_tick(struct ha *h, char *err, size_t errlen);
 
 /* ---- pure helpers (tests) ---- */
 
-/* The state operation of a journal record: key suffix after P (b/ID or
- * b/ID/i), kind; 0 none (hello, stats). */
+/* The state operation of a journal record on binding *id: a put (the
+ * binding, or its commit by self), a tombstone, or none (hello, stats). */
 enum { HA_OP_NONE, HA_OP_PUT, HA_OP_PUT_COMMIT, HA_OP_DELETE };
 int ha_op_of(const struct cats_rec *r, const char *self, uint64_t *id);
 

@@ -55,8 +55,9 @@ static struct bind_replica REPL = { repl_append, repl_commit, repl_tick,
 
 /*
  * A standby until it owns the prefix: campaign every 50 ms (no lease is
- * held meanwhile, nothing is listened to or read), then restore what the
- * owners wrote, under the new epoch.  SIGTERM still ends a standby.
+ * held meanwhile, nothing is listened to or read), its warm copy synced
+ * every 500 ms; then restore what the owners wrote, under the new epoch.
+ * SIGTERM still ends a standby.
  */
 int
 ha_bind_start(struct bind_app *a, struct ha_conf *hc)
@@ -64,6 +65,7 @@ ha_bind_start(struct bind_app *a, struct ha_conf *hc)
 	char err[512], seen[256] = "";
 	struct ha *h = ha_new(hc, err, sizeof(err));
 	uint64_t t0 = hc->clock();
+	uint64_t last_sync = 0;
 	bool failing = false;
 	if (h == NULL) {
 		cats_errorx("--etcd %s: %s", hc->urls, err);
@@ -80,6 +82,14 @@ ha_bind_start(struct bind_app *a, struct ha_conf *hc)
 			cats_info("standby: %s owns %s", ha_owner(h),
 			    hc->prefix);
 			cats_strlcpy(seen, ha_owner(h), sizeof(seen));
+		}
+		/* The warm copy, every 500 ms: a takeover reads only what
+		 * changed since. */
+		uint64_t now = hc->clock();
+		if (rc == 0 && now - last_sync >= 500) {
+			if (ha_standby_sync(h, now, err, sizeof(err)) < 0)
+				cats_warnx("etcd: standby sync: %s", err);
+			last_sync = now;
 		}
 		struct timespec ts = { 0, 50 * 1000000L };
 		nanosleep(&ts, NULL);

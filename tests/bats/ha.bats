@@ -216,3 +216,25 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	grep -q "renew deadline passed" "$W/b.err"
 	grep -q "etcd keepalive: .*timed out\|etcd keepalive: .*Timeout" "$W/b.err"
 }
+
+@test "ha: removals reach the standby's warm copy as tombstones; it restores none of them" {
+	# Hard lifetime 1 s, removals 100 ms later: the 5 bindings come and go.
+	start_cps a 7 --hard 1s --drain-timeout 100ms
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_cps b 8 --hard 1s --drain-timeout 100ms
+	wait_for 50 grep -q "standby:" "$W/b.err"
+	gen_reps 5 1 | enc >&7
+	# The standby's warm copy saw them (synced every 500 ms) ...
+	wait_for 50 etcd_has 5
+	sleep 1
+	# ... and their tombstones (remove records under the same keys).
+	tombs() { [ "$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}b/" \
+	    --print-value-only | grep -ac remove)" -eq 5 ]; }
+	wait_for 50 tombs
+	gen_reps 1 6 | enc >&7
+	wait_for 50 grep -q "txn=6 id=6 .*-> ACTIVE" "$W/a.err"
+	sleep 0.6
+	kill -9 "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored [01] bindings from etcd" "$W/b.err"
+}
