@@ -66,10 +66,16 @@ measure() {
 }
 IFS='|' read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(SAMPLES=delay-cps measure $srcs)"
 IFS='|' read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(SAMPLES=delay-cps-1 measure 192.0.2.10)"
-act=$(kill -USR1 "$(loop_pid bind)"; sleep 0.5; cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null |
-	jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
+if [ "$LOOP_CPS" = cps ]; then
+	act=$(kill -USR1 "$(loop_pid cps)"; sleep 0.8; cats-cbor decode "$LOOP_DIR/cps.stats" 2>/dev/null |
+		jq -r 'select(.type == "stats") | .counters["bind.activated"] // empty' | tail -1)
+else
+	act=$(kill -USR1 "$(loop_pid bind)"; sleep 0.5; cats-cbor decode "$LOOP_DIR/bind.cbor" 2>/dev/null |
+		jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
+fi
 
 # The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
+loop_stop cps
 loop_stop bind
 loop_stop select
 loop_stop pce

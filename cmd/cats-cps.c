@@ -43,6 +43,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ "standby", no_argument, NULL, 'S' },
 		{ "stats-interval", required_argument, NULL, 'i' },
 		{ "stats-to", required_argument, NULL, 'O' },
+		{ "tap", required_argument, NULL, 'a' },
 		{ "textfile", required_argument, NULL, 'T' },
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -50,7 +51,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *log = NULL;
-	const char *set[8][2];
+	const char *set[10][2];
 	size_t nset = 0;
 	bool standby = false;
 	int ch, rc, verbose = 1;
@@ -74,6 +75,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		case 'o': key = "to"; break;
 		case 'q': verbose = 0; break;
 		case 'S': standby = true; break;
+		case 'a': key = "tap"; break;
 		case 'T': key = "textfile"; break;
 		case 'V':
 			cats_tool_version();

@@ -16,8 +16,10 @@
 #        HTTP server answering its own name), one cats-sci per instance
 #        whose reports follow the instance's active connections, and the
 #        site's cats-sma
-#   lpm  the C-PS: cats-select (with its C-SMA ingest, see
-#        loop_northbound) | cats-pce | cats-bind
+#   lpm  the C-PS: cats-cps running cats-select (with its C-SMA ingest,
+#        see loop_northbound), cats-pce and cats-bind; or, with
+#        LOOP_CPS=filters, the three filters joined by fifos (for
+#        debugging one stage)
 #
 # Addresses: service S1 = 203.0.113.100:80 (tcp); the ingress also
 # intercepts 203.0.113.99, which no service of the catalogue has, and reads
@@ -45,6 +47,9 @@ LOOP_NB_PORT=8401
 # Forwarders verify what cats-bind sends them (its Ed25519 key); the
 # benchmark turns it off to compare with a stand-in that signs nothing.
 LOOP_PEER_KEYS=${LOOP_PEER_KEYS-1}
+# The C-PS: cps (cats-cps, one supervised service) or filters
+# (cats-select | cats-pce | cats-bind on fifos).
+LOOP_CPS=${LOOP_CPS:-cps}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -85,7 +90,12 @@ loop_bg() {
 	disown $!	# no "Killed" notices: loop_stop and loop_down end them
 }
 
-loop_pid() { cat "$LOOP_DIR/pid/$1" 2>/dev/null; }
+loop_pid() {
+	if [ "${LOOP_CPS:-cps}" = cps ]; then
+		case $1 in select|pce|bind) loop_stage_pid "$1"; return ;; esac
+	fi
+	cat "$LOOP_DIR/pid/$1" 2>/dev/null
+}
 
 # With LOOP_PROM set, daemon NAME serves /metrics on unix:LOOP_DIR/NAME.prom
 # (cats(7) METRICS); the option words for its command line.
@@ -107,7 +117,20 @@ loop_alive() { local p; p=$(loop_pid "$1") && kill -0 "$p" 2>/dev/null; }
 # Stop a daemon (SIGTERM, then SIGKILL after 3 s): loop_stop NAME [SIG].
 loop_stop() {
 	local p n=30
-	p=$(loop_pid "$1") || return 0
+	if [ "${LOOP_CPS:-cps}" = cps ]; then
+		case $1 in
+		select|pce|bind)
+			# A stage of cats-cps: it is started again by cats-cps.
+			p=$(loop_stage_pid "$1") || return 0
+			echo "$p" >"$LOOP_DIR/stopped.$1"
+			kill -"${2:-TERM}" "$p" 2>/dev/null || true
+			loop_wait 30 sh -c "! kill -0 $p" || kill -9 "$p" 2>/dev/null
+			return 0
+			;;
+		tee) return 0 ;;
+		esac
+	fi
+	p=$(cat "$LOOP_DIR/pid/$1" 2>/dev/null) || return 0
 	kill -"${2:-TERM}" "$p" 2>/dev/null || true
 	while kill -0 "$p" 2>/dev/null && [ $n -gt 0 ]; do
 		sleep 0.1
@@ -267,12 +290,19 @@ loop_northbound() {
 	esac
 }
 
-# ---- the C-PS: cats-select | cats-pce | tee | cats-bind ----
+# ---- the C-PS ----
 #
-# The stages are joined by fifos that one idle process holds open at both
-# ends, so that each stage can be stopped and started alone (no EOF, no
-# SIGPIPE for its neighbours; what a stopped stage has not read waits in
-# the fifo).  The tee keeps the path replies (decision + path) for traces.
+# LOOP_CPS=cps: one cats-cps (log/cps.err, which log/select.err, pce.err
+# and bind.err name too), its control input on fifo f0, its output in
+# bind.cbor, cats-pce's output tapped into cps.cbor (the path replies, for
+# traces).  A stage stopped with loop_stop is restarted by cats-cps;
+# loop_select_start, loop_pce_start and loop_bind_start then wait for it.
+#
+# LOOP_CPS=filters: cats-select | cats-pce | tee | cats-bind, joined by
+# fifos that one idle process holds open at both ends, so that each stage
+# can be stopped and started alone (no EOF, no SIGPIPE for its neighbours;
+# what a stopped stage has not read waits in the fifo).  The tee keeps the
+# path replies (decision + path) for traces.
 
 loop_fifos() {
 	local f
@@ -284,36 +314,128 @@ loop_fifos() {
 	echo $! >"$LOOP_DIR/pid/holder"
 }
 
+# The options of each stage, one a line (loop_cps_conf writes them as the
+# sections of cats-cps's file; the filters get them as arguments).
+loop_select_opts() {
+	printf '%s\n' --id=cps --seed=1 "--services=$LOOP_EX/services.jsonl" \
+		"--net=$LOOP_DIR/nst.jsonl" "--keys=$LOOP_DIR/keys/select.ring" \
+		"--listen=unix:$LOOP_DIR/select.sock" \
+		"--audit=file:$LOOP_DIR/log/select.audit" \
+		"--stats-to=file:$LOOP_DIR/select.stats" \
+		"--state=$LOOP_DIR/select.state" \
+		$(loop_northbound select-args | sed 's/--\([a-z-]*\) /--\1=/g')
+}
+loop_pce_opts() { printf '%s\n' "-t" "$LOOP_EX/topology.json"; }
+loop_bind_opts() {
+	printf '%s\n' --id=cats-bind "--journal=$LOOP_DIR/journal" \
+		"--listen=unix:$LOOP_DIR/bind.sock" \
+		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
+		"--trace=$LOOP_DIR/bind.trace" --idle=30s
+}
+
+# cats-cps's configuration: a section per stage, each option a line.
+loop_cps_conf() {
+	local s o
+	echo "# cats-cps of the loop (written by loop_net.bash)"
+	echo "id = cps"
+	echo "tap = file:$LOOP_DIR/cps.cbor"
+	echo "stats-to = file:$LOOP_DIR/cps.stats"
+	for s in select pce bind; do
+		printf '[%s]\n' "$s"
+		"loop_${s}_opts" | while IFS= read -r o; do
+			case $o in
+			--*=*) o=${o#--}; printf '%s = %s\n' "${o%%=*}" "${o#*=}" ;;
+			--*) printf '%s =\n' "${o#--}" ;;
+			-?) printf '%s = ' "${o#-}" ;;
+			*) printf '%s\n' "$o" ;;
+			esac
+		done
+	done
+}
+
+# The pid of a stage of cats-cps (select, pce, bind).
+loop_stage_pid() {
+	local p
+	p=$(cat "$LOOP_DIR/pid/cps" 2>/dev/null) || return 1
+	pgrep -P "$p" -x "cats-$1"
+}
+
+# Wait until cats-cps runs stage $1 (not pid $2) and its sockets answer.
+loop_stage_wait() {
+	local p
+	loop_wait 50 sh -c "p=\$(pgrep -P $(cat "$LOOP_DIR/pid/cps") -x cats-$1) && [ \"\$p\" != '${2:-}' ]" || return 1
+	case $1 in
+	select)
+		loop_wait 50 lx "$LM" sh -c "curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/ &&
+			python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' '$LOOP_DIR/select.sock'"
+		;;
+	bind)
+		loop_wait 50 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/bind.sock"
+		;;
+	esac
+}
+
+loop_cps_svc_start() {
+	local s
+	loop_cps_conf >"$LOOP_DIR/cps.conf"
+	[ -p "$LOOP_DIR/f0" ] || mkfifo "$LOOP_DIR/f0"
+	if ! loop_alive holder; then
+		sleep 2147483647 0<>"$LOOP_DIR/f0" >/dev/null 2>&1 &
+		echo $! >"$LOOP_DIR/pid/holder"
+	fi
+	for s in select pce bind; do
+		ln -sf cps.err "$LOOP_DIR/log/$s.err"
+	done
+	loop_bg cps "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/bind.cbor" cats-cps \
+		-c "$LOOP_DIR/cps.conf" "$@"
+	for s in select pce bind; do
+		loop_stage_wait "$s" || return 1
+	done
+}
+
 loop_select_start() {
+	if [ "$LOOP_CPS" = cps ]; then
+		loop_stage_wait select "$(cat "$LOOP_DIR/stopped.select" 2>/dev/null)"
+		return
+	fi
 	rm -f "$LOOP_DIR/select.sock"	# left by a killed one
+	local o=() a
+	while IFS= read -r a; do o+=("$a"); done < <(loop_select_opts)
 	loop_bg select "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/f1" cats-select \
-		--id cps --seed 1 --services "$LOOP_EX/services.jsonl" \
-		--net "$LOOP_DIR/nst.jsonl" --keys "$LOOP_DIR/keys/select.ring" \
-		--listen "unix:$LOOP_DIR/select.sock" \
-		--audit "file:$LOOP_DIR/log/select.audit" \
-		--stats-to "file:$LOOP_DIR/select.stats" $(loop_prom select) \
-		$(loop_northbound select-args) "$@"
+		"${o[@]}" "$@"
 	loop_wait 50 test -S "$LOOP_DIR/select.sock" &&
 	loop_wait 50 lx "$LM" curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/
 }
 
 loop_pce_start() {
+	if [ "$LOOP_CPS" = cps ]; then
+		loop_stage_wait pce "$(cat "$LOOP_DIR/stopped.pce" 2>/dev/null)"
+		return
+	fi
 	loop_bg pce "$LM" "$LOOP_DIR/f1" "$LOOP_DIR/f2" cats-pce \
-		-t "$LOOP_EX/topology.json" $(loop_prom pce)
+		-t "$LOOP_EX/topology.json"
 	loop_bg tee "$LM" "$LOOP_DIR/f2" "$LOOP_DIR/f3" tee -a "$LOOP_DIR/cps.cbor"
 }
 
 loop_bind_start() {
+	if [ "$LOOP_CPS" = cps ]; then
+		loop_stage_wait bind "$(cat "$LOOP_DIR/stopped.bind" 2>/dev/null)"
+		return
+	fi
 	rm -f "$LOOP_DIR/bind.sock"
+	local o=() a
+	while IFS= read -r a; do o+=("$a"); done < <(loop_bind_opts)
 	loop_bg bind "$LM" "$LOOP_DIR/f3" "$LOOP_DIR/bind.cbor" cats-bind \
-		--id cats-bind --journal "$LOOP_DIR/journal" \
-		--listen "unix:$LOOP_DIR/bind.sock" \
-		--keys "$LOOP_DIR/keys/bind.ring" --key "$LOOP_DIR/keys/cats-bind.key" \
-		--trace "$LOOP_DIR/bind.trace" --idle 30s $(loop_prom bind) "$@"
+		"${o[@]}" "$@"
 	loop_wait 50 test -S "$LOOP_DIR/bind.sock"
 }
 
 loop_cps_start() {
+	if [ "$LOOP_CPS" = cps ]; then
+		loop_cps_svc_start
+		return
+	fi
+	loop_fifos &&
 	loop_select_start &&
 	loop_pce_start &&
 	loop_bind_start
@@ -537,7 +659,6 @@ loop_up() {
 	mkdir -p "$LOOP_DIR/log" "$LOOP_DIR/pid"
 	loop_net_up &&
 	loop_files &&
-	loop_fifos &&
 	loop_cps_start &&
 	loop_egress_start 1 && loop_egress_start 2 &&
 	loop_ingress_start &&

@@ -104,7 +104,8 @@ cps_conf_set(struct cps_conf *c, const char *key, const char *val, char *err,
 		c->id = val;
 	} else if (strcmp(key, "bin") == 0) {
 		c->bin = val;
-	} else if (strcmp(key, "to") == 0 || strcmp(key, "stats-to") == 0) {
+	} else if (strcmp(key, "to") == 0 || strcmp(key, "stats-to") == 0 ||
+	    strcmp(key, "tap") == 0) {
 		struct cats_ep ep;
 		if (cats_ep_parse(val, &ep, err, errlen) < 0)
 			return -1;
@@ -112,8 +113,10 @@ cps_conf_set(struct cps_conf *c, const char *key, const char *val, char *err,
 			snprintf(err, errlen, "a stream endpoint, not http");
 			return -1;
 		}
-		if (key[0] == 't')
+		if (strcmp(key, "to") == 0)
 			c->to = val;
+		else if (strcmp(key, "tap") == 0)
+			c->tap = val;
 		else
 			c->stats_to = val;
 	} else if (strcmp(key, "textfile") == 0) {
@@ -339,6 +342,8 @@ on_stage_item(struct cats_stream *str, const uint8_t *b, size_t n,
 		to_stage(p, CPS_PCE, b, n);
 		break;
 	case CPS_PCE:
+		if (p->tap != NULL)
+			cats_stream_send(p->tap, b, n);
 		to_stage(p, CPS_BIND, b, n);
 		break;
 	default:
@@ -929,10 +934,19 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 			return CATS_EXIT_CONFIG;
 		}
 	}
-	int ofd = 1, sfd = -1;
+	int ofd = 1, sfd = -1, tfd = -1;
 	if ((c->to != NULL && open_out(c->to, &ofd) < 0) ||
-	    (c->stats_to != NULL && open_out(c->stats_to, &sfd) < 0))
+	    (c->stats_to != NULL && open_out(c->stats_to, &sfd) < 0) ||
+	    (c->tap != NULL && open_out(c->tap, &tfd) < 0))
 		return CATS_EXIT_IOERR;
+	if (tfd >= 0) {
+		/* A copy for people: it never holds the service back. */
+		p->tap = cats_stream_new(base, -1, tfd, false,
+		    &cats_limits_default, 64u << 20, &out_cbs, p);
+		if (p->tap == NULL)
+			return CATS_EXIT_FAIL;
+		cats_stream_own(p->tap);
+	}
 	p->out = cats_stream_new(base, -1, ofd, false, &cats_limits_default, 0,
 	    &out_cbs, p);
 	if (p->out == NULL)
@@ -979,6 +993,8 @@ cps_end(struct cps *p)
 		p->rc = CATS_EXIT_IOERR;
 	if (p->stats != NULL)
 		cats_stream_flush(p->stats);
+	if (p->tap != NULL)
+		cats_stream_flush(p->tap);
 	return p->rc;
 }
 
@@ -1013,6 +1029,8 @@ cps_free(struct cps *p)
 		cats_stream_free(p->out);
 	if (p->stats != NULL)
 		cats_stream_free(p->stats);
+	if (p->tap != NULL)
+		cats_stream_free(p->tap);
 	if (p->tick != NULL)
 		event_free(p->tick);
 	if (p->stats_ev != NULL)

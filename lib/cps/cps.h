@@ -55,6 +55,7 @@ struct cps_conf {
 	const char *to;		/* the service's output; NULL: stdout */
 	const char *stats_to;	/* endpoint of the stats records; NULL: none */
 	const char *textfile;	/* Prometheus textfile; NULL: none */
+	const char *tap;	/* a copy of pce's output; NULL: none */
 	const char *prometheus;	/* /metrics endpoint (net/metrics.h); NULL */
 	uint64_t stats_ms;	/* stats interval; 0: on SIGUSR1 only */
 	/* Each stage's arguments after its name, from its section. */
@@ -70,7 +71,7 @@ int cps_conf_load(struct cps_conf *c, const char *path);
 /* The same from text (tests): 0, or -1 with "name:line: key: reason". */
 int cps_conf_parse(struct cps_conf *c, const char *name, const char *text,
     size_t len, char *err, size_t errlen);
-/* One top-level key from the command line (id, bin, to, stats-to,
+/* One top-level key from the command line (id, bin, to, stats-to, tap,
  * textfile, stats-interval): 0, or -1 with the reason in err. */
 int cps_conf_set(struct cps_conf *c, const char *key, const char *val,
     char *err, size_t errlen);
@@ -107,7 +108,7 @@ struct cps {
 	struct cps_conf *c;
 	struct event_base *base;	/* the main's */
 	struct cps_stage st[CPS_NSTAGE];
-	struct cats_stream *in, *out, *stats;
+	struct cats_stream *in, *out, *stats, *tap;
 	struct cats_dec in_dec;
 	struct event *tick, *stats_ev, *kill_ev;
 	bool active, stopping, in_eof;

@@ -225,3 +225,35 @@ EOF
 	kill "$(cat "$T/sel.pid")"
 	wait "$(cat "$T/sel.pid")"
 }
+
+# The loop closed: a forwarder's path-down makes cats-bind ask for a new
+# path; cats-cps routes that request to cats-pce and its reply back to
+# cats-bind, which refreshes the binding (same instance, a new version).
+# In the linear pipeline the request would leave on cats-bind's output.
+@test "cats-cps: a path-down's repair request reaches cats-pce, the reply comes back: the binding refreshed" {
+	start_live
+	sed -i 's/^commit = none$/commit = both/' "$T/cps.conf"
+	kill "$(cat "$T/cps.pid")"
+	wait "$(cat "$T/cps.pid")" || true
+	rm -f "$T/select.sock" "$T/bind.sock"
+	cats-cps -c "$T/cps.conf" <"$T/in" >"$T/out.cbor" 2>"$T/err" &
+	echo $! >"$T/cps.pid"
+	wait_for 50 test -S "$T/select.sock"
+	wait_for 50 test -S "$T/bind.sock"
+	bind_fwdsim -c "unix:$T/bind.sock" -n EF-1 -t 20 >"$T/ef1.jsonl" &
+	bind_fwdsim -c "unix:$T/bind.sock" -n IF-1 -t 20 -P 1 >"$T/if1.jsonl" &
+	wait_for 30 grep -q "forwarder IF-1 connected" "$T/err"
+	wait_for 30 grep -q "forwarder EF-1 connected" "$T/err"
+	metric >"$T/in"
+	request 1
+	refreshed() { jq -se 'any(.[]; .type == "binding" and .op == "refresh" and .id == 1 and .version >= 2)' "$T/if1.jsonl"; }
+	wait_for 50 refreshed
+	# The same instance, its path asked again of cats-pce.
+	jq -se '[.[] | select(.type == "binding" and .id == 1)] |
+	    (map(.csci_id) | unique | length) == 1' "$T/if1.jsonl"
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"repairs.routed\"] == 1'"
+	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters["bind.repaired"] == 1'
+	# No path request left on the service's output.
+	! cats-cbor decode "$T/out.cbor" | jq -e 'select(.type == "path-req")'
+}

@@ -5,10 +5,11 @@
  * -x records, at EOF, or after -t seconds.
  *
  *   bind_fwdsim -c ENDPOINT -n NAME [-e EPOCH] [-f] [-q] [-t SEC] [-x N]
- *               [-E ID] [-k KEY]
+ *               [-E ID] [-k KEY] [-P ID]
  *
  * -q: do not answer (a forwarder that never commits).  -E ID: after the
- * first binding, report binding ID expired.  -k: sign (or MAC) what it sends.
+ * first binding, report binding ID expired.  -P ID: the same, path-down
+ * (a path repair).  -k: sign (or MAC) what it sends.
  */
 #include <errno.h>
 #include <poll.h>
@@ -66,13 +67,13 @@ int
 main(int argc, char **argv)
 {
 	const char *ep_s = NULL, *name = NULL;
-	uint64_t epoch = 1, expire = 0;
+	uint64_t epoch = 1, expire = 0, down = 0;
 	long max = -1, secs = 10;
 	bool fail = false, quiet = false;
 	int ch;
 	char kerr[256];
 	cats_crypto_init();
-	while ((ch = getopt(argc, argv, "c:e:E:fk:n:qt:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:e:E:fk:n:P:qt:x:")) != -1) {
 		switch (ch) {
 		case 'k':
 			if (cats_key_load(&key, optarg, -1, kerr,
@@ -87,12 +88,13 @@ main(int argc, char **argv)
 		case 'E': expire = strtoull(optarg, NULL, 10); break;
 		case 'f': fail = true; break;
 		case 'n': name = optarg; break;
+		case 'P': down = strtoull(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
 		case 't': secs = strtol(optarg, NULL, 10); break;
 		case 'x': max = strtol(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: bind_fwdsim -c ep -n name [-e "
-			    "epoch] [-f] [-q] [-t sec] [-x n] [-E id]\n");
+			    "epoch] [-f] [-q] [-t sec] [-x n] [-E id] [-P id]\n");
 			return 2;
 		}
 	}
@@ -113,7 +115,7 @@ main(int argc, char **argv)
 	cats_dec_init(&d, NULL);
 	uint64_t end = cats_clock_mono_ns() + (uint64_t)secs * 1000000000u;
 	long got = 0;
-	bool expired = false;
+	bool expired = false, downed = false;
 	while (max < 0 || got < max) {
 		struct cats_rec r;
 		struct cats_err e;
@@ -150,6 +152,11 @@ main(int argc, char **argv)
 			status(name, CATS_EV_EXPIRED, expire, b->version,
 			    b->epoch);
 			expired = true;
+		}
+		if (down && !downed) {
+			status(name, CATS_EV_PATH_DOWN, down, b->version,
+			    b->epoch);
+			downed = true;
 		}
 	}
 	cats_seq_reader_free(&rd);
