@@ -6,9 +6,9 @@
 #   sh examples/install.sh ROLE...        (as root, after make install or
 #                                         with the Debian package, make deb)
 #
-#   cps        the C-PS: cats-select | cats-pce | cats-bind under systemd
-#              (topology.json, services.jsonl, policy.conf; the units,
-#              fifos and target of systemd/)
+#   cps        the C-PS: cats-cps (cats-select, cats-pce, cats-bind as its
+#              stages) under systemd (topology.json, services.jsonl,
+#              policy.conf, cps.conf; systemd/cats-cps.service)
 #   fwd        a forwarder, cats-fwd@ID (the unit; /etc/cats/fwd-ID.env is
 #              yours to write, see systemd/cats-fwd@.service)
 #   site       a site agent as a daemon (sma.conf, systemd/cats-sma.service)
@@ -85,7 +85,7 @@ fi
 install -d -m 0750 -o root -g "$u" "$R/etc/cats"
 if [ $cps = 1 ]; then
 	cats-pce -t "$ex/topology.json" --check >/dev/null
-	for f in topology.json services.jsonl policy.conf; do
+	for f in topology.json services.jsonl policy.conf cps.conf; do
 		put 0640 "$u" "$f" "/etc/cats/$f"
 	done
 fi
@@ -107,10 +107,7 @@ put 0644 root tmpfiles/cats.conf /etc/tmpfiles.d/cats.conf
 # 5. The units and the cron entry.
 sd=/etc/systemd/system
 if [ $cps = 1 ]; then
-	for f in cats-select.service cats-select.socket cats-pce.service \
-	    cats-pce.socket cats-bind.service cats-bind.socket cats-cps.target; do
-		put 0644 root "systemd/$f" "$sd/$f"
-	done
+	put 0644 root systemd/cats-cps.service "$sd/cats-cps.service"
 fi
 [ $fwd = 1 ] && put 0644 root systemd/cats-fwd@.service "$sd/cats-fwd@.service"
 [ $site = 1 ] && put 0644 root systemd/cats-sma.service "$sd/cats-sma.service"

@@ -12,7 +12,7 @@
 # --net: they would expire a day after they were made, and SIGHUP does not
 # reload --net.  It computes the same view from the TE database itself with
 # --tedb (views that do not age; SIGHUP reloads the file), as
-# systemd/cats-select.service does; or a monitor sends it fresh net records
+# the [select] section of cps.conf does; or a monitor sends it fresh net records
 # on its control stream before they expire.
 set -eu
 topo=${1:?usage: nst-from-tedb.sh TOPOLOGY HEADEND EGRESS...}

@@ -98,7 +98,7 @@ teardown() {
 	grep -q '^u cats-fwd ' "$XR/usr/lib/sysusers.d/cats.conf"
 	grep -q '^m cats-fwd cats' "$XR/usr/lib/sysusers.d/cats.conf"
 	[ -f "$XR/usr/share/doc/cats/examples/install.sh" ]
-	[ -f "$XR/usr/share/doc/cats/examples/systemd/cats-cps.target" ]
+	[ -f "$XR/usr/share/doc/cats/examples/systemd/cats-cps.service" ]
 	[ -f "$XR/usr/share/doc/cats/copyright" ]
 }
 
@@ -147,7 +147,7 @@ id -nG cats-fwd | grep -qw cats
 [ "$(stat -c %U:%a /var/lib/cats)" = cats:750 ]
 [ "$(stat -c %U:%a /var/log/cats)" = cats:750 ]
 # Installed, neither enabled nor started.
-for u in cats-cps.target cats-sma.service cats-sma-once.timer cats-bind.socket; do
+for u in cats-cps.service cats-sma.service cats-sma-once.timer; do
 	[ -f "/lib/systemd/system/$u" ]
 	s=$(systemctl --root=/ is-enabled "$u" 2>&1 || true)
 	[ "$s" = disabled ] || { echo "$u: $s"; exit 1; }
@@ -158,7 +158,7 @@ man -w cats-fwd >/dev/null
 # examples/install.sh from the package writes units that run its tools.
 DESTDIR=/tmp/d sh /usr/share/doc/cats/examples/install.sh cps fwd >/tmp/inst.log 2>&1 ||
 	{ cat /tmp/inst.log; exit 1; }
-grep -q '^ExecStart=/usr/bin/cats-pce ' /tmp/d/etc/systemd/system/cats-pce.service
+grep -q '^ExecStart=/usr/bin/cats-cps ' /tmp/d/etc/systemd/system/cats-cps.service
 grep -q '^ExecStart=/usr/bin/cats-fwd ' /tmp/d/etc/systemd/system/cats-fwd@.service
 rm -rf /tmp/d /tmp/inst.log
 # A state file of a run, which the purge removes with its directory.

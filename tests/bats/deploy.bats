@@ -126,7 +126,7 @@ cps_table() {
 	[ "$(stat -c '%U:%G %a' "$R/var/log/cats")" = "$DU:$DU 750" ]
 	grep -qx "d /var/lib/cats 0750 $DU $DU -" "$R/etc/tmpfiles.d/cats.conf"
 	grep -q "^\* \* \* \* \* $DU /usr/local/bin/cats-sma " "$R/etc/cron.d/cats-sma"
-	grep -qx "User=$DU" "$R/etc/systemd/system/cats-select.service"
+	grep -qx "User=$DU" "$R/etc/systemd/system/cats-cps.service"
 	grep -qx "User=$DFU" "$R/etc/systemd/system/cats-fwd@.service"
 	# Every file a unit or the cron entry names is there.
 	for f in "$R"/etc/systemd/system/*.service "$R/etc/cron.d/cats-sma" \
@@ -145,7 +145,7 @@ cps_table() {
 
 @test "deploy: the C-PS units, the cron site agent and a forwarder's request, as their users" {
 	run in_root <<'EOF'
-start_units cats-bind.service cats-pce.service cats-select.service
+start_units cats-cps.service
 wait_for 50 test -S /run/cats/select.sock
 wait_for 50 test -S /run/cats/bind.sock
 wait_for 50 curl -s -o /dev/null http://cps.example:8401/
@@ -181,7 +181,7 @@ EOF
 
 @test "deploy: the site agent as a daemon and by its timer, as its user" {
 	run in_root <<'EOF'
-start_units cats-select.service cats-pce.service cats-bind.service
+start_units cats-cps.service
 wait_for 50 curl -s -o /dev/null http://cps.example:8401/
 # cats-sma-once.service (the timer's): one pull of every SCI, then exit 0.
 sci_serve
@@ -233,7 +233,7 @@ macns() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
 # What the operator writes (systemd/cats-fwd@.service says so).
 echo "CATS_FWD_ARGS=\"--client af_packet:i0,peer=$(macns cl c0) --core af_packet:i1,peer=$(mac e1) --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 --service S1=203.0.113.100 --select unix:/run/cats/select.sock --bind unix:/run/cats/bind.sock\"" >/etc/cats/fwd-IF-1.env
 echo "CATS_FWD_ARGS=\"--core af_packet:e1,peer=$(mac i1) --site af_packet:e2,peer=$(macns site s0) --src6 2001:db8:2::1 --sid 2001:db8:2::1 --owns 198.51.100.0/24 --return IF-1=2001:db8:1::1 --bind unix:/run/cats/bind.sock\"" >/etc/cats/fwd-EF-1.env
-start_units cats-bind.service cats-pce.service cats-select.service
+start_units cats-cps.service
 wait_for 50 curl -s -o /dev/null http://cps.example:8401/
 # Only site1-a reports: it is the one instance the C-PS may choose.
 sci_serve
@@ -246,8 +246,8 @@ for p in $(pgrep -x cats-fwd); do grep -q '^CapAmb:.*3000$' "/proc/$p/status"; d
 # A client's flow to S1: its first packet becomes the ingress's request,
 # the C-PS's decision a binding both forwarders commit, and the flow is
 # steered to site1-a and back.
-wait_for 50 grep -q 'forwarder IF-1 connected' /run/log/cats-bind.service.err
-wait_for 50 grep -q 'forwarder EF-1 connected' /run/log/cats-bind.service.err
+wait_for 50 grep -q 'forwarder IF-1 connected' /run/log/cats-cps.service.err
+wait_for 50 grep -q 'forwarder EF-1 connected' /run/log/cats-cps.service.err
 steered() { ip netns exec cl curl -sf -m 2 -o /tmp/answer http://203.0.113.100/; }
 wait_for 100 steered || { cat /run/log/*.err; false; }
 cat /tmp/answer
@@ -270,20 +270,15 @@ EOF2
 		jq -sc 'sort_by(.ts)[]' >"$T/later.jsonl"
 	cat "$TOP/examples/debug/metrics.jsonl" "$T/later.jsonl" >"$DROOT/var/lib/cats/replay.jsonl"
 	run in_root <<'EOF2'
-# The unit's start-up options (configuration, catalogue, network view),
-# without its sockets and keys, in replay, as the unit's user.
-eval "set -- $(sed -e ':a' -e '/\\$/N; s/\\\n[ \t]*/ /; ta' \
-	/etc/systemd/system/cats-select.service | sed -n 's/^ExecStart=//p')"
-cmd=("$1")
-shift
-while [ $# -gt 0 ]; do
-	case $1 in
-	--config|--services|--net|--tedb|--net-ttl|--metric-ttl|--policy|--seed)
-		cmd+=("$1" "$2"); shift 2 ;;
-	--*) case ${2:-} in --*|'') shift ;; *) shift 2 ;; esac ;;
-	*) shift ;;
+# The selector's start-up options in the service's configuration
+# (configuration, catalogue, network view), without its sockets and keys,
+# in replay, as the unit's user.
+cmd=(/usr/local/bin/cats-select)
+while read -r k _ v; do
+	case $k in
+	config|services|net|tedb|net-ttl|metric-ttl|policy|seed) cmd+=("--$k" "$v") ;;
 	esac
-done
+done < <(awk '/^\[/ { s = $0; next } s == "[select]" && / = /' /etc/cats/cps.conf)
 echo "${cmd[*]}" >&2
 "$B/bin/cats-cbor" encode /var/lib/cats/replay.jsonl |
 	setpriv --reuid="$U" --regid="$U" --init-groups "${cmd[@]}" --replay --no-auth |

@@ -123,13 +123,13 @@ cps_table() {
 	done
 	cp "$T/u/cats-fwd@.service" "$T/u/cats-fwd@IF-1.service"
 	cd "$T/u"
-	run systemd-analyze verify --man=no ./*.socket ./*.target ./*.timer \
-		cats-select.service cats-pce.service cats-bind.service cats-sma.service \
+	run systemd-analyze verify --man=no ./*.timer \
+		cats-cps.service cats-sma.service \
 		cats-sma-once.service cats-fwd@IF-1.service
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
-	for s in cats-select cats-pce cats-bind cats-sma cats-fwd@IF-1; do
+	for s in cats-cps cats-sma cats-fwd@IF-1; do
 		e=$(systemd-analyze security --offline=yes "./$s.service" 2>/dev/null |
 			sed -n 's/.*exposure level for .*: \([0-9.]*\) .*/\1/p')
 		echo "$s $e"
