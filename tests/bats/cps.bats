@@ -9,7 +9,10 @@ setup() {
 }
 
 teardown() {
-	[ -f "$T/cps.pid" ] && kill "$(cat "$T/cps.pid")" 2>/dev/null
+	if [ -f "$T/cps.pid" ]; then
+		kill "$(cat "$T/cps.pid")" 2>/dev/null
+		wait "$(cat "$T/cps.pid")" 2>/dev/null
+	fi
 	[ -f "$T/hold.pid" ] && kill "$(cat "$T/hold.pid")" 2>/dev/null
 	rm -rf "$T"
 }
@@ -191,6 +194,7 @@ EOF
 	     locator: "198.51.100.12", port: 80, ttl_ms: 1500}]}' |
 	    cats-cbor encode >"$T/met.cbor"
 	sel() {
+		rm -f "$T/s.sock"
 		cats-select --no-auth --services "$EX/services.jsonl" \
 		    --listen "unix:$T/s.sock" --state "$T/state" \
 		    --stats-to "file:$T/dump$1.cbor" <"$2" 2>>"$T/sel.err" &
@@ -213,7 +217,7 @@ EOF
 	# Past the second entry's lifetime.
 	while [ "$(date +%s%3N)" -lt $((now + 1600)) ]; do sleep 0.1; done
 	sel 2 /dev/null
-	grep -q "state $T/state: 2 CST entries restored" "$T/sel.err"
+	wait_for 50 grep -q "state $T/state: 2 CST entries restored" "$T/sel.err"
 	[ "$(dump 2 | sort)" = "198.51.100.11:80 HEALTHY true
 198.51.100.12:80 STALE false" ]
 	kill "$(cat "$T/sel.pid")"
@@ -221,7 +225,7 @@ EOF
 	# A state file that is garbage: said, and the run goes on empty.
 	head -c 200 /dev/urandom >"$T/state"
 	sel 3 /dev/null
-	grep -q "refused in part; going on" "$T/sel.err"
+	wait_for 50 grep -q "refused in part; going on" "$T/sel.err"
 	kill "$(cat "$T/sel.pid")"
 	wait "$(cat "$T/sel.pid")"
 }
@@ -241,7 +245,9 @@ EOF
 	wait_for 50 test -S "$T/select.sock"
 	wait_for 50 test -S "$T/bind.sock"
 	bind_fwdsim -c "unix:$T/bind.sock" -n EF-1 -t 20 >"$T/ef1.jsonl" &
+	s1=$!
 	bind_fwdsim -c "unix:$T/bind.sock" -n IF-1 -t 20 -P 1 >"$T/if1.jsonl" &
+	s2=$!
 	wait_for 30 grep -q "forwarder IF-1 connected" "$T/err"
 	wait_for 30 grep -q "forwarder EF-1 connected" "$T/err"
 	metric >"$T/in"
@@ -256,4 +262,8 @@ EOF
 	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters["bind.repaired"] == 1'
 	# No path request left on the service's output.
 	! cats-cbor decode "$T/out.cbor" | jq -e 'select(.type == "path-req")'
+	kill $s1 $s2
+	kill "$(cat "$T/cps.pid")"
+	wait "$(cat "$T/cps.pid")"
+	rm -f "$T/cps.pid"
 }
