@@ -211,6 +211,7 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 				close(fd);
 			return -1;
 		}
+		cats_tls_mark_listen(fd, false);	/* (a number used again) */
 		return fd;
 	}
 	if (ep->kind != CATS_EP_TCP && ep->kind != CATS_EP_UDP) {
@@ -243,10 +244,13 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 		fd = -1;
 	}
 	freeaddrinfo(res);
-	if (fd < 0)
+	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", name, strerror(saved));
-	else if (ep->tls)
-		cats_tls_mark_listen(fd);
+	} else if (cats_tls_mark_listen(fd, ep->tls) < 0) {
+		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
+		close(fd);
+		fd = -1;
+	}
 	return fd;
 }
 

@@ -481,11 +481,21 @@ cats_tls_stats(void)
 
 /* ---- listening sockets ---- */
 
-void
-cats_tls_mark_listen(int fd)
+int
+cats_tls_mark_listen(int fd, bool tls)
 {
-	if (g_nlisten < MAX_LISTEN)
-		g_listen[g_nlisten++] = fd;
+	for (size_t i = 0; i < g_nlisten; i++)
+		if (g_listen[i] == fd) {
+			if (!tls)
+				g_listen[i] = g_listen[--g_nlisten];
+			return 0;
+		}
+	if (!tls)
+		return 0;
+	if (g_nlisten == MAX_LISTEN)
+		return -1;
+	g_listen[g_nlisten++] = fd;
+	return 0;
 }
 
 bool
@@ -495,16 +505,6 @@ cats_tls_is_listen(int fd)
 		if (g_listen[i] == fd)
 			return true;
 	return false;
-}
-
-void
-cats_tls_unmark_listen(int fd)
-{
-	for (size_t i = 0; i < g_nlisten; i++)
-		if (g_listen[i] == fd) {
-			g_listen[i] = g_listen[--g_nlisten];
-			return;
-		}
 }
 
 /*

@@ -80,11 +80,13 @@ void cats_tls_free(void);
 
 /* ---- servers ---- */
 
-/* Mark a listening socket as a TLS one (cats_ep_listen does), or ask. */
-void cats_tls_mark_listen(int fd);
+/*
+ * Mark a listening socket as a TLS one or not (cats_ep_listen does: a
+ * descriptor number used again is marked anew), or ask.  -1 when 32 TLS
+ * listening sockets are marked already.
+ */
+int cats_tls_mark_listen(int fd, bool tls);
 bool cats_tls_is_listen(int fd);
-/* A closed listening socket is unmarked. */
-void cats_tls_unmark_listen(int fd);
 
 /*
  * An accepted connection on a TLS listening socket: the handshake is run
