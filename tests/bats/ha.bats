@@ -42,6 +42,13 @@ teardown() {
 		kill -9 "$p" 2>/dev/null || true
 	done
 	exec 7>&- 8>&- 2>/dev/null || true
+	# The stages of a killed cats-cps leave on their SIGTERM, a moment
+	# later: their files go once they have.
+	local i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		rm -rf "$W" 2>/dev/null && return 0
+		sleep 0.2
+	done
 	rm -rf "$W"
 }
 
@@ -237,4 +244,87 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	kill -9 "$pid_a"
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
 	grep -q "restored [01] bindings from etcd" "$W/b.err"
+}
+
+# A cats-cps instance NAME (a or b): its own selector socket, the shared
+# binding socket, the binding stage on etcd; control input on a fifo.
+start_service() {
+	local n=$1
+	[ -f "$W/nst.jsonl" ] || sh "$TOP/examples/nst-from-tedb.sh" \
+	    "$TOP/examples/topology.json" IF-1 EF-1 EF-2 >"$W/nst.jsonl"
+	cat >"$W/$n.conf" <<CONF
+id = cps-$n
+[select]
+no-auth =
+services = $TOP/examples/services.jsonl
+net = $W/nst.jsonl
+listen = unix:$W/select-$n.sock
+state = $W/select-$n.state
+[pce]
+t = $TOP/examples/topology.json
+[bind]
+commit = none
+listen = unix:$W/bind.sock
+etcd = $ETCD
+etcd-prefix = $P
+CONF
+	mkfifo "$W/$n.ctl"
+	cats-cps -c "$W/$n.conf" <"$W/$n.ctl" >"$W/$n.out" 2>"$W/$n.err" &
+	PIDS="$PIDS $!"
+	eval "cps_$n=$!"
+}
+
+# A fresh advertisement of site1-a, as the site agent sends every C-PS.
+metric() {
+	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
+	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
+	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
+	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
+	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
+	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
+	    ttl_ms: 600000}]}' | cats-cbor encode
+}
+
+# A forwarder's request for S1, transaction $2, to instance $1's selector.
+request() {
+	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$2" '{type: "request",
+	    txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6,
+	    src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
+	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
+	    deadline: ($now + 1000)}' |
+	    select_client -t "unix:$W/select-$1.sock" -w 50 >/dev/null
+}
+
+bound_by() {
+	cats-cbor decode "$W/$1.out" 2>/dev/null |
+	    jq -e "select(.type == \"binding\" and .txn == $2)" >/dev/null
+}
+
+@test "ha: two cats-cps on etcd: the owner's parent killed, the other's binding stage takes over with every binding" {
+	start_service a
+	exec 7>"$W/a.ctl"
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_service b
+	exec 8>"$W/b.ctl"
+	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
+	# The agents advertise to both instances.
+	metric >&7
+	metric >&8
+	wait_for 50 test -S "$W/select-a.sock"
+	wait_for 50 test -S "$W/select-b.sock"
+	request a 1
+	wait_for 50 bound_by a 1
+	e1=$(epoch_of "$W/a.err")
+	# The owner's parent dies: its binding stage leaves (SIGTERM) and
+	# hands over at once.
+	kill -9 "$cps_a"
+	wait_for 50 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored 1 bindings from etcd" "$W/b.err"
+	e2=$(epoch_of "$W/b.err")
+	[ "$e2" -gt "$e1" ]
+	# New flows bind on the other instance, under its epoch.
+	request b 2
+	wait_for 50 bound_by b 2
+	cats-cbor decode "$W/b.out" | jq -e "select(.type == \"binding\" and
+	    .txn == 2) | .epoch == $e2 and .id == 2"
 }
