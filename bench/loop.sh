@@ -8,6 +8,9 @@
 # namespaces with fake-cps, a stand-in that binds every request at once
 # (no selection, no path, no journal, no authentication).
 #
+# Then the time a restart of cats-select is an outage, with its state file
+# against without (the agents' full sync).
+#
 # Rows: "name | value | baseline | ratio".  Timings are never asserted.
 # A measurement that failed is an "error: ... did not measure: WHY" cell
 # and the ratio "error", never a number; a loop that does not come up
@@ -74,6 +77,48 @@ else
 		jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
 fi
 
+# A restart of cats-select (killed, -9, and restarted by cats-cps): the
+# longest gap between two new flows that completed, connects every 20 ms
+# (source addresses in turn), with its CST kept in its state file
+# (--state) against the same restart without it (the state file removed
+# just before the kill: the table comes back with the agents' next full
+# snapshot, up to a keep-alive, LOOP_KEEPALIVE s).
+restart_gap() {
+	local f=$LOOP_DIR/restart.$1 p old t0 g
+	[ "$LOOP_CPS" = cps ] || { echo "error: LOOP_CPS=$LOOP_CPS, not cats-cps"; return; }
+	lx "$LC" $LOOP_PY -c 'import socket, sys, time
+end = time.time() + float(sys.argv[1])
+i = 0
+while time.time() < end:
+    s = socket.socket()
+    s.bind(("192.0.2.%d" % (11 + i % 64), 0))
+    s.settimeout(0.5)
+    i += 1
+    try:
+        s.connect(("203.0.113.100", 80))
+        print("%d ok" % (time.time() * 1000), flush=True)
+    except OSError:
+        print("%d fail" % (time.time() * 1000), flush=True)
+    s.close()
+    time.sleep(0.02)' "$((LOOP_KEEPALIVE + 6))" >"$f" 2>/dev/null &
+	p=$!
+	sleep 1
+	old=$(loop_pid select)
+	t0=$(date +%s%3N)
+	[ "$1" = nostate ] && rm -f "$LOOP_DIR/select.state"
+	kill -9 "$old"
+	loop_wait 50 sh -c "awk -v t0=$t0 '\$1 > t0 && \$2 == \"ok\"' '$f' | grep -q ."
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	g=$(awk -v t0="$t0" '$2 == "ok" { if (last && $1 > t0 && !done) { print $1 - last; done = 1 } last = $1 }' "$f")
+	echo "${g:-error: no new flow completed within $((LOOP_KEEPALIVE + 5)) s of the restart}"
+	loop_select_start >/dev/null 2>&1
+	sleep 0.5
+}
+R_STATE=$(restart_gap state)
+loop_wait_ready 200 >/dev/null 2>&1
+R_NOSTATE=$(restart_gap nostate)
+
 # The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
 loop_stop cps
 loop_stop bind
@@ -114,5 +159,12 @@ row "loop failed connects in ${DUR}s" "$C_FAIL" "$F_FAIL"
 row "loop new flows/s, one client" "$(rate "$C1_FLOWS" "$C1_SPAN")" "$(rate "$F1_FLOWS" "$F1_SPAN")"
 row "loop first-packet delay p50 us, one client" "$C1_P50" "$F1_P50"
 row "loop first-packet delay p99 us, one client" "$C1_P99" "$F1_P99"
+case "$R_STATE$R_NOSTATE" in
+*error:*) r_ratio=error ;;
+*) r_ratio=$(awk -v a="$R_STATE" -v b="$R_NOSTATE" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;
+esac
+case $R_NOSTATE in error:*) R_NOSTATE="error: the restart without --state did not measure: ${R_NOSTATE#error: }" ;; esac
+printf '%s | %s | %s | %s\n' "loop cats-select restarted (-9): new flows served again after, ms (--state vs none)" \
+	"$R_STATE" "$R_NOSTATE" "$r_ratio"
 [ -n "$act" ] && echo "loop: cats-bind activated $act bindings" >&2
 true
