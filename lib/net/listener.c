@@ -47,6 +47,7 @@ struct cats_conn {
 	uint64_t since;		/* accept or last touch, ms */
 	int tag;
 	uint8_t fds;		/* descriptors it takes: 1, or 3 with TLS */
+	int tlsfd;		/* TLS: the owner's descriptor; -1 */
 	bool authed, closing, released;
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
@@ -361,6 +362,7 @@ take(struct cats_listener *l, int fd, const struct lfd *lf,
 	c->l = l;
 	c->tag = tag;
 	c->fds = lf->tls ? 3 : 1;
+	c->tlsfd = -1;
 	c->since = now;
 	memcpy(&c->peer, ss, sizeof(c->peer));
 	c->peerlen = sl;
@@ -385,7 +387,7 @@ take(struct cats_listener *l, int fd, const struct lfd *lf,
 			cats_conn_release(c);
 			return;
 		}
-		fd = pfd;
+		fd = c->tlsfd = pfd;
 	}
 	l->st.accepted++;
 	if (l->cbs.accept(c, fd, l->arg) < 0) {
@@ -458,9 +460,20 @@ cats_listener_tick(struct cats_listener *l)
 	uint64_t now = now_ms(l);
 	if (l->paused && now >= l->resume_at)
 		resume_accept(l);
-	struct cats_conn *c;
-	while ((c = l->unauth.head) != NULL && now - c->since >= l->o.hello_ms &&
-	    (!l->o.hello_when_crowded || l->st.unauth > l->o.max_unauth / 2)) {
+	/*
+	 * The unauthenticated past their deadline are a prefix of the queue
+	 * (accept order).  With hello_when_crowded, only a flood closes
+	 * them, except those still in their TLS handshake: a TLS
+	 * connection's hello deadline holds whatever the crowd.
+	 */
+	bool crowded = !l->o.hello_when_crowded ||
+	    l->st.unauth > l->o.max_unauth / 2;
+	struct cats_conn *c, *next;
+	for (c = l->unauth.head; c != NULL && now - c->since >= l->o.hello_ms;
+	    c = next) {
+		next = c->qnext;
+		if (!crowded && (c->tlsfd < 0 || cats_tls_fd_up(c->tlsfd)))
+			continue;
 		char peer[64];
 		l->st.hello_timeouts++;
 		ratelog(&l->log_timeout, now, "%s connection from %s: not "

@@ -539,6 +539,17 @@ static size_t g_nbyfd;
 static void
 proxy_free(struct proxy *p)
 {
+	SSL *ssl = bufferevent_openssl_get_ssl(p->net);
+	struct hs *h = ssl ? SSL_get_ex_data(ssl, g_exidx) : NULL;
+	if (h != NULL && !h->audited) {
+		/* Closed by the tool (a deadline) before the handshake. */
+		char peer[80];
+		h->audited = true;
+		g_st.refused++;
+		peer_of_fd(bufferevent_getfd(p->net), peer, sizeof(peer));
+		cats_audit("tls-refused", "src=%s reason=\"closed before the "
+		    "handshake finished\"", peer);
+	}
 	if (p->toolfd >= 0 && (size_t)p->toolfd < g_nbyfd &&
 	    g_byfd[p->toolfd] == p)
 		g_byfd[p->toolfd] = NULL;
@@ -562,6 +573,13 @@ byfd_room(int fd)
 	g_byfd = v;
 	g_nbyfd = n;
 	return 0;
+}
+
+bool
+cats_tls_fd_up(int fd)
+{
+	return fd >= 0 && (size_t)fd < g_nbyfd && g_byfd[fd] != NULL &&
+	    g_byfd[fd]->up;
 }
 
 const char *
@@ -608,6 +626,8 @@ static void
 app_read(struct bufferevent *bev, void *arg)
 {
 	struct proxy *p = arg;
+	if (!p->up)
+		return;		/* kept until the handshake is done */
 	struct evbuffer *out = bufferevent_get_output(p->net);
 	evbuffer_add_buffer(out, bufferevent_get_input(bev));
 	if (evbuffer_get_length(out) > PROXY_HIGH)
@@ -648,7 +668,7 @@ net_event(struct bufferevent *bev, short what, void *arg)
 			p->id = strdup(id);
 		}
 		p->up = true;
-		bufferevent_enable(p->app, EV_READ);
+		app_read(p->app, p);
 		return;
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
@@ -697,8 +717,9 @@ cats_tls_accept(struct event_base *base, int fd, const char *peer)
 	bufferevent_setcb(p->net, net_read, net_write, net_event, p);
 	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
 	bufferevent_enable(p->net, EV_READ | EV_WRITE);
-	/* The tool's bytes wait for the handshake (net_event). */
-	bufferevent_enable(p->app, EV_WRITE);
+	/* The tool's bytes wait for the handshake (app_read); its close is
+	 * seen at once. */
+	bufferevent_enable(p->app, EV_READ | EV_WRITE);
 	return sp[1];
 fail:
 	if (p != NULL && p->app != NULL)

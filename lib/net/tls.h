@@ -98,6 +98,8 @@ bool cats_tls_is_listen(int fd);
 int cats_tls_accept(struct event_base *base, int fd, const char *peer);
 /* The peer's identity on a descriptor cats_tls_accept gave (or NULL). */
 const char *cats_tls_fd_peer(int fd);
+/* The handshake on such a descriptor is done. */
+bool cats_tls_fd_up(int fd);
 
 /* An OpenSSL bufferevent for evhttp (evhttp_set_bevcb), or NULL. */
 struct bufferevent *cats_tls_bev(struct event_base *base);

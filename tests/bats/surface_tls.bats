@@ -268,3 +268,35 @@ battery() {
 	[ "$status" -ne 0 ]
 	battery "$mp" "$W/pce.err"
 }
+
+@test "tls: a connection that does not finish its TLS handshake is closed at the hello deadline, even where quiet peers may wait" {
+	port=$(free_port)
+	bg cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$port" \
+	    "${TLS[@]}" 2>"$W/err"
+	wait_for 50 grep -q listening "$W/err"
+	# One that never starts its handshake, one that finished it and says
+	# nothing (a quiet peer: it waits, the channel has no hello).
+	python3 - "$port" "$K" >"$W/out" <<'PY'
+import socket, ssl, sys, time
+port, k = int(sys.argv[1]), sys.argv[2]
+mute = socket.create_connection(("127.0.0.1", port))
+ctx = ssl.create_default_context(cafile=k + "/ca.crt")
+ctx.load_cert_chain(k + "/cli.crt", k + "/cli.key")
+quiet = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)),
+    server_hostname="127.0.0.1")
+mute.settimeout(20)
+t0 = time.monotonic()
+print("mute closed" if mute.recv(1) == b"" else "mute got bytes", flush=True)
+print("after %.0f s" % (time.monotonic() - t0), flush=True)
+quiet.settimeout(1)
+try:
+    print("quiet closed" if quiet.recv(1) == b"" else "quiet got bytes")
+except (socket.timeout, TimeoutError):
+    print("quiet open")
+PY
+	cat "$W/out"
+	grep -qx "mute closed" "$W/out"
+	grep -qx "quiet open" "$W/out"
+	grep -q 'event=tls-refused .*closed before the handshake finished' "$W/err"
+	grep -q 'not authenticated within 10000 ms, closed' "$W/err"
+}
