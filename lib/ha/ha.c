@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -678,6 +679,24 @@ out:
 	return rc;
 }
 
+/* Renew the lease if due (past the deadline nothing is renewed). */
+static void
+renew(struct ha *h)
+{
+	uint64_t now = h->c.clock();
+	if (!ha_own_may_act(&h->own, now) ||
+	    !ha_own_keepalive_due(&h->own, now))
+		return;
+	char e2[256];
+	if (call(h, ETCD_KEEPALIVE, json_pack("{s:o}", "ID",
+	    etcd_j_int(h->own.lease)), e2, sizeof(e2)) < 0) {
+		ha_own_renew_failed(&h->own, h->c.clock());
+		cats_warnx("etcd keepalive: %s", e2);
+	} else {
+		ha_own_renewed(&h->own, h->r.ttl, now, h->c.clock());
+	}
+}
+
 int
 ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 {
@@ -690,7 +709,22 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 	if (h->nops == 0 && next_id == h->next_written)
 		return 0;
 	size_t n = coalesce(h);
-	int rc = write_txns(h, n, next_id, now, err, errlen);
+	int rc;
+	/*
+	 * etcd between leaders (an election, a member gone) answers late or
+	 * not at all: the same txns again (they are idempotent puts under
+	 * the fence) until the renew deadline, the lease renewed meanwhile.
+	 */
+	for (;;) {
+		rc = write_txns(h, n, next_id, now, err, errlen);
+		if (rc == 0 || h->own.state != HA_OWNER ||
+		    !ha_own_may_act(&h->own, h->c.clock()))
+			break;
+		h->st.write_retries++;
+		renew(h);
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	h->nops = 0;
 	h->vals.len = 0;
 	/* A write that outlived the deadline covers nothing. */
@@ -747,19 +781,7 @@ tomb_gc(struct ha *h, char *err, size_t errlen)
 int
 ha_tick(struct ha *h, char *err, size_t errlen)
 {
-	uint64_t now = h->c.clock();
-	/* Past the deadline (a pause, a slow call) nothing is renewed. */
-	if (ha_own_may_act(&h->own, now) &&
-	    ha_own_keepalive_due(&h->own, now)) {
-		char e2[256];
-		if (call(h, ETCD_KEEPALIVE, json_pack("{s:o}", "ID",
-		    etcd_j_int(h->own.lease)), e2, sizeof(e2)) < 0) {
-			ha_own_renew_failed(&h->own, h->c.clock());
-			cats_warnx("etcd keepalive: %s", e2);
-		} else {
-			ha_own_renewed(&h->own, h->r.ttl, now, h->c.clock());
-		}
-	}
+	renew(h);
 	if (!ha_own_may_act(&h->own, h->c.clock())) {
 		snprintf(err, errlen, "%s (epoch %" PRIu64 ")", h->own.why ?
 		    h->own.why : ha_state_names[h->own.state], h->own.epoch);

@@ -50,7 +50,7 @@ struct ha_stats {
 	uint64_t txn_bytes;	/* request bytes of state writes */
 	uint64_t fenced, write_failures, restored, restore_refused;
 	uint64_t ignored;	/* journal records with no state (hellos) */
-	uint64_t syncs, tombs_deleted;
+	uint64_t syncs, tombs_deleted, write_retries;
 };
 
 struct ha;
@@ -86,8 +86,10 @@ int ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 /* Queue a journal record (the table's journal callback). */
 int ha_append(struct ha *h, const struct cats_rec *r);
 /*
- * Write what is queued (and next_id) under the fence: 0, or -1 when it
- * could not be written or we are not the owner any more (err says which;
+ * Write what is queued (and next_id) under the fence, tried again (and
+ * the lease renewed) while etcd does not answer, up to the renew
+ * deadline: 0, or -1 when it could not be written, etcd refused it, or we
+ * are not the owner any more (err says which;
  * ha_own(h)->state is HA_LOST when the ownership ended).  Nothing the
  * queue covers may be sent after -1.  An empty queue only checks the
  * ownership.

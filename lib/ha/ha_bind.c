@@ -39,6 +39,7 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "ha.txn_bytes", s->txn_bytes);
 	cats_stats_add(st, "ha.fenced", s->fenced);
 	cats_stats_add(st, "ha.write_failures", s->write_failures);
+	cats_stats_add(st, "ha.write_retries", s->write_retries);
 	cats_stats_add(st, "ha.restored", s->restored);
 	cats_stats_add(st, "ha.renewals", ha_own(arg)->renewals);
 	cats_stats_add(st, "ha.renew_failures", ha_own(arg)->renew_failures);

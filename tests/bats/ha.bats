@@ -328,3 +328,66 @@ bound_by() {
 	cats-cbor decode "$W/b.out" | jq -e "select(.type == \"binding\" and
 	    .txn == 2) | .epoch == $e2 and .id == 2"
 }
+
+@test "ha: three etcd members: the leader killed, the owner goes on; quorum lost, it stops at its renew deadline" {
+	local d="$W/cluster" i urls="" peers="" cps=() pps=()
+	for i in 1 2 3; do
+		cps[$i]=$(free_port)
+		pps[$i]=$(free_port)
+		peers="$peers${peers:+,}m$i=http://127.0.0.1:${pps[$i]}"
+		urls="$urls${urls:+,}http://127.0.0.1:${cps[$i]}"
+	done
+	# Elections well inside the renew deadline (1.5 s of a 2 s lease).
+	for i in 1 2 3; do
+		etcd --name "m$i" --data-dir "$d/m$i" \
+		    --heartbeat-interval 50 --election-timeout 300 \
+		    --listen-client-urls "http://127.0.0.1:${cps[$i]}" \
+		    --advertise-client-urls "http://127.0.0.1:${cps[$i]}" \
+		    --listen-peer-urls "http://127.0.0.1:${pps[$i]}" \
+		    --initial-advertise-peer-urls "http://127.0.0.1:${pps[$i]}" \
+		    --initial-cluster "$peers" --initial-cluster-state new \
+		    >"$W/m$i.log" 2>&1 &
+		eval "m$i=$!"
+		PIDS="$PIDS $!"
+	done
+	for i in 1 2 3; do
+		wait_for 100 curl -sf -m 1 "http://127.0.0.1:${cps[$i]}/health"
+	done
+	mkfifo "$W/a.in"
+	cats-bind --etcd "$urls" --etcd-prefix "$P" --commit none \
+	    <"$W/a.in" >"$W/a.out" 2>"$W/a.err" &
+	pid_a=$!
+	PIDS="$PIDS $!"
+	exec 7>"$W/a.in"
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	gen_reps 3 1 | enc >&7
+	wait_for 50 out_bindings_are "$W/a.out" 3
+	# The leader goes: the two others elect one, the lease lives on
+	# (etcd extends leases across a leader change), the owner writes on.
+	leader_port() {
+		ETCDCTL_API=3 etcdctl --endpoints "$urls" endpoint status -w json \
+		    2>/dev/null | python3 -c 'import json, sys
+for e in json.load(sys.stdin):
+    if e["Status"]["header"]["member_id"] == e["Status"]["leader"]:
+        print(e["Endpoint"].rsplit(":", 1)[1])'
+	}
+	l=$(leader_port)
+	for i in 1 2 3; do
+		[ "${cps[$i]}" = "$l" ] && { eval "kill -9 \$m$i"; gone=$i; }
+	done
+	[ -n "$gone" ]
+	gen_reps 3 4 | enc >&7
+	wait_for 80 out_bindings_are "$W/a.out" 6 || { grep -v "txn=" "$W/a.err"; false; }
+	kill -0 "$pid_a"
+	! grep -q "renew deadline passed" "$W/a.err"
+	# One more goes: no quorum.  The owner stops before its lease could
+	# run out, having sent nothing etcd does not hold.
+	for i in 1 2 3; do
+		[ "$i" != "$gone" ] && { eval "kill -9 \$m$i"; break; }
+	done
+	st=0
+	wait "$pid_a" || st=$?
+	[ "$st" -eq 1 ]
+	grep -q "renew deadline passed" "$W/a.err"
+	[ "$(cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding")' | wc -l)" -eq 6 ]
+}
