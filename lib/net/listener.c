@@ -466,11 +466,12 @@ cats_listener_tick(struct cats_listener *l)
 	 * them, except those still in their TLS handshake: a TLS
 	 * connection's hello deadline holds whatever the crowd.
 	 */
-	bool crowded = !l->o.hello_when_crowded ||
-	    l->st.unauth > l->o.max_unauth / 2;
 	struct cats_conn *c, *next;
 	for (c = l->unauth.head; c != NULL && now - c->since >= l->o.hello_ms;
 	    c = next) {
+		/* (down to half the cap: counted again after each close) */
+		bool crowded = !l->o.hello_when_crowded ||
+		    l->st.unauth > l->o.max_unauth / 2;
 		next = c->qnext;
 		if (!crowded && (c->tlsfd < 0 || cats_tls_fd_up(c->tlsfd)))
 			continue;
