@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 # The redundant C-PS (cats-bind --etcd, issue 19) on a real etcd started
 # here on loopback, against the same cats-bind on its local journal
 # (--fsync always), measured in the same run:
@@ -88,7 +88,7 @@ bytes_j=$(counter "$W/tp.j" journal.bytes)
 # Failover, 3 rounds: an owner with N bindings, a standby with one new
 # flow waiting in its input; kill -9 of the owner; the standby's first
 # binding out.
-fo=()
+fo=""
 lost=0
 for r in 1 2 3; do
 	pre="/bench/fo$r/"
@@ -111,14 +111,16 @@ for r in 1 2 3; do
 	t0=$(ms)
 	kill -9 "$a"
 	until_ok test -s "$W/b$r.out" || { cat "$W/b$r.err" >&2; exit 1; }
-	fo+=($(( $(ms) - t0 )))
+	fo="$fo $(( $(ms) - t0 ))"
 	got=$(sed -n 's/.*restored \([0-9]*\) bindings from etcd.*/\1/p' "$W/b$r.err")
 	lost=$(( lost + N - ${got:-0} ))
 	exec 7>&- 8>&-
 	kill -9 "$b" 2>/dev/null
 	wait "$a" "$b" 2>/dev/null
 done
-fo_med=$(printf '%s\n' "${fo[@]}" | sort -n | sed -n 2p)
+# shellcheck disable=SC2086
+set -- $fo
+fo_med=$(printf '%s\n' $fo | sort -n | sed -n 2p)
 
 # The baseline: kill -9 of the journal's cats-bind, restarted at once.
 mkfifo "$W/c" "$W/c2"
@@ -142,8 +144,8 @@ until_ok test -s "$W/c2.out"
 t_restart=$(( $(ms) - t0 ))
 exec 8>&-
 
-awk -v n="$N" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="${fo[0]}" \
-    -v f2="${fo[1]}" -v f3="${fo[2]}" -v tr="$t_restart" -v lost="$lost" \
+awk -v n="$N" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="$1" \
+    -v f2="$2" -v f3="$3" -v tr="$t_restart" -v lost="$lost" \
     -v be="$bytes_etcd" -v bj="$bytes_j" -v tx="$txns" 'BEGIN {
 	printf "ha failover: kill -9 of the owner (%d bindings) -> first new binding by the standby, median of 3 (%d, %d, %d ms) | %.2f s | goal 2.50 s (lease 2 s + 0.5 s); journal restart %.2f s | %.2fx of the goal\n",
 	    n, f1, f2, f3, fo / 1000, tr / 1000, fo / 2500
