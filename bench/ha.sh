@@ -37,24 +37,7 @@ done
 [ -n "$ok" ] || { echo "ha.sh: etcd did not start" >&2; tail -5 "$W/etcd.log" >&2; exit 1; }
 
 # Path replies FIRST..FIRST+COUNT-1, as CBOR (commit none: ACTIVE at once).
-reps() {
-	python3 - "$1" "$2" <<'EOF' | cats-cbor encode
-import sys, time
-first, n = int(sys.argv[1]), int(sys.argv[2])
-ts = int(time.time() * 1000)
-for i in range(first, first + n):
-    src = "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
-    print('{"type":"path-rep","txn":%d,"ts":%d,"status":"ok","headend":"IF-1",'
-          '"endpoint":"EF-2","dataplane":"srv6","segments":[{"kind":"node",'
-          '"node":"EF-2","sid":"fc00:2::%x"}],"path_id":%d,"gen":3,'
-          '"decision":{"cs_id":"S1","csci_id":"B","locator":"198.51.100.21",'
-          '"egress":"EF-2","ts":%d,"cst_gen":5,"nst_gen":6},'
-          '"flow":{"proto":6,"src":"%s","sport":%d,"dst":"192.0.2.100",'
-          '"dport":443},"ingress":"IF-1","deadline":%d}'
-          % (i, ts, i % 7 + 1, i % 7, ts, src, 1024 + i % 50000,
-             ts + 3600000))
-EOF
-}
+reps() { python3 tests/tools/path_reps.py "$1" "$2" 3600000 | cats-cbor encode; }
 reps 1 "$N" >"$W/reps"
 reps $((N + 1)) 1 >"$W/one"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
