@@ -271,7 +271,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
-	O_PATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
+	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
 	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM };
 
 static const struct option longopts[] = {
@@ -298,6 +298,7 @@ static const struct option longopts[] = {
 	{ "log", required_argument, NULL, O_LOG },
 	{ "mode-b", required_argument, NULL, O_MODEB },
 	{ "mtu", required_argument, NULL, O_MTU },
+	{ "no-path-down", no_argument, NULL, O_NOPATHDOWN },
 	{ "owns", required_argument, NULL, O_OWNS },
 	{ "path-down", no_argument, NULL, O_PATHDOWN },
 	{ "peer-keys", required_argument, NULL, O_PEERS },
@@ -341,6 +342,7 @@ main(int argc, char **argv)
 	unsigned ring_frames = 0, reserve_flows = 8192;
 	cats_tool_init(argv[0]);
 	cf.dataplane = CATS_DP_SRV6;
+	cf.path_down = true;
 	poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
@@ -523,6 +525,9 @@ main(int argc, char **argv)
 			break;
 		case O_PATHDOWN:
 			cf.path_down = true;
+			break;
+		case O_NOPATHDOWN:
+			cf.path_down = false;
 			break;
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);

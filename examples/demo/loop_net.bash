@@ -460,6 +460,7 @@ loop_ingress_start() {
 		--bind "unix:$LOOP_DIR/bind.sock" \
 		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
+		$([ "$LOOP_CPS" = cps ] || echo --no-path-down) \
 		--ring-frames "${LOOP_RING:-64}" $(loop_prom IF-1) "$@"
 	loop_wait 50 loop_log_more IF-1 forwarding "$n0"
 }

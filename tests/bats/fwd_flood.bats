@@ -28,8 +28,8 @@ flood_during_download() {
 	cmp "$FWD_DIR/dl" "$FWD_DIR/www11/big"
 }
 
-@test "fwd flood: ICMP errors from the core are counted, not reported, unless --path-down" {
-	start_ingress
+@test "fwd flood: ICMP errors from the core are counted, not reported, with --no-path-down" {
+	start_ingress --no-path-down
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7400 hello 42300
 	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
 	xe $PY "$TOP/tests/tools/fwd_pkt.py" icmp6-unreach e1 "$(mac_of "$NI" i1)" 42300 7400
