@@ -555,9 +555,9 @@ watch_refuse(struct watch *w, struct evbuffer *in, int code, const char *why)
 	    reason_phrase(code), code == 405 ? "Allow: GET, HEAD, POST\r\n" :
 	    "", strlen(line) + 1, line);
 	if (h->tls) {
-		/* The answer goes through TLS; the client closes after it
-		 * (Connection: close), or the discarding below does. */
-		bufferevent_write(w->bev, msg, (size_t)n);
+		/* The same through TLS (the client closes after it,
+		 * Connection: close, or the discarding below does). */
+		(void)cats_tls_bev_send(w->bev, msg, (size_t)n);
 	} else if (fd >= 0) {
 		/* evhttp is reading (its output is empty): the socket takes a
 		 * short answer whole; if not, the client gets the close. */

@@ -749,6 +749,17 @@ cats_tls_bev(struct event_base *base)
 	return b;
 }
 
+int
+cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	if (ssl == NULL || n > INT32_MAX)
+		return -1;
+	int k = SSL_write(ssl, p, (int)n);
+	ERR_clear_error();
+	return k == (int)n ? 0 : -1;
+}
+
 const char *
 cats_tls_bev_peer(struct bufferevent *bev, char *buf, size_t len)
 {

@@ -109,6 +109,12 @@ struct bufferevent *cats_tls_bev(struct event_base *base);
  */
 const char *cats_tls_bev_peer(struct bufferevent *bev, char *buf,
     size_t len);
+/*
+ * Write a short answer on such a bufferevent now, around its buffers
+ * (evhttp has its writing off while it reads): what send(MSG_DONTWAIT)
+ * is to a plain socket.  -1 if the TLS connection did not take it whole.
+ */
+int cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n);
 /* The peer's certificate's common name, or its first SAN URI, into buf. */
 const char *cats_tls_bev_name(struct bufferevent *bev, char *buf,
     size_t len);

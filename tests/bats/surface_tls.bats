@@ -256,6 +256,16 @@ battery() {
 	    -H 'Content-Type: application/cbor-seq' \
 	    --data-binary @"$W/r-10.0.0.2:80.cbor" "https://127.0.0.1:$pp/reports")
 	[[ "$out" == *"belongs to CSCI-ID 10.0.0.1:80"*" 403" ]]
+	# The framing refusals answer through TLS too: 413, 400 (issue 20 §1).
+	head -c 2000000 /dev/zero >"$W/big"
+	out=$("${CURL[@]}" "${c[@]}" -w ' %{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' --data-binary @"$W/big" \
+	    "https://127.0.0.1:$pp/reports")
+	[[ "$out" == *"body over 1048576 bytes"*" 413" ]]
+	printf 'GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n' |
+	    timeout 5 openssl s_client -quiet -connect "127.0.0.1:$pp" \
+	    -cert "$K/cli.crt" -key "$K/cli.key" -CAfile "$K/ca.crt" 2>/dev/null |
+	    head -1 | grep -q '^HTTP/1.1 400 '
 	battery "$pp" "$W/sma.err"
 	: >"$W/sma.err"
 	battery "$ap" "$W/sma.err"
