@@ -117,6 +117,14 @@ battery() {
 	kill -0 "$LAST"
 	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" -o /dev/null \
 	    "https://127.0.0.1:$port/report"
+	# And TLS to a plaintext port: no handshake, the server goes on.
+	plain=$(free_port)
+	bg cats-sci -c S1 -s 10.0.0.1:80 --listen "http://127.0.0.1:$plain/" \
+	    2>"$W/plain.err"
+	wait_for 50 port_open "$plain"
+	run timeout 5 openssl s_client -connect "127.0.0.1:$plain" </dev/null
+	[ "$status" -ne 0 ]
+	curl -sf -o /dev/null "http://127.0.0.1:$plain/report"
 }
 
 @test "tls: a certificate revoked is refused after SIGHUP reads the CRL again; a failed reload keeps the old context" {
