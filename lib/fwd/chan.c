@@ -67,6 +67,23 @@ on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	cats_warnx("%s: %s", c->name, cats_err_fmt(e, index, msg, sizeof(msg)));
 }
 
+/*
+ * Try again soon: 100 ms after a connection ended or a connect failed,
+ * 100 ms more for each failure after it up to a second, so that a C-PS stage
+ * restarted by cats-cps is reached again within its restart, and one that
+ * stays down is asked once a second.
+ */
+static void
+retry_later(struct cats_chan *c)
+{
+	if (c->retry_ms < 100)
+		c->retry_ms = 100;
+	struct timeval tv = { c->retry_ms / 1000, (c->retry_ms % 1000) * 1000 };
+	evtimer_add(c->retry, &tv);
+	if ((c->retry_ms += 100) > 1000)
+		c->retry_ms = 1000;
+}
+
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -84,8 +101,7 @@ on_eof(struct cats_stream *s, int error, void *arg)
 	    error ? strerror(error) : "");
 	cats_stream_free(c->s);
 	c->s = NULL;
-	struct timeval tv = { 1, 0 };
-	evtimer_add(c->retry, &tv);
+	retry_later(c);
 }
 
 static void
@@ -95,10 +111,10 @@ chan_connect(struct cats_chan *c)
 	int fd = cats_ep_open(&c->ep, true, err, sizeof(err));
 	if (fd < 0) {
 		cats_warnx("%s: %s (retrying)", c->name, err);
-		struct timeval tv = { 1, 0 };
-		evtimer_add(c->retry, &tv);
+		retry_later(c);
 		return;
 	}
+	c->retry_ms = 100;
 	static const struct cats_stream_cbs cbs = { .item = on_item,
 		.bad = on_bad, .eof = on_eof };
 	c->s = cats_stream_new(c->base, fd, fd, c->dgram, NULL, 0, &cbs, c);

@@ -36,6 +36,7 @@ struct cats_chan {
 	struct cats_ep ep;
 	struct cats_stream *s;		/* NULL while down */
 	struct event *retry;
+	unsigned retry_ms;		/* the next retry's delay: 100 ms, +100 to 1 s */
 	bool dgram;
 };
 
