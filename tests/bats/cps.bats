@@ -17,17 +17,6 @@ teardown() {
 	rm -rf "$T"
 }
 
-wait_for() {
-	local n=$1
-	shift
-	while [ "$n" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
-
 # The live service of these tests: select with a forwarder listener (no
 # auth), pce, bind with no forwarders; control input on a fifo held open.
 start_live() {
@@ -57,25 +46,10 @@ EOF
 	wait_for 50 test -S "$T/bind.sock"
 }
 
-# A fresh metric advertisement: site1-a healthy, on the control stream.
-metric() {
-	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode
-}
-
-# A forwarder's request for S1, transaction $1, to cats-select's listener.
-request() {
-	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$1" '{type: "request",
-	    txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6,
-	    src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
-	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
-	    deadline: ($now + 1000)}' | select_client -t "unix:$T/select.sock" -w 50
-}
+# A fresh metric advertisement (site1-a healthy) and a forwarder's
+# request (transaction $1) to the service: helper.bash's.
+metric() { s1_metric; }
+request() { s1_request "unix:$T/select.sock" "$1"; }
 
 out_has() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -e "$1" >/dev/null; }
 bound() { out_has "select(.type == \"binding\" and .op == \"install\" and .txn == $1)"; }
