@@ -282,8 +282,11 @@ do_verify(const struct opts *o, const char *file)
 	if (cats_keyring_load(&kr, o->key, err, sizeof(err)) < 0)
 		return refuse_key(err);
 	int rc = read_token(file, &b);
-	if (rc != CATS_EXIT_OK)
+	if (rc != CATS_EXIT_OK) {
+		cats_keyring_free(&kr);
+		cats_buf_free(&b);
 		return rc;
+	}
 	memset(&e, 0, sizeof(e));
 	uint64_t now = o->now_ms ? o->now_ms : cats_clock_now();
 	enum cats_token_status st = cats_token_verify(b.p, b.len, &kr, now,

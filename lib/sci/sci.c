@@ -232,8 +232,10 @@ sci_once(struct sci_reporter *s)
 	uint64_t n = s->count ? s->count : 1;
 	for (uint64_t i = 0; i < n; i++) {
 		struct cats_buf b = { 0 };
-		if (sci_report(s, &b) < 0)
+		if (sci_report(s, &b) < 0) {
+			cats_buf_free(&b);
 			return s->report_rc;
+		}
 		if (s->json) {
 			struct cats_dec d;
 			struct cats_rec r;
@@ -241,12 +243,16 @@ sci_once(struct sci_reporter *s)
 			cats_dec_init(&d, NULL);
 			if (cats_rec_decode(&d, b.p, b.len, &r, &e) == 0 &&
 			    cats_rec_print_json(&r, stdout) < 0) {
+				int err = errno;
 				cats_dec_free(&d);
-				return cats_tool_output_failed("stdout", errno);
+				cats_buf_free(&b);
+				return cats_tool_output_failed("stdout", err);
 			}
 			cats_dec_free(&d);
 		} else if (cats_write_all(1, b.p, b.len) < 0) {
-			return cats_tool_output_failed("stdout", errno);
+			int err = errno;
+			cats_buf_free(&b);
+			return cats_tool_output_failed("stdout", err);
 		}
 		cats_buf_free(&b);
 	}
