@@ -252,6 +252,16 @@ set_nonblock(int fd)
 
 static void stream_destroy(struct cats_stream *s);
 
+/* A callback is over: a stream freed during it goes now.  True if gone. */
+static bool
+unbusy(struct cats_stream *s)
+{
+	if (--s->busy > 0 || !s->dead)
+		return false;
+	stream_destroy(s);
+	return true;
+}
+
 static void
 deliver(struct cats_stream *s)
 {
@@ -284,9 +294,7 @@ deliver(struct cats_stream *s)
 			break;
 		}
 	}
-	s->busy--;
-	if (s->dead && s->busy == 0)
-		stream_destroy(s);
+	unbusy(s);
 }
 
 static void
@@ -334,9 +342,7 @@ read_dgram(struct cats_stream *s)
 				s->cbs.bad(s, index, &e, s->arg);
 		}
 	}
-	s->busy--;
-	if (s->dead && s->busy == 0)
-		stream_destroy(s);
+	unbusy(s);
 }
 
 static void
@@ -362,19 +368,14 @@ on_read(evutil_socket_t fd, short what, void *arg)
 			s->eof_told = true;
 			s->cbs.eof(s, e, s->arg);
 		}
-		s->busy--;
-		if (s->dead && s->busy == 0)
-			stream_destroy(s);
+		unbusy(s);
 		return;
 	}
 	/* deliver() may run a callback that frees the stream. */
 	s->busy++;
 	deliver(s);
-	s->busy--;
-	if (s->dead && s->busy == 0) {
-		stream_destroy(s);
+	if (unbusy(s))
 		return;
-	}
 	if (s->rfile && !s->rd.eof && !s->paused && !s->dead)
 		event_active(s->rev, EV_READ, 0);
 }
@@ -389,11 +390,8 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 		return;
 	s->busy++;
 	deliver(s);
-	s->busy--;
-	if (s->dead && s->busy == 0) {
-		stream_destroy(s);
+	if (unbusy(s))
 		return;
-	}
 	if (!s->dead && !s->paused && !s->rd.eof) {
 		if (s->rfile)
 			event_active(s->rev, EV_READ, 0);
@@ -476,9 +474,7 @@ tell_output(struct cats_stream *s, int broke)
 		s->eof_told = true;
 		s->cbs.eof(s, broke ? broke : EPIPE, s->arg);
 	}
-	s->busy--;
-	if (s->dead && s->busy == 0)
-		stream_destroy(s);
+	unbusy(s);
 }
 
 static void
