@@ -68,19 +68,6 @@ load_config(struct cats_sel_opts *o, struct cats_conf *cf)
 }
 
 static int
-open_output(const char *spec, int *fd)
-{
-	struct cats_ep ep;
-	char err[512];
-	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0 ||
-	    (*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
-		cats_errorx("%s", err);
-		return -1;
-	}
-	return 0;
-}
-
-static int
 setup_listeners(struct cats_sel_app *a)
 {
 	for (size_t i = 0; i < a->o.nlisten; i++) {
@@ -271,8 +258,8 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	int ofd = 1, sfd = -1;
-	if ((o->to != NULL && open_output(o->to, &ofd) < 0) ||
-	    (o->stats_to != NULL && open_output(o->stats_to, &sfd) < 0))
+	if ((o->to != NULL && cats_ep_open_out(o->to, &ofd) < 0) ||
+	    (o->stats_to != NULL && cats_ep_open_out(o->stats_to, &sfd) < 0))
 		return CATS_EXIT_IOERR;
 	if ((rc = cats_sel_app_output(a, ofd, sfd)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_input(a)) != CATS_EXIT_OK ||

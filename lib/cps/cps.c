@@ -892,19 +892,6 @@ cps_signal(struct cps *p, int sig)
 
 /* ---- life ---- */
 
-static int
-open_out(const char *spec, int *fd)
-{
-	struct cats_ep ep;
-	char err[512];
-	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0 ||
-	    (*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
-		cats_errorx("%s", err);
-		return -1;
-	}
-	return 0;
-}
-
 int
 cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 {
@@ -935,9 +922,10 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 		}
 	}
 	int ofd = 1, sfd = -1, tfd = -1;
-	if ((c->to != NULL && open_out(c->to, &ofd) < 0) ||
-	    (c->stats_to != NULL && open_out(c->stats_to, &sfd) < 0) ||
-	    (c->tap != NULL && open_out(c->tap, &tfd) < 0))
+	if ((c->to != NULL && cats_ep_open_out(c->to, &ofd) < 0) ||
+	    (c->stats_to != NULL &&
+	    cats_ep_open_out(c->stats_to, &sfd) < 0) ||
+	    (c->tap != NULL && cats_ep_open_out(c->tap, &tfd) < 0))
 		return CATS_EXIT_IOERR;
 	if (tfd >= 0) {
 		/* A copy for people: it never holds the service back. */

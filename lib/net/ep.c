@@ -10,11 +10,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "base/cats.h"
+#include "base/log.h"
 #include "net/ep.h"
 #include "net/tls.h"
 
@@ -319,4 +322,39 @@ cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
 		    "endpoints are handled by the tool)", name);
 		return -1;
 	}
+}
+
+int
+cats_ep_open_out(const char *spec, int *fd)
+{
+	struct cats_ep ep;
+	char err[512];
+	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0 ||
+	    (*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
+		cats_errorx("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+cats_ep_peer(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char a[INET6_ADDRSTRLEN] = "local";
+	unsigned port = 0;
+	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+			port = ntohs(s4->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+			port = ntohs(s6->sin6_port);
+		}
+	}
+	snprintf(buf, len, "%s:%u", a, port);
+	return buf;
 }

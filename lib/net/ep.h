@@ -61,6 +61,10 @@ int cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen);
  */
 int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
     size_t errlen);
+/* Parse spec and open it for writing into *fd: 0, or -1 said (cats_errorx). */
+int cats_ep_open_out(const char *spec, int *fd);
+/* The peer of a connected socket as "ADDR:PORT" ("local:0" otherwise). */
+const char *cats_ep_peer(int fd, char *buf, size_t len);
 
 int cats_fd_nonblock(int fd);
 

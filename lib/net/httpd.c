@@ -476,27 +476,6 @@ httpd_framer_feed(struct httpd_framer *f, const char *p, size_t n)
 	return f->st == W_REFUSED ? f->code : 0;
 }
 
-static void
-peer_of(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char a[INET6_ADDRSTRLEN] = "local";
-	unsigned port = 0;
-	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-			port = ntohs(s4->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-			port = ntohs(s6->sin6_port);
-		}
-	}
-	snprintf(buf, len, "%s:%u", a, port);
-}
-
 static const char *
 reason_phrase(int code)
 {
@@ -532,7 +511,7 @@ watch_refuse(struct watch *w, struct evbuffer *in, int code, const char *why)
 	struct httpd *h = w->h;
 	int fd = bufferevent_getfd(w->bev);
 	char peer[80], line[160], msg[512];
-	peer_of(fd, peer, sizeof(peer));
+	cats_ep_peer(fd, peer, sizeof(peer));
 	count_refusal(h, code);
 	if (code == 413)
 		snprintf(line, sizeof(line), "body over %zu bytes", h->max_body);

@@ -222,27 +222,6 @@ verify_cb(int ok, X509_STORE_CTX *x)
 	return 0;
 }
 
-static void
-peer_of_fd(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char a[INET6_ADDRSTRLEN] = "local";
-	unsigned port = 0;
-	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-			port = ntohs(s4->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-			port = ntohs(s6->sin6_port);
-		}
-	}
-	snprintf(buf, len, "%s:%u", a, port);
-}
-
 /* The subject and SAN entries of a certificate, for audit lines. */
 static void
 cert_names(X509 *x, char *subj, size_t slen, char *san, size_t alen)
@@ -306,7 +285,7 @@ info_cb(const SSL *ssl, int where, int ret)
 		X509 *x = SSL_get1_peer_certificate(ssl);
 		cert_names(x, subj, sizeof(subj), san, sizeof(san));
 		X509_free(x);
-		peer_of_fd(SSL_get_fd(ssl), peer, sizeof(peer));
+		cats_ep_peer(SSL_get_fd(ssl), peer, sizeof(peer));
 		cats_audit("tls-peer", "src=%s subject=\"%s\" san=\"%s\" "
 		    "version=%s cipher=%s", peer, cats_quote(subj, q1,
 		    sizeof(q1)), cats_quote(san, q2, sizeof(q2)),
@@ -332,7 +311,7 @@ info_cb(const SSL *ssl, int where, int ret)
 		snprintf(why, sizeof(why), "%s%s%s", h->why, h->why[0] && r ?
 		    "; " : "", r ? r : h->why[0] ? "" : "closed in the "
 		    "handshake");
-		peer_of_fd(SSL_get_fd(ssl), peer, sizeof(peer));
+		cats_ep_peer(SSL_get_fd(ssl), peer, sizeof(peer));
 		cats_audit("tls-refused", "src=%s reason=\"%s\"", peer,
 		    cats_quote(why, q3, sizeof(q3)));
 	}
@@ -546,7 +525,7 @@ proxy_free(struct proxy *p)
 		char peer[80];
 		h->audited = true;
 		g_st.refused++;
-		peer_of_fd(bufferevent_getfd(p->net), peer, sizeof(peer));
+		cats_ep_peer(bufferevent_getfd(p->net), peer, sizeof(peer));
 		cats_audit("tls-refused", "src=%s reason=\"closed before the "
 		    "handshake finished\"", peer);
 	}
