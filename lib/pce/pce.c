@@ -358,13 +358,10 @@ fill_segments(const struct cats_te *te, const struct cats_cspf_res *r, int dp,
 #define PATH_NODES_MAX 1024
 #define HOPS_MAX 4096
 
-int
-cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
-    uint64_t now, struct cats_rec *rep, struct cats_arena *a)
+void
+cats_pce_reply_of(const struct cats_path_req *rq, uint64_t now,
+    struct cats_path_rep *o)
 {
-	const struct cats_te *te = p->te;
-	cats_rec_init(rep, CATS_T_PATH_REP);
-	struct cats_path_rep *o = &rep->u.prep;
 	o->txn = rq->txn;
 	o->ts = now;
 	o->headend = rq->headend;
@@ -381,6 +378,16 @@ cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
 	o->ingress = rq->ingress;
 	if (CATS_HAS(rq, PRQ, deadline))
 		CATS_SET(o, PRP, deadline, rq->deadline);
+}
+
+int
+cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
+    uint64_t now, struct cats_rec *rep, struct cats_arena *a)
+{
+	const struct cats_te *te = p->te;
+	cats_rec_init(rep, CATS_T_PATH_REP);
+	struct cats_path_rep *o = &rep->u.prep;
+	cats_pce_reply_of(rq, now, o);
 	p->c.requests++;
 	if (te != NULL)
 		CATS_SET(o, PRP, gen, cats_te_gen(te));

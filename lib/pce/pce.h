@@ -48,6 +48,12 @@ void cats_pce_set_te(struct cats_pce *p, struct cats_te *te);
 void cats_pce_cache_clear(struct cats_pce *p);
 
 /*
+ * The part of a path reply that answers rq whatever the path: txn, ts (now),
+ * headend, endpoint, dataplane, decision, flow, ingress and deadline.
+ */
+void cats_pce_reply_of(const struct cats_path_req *rq, uint64_t now,
+    struct cats_path_rep *o);
+/*
  * Answer a path request: rep becomes a path-rep carrying the request's
  * txn, decision, flow, ingress and deadline.  A request whose deadline is
  * not after now gets status error, reason "deadline".  Strings and arrays

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pce/cspf.h"
+#include "pce/pce.h"
 #include "pce/pcep.h"
 
 /* ---- names ---- */
@@ -920,28 +921,6 @@ nomem:
 
 /* ---- PCC side: reply in ---- */
 
-static void
-passthrough(const struct cats_path_req *rq, uint64_t now,
-    struct cats_path_rep *o)
-{
-	o->txn = rq->txn;
-	o->ts = now;
-	o->headend = rq->headend;
-	o->endpoint = rq->endpoint;
-	CATS_SET(o, PRP, dataplane, rq->dataplane);
-	if (CATS_HAS(rq, PRQ, decision)) {
-		o->decision = rq->decision;
-		o->has |= UINT64_C(1) << CATS_PRP_decision;
-	}
-	if (CATS_HAS(rq, PRQ, flow)) {
-		o->flow = rq->flow;
-		o->has |= UINT64_C(1) << CATS_PRP_flow;
-	}
-	o->ingress = rq->ingress;
-	if (CATS_HAS(rq, PRQ, deadline))
-		CATS_SET(o, PRP, deadline, rq->deadline);
-}
-
 static const char *
 node_name(const struct cats_te *te, const struct cats_pcep_names *n,
     const struct cats_ip *ip)
@@ -1061,7 +1040,7 @@ cats_pcep_to_path_rep(const struct cats_pcep_rep *r,
 {
 	cats_rec_init(rec, CATS_T_PATH_REP);
 	struct cats_path_rep *o = &rec->u.prep;
-	passthrough(rq, now, o);
+	cats_pce_reply_of(rq, now, o);
 	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline <= now) {
 		set_error(o, CATS_PATH_ERROR, "deadline");
 		return 0;
