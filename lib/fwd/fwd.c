@@ -650,6 +650,39 @@ rekey(struct cats_fwd *t, struct cats_fbind *b)
 	return 0;
 }
 
+/*
+ * A new binding, a copy of nb installed at now (its first activity report
+ * due a period later), in the table by id and by its flow keys: 0 with
+ * *out, or CATS_FR_NOMEM.
+ */
+static int
+add_new(struct cats_fwd *t, const struct cats_fbind *nb, uint64_t now,
+    struct cats_fbind **out)
+{
+	struct cats_fbind *b = malloc(sizeof(*b));
+	if (b == NULL)
+		return CATS_FR_NOMEM;
+	*b = *nb;
+	b->installed = b->last = b->reported = now;
+	bool ok[CATS_DIR__N];
+	memcpy(ok, b->keyed, sizeof(ok));
+	memset(b->keyed, 0, sizeof(b->keyed));
+	if (cats_htab_put(&t->bind_by_id, u64_hash(b->id), b) < 0) {
+		free(b);
+		return CATS_FR_NOMEM;
+	}
+	memcpy(b->keyed, ok, sizeof(ok));
+	t->st.bindings++;
+	if (cats_fbind_tracked(t, b))
+		t->st.tcp[b->tcp]++;
+	if (rekey(t, b) < 0) {
+		cats_fwd_remove(t, b);
+		return CATS_FR_NOMEM;
+	}
+	*out = b;
+	return 0;
+}
+
 int
 cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
     uint64_t now, struct cats_fbind **out, struct cats_held **released,
@@ -711,27 +744,9 @@ cats_fwd_apply(struct cats_fwd *t, const struct cats_binding *r,
 	nb.txn = CATS_HAS(r, BND, txn) ? r->txn : 0;
 	struct cats_fbind *b = ex;
 	if (b == NULL) {
-		b = malloc(sizeof(*b));
-		if (b == NULL)
-			return CATS_FR_NOMEM;
-		/* The first activity report is due a period after install. */
-		nb.installed = nb.last = nb.reported = now;
-		*b = nb;
-		bool ok[CATS_DIR__N];
-		memcpy(ok, b->keyed, sizeof(ok));
-		memset(b->keyed, 0, sizeof(b->keyed));
-		if (cats_htab_put(&t->bind_by_id, u64_hash(b->id), b) < 0) {
-			free(b);
-			return CATS_FR_NOMEM;
-		}
-		memcpy(b->keyed, ok, sizeof(ok));
-		t->st.bindings++;
-		if (cats_fbind_tracked(t, b))
-			t->st.tcp[CATS_TCPS_NONE]++;
-		if (rekey(t, b) < 0) {
-			cats_fwd_remove(t, b);
-			return CATS_FR_NOMEM;
-		}
+		int rc = add_new(t, &nb, now, &b);
+		if (rc != 0)
+			return rc;
 		*event = CATS_EV_INSTALLED;
 		t->st.installed++;
 	} else {
@@ -782,28 +797,7 @@ cats_fwd_insert(struct cats_fwd *t, const struct cats_fbind *nb, uint64_t now,
 		return CATS_FR_FLOW_BOUND;
 	if (t->st.bindings >= t->c.max_bindings)
 		return CATS_FR_FULL;
-	struct cats_fbind *b = malloc(sizeof(*b));
-	if (b == NULL)
-		return CATS_FR_NOMEM;
-	*b = *nb;
-	b->installed = b->last = b->reported = now;
-	bool ok[CATS_DIR__N];
-	memcpy(ok, b->keyed, sizeof(ok));
-	memset(b->keyed, 0, sizeof(b->keyed));
-	if (cats_htab_put(&t->bind_by_id, u64_hash(b->id), b) < 0) {
-		free(b);
-		return CATS_FR_NOMEM;
-	}
-	memcpy(b->keyed, ok, sizeof(ok));
-	t->st.bindings++;
-	if (cats_fbind_tracked(t, b))
-		t->st.tcp[b->tcp]++;
-	if (rekey(t, b) < 0) {
-		cats_fwd_remove(t, b);
-		return CATS_FR_NOMEM;
-	}
-	*out = b;
-	return 0;
+	return add_new(t, nb, now, out);
 }
 
 /* Append v to the growing array *a (of *cap); false when out of memory. */
