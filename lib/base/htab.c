@@ -166,3 +166,26 @@ cats_htab_free(struct cats_htab *t)
 	free(t->s);
 	memset(t, 0, sizeof(*t));
 }
+
+void *
+cats_htab_str_item(struct cats_htab *t, const char *key, cats_eq_fn eq,
+    size_t size, size_t off, bool create, bool *made)
+{
+	uint64_t h = cats_hash_str(key);
+	char *x = cats_htab_get(t, h, eq, key);
+	if (made != NULL)
+		*made = false;
+	if (x != NULL || !create)
+		return x;
+	size_t n = strlen(key) + 1;
+	if ((x = calloc(1, size + n)) == NULL)
+		return NULL;
+	memcpy(x + off, key, n);
+	if (cats_htab_put(t, h, x) < 0) {
+		free(x);
+		return NULL;
+	}
+	if (made != NULL)
+		*made = true;
+	return x;
+}

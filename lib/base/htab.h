@@ -61,6 +61,14 @@ cats_htab_get(const struct cats_htab *t, uint64_t h, cats_eq_fn eq,
 }
 /* Insert an item whose key is not in the table; -1 on allocation failure. */
 int cats_htab_put(struct cats_htab *t, uint64_t h, void *item);
+/*
+ * The item of the string key in t (eq compares an item with a key), or,
+ * when create, a new zeroed one of size bytes and the key, which is copied
+ * at offset off of it (its flexible array member), put in t; *made (when
+ * not NULL) says which.  NULL: not there and not create, or out of memory.
+ */
+void *cats_htab_str_item(struct cats_htab *t, const char *key, cats_eq_fn eq,
+    size_t size, size_t off, bool create, bool *made);
 /* Remove and return the item with this key, or NULL. */
 void *cats_htab_del(struct cats_htab *t, uint64_t h, cats_eq_fn eq,
     const void *key);

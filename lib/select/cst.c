@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,19 +252,8 @@ cats_cst_free(struct cats_cst *t)
 static struct bucket *
 get_bucket(struct cats_cst *t, const char *cs_id, bool create)
 {
-	uint64_t h = cats_hash_str(cs_id);
-	struct bucket *b = cats_htab_get(&t->bycs, h, eq_bucket, cs_id);
-	if (b != NULL || !create)
-		return b;
-	size_t n = strlen(cs_id) + 1;
-	if ((b = calloc(1, sizeof(*b) + n)) == NULL)
-		return NULL;
-	memcpy(b->cs_id, cs_id, n);
-	if (cats_htab_put(&t->bycs, h, b) < 0) {
-		free(b);
-		return NULL;
-	}
-	return b;
+	return cats_htab_str_item(&t->bycs, cs_id, eq_bucket,
+	    sizeof(struct bucket), offsetof(struct bucket, cs_id), create, NULL);
 }
 
 static struct sma *
@@ -289,19 +279,8 @@ get_inst(struct cats_cst *t, const char *csci_id, bool create)
 {
 	char kb[CATS_ID + 1];
 	const char *key = inst_key(csci_id, kb);
-	uint64_t h = cats_hash_str(key);
-	struct inst *in = cats_htab_get(&t->byinst, h, eq_inst, key);
-	if (in != NULL || !create)
-		return in;
-	size_t n = strlen(key) + 1;
-	if ((in = calloc(1, sizeof(*in) + n)) == NULL)
-		return NULL;
-	memcpy(in->key, key, n);
-	if (cats_htab_put(&t->byinst, h, in) < 0) {
-		free(in);
-		return NULL;
-	}
-	return in;
+	return cats_htab_str_item(&t->byinst, key, eq_inst,
+	    sizeof(struct inst), offsetof(struct inst, key), create, NULL);
 }
 
 static void

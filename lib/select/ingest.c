@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,19 +47,8 @@ peer_eq(const void *item, const void *key)
 static struct peer *
 peer_get(struct cats_ingest *g, const char *id, bool create)
 {
-	uint64_t h = cats_hash_str(id);
-	struct peer *p = cats_htab_get(&g->peers, h, peer_eq, id);
-	if (p != NULL || !create)
-		return p;
-	size_t n = strlen(id) + 1;
-	if ((p = calloc(1, sizeof(*p) + n)) == NULL)
-		return NULL;
-	memcpy(p->id, id, n);
-	if (cats_htab_put(&g->peers, h, p) < 0) {
-		free(p);
-		return NULL;
-	}
-	return p;
+	return cats_htab_str_item(&g->peers, id, peer_eq, sizeof(struct peer),
+	    offsetof(struct peer, id), create, NULL);
 }
 
 static void

@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,21 +261,14 @@ svc_cfg(const struct sma_conf *c, const char *cs_id)
 static struct sma_svc *
 svc_get(struct sma *s, const char *cs_id, bool create)
 {
-	uint64_t h = cats_hash_str(cs_id);
-	struct sma_svc *v = cats_htab_get(&s->svcs, h, svc_eq, cs_id);
-	if (v != NULL || !create || s->nsvcs >= s->c->max_services)
+	bool made;
+	struct sma_svc *v = cats_htab_str_item(&s->svcs, cs_id, svc_eq,
+	    sizeof(struct sma_svc), offsetof(struct sma_svc, cs_id),
+	    create && s->nsvcs < s->c->max_services, &made);
+	if (!made)
 		return v;
-	size_t n = strlen(cs_id) + 1;
-	v = calloc(1, sizeof(*v) + n);
-	if (v == NULL)
-		return NULL;
-	memcpy(v->cs_id, cs_id, n);
 	v->cfg = svc_cfg(s->c, cs_id);
 	v->view.health = CATS_UNKNOWN;
-	if (cats_htab_put(&s->svcs, h, v) < 0) {
-		free(v);
-		return NULL;
-	}
 	if (s->svc_tail)
 		s->svc_tail->next = v;
 	else

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,37 +289,22 @@ item_free(struct sma_uc *u, struct item *it)
 static struct item *
 get_item(struct sma_uc *u, const char *csci_id, bool create)
 {
-	uint64_t h = cats_hash_str(csci_id);
-	struct item *it = cats_htab_get(&u->items, h, item_eq, csci_id);
-	if (it != NULL || !create)
-		return it;
-	size_t n = strlen(csci_id) + 1;
-	if ((it = calloc(1, sizeof(*it) + n)) == NULL)
-		return NULL;
-	memcpy(it->csci_id, csci_id, n);
-	it->wd = -1;
-	if (cats_htab_put(&u->items, h, it) < 0) {
-		free(it);
-		return NULL;
-	}
+	bool made;
+	struct item *it = cats_htab_str_item(&u->items, csci_id, item_eq,
+	    sizeof(struct item), offsetof(struct item, csci_id), create, &made);
+	if (made)
+		it->wd = -1;
 	return it;
 }
 
 static struct site *
 get_site(struct sma_uc *u, const char *cs_id)
 {
-	uint64_t h = cats_hash_str(cs_id);
-	struct site *s = cats_htab_get(&u->sites, h, site_eq, cs_id);
-	if (s != NULL)
+	bool made;
+	struct site *s = cats_htab_str_item(&u->sites, cs_id, site_eq,
+	    sizeof(struct site), offsetof(struct site, cs_id), true, &made);
+	if (!made)
 		return s;
-	size_t n = strlen(cs_id) + 1;
-	if ((s = calloc(1, sizeof(*s) + n)) == NULL)
-		return NULL;
-	memcpy(s->cs_id, cs_id, n);
-	if (cats_htab_put(&u->sites, h, s) < 0) {
-		free(s);
-		return NULL;
-	}
 	if (u->site_tail)
 		u->site_tail->next = s;
 	else
