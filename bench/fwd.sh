@@ -17,10 +17,7 @@
 # on exit (the kernel may refuse to turn it off again: then it says so).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-export PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 BATS_TEST_DIRNAME=$TOP/tests/bats
 . "$TOP/tests/bats/helper.bash"
 FWD_ID=b$$
@@ -175,19 +172,8 @@ cats_down() {
 	rm -f "$FWD_DIR/select.sock" "$FWD_DIR/bind.sock" "$FWD_DIR/cps.log"
 }
 
-# Each measurement prints its figures, or one line "error: WHY": a
-# failure never reads as a number.
-tcp_gbps() {
-	local out
-	out=$(xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>&1)
-	jq -r 'if .error then "error: iperf3: " + .error
-	elif (.end.sum_received.bits_per_second // 0) <= 0 then
-		"error: iperf3 received nothing"
-	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
-		<<<"$out" 2>/dev/null ||
-		echo "error: iperf3: $(tr '\n' ' ' <<<"$out" | cut -c1-120)"
-}
-
+# Each measurement (and tcp_gbps, bench/lib/bench.sh) prints its figures, or
+# one line "error: WHY": a failure never reads as a number.
 # 64-byte UDP frames from trafgen on both CPUs; one 5-tuple or random
 # source ports; the rate is what the server's nftables counter saw.
 udp_pps() {

@@ -16,10 +16,7 @@
 # FWD_BENCH_SECONDS (3) sets each measurement's length.  Needs root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-export PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 BATS_TEST_DIRNAME=$TOP/tests/bats
 . "$TOP/tests/bats/helper.bash"
 FWD_ID=x$$
@@ -74,17 +71,6 @@ fwds_static() {
 	wait_for 50 test -S "$FWD_DIR/bind.sock"
 	start_egress --label 16002 --return IF-1=mpls:16001 >/dev/null
 	start_ingress --label 16001 >/dev/null
-}
-
-tcp_gbps() {
-	local out
-	out=$(xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>&1)
-	jq -r 'if .error then "error: iperf3: " + .error
-	elif (.end.sum_received.bits_per_second // 0) <= 0 then
-		"error: iperf3 received nothing"
-	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
-		<<<"$out" 2>/dev/null ||
-		echo "error: iperf3: $(tr '\n' ' ' <<<"$out" | cut -c1-120)"
 }
 
 # 64-byte UDP frames of one 5-tuple from trafgen, counted at the server.

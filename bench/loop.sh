@@ -18,10 +18,7 @@
 # root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-export PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 DUR=${LOOP_BENCH_SECONDS:-3}
 if [ "$(id -u)" != 0 ]; then
 	echo "loop: needs root (network namespaces); skipped" >&2

@@ -7,20 +7,9 @@
 # flood of duplicates writes, with the audit limiter against without.
 # Rows: name | value | baseline | ratio.  Timings are printed, not asserted.
 set -e
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
-PATH="$BUILD/bin:$BUILD/tests/tools:$BUILD/bench:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 SECS=${BENCH_SECONDS:-5}
-W=$(mktemp -d)
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
-port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+bench_workdir
 up() { # wait until a port answers
 	i=0
 	while [ $i -lt 50 ]; do

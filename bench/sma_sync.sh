@@ -7,21 +7,10 @@
 # A figure that did not measure is "error: ... did not measure: WHY", and
 # its ratio "error", never a number.
 set -e
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
-PATH="$BUILD/bin:$BUILD/tests/tools:$BUILD/bench:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 SECS=${BENCH_SECONDS:-5}
 N=${BENCH_SCIS:-100000}
-W=$(mktemp -d)
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
-port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+bench_workdir
 ratio() {
 	case "$1$2" in *error*|"") echo error; return ;; esac
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'

@@ -1,0 +1,39 @@
+# bench/lib/bench.sh - what the benchmark scripts share, sourced after their
+# "set -e" (POSIX sh: the sma scripts are sh, the others bash):
+#   TOP, BUILD (made absolute), PATH with the build's tools, tests' tools
+#   and benchmarks;
+#   bench_workdir: a work folder W, and PIDS killed and W removed at exit;
+#   port: a free TCP port on loopback;
+#   tcp_gbps N: iperf3 to the server through the client's namespace (xc of
+#   tests/bats/fwd_net.bash), N streams for DUR seconds, in Gbit/s, or
+#   "error: ..." when it did not measure.
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
+PATH="$BUILD/bin:$BUILD/tests/tools:$BUILD/bench:$PATH"
+export PATH
+
+bench_cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$W"
+}
+
+bench_workdir() {
+	W=$(mktemp -d)
+	PIDS=""
+	trap bench_cleanup EXIT INT TERM
+}
+
+port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+tcp_gbps() {
+	_out=$(xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>&1)
+	printf '%s\n' "$_out" | jq -r 'if .error then "error: iperf3: " + .error
+	elif (.end.sum_received.bits_per_second // 0) <= 0 then
+		"error: iperf3 received nothing"
+	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
+		2>/dev/null ||
+		echo "error: iperf3: $(printf '%s' "$_out" | tr '\n' ' ' | cut -c1-120)"
+}
