@@ -21,17 +21,6 @@ up() { # wait until a port answers
 }
 # The ratio of two figures; "error" when either did not measure (a
 # failure is never printed as a number).
-ratio() {
-	case "$1$2" in *error*|"") echo error; return ;; esac
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
-}
-# cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure: WHY".
-cell() {
-	case $1 in
-	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
-	*) echo "$1 $2" ;;
-	esac
-}
 # Requests per CPU second, or why not.
 per_cpu() { # requests ticks
 	awk -v r="$1" -v t="$2" -v hz="$hz" 'BEGIN {

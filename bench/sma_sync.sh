@@ -11,17 +11,6 @@ set -e
 SECS=${BENCH_SECONDS:-5}
 N=${BENCH_SCIS:-100000}
 bench_workdir
-ratio() {
-	case "$1$2" in *error*|"") echo error; return ;; esac
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
-}
-# cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure: WHY".
-cell() {
-	case $1 in
-	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
-	*) echo "$1 $2" ;;
-	esac
-}
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 stat() { curl -s --unix-socket "$W/admin.sock" http://x/stats | jq -r ".counters.$1"; }

@@ -4,6 +4,9 @@
 #   and benchmarks;
 #   bench_workdir: a work folder W, and PIDS killed and W removed at exit;
 #   port: a free TCP port on loopback;
+#   ratio A B: A / B to two places, or "error" when either is one;
+#   cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure:
+#   WHY" when FIGURE is "error: WHY";
 #   tcp_gbps N: iperf3 to the server through the client's namespace (xc of
 #   tests/bats/fwd_net.bash), N streams for DUR seconds, in Gbit/s, or
 #   "error: ..." when it did not measure.
@@ -36,4 +39,15 @@ tcp_gbps() {
 	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
 		2>/dev/null ||
 		echo "error: iperf3: $(printf '%s' "$_out" | tr '\n' ' ' | cut -c1-120)"
+}
+
+ratio() {
+	case "$1$2" in *error*|"") echo error; return ;; esac
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
+}
+cell() {
+	case $1 in
+	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
+	*) echo "$1 $2" ;;
+	esac
 }
