@@ -9,21 +9,10 @@
 # examples/keys/make-certs.sh.  Rows: name | value | baseline | ratio;
 # timings are printed, never asserted.
 set -e
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
-PATH="$BUILD/bin:$BUILD/tests/tools:$PATH"
+. "$(dirname "$0")/lib/bench.sh"
 SECS=${BENCH_SECONDS:-3}
 N=${BENCH_TLS_REQUESTS:-2000}
-W=$(mktemp -d)
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
-port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+bench_workdir
 up() { # wait until a port takes connections
 	i=0
 	while [ $i -lt 50 ]; do
@@ -32,16 +21,6 @@ up() { # wait until a port takes connections
 		i=$((i + 1))
 	done
 	return 1
-}
-ratio() {
-	case "$1$2" in *error*|"") echo error; return ;; esac
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "error" }'
-}
-cell() {
-	case $1 in
-	error:*) echo "error: $3 did not measure: ${1#error: }" ;;
-	*) echo "$1 $2" ;;
-	esac
 }
 now_ms() { date +%s%3N; }
 
