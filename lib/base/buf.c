@@ -1,6 +1,8 @@
 /*
  * buf.c - growable byte buffers and the bump arena.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,4 +163,23 @@ cats_strlcpy(char *dst, const char *src, size_t size)
 		dst[m] = '\0';
 	}
 	return n;
+}
+
+void
+cats_outf(struct cats_out *o, const char *fmt, ...)
+{
+	if (o->err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || cats_buf_reserve(o->b, (size_t)n + 1) < 0) {
+		o->err = -1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf((char *)o->b->p + o->b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	o->b->len += (size_t)n;
 }

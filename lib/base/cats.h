@@ -44,6 +44,17 @@ int cats_buf_add(struct cats_buf *b, const void *p, size_t n);
 void cats_buf_consume(struct cats_buf *b, size_t n);
 void cats_buf_reset(struct cats_buf *b);
 void cats_buf_free(struct cats_buf *b);
+/*
+ * Text appended to a buffer by a writer of many lines: cats_outf() is
+ * printf into b; the first failure (out of memory) is kept in err (-1)
+ * and what follows is not written.
+ */
+struct cats_out {
+	struct cats_buf *b;
+	int err;
+};
+void cats_outf(struct cats_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /*
  * A bump allocator.  Decoded records point into an arena; resetting it

@@ -186,33 +186,6 @@ seconds(uint64_t us, char *buf, size_t len)
 	return buf;
 }
 
-struct out {
-	struct cats_buf *b;
-	int err;
-};
-
-static void
-outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-outf(struct out *o, const char *fmt, ...)
-{
-	if (o->err)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || cats_buf_reserve(o->b, (size_t)n + 1) < 0) {
-		o->err = -1;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf((char *)o->b->p + o->b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	o->b->len += (size_t)n;
-}
-
 /* A duration in milliseconds (NAME_ms): exported in seconds. */
 static bool
 in_ms(const char *k)
@@ -257,7 +230,7 @@ seen(const struct cats_stats_list *st, size_t i, const char *name)
 int
 cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
 {
-	struct out o = { b, 0 };
+	struct cats_out o = { b, 0 };
 	const char *tool = st->tool;
 	const char *shrt = strncmp(tool, "cats-", 5) == 0 ? tool + 5 : tool;
 	char pre[64], lab[64], id[CATS_ID + 1], name[160], labels[CATS_ID + 80];
@@ -276,25 +249,25 @@ cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
 			continue;
 		if (i >= st->n) {
 			const struct cats_hist *h = st->hist[i - st->n];
-			outf(&o, "# HELP %s_%s %s, seconds\n"
+			cats_outf(&o, "# HELP %s_%s %s, seconds\n"
 			    "# TYPE %s_%s histogram\n",
 			    pre, k, st->hname[i - st->n], pre, k);
 			uint64_t cum = 0;
 			for (size_t j = 0; j <= CATS_HIST_NB; j++) {
 				cum += h->n[j];
-				outf(&o, "%s_%s_bucket{%sle=\"%s\"} %" PRIu64
+				cats_outf(&o, "%s_%s_bucket{%sle=\"%s\"} %" PRIu64
 				    "\n", pre, k, lb, j < CATS_HIST_NB ?
 				    seconds(cats_hist_le_us[j], num,
 				    sizeof(num)) : "+Inf", cum);
 			}
-			outf(&o, "%s_%s_sum%s %s\n%s_%s_count%s %" PRIu64 "\n",
+			cats_outf(&o, "%s_%s_sum%s %s\n%s_%s_count%s %" PRIu64 "\n",
 			    pre, k, labels, seconds(h->sum_us, num, sizeof(num)),
 			    pre, k, labels, h->count);
 			continue;
 		}
 		uint64_t x = st->kv[i].v;
 		if (st->kind[i] == CATS_STAT_TIME) {
-			outf(&o, "# HELP %s_%s %s, Unix time\n"
+			cats_outf(&o, "# HELP %s_%s %s, Unix time\n"
 			    "# TYPE %s_%s gauge\n"
 			    "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n",
 			    pre, k, st->kv[i].k, pre, k, pre, k, labels,
@@ -302,17 +275,17 @@ cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
 			continue;
 		}
 		int kind = st->kind[i];
-		outf(&o, "# HELP %s_%s %s(1) STATISTICS %s\n"
+		cats_outf(&o, "# HELP %s_%s %s(1) STATISTICS %s\n"
 		    "# TYPE %s_%s %s\n",
 		    pre, k, tool, st->kv[i].k, pre, k,
 		    kind == CATS_STAT_GAUGE ? "gauge" : kind ==
 		    CATS_STAT_UNTYPED ? "untyped" : "counter");
 		char raw[128];
 		if (in_ms(metric_name(st->kv[i].k, raw, sizeof(raw))))
-			outf(&o, "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n", pre, k,
+			cats_outf(&o, "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n", pre, k,
 			    labels, x / 1000, x % 1000);
 		else
-			outf(&o, "%s_%s%s %" PRIu64 "\n", pre, k, labels, x);
+			cats_outf(&o, "%s_%s%s %" PRIu64 "\n", pre, k, labels, x);
 	}
 	return o.err;
 }

@@ -147,30 +147,6 @@ static const char *const drop_words[] = {
 	"timeout", "expired", "unauth", "replay", "limited", "too_", NULL,
 };
 
-struct out {
-	struct cats_buf *b;
-	int err;
-};
-
-static void
-outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-outf(struct out *o, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(line))
-		n = sizeof(line) - 1;
-	if (!o->err && cats_buf_add(o->b, line, (size_t)n) < 0)
-		o->err = -1;
-}
-
 static bool
 has_prefix(const char *s, const char *p)
 {
@@ -260,7 +236,7 @@ is_hist_part(const char *name)
 }
 
 static void
-header(struct out *o, const struct cats_top *t, const struct cats_prom *cur,
+header(struct cats_out *o, const struct cats_top *t, const struct cats_prom *cur,
     const char *pre, double now, double dt)
 {
 	char tool[64] = "metrics", id[128] = "", lab[80], up[64] = "";
@@ -286,24 +262,24 @@ header(struct out *o, const struct cats_top *t, const struct cats_prom *cur,
 			snprintf(up, sizeof(up), "   up %02lu:%02lu:%02lu",
 			    s / 3600, s / 60 % 60, s % 60);
 	}
-	outf(o, "%s%s%s%s   interval %.1fs   restarts %u\n", tool,
+	cats_outf(o, "%s%s%s%s   interval %.1fs   restarts %u\n", tool,
 	    id[0] ? " " : "", id, up, dt, t->restarts);
 }
 
 static void
-section(struct out *o, const char *title, const char *cols)
+section(struct cats_out *o, const char *title, const char *cols)
 {
 	if (cols[0] == '\0')
-		outf(o, "%s\n", title);
+		cats_outf(o, "%s\n", title);
 	else
-		outf(o, "%-34s%s\n", title, cols);
+		cats_outf(o, "%-34s%s\n", title, cols);
 }
 
 #define RATE_COLS "        /s           total"
 #define LAT_COLS "     obs/s     mean      p50      p90      p99"
 
 static void
-rates(struct out *o, const struct cats_top *t, const struct view *v,
+rates(struct cats_out *o, const struct cats_top *t, const struct view *v,
     const struct cats_prom *prev, const struct cats_prom *cur,
     const char *pre, double dt)
 {
@@ -317,7 +293,7 @@ rates(struct out *o, const struct cats_top *t, const struct view *v,
 				continue;
 			if (prev != NULL)
 				q = value(prev, pre, w->metric, &pok);
-			outf(o, "  %-32s%10s %15.0f\n", w->label,
+			cats_outf(o, "  %-32s%10s %15.0f\n", w->label,
 			    rate(c - q, dt, r, sizeof(r)), c);
 		}
 		return;
@@ -332,13 +308,13 @@ rates(struct out *o, const struct cats_top *t, const struct view *v,
 		cats_prom_sum(cur, name, &c);
 		if (prev != NULL)
 			cats_prom_sum(prev, name, &q);
-		outf(o, "  %-32s%10s %15.0f\n", name + strlen(pre),
+		cats_outf(o, "  %-32s%10s %15.0f\n", name + strlen(pre),
 		    rate(c - q, dt, r, sizeof(r)), c);
 	}
 }
 
 static void
-state(struct out *o, const struct cats_top *t, const struct view *v,
+state(struct cats_out *o, const struct cats_top *t, const struct view *v,
     const struct cats_prom *cur, const char *pre)
 {
 	section(o, "STATE", "");
@@ -347,7 +323,7 @@ state(struct out *o, const struct cats_top *t, const struct view *v,
 			bool ok;
 			double c = value(cur, pre, w->metric, &ok);
 			if (ok)
-				outf(o, "  %-32s%10.0f\n", w->label, c);
+				cats_outf(o, "  %-32s%10.0f\n", w->label, c);
 		}
 		return;
 	}
@@ -359,7 +335,7 @@ state(struct out *o, const struct cats_top *t, const struct view *v,
 			continue;
 		double c;
 		cats_prom_sum(cur, name, &c);
-		outf(o, "  %-32s%10.0f\n", name + strlen(pre), c);
+		cats_outf(o, "  %-32s%10.0f\n", name + strlen(pre), c);
 	}
 }
 
@@ -380,7 +356,7 @@ by_rate(const void *a, const void *b)
 }
 
 static int
-drops(struct out *o, const struct cats_prom *prev, const struct cats_prom *cur,
+drops(struct cats_out *o, const struct cats_prom *prev, const struct cats_prom *cur,
     const char *pre, double dt)
 {
 	size_t n = 0, cap = 0;
@@ -419,12 +395,12 @@ drops(struct out *o, const struct cats_prom *prev, const struct cats_prom *cur,
 		qsort(v, n, sizeof(*v), by_rate);
 	char r[32];
 	for (size_t i = 0; i < n && i < 20; i++)
-		outf(o, "  %-32s%10s %15.0f\n", v[i].name,
+		cats_outf(o, "  %-32s%10s %15.0f\n", v[i].name,
 		    rate(v[i].d, dt, r, sizeof(r)), v[i].total);
 	if (n > 20)
-		outf(o, "  (%zu more)\n", n - 20);
+		cats_outf(o, "  (%zu more)\n", n - 20);
 	if (n == 0)
-		outf(o, "  none\n");
+		cats_outf(o, "  none\n");
 	free(v);
 	return 0;
 }
@@ -475,7 +451,7 @@ quantile(const struct cats_prom *prev, const struct cats_prom *cur,
 }
 
 static void
-latency(struct out *o, const struct cats_prom *prev,
+latency(struct cats_out *o, const struct cats_prom *prev,
     const struct cats_prom *cur, const char *pre, double dt)
 {
 	char a[24], b[24], c[24], d[24], r[32];
@@ -503,12 +479,12 @@ latency(struct out *o, const struct cats_prom *prev,
 		double dc = cnt - pcnt;
 		any = true;
 		if (dc <= 0) {
-			outf(o, "  %-32s%10s %8s %8s %8s %8s\n",
+			cats_outf(o, "  %-32s%10s %8s %8s %8s %8s\n",
 			    base + strlen(pre), rate(0, dt, r, sizeof(r)), "-",
 			    "-", "-", "-");
 			continue;
 		}
-		outf(o, "  %-32s%10s %8s %8s %8s %8s\n", base + strlen(pre),
+		cats_outf(o, "  %-32s%10s %8s %8s %8s %8s\n", base + strlen(pre),
 		    rate(dc, dt, r, sizeof(r)), dur((sum - psum) / dc, a,
 		    sizeof(a)), dur(quantile(prev, cur, base, first, n, 0.5,
 		    dc), b, sizeof(b)), dur(quantile(prev, cur, base, first, n,
@@ -516,7 +492,7 @@ latency(struct out *o, const struct cats_prom *prev,
 		    first, n, 0.99, dc), d, sizeof(d)));
 	}
 	if (!any)
-		outf(o, "  none\n");
+		cats_outf(o, "  none\n");
 }
 
 /* A restart between the scrapes: start_time moved, or a counter fell. */
@@ -546,7 +522,7 @@ int
 cats_top_frame(struct cats_top *t, const struct cats_prom *prev,
     const struct cats_prom *cur, double now, double dt, struct cats_buf *out)
 {
-	struct out o = { out, 0 };
+	struct cats_out o = { out, 0 };
 	char pre[32];
 	const struct view *v = which(cur, pre, sizeof(pre));
 	if (prev != NULL && restarted(prev, cur, pre)) {
