@@ -168,7 +168,9 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	(void)what;
 	(void)arg;
-	if (sig == SIGUSR1)
+	if (sig == SIGHUP)
+		cats_tls_reload();	/* as in every tool (cats(7)) */
+	else if (sig == SIGUSR1)
 		dump_stats();
 	else if (sig == SIGUSR2)
 		cats_fwdp_dump_bindings(&fw, stderr, cats_clock_now());
@@ -686,9 +688,9 @@ main(int argc, char **argv)
 	struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
 	struct timeval tv = { 0, 100000 };
 	event_add(tick, &tv);
-	int sigs[] = { SIGTERM, SIGINT, SIGUSR1, SIGUSR2 };
-	struct event *sev[4];
-	for (int i = 0; i < 4; i++) {
+	int sigs[] = { SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP };
+	struct event *sev[5];
+	for (int i = 0; i < 5; i++) {
 		sev[i] = evsignal_new(base, sigs[i], on_signal, NULL);
 		event_add(sev[i], NULL);
 	}
@@ -697,7 +699,7 @@ main(int argc, char **argv)
 	dump_stats();
 	cats_chan_finish(&ch_bind);
 	cats_chan_finish(&ch_select);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		event_free(sev[i]);
 	event_free(tick);
 	cats_metrics_free(prom);

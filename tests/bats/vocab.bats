@@ -101,3 +101,22 @@ man_options() {
 	run cats-sma --stats --strict -c /nonexistent
 	[[ "$output" != *deprecated* ]]
 }
+
+@test "vocab: SIGHUP does not stop cats-fwd (it reads its TLS files again, as every tool does)" {
+	need_root
+	local ns=vocab$$ p
+	ip netns add "$ns"
+	ip netns exec "$ns" cats-fwd --id IF-1 --core tun:vh0 --client tun:vh1 \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	wait_for 50 grep -q forwarding "$BATS_TEST_TMPDIR/err" ||
+	    { kill "$p"; ip netns del "$ns"; false; }
+	# Alive after the HUP: it answers a SIGUSR1 sent after it.
+	kill -HUP "$p"
+	kill -USR1 "$p"
+	local alive=0
+	wait_for 50 grep -q '"type":"stats"' "$BATS_TEST_TMPDIR/err" && alive=1
+	kill "$p" 2>/dev/null; wait "$p" || true
+	ip netns del "$ns"
+	[ "$alive" -eq 1 ]
+}
