@@ -177,8 +177,9 @@ EOF
 	}
 	dump() {
 		kill -USR2 "$(cat "$T/sel.pid")"
-		wait_for 30 test -s "$T/dump$1.cbor"
-		sleep 0.2
+		# The dump is whole when its metric record decodes.
+		wait_for 50 sh -c "cats-cbor decode '$T/dump$1.cbor' |
+		    jq -e 'select(.type == \"metric\")' >/dev/null" 2>/dev/null
 		cats-cbor decode "$T/dump$1.cbor" | jq -r 'select(.type == "metric") |
 		    .entries[] | "\(.csci_id) \(.state) \(.ttl_ms > 0)"'
 	}
