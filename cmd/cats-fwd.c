@@ -339,7 +339,7 @@ main(int argc, char **argv)
 	const char *keyfile = NULL, *peerfile = NULL, *select_ep = NULL;
 	int verbose = 1, c;
 	char err[256];
-	bool fast = false;
+	bool fast = false, dp_given = false;
 	uint64_t sync_ms = 3000;
 	unsigned ring_frames = 0, reserve_flows = 8192;
 	cats_tool_init(argv[0]);
@@ -486,6 +486,7 @@ main(int argc, char **argv)
 			cf.tenant = optarg;
 			break;
 		case O_DP:
+			dp_given = true;
 			cf.dataplane = cats_enum_index(cats_dataplane_names,
 			    optarg, strlen(optarg));
 			if (cf.dataplane < 0)
@@ -615,6 +616,11 @@ main(int argc, char **argv)
 	if (cf.id == NULL || core == NULL || (client == NULL && site == NULL))
 		cats_usage_fail("needs %s", cf.id == NULL ? "--id ID"
 		    : core == NULL ? "--core PORT" : "--client or --site PORT");
+	/* The data plane the requests ask for must be one the forwarder does. */
+	if (dp_given && cf.fc.encaps != 0 &&
+	    !(cf.fc.encaps & (1u << cf.dataplane)))
+		cats_usage_fail("--dataplane %s: not among --encaps",
+		    cats_dataplane_names[cf.dataplane]);
 	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
 		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
 		    "only; the core port must be af_packet");
