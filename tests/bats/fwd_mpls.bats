@@ -156,13 +156,15 @@ tcount() {
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 3000 0
 	wait $rcv
 	cat "$FWD_DIR/seq.out"
-	[ "$(cut -d' ' -f1 "$FWD_DIR/seq.out")" = 3000 ]
+	# Whole but for what a loaded machine's socket buffers and rings may
+	# drop of an unpaced burst (the checksum bug this guards lost most).
+	[ "$(cut -d' ' -f1 "$FWD_DIR/seq.out")" -ge 2970 ]
 	# Most of it was labelled by the kernel, none of it wrongly (the
 	# checksums it leaves to the hardware are completed at the egress).
 	[ "$(counter ingress fast_hit)" -gt 1000 ]
 	[ "$(counter ingress fast_fail)" = 0 ]
 	[ "$(counter egress drop_bad_mpls)" = 0 ]
-	[ "$(counter egress eg_fwd_pkts)" -ge 3000 ]
+	[ "$(counter egress eg_fwd_pkts)" -ge 2970 ]
 }
 
 @test "fwd mpls: an explicit null under the stack; a binding with a reserved label is refused" {
