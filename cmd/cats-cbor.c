@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "rec/json.h"
 #include "base/log.h"
@@ -51,6 +52,7 @@ open_input(const char *path)
  * and the tool ends by that signal; a second one ends it at once.
  */
 static struct cats_buf out;
+static bool out_file;		/* stdout a regular file: a write never waits */
 static volatile sig_atomic_t stop_sig, stop_count;
 static sigset_t stop_mask;
 
@@ -79,6 +81,8 @@ live_init(void)
 	sigaddset(&stop_mask, SIGINT);
 	sigaddset(&stop_mask, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop_mask, NULL);
+	struct stat st;
+	out_file = fstat(1, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* The end by the signal that stopped us, as if it had not been caught. */
@@ -124,6 +128,16 @@ out_flush(void)
 {
 	size_t off = 0;
 	while (off < out.len) {
+		if (out_file) {
+			/* A file takes it whole, at once: no wait, no cap. */
+			ssize_t w = write(1, out.p + off, out.len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				exit(cats_tool_output_failed("stdout", errno));
+			off += (size_t)w;
+			continue;
+		}
 		if (!wait_fd(1, POLLOUT)) {
 			if (stop_count > 1)
 				die_by_signal();
