@@ -154,6 +154,7 @@ struct bind_counters {
 	uint64_t status_in[8];	/* status records by event */
 	uint64_t sent_install, sent_refresh, sent_remove, sent_error;
 	uint64_t repair_requests, resyncs, resync_bindings;
+	uint64_t net_downs, net_repairs;
 	uint64_t paths, paths_released, classes, clients, strings;
 	uint64_t restored, restore_refused;
 	uint64_t instance_failures;
@@ -198,6 +199,9 @@ int bind_status(struct bind_table *t, const struct cats_status *s,
 /* Metric records: withdrawn or failed instances fail their flows. */
 int bind_metric(struct bind_table *t, const struct cats_metric *m,
     uint64_t now);
+/* A net record taking a link or node down (up false): the active flows
+ * whose path uses it are repaired (a path request, as on path-down). */
+int bind_net(struct bind_table *t, const struct cats_net *nr, uint64_t now);
 /* The instance csci_id of the service cs_id (NULL: of any) is gone: its
  * flows fail or need a reconnect.  An instance is named by both: another
  * service's instance of the same CSCI-ID, another C-SMA's, is not touched. */

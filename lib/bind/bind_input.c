@@ -722,6 +722,78 @@ bind_metric(struct bind_table *t, const struct cats_metric *m, uint64_t now)
 	return BR_OK;
 }
 
+/* Does the path p use the link src -> dst (directed, as cats-pce keeps
+ * it) or, for src NULL, the node dst? */
+static bool
+path_uses(const struct bpath *p, const char *src, const char *dst)
+{
+	char w[BIND_PATH_NODES_MAX + 4];
+	size_t ls = src ? strlen(src) : 0, ld = strlen(dst);
+	if (p->nlen == 0 || ls + ld + 3 > sizeof(w))
+		return false;
+	size_t n = 0;
+	w[n++] = '\n';
+	if (src != NULL) {
+		memcpy(w + n, src, ls);
+		n += ls;
+		w[n++] = '\n';
+	}
+	memcpy(w + n, dst, ld);
+	n += ld;
+	w[n++] = '\n';
+	return memmem(p->nodes, p->nlen, w, n) != NULL;
+}
+
+/*
+ * A net record that takes a link or a node down (up false): every active
+ * binding whose path uses it is repaired as on a path-down status, a path
+ * request to the same egress (001: a topology update invalidates a path
+ * while the instance stays healthy; handled independently).  A bounded
+ * scan: the interned paths first (each once, however many flows share it),
+ * then the bindings only when a path was hit.
+ */
+int
+bind_net(struct bind_table *t, const struct cats_net *nr, uint64_t now)
+{
+	bind_tick(t, now);
+	if (!CATS_HAS(nr, NET, up) || nr->up)
+		return BR_OK;
+	const char *src = NULL, *dst = NULL;
+	if (nr->scope == CATS_NET_LINK && nr->src != NULL && nr->dst != NULL) {
+		src = nr->src;
+		dst = nr->dst;
+	} else if (nr->scope == CATS_NET_NODE && nr->node != NULL) {
+		dst = nr->node;
+	} else {
+		return BR_OK;
+	}
+	size_t hit = 0;
+	for (uint32_t i = 1; i < t->hpath.n; i++) {
+		struct bpath *p = t->hpath.v[i];
+		if (p != NULL && path_uses(p, src, dst)) {
+			p->mark = true;
+			hit++;
+		}
+	}
+	if (hit == 0)
+		return BR_OK;
+	t->k.net_downs++;
+	for (uint32_t i = 1; i < t->ents.top; i++) {
+		struct bent *e = ent(t, i);
+		if (e->state != S_ACTIVE || e->path == 0 ||
+		    (e->flags & F_REPAIR) || !path_of(t, e)->mark)
+			continue;
+		t->k.net_repairs++;
+		start_repair(t, e, now);
+	}
+	for (uint32_t i = 1; i < t->hpath.n; i++) {
+		struct bpath *p = t->hpath.v[i];
+		if (p != NULL)
+			p->mark = false;
+	}
+	return BR_OK;
+}
+
 int
 bind_input_kind(int type)
 {
@@ -733,6 +805,7 @@ bind_input_kind(int type)
 	case CATS_T_REQUEST:
 		return BIND_IN_TAKE;
 	case CATS_T_METRIC:
+	case CATS_T_NET:
 		return BIND_IN_BOTH;
 	default:
 		return BIND_IN_PASS;
@@ -755,6 +828,8 @@ bind_input(struct bind_table *t, const struct cats_rec *r, uint64_t now)
 		return bind_request(t, &r->u.request, now);
 	case CATS_T_METRIC:
 		return bind_metric(t, &r->u.metric, now);
+	case CATS_T_NET:
+		return bind_net(t, &r->u.net, now);
 	default:
 		return BR_OK;
 	}

@@ -99,6 +99,11 @@ struct bpath {
 	uint8_t encap, n, has;
 	struct cats_ip *sids;
 	uint64_t *labels;
+	/* The nodes of the path as "\nA\nB\n" (headend first), nlen 0: not
+	 * known; a net record taking a link or node down finds it by them. */
+	char *nodes;
+	uint16_t nlen;
+	bool mark;	/* bind_net(): a link or node of it went down */
 };
 
 /* What a path is interned by. */
@@ -108,6 +113,8 @@ struct pkey {
 	const uint64_t *labels;
 	struct cats_ip tunnel_dst;
 	uint64_t path_id, gen;
+	const char *nodes;	/* as in struct bpath */
+	uint16_t nlen;
 };
 
 /*
@@ -150,6 +157,9 @@ enum {
 };
 
 /* The timing wheel: W_SIZE buckets of W_GRAN ms (bind_index.c). */
+/* Longest node list kept of a path (bytes, "\nA\nB\n"). */
+#define BIND_PATH_NODES_MAX 1024
+
 #define W_BITS 13
 #define W_SIZE (1u << W_BITS)
 #define W_GRAN 16		/* ms per bucket */

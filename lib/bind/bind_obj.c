@@ -303,7 +303,10 @@ pkey_hash(const struct pkey *k)
 			n += 8;
 		}
 	}
-	return cats_hash(b, n);
+	uint64_t h = cats_hash(b, n);
+	if (k->nlen > 0)
+		h ^= cats_hash(k->nodes, k->nlen) * UINT64_C(0x9E3779B97F4A7C15);
+	return h;
 }
 
 static bool
@@ -313,7 +316,9 @@ path_eq(const void *item, const void *key)
 	const struct pkey *k = key;
 	if (p->encap != k->encap || p->n != k->n || p->has != k->has ||
 	    p->path_id != k->path_id || p->gen != k->gen ||
-	    memcmp(&p->tunnel_dst, &k->tunnel_dst, sizeof(k->tunnel_dst)) != 0)
+	    memcmp(&p->tunnel_dst, &k->tunnel_dst, sizeof(k->tunnel_dst)) != 0 ||
+	    p->nlen != k->nlen || (k->nlen > 0 &&
+	    memcmp(p->nodes, k->nodes, k->nlen) != 0))
 		return false;
 	if ((p->sids != NULL) != (k->sids != NULL))
 		return false;
@@ -360,7 +365,7 @@ bt_path_get(struct bind_table *t, const struct pkey *k)
 		return p->handle;
 	}
 	size_t extra = k->sids ? k->n * sizeof(struct cats_ip) : k->n * 8;
-	p = calloc(1, sizeof(*p) + extra);
+	p = calloc(1, sizeof(*p) + extra + k->nlen);
 	if (p == NULL)
 		return 0;
 	p->h = h;
@@ -377,6 +382,11 @@ bt_path_get(struct bind_table *t, const struct pkey *k)
 	} else if (k->n > 0) {
 		p->labels = (uint64_t *)(p + 1);
 		memcpy(p->labels, k->labels, extra);
+	}
+	if (k->nlen > 0) {
+		p->nodes = (char *)(p + 1) + extra;
+		memcpy(p->nodes, k->nodes, k->nlen);
+		p->nlen = k->nlen;
 	}
 	p->handle = bs_hvec_add(&t->hpath, p);
 	if (p->handle == 0 || cats_htab_put(&t->paths, h, p) < 0) {
@@ -400,7 +410,7 @@ bt_path_put(struct bind_table *t, uint32_t handle)
 	if (--p->refs > 0)
 		return;
 	struct pkey k = { p->encap, p->n, p->has, p->sids, p->labels,
-		p->tunnel_dst, p->path_id, p->gen };
+		p->tunnel_dst, p->path_id, p->gen, p->nodes, p->nlen };
 	cats_htab_del(&t->paths, p->h, path_eq, &k);
 	bs_hvec_del(&t->hpath, handle);
 	if (t->pcache[pkey_slot(&k)] == p)
@@ -591,6 +601,24 @@ bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 	if (CATS_HAS(r, PRP, gen)) {
 		k.gen = r->gen;
 		k.has |= P_GEN;
+	}
+	/* Its nodes, for bind_net(): "\nA\nB\n"; too long, not kept. */
+	char nodes[BIND_PATH_NODES_MAX];
+	size_t nl = 0;
+	for (size_t i = 0; i < r->path.n && nl != SIZE_MAX; i++) {
+		size_t l = strlen(r->path.v[i]);
+		if (nl + l + 2 > sizeof(nodes)) {
+			nl = SIZE_MAX;
+			break;
+		}
+		nodes[nl++] = '\n';
+		memcpy(nodes + nl, r->path.v[i], l);
+		nl += l;
+	}
+	if (nl != SIZE_MAX && nl > 0) {
+		nodes[nl++] = '\n';
+		k.nodes = nodes;
+		k.nlen = (uint16_t)nl;
 	}
 	*handle = bt_path_get(t, &k);
 	return *handle ? BR_OK : BR_NOMEM;

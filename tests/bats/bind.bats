@@ -305,3 +305,26 @@ all_whole() {
 	has "$W/out.jsonl" '.type == "stats" and .tool == "cats-bind" and
 	    .counters["auth.refused"] == 2 and .counters.resyncs == 1'
 }
+
+@test "cats-bind: a net record taking a link down re-paths its flows; no path left: repair-failed" {
+	# Flow 1 over IF-1 A EF-1, flow 2 over IF-1 C EF-2; link A->EF-1
+	# down: flow 1 asked again (same instance), the reply over B is a
+	# refresh, version 2; node B down: asked again, no path: it fails.
+	enc "$DATA/bind/net.jsonl" | cats-bind --replay -q --commit none \
+	    --stats | dec >"$W/out"
+	[ "$(jq -c 'select(.type == "path-req")' "$W/out" | wc -l)" -eq 2 ]
+	has "$W/out" '.type == "path-req" and .txn == 1 and .endpoint ==
+	    "EF-1" and .decision.csci_id == "X"'
+	! has "$W/out" '.type == "path-req" and .txn == 2'
+	has "$W/out" '.type == "binding" and .op == "refresh" and .id == 1 and
+	    .version == 2 and .csci_id == "X" and .path_id == 2 and
+	    .fwd.sids == ["fc00:b::1", "fc00:1::1"]'
+	has "$W/out" '.type == "error" and .txn == 1 and .code ==
+	    "repair-failed" and .msg == "repair: no-path"'
+	! has "$W/out" '.type == "binding" and .id == 2 and .op != "install"'
+	has "$W/out" '.type == "stats" and (.counters | .["net.downs"] == 2 and
+	    .["net.repairs"] == 2 and .["repair.requests"] == 2 and
+	    .repaired == 1 and .["fail.repair-failed"] == 1 and .bindings == 1)'
+	# The net records are passed on (to whoever is after cats-bind).
+	[ "$(jq -c 'select(.type == "net")' "$W/out" | wc -l)" -eq 2 ]
+}
