@@ -20,7 +20,8 @@ teardown() {
 # The live service of these tests: select with a forwarder listener (no
 # auth), pce, bind with no forwarders; control input on a fifo held open.
 start_live() {
-	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
+	: "${TOPO:=$EX/topology.json}"
+	sh "$EX/nst-from-tedb.sh" "$TOPO" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
 	cat >"$T/cps.conf" <<EOF
 id = cps-test
 stats-to = file:$T/stats.cbor
@@ -32,7 +33,7 @@ net = $T/nst.jsonl
 listen = unix:$T/select.sock
 state = $T/select.state
 [pce]
-t = $EX/topology.json
+t = $TOPO
 [bind]
 commit = none
 listen = unix:$T/bind.sock
@@ -241,4 +242,47 @@ EOF
 	kill "$(cat "$T/cps.pid")"
 	wait "$(cat "$T/cps.pid")"
 	rm -f "$T/cps.pid"
+}
+
+# examples/topology.json with a second way to EF-1: IF-1 ALT EF-1.
+two_paths() {
+	jq '.nodes += [{id: "ALT", name: "second core", router_id:
+	    "2001:db8:fe::1", srv6_locator: "2001:db8:fe::/48", srv6_sid:
+	    "2001:db8:fe::1", caps: ["ip", "srv6"]}] | .links += [{id:
+	    "if1-alt", src: "IF-1", dst: "ALT", igp_metric: 20, delay_us: 900,
+	    max_bw: 10000000000}, {id: "alt-ef1", src: "ALT", dst: "EF-1",
+	    igp_metric: 20, delay_us: 1500, max_bw: 10000000000}]' \
+	    "$EX/topology.json" >"$T/topo2.json"
+}
+link_down() {
+	jq -nc --argjson now "$(date +%s%3N)" --arg s "$1" --arg d "$2" \
+	    '{type: "net", scope: "link", ts: $now, src: $s, dst: $d,
+	    up: false}' | cats-cbor encode
+}
+
+@test "cats-cps: a net record taking a link of a flow's path down: re-pathed, same instance; none left: repair-failed" {
+	two_paths
+	TOPO=$T/topo2.json start_live
+	metric >"$T/in"
+	request 1
+	wait_for 30 bound 1
+	p1=$(cats-cbor decode "$T/out.cbor" | jq -r 'select(.type == "binding"
+	    and .id == 1) | .path_id')
+	# cats-pce applies it first (the service's stages in a line), then
+	# cats-bind asks it again for a path to the same egress.
+	link_down CORE EF-1 >"$T/in"
+	wait_for 50 out_has 'select(.type == "binding" and .op == "refresh" and
+	    .id == 1 and .version == 2)'
+	# The same instance, another path (its id is of the nodes it takes).
+	out_has "select(.type == \"binding\" and .op == \"refresh\" and
+	    .id == 1 and .path_id != $p1 and .csci_id == \"198.51.100.11:80\")"
+	link_down ALT EF-1 >"$T/in"
+	wait_for 50 out_has 'select(.type == "error" and .txn == 1 and .code ==
+	    "repair-failed")'
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"repairs.routed\"] == 2'"
+	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters |
+	    .["bind.repaired"] == 1 and .["bind.net.repairs"] == 2 and
+	    .["bind.fail.repair-failed"] == 1'
+	! out_has 'select(.type == "path-req")'
 }

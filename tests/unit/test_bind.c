@@ -312,14 +312,14 @@ test_conf_and_input(void)
 	T_OK(bind_input_kind(CATS_T_PATH_REP) == BIND_IN_TAKE &&
 	    bind_input_kind(CATS_T_STATUS) == BIND_IN_TAKE &&
 	    bind_input_kind(CATS_T_METRIC) == BIND_IN_BOTH &&
-	    bind_input_kind(CATS_T_NET) == BIND_IN_PASS &&
+	    bind_input_kind(CATS_T_NET) == BIND_IN_BOTH &&
 	    bind_input_kind(CATS_T_BINDING) == BIND_IN_PASS,
-	    "inputs: taken, taken and passed on (metrics), passed on");
+	    "inputs: taken, taken and passed on (metrics, net), passed on");
 	struct bind_table *t = table(BIND_COMMIT_BOTH);
 	T_OK(bind_input(t, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1,"
 	    "\"src\":\"P1\",\"dst\":\"P2\",\"up\":false}"), 1000) == BR_OK &&
 	    nsent == 0 && ntraces == 0 && bind_count(t) == 0,
-	    "a record the table does not take changes nothing");
+	    "a link down on an empty table changes nothing");
 	bind_free(t);
 	struct bind_trace tr = { 5, 7, 9, ACTIVE, DRAINING, "expiry", BR_IDLE,
 		false };
@@ -332,6 +332,66 @@ test_conf_and_input(void)
 	bind_trace_fmt(&tr, line, sizeof(line));
 	T_OK(strcmp(line, "txn=7 id=9 refused ACTIVE -> DRAINING (expiry)") ==
 	    0, "a refused one: %s", line);
+}
+
+/* A reply over the nodes path (JSON array text), path_id pid. */
+static struct cats_rec *
+rep_over(uint64_t txn, unsigned sport, uint64_t ts, const char *path,
+    unsigned pid)
+{
+	return J("{\"type\":\"path-rep\",\"txn\":%" PRIu64 ",\"ts\":%" PRIu64
+	    ",\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-2\","
+	    "\"dataplane\":\"ip\",\"path\":%s,\"path_id\":%u,\"decision\":"
+	    DECISION("B", "") ",\"flow\":{\"proto\":6,\"src\":\"192.0.2.10\","
+	    "\"sport\":%u,\"dst\":\"192.0.2.100\",\"dport\":443},"
+	    "\"ingress\":\"IF-1\",\"deadline\":%" PRIu64 "}", txn, ts, path, pid,
+	    sport, ts + 2000);
+}
+
+static void
+test_net_repair(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_NONE);
+	feed(t, 1000, rep_over(1, 51001, 1000, "[\"IF-1\",\"P-1\",\"EF-2\"]",
+	    1));
+	feed(t, 1000, rep_over(2, 51002, 1000, "[\"IF-1\",\"P-2\",\"EF-2\"]",
+	    2));
+	feed(t, 1000, rep_over(3, 51003, 1000, "[\"IF-1\",\"P-1\",\"EF-2\"]",
+	    1));
+	T_OK(bind_count(t) == 3 && bind_counters(t)->paths == 2,
+	    "three flows over two paths");
+	reset_io();
+	feed(t, 1100, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1100,"
+	    "\"src\":\"EF-2\",\"dst\":\"P-1\",\"up\":false}"));
+	feed(t, 1100, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1100,"
+	    "\"src\":\"P-1\",\"dst\":\"EF-2\",\"delay_us\":9}"));
+	feed(t, 1100, J("{\"type\":\"net\",\"scope\":\"node\",\"ts\":1100,"
+	    "\"node\":\"P\",\"up\":false}"));
+	T_OK(nsent == 0 && bind_counters(t)->net_downs == 0,
+	    "the other direction, no up, a node prefix: no repair");
+	feed(t, 1200, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1200,"
+	    "\"src\":\"P-1\",\"dst\":\"EF-2\",\"up\":false}"));
+	T_OK(count_sent(CATS_T_PATH_REQ, -1, "-") == 2 &&
+	    bind_counters(t)->net_repairs == 2 &&
+	    bind_counters(t)->repair_requests == 2,
+	    "the link down: both flows over it asked again, not the third");
+	feed(t, 1250, J("{\"type\":\"net\",\"scope\":\"node\",\"ts\":1250,"
+	    "\"node\":\"P-1\",\"up\":false}"));
+	T_OK(count_sent(CATS_T_PATH_REQ, -1, "-") == 2,
+	    "a repair under way is not asked again");
+	feed(t, 1300, rep_over(1, 51001, 1300, "[\"IF-1\",\"P-2\",\"EF-2\"]",
+	    2));
+	struct bind_info in;
+	T_OK(bind_get(t, 1, &in) == 0 && in.state == ACTIVE &&
+	    in.version == 2 && !in.repairing && bind_counters(t)->paths == 2,
+	    "repaired over the other path (shared), version 2");
+	reset_io();
+	feed(t, 1400, J("{\"type\":\"net\",\"scope\":\"node\",\"ts\":1400,"
+	    "\"node\":\"P-2\",\"up\":false}"));
+	T_OK(count_sent(CATS_T_PATH_REQ, -1, "-") == 2,
+	    "a node down: the flows through it asked again");
+	check(t, "net repairs");
+	bind_free(t);
 }
 
 static void
@@ -1686,6 +1746,7 @@ main(void)
 	test_edges();
 	test_conf_and_input();
 	test_absent_pending_ds();
+	test_net_repair();
 	test_ready_active_both();
 	test_commit_ingress_and_none();
 	test_failures_before_active();
