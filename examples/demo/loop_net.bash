@@ -322,12 +322,15 @@ loop_select_opts() {
 		"--listen=unix:$LOOP_DIR/select.sock" \
 		"--audit=file:$LOOP_DIR/log/select.audit" \
 		"--stats-to=file:$LOOP_DIR/select.stats" \
-		"--state=$LOOP_DIR/select.state" \
+		"--state=$LOOP_DIR/select.state" $(loop_prom select | tr ' ' =) \
 		$(loop_northbound select-args | sed 's/--\([a-z-]*\) /--\1=/g')
 }
-loop_pce_opts() { printf '%s\n' "-t" "$LOOP_EX/topology.json"; }
+loop_pce_opts() {
+	printf '%s\n' "-t" "$LOOP_EX/topology.json" $(loop_prom pce | tr ' ' =)
+}
 loop_bind_opts() {
 	printf '%s\n' --id=cats-bind "--journal=$LOOP_DIR/journal" \
+		$(loop_prom bind | tr ' ' =) \
 		"--listen=unix:$LOOP_DIR/bind.sock" \
 		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
 		"--trace=$LOOP_DIR/bind.trace" --idle=30s
