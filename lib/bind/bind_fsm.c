@@ -550,7 +550,6 @@ fire(struct bind_table *t, struct bent *e, uint64_t now)
 		} else if (e->flags & F_REPAIR) {
 			snprintf(t->msg, sizeof(t->msg), "no repair path "
 			    "before the deadline");
-			t->k.instance_failures++;
 			bt_fail(t, e, (c->k.has & K_ONFAIL) && c->k.on_failure ==
 			    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED,
 			    BR_REPAIR_FAILED, false, now);

@@ -319,14 +319,12 @@ repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
 	if (r->status != CATS_PATH_OK) {
 		snprintf(t->msg, sizeof(t->msg), "repair: %s",
 		    r->reason ? r->reason : "no path");
-		t->k.instance_failures++;
 		bt_fail(t, e, on, BR_REPAIR_FAILED, false, now);
 		return BR_OK;
 	}
 	uint32_t p;
 	int rc = bt_path_from_rep(t, r, &p);
 	if (rc != BR_OK) {
-		t->k.instance_failures++;
 		bt_fail(t, e, on, BR_REPAIR_FAILED, false, now);
 		return refuse(t, rc);
 	}
@@ -498,7 +496,6 @@ start_repair(struct bind_table *t, struct bent *e, uint64_t now)
 		return;
 	if (find_txn(t, e->txn) != NULL) {
 		/* The txn id is in use by another flow: no repair possible. */
-		t->k.instance_failures++;
 		bt_fail(t, e, (c->k.has & K_ONFAIL) && c->k.on_failure ==
 		    CATS_ONFAIL_RECONNECT ? S_RECONNECT : S_FAILED,
 		    BR_REPAIR_FAILED, false, now);
