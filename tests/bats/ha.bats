@@ -84,7 +84,8 @@ out_bindings_are() { [ "$(cats-cbor decode <"$1" | jq -c 'select(.type == "bindi
 epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 
 @test "ha: --help shows --etcd; --etcd with --journal is refused" {
-	cats-bind --help | grep -q -- "--etcd urls"
+	cats-bind --help >"$W/help.txt"
+	grep -q -- "--etcd urls" "$W/help.txt"
 	run cats-bind --etcd "$ETCD" --journal "$W/j"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"not in a --journal"* ]]

@@ -51,7 +51,8 @@ every_counter() {
 	for t in cats-sma cats-select cats-pce cats-bind cats-fwd cats-sci \
 	    cats-cps; do
 		check_synopsis "$t"
-		"$t" --help | grep -q -- '--prometheus\|-P endpoint'
+		"$t" --help >"$BATS_TEST_TMPDIR/help.txt"
+		grep -q -- '--prometheus\|-P endpoint' "$BATS_TEST_TMPDIR/help.txt"
 	done
 }
 

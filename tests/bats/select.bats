@@ -233,7 +233,9 @@ run_case() {
 	[ "${lines[0]%% *}" = "usage:" ]
 	check_synopsis cats-select
 	# Each option is described under OPTIONS (.B or .BI).
-	cats-select --help | sed '/^$/q' | grep -o -- '--[a-z-]*' | sort -u >"$TMP/help"
+	# Read whole: a reader that quits early makes --help's write fail (74).
+	cats-select --help >"$TMP/help.txt"
+	sed '/^$/q' "$TMP/help.txt" | grep -o -- '--[a-z-]*' | sort -u >"$TMP/help"
 	sed 's/\\-/-/g' "$TOP/man/cats-select.1" >"$TMP/page"
 	for opt in $(cat "$TMP/help"); do
 		grep -qE "^\\.BI? $opt( |\$)" "$TMP/page" ||
