@@ -33,6 +33,9 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
 	dpkg-dev fakeroot gnuplot-nox etcd-server etcd-client
 
+# The builds inside check, fuzz, bench and demo use every core (JOBS=1: one).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 CC ?= cc
 ifeq ($(SAN),1)
 BUILD ?= build-san
@@ -150,11 +153,11 @@ deps:
 	@sh tests/deps.sh $(DEB_PACKAGES)
 
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BUILD=$(BUILD) sh tests/run.sh
 
 check-unit: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BUILD=$(BUILD) UNIT_ONLY=1 sh tests/run.sh
 
 # libFuzzer targets are built with clang, ASan and UBSan, in build-fuzz/.
@@ -173,16 +176,16 @@ $(FUZZ_BUILD)/libcats.a: $(FUZZ_LIB_OBJ)
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/libcats.a
 	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 fuzz-build: deps
-	@$(MAKE) --no-print-directory $(FUZZERS)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZERS)
 fuzz: fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh fuzz/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCHES)
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BENCHES)
 	@BUILD=$(BUILD) sh bench/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BUILD=$(BUILD) bash examples/demo/demo.sh
 
 install: $(BINS)
