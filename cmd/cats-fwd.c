@@ -252,20 +252,27 @@ need_port(const char *spec, int role)
 	return pt;
 }
 
+/* One more endpoint of --select or --bind (repeatable: the C-PS's instances). */
 static void
-need_chan(struct cats_chan *c, const char *spec)
+add_chan(struct cats_chan *c, const char *opt, const char *spec)
 {
 	char err[320];
+	if (cats_chan_add(c, spec, err, sizeof(err)) < 0) {
+		cats_errorx("%s: %s", opt, err);
+		exit(CATS_EXIT_USAGE);
+	}
+}
+
+static void
+need_chan(struct cats_chan *c)
+{
 	c->w = &fw;
 	c->base = base;
 	c->key = has_key ? &key : NULL;
 	c->peers = has_peers ? &peers : NULL;
 	c->dec = &ctl_dec;
 	c->now = cats_clock_now;
-	if (cats_chan_open(c, spec, err, sizeof(err)) < 0) {
-		cats_errorx("%s", err);
-		exit(CATS_EXIT_USAGE);
-	}
+	cats_chan_start(c);
 }
 
 enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
@@ -376,9 +383,12 @@ main(int argc, char **argv)
 			break;
 		case O_SELECT:
 			select_ep = optarg;
+			add_chan(&ch_select, "--select", optarg);
 			break;
 		case O_BIND:
-			cf.bind_ep = optarg;
+			if (cf.bind_ep == NULL)
+				cf.bind_ep = optarg;
+			add_chan(&ch_bind, "--bind", optarg);
 			break;
 		case O_KEY:
 			keyfile = optarg;
@@ -687,9 +697,9 @@ main(int argc, char **argv)
 	}
 	cats_fwdp_start(&fw, sync_ms, cats_clock_now());
 	if (select_ep != NULL)
-		need_chan(&ch_select, select_ep);
+		need_chan(&ch_select);
 	if (cf.bind_ep != NULL)
-		need_chan(&ch_bind, cf.bind_ep);
+		need_chan(&ch_bind);
 
 	struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
 	struct timeval tv = { 0, 100000 };

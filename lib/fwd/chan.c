@@ -67,21 +67,50 @@ on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	cats_warnx("%s: %s", c->name, cats_err_fmt(e, index, msg, sizeof(msg)));
 }
 
+void
+cats_chan_rot_init(struct cats_chan_rot *r, unsigned n)
+{
+	memset(r, 0, sizeof(*r));
+	r->n = n > 0 ? n : 1;
+	r->retry_ms = 100;
+	r->last_up = r->n;
+}
+
 /*
  * Try again soon: 100 ms after a connection ended or a connect failed,
  * 100 ms more for each failure after it up to a second, so that a C-PS stage
  * restarted by cats-cps is reached again within its restart, and one that
- * stays down is asked once a second.
+ * stays down is asked once a second.  Each try is of the next endpoint:
+ * after a failover the new owner is reached within a round of the list.
  */
+unsigned
+cats_chan_rot_fail(struct cats_chan_rot *r)
+{
+	if (r->retry_ms < 100)
+		r->retry_ms = 100;
+	unsigned ms = r->retry_ms;
+	if ((r->retry_ms += 100) > 1000)
+		r->retry_ms = 1000;
+	r->cur = (r->cur + 1) % r->n;
+	r->fails++;
+	return ms;
+}
+
+void
+cats_chan_rot_up(struct cats_chan_rot *r)
+{
+	r->retry_ms = 100;
+	if (r->last_up != r->n && r->last_up != r->cur)
+		r->switches++;
+	r->last_up = r->cur;
+}
+
 static void
 retry_later(struct cats_chan *c)
 {
-	if (c->retry_ms < 100)
-		c->retry_ms = 100;
-	struct timeval tv = { c->retry_ms / 1000, (c->retry_ms % 1000) * 1000 };
+	unsigned ms = cats_chan_rot_fail(&c->rot);
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	evtimer_add(c->retry, &tv);
-	if ((c->retry_ms += 100) > 1000)
-		c->retry_ms = 1000;
 }
 
 static void
@@ -107,14 +136,19 @@ on_eof(struct cats_stream *s, int error, void *arg)
 static void
 chan_connect(struct cats_chan *c)
 {
-	char err[256];
-	int fd = cats_ep_open(&c->ep, true, err, sizeof(err));
+	char err[256], eps[4400];
+	const struct cats_ep *ep = &c->ep[c->rot.cur];
+	int fd = cats_ep_open(ep, true, err, sizeof(err));
 	if (fd < 0) {
-		cats_warnx("%s: %s (retrying)", c->name, err);
+		cats_warnx("%s: %s (retrying%s)", c->name, err,
+		    c->nep > 1 ? " the next endpoint" : "");
 		retry_later(c);
 		return;
 	}
-	c->retry_ms = 100;
+	if (c->nep > 1)
+		cats_info("%s: connected to %s", c->name,
+		    cats_ep_str(ep, eps, sizeof(eps)));
+	cats_chan_rot_up(&c->rot);
 	static const struct cats_stream_cbs cbs = { .item = on_item,
 		.bad = on_bad, .eof = on_eof };
 	c->s = cats_stream_new(c->base, fd, fd, c->dgram, NULL, 0, &cbs, c);
@@ -131,24 +165,42 @@ chan_connect(struct cats_chan *c)
 }
 
 int
-cats_chan_open(struct cats_chan *c, const char *spec, char *err,
+cats_chan_add(struct cats_chan *c, const char *spec, char *err,
     size_t errlen)
 {
 	char e[256];
-	if (cats_ep_parse(spec, &c->ep, e, sizeof(e)) < 0) {
+	if (c->nep == CATS_CHAN_EPS) {
+		snprintf(err, errlen, "%s: more than %d endpoints for one "
+		    "channel", spec, CATS_CHAN_EPS);
+		return -1;
+	}
+	struct cats_ep *ep = &c->ep[c->nep];
+	if (cats_ep_parse(spec, ep, e, sizeof(e)) < 0) {
 		snprintf(err, errlen, "%s: %s", spec, e);
 		return -1;
 	}
-	if (c->ep.kind != CATS_EP_TCP && c->ep.kind != CATS_EP_UNIX &&
-	    c->ep.kind != CATS_EP_UDP) {
+	if (ep->kind != CATS_EP_TCP && ep->kind != CATS_EP_UNIX &&
+	    ep->kind != CATS_EP_UDP) {
 		snprintf(err, errlen, "%s: a control channel is tcp:, unix: or "
 		    "udp:", spec);
 		return -1;
 	}
-	c->dgram = cats_ep_is_dgram(&c->ep);
+	if (c->nep > 0 && cats_ep_is_dgram(ep) != c->dgram) {
+		snprintf(err, errlen, "%s: stream and datagram endpoints in "
+		    "one channel", spec);
+		return -1;
+	}
+	c->dgram = cats_ep_is_dgram(ep);
+	c->nep++;
+	return 0;
+}
+
+void
+cats_chan_start(struct cats_chan *c)
+{
+	cats_chan_rot_init(&c->rot, c->nep);
 	c->retry = evtimer_new(c->base, on_retry, c);
 	chan_connect(c);
-	return 0;
 }
 
 void

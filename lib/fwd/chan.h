@@ -1,8 +1,15 @@
 /*
  * chan.h - the control channels of a CATS-Forwarder: to the C-PS (requests
  * out, errors in) and to the binding manager (bindings in, statuses out),
- * each a tcp:, unix: or udp: endpoint (ep.h) reconnected every second while
- * it is down.
+ * each one or more tcp:, unix: or udp: endpoints (ep.h, up to CATS_CHAN_EPS)
+ * reconnected while it is down.
+ *
+ * Several endpoints are the instances of a redundant C-PS, of which only the
+ * owner listens (cats-bind(1), REDUNDANCY): the channel connects to the
+ * first, stays on whichever answers, and when a connect fails or a
+ * connection ends tries the next one, round the list, 100 ms later, 100 ms
+ * more for each failure after it up to a second (cats_chan_rot_fail()).  It
+ * prefers none: it never leaves an endpoint that works.
  *
  * On a stream socket, records sent while handling a batch (requests for a
  * ring's worth of new flows, statuses for the bindings of one read) are
@@ -24,6 +31,28 @@
 #include "rec/seq.h"
 #include "sec/crypto.h"
 
+#define CATS_CHAN_EPS 8
+
+/* Which endpoint to try and when; pure, so that the rotation is tested. */
+struct cats_chan_rot {
+	unsigned n;			/* endpoints, 1 to CATS_CHAN_EPS */
+	unsigned cur;			/* the one tried or connected */
+	unsigned retry_ms;		/* the next retry's delay: 100 ms, +100 to 1 s */
+	uint64_t fails;			/* connects failed and connections lost */
+	uint64_t switches;		/* connections made to another endpoint */
+	unsigned last_up;		/* the endpoint last connected (n: none) */
+};
+
+/*
+ * A connect to cur failed, or the connection to it ended: move to the next
+ * endpoint and return the delay (ms) before trying it.
+ */
+unsigned cats_chan_rot_fail(struct cats_chan_rot *r);
+/* The connect to cur succeeded: the next failure waits 100 ms again. */
+void cats_chan_rot_up(struct cats_chan_rot *r);
+/* n endpoints, none tried. */
+void cats_chan_rot_init(struct cats_chan_rot *r, unsigned n);
+
 struct cats_chan {
 	const char *name;		/* "select", "bind" */
 	bool is_bind;
@@ -33,20 +62,26 @@ struct cats_chan {
 	const struct cats_keyring *peers;	/* verify with, or NULL */
 	struct cats_dec *dec;		/* records in are decoded into */
 	uint64_t (*now)(void);		/* the clock (cats_clock_now) */
-	struct cats_ep ep;
+	struct cats_ep ep[CATS_CHAN_EPS];
+	unsigned nep;
+	struct cats_chan_rot rot;
 	struct cats_stream *s;		/* NULL while down */
 	struct event *retry;
-	unsigned retry_ms;		/* the next retry's delay: 100 ms, +100 to 1 s */
 	bool dgram;
 };
 
 /*
- * Parse spec and connect (or schedule a retry).  The caller sets name,
- * is_bind, w, base, key, peers, dec and now first.  -1 with err for a spec that
- * is no control channel.
+ * Parse spec, one more endpoint of the channel.  -1 with err for a spec
+ * that is no control channel, one of another kind than the first (stream
+ * and datagram do not mix) or one too many.
  */
-int cats_chan_open(struct cats_chan *c, const char *spec, char *err,
+int cats_chan_add(struct cats_chan *c, const char *spec, char *err,
     size_t errlen);
+/*
+ * Connect to the first endpoint (or schedule a retry).  The caller sets
+ * name, is_bind, w, base, key, peers, dec and now first.
+ */
+void cats_chan_start(struct cats_chan *c);
 /* Send a record (signed when there is a key); -1 when the channel is down. */
 int cats_chan_send(struct cats_chan *c, struct cats_rec *r);
 /* Write all the stream batched and queued, blocking (at exit). */

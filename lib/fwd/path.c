@@ -1302,6 +1302,11 @@ on_binding(struct cats_fwdp *w, const struct cats_binding *b, uint64_t now)
 		w->ctr[CATS_FC_bindings_refused]++;
 		cats_warnx("binding %" PRIu64 ": refused: %s", b->id,
 		    cats_fwd_reason_names[r]);
+		/* An older owner still sending: split forwarding prevented. */
+		if (r == CATS_FR_FENCED)
+			cats_audit("fenced", "binding=%" PRIu64 " epoch=%"
+			    PRIu64 " highest=%" PRIu64, b->id, b->epoch,
+			    w->tab.epoch_max);
 		send_status(w, NULL, CATS_EV_FAILED, cats_fwd_reason_names[r],
 		    b->id, b->epoch, now);
 		return;
