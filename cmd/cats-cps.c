@@ -15,6 +15,7 @@
 #include "base/tool.h"
 #include "cps/cps.h"
 #include "net/metrics.h"
+#include "net/tls.h"
 
 /* usage_text: the SYNOPSIS and OPTIONS of cats-cps(1). */
 #include "cats-cps.help.h"
@@ -45,13 +46,14 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ "stats-to", required_argument, NULL, 'O' },
 		{ "tap", required_argument, NULL, 'a' },
 		{ "textfile", required_argument, NULL, 'T' },
+		CATS_TLS_LONGOPTS,
 		{ "to", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *log = NULL;
-	const char *set[10][2];
+	const char *set[16][2];
 	size_t nset = 0;
 	bool standby = false;
 	int ch, rc, verbose = 1;
@@ -81,6 +83,11 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 			cats_tool_version();
 			return CATS_EXIT_OK;
 		case 'v': verbose++; break;
+		/* The stages' TLS files (and the parent's --prometheus). */
+		case CATS_TLS_OPT_CA: key = "tls-ca"; break;
+		case CATS_TLS_OPT_CERT: key = "tls-cert"; break;
+		case CATS_TLS_OPT_CRL: key = "tls-crl"; break;
+		case CATS_TLS_OPT_KEY: key = "tls-key"; break;
 		default:
 			cats_opt_refused(ch, argv);
 		}
@@ -137,6 +144,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 	rc = cps_end(p);
 	cats_metrics_free(prom);
 	cps_free(p);
+	cats_tls_free();
 	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++)
 		if (sev[i] != NULL)
 			event_free(sev[i]);

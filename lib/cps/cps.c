@@ -22,9 +22,15 @@
 #include "base/stats.h"
 #include "cps/cps.h"
 #include "net/ep.h"
+#include "net/tls.h"
 #include "rec/seq.h"
 
 const char *const cps_stage_names[CPS_NSTAGE] = { "select", "pce", "bind" };
+const char *const cps_tls_keys[CPS_NTLS] = { "tls-cert", "tls-key", "tls-ca",
+	"tls-crl" };
+/* Their option codes (net/tls.h), in the same order. */
+static const int tls_codes[CPS_NTLS] = { CATS_TLS_OPT_CERT, CATS_TLS_OPT_KEY,
+	CATS_TLS_OPT_CA, CATS_TLS_OPT_CRL };
 
 #define PENDING_MAX (16u << 20)	/* bytes waiting for a stage that is down */
 #define BACKOFF_MIN 100		/* ms */
@@ -127,6 +133,16 @@ cps_conf_set(struct cps_conf *c, const char *key, const char *val, char *err,
 		if (cats_parse_ms(val, &c->stats_ms, err, errlen) < 0)
 			return -1;
 	} else {
+		for (int i = 0; i < CPS_NTLS; i++) {
+			if (strcmp(key, cps_tls_keys[i]) != 0)
+				continue;
+			if (*val == '\0') {
+				snprintf(err, errlen, "a file name");
+				return -1;
+			}
+			c->tls[i] = val;
+			return 0;
+		}
 		snprintf(err, errlen, "unknown key");
 		return -1;
 	}
@@ -187,6 +203,15 @@ cps_conf_load(struct cps_conf *c, const char *path)
 int
 cps_conf_finish(struct cps_conf *c)
 {
+	bool tls = false;
+	for (int i = 0; i < CPS_NTLS; i++)
+		if (c->tls[i] != NULL) {
+			cats_tls_opt(tls_codes[i], c->tls[i]);
+			tls = true;
+		}
+	int rc;
+	if (tls && (rc = cats_tls_setup()) != 0)
+		return rc;
 	if (c->bin != NULL)
 		return CATS_EXIT_OK;
 	ssize_t n = readlink("/proc/self/exe", c->binbuf,
@@ -872,11 +897,13 @@ cps_signal(struct cps *p, int sig)
 {
 	switch (sig) {
 	case SIGHUP:
-		/* cats-bind has no reload: its configuration is its options. */
+		/* select and pce read their files again, every stage its TLS
+		 * files (cats-bind has nothing else to reload). */
 		for (int i = 0; i < CPS_NSTAGE; i++)
-			if (i != CPS_BIND && p->st[i].pid != 0)
+			if (p->st[i].pid != 0)
 				kill(p->st[i].pid, SIGHUP);
-		cats_info("reload: SIGHUP to select and pce");
+		cats_tls_reload();
+		cats_info("reload: SIGHUP to every stage");
 		break;
 	case SIGUSR2:
 		if (p->st[CPS_SELECT].pid != 0)
@@ -906,15 +933,30 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 		s->fd = -1;
 		cats_dec_init(&s->dec, &cats_limits_default);
 		s->timer = evtimer_new(base, on_restart, s);
-		s->argv = calloc(c->nargs[i] + 2, sizeof(char *));
+		s->argv = calloc(CPS_NTLS + c->nargs[i] + 2, sizeof(char *));
 		if (s->timer == NULL || s->argv == NULL ||
 		    asprintf(&s->argv[0], "%s/cats-%s", c->bin,
 		    cps_stage_names[i]) < 0) {
 			cats_errorx("out of memory");
 			return CATS_EXIT_FAIL;
 		}
+		/* The service's TLS files first: the section's own after
+		 * them win (the last of an option is the one taken). */
+		size_t k0 = 1;
+		for (int t = 0; t < CPS_NTLS; t++) {
+			if (c->tls[t] == NULL)
+				continue;
+			if (asprintf(&s->argv[k0], "--%s=%s", cps_tls_keys[t],
+			    c->tls[t]) < 0) {
+				s->argv[k0] = NULL;
+				cats_errorx("out of memory");
+				return CATS_EXIT_FAIL;
+			}
+			k0++;
+		}
+		s->ntls = k0 - 1;
 		for (size_t k = 0; k < c->nargs[i]; k++)
-			s->argv[k + 1] = c->args[i][k];
+			s->argv[k0 + k] = c->args[i][k];
 		if (access(s->argv[0], X_OK) < 0) {
 			cats_errorx("stage %s: %s: %s", cps_stage_names[i],
 			    s->argv[0], strerror(errno));
@@ -1002,7 +1044,8 @@ cps_free(struct cps *p)
 		if (s->timer != NULL)
 			event_free(s->timer);
 		if (s->argv != NULL)
-			free(s->argv[0]);
+			for (size_t k = 0; k <= s->ntls; k++)
+				free(s->argv[k]);
 		free(s->argv);
 		cats_dec_free(&s->dec);
 		cats_buf_free(&s->pending);

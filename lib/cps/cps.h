@@ -46,6 +46,10 @@ struct cats_stream;
 
 enum { CPS_SELECT, CPS_PCE, CPS_BIND, CPS_NSTAGE };
 
+/* The TLS keys of the service (tls-cert, tls-key, tls-ca, tls-crl). */
+enum { CPS_TLS_CERT, CPS_TLS_KEY, CPS_TLS_CA, CPS_TLS_CRL, CPS_NTLS };
+extern const char *const cps_tls_keys[CPS_NTLS];
+
 /* The stages' names ("select", "pce", "bind"). */
 extern const char *const cps_stage_names[CPS_NSTAGE];
 
@@ -58,6 +62,10 @@ struct cps_conf {
 	const char *tap;	/* a copy of pce's output; NULL: none */
 	const char *prometheus;	/* /metrics endpoint (net/metrics.h); NULL */
 	uint64_t stats_ms;	/* stats interval; 0: on SIGUSR1 only */
+	/* The TLS files of every stage (net/tls.h), by CPS_TLS_*; NULL: none.
+	 * They come first in each stage's arguments: its section may
+	 * override them. */
+	const char *tls[CPS_NTLS];
 	/* Each stage's arguments after its name, from its section. */
 	char **args[CPS_NSTAGE];
 	size_t nargs[CPS_NSTAGE];
@@ -72,17 +80,23 @@ int cps_conf_load(struct cps_conf *c, const char *path);
 int cps_conf_parse(struct cps_conf *c, const char *name, const char *text,
     size_t len, char *err, size_t errlen);
 /* One top-level key from the command line (id, bin, to, stats-to, tap,
- * textfile, stats-interval): 0, or -1 with the reason in err. */
+ * textfile, stats-interval, prometheus, tls-cert, tls-key, tls-ca,
+ * tls-crl): 0, or -1 with the reason in err. */
 int cps_conf_set(struct cps_conf *c, const char *key, const char *val,
     char *err, size_t errlen);
-/* The bin directory found (the directory of /proc/self/exe). */
+/*
+ * The bin directory found (the directory of /proc/self/exe); the TLS
+ * files read for the parent's own listener (--prometheus https://) and
+ * checked before any stage starts (77 if refused).
+ */
 int cps_conf_finish(struct cps_conf *c);
 void cps_conf_free(struct cps_conf *c);
 
 struct cps_stage {
 	int which;		/* CPS_SELECT ... */
 	struct cps *p;
-	char **argv;		/* path, args, NULL */
+	char **argv;		/* path, the TLS options, args, NULL */
+	size_t ntls;		/* the TLS options (argv[1..ntls], owned) */
 	pid_t pid;		/* 0: not running */
 	int fd;			/* the parent's end of the socketpair */
 	struct cats_stream *s;
@@ -127,7 +141,8 @@ int cps_init(struct cps *p, struct cps_conf *c, struct event_base *base);
  * Returns 0, or -1 when a stage could not be started (it is retried).
  */
 int cps_set_active(struct cps *p, bool active);
-/* Signals of the main: SIGHUP to select and pce (their reloads), SIGUSR2
+/* Signals of the main: SIGHUP to every stage (their reloads: catalogue,
+ * TE database, TLS files) and the parent's TLS files read again; SIGUSR2
  * to select (its dump); SIGUSR1 a stats record; SIGTERM, SIGINT: stop. */
 void cps_signal(struct cps *p, int sig);
 /* SIGCHLD: reap the stages that exited, restart or pass the end on. */

@@ -318,3 +318,64 @@ PY
 	grep -q 'event=tls-refused .*closed before the handshake finished' "$W/err"
 	grep -q 'not authenticated within 10000 ms, closed' "$W/err"
 }
+
+@test "tls: cats-cps's --tls-* reach its stages: select's forwarder channel and ingest, bind's channel on TLS with one set of files; SIGHUP reloads them all" {
+	sp=$(free_port)
+	ip=$(free_port)
+	bp=$(free_port)
+	cats-key psk -n sma-a -o "$W/sma.psk" >/dev/null
+	cat >"$W/cps.conf" <<-EOF2
+	[select]
+	no-auth =
+	listen = tls:127.0.0.1:$sp
+	ingest = https://127.0.0.1:$ip/
+	ingest-keys = $W/sma.psk
+	[pce]
+	t = $LAB
+	[bind]
+	commit = none
+	listen = tls:127.0.0.1:$bp
+	EOF2
+	mkfifo "$W/cps.in"
+	exec 7<>"$W/cps.in"	# (its input stays open)
+	bg cats-cps -c "$W/cps.conf" "${TLS[@]}" <"$W/cps.in" >/dev/null 2>"$W/cps.err"
+	wait_for 50 port_open "$sp"
+	wait_for 50 port_open "$ip"
+	wait_for 50 port_open "$bp"
+	for port in "$sp" "$bp"; do
+		: >"$W/cps.err"
+		shake "$port" -cert "$K/cli2.crt" -key "$K/cli2.key"
+		! grep -qE 'alert|error:' "$W/shake.out"
+		wait_for 50 grep -q 'event=tls-peer .*subject="CN=cli2"' "$W/cps.err"
+		shake "$port"
+		wait_for 50 grep -q 'event=tls-refused .*certificate required' "$W/cps.err"
+	done
+	# The ingest: a client with a certificate is answered (an empty post:
+	# 400), one without is refused at the handshake.
+	ing=(-o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/cbor-seq'
+	    --data-binary '' "https://127.0.0.1:$ip/metrics")
+	code=$("${CURL[@]}" --cert "$K/cli2.crt" --key "$K/cli2.key" "${ing[@]}" || true)
+	[ "$code" = 400 ]
+	run "${CURL[@]}" "${ing[@]}"
+	[ "$status" -ne 0 ]
+	# cli2 revoked; SIGHUP to the service: every stage reads the CRL again.
+	sh "$TOP/examples/keys/make-certs.sh" -r cli2 "$K"
+	: >"$W/cps.err"
+	kill -HUP "$LAST"
+	wait_for 50 sh -c "[ \$(grep -c 'event=tls-reloaded' '$W/cps.err') -ge 4 ]"
+	for port in "$sp" "$bp"; do
+		shake "$port" -cert "$K/cli2.crt" -key "$K/cli2.key"
+	done
+	wait_for 50 sh -c "[ \$(grep -c 'event=tls-refused .*certificate revoked' '$W/cps.err') -ge 2 ]"
+	run "${CURL[@]}" --cert "$K/cli2.crt" --key "$K/cli2.key" "${ing[@]}"
+	[ "$status" -ne 0 ]
+	[ "$("${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" "${ing[@]}")" = 400 ]
+	exec 7>&-
+}
+
+@test "tls: cats-cps refuses TLS files it cannot use before any stage starts (77)" {
+	run cats-cps --tls-cert "$K/srv.crt" </dev/null
+	[ "$status" -eq 77 ]
+	[[ "$output" == *"--tls-cert and --tls-key go together"* ]]
+	[[ "$output" != *"stage"* ]]
+}

@@ -67,6 +67,16 @@ main(void)
 	    "a bad duration: %s", err);
 	T_OK(parse(&c, "id =\n", err, sizeof(err)) < 0,
 	    "an empty id: %s", err);
+	T_OK(parse(&c, "tls-cert = s.crt\ntls-key = s.key\ntls-ca = ca.crt\n"
+	    "tls-crl = crl.pem\n", err, sizeof(err)) == 0 &&
+	    strcmp(c.tls[CPS_TLS_CERT], "s.crt") == 0 &&
+	    strcmp(c.tls[CPS_TLS_KEY], "s.key") == 0 &&
+	    strcmp(c.tls[CPS_TLS_CA], "ca.crt") == 0 &&
+	    strcmp(c.tls[CPS_TLS_CRL], "crl.pem") == 0,
+	    "the TLS keys of every stage: %s", err);
+	T_OK(parse(&c, "tls-ca =\n", err, sizeof(err)) < 0 &&
+	    strstr(err, "tls-ca: a file name") != NULL,
+	    "a TLS key without a file: %s", err);
 	T_OK(cps_conf_set(&c, "bin", "/opt/cats/bin", err, sizeof(err)) == 0 &&
 	    cps_conf_finish(&c) == 0 && strcmp(c.bin, "/opt/cats/bin") == 0,
 	    "bin given: kept");
