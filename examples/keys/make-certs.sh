@@ -12,7 +12,9 @@
 # EF-2.  Each certificate's subject is CN=NAME, and its subjectAltName
 # DNS:NAME, DNS:localhost, IP:127.0.0.1, IP:::1 and the SAN entries given
 # after '=' (URI:..., DNS:..., IP:...; an SCI's is its CSCI-ID, e.g.
-# sci1=URI:cats:sci:198.51.100.11:80).  Writes into DIR:
+# sci1=URI:cats:sci:198.51.100.11:80; a C-SMA's its name and what it may
+# report, e.g. sma-a=URI:cats:sma:sma-a,URI:cats:cs:ARS, cats-select(1)).
+# Writes into DIR:
 #
 #   ca.crt ca.key      the CA (ca.key stays here, 0600)
 #   crl.pem            its CRL (renewed by every run; DAYS valid)

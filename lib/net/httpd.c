@@ -993,6 +993,13 @@ httpd_peer_name(struct evhttp_request *req, char *buf, size_t len)
 	return cats_tls_bev_name(req_bev(req), buf, len);
 }
 
+int
+httpd_peer_uris(struct evhttp_request *req, char *buf, size_t len,
+    const char **v, size_t max)
+{
+	return cats_tls_bev_uris(req_bev(req), buf, len, v, max);
+}
+
 const char *
 httpd_query(struct evhttp_request *req, const char *key, char *buf,
     size_t len)

@@ -101,6 +101,9 @@ const char *httpd_peer_cert(struct evhttp_request *req, char *buf,
     size_t len);
 const char *httpd_peer_name(struct evhttp_request *req, char *buf,
     size_t len);
+/* The client certificate's SAN URIs (net/tls.h cats_tls_bev_uris). */
+int httpd_peer_uris(struct evhttp_request *req, char *buf, size_t len,
+    const char **v, size_t max);
 /* A query parameter into buf, or NULL. */
 const char *httpd_query(struct evhttp_request *req, const char *key,
     char *buf, size_t len);

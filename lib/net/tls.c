@@ -780,6 +780,42 @@ cats_tls_bev_name(struct bufferevent *bev, char *buf, size_t len)
 	return r;
 }
 
+int
+cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
+    const char **v, size_t max)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	if (x == NULL)
+		return -1;
+	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
+	    NULL);
+	int n = 0;
+	size_t used = 0;
+	for (int i = 0; g != NULL && i < sk_GENERAL_NAME_num(g); i++) {
+		const GENERAL_NAME *e = sk_GENERAL_NAME_value(g, i);
+		if (e->type != GEN_URI)
+			continue;
+		size_t k = (size_t)e->d.ia5->length;
+		if ((size_t)n >= max || k + 1 > len - used) {
+			n = -2;
+			break;
+		}
+		for (size_t j = 0; j < k && n >= 0; j++)
+			if (e->d.ia5->data[j] < 0x20 || e->d.ia5->data[j] == 0x7f)
+				n = -2;
+		if (n < 0)
+			break;
+		memcpy(buf + used, e->d.ia5->data, k);
+		buf[used + k] = '\0';
+		v[n++] = buf + used;
+		used += k + 1;
+	}
+	GENERAL_NAMES_free(g);
+	X509_free(x);
+	return n;
+}
+
 /* ---- clients ---- */
 
 /*

@@ -119,6 +119,16 @@ int cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n);
 const char *cats_tls_bev_name(struct bufferevent *bev, char *buf,
     size_t len);
 
+/*
+ * Every SAN URI of the peer's certificate on such a bufferevent, each
+ * NUL-terminated in buf and pointed at by v[0..]: the count, -1 when the
+ * peer sent no certificate, -2 when the URIs do not fit in max entries or
+ * len bytes, or one holds a control character (a caller that limits by
+ * them refuses the peer rather than read part of them).
+ */
+int cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
+    const char **v, size_t max);
+
 /* ---- clients ---- */
 
 /*

@@ -248,6 +248,91 @@ dump_one(const struct cats_rec *r, void *arg)
 	return 0;
 }
 
+/* ---- the client certificate ---- */
+
+int
+cats_ingest_cert_parse(struct cats_ingest_cert *c, const char *const *v,
+    size_t n)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < n; i++) {
+		const char **to;
+		size_t *k, plen;
+		if (strncmp(v[i], "cats:sma:", plen = 9) == 0) {
+			to = c->sma;
+			k = &c->nsma;
+		} else if (strncmp(v[i], "cats:site:", plen = 10) == 0) {
+			to = c->site;
+			k = &c->nsite;
+		} else if (strncmp(v[i], "cats:cs:", plen = 8) == 0) {
+			to = c->cs;
+			k = &c->ncs;
+		} else {
+			continue;
+		}
+		if (*k >= CATS_INGEST_CERT_MAX)
+			return -1;
+		to[(*k)++] = v[i] + plen;
+	}
+	return 0;
+}
+
+static bool
+named(const char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s != NULL && strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * What a metric record names outside the certificate's CS-IDs and sites:
+ * NULL, or the reason into buf.
+ */
+static const char *
+cert_scope(const struct cats_ingest_cert *c, const struct cats_metric *m,
+    char *buf, size_t len)
+{
+	char b[CATS_ID + 1];
+	const char *cs = NULL, *site = NULL;
+	bool nosite = false;
+	if (c->ncs > 0) {
+		for (size_t i = 0; cs == NULL && i < m->entries.n; i++)
+			if (!named(c->cs, c->ncs, m->entries.v[i].cs_id))
+				cs = m->entries.v[i].cs_id;
+		for (size_t i = 0; cs == NULL && i < m->sites.n; i++)
+			if (!named(c->cs, c->ncs, m->sites.v[i].cs_id))
+				cs = m->sites.v[i].cs_id;
+	}
+	if (cs != NULL) {
+		snprintf(buf, len, "the client certificate does not name "
+		    "CS-ID %s", cats_safe(cs, b, sizeof(b)));
+		return buf;
+	}
+	if (c->nsite == 0)
+		return NULL;
+	if (m->site != NULL && !named(c->site, c->nsite, m->site))
+		site = m->site;
+	for (size_t i = 0; site == NULL && !nosite && i < m->entries.n; i++) {
+		const char *s = m->entries.v[i].site ? m->entries.v[i].site :
+		    m->site;
+		if (s == NULL)
+			nosite = true;
+		else if (!named(c->site, c->nsite, s))
+			site = s;
+	}
+	if (site == NULL && !nosite)
+		return NULL;
+	if (nosite)
+		snprintf(buf, len, "the client certificate names sites, the "
+		    "record none");
+	else
+		snprintf(buf, len, "the client certificate does not name "
+		    "site %s", cats_safe(site, b, sizeof(b)));
+	return buf;
+}
+
 /* ---- the request ---- */
 
 static const char *
@@ -259,6 +344,14 @@ op_name(int op)
 int
 cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
     size_t n, const char *peer, uint64_t now, struct cats_buf *out)
+{
+	return cats_ingest_handle_cert(g, op, p, n, peer, NULL, now, out);
+}
+
+int
+cats_ingest_handle_cert(struct cats_ingest *g, int op, const uint8_t *p,
+    size_t n, const char *peer, const struct cats_ingest_cert *cert,
+    uint64_t now, struct cats_buf *out)
 {
 	struct answer a;
 	memset(&a, 0, sizeof(a));
@@ -344,6 +437,18 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			break;
 		}
 		a.key = who;
+		/* The client certificate: the C-SMAs it speaks for. */
+		if (cert != NULL && cert->nsma > 0 &&
+		    !named(cert->sma, cert->nsma, sma_id)) {
+			refuse(&a, 403, CATS_ACK_UNAUTHORIZED, "record %zu: the "
+			    "client certificate does not name C-SMA %s", index,
+			    cats_safe(sma_id, q, sizeof(q)));
+			g->st.unauthorized++;
+			g->st.cert_refused++;
+			cats_audit("ingest-refused", "sma=%s peer=%s status=403 "
+			    "reason=\"%s\"", q, peer, a.reason);
+			break;
+		}
 		/* Freshness: the window and a strictly increasing nonce. */
 		int rc = has_nonce ? cats_replay_check(g->guard, sma_id, ts,
 		    nonce, now) : CATS_REPLAY_NONCE;
@@ -387,6 +492,17 @@ cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
 			g->st.unauthorized++;
 			cats_audit("ingest-refused", "sma=%s peer=%s status=403 "
 			    "reason=\"%s\"", q, peer, a.reason);
+			break;
+		}
+		char why[200];
+		if (cert != NULL && cert_scope(cert, m, why, sizeof(why))) {
+			refuse(&a, 403, CATS_ACK_UNAUTHORIZED, "record %zu: %s",
+			    index, why);
+			g->st.unauthorized++;
+			g->st.cert_refused++;
+			cats_audit("ingest-refused", "sma=%s peer=%s status=403 "
+			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)),
+			    peer, a.reason);
 			break;
 		}
 		if ((op == CATS_ING_UPDATE && (m->op != CATS_OP_DELTA ||
@@ -498,11 +614,31 @@ cats_ingest_serve(struct cats_ingest *g, struct evhttp_request *req,
 		httpd_error(req, 415, "expected application/cbor-seq");
 		return;
 	}
+	/* Mutual TLS: what the client certificate names limits the sender. */
+	char ubuf[4096];
+	const char *uris[3 * CATS_INGEST_CERT_MAX];
+	struct cats_ingest_cert cert;
+	int nu = httpd_peer_uris(req, ubuf, sizeof(ubuf), uris,
+	    CATS_ARRAY_LEN(uris));
+	httpd_peer(req, peer, sizeof(peer));
+	if (nu == -2 || (nu >= 0 && cats_ingest_cert_parse(&cert, uris,
+	    (size_t)nu) < 0)) {
+		g->st.requests++;
+		g->st.unauthorized++;
+		g->st.cert_refused++;
+		cats_audit("ingest-refused", "sma=- peer=%s status=403 "
+		    "reason=\"the client certificate names more than %d "
+		    "identities of a kind, or too long ones\"", peer,
+		    CATS_INGEST_CERT_MAX);
+		httpd_error(req, 403, "the client certificate names too many "
+		    "identities");
+		return;
+	}
 	size_t n;
 	const uint8_t *p = httpd_body(req, &n);
 	struct cats_buf out = { 0 };
-	int st = cats_ingest_handle(g, op, p, p ? n : 0,
-	    httpd_peer(req, peer, sizeof(peer)), now, &out);
+	int st = cats_ingest_handle_cert(g, op, p, p ? n : 0, peer,
+	    nu >= 0 ? &cert : NULL, now, &out);
 	httpd_reply(req, st, "application/cbor-seq", out.p, out.len);
 	cats_buf_free(&out);
 }

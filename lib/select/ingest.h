@@ -14,8 +14,13 @@
  *      of the keyring (401), whose name is the record's sma_id (403);
  *   3. freshness: ts within +/- window of now, nonce present and above the
  *      last accepted from that C-SMA (409, result replay);
- *   4. authorization: every entry's and site's CS-ID allowed for the C-SMA
+ *   2b. the client certificate, when the request came with one that names
+ *      C-SMAs (SAN URIs cats:sma:ID): the record's sma_id is one of them
  *      (403, result unauthorized);
+ *   4. authorization: every entry's and site's CS-ID allowed for the C-SMA
+ *      (403, result unauthorized), and, when the certificate names them,
+ *      among its CS-IDs (cats:cs:CS-ID) and the record's and entries' sites
+ *      among its sites (cats:site:SITE) (403);
  *   5. the resource's operation (update: a delta of one entry; withdraw:
  *      withdrawals) (400);
  *   6. the table: epoch and sequence order, full / delta / withdraw /
@@ -62,6 +67,8 @@ extern const char *const cats_ingest_paths[];
 struct cats_ingest_stats {
 	uint64_t requests, records, applied, stale, resync;
 	uint64_t bad, unauthenticated, unauthorized, replays, conflicts;
+	uint64_t cert_refused;	/* refused by the client certificate (also
+				 * counted as unauthorized) */
 	uint64_t entries_applied, entries_removed, retrievals, full_wanted;
 };
 
@@ -86,11 +93,38 @@ int cats_ingest_allow(struct cats_ingest *g, const char *sma_id,
 int cats_ingest_handle(struct cats_ingest *g, int op, const uint8_t *p,
     size_t n, const char *peer, uint64_t now, struct cats_buf *out);
 
+/*
+ * What the sender's client certificate names, from its SAN URIs: the
+ * C-SMAs it speaks for (cats:sma:ID), the sites (cats:site:SITE) and the
+ * CS-IDs (cats:cs:CS-ID) it may report.  A kind the certificate names none
+ * of limits nothing (the keys and the configuration still do); what it
+ * names limits on top of them.
+ */
+#define CATS_INGEST_CERT_MAX 32	/* URIs of one kind */
+struct cats_ingest_cert {
+	const char *sma[CATS_INGEST_CERT_MAX];
+	const char *site[CATS_INGEST_CERT_MAX];
+	const char *cs[CATS_INGEST_CERT_MAX];
+	size_t nsma, nsite, ncs;
+};
+/*
+ * The certificate's scope from its SAN URIs (v[0..n), other URIs
+ * ignored): 0, or -1 when a kind has more than CATS_INGEST_CERT_MAX.
+ */
+int cats_ingest_cert_parse(struct cats_ingest_cert *c, const char *const *v,
+    size_t n);
+/* cats_ingest_handle for a sender with a client certificate (or NULL). */
+int cats_ingest_handle_cert(struct cats_ingest *g, int op, const uint8_t *p,
+    size_t n, const char *peer, const struct cats_ingest_cert *cert,
+    uint64_t now, struct cats_buf *out);
+
 struct evhttp_request;
 /*
  * Serve one HTTP request of the resources above (an httpd route's body):
- * the resource from the path, CBOR bodies only (415 otherwise), the answer
- * of cats_ingest_handle as an application/cbor-seq reply.
+ * the resource from the path, CBOR bodies only (415 otherwise), the
+ * client certificate's scope (a certificate whose SAN URIs do not fit the
+ * caps is refused, 403), the answer of cats_ingest_handle_cert as an
+ * application/cbor-seq reply.
  */
 void cats_ingest_serve(struct cats_ingest *g, struct evhttp_request *req,
     uint64_t now);

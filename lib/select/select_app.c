@@ -203,6 +203,7 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	KV("ingest_bad", is->bad);
 	KV("ingest_unauthenticated", is->unauthenticated);
 	KV("ingest_unauthorized", is->unauthorized);
+	KV("ingest_cert_refused", is->cert_refused);
 	static const struct httpd_stats hnone;
 	const struct httpd_stats *hs = a->ingest_h ? httpd_stats(a->ingest_h)
 	    : &hnone;

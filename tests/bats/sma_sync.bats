@@ -320,6 +320,47 @@ cpost() { # file [resource] -> HTTP status
 	grep -q 'event=tls-peer .*subject="CN=sma-a"' "$W/cps.audit"
 }
 
+@test "sma_sync: mutual TLS, the C-SMA's certificate names what it may report (cats:sma:, cats:cs:): another C-SMA's or CS-ID's advertisement refused, audited, counted" {
+	# sma-a's certificate names C-SMA sma-a and CS-ID ARS; sma-x's names
+	# another C-SMA.  The configuration lets sma-a advertise ARS and VRS.
+	sh "$TOP/examples/keys/make-certs.sh" "$W/k" cps \
+	    "sma-a=URI:cats:sma:sma-a,URI:cats:cs:ARS" \
+	    "sma-x=URI:cats:sma:sma-b" >/dev/null
+	TP=$(free_port)
+	bg cats-select --ingest "https://127.0.0.1:$TP/" --ingest-keys cps.ring \
+	    --sma sma-a=ARS,VRS --sma 'sma-b=*' --id cps-1 \
+	    --stats-to "file:$W/cps.out" --audit "file:$W/cps.audit" \
+	    --tls-cert "$W/k/cps.crt" --tls-key "$W/k/cps.key" \
+	    --tls-ca "$W/k/ca.crt" < /dev/null > /dev/null 2>> "$W/cps.err"
+	CPS=$LAST
+	wait_for 50 sh -c "curl -s -o /dev/null --cacert $W/k/ca.crt --cert $W/k/sma-a.crt --key $W/k/sma-a.key https://127.0.0.1:$TP/"
+	printf '[http]\nca-file = %s\n' "$W/k/ca.crt" >> sma.conf
+	sma_as() {
+		bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
+		    -t "https://127.0.0.1:$TP/" --tls-cert "$W/k/$1.crt" \
+		    --tls-key "$W/k/$1.key" 2>> "$W/sma.err"
+		SMA=$LAST
+		wait_for 50 curl -sf "$U/health"
+	}
+	# A certificate of another C-SMA: sma-a's records refused (403).
+	sma_as sma-x
+	[ "$(round 1 100)" = 200 ]
+	wait_for 50 grep -q 'event=ingest-refused sma=sma-a .*status=403 reason="record 0: the client certificate does not name C-SMA sma-a"' "$W/cps.audit"
+	[ "$(cps_table | wc -l)" -eq 0 ]
+	kill "$SMA"
+	wait "$SMA"
+	# Its own certificate: ARS taken; VRS, not named by it, refused.
+	sma_as sma-a
+	[ "$(round 1 200)" = 200 ]
+	wait_for 50 synced
+	[ "$(cps_table | jq -r '.[1]')" = ARS ]
+	[ "$(round 2 300)" = 200 ]
+	wait_for 50 grep -q 'event=ingest-refused sma=sma-a .*status=403 reason="record 0: the client certificate does not name CS-ID VRS"' "$W/cps.audit"
+	[ "$(cps_table | jq -r '.[1]' | sort -u)" = ARS ]
+	kill -USR1 "$CPS"
+	wait_for 30 sh -c "dec < '$W/cps.out' | jq -e 'select(.type == \"stats\") | .counters.ingest_cert_refused >= 2' >/dev/null"
+}
+
 @test "sma_sync: fallback C-PS URL when the primary does not answer" {
 	DEAD=$(free_port)
 	start_cps

@@ -20,6 +20,8 @@ static struct cats_dec dec, adec;
 static struct cats_key psk, edsk, edpk, other;
 static struct cats_keyring ring;
 static uint64_t nonce = 1;
+/* The client certificate of the requests send_body makes, or NULL. */
+static const struct cats_ingest_cert *g_cert;
 
 /* A metric record from JSON, with ts, a fresh nonce, signed by k. */
 static void
@@ -63,7 +65,8 @@ send_body(struct cats_ingest *g, int op, struct cats_buf *b, uint64_t now)
 	struct ans a;
 	struct cats_buf out = { 0 };
 	memset(&a, 0, sizeof(a));
-	a.status = cats_ingest_handle(g, op, b->p, b->len, "test", now, &out);
+	a.status = cats_ingest_handle_cert(g, op, b->p, b->len, "test", g_cert,
+	    now, &out);
 	size_t off = 0;
 	while (off < out.len) {
 		struct cats_rec r;
@@ -285,6 +288,80 @@ test_takeover(void)
 	cats_buf_free(&b);
 	cats_audit_open("none");
 	unlink(path);
+}
+
+/* A client certificate's SAN URIs limit what its peer may say. */
+static void
+test_cert(void)
+{
+	struct cats_cst *t = cats_cst_new(180000, 0);
+	struct cats_ingest_conf c = { .keys = &ring, .window_ms = 30000,
+		.ps_id = "cps-1" };
+	struct cats_ingest *g = cats_ingest_new(&c, t);
+	const char *any[] = { "*" };
+	cats_ingest_allow(g, "sma-a", any, 1);
+	cats_ingest_allow(g, "sma-b", any, 1);
+	struct cats_buf b = { 0 };
+	struct ans a;
+	struct cats_ingest_cert cert, plain;
+	const char *uris[] = { "cats:sma:sma-a", "cats:cs:ARS",
+		"cats:site:site-a", "https://example.org/" };
+	T_OK(cats_ingest_cert_parse(&cert, uris, 4) == 0 && cert.nsma == 1 &&
+	    cert.ncs == 1 && cert.nsite == 1 &&
+	    strcmp(cert.sma[0], "sma-a") == 0, "a certificate's cats: URIs");
+	const char *many[CATS_INGEST_CERT_MAX + 1];
+	for (size_t i = 0; i < CATS_ARRAY_LEN(many); i++)
+		many[i] = "cats:cs:X";
+	T_OK(cats_ingest_cert_parse(&plain, many, CATS_ARRAY_LEN(many)) < 0,
+	    "more than %d of a kind: refused", CATS_INGEST_CERT_MAX);
+
+	g_cert = &cert;
+	body_add(&b, MET("full", "sma-a", 1, ENT("a1", "ARS", 400)), NOW, &psk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 200 && strcmp(table(t), "a1:400") == 0,
+	    "what the certificate names: taken (%d %s)", a.status, a.reason);
+	body_add(&b, MET("full", "sma-b", 1, ENT("b1", "ARS", 1)), NOW, &edsk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 403 && a.result == CATS_ACK_UNAUTHORIZED &&
+	    strstr(a.reason, "does not name C-SMA sma-b") != NULL &&
+	    strcmp(table(t), "a1:400") == 0, "another C-SMA's records, its "
+	    "key valid, on this certificate: 403 (%s)", a.reason);
+	body_add(&b, MET("delta", "sma-a", 2, ENT("a2", "VRS", 1)), NOW, &psk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 403 && strstr(a.reason, "does not name CS-ID VRS") &&
+	    strcmp(table(t), "a1:400") == 0, "a CS-ID it does not name: 403 "
+	    "(%s)", a.reason);
+	body_add(&b, "{\"type\":\"metric\",\"op\":\"delta\",\"sma_id\":"
+	    "\"sma-a\",\"epoch\":7,\"seq\":2,\"ts\":1,\"site\":\"site-a\","
+	    "\"entries\":[{\"csci_id\":\"a3\",\"cs_id\":\"ARS\",\"gas\":1,"
+	    "\"site\":\"s2\"}]}", NOW, &psk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 403 && strstr(a.reason, "does not name site s2") &&
+	    strcmp(table(t), "a1:400") == 0, "an entry's site it does not "
+	    "name: 403 (%s)", a.reason);
+	body_add(&b, MET("delta", "sma-a", 2, ENT("a1", "ARS", 7)), NOW, &psk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 200 && strcmp(table(t), "a1:7") == 0,
+	    "the refusals moved no sequence: seq 2 taken (%s)", a.reason);
+	const char *other_uris[] = { "https://example.org/" };
+	cats_ingest_cert_parse(&plain, other_uris, 1);
+	g_cert = &plain;
+	body_add(&b, MET("full", "sma-b", 1, ENT("b1", "VRS", 1)), NOW, &edsk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 200, "a certificate naming no C-SMA limits nothing "
+	    "(%d %s)", a.status, a.reason);
+	g_cert = NULL;
+	body_add(&b, MET("delta", "sma-b", 2, ENT("b2", "VRS", 1)), NOW, &edsk);
+	a = send_body(g, CATS_ING_METRICS, &b, NOW);
+	T_OK(a.status == 200, "no certificate: the keys and configuration "
+	    "only (%d %s)", a.status, a.reason);
+	const struct cats_ingest_stats *st = cats_ingest_stats(g);
+	T_OK(st->cert_refused == 3 && st->unauthorized == 3,
+	    "counted: %llu refused by the certificate",
+	    (unsigned long long)st->cert_refused);
+	cats_ingest_free(g);
+	cats_cst_free(t);
+	cats_buf_free(&b);
 }
 
 int
@@ -520,6 +597,7 @@ main(void)
 	cats_cst_free(t);
 	cats_buf_free(&b);
 	test_takeover();
+	test_cert();
 	cats_dec_free(&dec);
 	cats_dec_free(&adec);
 	return t_done();
