@@ -77,22 +77,29 @@ cats_chan_rot_init(struct cats_chan_rot *r, unsigned n)
 }
 
 /*
- * Try again soon: 100 ms after a connection ended or a connect failed,
- * 100 ms more for each failure after it up to a second, so that a C-PS stage
- * restarted by cats-cps is reached again within its restart, and one that
- * stays down is asked once a second.  Each try is of the next endpoint:
- * after a failover the new owner is reached within a round of the list.
+ * Try again soon: 100 ms after a connection ended or a round of connects
+ * failed, 100 ms more for each failed round after it up to a second, so that
+ * a C-PS stage restarted by cats-cps is reached again within its restart,
+ * and one that stays down is asked once a second.  A round tries every
+ * endpoint once, from the one after the last that answered, the next at
+ * once when one refuses: after a failover the new owner is reached within
+ * the round's delay of its takeover, however many endpoints there are.
  */
 unsigned
 cats_chan_rot_fail(struct cats_chan_rot *r)
 {
+	r->fails++;
+	r->cur = (r->cur + 1) % r->n;
+	if (r->up) {			/* lost: a new round, from the next */
+		r->up = false;
+		r->first = r->cur;
+	} else if (r->cur != r->first)
+		return 0;		/* the round goes on at once */
 	if (r->retry_ms < 100)
 		r->retry_ms = 100;
 	unsigned ms = r->retry_ms;
 	if ((r->retry_ms += 100) > 1000)
 		r->retry_ms = 1000;
-	r->cur = (r->cur + 1) % r->n;
-	r->fails++;
 	return ms;
 }
 
@@ -100,6 +107,7 @@ void
 cats_chan_rot_up(struct cats_chan_rot *r)
 {
 	r->retry_ms = 100;
+	r->up = true;
 	if (r->last_up != r->n && r->last_up != r->cur)
 		r->switches++;
 	r->last_up = r->cur;

@@ -6,10 +6,11 @@
  *
  * Several endpoints are the instances of a redundant C-PS, of which only the
  * owner listens (cats-bind(1), REDUNDANCY): the channel connects to the
- * first, stays on whichever answers, and when a connect fails or a
- * connection ends tries the next one, round the list, 100 ms later, 100 ms
- * more for each failure after it up to a second (cats_chan_rot_fail()).  It
- * prefers none: it never leaves an endpoint that works.
+ * first and stays on whichever answers.  When the connection ends it tries
+ * the others in a round, from the next: 100 ms later, each at once after
+ * the one before refused, and the round again 100 ms later, 100 ms more for
+ * each failed round up to a second (cats_chan_rot_fail()).  It prefers
+ * none: it never leaves an endpoint that works.
  *
  * On a stream socket, records sent while handling a batch (requests for a
  * ring's worth of new flows, statuses for the bindings of one read) are
@@ -37,6 +38,8 @@
 struct cats_chan_rot {
 	unsigned n;			/* endpoints, 1 to CATS_CHAN_EPS */
 	unsigned cur;			/* the one tried or connected */
+	unsigned first;			/* the one this round began with */
+	bool up;			/* cur is connected */
 	unsigned retry_ms;		/* the next retry's delay: 100 ms, +100 to 1 s */
 	uint64_t fails;			/* connects failed and connections lost */
 	uint64_t switches;		/* connections made to another endpoint */
@@ -45,7 +48,7 @@ struct cats_chan_rot {
 
 /*
  * A connect to cur failed, or the connection to it ended: move to the next
- * endpoint and return the delay (ms) before trying it.
+ * endpoint and return the delay (ms) before trying it (0 within a round).
  */
 unsigned cats_chan_rot_fail(struct cats_chan_rot *r);
 /* The connect to cur succeeded: the next failure waits 100 ms again. */

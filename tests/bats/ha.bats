@@ -3,6 +3,8 @@
 # one real etcd (Debian's etcd-server 3.4, started here on loopback), one
 # owner; kill -9 of the owner, the standby takes over, restores every
 # binding and fences the old owner at the store and at the data plane.
+# A real cats-fwd given both instances' endpoints follows the owner and
+# refuses the records of an older epoch.
 
 load helper
 
@@ -37,6 +39,7 @@ setup() {
 }
 
 teardown() {
+	[ -n "${NSF:-}" ] && ip netns del "$NSF" 2>/dev/null
 	for p in $PIDS; do
 		kill -CONT "$p" 2>/dev/null || true
 		kill -9 "$p" 2>/dev/null || true
@@ -57,13 +60,14 @@ gen_reps() { python3 "$TOP/tests/tools/path_reps.py" "${2:-1}" "$1"; }
 
 enc() { cats-cbor encode; }
 
-# Start instance NAME (a or b) on fifo $W/NAME.in, fd $2, extra args after.
+# Start instance NAME (a or b) on fifo $W/NAME.in, fd $2, extra args after;
+# it listens on CPS_LISTEN (unix:$W/sock, shared by both, by default).
 start_cps() {
 	local n=$1 fd=$2
 	shift 2
 	mkfifo "$W/$n.in"
 	cats-bind --etcd "$ETCD" --etcd-prefix "$P" --id cps --commit none \
-	    --listen "unix:$W/sock" "$@" <"$W/$n.in" >"$W/$n.out" \
+	    --listen "${CPS_LISTEN:-unix:$W/sock}" "$@" <"$W/$n.in" >"$W/$n.out" \
 	    2>"$W/$n.err" &
 	PIDS="$PIDS $!"
 	eval "pid_$n=$!"
@@ -374,4 +378,121 @@ for e in json.load(sys.stdin):
 	[ "$st" -eq 1 ]
 	grep -q "renew deadline passed" "$W/a.err"
 	[ "$(cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding")' | wc -l)" -eq 6 ]
+}
+
+# A real cats-fwd IF-1 in a namespace of its own (a TUN device for its
+# ports; the control channels are unix sockets, reachable from any
+# namespace), given the endpoints of both instances: --bind "$@".
+start_fwd() {
+	need_root
+	[ -c /dev/net/tun ] || skip "no /dev/net/tun"
+	NSF=hafwd$$
+	ip netns add "$NSF"
+	ip netns exec "$NSF" ip link set lo up
+	local b=()
+	for e in "$@"; do b+=(--bind "$e"); done
+	ip netns exec "$NSF" cats-fwd --id IF-1 --client tun:hf0 --core tun:hf0 \
+	    --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
+	    "${b[@]}" --stats "file:$W/fwd.stats" \
+	    >"$W/fwd.out" 2>"$W/fwd.err" &
+	pid_f=$!
+	PIDS="$PIDS $!"
+}
+
+stop_fwd() {
+	[ -n "${pid_f:-}" ] && kill -9 "$pid_f" 2>/dev/null
+	[ -n "${NSF:-}" ] && ip netns del "$NSF" 2>/dev/null
+	true
+}
+
+# Counter NAME of the forwarder, from a fresh stats dump (SIGUSR1).
+fwd_counter() {
+	rm -f "$W/fwd.stats"
+	kill -USR1 "$pid_f" || return 1
+	wait_for 50 jq -e .counters "$W/fwd.stats" >/dev/null || return 1
+	jq -r ".counters.$1" "$W/fwd.stats" | tail -1
+}
+fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
+
+# Two instances with endpoints of their own: unix:$W/a.sock, unix:$W/b.sock.
+start_pair() {
+	CPS_LISTEN="unix:$W/a.sock" start_cps a 7 "$@"
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	CPS_LISTEN="unix:$W/b.sock" start_cps b 8 "$@"
+	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
+	# The standby opens nothing: no socket of its own.
+	[ ! -e "$W/b.sock" ]
+}
+
+@test "ha: a real cats-fwd given both endpoints: kill -9 of the owner, it is on the new owner and installs its new bindings" {
+	# The ingress's install commits a binding: cats-bind sends it there.
+	start_pair --commit ingress
+	start_fwd "unix:$W/a.sock" "unix:$W/b.sock"
+	wait_for 50 grep -q "connected to unix:$W/a.sock" "$W/fwd.err"
+	wait_for 50 grep -q "forwarding" "$W/fwd.err"
+	gen_reps 5 1 | enc >&7
+	wait_for 50 fwd_counter_is bindings_installed -eq 5
+	e1=$(epoch_of "$W/a.err")
+	t0=$(date +%s%3N)
+	kill -9 "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	t1=$(date +%s%3N)
+	wait_for 50 grep -q "connected to unix:$W/b.sock" "$W/fwd.err"
+	t2=$(date +%s%3N)
+	echo "# kill -9 -> new owner $((t1 - t0)) ms -> forwarder on it $((t2 - t0)) ms" >&3
+	e2=$(epoch_of "$W/b.err")
+	[ "$e2" -gt "$e1" ]
+	# Re-synced: the 5 again under the new epoch (refreshed), none lost.
+	wait_for 50 fwd_counter_is bindings_refreshed -ge 5
+	[ "$(fwd_counter bindings_removed)" -eq 0 ]
+	# New flows get bindings from the new owner, installed.
+	gen_reps 5 6 | enc >&8
+	wait_for 50 fwd_counter_is bindings_installed -eq 10
+	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	stop_fwd
+}
+
+@test "ha: the owner frozen and resumed installs nothing on a real cats-fwd; a binding of its epoch replayed is refused, fenced" {
+	start_pair --commit ingress
+	start_fwd "unix:$W/a.sock" "unix:$W/b.sock"
+	wait_for 50 grep -q "forwarding" "$W/fwd.err"
+	gen_reps 5 1 | enc >&7
+	wait_for 50 fwd_counter_is bindings_installed -eq 5
+	e1=$(epoch_of "$W/a.err")
+	kill -STOP "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	e2=$(epoch_of "$W/b.err")
+	# Work for the frozen owner, which then resumes: it stops at its
+	# renew deadline, sending nothing; the forwarder moves to the new one.
+	gen_reps 5 6 | enc >&7
+	kill -CONT "$pid_a"
+	st=0
+	wait "$pid_a" || st=$?
+	[ "$st" -eq 1 ]
+	wait_for 50 grep -q "connected to unix:$W/b.sock" "$W/fwd.err"
+	wait_for 50 fwd_counter_is bindings_refreshed -ge 5
+	[ "$(fwd_counter bindings_installed)" -eq 5 ]
+	gen_reps 2 11 | enc >&8
+	wait_for 50 fwd_counter_is bindings_installed -eq 7
+	# An old owner that did not fence itself (a clock that jumped): its
+	# records, as it sent them, on its endpoint; the new owner gone, the
+	# forwarder reaches it and refuses every one.
+	cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding")' |
+	    enc >"$W/stale.cbor"
+	[ "$(cats-cbor decode <"$W/stale.cbor" | jq -c "select(.epoch == $e1)" |
+	    wc -l)" -eq 5 ]
+	python3 -c 'import os, socket, sys, time
+p, f = sys.argv[1], sys.argv[2]
+if os.path.exists(p): os.unlink(p)
+s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)
+c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
+	    "$W/a.sock" "$W/stale.cbor" &
+	PIDS="$PIDS $!"
+	wait_for 50 test -S "$W/a.sock"
+	kill -9 "$pid_b"
+	wait_for 50 fwd_counter_is bindings_refused -eq 5
+	[ "$(grep -c "refused: fenced" "$W/fwd.err")" -eq 5 ]
+	[ "$(grep -c "audit .*event=fenced .*epoch=$e1 highest=$e2" "$W/fwd.err")" -eq 5 ]
+	[ "$(fwd_counter bindings_installed)" -eq 7 ]
+	stop_fwd
 }

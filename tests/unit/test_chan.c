@@ -29,15 +29,16 @@ main(void)
 	T_OK(r.cur == 0, "three: the first is tried first");
 	cats_chan_rot_up(&r);
 	T_OK(r.switches == 0, "the first connection is no switch");
-	/* The connection ends: the next, 100 ms later. */
+	/* The connection ends: a round from the next, 100 ms later. */
 	T_OK(cats_chan_rot_fail(&r) == 100 && r.cur == 1,
 	    "loss: the second, 100 ms later");
-	T_OK(cats_chan_rot_fail(&r) == 200 && r.cur == 2,
-	    "refused: the third, 200 ms later");
-	T_OK(cats_chan_rot_fail(&r) == 300 && r.cur == 0,
-	    "refused: round to the first, 300 ms later");
-	T_OK(cats_chan_rot_fail(&r) == 400 && r.cur == 1, "the second again");
-	T_OK(cats_chan_rot_fail(&r) == 500 && r.cur == 2, "the third again");
+	T_OK(cats_chan_rot_fail(&r) == 0 && r.cur == 2,
+	    "refused: the third at once");
+	T_OK(cats_chan_rot_fail(&r) == 0 && r.cur == 0,
+	    "refused: the first at once");
+	T_OK(cats_chan_rot_fail(&r) == 200 && r.cur == 1,
+	    "a round refused: the second again, 200 ms later");
+	T_OK(cats_chan_rot_fail(&r) == 0 && r.cur == 2, "the third at once");
 	/* The third answers: it is kept (no preference for the first). */
 	cats_chan_rot_up(&r);
 	T_OK(r.cur == 2 && r.switches == 1, "the third kept; one switch");
@@ -48,22 +49,32 @@ main(void)
 	cats_chan_rot_up(&r);
 	T_OK(r.switches == 2, "back on the first: a second switch");
 
-	/* A failover as timed by a clock: the owner (0) killed at t=0, the
-	 * standby (1) listening from t=2300 ms (lease 2 s and its poll);
-	 * the forwarder reaches it at the first try after that. */
+	/* Rounds refused: 100 ms, +100 a round, up to 1 s. */
 	cats_chan_rot_init(&r, 2);
-	cats_chan_rot_up(&r);
-	uint64_t t = 0, up_at = 2300;
-	for (;;) {
-		t += cats_chan_rot_fail(&r);
-		if (r.cur == 1 && t >= up_at)
-			break;
+	ok = 1;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (cats_chan_rot_fail(&r) != 0 || r.cur != 1 ||
+		    cats_chan_rot_fail(&r) != want[i] || r.cur != 0)
+			ok = 0;
+	T_OK(ok, "two refusing: each round at once, rounds 100 ms to 1 s apart");
+
+	/* A failover as timed by a clock: the owner (0 of N) killed at t=0,
+	 * the new owner (N-1) listening from t=2300 ms (lease 2 s and its
+	 * poll); the forwarder reaches it within a round's delay. */
+	for (unsigned n = 2; n <= CATS_CHAN_EPS; n *= 2) {
+		cats_chan_rot_init(&r, n);
+		cats_chan_rot_up(&r);
+		uint64_t t = 0, up_at = 2300;
+		for (;;) {
+			t += cats_chan_rot_fail(&r);
+			if (r.cur == n - 1 && t >= up_at)
+				break;
+		}
+		cats_chan_rot_up(&r);
+		T_OK(t >= up_at && t - up_at <= 1000 && r.switches == 1,
+		    "%u endpoints, failover at 2300 ms: on the new owner at "
+		    "%llu ms", n, (unsigned long long)t);
 	}
-	cats_chan_rot_up(&r);
-	T_OK(t >= up_at && t - up_at <= 2 * 1000,
-	    "failover at 2300 ms: reached at %llu ms (within two rounds of "
-	    "a second)", (unsigned long long)t);
-	T_OK(r.cur == 1 && r.switches == 1, "on the standby, now the owner");
 
 	/* 0 endpoints is read as 1. */
 	cats_chan_rot_init(&r, 0);
