@@ -156,7 +156,10 @@ chan_connect(struct cats_chan *c)
 	if (c->nep > 1)
 		cats_info("%s: connected to %s", c->name,
 		    cats_ep_str(ep, eps, sizeof(eps)));
+	uint64_t sw = c->rot.switches;
 	cats_chan_rot_up(&c->rot);
+	if (c->rot.switches != sw)
+		c->w->ctr[CATS_FC_ctl_switches]++;
 	static const struct cats_stream_cbs cbs = { .item = on_item,
 		.bad = on_bad, .eof = on_eof };
 	c->s = cats_stream_new(c->base, fd, fd, c->dgram, NULL, 0, &cbs, c);

@@ -449,6 +449,7 @@ start_pair() {
 	gen_reps 5 6 | enc >&8
 	wait_for 50 fwd_counter_is bindings_installed -eq 10
 	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	[ "$(fwd_counter ctl_switches)" -eq 1 ]
 	stop_fwd
 }
 
@@ -494,5 +495,7 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	[ "$(grep -c "refused: fenced" "$W/fwd.err")" -eq 5 ]
 	[ "$(grep -c "audit .*event=fenced .*epoch=$e1 highest=$e2" "$W/fwd.err")" -eq 5 ]
 	[ "$(fwd_counter bindings_installed)" -eq 7 ]
+	# a -> b -> a: two moves.
+	[ "$(fwd_counter ctl_switches)" -eq 2 ]
 	stop_fwd
 }
