@@ -10,6 +10,9 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 export PATH="$BUILD/bin:$PATH"
+# The management links (C-SMA -> C-PS ingest) over https with mutual TLS,
+# certificates by examples/keys/make-certs.sh; LOOP_TLS= runs them plain.
+export LOOP_TLS=${LOOP_TLS-1}
 . "$TOP/examples/demo/loop_net.bash"
 
 if [ "$(id -u)" != 0 ]; then
@@ -19,7 +22,7 @@ fi
 for t in cats-select cats-pce cats-bind cats-fwd cats-sma cats-sci cats-key cats-cbor; do
 	command -v $t >/dev/null || { echo "demo: $t not built: run make demo" >&2; exit 1; }
 done
-for t in jq curl python3 ip; do
+for t in jq curl python3 ip openssl; do
 	command -v $t >/dev/null || { echo "demo: $t missing: run make deps" >&2; exit 1; }
 done
 
@@ -113,11 +116,21 @@ echo "== cats demo: the whole loop in network namespaces"
 echo "   client -> ingress IF-1 (cats-fwd) -> core (Linux, SRv6) -> egress EF-1 (cats-fwd) -> site1: site1-a, site1-b"
 echo "                                                           -> egress EF-2 (cats-fwd) -> site2: site2-a, site2-b"
 echo "   C-PS: cats-select | cats-pce | cats-bind; per site: cats-sma and one cats-sci per instance"
+[ -z "$LOOP_TLS" ] || echo "   management links: each cats-sma to the C-PS's ingest over https, mutual TLS"
 echo "   service S1 = http://203.0.113.100/; instances report active connections as computing time (+10 ms each) and slots"
 step "starting"
 loop_up || fail "the loop did not come up"
 say "namespaces $LOOP_NS"
 loop_wait_ready 200 || fail "the instances were not advertised HEALTHY"
+if [ -n "$LOOP_TLS" ]; then
+	for n in 1 2; do
+		grep -q "event=tls-peer .*subject=\"CN=sma-site$n\".*URI:cats:sma:sma-site$n" \
+			"$LOOP_DIR/log/select.audit" ||
+			fail "sma-site$n did not reach the C-PS over mutual TLS"
+	done
+	say "the site agents reach the C-PS over https with mutual TLS (TLS $(sed -n 's/.*event=tls-peer .*version=TLSv\([0-9.]*\).*/\1/p' "$LOOP_DIR/log/select.audit" | tail -1));"
+	say "   each certificate names its C-SMA, CS-ID and site (cats:sma:sma-site1, cats:cs:S1, cats:site:site1), which the ingest holds it to"
+fi
 say "every instance is advertised HEALTHY; the C-PS's view (latency = path delay + computing time):"
 view
 

@@ -50,6 +50,9 @@ LOOP_PEER_KEYS=${LOOP_PEER_KEYS-1}
 # The C-PS: cps (cats-cps, one supervised service) or filters
 # (cats-select | cats-pce | cats-bind on fifos).
 LOOP_CPS=${LOOP_CPS:-cps}
+# LOOP_TLS=1: the management links speak https with mutual TLS (see
+# loop_northbound); make demo runs so.
+LOOP_TLS=${LOOP_TLS:-}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -254,6 +257,32 @@ EOF
 		done
 	done
 	loop_nst >"$LOOP_DIR/nst.jsonl"
+	[ -z "$LOOP_TLS" ] || loop_certs
+}
+
+# The certificates of the management links (examples/keys/make-certs.sh):
+# cats-select's names the C-PS's addresses on both links; each site
+# agent's names its C-SMA, the CS-ID and the site it may report
+# (cats-select(1) THE C-SMA INGEST).
+loop_certs() {
+	sh "$LOOP_EX/keys/make-certs.sh" "$LOOP_DIR/tls" \
+		"cats-select=IP:10.255.1.1,IP:10.255.2.1" \
+		"sma-site1=URI:cats:sma:sma-site1,URI:cats:cs:S1,URI:cats:site:site1" \
+		"sma-site2=URI:cats:sma:sma-site2,URI:cats:cs:S1,URI:cats:site:site2" \
+		>/dev/null || return 1
+	printf '[http]\nca-file = %s\n' "$LOOP_DIR/tls/ca.crt" \
+		>>"$LOOP_DIR/sma1.conf"
+	printf '[http]\nca-file = %s\n' "$LOOP_DIR/tls/ca.crt" \
+		>>"$LOOP_DIR/sma2.conf"
+}
+
+# The C-PS's TLS files, one option a line (cats-cps gives them to its
+# stages; the filters' cats-select takes them itself).
+loop_tls_opts() {
+	[ -n "$LOOP_TLS" ] || return 0
+	printf '%s\n' "--tls-cert=$LOOP_DIR/tls/cats-select.crt" \
+		"--tls-key=$LOOP_DIR/tls/cats-select.key" \
+		"--tls-ca=$LOOP_DIR/tls/ca.crt" "--tls-crl=$LOOP_DIR/tls/crl.pem"
 }
 
 # The selector's network view, IF-1 to each egress, derived from the TE
@@ -272,15 +301,31 @@ loop_nst() {
 # entries (advert-ttl is three times that); a restarted C-PS asks the
 # agents for a full sync in its acks.  Each agent also writes a copy of
 # what it queued to $LOOP_DIR/metricsN.cbor (loop_metrics reads them).
+# With LOOP_TLS, the links speak https: the C-PS's ingest requires a
+# client certificate of the loop's CA, and each agent's certificate limits
+# it to its own C-SMA, CS-ID and site.
 #   loop_northbound url N       the --to of site N's cats-sma
 #   loop_northbound select-args cats-select's ingest options
+#   loop_northbound probe       the ingest answers (from the C-PS's host)
 loop_northbound() {
+	local sch=http
+	[ -z "$LOOP_TLS" ] || sch=https
 	case $1 in
 	url)
-		echo "http://10.255.$2.1:$LOOP_NB_PORT/"
+		echo "$sch://10.255.$2.1:$LOOP_NB_PORT/"
+		;;
+	probe)
+		if [ -n "$LOOP_TLS" ]; then
+			lx "$LM" curl -s -o /dev/null --cacert "$LOOP_DIR/tls/ca.crt" \
+				--cert "$LOOP_DIR/tls/sma-site1.crt" \
+				--key "$LOOP_DIR/tls/sma-site1.key" \
+				"https://127.0.0.1:$LOOP_NB_PORT/"
+		else
+			lx "$LM" curl -s -o /dev/null "http://127.0.0.1:$LOOP_NB_PORT/"
+		fi
 		;;
 	select-args)
-		echo "--ingest http://0.0.0.0:$LOOP_NB_PORT/" \
+		echo "--ingest $sch://0.0.0.0:$LOOP_NB_PORT/" \
 			"--ingest-keys $LOOP_DIR/keys/sma.ring" \
 			"--sma sma-site1=S1 --sma sma-site2=S1" \
 			"--sma-locators sma-site1=198.51.100.0/24" \
@@ -343,6 +388,7 @@ loop_cps_conf() {
 	echo "id = cps"
 	echo "tap = file:$LOOP_DIR/cps.cbor"
 	echo "stats-to = file:$LOOP_DIR/cps.stats"
+	loop_tls_opts | sed 's/^--\([a-z-]*\)=/\1 = /'
 	for s in select pce bind; do
 		printf '[%s]\n' "$s"
 		"loop_${s}_opts" | while IFS= read -r o; do
@@ -369,8 +415,8 @@ loop_stage_wait() {
 	loop_wait 50 sh -c "p=\$(pgrep -P $(cat "$LOOP_DIR/pid/cps") -x cats-$1) && [ \"\$p\" != '${2:-}' ]" || return 1
 	case $1 in
 	select)
-		loop_wait 50 lx "$LM" sh -c "curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/ &&
-			python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' '$LOOP_DIR/select.sock'"
+		loop_wait 50 loop_northbound probe &&
+		loop_wait 50 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/select.sock"
 		;;
 	bind)
 		loop_wait 50 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/bind.sock"
@@ -403,11 +449,11 @@ loop_select_start() {
 	fi
 	rm -f "$LOOP_DIR/select.sock"	# left by a killed one
 	local o=() a
-	while IFS= read -r a; do o+=("$a"); done < <(loop_select_opts)
+	while IFS= read -r a; do o+=("$a"); done < <(loop_select_opts; loop_tls_opts)
 	loop_bg select "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/f1" cats-select \
 		"${o[@]}" "$@"
 	loop_wait 50 test -S "$LOOP_DIR/select.sock" &&
-	loop_wait 50 lx "$LM" curl -s -o /dev/null http://127.0.0.1:$LOOP_NB_PORT/
+	loop_wait 50 loop_northbound probe
 }
 
 loop_pce_start() {
@@ -523,8 +569,11 @@ loop_instance_kill() {
 loop_sma_start() {
 	local n=$1 ns
 	[ "$n" = 1 ] && ns=$LS1 || ns=$LS2
+	local tls=()
+	[ -z "$LOOP_TLS" ] || tls=(--tls-cert "$LOOP_DIR/tls/sma-site$n.crt"
+		--tls-key "$LOOP_DIR/tls/sma-site$n.key")
 	loop_bg "sma$n" "$ns" - - cats-sma -c "$LOOP_DIR/sma$n.conf" \
-		-T "$LOOP_DIR/sma$n.state" \
+		-T "$LOOP_DIR/sma$n.state" "${tls[@]}" \
 		-l "http://127.0.0.1:840$n/" -a "unix:$LOOP_DIR/sma$n.admin" \
 		-t "$(loop_northbound url "$n")" -t "file:$LOOP_DIR/metrics$n.cbor"
 	loop_wait 50 lx "$ns" curl -sf "http://127.0.0.1:840$n/health"

@@ -20,6 +20,8 @@ leftovers() {
 	run timeout 300 bash "$TOP/examples/demo/demo.sh"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# The management links over https, mutual TLS (make-certs.sh's).
+	[[ "$output" == *"the site agents reach the C-PS over https with mutual TLS (TLS 1."* ]]
 	[[ "$output" == *"1. curl to the service address is answered by the best instance"* ]]
 	[[ "$output" == *"->  site1-a"* ]]
 	[[ "$output" == *"198.51.100.12:80 STALE -> FAILED (no-report-within-grace)"* ]]
