@@ -37,7 +37,7 @@ teardown() {
 	xs $PY "$TOP/tests/tools/fwd_pkt.py" flows-recv 198.51.100.11 9400 1000 20 \
 		>"$FWD_DIR/flows.out" &
 	rcv=$!
-	sleep 0.5
+	wait_udp xs 9400
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" flows 203.0.113.100 9400 1000 20000
 	wait $rcv
 	cat "$FWD_DIR/flows.out"

@@ -131,7 +131,7 @@ flows() {
 	local base=$1 n=$2
 	bg sink "$NS" socat -u UDP4-RECV:7300,bind=198.51.100.11 \
 		"OPEN:$FWD_DIR/got.$base,creat,append"
-	sleep 0.3
+	wait_udp xs 7300
 	xc $PY -c 'import socket, sys, time
 base, n = int(sys.argv[1]), int(sys.argv[2])
 socks = []

@@ -72,7 +72,7 @@ teardown() {
 	start_ingress --fast-path
 	bg sink "$NS" socat -u UDP4-RECV:7300,bind=198.51.100.11 \
 		"OPEN:$FWD_DIR/got,creat,append"
-	sleep 0.3
+	wait_udp xs 7300
 	# One datagram every 100 ms for 3.5 s, twice the idle time, one flow.
 	for i in $(seq 35); do
 		xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 203.0.113.100 7300 "d$i" 42100
@@ -129,7 +129,7 @@ teardown() {
 	before=$(counter egress drop_no_reverse_binding)
 	xc timeout 3 socat -u UDP-RECV:5555 CREATE:"$FWD_DIR/got" &
 	rcv=$!
-	sleep 0.3
+	wait_udp xc 5555
 	echo stray | xs socat -u - UDP:192.0.2.10:5555,bind=198.51.100.21:80
 	# Dropped (the proof each arrived), then: never delivered.
 	wait_counter egress drop_no_reverse_binding -gt "$before"

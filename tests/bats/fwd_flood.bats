@@ -21,7 +21,8 @@ teardown() {
 flood_during_download() {
 	xc curl -s --speed-limit 1 --speed-time 30 --limit-rate 400k -o "$FWD_DIR/dl" http://203.0.113.100/big &
 	dl=$!
-	sleep 0.7
+	# The download under way (its first bytes in) before the flood.
+	wait_for 100 test -s "$FWD_DIR/dl"
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" flood 203.0.113.200 9999 3000
 	[ "$(counter ingress pending)" -le "$1" ]
 	wait $dl

@@ -30,7 +30,8 @@ setup_file() {
 		bg "sink4_$i" "$NS" socat -u "UDP4-RECV:7100,bind=198.51.100.$i" \
 			"OPEN:$FWD_DIR/got4_$i,creat,append"
 	done
-	sleep 0.3
+	wait_udp xs 7000 2
+	wait_udp xs 7100 2
 }
 
 teardown_file() {

@@ -124,6 +124,17 @@ stop() {
 	rm -f "$FWD_DIR/$1.pid"
 }
 
+# Wait until a receiver started in the background is bound: N (default 1)
+# UDP sockets on PORT in the namespace X (xc, xs, ...) runs commands in.
+# A datagram sent before would be lost, and a loaded machine can take
+# longer than any fixed sleep to start the receiver.
+udp_bound() {
+	[ "$("$1" ss -Hlun "sport = :$2" | wc -l)" -ge "${3:-1}" ]
+}
+wait_udp() {
+	wait_for 100 udp_bound "$@" || { echo "no UDP receiver on port $2 ($1)"; return 1; }
+}
+
 # The fake control plane.  Extra arguments are passed on.
 start_cps() {
 	local log="--log=$FWD_DIR/cps.log"
@@ -203,7 +214,7 @@ burst_one_flow() {
 	xs $PY "$TOP/tests/tools/fwd_pkt.py" seq-recv 198.51.100.11 9300 \
 		$((n + 1)) 15 >"$FWD_DIR/seq.out" &
 	rcv=$!
-	sleep 0.5
+	wait_udp xs 9300
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 1 0
 	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" seq-send 203.0.113.100 9300 41000 "$n" 1

@@ -58,7 +58,7 @@ teardown() {
 	start_egress
 	bg sink4 "$NS" socat -u UDP4-RECV:7200,bind=198.51.100.21 "OPEN:$FWD_DIR/got4,creat,append"
 	bg sink6 "$NS" socat -u "UDP6-RECV:7200,bind=[2001:db8:5::21]" "OPEN:$FWD_DIR/got6,creat,append"
-	sleep 0.3
+	wait_udp xs 7200 2
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 198.51.100.21 7200 "kernel-seg6-v4"
 	xc $PY "$TOP/tests/tools/fwd_pkt.py" udp 2001:db8:5::21 7200 "kernel-seg6-v6"
 	wait_for 100 grep -q kernel-seg6-v4 "$FWD_DIR/got4"

@@ -9,11 +9,12 @@
   fwd_pkt.py modeb CSID DST DPORT             IPv4 UDP, envelope at offset 0
   fwd_pkt.py srv6-stray IFACE DSTMAC          SRv6 to the ingress SID with an
                                               inner packet nobody bound
-  fwd_pkt.py icmp6-unreach IFACE DSTMAC SPORT DPORT
+  fwd_pkt.py icmp6-unreach IFACE DSTMAC SPORT DPORT [N]
                                               a core router's ICMPv6 unreachable
                                               to the ingress about its SRv6
                                               packet of 192.0.2.10:SPORT ->
-                                              198.51.100.11:DPORT (UDP)
+                                              198.51.100.11:DPORT (UDP); N
+                                              copies back to back (1)
   fwd_pkt.py flood DST DPORT N                N UDP flows (distinct ports)
   fwd_pkt.py udp DST DPORT TEXT [SPORT]       one plain UDP datagram
   fwd_pkt.py seq-send DST DPORT SPORT N [I0]  N numbered datagrams (from I0)
@@ -157,7 +158,8 @@ def main(a):
             ICMPv6DestUnreach(code=0) / quoted
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         s.bind((iface, 0))
-        s.send(bytes(p))
+        for _ in range(int(a[5]) if len(a) > 5 else 1):
+            s.send(bytes(p))
     else:
         sys.exit("unknown mode " + a[0])
 
