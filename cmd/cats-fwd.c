@@ -346,11 +346,11 @@ main(int argc, char **argv)
 	const char *keyfile = NULL, *peerfile = NULL, *select_ep = NULL;
 	int verbose = 1, c;
 	char err[256];
-	bool fast = false, dp_given = false;
+	bool fast = false;
 	uint64_t sync_ms = 3000;
 	unsigned ring_frames = 0, reserve_flows = 8192;
 	cats_tool_init(argv[0]);
-	cf.dataplane = CATS_DP_SRV6;
+	cf.dataplane = -1;
 	cf.path_down = true;
 	poll_us = 0;
 	cf.epoch = 0;
@@ -496,7 +496,6 @@ main(int argc, char **argv)
 			cf.tenant = optarg;
 			break;
 		case O_DP:
-			dp_given = true;
 			cf.dataplane = cats_enum_index(cats_dataplane_names,
 			    optarg, strlen(optarg));
 			if (cf.dataplane < 0)
@@ -627,7 +626,7 @@ main(int argc, char **argv)
 		cats_usage_fail("needs %s", cf.id == NULL ? "--id ID"
 		    : core == NULL ? "--core PORT" : "--client or --site PORT");
 	/* The data plane the requests ask for must be one the forwarder does. */
-	if (dp_given && cf.fc.encaps != 0 &&
+	if (cf.dataplane >= 0 && cf.fc.encaps != 0 &&
 	    !(cf.fc.encaps & (1u << cf.dataplane)))
 		cats_usage_fail("--dataplane %s: not among --encaps",
 		    cats_dataplane_names[cf.dataplane]);
@@ -671,6 +670,11 @@ main(int argc, char **argv)
 	need_port(core, CATS_PORT_CORE);
 	if (site != NULL)
 		need_port(site, CATS_PORT_SITE);
+	/* An ingress asks for a data plane it advertises (cats_fwdp_dataplane). */
+	if (client != NULL && cats_fwdp_dataplane(&fw) < 0)
+		cats_usage_fail("--encaps: no data plane left to ask for "
+		    "(srv6 and ipip6 need --src6, ipip4 --src4, srmpls an "
+		    "af_packet core port)");
 	base = event_base_new();
 	if (base == NULL)
 		return CATS_EXIT_FAIL;

@@ -289,8 +289,10 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	CATS_SET(q, REQ, mode, pk != NULL && pk->meta.present ? CATS_MODE_A :
 	    m->present ? CATS_MODE_B : CATS_MODE_NONE);
 	CATS_SET(q, REQ, held, p->npkts);
-	CATS_SET(q, REQ, dataplane, cf->dataplane);
-	if (cf->dataplane == CATS_DP_SRV6 || cf->dataplane == CATS_DP_SRMPLS)
+	int dp = cats_fwdp_dataplane(w);
+	if (dp >= 0)
+		CATS_SET(q, REQ, dataplane, dp);
+	if (dp == CATS_DP_SRV6 || dp == CATS_DP_SRMPLS)
 		CATS_SET(q, REQ, msd, CATS_PKT_MAX_SIDS);
 	CATS_SET(q, REQ, deadline, p->deadline);
 	p->sent = true;
@@ -1370,14 +1372,55 @@ cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r, bool from_bind,
 	}
 }
 
+/*
+ * The data planes the forwarder advertises, a bit per enum cats_dataplane
+ * (IP-in-IP when it has either outer family): what --encaps leaves of what
+ * it has the means for.
+ */
+unsigned
+cats_fwdp_dataplanes(const struct cats_fwdp *w)
+{
+	const struct cats_fwd_conf *fc = &w->tab.c;
+	unsigned m = 0;
+#define CAN(dp) (fc->encaps == 0 || (fc->encaps & (1u << (dp))))
+	if (CAN(CATS_DP_IP))
+		m |= 1u << CATS_DP_IP;
+	if (CAN(CATS_DP_IPIP) && (fc->has_src4 || fc->has_src6))
+		m |= 1u << CATS_DP_IPIP;
+	if (CAN(CATS_DP_SRV6) && fc->has_src6)
+		m |= 1u << CATS_DP_SRV6;
+	if (CAN(CATS_DP_SRMPLS) && !fc->no_mpls)
+		m |= 1u << CATS_DP_SRMPLS;
+#undef CAN
+	return m;
+}
+
+/* The order an ingress prefers the data planes it advertises in. */
+static const int dp_order[4] = {
+	CATS_DP_SRV6, CATS_DP_SRMPLS, CATS_DP_IPIP, CATS_DP_IP
+};
+
+int
+cats_fwdp_dataplane(const struct cats_fwdp *w)
+{
+	if (w->cf.dataplane >= 0)
+		return w->cf.dataplane;
+	unsigned m = cats_fwdp_dataplanes(w);
+	for (int i = 0; i < 4; i++)
+		if (m & (1u << dp_order[i]))
+			return dp_order[i];
+	return -1;
+}
+
 size_t
 cats_fwdp_caps(const struct cats_fwdp *w, const char **v, char (*buf)[40])
 {
 	const struct cats_fwd_conf *fc = &w->tab.c;
+	unsigned dps = cats_fwdp_dataplanes(w);
 	size_t n = 0;
 #define CAP(...) do { snprintf(buf[n], sizeof(buf[0]), __VA_ARGS__); \
 	v[n] = buf[n]; n++; } while (0)
-#define CAN(dp) (fc->encaps == 0 || (fc->encaps & (1u << (dp))))
+#define CAN(dp) (dps & (1u << (dp)))
 	if (w->client != NULL)
 		CAP("ingress");
 	if (w->site != NULL)
@@ -1390,11 +1433,11 @@ cats_fwdp_caps(const struct cats_fwdp *w, const char **v, char (*buf)[40])
 		CAP("ipip4");
 	if (CAN(CATS_DP_IPIP) && fc->has_src6)
 		CAP("ipip6");
-	if (CAN(CATS_DP_SRV6) && fc->has_src6) {
+	if (CAN(CATS_DP_SRV6)) {
 		CAP("srv6");
 		CAP("srv6-msd=%d", CATS_PKT_MAX_SIDS);
 	}
-	if (CAN(CATS_DP_SRMPLS) && !fc->no_mpls) {
+	if (CAN(CATS_DP_SRMPLS)) {
 		CAP("srmpls");
 		CAP("srmpls-msd=%d", CATS_PKT_MAX_SIDS);
 		if (fc->explicit_null)

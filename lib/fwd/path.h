@@ -90,7 +90,7 @@ struct cats_fwdp_conf {
 	int modeb_proto, modeb_port, modeb_off;
 	int precedence;			/* 0 refuse, 1 csid, 2 address */
 	const char *tenant;
-	int dataplane;			/* CATS_DP_* */
+	int dataplane;			/* CATS_DP_*, -1: cats_fwdp_dataplane() */
 	uint32_t mtu;			/* core MTU; 0: the port's */
 	bool icmp_unreach;
 	bool jumbo;
@@ -226,6 +226,14 @@ void cats_fwdp_hello(struct cats_fwdp *w, uint64_t now);
 #define CATS_FWDP_NCAPS	32
 size_t cats_fwdp_caps(const struct cats_fwdp *w, const char **v,
     char (*buf)[40]);
+/*
+ * The data planes the forwarder advertises (its caps), a bit per enum
+ * cats_dataplane; the one its requests ask for: --dataplane
+ * (cf.dataplane >= 0), else the first it advertises in the order srv6, srmpls,
+ * ipip, ip (cats-fwd(1) CAPABILITIES); -1 when it advertises none.
+ */
+unsigned cats_fwdp_dataplanes(const struct cats_fwdp *w);
+int cats_fwdp_dataplane(const struct cats_fwdp *w);
 /*
  * The 100 ms tick: fast path peers, the sync deadline, activity reports
  * (when report: the binding manager is connected), expiry, queued fast

@@ -349,7 +349,7 @@ extern const char *const cats_req_mode_names[];
  X(REQ, constraints, MAP, struct cats_constraints, CATS_OPT, 0, 0, &cats_schema_constraints, NULL, "", "client constraints") \
  X(REQ, mode, ENUM, int, CATS_OPT, 0, 0, NULL, cats_req_mode_names, "", "request carriage: none, a or b") \
  X(REQ, held, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "packets", "packets held pending the decision") \
- X(REQ, dataplane, ENUM, int, CATS_OPT, 0, 0, NULL, cats_dataplane_names, "", "encapsulation the forwarder supports") \
+ X(REQ, dataplane, ENUM, int, CATS_OPT, 0, 0, NULL, cats_dataplane_names, "", "the data plane the forwarder asks for (one it advertises)") \
  X(REQ, msd, U64, uint64_t, CATS_OPT, 1, 255, NULL, NULL, "segments", "the most segments the forwarder pushes in that encapsulation (its advertised MSD)") \
  X(REQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "the pending record expires at")
 

@@ -26,27 +26,64 @@ installs() {
 	loop_bindout | jq -s '[.[] | select(.type == "binding" and .op == "install")] | length'
 }
 
-capability_error() {
-	loop_bindout | jq -c 'select(.type == "error" and .code == "path-capability")' | tail -1
+# The path-capability error of the flow from local port $1, if any.
+capability_error_of() {
+	loop_bindout | jq -c --argjson p "$1" 'select(.type == "error" and
+		.code == "path-capability" and .flow.sport == $p)' | tail -1
 }
 
-@test "loop caps: an ingress that advertises no SRv6 never gets an SRv6 binding (path-capability); with SRv6 again it does" {
+# The last binding installed for a flow from local port $1.
+binding_of_port() {
+	loop_bindout | jq -c --argjson p "$1" 'select(.type == "binding" and
+		.op == "install" and .fwd.match.sport == $p)' | tail -1
+}
+
+@test "loop caps: an ingress that advertises no SRv6 (--encaps ipip,ip) asks for IP-in-IP and its flows are bound and answered that way; with SRv6 again it gets SRv6" {
 	best_is site1-a
 	loop_stop IF-1
 	loop_ingress_start --encaps ipip,ip
-	b0=$(installs)
-	LOOP_CURL_TIMEOUT=3 run loop_curl http://203.0.113.100/
-	[ "$status" -ne 0 ]
-	loop_wait 50 sh -c "cats-cbor decode '$LOOP_DIR/bind.cbor' | grep -q '\"code\":\"path-capability\"'"
-	e=$(capability_error)
-	[ "$(jq -r .ingress <<<"$e")" = IF-1 ]
-	[[ "$(jq -r .msg <<<"$e")" == *"headend IF-1 does not advertise srv6"* ]]
-	# Nothing was sent for the forwarder to refuse.
-	[ "$(installs)" = "$b0" ]
-	[ "$(loop_counter IF-1 bindings_installed)" = 0 ]
+	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; false; }
+	[ "$LOOP_BODY" = site1-a ]
+	b=$(binding_of_port "$LOOP_PORT")
+	[ -n "$b" ]
+	# Both ends advertise ipip6 (the egress has only an IPv6 source).
+	[ "$(jq -r .fwd.encap <<<"$b")" = ipip ]
+	[ "$(jq -r .fwd.tunnel_dst <<<"$b")" = 2001:db8:2::1 ]
+	# No path failure for it.
+	[ -z "$(capability_error_of "$LOOP_PORT")" ]
+	[ "$(loop_counter IF-1 bindings_installed)" -ge 1 ]
 	! grep -q unsupported-encap "$LOOP_DIR/log/IF-1.err"
 	loop_stop IF-1
 	loop_ingress_start
+	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; false; }
+	[ "$LOOP_BODY" = site1-a ]
+	[ "$(jq -r .fwd.encap <<<"$(binding_of_port "$LOOP_PORT")")" = srv6 ]
+}
+
+@test "loop caps: an explicit --dataplane srv6 toward an egress that advertises no SRv6 is a path-capability refusal naming the egress" {
+	best_is site1-a
+	loop_stop EF-1
+	loop_egress_start 1 --encaps ipip,ip
+	loop_stop IF-1
+	loop_ingress_start --dataplane srv6
+	LOOP_CURL_TIMEOUT=3 run loop_curl http://203.0.113.100/
+	[ "$status" -ne 0 ]
+	refused() {
+		loop_bindout | jq -e -s 'any(.[]; .type == "error" and
+			.code == "path-capability" and
+			(.msg | contains("egress EF-1 does not advertise srv6")))' >/dev/null
+	}
+	loop_wait 50 refused
+	e=$(loop_bindout | jq -c 'select(.type == "error" and
+		.code == "path-capability" and
+		(.msg | contains("egress EF-1 does not advertise srv6")))' | tail -1)
+	[ "$(jq -r .ingress <<<"$e")" = IF-1 ]
+	# Nothing was sent for a forwarder to refuse.
+	[ -z "$(binding_of_port "$(jq -r .flow.sport <<<"$e")")" ]
+	loop_stop IF-1
+	loop_ingress_start
+	loop_stop EF-1
+	loop_egress_start 1
 	best_is site1-a
 }
 

@@ -174,6 +174,12 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 		int o = snprintf(s, 160, "request mode=%s held=%llu cs_id=%s",
 		    cats_req_mode_names[q->mode], (unsigned long long)q->held,
 		    (q->has & (UINT64_C(1) << CATS_REQ_cs_id)) ? q->cs_id : "");
+		o += snprintf(s + o, 160 - (size_t)o, " dataplane=%s msd=",
+		    CATS_HAS(q, REQ, dataplane) ?
+		    cats_dataplane_names[q->dataplane] : "");
+		if (CATS_HAS(q, REQ, msd))
+			o += snprintf(s + o, 160 - (size_t)o, "%llu",
+			    (unsigned long long)q->msd);
 		if (CATS_HAS(&q->constraints, CON, max_delay_us))
 			snprintf(s + o, 160 - (size_t)o, " max_delay_us=%llu",
 			    (unsigned long long)q->constraints.max_delay_us);
@@ -216,7 +222,7 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 	const char *src4 = c->egress ? "10.99.0.2" : "10.99.0.1";
 	const char *src6 = c->egress ? "2001:db8:2::100" : "2001:db8:1::1";
 	cf.id = c->egress ? "EF-2" : "IF-1";
-	cf.dataplane = CATS_DP_SRV6;
+	cf.dataplane = -1;
 	cf.epoch = 1;
 	cats_ip_parse(src4, strlen(src4), &ip);
 	memcpy(cf.fc.src4, ip.a, 4);
@@ -268,6 +274,11 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 			cf.labels[cf.nlabels++] = (uint32_t)atoi(o + 6);
 		else if (strcmp(o, "explicit-null") == 0)
 			cf.fc.explicit_null = true;
+		else if (strncmp(o, "dataplane=", 10) == 0)
+			cf.dataplane = cats_enum_index(cats_dataplane_names,
+			    o + 10, strlen(o + 10));
+		else if (strcmp(o, "no-src6") == 0)
+			cf.fc.has_src6 = false;
 		else if (strcmp(o, "select-down") == 0)
 			fc_select_down = true;
 		else if (strncmp(o, "encaps=", 7) == 0) {
