@@ -240,6 +240,11 @@ send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
 		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
 }
 
+/* The order an ingress prefers the data planes it advertises in. */
+static const int dp_order[4] = {
+	CATS_DP_SRV6, CATS_DP_SRMPLS, CATS_DP_IPIP, CATS_DP_IP
+};
+
 static bool
 send_request(struct cats_fwdp *w, struct cats_pend *p,
     const struct cats_pkt *pk)
@@ -292,6 +297,20 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	int dp = cats_fwdp_dataplane(w);
 	if (dp >= 0)
 		CATS_SET(q, REQ, dataplane, dp);
+	/* Not bound by --dataplane: every one it advertises, so that the
+	 * C-PS can take a service's own where this forwarder has it. */
+	const char *dps[4];
+	if (cf->dataplane < 0) {
+		unsigned mask = cats_fwdp_dataplanes(w);
+		q->dataplanes.v = dps;
+		q->dataplanes.n = 0;
+		for (int i = 0; i < 4; i++)
+			if (mask & (1u << dp_order[i]))
+				dps[q->dataplanes.n++] =
+				    cats_dataplane_names[dp_order[i]];
+		if (q->dataplanes.n > 0)
+			q->has |= UINT64_C(1) << CATS_REQ_dataplanes;
+	}
 	if (dp == CATS_DP_SRV6 || dp == CATS_DP_SRMPLS)
 		CATS_SET(q, REQ, msd, CATS_PKT_MAX_SIDS);
 	CATS_SET(q, REQ, deadline, p->deadline);
@@ -1394,11 +1413,6 @@ cats_fwdp_dataplanes(const struct cats_fwdp *w)
 #undef CAN
 	return m;
 }
-
-/* The order an ingress prefers the data planes it advertises in. */
-static const int dp_order[4] = {
-	CATS_DP_SRV6, CATS_DP_SRMPLS, CATS_DP_IPIP, CATS_DP_IP
-};
 
 int
 cats_fwdp_dataplane(const struct cats_fwdp *w)

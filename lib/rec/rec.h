@@ -351,6 +351,7 @@ extern const char *const cats_req_mode_names[];
  X(REQ, held, U64, uint64_t, CATS_OPT, 0, CATS_U32, NULL, NULL, "packets", "packets held pending the decision") \
  X(REQ, dataplane, ENUM, int, CATS_OPT, 0, 0, NULL, cats_dataplane_names, "", "the data plane the forwarder asks for (one it advertises)") \
  X(REQ, msd, U64, uint64_t, CATS_OPT, 1, 255, NULL, NULL, "segments", "the most segments the forwarder pushes in that encapsulation (its advertised MSD)") \
+ X(REQ, dataplanes, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 8, NULL, NULL, "", "every data plane the forwarder advertises, preferred first; a service's own may be one of them (names not known are ignored)") \
  X(REQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "the pending record expires at")
 
 /* path-req: the C-PS asks the PCE for a path to the selected egress. */

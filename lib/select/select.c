@@ -1069,6 +1069,18 @@ fb_text(const struct cats_fb_term *t, char *buf, size_t len)
 	BIT(CON, max_hops) | BIT(CON, metric) | BIT(CON, include_any) | \
 	BIT(CON, include_all) | BIT(CON, exclude_any))
 
+/* Does the request name dp among the data planes its forwarder has? */
+static bool
+offers_dataplane(const struct cats_request *rq, int dp)
+{
+	if (!CATS_HAS(rq, REQ, dataplanes))
+		return false;
+	for (size_t i = 0; i < rq->dataplanes.n; i++)
+		if (strcmp(rq->dataplanes.v[i], cats_dataplane_names[dp]) == 0)
+			return true;
+	return false;
+}
+
 static void
 decision(struct rctx *c, const struct cand *b, int dataplane, bool fallback)
 {
@@ -1300,7 +1312,8 @@ cats_sel_request(struct cats_sel *s, const struct cats_rec *r,
 
 	bool sdp = CATS_HAS(svc, SVC, dataplane);
 	bool rdp = CATS_HAS(rq, REQ, dataplane);
-	if (sdp && rdp && svc->dataplane != rq->dataplane)
+	if (sdp && rdp && svc->dataplane != rq->dataplane &&
+	    !offers_dataplane(rq, svc->dataplane))
 		return fail(s, out, rq, now, CATS_SEL_DATAPLANE, "dataplane",
 		    "service %s uses %s, forwarder %s supports %s", svc->cs_id,
 		    cats_dataplane_names[svc->dataplane], rq->ingress,

@@ -180,6 +180,11 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 		if (CATS_HAS(q, REQ, msd))
 			o += snprintf(s + o, 160 - (size_t)o, "%llu",
 			    (unsigned long long)q->msd);
+		o += snprintf(s + o, 160 - (size_t)o, " dataplanes=");
+		for (size_t i = 0; CATS_HAS(q, REQ, dataplanes) &&
+		    i < q->dataplanes.n; i++)
+			o += snprintf(s + o, 160 - (size_t)o, "%s%s",
+			    i ? "," : "", q->dataplanes.v[i]);
 		if (CATS_HAS(&q->constraints, CON, max_delay_us))
 			snprintf(s + o, 160 - (size_t)o, " max_delay_us=%llu",
 			    (unsigned long long)q->constraints.max_delay_us);

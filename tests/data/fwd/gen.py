@@ -1126,24 +1126,27 @@ case("cap_encaps_ok", "--encaps srmpls,ip: an SR-MPLS binding is taken",
 
 # The data plane a request asks for (cats-fwd(1) CAPABILITIES): --dataplane,
 # else the first the ingress advertises of srv6, srmpls, ipip, ip.
-for name, doc, opts, dp, msd in (
+for name, doc, opts, dp, msd, dps in (
         ("cap_dp_default", "every encapsulation: the request asks for srv6 "
-         "with the MSD", [], "srv6", "16"),
+         "with the MSD, and every one it advertises", [], "srv6", "16",
+         "srv6,srmpls,ipip,ip"),
         ("cap_dp_srmpls", "--encaps srmpls,ip: the request asks for srmpls",
-         ["encaps=srmpls,ip"], "srmpls", "16"),
+         ["encaps=srmpls,ip"], "srmpls", "16", "srmpls,ip"),
         ("cap_dp_ipip", "--encaps ipip,ip: the request asks for ipip, "
-         "without an MSD", ["encaps=ipip,ip"], "ipip", ""),
+         "without an MSD", ["encaps=ipip,ip"], "ipip", "", "ipip,ip"),
         ("cap_dp_ip", "--encaps ip: the request asks for ip",
-         ["encaps=ip"], "ip", ""),
+         ["encaps=ip"], "ip", "", "ip"),
         ("cap_dp_no_src6", "no --src6: no srv6 advertised, the request "
-         "asks for srmpls", ["no-src6"], "srmpls", "16"),
+         "asks for srmpls", ["no-src6"], "srmpls", "16", "srmpls,ipip,ip"),
         ("cap_dp_no_src6_ipip", "no --src6, --encaps srv6,ipip,ip: the "
          "request asks for ipip (IPv4 outer)",
-         ["no-src6", "encaps=srv6,ipip,ip"], "ipip", ""),
+         ["no-src6", "encaps=srv6,ipip,ip"], "ipip", "", "ipip,ip"),
         ("cap_dp_given", "--dataplane ip among every encapsulation: the "
-         "request asks for ip", ["dataplane=ip"], "ip", "")):
+         "request asks for ip and names no other", ["dataplane=ip"], "ip", "",
+         "")):
     case(name, doc, opts=opts, acts=[pin("client", u4)],
-         expect=[request("mode=none held=1 dataplane=%s msd=%s" % (dp, msd)),
+         expect=[request("mode=none held=1 dataplane=%s msd=%s "
+                         "dataplanes=%s" % (dp, msd, dps)),
                  count("requests")])
 
 
