@@ -1264,23 +1264,41 @@ dec_pcrep(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
 	return 0;
 }
 
+/* PCErr and PCNtf share one body: RP objects naming requests, then
+ * type/value objects of one class (PCEP-ERROR or NOTIFICATION); a PCErr
+ * may also carry the Open it proposes (open != NULL). */
+struct tv_list {
+	uint8_t cls;
+	const char *none, *cap, *obj;	/* the malformed reasons */
+};
+
+static const struct tv_list tv_pcerr = {
+	CATS_PCEP_OC_ERROR, "PCErr without PCEP-ERROR", "PCErr over the cap",
+	"PCEP-ERROR",
+};
+static const struct tv_list tv_pcntf = {
+	CATS_PCEP_OC_NOTIFICATION, "PCNtf without NOTIFICATION",
+	"PCNtf over the cap", "NOTIFICATION",
+};
+
 static int
-dec_pcerr(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
-    const struct census *c, struct cats_pcep_msg *m, struct cats_arena *a,
+dec_tv_list(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
+    const struct tv_list *k, size_t count, size_t rps,
+    struct cats_pcep_error **v, size_t *nv, uint32_t **ids, size_t *nids,
+    struct cats_pcep_err *open, struct cats_arena *a,
     struct cats_pcep_status *st)
 {
-	if (c->errors == 0) {
-		malformed(st, CATS_PCEP_HDR, "PCErr without PCEP-ERROR");
+	if (count == 0) {
+		malformed(st, CATS_PCEP_HDR, k->none);
 		return -1;
 	}
-	if (c->errors > lim->max_errors || c->rps > lim->max_reqs) {
-		malformed(st, CATS_PCEP_HDR, "PCErr over the cap");
+	if (count > lim->max_errors || rps > lim->max_reqs) {
+		malformed(st, CATS_PCEP_HDR, k->cap);
 		return -1;
 	}
-	struct cats_pcep_err *e = &m->err;
-	e->ids = alloc0(a, c->rps, sizeof(*e->ids));
-	e->v = alloc0(a, c->errors, sizeof(*e->v));
-	if (e->v == NULL || (c->rps && e->ids == NULL)) {
+	*ids = alloc0(a, rps, sizeof(**ids));
+	*v = alloc0(a, count, sizeof(**v));
+	if (*v == NULL || (rps && *ids == NULL)) {
 		set_st(st, CATS_PCEP_ST_NOMEM, 0, 0, 0, "out of memory");
 		return -1;
 	}
@@ -1288,58 +1306,22 @@ dec_pcerr(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
 	struct obj o;
 	while (next_obj(p, n, &pos, &o) == 1) {
 		if (o.cls == CATS_PCEP_OC_RP && o.n >= 8)
-			e->ids[e->nids++] = get32(o.b + 4);
-		else if (o.cls == CATS_PCEP_OC_ERROR) {
+			(*ids)[(*nids)++] = get32(o.b + 4);
+		else if (o.cls == k->cls) {
 			if (o.type != 1 || o.n < 4) {
-				malformed(st, o.off, "PCEP-ERROR");
+				malformed(st, o.off, k->obj);
 				return -1;
 			}
-			e->v[e->n].type = o.b[2];
-			e->v[e->n].value = o.b[3];
-			e->n++;
-		} else if (o.cls == CATS_PCEP_OC_OPEN && !e->has_open) {
-			if (dec_open(&o, lim, &e->open) < 0) {
+			(*v)[*nv].type = o.b[2];
+			(*v)[*nv].value = o.b[3];
+			(*nv)++;
+		} else if (o.cls == CATS_PCEP_OC_OPEN && open != NULL &&
+		    !open->has_open) {
+			if (dec_open(&o, lim, &open->open) < 0) {
 				malformed(st, o.off, "OPEN");
 				return -1;
 			}
-			e->has_open = true;
-		}
-	}
-	return 0;
-}
-
-static int
-dec_pcntf(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
-    const struct census *c, struct cats_pcep_msg *m, struct cats_arena *a,
-    struct cats_pcep_status *st)
-{
-	if (c->ntfs == 0) {
-		malformed(st, CATS_PCEP_HDR, "PCNtf without NOTIFICATION");
-		return -1;
-	}
-	if (c->ntfs > lim->max_errors || c->rps > lim->max_reqs) {
-		malformed(st, CATS_PCEP_HDR, "PCNtf over the cap");
-		return -1;
-	}
-	m->ntfs = alloc0(a, c->ntfs, sizeof(*m->ntfs));
-	m->ntf_ids = alloc0(a, c->rps, sizeof(*m->ntf_ids));
-	if (m->ntfs == NULL || (c->rps && m->ntf_ids == NULL)) {
-		set_st(st, CATS_PCEP_ST_NOMEM, 0, 0, 0, "out of memory");
-		return -1;
-	}
-	size_t pos = CATS_PCEP_HDR;
-	struct obj o;
-	while (next_obj(p, n, &pos, &o) == 1) {
-		if (o.cls == CATS_PCEP_OC_RP && o.n >= 8)
-			m->ntf_ids[m->nntf_ids++] = get32(o.b + 4);
-		else if (o.cls == CATS_PCEP_OC_NOTIFICATION) {
-			if (o.type != 1 || o.n < 4) {
-				malformed(st, o.off, "NOTIFICATION");
-				return -1;
-			}
-			m->ntfs[m->nntfs].type = o.b[2];
-			m->ntfs[m->nntfs].value = o.b[3];
-			m->nntfs++;
+			open->has_open = true;
 		}
 	}
 	return 0;
@@ -1414,9 +1396,13 @@ cats_pcep_decode(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
 	case CATS_PCEP_PCREP:
 		return dec_pcrep(p, n, lim, &c, m, a, st);
 	case CATS_PCEP_PCERR:
-		return dec_pcerr(p, n, lim, &c, m, a, st);
+		return dec_tv_list(p, n, lim, &tv_pcerr, c.errors, c.rps,
+		    &m->err.v, &m->err.n, &m->err.ids, &m->err.nids, &m->err,
+		    a, st);
 	case CATS_PCEP_PCNTF:
-		return dec_pcntf(p, n, lim, &c, m, a, st);
+		return dec_tv_list(p, n, lim, &tv_pcntf, c.ntfs, c.rps,
+		    &m->ntfs, &m->nntfs, &m->ntf_ids, &m->nntf_ids, NULL,
+		    a, st);
 	default:
 		set_st(st, CATS_PCEP_ST_IGNORED, 0, 0, 1,
 		    "unknown message type");

@@ -414,10 +414,6 @@ struct cats_pcep_err {
 	struct cats_pcep_open open;
 };
 
-struct cats_pcep_ntf {
-	uint8_t type, value;
-};
-
 /* A decoded message.  Arrays live in the arena given to the decoder. */
 struct cats_pcep_msg {
 	uint8_t type;
@@ -429,7 +425,7 @@ struct cats_pcep_msg {
 	struct cats_pcep_rep *reps;
 	struct cats_pcep_err err;
 	size_t nntfs;
-	struct cats_pcep_ntf *ntfs;
+	struct cats_pcep_error *ntfs;	/* NOTIFICATION type/value pairs */
 	size_t nntf_ids;
 	uint32_t *ntf_ids;
 	uint8_t close_reason;
