@@ -19,6 +19,22 @@ struct cats_arena_chunk {
 };
 
 int
+cats_grow(void **v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : first;
+	if (nc <= n || nc > SIZE_MAX / size)
+		return -1;
+	void *p = realloc(*v, nc * size);
+	if (p == NULL)
+		return -1;
+	*v = p;
+	*cap = nc;
+	return 0;
+}
+
+int
 cats_buf_reserve(struct cats_buf *b, size_t n)
 {
 	if (n <= b->cap - b->len)

@@ -29,6 +29,12 @@ enum {
 
 #define CATS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Make room in the array *v of *cap elements of size bytes for element
+ * n: when n reaches *cap the array doubles (first: the first capacity).
+ * Returns 0, or -1 with *v and *cap as they were.  The one growth step
+ * for arrays (cats_buf for bytes). */
+int cats_grow(void **v, size_t *cap, size_t n, size_t size, size_t first);
+
 /* A growable byte buffer. */
 struct cats_buf {
 	uint8_t *p;

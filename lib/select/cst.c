@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "select/cst.h"
+#include "base/cats.h"
 #include "base/htab.h"
 #include "base/log.h"
 
@@ -126,14 +127,8 @@ inst_key(const char *csci_id, char *buf)
 static int
 plist_add(struct plist *l, struct cats_cst_entry *e, size_t *pos)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 4;
-		void *v = realloc(l->v, cap * sizeof(*l->v));
-		if (v == NULL)
-			return -1;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (cats_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 4) < 0)
+		return -1;
 	*pos = l->n;
 	l->v[l->n++] = e;
 	return 0;
@@ -462,15 +457,7 @@ move_to_sma(struct cats_cst *t, struct cats_cst_entry *e, struct sma *to)
 static int
 reserve(struct plist *l)
 {
-	if (l->n < l->cap)
-		return 0;
-	size_t cap = l->cap ? l->cap * 2 : 4;
-	void *v = realloc(l->v, cap * sizeof(*l->v));
-	if (v == NULL)
-		return -1;
-	l->v = v;
-	l->cap = cap;
-	return 0;
+	return cats_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 4);
 }
 
 /* Insert or update one entry; replace: a snapshot entry (all fields). */

@@ -425,37 +425,37 @@ check_auth(struct cats_sel *s, const struct cats_rec *r, const struct fwd *f,
 
 #define BIT(P, f) (UINT64_C(1) << CATS_##P##_##f)
 
+/* dst ∪= src (elements of esz bytes, eq decides a repeat): -1 when the
+ * union would pass cap. */
 static int
-union_text(const char **dst, size_t cap, size_t *n,
-    const struct cats_arr_text *a)
+union_into(void *dst, size_t esz, size_t cap, size_t *n, const void *src,
+    size_t sn, bool (*eq)(const void *, const void *))
 {
-	for (size_t i = 0; i < a->n; i++) {
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	for (size_t i = 0; i < sn; i++) {
 		bool dup = false;
 		for (size_t k = 0; k < *n && !dup; k++)
-			dup = strcmp(dst[k], a->v[i]) == 0;
+			dup = eq(d + k * esz, s + i * esz);
 		if (dup)
 			continue;
 		if (*n == cap)
 			return -1;
-		dst[(*n)++] = a->v[i];
+		memcpy(d + (*n)++ * esz, s + i * esz, esz);
 	}
 	return 0;
 }
 
-static int
-union_u64(uint64_t *dst, size_t cap, size_t *n, const struct cats_arr_u64 *a)
+static bool
+eq_text(const void *a, const void *b)
 {
-	for (size_t i = 0; i < a->n; i++) {
-		bool dup = false;
-		for (size_t k = 0; k < *n && !dup; k++)
-			dup = dst[k] == a->v[i];
-		if (dup)
-			continue;
-		if (*n == cap)
-			return -1;
-		dst[(*n)++] = a->v[i];
-	}
-	return 0;
+	return strcmp(*(const char *const *)a, *(const char *const *)b) == 0;
+}
+
+static bool
+eq_u64(const void *a, const void *b)
+{
+	return *(const uint64_t *)a == *(const uint64_t *)b;
 }
 
 /*
@@ -514,24 +514,22 @@ merge_constraints(const struct cats_constraints *sv, bool has_sv,
 		CATS_SET(o, CON, metric, sv->metric);
 	else if (CATS_HAS(rq, CON, metric))
 		CATS_SET(o, CON, metric, rq->metric);
-	size_t n = 0;
-	if (union_text(out->xnodes, 64, &n, &sv->exclude_nodes) < 0 ||
-	    union_text(out->xnodes, 64, &n, &rq->exclude_nodes) < 0)
-		return "constraints.exclude_nodes";
-	o->exclude_nodes.v = out->xnodes;
-	o->exclude_nodes.n = n;
-	n = 0;
-	if (union_text(out->xlinks, 64, &n, &sv->exclude_links) < 0 ||
-	    union_text(out->xlinks, 64, &n, &rq->exclude_links) < 0)
-		return "constraints.exclude_links";
-	o->exclude_links.v = out->xlinks;
-	o->exclude_links.n = n;
-	n = 0;
-	if (union_u64(out->xsrlgs, 64, &n, &sv->exclude_srlgs) < 0 ||
-	    union_u64(out->xsrlgs, 64, &n, &rq->exclude_srlgs) < 0)
-		return "constraints.exclude_srlgs";
-	o->exclude_srlgs.v = out->xsrlgs;
-	o->exclude_srlgs.n = n;
+	/* Exclusions: the union of both sides, capped at 64 each. */
+#define XUNION(eq, buf, f)						\
+	do {								\
+		size_t n_ = 0;						\
+		if (union_into(out->buf, sizeof(out->buf[0]), 64, &n_,	\
+		    sv->f.v, sv->f.n, eq) < 0 ||			\
+		    union_into(out->buf, sizeof(out->buf[0]), 64, &n_,	\
+		    rq->f.v, rq->f.n, eq) < 0)				\
+			return "constraints." #f;			\
+		o->f.v = out->buf;					\
+		o->f.n = n_;						\
+	} while (0)
+	XUNION(eq_text, xnodes, exclude_nodes);
+	XUNION(eq_text, xlinks, exclude_links);
+	XUNION(eq_u64, xsrlgs, exclude_srlgs);
+#undef XUNION
 	return NULL;
 }
 

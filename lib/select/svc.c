@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cats.h"
 #include "base/conf.h"
 #include "base/htab.h"
 #include "select/svc.h"
@@ -409,14 +410,9 @@ index_svc(struct cats_svc_cat *c, struct cats_svc *s)
 			dup |= b->v[k] == s;
 		if (dup)
 			continue;
-		if (b->n == b->cap) {
-			size_t cap = b->cap ? b->cap * 2 : 2;
-			void *v = realloc(b->v, cap * sizeof(*b->v));
-			if (v == NULL)
-				return -1;
-			b->v = v;
-			b->cap = cap;
-		}
+		if (cats_grow((void **)&b->v, &b->cap, b->n, sizeof(*b->v),
+		    2) < 0)
+			return -1;
 		b->v[b->n++] = s;
 	}
 	return 0;

@@ -135,20 +135,6 @@ copy_entry(struct cats_arena *a, const struct cats_entry *in,
 	return 0;
 }
 
-static int
-grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
-	void *p = realloc(*v, nc * size);
-	if (p == NULL)
-		return -1;
-	*v = p;
-	*cap = nc;
-	return 0;
-}
-
 static void
 add_pending(struct sma_out *o, const struct sma_entry *e, int reason)
 {
@@ -177,7 +163,7 @@ add_pending(struct sma_out *o, const struct sma_entry *e, int reason)
 			return;
 		}
 	}
-	if (grow((void **)&o->p, &o->capp, o->np, sizeof(*o->p)) < 0)
+	if (cats_grow((void **)&o->p, &o->capp, o->np, sizeof(*o->p), 16) < 0)
 		return;
 	if (copy_entry(&o->arena, &v, &o->p[o->np].ent) < 0)
 		return;
@@ -195,8 +181,8 @@ add_site(struct sma_out *o, const struct sma_svc *v)
 			return;
 		}
 	}
-	if (grow((void **)&o->sites, &o->capsites, o->nsites,
-	    sizeof(*o->sites)) < 0)
+	if (cats_grow((void **)&o->sites, &o->capsites, o->nsites,
+	    sizeof(*o->sites), 16) < 0)
 		return;
 	o->sites[o->nsites++] = s;
 }
@@ -231,7 +217,8 @@ flush(struct sma_out *o, uint64_t now)
 		for (size_t i = 0; i < o->np; i++) {
 			if (o->p[i].reason != rs)
 				continue;
-			if (grow((void **)&batch, &cap, n, sizeof(*batch)) < 0)
+			if (cats_grow((void **)&batch, &cap, n, sizeof(*batch),
+			    16) < 0)
 				goto out;
 			batch[n++] = o->p[i].ent;
 		}
