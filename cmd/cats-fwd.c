@@ -281,7 +281,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
-	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM };
+	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -306,6 +306,7 @@ static const struct option longopts[] = {
 	{ "learn-reverse", required_argument, NULL, O_LEARNREV },
 	{ "log", required_argument, NULL, O_LOG },
 	{ "mode-b", required_argument, NULL, O_MODEB },
+	{ "msd", required_argument, NULL, O_MSD },
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "no-path-down", no_argument, NULL, O_NOPATHDOWN },
 	{ "owns", required_argument, NULL, O_OWNS },
@@ -501,6 +502,10 @@ main(int argc, char **argv)
 			if (cf.dataplane < 0)
 				cats_opt_fail("--dataplane", "%s: expected srv6, "
 				    "srmpls, ipip or ip", optarg);
+			break;
+		case O_MSD:
+			cf.fc.msd = (unsigned)cats_opt_u64("--msd", optarg, 1,
+			    CATS_PKT_MAX_SIDS);
 			break;
 		case O_MTU:
 			cf.mtu = (uint32_t)cats_opt_u64("--mtu",

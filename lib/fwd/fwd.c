@@ -85,6 +85,8 @@ cats_fwd_init(struct cats_fwd *t, const struct cats_fwd_conf *c)
 		t->c.max_bindings = 1u << 20;
 	if (t->c.max_pkt == 0)
 		t->c.max_pkt = 65536 + 64;
+	if (t->c.msd == 0 || t->c.msd > CATS_PKT_MAX_SIDS)
+		t->c.msd = CATS_PKT_MAX_SIDS;
 	t->client_pend = calloc(CLIENT_BUCKETS, sizeof(*t->client_pend));
 	return t->client_pend ? 0 : -1;
 }
@@ -428,7 +430,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 		e->kind = CATS_ENC_MPLS;
 		e->explicit_null = t->c.explicit_null;
 		if (t->c.no_mpls || (labels != NULL &&
-		    labels->n > CATS_PKT_MAX_SIDS))
+		    labels->n > t->c.msd))
 			return UNSUPPORTED;
 		for (size_t i = 0; labels != NULL && i < labels->n; i++) {
 			if (labels->v[i] < CATS_MPLS_FIRST ||
@@ -442,7 +444,7 @@ build_encap(const struct cats_fwd *t, struct cats_encap *e, int kind,
 	case CATS_DP_SRV6:
 		e->kind = CATS_ENC_SRV6;
 		e->outer_af = 6;
-		if (sids->n > CATS_PKT_MAX_SIDS || !t->c.has_src6)
+		if (sids->n > t->c.msd || !t->c.has_src6)
 			return UNSUPPORTED;
 		for (size_t i = 0; i < sids->n; i++) {
 			if (sids->v[i].af != 6)

@@ -173,10 +173,13 @@ struct cats_fwd_conf {
 	/*
 	 * The encapsulations this forwarder does (--encaps, a bit per
 	 * CATS_DP_*; 0: every one it can).  A binding that needs another,
-	 * or more SIDs or labels than CATS_PKT_MAX_SIDS, or an outer family
-	 * it has no source address of, is refused as unsupported-encap.
+	 * or more SIDs or labels than msd, or an outer family it has no
+	 * source address of, is refused as unsupported-encap.
 	 */
 	uint32_t encaps;
+	/* The most SRv6 SIDs or SR-MPLS labels it pushes, its advertised
+	 * MSD (--msd; 1 to CATS_PKT_MAX_SIDS, 0: CATS_PKT_MAX_SIDS). */
+	unsigned msd;
 };
 
 enum {

@@ -312,7 +312,7 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 			q->has |= UINT64_C(1) << CATS_REQ_dataplanes;
 	}
 	if (dp == CATS_DP_SRV6 || dp == CATS_DP_SRMPLS)
-		CATS_SET(q, REQ, msd, CATS_PKT_MAX_SIDS);
+		CATS_SET(q, REQ, msd, w->tab.c.msd);
 	CATS_SET(q, REQ, deadline, p->deadline);
 	p->sent = true;
 	if (w->clock_us != NULL && p->head != NULL)
@@ -1449,11 +1449,11 @@ cats_fwdp_caps(const struct cats_fwdp *w, const char **v, char (*buf)[40])
 		CAP("ipip6");
 	if (CAN(CATS_DP_SRV6)) {
 		CAP("srv6");
-		CAP("srv6-msd=%d", CATS_PKT_MAX_SIDS);
+		CAP("srv6-msd=%u", fc->msd);
 	}
 	if (CAN(CATS_DP_SRMPLS)) {
 		CAP("srmpls");
-		CAP("srmpls-msd=%d", CATS_PKT_MAX_SIDS);
+		CAP("srmpls-msd=%u", fc->msd);
 		if (fc->explicit_null)
 			CAP("explicit-null");
 	}
@@ -1463,7 +1463,8 @@ cats_fwdp_caps(const struct cats_fwdp *w, const char **v, char (*buf)[40])
 		    w->cf.modeb_port, w->cf.modeb_off);
 	if (w->fp != NULL) {
 		CAP("fast-path");
-		CAP("fast-path-msd=%d", (CATS_FP_ENC_MAX - 48) / 16);
+		unsigned fmsd = (CATS_FP_ENC_MAX - 48) / 16;
+		CAP("fast-path-msd=%u", fmsd < fc->msd ? fmsd : fc->msd);
 	}
 	if (!fc->tcp_off)
 		CAP("tcp-state");

@@ -52,3 +52,22 @@ hello_of() {
 		grep -q '"reason":"unsupported-encap"'
 	[ "$(counter ingress bindings_installed)" = 0 ]
 }
+
+@test "fwd caps: --msd 2 is advertised and asked for, and a binding of 3 SIDs is refused" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:cc::2,2001:db8:cc::3,2001:db8:2::100 \
+		--rev-sids 2001:db8:1::1
+	start_egress
+	start_ingress --msd 2
+	start_web
+	wait_for 50 sh -c "grep -q '\"fwd\":\"IF-1\",\"event\":\"hello\"' '$FWD_DIR/cps.log'"
+	hello_of IF-1 | jq -e '.caps | index("srv6-msd=2") and index("srmpls-msd=2")'
+	run xc curl -s -m 3 http://203.0.113.100/
+	[ "$status" -ne 0 ]
+	grep '"type":"request"' "$FWD_DIR/cps.log" | tail -1 |
+		jq -e '.dataplane == "srv6" and .msd == 2 and
+			.dataplanes == ["srv6", "srmpls", "ipip", "ip"]'
+	grep '"event":"failed"' "$FWD_DIR/cps.log" | grep '"fwd":"IF-1"' |
+		grep -q '"reason":"unsupported-encap"'
+	[ "$(counter ingress bindings_installed)" = 0 ]
+}

@@ -282,6 +282,8 @@ fc_setup(struct cats_fwdp *w, const struct fcase *c, int ifindex)
 		else if (strncmp(o, "dataplane=", 10) == 0)
 			cf.dataplane = cats_enum_index(cats_dataplane_names,
 			    o + 10, strlen(o + 10));
+		else if (strncmp(o, "msd=", 4) == 0)
+			cf.fc.msd = (unsigned)atoi(o + 4);
 		else if (strcmp(o, "no-src6") == 0)
 			cf.fc.has_src6 = false;
 		else if (strcmp(o, "select-down") == 0)

@@ -1148,6 +1148,16 @@ for name, doc, opts, dp, msd, dps in (
          expect=[request("mode=none held=1 dataplane=%s msd=%s "
                          "dataplanes=%s" % (dp, msd, dps)),
                  count("requests")])
+case("cap_msd_request", "--msd 2: the request carries it as the MSD",
+     opts=["msd=2"], acts=[pin("client", u4)],
+     expect=[request("mode=none held=1 dataplane=srv6 msd=2"),
+             count("requests")])
+case("cap_msd_refused", "--msd 1: an SRv6 binding of 2 SIDs is refused as "
+     "unsupported-encap",
+     opts=["msd=1"],
+     acts=[ctl(binding(sids=("2001:db8:9::1", ESID))), pin("client", u4)],
+     expect=[status("event=failed reason=unsupported-encap"),
+             count("bindings_refused"), request("mode=none held=1")])
 
 
 def write(d):
