@@ -47,9 +47,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *any[] = { "*" };
 	cats_ingest_allow(g, "sma-a", any, 1);
 	int op = size > 0 ? data[0] % CATS_ING__N : 0;
+	/* The first byte's high bit: a client certificate naming sma-a, a
+	 * CS-ID and a site (the checks of a mutual-TLS sender). */
+	static const char *const uris[] = { "cats:sma:sma-a", "cats:cs:S1",
+		"cats:site:site-a", "https://example.org/" };
+	struct cats_ingest_cert cert;
+	cats_ingest_cert_parse(&cert, uris, 4);
+	bool with_cert = size > 0 && (data[0] & 0x80);
 	struct cats_buf out = { 0 };
-	int st = cats_ingest_handle(g, op, size > 0 ? data + 1 : data,
-	    size > 0 ? size - 1 : 0, "fuzz", UINT64_C(1700000000000), &out);
+	int st = cats_ingest_handle_cert(g, op, size > 0 ? data + 1 : data,
+	    size > 0 ? size - 1 : 0, "fuzz", with_cert ? &cert : NULL,
+	    UINT64_C(1700000000000), &out);
 	if (st < 200 || st > 499 || out.len == 0)
 		__builtin_trap();
 	cats_buf_free(&out);
