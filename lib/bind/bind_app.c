@@ -415,55 +415,26 @@ auth_refused(struct bind_app_conn *c)
 		drop_conn(c);
 }
 
-/* The time of the last hello accepted from a forwarder. */
-struct hello_seen {
-	uint64_t ts;
-	char fwd[];
-};
-
-static bool
-seen_eq(const void *item, const void *key)
-{
-	return strcmp(((const struct hello_seen *)item)->fwd, key) == 0;
-}
-
 /*
- * A signed hello is fresh when it was signed after this process started
- * and after the last hello accepted from that forwarder: a hello recorded
- * on the wire and sent again (on this connection or another, before or
- * after a restart) is refused, whatever the window.  Forwarders sign each
- * hello anew (and reconnect every second), so theirs always pass.  Only
- * forwarders of the keyring get an entry: the table is bounded by it.
+ * A signed hello is fresh (sec/hello.h): signed after this process started
+ * and after the last hello accepted from that forwarder.
  */
 static bool
 hello_fresh(struct bind_app *a, const struct cats_status *st)
 {
 	if (a->keys.n == 0 || cats_clock_replay())
 		return true;
-	uint64_t h = cats_hash_str(st->fwd);
-	struct hello_seen *e = cats_htab_get(&a->hellos, h, seen_eq, st->fwd);
-	uint64_t floor = e != NULL ? e->ts : a->started;
-	if ((e != NULL && st->ts <= floor) || (e == NULL && st->ts < floor)) {
+	uint64_t floor;
+	bool last;
+	int rc = cats_hello_check(&a->hellos, st->fwd, st->ts, &floor, &last);
+	if (rc == CATS_HELLO_REPLAY) {
 		a->hello_replayed++;
 		cats_audit("auth-refused", "fwd=%s reason=\"hello of %" PRIu64
 		    " not after %" PRIu64 " (%s): a replay\"", st->fwd, st->ts,
-		    floor, e != NULL ? "the last hello accepted" :
+		    floor, last ? "the last hello accepted" :
 		    "the start of this process");
-		return false;
 	}
-	if (e == NULL) {
-		size_t n = strlen(st->fwd) + 1;
-		e = malloc(sizeof(*e) + n);
-		if (e == NULL)
-			return false;
-		memcpy(e->fwd, st->fwd, n);
-		if (cats_htab_put(&a->hellos, h, e) < 0) {
-			free(e);
-			return false;
-		}
-	}
-	e->ts = st->ts;
-	return true;
+	return rc == CATS_HELLO_FRESH;
 }
 
 /* A forwarder's first record, its hello: the connection takes its name. */
@@ -681,7 +652,7 @@ bind_app_init(struct bind_app *a, const struct bind_conf *c)
 		return CATS_EXIT_FAIL;
 	}
 	cats_dec_init(&a->dec, NULL);
-	a->started = cats_clock_now();
+	cats_hello_guard_init(&a->hellos, cats_clock_now());
 	return CATS_EXIT_OK;
 }
 
@@ -813,10 +784,7 @@ bind_app_free(struct bind_app *a)
 	if (a->j != NULL)
 		bj_close(a->j);
 	cats_htab_free(&a->byname);
-	for (size_t i = 0; i < a->hellos.cap; i++)
-		if (a->hellos.s[i].h)
-			free(a->hellos.s[i].item);
-	cats_htab_free(&a->hellos);
+	cats_hello_guard_free(&a->hellos);
 	cats_keyring_free(&a->keys);
 	cats_buf_free(&a->enc);
 	cats_dec_free(&a->dec);

@@ -33,6 +33,7 @@
 #include "bind/bind_journal.h"
 #include "rec/seq.h"
 #include "sec/crypto.h"
+#include "sec/hello.h"
 
 struct event_base;
 struct event;
@@ -77,8 +78,7 @@ struct bind_app {
 	struct cats_buf enc;		/* a record being encoded */
 	struct cats_listener *lst;	/* forwarder connections */
 	struct cats_htab byname;	/* connections by forwarder id */
-	struct cats_htab hellos;	/* last hello accepted, by forwarder */
-	uint64_t started;		/* no signed hello is older */
+	struct cats_hello_guard hellos;	/* replayed hellos (sec/hello.h) */
 	struct cats_dec dec;
 	bool paused, stdin_eof, listening, stopping;
 	uint64_t last_fsync, last_stats;

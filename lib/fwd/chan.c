@@ -173,6 +173,8 @@ chan_connect(struct cats_chan *c)
 		cats_warnx("%s: records are written one by one", c->name);
 	if (c->is_bind)
 		cats_fwdp_hello(c->w, c->now());
+	else if (!c->dgram)
+		cats_fwdp_hello_select(c->w, c->now());
 }
 
 int

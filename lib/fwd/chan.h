@@ -19,7 +19,9 @@
  * record per datagram at once.  Records out are signed with key when there is one;
  * records in are verified against peers when there are peers, then handed
  * to the packet path (cats_fwdp_ctl).  A (re)connection to the binding
- * manager sends the hello that asks it for the bindings again.
+ * manager sends the hello that asks it for the bindings again; one to the
+ * C-PS over a stream sends the same hello, which authenticates the
+ * connection before its first request (cats-select(1) FORWARDERS).
  */
 #ifndef CATS_FWD_CHAN_H
 #define CATS_FWD_CHAN_H

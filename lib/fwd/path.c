@@ -1514,6 +1514,16 @@ cats_fwdp_hello(struct cats_fwdp *w, uint64_t now)
 		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
 }
 
+void
+cats_fwdp_hello_select(struct cats_fwdp *w, uint64_t now)
+{
+	struct cats_rec r;
+	cats_fwd_status(&w->tab, NULL, CATS_EV_HELLO, NULL, now, &r);
+	CATS_SET(&r.u.status, STA, epoch, w->cf.epoch);
+	if (w->emit != NULL)
+		w->emit(w->hook_arg, CATS_FWDP_SELECT, &r);
+}
+
 /* Once a second: capabilities that changed since they were told go to
  * the binding manager (status refreshed, reason capabilities). */
 static void

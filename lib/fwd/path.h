@@ -219,6 +219,10 @@ void cats_fwdp_ctl(struct cats_fwdp *w, const struct cats_rec *r,
 /* The hello that opens a connection to the binding manager, with the
  * forwarder's capabilities. */
 void cats_fwdp_hello(struct cats_fwdp *w, uint64_t now);
+/* The hello of a (re)connection to the C-PS (cats-select(1) FORWARDERS):
+ * the status "hello" that proves who is on the channel, signed as every
+ * record out. */
+void cats_fwdp_hello_select(struct cats_fwdp *w, uint64_t now);
 /*
  * The forwarder's capabilities (cats-fwd(1) CAPABILITIES), one token each,
  * into v (room for CATS_FWDP_NCAPS), their text in buf.  Returns how many.

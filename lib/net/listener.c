@@ -470,8 +470,9 @@ cats_listener_tick(struct cats_listener *l)
 	for (c = l->unauth.head; c != NULL && now - c->since >= l->o.hello_ms;
 	    c = next) {
 		/* (down to half the cap: counted again after each close) */
-		bool crowded = !l->o.hello_when_crowded ||
-		    l->st.unauth > l->o.max_unauth / 2;
+		bool lax = l->o.hello_when_crowded ||
+		    (l->o.hello_when_crowded_tagged && c->tag);
+		bool crowded = !lax || l->st.unauth > l->o.max_unauth / 2;
 		next = c->qnext;
 		if (!crowded && (c->tlsfd < 0 || cats_tls_fd_up(c->tlsfd)))
 			continue;

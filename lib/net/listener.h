@@ -71,6 +71,12 @@ struct cats_listener_opts {
 	 * otherwise quiet unauthenticated connections wait, within the cap.
 	 */
 	bool hello_when_crowded;
+	/*
+	 * The same, only for connections accepted on a tagged socket
+	 * (cats_listener_add: a unix socket, whose peers the file's mode
+	 * and SO_PEERCRED already tell); the others keep their deadline.
+	 */
+	bool hello_when_crowded_tagged;
 	uint64_t (*clock)(void);	/* monotonic ms; NULL: the system's */
 };
 

@@ -21,7 +21,11 @@
 #include "net/listener.h"
 #include "rec/json.h"
 #include "rec/recfile.h"
+#include "sec/hello.h"
 #include "select/select_app.h"
+
+/* A forwarder says hello within this, as to cats-bind(1). */
+#define HELLO_MS 5000
 
 /* A forwarder connection (or a datagram listener, kept at EOF); lc its
  * place in the listener (net/listener.h). */
@@ -165,6 +169,9 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	KV("bad_records", a->bad);
 	KV("passed", a->passed);
 	KV("fwd_dropped", a->fwd_dropped);
+	KV("hellos", a->hellos_ok);
+	KV("hello_refused", a->hello_refused);
+	KV("hello_replayed", a->hello_replayed);
 	const struct cats_listener_stats *ls = a->lst ?
 	    cats_listener_stats(a->lst) : NULL;
 	GAUGE("connections", a->nconns);
@@ -517,6 +524,67 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r,
 }
 
 /*
+ * A forwarder's hello (cats-select(1) FORWARDERS): with --keys signed by
+ * the key of the forwarder it names, within the request window and fresh
+ * (sec/hello.h); unsigned only with --no-auth or on a unix socket, whose
+ * requests SO_PEERCRED still checks.  The connection is then past its
+ * hello deadline; a refused hello closes it.
+ */
+static void conn_free(struct cats_sel_conn *c);
+
+static void
+handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
+    struct cats_sel_conn *c, uint64_t now)
+{
+	const struct cats_status *st = &r->u.status;
+	char why[300] = "";
+	if (r->auth.alg != CATS_ALG_NONE && a->keys.n > 0) {
+		const struct cats_key *who = NULL;
+		struct cats_err e;
+		uint64_t floor;
+		bool last;
+		uint64_t w = a->o.sel.window_ms;
+		memset(&e, 0, sizeof(e));
+		if (cats_rec_verify(r, &a->keys, &who, &e) < 0)
+			snprintf(why, sizeof(why), "%s", e.reason);
+		else if (strcmp(who->name, st->fwd) != 0)
+			snprintf(why, sizeof(why), "the key of %s speaks for "
+			    "%s", who->name, st->fwd);
+		else if (w > 0 && !cats_replay_in_window(st->ts, now, w))
+			snprintf(why, sizeof(why), "timestamp %" PRIu64
+			    " outside now +/- %" PRIu64 " ms", st->ts, w);
+		else {
+			int rc = cats_hello_check(&a->hellos, st->fwd, st->ts,
+			    &floor, &last);
+			if (rc == CATS_HELLO_REPLAY) {
+				a->hello_replayed++;
+				snprintf(why, sizeof(why), "hello of %" PRIu64
+				    " not after %" PRIu64 " (%s): a replay",
+				    st->ts, floor, last ? "the last hello "
+				    "accepted" : "the start of this process");
+			} else if (rc == CATS_HELLO_NOMEM)
+				snprintf(why, sizeof(why), "out of memory");
+		}
+	} else if (r->auth.alg != CATS_ALG_NONE && !a->o.sel.insecure)
+		snprintf(why, sizeof(why), "no forwarder keys are configured");
+	else if (r->auth.alg == CATS_ALG_NONE && !a->o.sel.insecure &&
+	    !c->peercred)
+		snprintf(why, sizeof(why), "the hello carries no MAC");
+	if (why[0] != '\0') {
+		char peer[64];
+		a->hello_refused++;
+		cats_warnx("forwarder %s: hello refused: %s", st->fwd, why);
+		cats_audit("hello-refused", "fwd=%s peer=%s reason=\"%s\"",
+		    st->fwd, cats_conn_peer(c->lc, peer, sizeof(peer)), why);
+		conn_free(c);
+		return;
+	}
+	a->hellos_ok++;
+	cats_conn_auth(c->lc);
+	cats_conn_touch(c->lc);
+}
+
+/*
  * One item from stdin (c NULL: the trusted control stream) or from a
  * forwarder connection; its tokens are in a->dec (cats_stream_decode_into).
  */
@@ -548,6 +616,11 @@ handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
 	}
 	observe(a, &r);
 	uint64_t now = cats_clock_now();
+	if (c != NULL && c->lc != NULL && r.type == CATS_T_STATUS &&
+	    r.u.status.event == CATS_EV_HELLO) {
+		handle_hello(a, &r, c, now);
+		return;
+	}
 	if (c != NULL && r.type != CATS_T_REQUEST) {
 		/* Forwarders send requests; nothing else is theirs to say. */
 		a->fwd_dropped++;
@@ -982,6 +1055,7 @@ cats_sel_app_init(struct cats_sel_app *a)
 	struct cats_sel_opts *o = &a->o;
 	char err[512];
 	cats_dec_init(&a->dec, NULL);
+	cats_hello_guard_init(&a->hellos, cats_clock_now());
 	a->cat = cats_svc_cat_new(0);
 	a->cst = cats_cst_new(o->metric_ttl, 0);
 	a->nrec = cats_nst_rec_new(o->net_ttl, 0);
@@ -1189,12 +1263,15 @@ cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
 		cats_stream_own(c->s);
 		a->ls[a->nls].dconn = c;
 	} else {
-		/* Forwarders say no hello on this channel: a quiet one is
-		 * closed only under a flood of such (listener.h). */
+		/* A forwarder says hello (or a request) within the hello
+		 * deadline; on a unix socket, whose peers SO_PEERCRED
+		 * tells, a quiet one is closed only under a flood of such
+		 * (listener.h). */
 		static const struct cats_listener_cbs cbs = { on_accept,
 			on_conn_closed };
 		struct cats_listener_opts lo = { .name = "forwarder",
-			.hello_when_crowded = true };
+			.hello_ms = HELLO_MS,
+			.hello_when_crowded_tagged = true };
 		if (a->lst == NULL)
 			a->lst = cats_listener_new(a->base, &lo, &cbs, a);
 		if (a->lst == NULL || cats_listener_add(a->lst, fd,
@@ -1227,6 +1304,7 @@ void
 cats_sel_app_free(struct cats_sel_app *a)
 {
 	cats_listener_free(a->lst);
+	cats_hello_guard_free(&a->hellos);
 	a->lst = NULL;
 	while (a->conns != NULL)
 		conn_free(a->conns);

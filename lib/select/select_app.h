@@ -27,6 +27,7 @@
 #include "pce/te.h"
 #include "rec/seq.h"
 #include "select/ingest.h"
+#include "sec/hello.h"
 #include "select/select_conf.h"
 
 struct event_base;
@@ -75,6 +76,8 @@ struct cats_sel_app {
 	uint64_t te_applied, te_refused;
 	/* Counters of the tool (the selector has its own). */
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
+	uint64_t hellos_ok, hello_refused, hello_replayed;
+	struct cats_hello_guard hellos;	/* replayed hellos (sec/hello.h) */
 	uint64_t svc_applied, svc_ignored, svc_refused;
 	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
 	    met_removed, met_refused, met_passed, met_refused_owner,

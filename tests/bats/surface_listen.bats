@@ -197,3 +197,69 @@ start_bind() {
 	[ "$(wc -c <"$W/err")" -lt 20000 ]
 	kill -0 "$SPID"
 }
+
+# cats-select with --keys on tcp:, its forwarder port in $port.
+start_select() {
+	port=$(free_port)
+	cats-select --keys "$W/ring" --listen "tcp:127.0.0.1:$port" "$@" \
+	    </dev/null >"$W/out" 2>"$W/err" &
+	SPID=$!
+	PIDS="$PIDS $SPID"
+	wait_for 50 sh -c "ss -ltn | grep -q ':$port '"
+}
+
+select_stats() {
+	kill -USR1 "$SPID"
+	wait_for 50 sh -c "[ \$(cats-cbor decode '$W/out' | grep -c stats) -ge $1 ]"
+	cats-cbor decode "$W/out" | grep stats | tail -1
+}
+
+@test "surface: cats-select closes a mute forwarder connection at the hello deadline, keeps one that said hello" {
+	keys
+	start_select
+	# A forwarder says its signed hello, then nothing for 8 s.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/if1.psk" -t 8 \
+	    -x 100 >"$W/if" &
+	FPID=$!
+	PIDS="$PIDS $FPID"
+	# A mute connection that never says hello.
+	python3 "$W/flood.py" "$port" 1 8 >"$W/flood" &
+	PIDS="$PIDS $!"
+	wait_for 50 grep -q "connected 1" "$W/flood"
+	wait_for 100 grep -q "not authenticated within 5000 ms, closed" "$W/err"
+	select_stats 1 >"$W/stats"
+	cat "$W/stats"
+	jq -e '.counters.connections_hello_timeouts == 1 and
+	    .counters.hellos == 1 and .counters.connections == 1' "$W/stats"
+	# The forwarder is still connected: its own -t ends it, not us.
+	kill -0 "$FPID"
+}
+
+@test "surface: cats-select refuses a hello of another key, unsigned, or replayed, audited and counted" {
+	keys
+	start_select
+	# Signed by EF-2's key, naming IF-1.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/ef2.psk" -t 3 \
+	    -x 100 >"$W/bad" || true
+	wait_for 50 grep -q 'event=hello-refused fwd=IF-1 .*the key of EF-2 speaks for IF-1' "$W/err"
+	# No MAC at all.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -t 3 -x 100 \
+	    >"$W/nomac" || true
+	wait_for 50 grep -q 'event=hello-refused fwd=IF-1 .*carries no MAC' "$W/err"
+	# A hello recorded on the wire and sent again on a new connection.
+	rport=$(free_port)
+	socat -r "$W/rec" "TCP-LISTEN:$rport,bind=127.0.0.1,reuseaddr" \
+	    "TCP:127.0.0.1:$port" &
+	PIDS="$PIDS $!"
+	wait_for 50 sh -c "ss -ltn | grep -q ':$rport '"
+	bind_fwdsim -c "tcp:127.0.0.1:$rport" -n IF-1 -k "$W/if1.psk" -t 30 \
+	    -x 100 >"$W/if" &
+	PIDS="$PIDS $!"
+	wait_for 50 test -s "$W/rec"
+	socat -u "OPEN:$W/rec" "TCP:127.0.0.1:$port"
+	wait_for 50 grep -q 'event=hello-refused fwd=IF-1 .*a replay' "$W/err"
+	select_stats 1 >"$W/stats"
+	cat "$W/stats"
+	jq -e '.counters.hello_refused == 3 and .counters.hello_replayed == 1
+	    and .counters.hellos == 1' "$W/stats"
+}
