@@ -20,6 +20,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "fwd/chan.h"
+#include "fwd/opt.h"
 #include "fwd/path.h"
 #include "net/metrics.h"
 #include "net/tls.h"
@@ -180,65 +181,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- options ---- */
 
-static void
-need_ip(const char *s, struct cats_ip *ip, const char *what)
-{
-	if (cats_ip_parse(s, strlen(s), ip) < 0) {
-		cats_errorx("%s: bad %s address", s, what);
-		exit(CATS_EXIT_USAGE);
-	}
-}
-
-/* The label stack of --return ID=mpls:LABEL[/LABEL]..., top first. */
-static void
-need_labels(const char *s, struct cats_fwd_ret *rt)
-{
-	char buf[256], *save = NULL;
-	if (cats_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
-		cats_opt_fail("--return", "%.32s...: too long", s);
-	for (char *t = strtok_r(buf, "/", &save); t != NULL;
-	    t = strtok_r(NULL, "/", &save)) {
-		if (rt->nlabels == CATS_ARRAY_LEN(rt->labels)) {
-			cats_errorx("--return: at most %zu labels",
-			    CATS_ARRAY_LEN(rt->labels));
-			exit(CATS_EXIT_USAGE);
-		}
-		rt->labels[rt->nlabels++] = (uint32_t)cats_opt_u64("--return",
-		    t, CATS_MPLS_FIRST, CATS_MPLS_MAX);
-	}
-	if (rt->nlabels == 0)
-		cats_opt_fail("--return", "%s: no label after mpls:", s);
-}
-
-static void
-add_service(const char *arg, bool intercept)
-{
-	char err[320];
-	if (cf.nsvc == CATS_ARRAY_LEN(cf.svc)) {
-		cats_errorx("too many services");
-		exit(CATS_EXIT_USAGE);
-	}
-	if (cats_fwd_svc_parse(arg, intercept, &cf.svc[cf.nsvc++], err,
-	    sizeof(err)) < 0) {
-		cats_errorx("%s", err);
-		exit(CATS_EXIT_USAGE);
-	}
-}
-
-static void
-add_prefix(const char *arg)
-{
-	char err[160];
-	if (cf.nowns == CATS_ARRAY_LEN(cf.owns))
-		cats_opt_fail("--owns", "at most %zu prefixes",
-		    CATS_ARRAY_LEN(cf.owns));
-	if (cats_prefix_parse(arg, strlen(arg), true, &cf.owns[cf.nowns++],
-	    err, sizeof(err)) < 0) {
-		cats_errorx("--owns: %s", err);
-		exit(CATS_EXIT_USAGE);
-	}
-}
-
 static struct cats_port *
 need_port(const char *spec, int role)
 {
@@ -356,7 +298,6 @@ main(int argc, char **argv)
 	poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
-		struct cats_ip ip;
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
@@ -398,97 +339,40 @@ main(int argc, char **argv)
 			peerfile = optarg;
 			break;
 		case O_SRC4:
-			need_ip(optarg, &ip, "source");
-			if (ip.af != 4)
-				cats_opt_fail("--src4", "%s: not IPv4", optarg);
-			memcpy(cf.fc.src4, ip.a, 4);
-			cf.fc.has_src4 = true;
+			cats_fwdp_opt_src(&cf, optarg, 4);
 			break;
 		case O_SRC6:
-			need_ip(optarg, &ip, "source");
-			if (ip.af != 6)
-				cats_opt_fail("--src6", "%s: not IPv6", optarg);
-			memcpy(cf.fc.src6, ip.a, 16);
-			cf.fc.has_src6 = true;
+			cats_fwdp_opt_src(&cf, optarg, 6);
 			break;
 		case O_SID:
-			if (cf.nsids == CATS_ARRAY_LEN(cf.sids))
-				cats_opt_fail("--sid", "at most %zu",
-				    CATS_ARRAY_LEN(cf.sids));
-			need_ip(optarg, &cf.sids[cf.nsids++], "SID");
+			cats_fwdp_opt_sid(&cf, optarg);
 			break;
 		case O_OWNS:
-			add_prefix(optarg);
+			cats_fwdp_opt_owns(&cf, optarg);
 			break;
 		case O_LABEL:
-			if (cf.nlabels == CATS_ARRAY_LEN(cf.labels))
-				cats_opt_fail("--label", "at most %zu",
-				    CATS_ARRAY_LEN(cf.labels));
-			cf.labels[cf.nlabels++] = (uint32_t)cats_opt_u64("--label",
-			    optarg, CATS_MPLS_FIRST, CATS_MPLS_MAX);
+			cats_fwdp_opt_label(&cf, optarg);
 			break;
 		case O_XNULL:
 			cf.fc.explicit_null = true;
 			break;
-		case O_RETURN: {
-			char *eq = strchr(optarg, '=');
-			if (eq == NULL || eq == optarg ||
-			    cf.nret == CATS_ARRAY_LEN(cf.ret)) {
-				cats_errorx("--return %s: expected ID=ADDR "
-				    "(at most %zu)", optarg,
-				    CATS_ARRAY_LEN(cf.ret));
-				exit(CATS_EXIT_USAGE);
-			}
-			*eq = '\0';
-			cf.ret[cf.nret].id = optarg;
-			if (strncmp(eq + 1, "mpls:", 5) == 0)
-				need_labels(eq + 6, &cf.ret[cf.nret]);
-			else
-				need_ip(eq + 1, &cf.ret[cf.nret].addr, "return");
-			cf.nret++;
+		case O_RETURN:
+			cats_fwdp_opt_return(&cf, optarg);
 			break;
-		}
 		case O_SERVICE:
-			add_service(optarg, false);
+			cats_fwdp_opt_service(&cf, optarg, false);
 			break;
 		case O_INTERCEPT:
-			add_service(optarg, true);
+			cats_fwdp_opt_service(&cf, optarg, true);
 			break;
 		case O_AFFINITY:
-			if (strcmp(optarg, "5tuple") == 0)
-				cf.affinity = CATS_AFF_5TUPLE;
-			else if (strcmp(optarg, "client") == 0)
-				cf.affinity = CATS_AFF_CLIENT;
-			else
-				cats_opt_fail("--affinity", "%s: expected 5tuple "
-				    "or client", optarg);
+			cats_fwdp_opt_affinity(&cf, optarg);
 			break;
-		case O_MODEB: {
-			unsigned pr, po, off;
-			char t[8];
-			if (sscanf(optarg, "%7[a-z]:%u:%u", t, &po, &off) == 3)
-				pr = strcmp(t, "tcp") == 0 ? 6 :
-				    strcmp(t, "udp") == 0 ? 17 : 0;
-			else if (sscanf(optarg, "%u:%u:%u", &pr, &po, &off) != 3)
-				pr = 0;
-			if ((pr != 6 && pr != 17) || po == 0 || po > 65535 ||
-			    off > 1400) {
-				cats_errorx("--mode-b %s: expected "
-				    "tcp|udp:PORT:OFFSET", optarg);
-				exit(CATS_EXIT_USAGE);
-			}
-			cf.modeb_proto = (int)pr;
-			cf.modeb_port = (int)po;
-			cf.modeb_off = (int)off;
+		case O_MODEB:
+			cats_fwdp_opt_modeb(&cf, optarg);
 			break;
-		}
 		case O_PREC:
-			cf.precedence = strcmp(optarg, "refuse") == 0 ? 0 :
-			    strcmp(optarg, "csid") == 0 ? 1 :
-			    strcmp(optarg, "address") == 0 ? 2 : -1;
-			if (cf.precedence < 0)
-				cats_opt_fail("--precedence", "%s: expected refuse, "
-				    "csid or address", optarg);
+			cats_fwdp_opt_precedence(&cf, optarg);
 			break;
 		case O_TENANT:
 			if (strlen(optarg) > CATS_ID)
@@ -497,11 +381,7 @@ main(int argc, char **argv)
 			cf.tenant = optarg;
 			break;
 		case O_DP:
-			cf.dataplane = cats_enum_index(cats_dataplane_names,
-			    optarg, strlen(optarg));
-			if (cf.dataplane < 0)
-				cats_opt_fail("--dataplane", "%s: expected srv6, "
-				    "srmpls, ipip or ip", optarg);
+			cats_fwdp_opt_dataplane(&cf, optarg);
 			break;
 		case O_MSD:
 			cf.fc.msd = (unsigned)cats_opt_u64("--msd", optarg, 1,
@@ -549,25 +429,9 @@ main(int argc, char **argv)
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
 			break;
-		case O_ENCAPS: {
-			char buf[128], *save = NULL;
-			cats_strlcpy(buf, optarg, sizeof(buf));
-			cf.fc.encaps = 0;
-			for (char *t = strtok_r(buf, ",", &save); t != NULL;
-			    t = strtok_r(NULL, ",", &save)) {
-				int k = cats_enum_index(cats_dataplane_names, t,
-				    strlen(t));
-				if (k < 0) {
-					cats_errorx("--encaps %s: %s is none of ip, "
-					    "ipip, srv6, srmpls", optarg, t);
-					exit(CATS_EXIT_USAGE);
-				}
-				cf.fc.encaps |= 1u << k;
-			}
-			if (cf.fc.encaps == 0)
-				cats_opt_fail("--encaps", "no encapsulation named");
+		case O_ENCAPS:
+			cats_fwdp_opt_encaps(&cf, optarg);
 			break;
-		}
 		case O_FALLBACK:
 			if (cats_ifb_parse(&cf.fb, optarg, err, sizeof(err)) < 0) {
 				cats_errorx("%s", err);
