@@ -262,26 +262,8 @@ CONF
 	eval "cps_$n=$!"
 }
 
-# A fresh advertisement of site1-a, as the site agent sends every C-PS.
-metric() {
-	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode
-}
-
 # A forwarder's request for S1, transaction $2, to instance $1's selector.
-request() {
-	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$2" '{type: "request",
-	    txn: $t, ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6,
-	    src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
-	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
-	    deadline: ($now + 1000)}' |
-	    select_client -t "unix:$W/select-$1.sock" -w 50 >/dev/null
-}
+request() { s1_request "unix:$W/select-$1.sock" "$2" >/dev/null; }
 
 bound_by() {
 	cats-cbor decode "$W/$1.out" 2>/dev/null |
@@ -296,8 +278,8 @@ bound_by() {
 	exec 8>"$W/b.ctl"
 	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
 	# The agents advertise to both instances.
-	metric >&7
-	metric >&8
+	s1_metric >&7
+	s1_metric >&8
 	wait_for 50 test -S "$W/select-a.sock"
 	wait_for 50 test -S "$W/select-b.sock"
 	request a 1

@@ -90,16 +90,25 @@ check_synopsis() {
 enc() { cats-cbor encode "$@"; }
 dec() { cats-cbor decode "$@"; }
 
-# Background processes of a test: started with "... & PIDS+=($!)", ended
-# (TERM, then reaped) by stop_pids in teardown.
+# Background processes of a test: started with bg (or "... & PIDS+=($!)"),
+# ended by stop_pids in teardown: continued (a test may have stopped one),
+# sent TERM, then reaped.
 stop_pids() {
 	local p
 	for p in "${PIDS[@]}"; do
+		kill -CONT "$p" 2>/dev/null || true
 		kill "$p" 2>/dev/null || true
 	done
 	for p in "${PIDS[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
+}
+
+# Run "$@" in the background as one of the test's PIDS; its pid in LAST.
+bg() {
+	"$@" &
+	PIDS+=($!)
+	LAST=$!
 }
 
 # A fresh full metric advertisement of site1: instance 198.51.100.11:80 of
@@ -122,4 +131,20 @@ s1_request() {
 	    6, src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
 	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
 	    deadline: ($now + 1000)}' | select_client -t "$1" -w 50
+}
+
+# cats-cbor decode of the CBOR file $1 repeated without end, to $3, ended by
+# signal $2 (TERM or INT, as a terminal's Ctrl-C would send it: a background
+# job of a script ignores it) once it has written: it must end by that
+# signal, its last line whole.
+decode_killed() {
+	local pid st=0
+	env --default-signal=INT cats-cbor decode \
+		< <(while cat "$1"; do :; done 2>/dev/null 3>&-) >"$3" 3>&- &
+	pid=$!
+	wait_for 50 test -s "$3"
+	kill -"$2" "$pid"
+	wait "$pid" || st=$?
+	[ "$st" -eq $((128 + $(kill -l "$2"))) ]
+	[ "$(tail -c 1 "$3" | od -An -tx1 | tr -d ' ')" = 0a ]
 }

@@ -34,21 +34,7 @@ setup() {
 	: > revoked
 }
 
-teardown() {
-	for p in "${PIDS[@]}"; do
-		kill -CONT "$p" 2>/dev/null || true
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-}
-
-bg() {
-	"$@" &
-	PIDS+=($!)
-	LAST=$!
-}
+teardown() { stop_pids; }
 
 start_sma() {
 	bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \

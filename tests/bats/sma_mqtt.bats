@@ -61,14 +61,7 @@ setup() {
 	EOF
 }
 
-teardown() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-}
+teardown() { stop_pids; }
 
 # A test CA, the broker's certificate for 127.0.0.1, and one client
 # certificate per name (the broker takes its CN as the user name).
@@ -96,12 +89,6 @@ make_certs() {
 	cert a sci-A
 	cert b sci-B
 	cert adm admin
-}
-
-bg() {
-	"$@" &
-	PIDS+=($!)
-	LAST=$!
 }
 
 listening() { ss -ltn "sport = :$MP" | grep -q LISTEN; }

@@ -44,21 +44,7 @@ setup() {
 	EOF
 }
 
-teardown() {
-	for p in "${PIDS[@]}"; do
-		kill -CONT "$p" 2>/dev/null || true
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-}
-
-bg() {
-	"$@" &
-	PIDS+=($!)
-	LAST=$!
-}
+teardown() { stop_pids; }
 
 start_cps() {
 	bg cats-select --ingest "http://127.0.0.1:$PS/" --ingest-keys cps.ring \

@@ -21,20 +21,7 @@ setup() {
 	LAB="$DATA/pce/lab.json"
 }
 
-teardown() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-}
-
-bg() {
-	"$@" &
-	PIDS+=($!)
-	LAST=$!
-}
+teardown() { stop_pids; }
 
 # An expired certificate of the CA (valid one day in 2020).
 expired() {
