@@ -53,7 +53,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *log = NULL;
-	const char *set[16][2];
+	const char *set[64][2];
 	size_t nset = 0;
 	bool standby = false;
 	int ch, rc, verbose = 1;
@@ -91,7 +91,11 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		default:
 			cats_opt_refused(ch, argv);
 		}
-		if (key != NULL && nset < CATS_ARRAY_LEN(set)) {
+		if (key != NULL && nset == CATS_ARRAY_LEN(set))
+			cats_usage_fail("more than %zu options to hand on: "
+			    "put them in the --config file",
+			    CATS_ARRAY_LEN(set));
+		if (key != NULL) {
 			set[nset][0] = key;
 			set[nset++][1] = optarg;
 		}
