@@ -9,7 +9,9 @@ export BUILD
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT INT TERM
+trap 'rm -f "$out"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
