@@ -233,11 +233,18 @@ macns() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
 # What the operator writes (systemd/cats-fwd@.service says so).
 echo "CATS_FWD_ARGS=\"--client af_packet:i0,peer=$(macns cl c0) --core af_packet:i1,peer=$(mac e1) --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 --service S1=203.0.113.100 --select unix:/run/cats/select.sock --bind unix:/run/cats/bind.sock\"" >/etc/cats/fwd-IF-1.env
 echo "CATS_FWD_ARGS=\"--core af_packet:e1,peer=$(mac i1) --site af_packet:e2,peer=$(macns site s0) --src6 2001:db8:2::1 --sid 2001:db8:2::1 --owns 198.51.100.0/24 --return IF-1=2001:db8:1::1 --bind unix:/run/cats/bind.sock\"" >/etc/cats/fwd-EF-1.env
+# A fresh site and C-PS: the earlier tests' soft state (both instances
+# HEALTHY, kept by -T and --state) would be advertised and chosen until
+# its TTL ran out, though site1-b is not there in this test.
+rm -f /var/lib/cats/sma.state /var/lib/cats/select.state
 start_units cats-cps.service
 wait_for 50 curl -s -o /dev/null http://cps.example:8401/
 # Only site1-a reports: it is the one instance the C-PS may choose.
 sci_serve
 pkill -f 'cats-sci -s 198.51.100.12:80'
+# Two runs, as two minutes of cron: an instance is HEALTHY, and chosen, after
+# two reports (cats-sma healthy-after 2; the streak is in the -T state).
+cron_run
 cron_run
 start_units cats-fwd@IF-1.service cats-fwd@EF-1.service
 wait_for 50 sh -c '[ "$(pgrep -c -x cats-fwd)" = 2 ]'
