@@ -416,25 +416,22 @@ auth_refused(struct bind_app_conn *c)
 }
 
 /*
- * A signed hello is fresh (sec/hello.h): signed after this process started
- * and after the last hello accepted from that forwarder.
+ * A signed hello is fresh (sec/crypto.h, cats_hello_guard_new): signed
+ * after this process started and after the last hello accepted from that
+ * forwarder.
  */
 static bool
 hello_fresh(struct bind_app *a, const struct cats_status *st)
 {
 	if (a->keys.n == 0 || cats_clock_replay())
 		return true;
-	uint64_t floor;
-	bool last;
-	int rc = cats_hello_check(&a->hellos, st->fwd, st->ts, &floor, &last);
-	if (rc == CATS_HELLO_REPLAY) {
+	char why[200];
+	int rc = cats_hello_check(a->hellos, st->fwd, st->ts, why, sizeof(why));
+	if (rc == CATS_REPLAY_NONCE) {
 		a->hello_replayed++;
-		cats_audit("auth-refused", "fwd=%s reason=\"hello of %" PRIu64
-		    " not after %" PRIu64 " (%s): a replay\"", st->fwd, st->ts,
-		    floor, last ? "the last hello accepted" :
-		    "the start of this process");
+		cats_audit("auth-refused", "fwd=%s reason=\"%s\"", st->fwd, why);
 	}
-	return rc == CATS_HELLO_FRESH;
+	return rc == CATS_REPLAY_OK;
 }
 
 /* A forwarder's first record, its hello: the connection takes its name. */
@@ -652,7 +649,10 @@ bind_app_init(struct bind_app *a, const struct bind_conf *c)
 		return CATS_EXIT_FAIL;
 	}
 	cats_dec_init(&a->dec, NULL);
-	cats_hello_guard_init(&a->hellos, cats_clock_now());
+	if ((a->hellos = cats_hello_guard_new(cats_clock_now())) == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
 	return CATS_EXIT_OK;
 }
 
@@ -784,7 +784,7 @@ bind_app_free(struct bind_app *a)
 	if (a->j != NULL)
 		bj_close(a->j);
 	cats_htab_free(&a->byname);
-	cats_hello_guard_free(&a->hellos);
+	cats_replay_free(a->hellos);
 	cats_keyring_free(&a->keys);
 	cats_buf_free(&a->enc);
 	cats_dec_free(&a->dec);

@@ -33,7 +33,6 @@
 #include "bind/bind_journal.h"
 #include "rec/seq.h"
 #include "sec/crypto.h"
-#include "sec/hello.h"
 
 struct event_base;
 struct event;
@@ -78,7 +77,7 @@ struct bind_app {
 	struct cats_buf enc;		/* a record being encoded */
 	struct cats_listener *lst;	/* forwarder connections */
 	struct cats_htab byname;	/* connections by forwarder id */
-	struct cats_hello_guard hellos;	/* replayed hellos (sec/hello.h) */
+	struct cats_replay *hellos;	/* replayed hellos (sec/crypto.h) */
 	struct cats_dec dec;
 	bool paused, stdin_eof, listening, stopping;
 	uint64_t last_fsync, last_stats;

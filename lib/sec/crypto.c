@@ -2,6 +2,7 @@
  * crypto.c - key files, COSE tags over records, replay guard.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,6 +443,7 @@ struct sender {
 
 struct cats_replay {
 	uint64_t window_ms;
+	uint64_t floor;		/* no nonce below it is accepted */
 	struct cats_htab tab;
 };
 
@@ -475,7 +477,7 @@ cats_replay_check(struct cats_replay *g, const char *id, uint64_t ts,
 		return CATS_REPLAY_WINDOW;
 	uint64_t h = cats_hash_str(id);
 	struct sender *s = cats_htab_get(&g->tab, h, sender_eq, id);
-	if (s != NULL && nonce <= s->last_nonce)
+	if ((s != NULL && nonce <= s->last_nonce) || nonce < g->floor)
 		return CATS_REPLAY_NONCE;
 	if (s == NULL) {
 		size_t n = strlen(id) + 1;
@@ -492,12 +494,50 @@ cats_replay_check(struct cats_replay *g, const char *id, uint64_t ts,
 	return CATS_REPLAY_OK;
 }
 
+void
+cats_replay_set_floor(struct cats_replay *g, uint64_t floor)
+{
+	g->floor = floor;
+}
+
 uint64_t
 cats_replay_last(const struct cats_replay *g, const char *id)
 {
 	struct sender *s = cats_htab_get(&g->tab, cats_hash_str(id), sender_eq,
 	    id);
 	return s ? s->last_nonce : 0;
+}
+
+bool
+cats_replay_seen(const struct cats_replay *g, const char *id)
+{
+	return cats_htab_get(&g->tab, cats_hash_str(id), sender_eq, id) !=
+	    NULL;
+}
+
+struct cats_replay *
+cats_hello_guard_new(uint64_t started)
+{
+	struct cats_replay *g = cats_replay_new(CATS_REPLAY_NO_WINDOW);
+	if (g != NULL)
+		cats_replay_set_floor(g, started);
+	return g;
+}
+
+int
+cats_hello_check(struct cats_replay *g, const char *fwd, uint64_t ts,
+    char *why, size_t n)
+{
+	bool last = cats_replay_seen(g, fwd);
+	uint64_t floor = last ? cats_replay_last(g, fwd) : g->floor;
+	int rc = cats_replay_check(g, fwd, ts, ts, 0);
+	if (rc == CATS_REPLAY_NONCE)
+		snprintf(why, n, "hello of %" PRIu64 " not after %" PRIu64
+		    " (%s): a replay", ts, floor, last ? "the last hello "
+		    "accepted" : "the start of this process");
+	else if (rc != CATS_REPLAY_OK)
+		snprintf(why, n, "%s", cats_replay_reason(rc));
+	return rc;
 }
 
 void

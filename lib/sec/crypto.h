@@ -98,7 +98,20 @@ int cats_rec_verify(const struct cats_rec *r, const struct cats_keyring *kr,
  *   cats_tag_guard apply it first and refuse with CATS_REPLAY_WINDOW.
  * - cats_replay: per sender, the window and a strictly increasing nonce: a
  *   nonce at or below the last one accepted from that sender is refused
- *   (CATS_REPLAY_NONCE).  Senders are remembered for the guard's life.
+ *   (CATS_REPLAY_NONCE), and so is one below the guard's floor (0 unless
+ *   set), whoever sends it; the floor itself passes for a sender not seen
+ *   yet.  Senders are remembered for the guard's life.  A guard of
+ *   CATS_REPLAY_NO_WINDOW applies the nonce rule alone.
+ * - Forwarders' signed hellos (cats-bind(1), cats-select(1)) are a
+ *   cats_replay made by cats_hello_guard_new(started): no window, the
+ *   hello's signing time as its nonce, the start of the checking process
+ *   as the floor.  A hello is fresh when it was signed at or after that
+ *   start and after the last hello accepted from the same forwarder, so a
+ *   hello recorded on the wire and sent again (on this connection or
+ *   another, before or after a restart) is refused whatever the time;
+ *   forwarders sign each hello anew, so theirs pass.  The caller checks
+ *   the MAC first: only forwarders of its keyring get an entry, so the
+ *   guard is bounded by the keyring.
  * - cats_tag_guard: the window and the authentication tag: a tag seen
  *   within the window is refused (CATS_REPLAY_SEEN), so that a replayed
  *   record is either too old or carries a tag already seen; no nonce is
@@ -131,13 +144,28 @@ const char *cats_replay_reason(int code);
 bool cats_replay_in_window(uint64_t ts, uint64_t now_ms, uint64_t window_ms);
 
 struct cats_replay;
+#define CATS_REPLAY_NO_WINDOW UINT64_MAX	/* every timestamp passes */
 struct cats_replay *cats_replay_new(uint64_t window_ms);
+/* No nonce below floor is accepted from now on, from any sender. */
+void cats_replay_set_floor(struct cats_replay *g, uint64_t floor);
 /* Accept (and remember) or refuse nonce from sender, sent at ts. */
 int cats_replay_check(struct cats_replay *g, const char *sender, uint64_t ts,
     uint64_t nonce, uint64_t now_ms);
 /* Last nonce accepted from sender (0 if none). */
 uint64_t cats_replay_last(const struct cats_replay *g, const char *sender);
+/* Has a nonce of sender been accepted? */
+bool cats_replay_seen(const struct cats_replay *g, const char *sender);
 void cats_replay_free(struct cats_replay *g);
+
+/* The guard of forwarders' hellos checked by a process started at started. */
+struct cats_replay *cats_hello_guard_new(uint64_t started);
+/*
+ * The hello of fwd signed at ts: CATS_REPLAY_OK (and remembered), or
+ * CATS_REPLAY_NONCE with why "hello of TS not after T (the last hello
+ * accepted | the start of this process): a replay", or CATS_REPLAY_NOMEM.
+ */
+int cats_hello_check(struct cats_replay *g, const char *fwd, uint64_t ts,
+    char *why, size_t n);
 
 struct cats_tag_guard;
 /* A guard remembering at most max tags (0 is taken as 1); NULL: no memory. */

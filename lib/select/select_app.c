@@ -21,7 +21,6 @@
 #include "net/listener.h"
 #include "rec/json.h"
 #include "rec/recfile.h"
-#include "sec/hello.h"
 #include "select/select_app.h"
 
 /* A forwarder says hello within this, as to cats-bind(1). */
@@ -526,8 +525,8 @@ handle_request(struct cats_sel_app *a, const struct cats_rec *r,
 /*
  * A forwarder's hello (cats-select(1) FORWARDERS): with --keys signed by
  * the key of the forwarder it names, within the request window and fresh
- * (sec/hello.h); unsigned only with --no-auth or on a unix socket, whose
- * requests SO_PEERCRED still checks.  The connection is then past its
+ * (sec/crypto.h, cats_hello_guard_new); unsigned only with --no-auth or on
+ * a unix socket, whose requests SO_PEERCRED still checks.  The connection is then past its
  * hello deadline; a refused hello closes it.
  */
 static void conn_free(struct cats_sel_conn *c);
@@ -541,8 +540,6 @@ handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
 	if (r->auth.alg != CATS_ALG_NONE && a->keys.n > 0) {
 		const struct cats_key *who = NULL;
 		struct cats_err e;
-		uint64_t floor;
-		bool last;
 		uint64_t w = a->o.sel.window_ms;
 		memset(&e, 0, sizeof(e));
 		if (cats_rec_verify(r, &a->keys, &who, &e) < 0)
@@ -553,18 +550,9 @@ handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
 		else if (w > 0 && !cats_replay_in_window(st->ts, now, w))
 			snprintf(why, sizeof(why), "timestamp %" PRIu64
 			    " outside now +/- %" PRIu64 " ms", st->ts, w);
-		else {
-			int rc = cats_hello_check(&a->hellos, st->fwd, st->ts,
-			    &floor, &last);
-			if (rc == CATS_HELLO_REPLAY) {
-				a->hello_replayed++;
-				snprintf(why, sizeof(why), "hello of %" PRIu64
-				    " not after %" PRIu64 " (%s): a replay",
-				    st->ts, floor, last ? "the last hello "
-				    "accepted" : "the start of this process");
-			} else if (rc == CATS_HELLO_NOMEM)
-				snprintf(why, sizeof(why), "out of memory");
-		}
+		else if (cats_hello_check(a->hellos, st->fwd, st->ts, why,
+		    sizeof(why)) == CATS_REPLAY_NONCE)
+			a->hello_replayed++;
 	} else if (r->auth.alg != CATS_ALG_NONE && !a->o.sel.insecure)
 		snprintf(why, sizeof(why), "no forwarder keys are configured");
 	else if (r->auth.alg == CATS_ALG_NONE && !a->o.sel.insecure &&
@@ -1055,13 +1043,13 @@ cats_sel_app_init(struct cats_sel_app *a)
 	struct cats_sel_opts *o = &a->o;
 	char err[512];
 	cats_dec_init(&a->dec, NULL);
-	cats_hello_guard_init(&a->hellos, cats_clock_now());
+	a->hellos = cats_hello_guard_new(cats_clock_now());
 	a->cat = cats_svc_cat_new(0);
 	a->cst = cats_cst_new(o->metric_ttl, 0);
 	a->nrec = cats_nst_rec_new(o->net_ttl, 0);
 	cats_nst_init(&a->nst);
-	if (a->cat == NULL || a->cst == NULL || a->nrec == NULL ||
-	    cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
+	if (a->hellos == NULL || a->cat == NULL || a->cst == NULL ||
+	    a->nrec == NULL || cats_nst_add(&a->nst, &cats_nst_rec_provider, a->nrec) < 0) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
@@ -1304,7 +1292,7 @@ void
 cats_sel_app_free(struct cats_sel_app *a)
 {
 	cats_listener_free(a->lst);
-	cats_hello_guard_free(&a->hellos);
+	cats_replay_free(a->hellos);
 	a->lst = NULL;
 	while (a->conns != NULL)
 		conn_free(a->conns);

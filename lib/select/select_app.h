@@ -27,7 +27,6 @@
 #include "pce/te.h"
 #include "rec/seq.h"
 #include "select/ingest.h"
-#include "sec/hello.h"
 #include "select/select_conf.h"
 
 struct event_base;
@@ -77,7 +76,7 @@ struct cats_sel_app {
 	/* Counters of the tool (the selector has its own). */
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
 	uint64_t hellos_ok, hello_refused, hello_replayed;
-	struct cats_hello_guard hellos;	/* replayed hellos (sec/hello.h) */
+	struct cats_replay *hellos;	/* replayed hellos (sec/crypto.h) */
 	uint64_t svc_applied, svc_ignored, svc_refused;
 	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
 	    met_removed, met_refused, met_passed, met_refused_owner,

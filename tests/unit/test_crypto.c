@@ -255,6 +255,32 @@ test_seqwin(void)
 	    "the accepted window") == 0, "reasons as cats-pce said them");
 }
 
+/* Forwarders' hellos: the signing time against the start, then the last. */
+static void
+test_hello_guard(void)
+{
+	struct cats_replay *g = cats_hello_guard_new(1000);
+	char why[200] = "";
+	T_OK(g != NULL, "hello guard");
+	T_OK(cats_hello_check(g, "IF-1", 999, why, sizeof(why)) ==
+	    CATS_REPLAY_NONCE && strcmp(why, "hello of 999 not after 1000 (the "
+	    "start of this process): a replay") == 0,
+	    "a hello signed before the start refused: %s", why);
+	T_OK(cats_hello_check(g, "IF-1", 1000, why, sizeof(why)) ==
+	    CATS_REPLAY_OK, "a hello signed at the start is fresh");
+	T_OK(cats_hello_check(g, "IF-1", 1000, why, sizeof(why)) ==
+	    CATS_REPLAY_NONCE && strcmp(why, "hello of 1000 not after 1000 (the "
+	    "last hello accepted): a replay") == 0,
+	    "the same hello again refused: %s", why);
+	T_OK(cats_hello_check(g, "IF-1", 1001, why, sizeof(why)) ==
+	    CATS_REPLAY_OK, "the next millisecond is fresh");
+	T_OK(cats_hello_check(g, "IF-2", 1000, why, sizeof(why)) ==
+	    CATS_REPLAY_OK, "per forwarder");
+	T_OK(cats_hello_check(g, "IF-2", UINT64_C(1) << 52, why, sizeof(why)) ==
+	    CATS_REPLAY_OK, "no time window on hellos");
+	cats_replay_free(g);
+}
+
 static void
 test_replay(void)
 {
@@ -273,11 +299,28 @@ test_replay(void)
 	T_OK(cats_replay_check(g, "sma-1", now - 30001, 11, now) ==
 	    CATS_REPLAY_WINDOW, "31 s in the past refused");
 	T_OK(cats_replay_check(g, "sma-1", now - 30000, 11, now) ==
-	    CATS_REPLAY_OK, "30 s is within the window");
+	    CATS_REPLAY_OK, "30 s in the past is within the window");
+	T_OK(cats_replay_check(g, "sma-2", now + 30000, 10, now) ==
+	    CATS_REPLAY_OK, "30 s in the future is within the window");
 	T_OK(cats_replay_last(g, "sma-1") == 11, "last nonce remembered");
 	T_OK(cats_replay_check(g, "sma-1", now + 30001, 12, now) ==
 	    CATS_REPLAY_WINDOW && cats_replay_last(g, "sma-1") == 11,
 	    "a refused record does not move the nonce");
+	T_OK(cats_replay_check(g, "sma-1", now, 12, now) == CATS_REPLAY_OK,
+	    "the nonce just above the last one accepted");
+	cats_replay_free(g);
+
+	/* The floor: at it passes, below it refused, for every sender. */
+	g = cats_replay_new(CATS_REPLAY_NO_WINDOW);
+	cats_replay_set_floor(g, 500);
+	T_OK(cats_replay_check(g, "a", 0, 499, now) == CATS_REPLAY_NONCE &&
+	    !cats_replay_seen(g, "a"), "below the floor refused, not kept");
+	T_OK(cats_replay_check(g, "a", 0, 500, now) == CATS_REPLAY_OK &&
+	    cats_replay_seen(g, "a"), "the floor itself passes (no window)");
+	T_OK(cats_replay_check(g, "a", UINT64_MAX, 500, now) ==
+	    CATS_REPLAY_NONCE, "then the floor is the last nonce: refused");
+	T_OK(cats_replay_check(g, "b", UINT64_MAX, 501, 0) == CATS_REPLAY_OK,
+	    "no window: any timestamp");
 	cats_replay_free(g);
 	T_OK(cats_ct_equal("abc", "abc", 3) && !cats_ct_equal("abc", "abd", 3),
 	    "constant-time compare");
@@ -333,6 +376,7 @@ main(void)
 	test_key_files();
 	test_tokens();
 	test_replay();
+	test_hello_guard();
 	test_replay_window();
 	test_tag_guard();
 	test_seqwin();
