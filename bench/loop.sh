@@ -48,9 +48,13 @@ srcs=$(for i in $(seq 11 74); do echo 192.0.2.$i; done)
 # "flows|p50|p99|failed|span" of the clients, or the reason there is none
 # in each field: a failure never reads as a number.  With BENCH_DATA set
 # (bench/run.sh), SAMPLES names the file of the connect times there.
+# SPORT0 is the clients' first source port: the C-PS's run and the
+# baseline's use ports of their own, so that no flow of one is a 5-tuple
+# the forwarders still hold from the other.
 measure() {
 	local out n f e
 	out=$(LOOP_SAMPLES=${BENCH_DATA:+$BENCH_DATA/loop.$SAMPLES.tsv} \
+		LOOP_SPORT0=$SPORT0 \
 		lx "$LC" $LOOP_PY "$TOP/bench/loop_clients.py" 203.0.113.100 80 \
 		"$DUR" "$@" 2>&1)
 	read -r n _ _ f _ <<<"$out"
@@ -64,8 +68,8 @@ measure() {
 	fi
 	echo "$e|$e|$e|$e|$e"
 }
-IFS='|' read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(SAMPLES=delay-cps measure $srcs)"
-IFS='|' read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(SAMPLES=delay-cps-1 measure 192.0.2.10)"
+IFS='|' read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(SPORT0=20000 SAMPLES=delay-cps measure $srcs)"
+IFS='|' read -r C1_FLOWS C1_P50 C1_P99 _ C1_SPAN <<<"$(SPORT0=20000 SAMPLES=delay-cps-1 measure 192.0.2.10)"
 if [ "$LOOP_CPS" = cps ]; then
 	act=$(kill -USR1 "$(loop_pid cps)"; sleep 0.8; cats-cbor decode "$LOOP_DIR/cps.stats" 2>/dev/null |
 		jq -r 'select(.type == "stats") | .counters["bind.activated"] // empty' | tail -1)
@@ -130,8 +134,8 @@ for f in IF-1 EF-1; do
 	loop_wait 50 grep -q "\"fwd\":\"$f\",\"event\":\"hello\"" "$LOOP_DIR/fakecps.log"
 done
 sleep 0.5
-IFS='|' read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(SAMPLES=delay-fakecps measure $srcs)"
-IFS='|' read -r F1_FLOWS F1_P50 F1_P99 _ F1_SPAN <<<"$(SAMPLES=delay-fakecps-1 measure 192.0.2.10)"
+IFS='|' read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(SPORT0=10000 SAMPLES=delay-fakecps measure $srcs)"
+IFS='|' read -r F1_FLOWS F1_P50 F1_P99 _ F1_SPAN <<<"$(SPORT0=10000 SAMPLES=delay-fakecps-1 measure 192.0.2.10)"
 
 # A value or baseline that did not measure says so; then no ratio.
 row() {

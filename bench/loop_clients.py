@@ -7,7 +7,11 @@ installs the binding at the egress and the ingress, and the SYN leaves.
   loop_clients.py DST PORT SECONDS SRC...
 
 One client per SRC address, each with one connection in flight at a time
-(closed loop); a connection is reset as soon as it is established.  Prints
+(closed loop); a connection is reset as soon as it is established.  Each
+client takes its source ports in turn from LOOP_SPORT0 (20000) on, never
+one twice in a run: a kernel-chosen port may repeat a 5-tuple whose
+connection was just reset, and that is a reused flow, not a new one (the
+ingress ends the closing binding and asks again: cats-fwd(1)).  Prints
 "flows p50_us p99_us failed seconds": established connections, the connect
 time (SYN to SYN-ACK through the loop) percentiles, failed or timed-out
 connects, and the measured span.  With LOOP_SAMPLES set, every connect
@@ -27,13 +31,26 @@ srcs = sys.argv[4:]
 sel = selectors.DefaultSelector()
 times, failed = [], 0
 LINGER0 = struct.pack("ii", 1, 0)
+SPORT0 = int(os.environ.get("LOOP_SPORT0", "20000"))
+nextport = {}
 
 
 def start(src):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER0)
     s.setblocking(False)
-    s.bind((src, 0))
+    while True:
+        p = nextport.get(src, SPORT0)
+        if p > 65535:
+            s.close()
+            return False
+        nextport[src] = p + 1
+        try:
+            s.bind((src, p))
+            break
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
     t = time.perf_counter_ns()
     e = s.connect_ex((dst, port))
     if e not in (0, errno.EINPROGRESS):
