@@ -273,7 +273,8 @@ extern const char *const cats_req_mode_names[];
  X(MET, parts, U64, uint64_t, CATS_OPT, 1, 65535, NULL, NULL, "", "number of parts of the snapshot") \
  X(MET, entries, ARR_MAP, struct cats_arr_ent, CATS_OPT, 0, 1024, &cats_schema_entry, NULL, "", "per-SCI entries") \
  X(MET, sites, ARR_MAP, struct cats_arr_site, CATS_OPT, 0, 256, &cats_schema_site, NULL, "", "per-CS-ID site aggregates") \
- X(MET, reason, TEXT, const char *, CATS_OPT, 0, 256, NULL, NULL, "", "why (withdraw: failed, evicted, removed)")
+ X(MET, reason, TEXT, const char *, CATS_OPT, 0, 256, NULL, NULL, "", "why (withdraw: failed, evicted, removed)") \
+ X(MET, last_full, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "state file only: when the last full snapshot was acknowledged")
 
 /* sync: the C-PS asks a C-SMA for a full or incremental sync (000 §9.3). */
 #define CATS_SYNC_FIELDS(X) \

@@ -627,13 +627,17 @@ uint64_t sma_out_failures(const struct sma_out *o);
 /*
  * State file: a CBOR Sequence of metric records (op full, in parts) holding
  * the soft state, written to path.tmp, fsynced and renamed over path.
+ * last_full (0: none) is when the last full snapshot was acknowledged, kept
+ * so that the next run reports it (sync_last_full).
  */
 int sma_out_save_state(const struct sma_out *o, const struct sma *s,
-    const char *path, uint64_t now, char *err, size_t errlen);
+    const char *path, uint64_t now, uint64_t last_full, char *err,
+    size_t errlen);
 
-/* The state file read back: epoch, seq and the entries (owned by st). */
+/* The state file read back: epoch, seq, last_full and the entries (owned by
+ * st). */
 struct sma_state {
-	uint64_t epoch, seq, ts;
+	uint64_t epoch, seq, ts, last_full;
 	struct cats_entry *v;
 	size_t n;
 	struct cats_arena arena;

@@ -779,6 +779,18 @@ sma_app_mqtt(struct sma_app *a)
 
 /* ---- statistics ---- */
 
+/*
+ * The last full snapshot acknowledged (or sent on a stream): this run's, or
+ * else the one the state file kept (a cron run that synced incrementally).
+ */
+static uint64_t
+sync_last_full(const struct sma_app *a)
+{
+	uint64_t t = a->nb ? sma_nb_status(a->nb)->last_full :
+	    sma_uc_stats(a->uc)->last_full;
+	return t ? t : a->have_state ? a->state.last_full : 0;
+}
+
 /* The counters of cats-sma(1) STATISTICS, in their order. */
 static void
 stats_list(struct sma_app *a, struct cats_stats_list *st)
@@ -884,8 +896,7 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "sync_incremental", n->incremental_syncs);
 	cats_stats_add(st, "sync_full_requested", n->full_requested);
 	cats_stats_time(st, "sync_last_ack", n->last_ack);
-	cats_stats_time(st, "sync_last_full",
-	    a->nb ? n->last_full : u->last_full);
+	cats_stats_time(st, "sync_last_full", sync_last_full(a));
 	cats_stats_gauge(st, "sync_acked_seq", n->acked_seq);
 	cats_stats_gauge(st, "sync_peer_epoch", n->ps_epoch);
 	cats_stats_add(st, "sync_peer_restarts", n->ps_restarts);
@@ -1257,7 +1268,7 @@ sma_app_save_state(struct sma_app *a)
 	if (so == NULL)
 		snprintf(err, sizeof(err), "out of memory");
 	if (so == NULL || sma_out_save_state(so, a->core, a->state_path,
-	    cats_clock_now(), err, sizeof(err)) < 0) {
+	    cats_clock_now(), sync_last_full(a), err, sizeof(err)) < 0) {
 		cats_errorx("%s", err);
 		a->save_failures++;
 		rc = -1;

@@ -34,6 +34,7 @@ struct sma_out {
 	struct cats_site *sites;
 	size_t nsites, capsites;
 	struct cats_arena arena;	/* copies for the change set */
+	uint64_t last_full;	/* a state file's last_full (0: none) */
 };
 
 struct sma_out *
@@ -342,6 +343,8 @@ write_full(struct sma_out *o, const struct sma *s, uint64_t now, bool state,
 			r.u.metric.seq = --o->seq;	/* not an advertisement */
 		CATS_SET(&r.u.metric, MET, part, p + 1);
 		CATS_SET(&r.u.metric, MET, parts, parts);
+		if (state && o->last_full)
+			CATS_SET(&r.u.metric, MET, last_full, o->last_full);
 		size_t eo = p * PART;
 		if (eo < ne) {
 			r.u.metric.entries.v = ents + eo;
@@ -393,11 +396,13 @@ file_emit(void *arg, const struct cats_rec *r)
 
 int
 sma_out_save_state(const struct sma_out *o, const struct sma *s,
-    const char *path, uint64_t now, char *err, size_t errlen)
+    const char *path, uint64_t now, uint64_t last_full, char *err,
+    size_t errlen)
 {
 	char tmp[4200];
 	struct filew w = { -1, { 0 } };
 	struct sma_out copy = *o;	/* the sequence does not move */
+	copy.last_full = last_full;
 	copy.p = NULL;
 	copy.sites = NULL;
 	memset(&copy.arena, 0, sizeof(copy.arena));
@@ -507,6 +512,8 @@ sma_state_load(struct sma_state *st, const char *path, char *err,
 		if (m->seq > st->seq)
 			st->seq = m->seq;
 		st->ts = m->ts;
+		if (CATS_HAS(m, MET, last_full) && m->last_full > st->last_full)
+			st->last_full = m->last_full;
 		for (size_t i = 0; i < m->entries.n; i++) {
 			if (st->n == cap) {
 				size_t nc = cap ? cap * 2 : 256;

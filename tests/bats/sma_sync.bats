@@ -480,10 +480,14 @@ cpost() { # file [resource] -> HTTP status
 	one_run 100
 	grep -q 'cats_sma_sync_full_total{sma_id="sma-a"} 1' sma.prom
 	grep -q 'cats_sma_sync_queued{sma_id="sma-a"} 0' sma.prom
+	full1=$(grep '^cats_sma_sync_last_full_seconds{' sma.prom)
+	[[ "$full1" =~ \}\ [1-9][0-9]*\.[0-9]{3}$ ]]
 	cps_table | grep -q '"10.0.0.1:80","ARS","HEALTHY","HEALTHY",100'
 	one_run 200
 	grep -q 'cats_sma_sync_incremental_total{sma_id="sma-a"} 1' sma.prom
 	grep -q 'cats_sma_sync_full_total{sma_id="sma-a"} 0' sma.prom
+	# The last full sync is the first run's, kept in the state file.
+	[ "$(grep '^cats_sma_sync_last_full_seconds{' sma.prom)" = "$full1" ]
 	cps_table | grep -q '"10.0.0.1:80","ARS","HEALTHY","HEALTHY",200'
 	# A run whose C-PS is down keeps its state; the next syncs fully.
 	kill "$CPS"

@@ -1011,12 +1011,14 @@ test_out_and_state(void)
 	close(fd);
 	char err[300];
 	offer(s, "c", "ARS", 9, 101000, CATS_HEALTHY, 50, 5, NULL);
-	T_OK(sma_out_save_state(o, s, path, 101000, err, sizeof(err)) == 0,
-	    "state saved");
+	T_OK(sma_out_save_state(o, s, path, 101000, 99000, err,
+	    sizeof(err)) == 0, "state saved");
 	struct sma_state st;
 	T_OK(sma_state_load(&st, path, err, sizeof(err)) == 0 && st.n == 603 &&
 	    st.epoch == 7 && st.seq == sma_out_seq(o), "state loaded (%zu)",
 	    st.n);
+	T_OK(st.last_full == 99000, "the last full sync's time kept (%llu)",
+	    (unsigned long long)st.last_full);
 	struct sma *s2 = sma_new(c, &nokeys, NULL, NULL);
 	size_t restored = 0, old = 0;
 	for (size_t i = 0; i < st.n; i++) {
