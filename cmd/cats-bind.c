@@ -363,8 +363,7 @@ main(int argc, char **argv)
 			trace = optarg;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'q':
 			verbosity = 0;
 			break;

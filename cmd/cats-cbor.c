@@ -519,8 +519,7 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":hjm:qst:V", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'j':
 			o.json = true;
 			break;

@@ -68,8 +68,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		case 'c': config = optarg; break;
 		case 'G': log = optarg; break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'I': key = "id"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'O': key = "stats-to"; break;

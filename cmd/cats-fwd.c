@@ -300,8 +300,7 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'v':
 			verbose++;
 			break;

@@ -363,8 +363,7 @@ main(int argc, char **argv)
 			o.lifetime_ms = cats_opt_ms("--lifetime", optarg);
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'i':
 			o.issuer = optarg;
 			break;

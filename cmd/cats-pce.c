@@ -247,8 +247,7 @@ main(int argc, char **argv)
 			check = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'I':
 			insecure = true;
 			break;

@@ -176,8 +176,7 @@ main(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'I':
 			s.interval_ms = cats_opt_ms("--interval", optarg);
 			if (s.interval_ms == 0 || s.interval_ms > CATS_U32)

@@ -158,8 +158,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'd': key = "domain"; break;
 		case 'G': key = "log"; break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'I': key = "id"; break;
 		case 'g': key = "ingest"; break;
 		case 'K': key = "ingest-key"; break;

@@ -185,8 +185,7 @@ main(int argc, char **argv)
 			    CATS_U53);
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'i':
 			force_stdin = true;
 			break;

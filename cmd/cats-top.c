@@ -188,8 +188,7 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'h':
-			fputs(usage_text, stdout);
-			return CATS_EXIT_OK;
+			cats_tool_help(usage_text);
 		case 'M':
 			f.max_body = cats_opt_size("--max-body", optarg);
 			if (f.max_body == 0 || f.max_body > CATS_PROM_MAX_TEXT)

@@ -16,6 +16,7 @@
 #include "sec/crypto.h"
 #include "base/log.h"
 #include "base/tool.h"
+#include "rec/seq.h"
 
 static bool output_reported;
 
@@ -65,6 +66,20 @@ cats_tool_init(const char *argv0)
 		cats_errorx("cannot initialise libsodium");
 		exit(CATS_EXIT_FAIL);
 	}
+}
+
+void
+cats_tool_help(const char *text)
+{
+	/* Straight to the descriptor: no stdio error left for the exit
+	 * check to report. */
+	if (fflush(stdout) != 0 ||
+	    cats_write_all(STDOUT_FILENO, text, strlen(text)) < 0) {
+		if (errno != EPIPE)
+			_exit(cats_tool_output_failed("stdout", errno));
+		clearerr(stdout);
+	}
+	exit(CATS_EXIT_OK);
 }
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)

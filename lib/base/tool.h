@@ -43,6 +43,12 @@ void cats_tool_hugepages(void);
 int cats_tool_reserve(size_t bytes);
 /* "TOOL (cats) VERSION" on stdout. */
 void cats_tool_version(void);
+/*
+ * --help: text on stdout, then exit 0.  A reader that is gone (EPIPE:
+ * "cats-x --help | head -1") is no failure, the reader had what it wanted;
+ * any other write error is one line and 74.
+ */
+void cats_tool_help(const char *text) __attribute__((noreturn));
 /* Fill r as a stats record from name/value pairs. */
 void cats_stats_rec(struct cats_rec *r, const char *tool, const char *id,
     struct cats_kv *kv, size_t n, uint64_t now);
