@@ -267,6 +267,8 @@ bt_make_binding(const struct bind_table *t, const struct bent *e, int op,
 			CATS_SET(b, BND, path_gen, p->gen);
 		if (p->has & P_PID)
 			CATS_SET(b, BND, path_id, p->path_id);
+		b->path.v = p->names;
+		b->path.n = p->nn;
 		if (c->k.has & K_ONFAIL)
 			CATS_SET(b, BND, on_failure, c->k.on_failure);
 	}
@@ -295,6 +297,8 @@ bt_send_binding(struct bind_table *t, struct bent *e, int op, struct bstr *to,
 	struct cats_rec r;
 	e->epoch = (uint32_t)t->epoch;
 	bt_make_binding(t, e, op, t->epoch, now, BR_OK, &r);
+	if (to != NULL)
+		r.u.binding.path.n = 0;	/* the forwarders need no node list */
 	bt_send_rec(t, &r, to);
 	if (to != NULL) {
 		if (op == CATS_BIND_INSTALL)

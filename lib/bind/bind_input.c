@@ -729,15 +729,15 @@ path_uses(const struct bpath *p, const char *src, const char *dst)
 	if (p->nlen == 0 || ls + ld + 3 > sizeof(w))
 		return false;
 	size_t n = 0;
-	w[n++] = '\n';
+	w[n++] = '\0';
 	if (src != NULL) {
 		memcpy(w + n, src, ls);
 		n += ls;
-		w[n++] = '\n';
+		w[n++] = '\0';
 	}
 	memcpy(w + n, dst, ld);
 	n += ld;
-	w[n++] = '\n';
+	w[n++] = '\0';
 	return memmem(p->nodes, p->nlen, w, n) != NULL;
 }
 
@@ -940,6 +940,44 @@ instance_of(const struct bind_table *t, const char *cs_id,
 	return NULL;
 }
 
+/*
+ * The interned path a forwarder's fallback took: one of the manager's own
+ * paths from headend fwd to egress with the same encapsulation (its
+ * fallback candidates are paths the manager gave it), the newest of the
+ * TE database when several match; NULL when none is known.  It gives the
+ * adopted binding the path's nodes (a net record then finds it) and its
+ * identity.
+ */
+static const struct bpath *
+fallback_path(const struct bind_table *t, const char *fwd, const char *egress,
+    const struct cats_bind_fwd *f)
+{
+	const struct bpath *best = NULL;
+	for (uint32_t i = 1; i < t->hpath.n; i++) {
+		const struct bpath *p = t->hpath.v[i];
+		if (p == NULL || p->nn < 2 || p->encap != f->encap ||
+		    strcmp(p->names[0], fwd) != 0 ||
+		    strcmp(p->names[p->nn - 1], egress) != 0)
+			continue;
+		bool same;
+		if (f->encap == CATS_DP_SRV6) {
+			same = p->sids != NULL && p->n == f->sids.n;
+			for (size_t k = 0; same && k < p->n; k++)
+				same = cats_ip_eq(&p->sids[k], &f->sids.v[k]);
+		} else if (f->encap == CATS_DP_SRMPLS) {
+			same = p->labels != NULL && p->n == f->labels.n &&
+			    memcmp(p->labels, f->labels.v, p->n * 8) == 0;
+		} else if (f->encap == CATS_DP_IPIP) {
+			same = cats_ip_eq(&p->tunnel_dst, &f->tunnel_dst);
+		} else {
+			same = p->n == 0;
+		}
+		if (same && (best == NULL || p->gen > best->gen))
+			best = p;
+	}
+	return best;
+}
+
 /* End a fallback binding at its ingress: a remove of its id. */
 static void
 fallback_end(struct bind_table *t, struct bstr *ing,
@@ -1020,6 +1058,15 @@ bind_fwd_binding(struct bind_table *t, const char *fwd,
 	p->segments.n = n < 16 ? n : 16;
 	if (f->encap == CATS_DP_IPIP)
 		p->endpoint_addr = f->tunnel_dst;
+	const struct bpath *known = fallback_path(t, fwd, egress, f);
+	if (known != NULL) {
+		p->path.v = known->names;
+		p->path.n = known->nn;
+		if (known->has & P_PID)
+			CATS_SET(p, PRP, path_id, known->path_id);
+		if (known->has & P_GEN)
+			CATS_SET(p, PRP, gen, known->gen);
+	}
 	struct cats_decision *d = &p->decision;
 	d->cs_id = b->cs_id;
 	d->csci_id = csci;

@@ -99,10 +99,12 @@ struct bpath {
 	uint8_t encap, n, has;
 	struct cats_ip *sids;
 	uint64_t *labels;
-	/* The nodes of the path as "\nA\nB\n" (headend first), nlen 0: not
-	 * known; a net record taking a link or node down finds it by them. */
+	/* The nodes of the path as "\0A\0B\0" (headend first), nlen 0: not
+	 * known; a net record taking a link or node down finds it by them.
+	 * names: the nn nodes, pointing into it (the binding's path list). */
 	char *nodes;
-	uint16_t nlen;
+	const char **names;
+	uint16_t nlen, nn;
 	bool mark;	/* bind_net(): a link or node of it went down */
 };
 
@@ -157,7 +159,7 @@ enum {
 };
 
 /* The timing wheel: W_SIZE buckets of W_GRAN ms (bind_index.c). */
-/* Longest node list kept of a path (bytes, "\nA\nB\n"). */
+/* Longest node list kept of a path (bytes, "\0A\0B\0"). */
 #define BIND_PATH_NODES_MAX 1024
 
 #define W_BITS 13
@@ -398,6 +400,10 @@ void bt_path_put(struct bind_table *t, uint32_t handle);
 void bt_caps_set(struct bstr *f, const struct cats_arr_text *caps);
 /* The MSD fwd advertised for data plane dp, or -1 (none known). */
 int bt_caps_msd(const struct bind_table *t, const char *fwd, int dp);
+/* A node list as a path keeps it ("\0A\0B\0") in buf; its length, 0 for
+ * none or one too long to keep. */
+uint16_t bt_nodes_join(const struct cats_arr_text *path, char *buf,
+    size_t cap);
 int bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
     uint32_t *handle);
 uint32_t bt_v6_find(const struct bind_table *t, const struct bstr *tenant,

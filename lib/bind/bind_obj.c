@@ -365,7 +365,13 @@ bt_path_get(struct bind_table *t, const struct pkey *k)
 		return p->handle;
 	}
 	size_t extra = k->sids ? k->n * sizeof(struct cats_ip) : k->n * 8;
-	p = calloc(1, sizeof(*p) + extra + k->nlen);
+	/* The nodes' names, then the nodes: after the segments, aligned. */
+	size_t nn = 0;
+	for (size_t i = 1; i < k->nlen; i++)
+		nn += k->nodes[i] == '\0';
+	size_t at = (sizeof(*p) + extra + _Alignof(const char *) - 1) &
+	    ~(_Alignof(const char *) - 1);
+	p = calloc(1, at + nn * sizeof(const char *) + k->nlen);
 	if (p == NULL)
 		return 0;
 	p->h = h;
@@ -384,9 +390,13 @@ bt_path_get(struct bind_table *t, const struct pkey *k)
 		memcpy(p->labels, k->labels, extra);
 	}
 	if (k->nlen > 0) {
-		p->nodes = (char *)(p + 1) + extra;
+		p->names = (const char **)(void *)((char *)p + at);
+		p->nodes = (char *)(p->names + nn);
 		memcpy(p->nodes, k->nodes, k->nlen);
 		p->nlen = k->nlen;
+		for (size_t i = 0; i + 1 < k->nlen; i++)
+			if (p->nodes[i] == '\0')
+				p->names[p->nn++] = p->nodes + i + 1;
 	}
 	p->handle = bs_hvec_add(&t->hpath, p);
 	if (p->handle == 0 || cats_htab_put(&t->paths, h, p) < 0) {
@@ -525,6 +535,24 @@ caps_check(struct bind_table *t, const char *headend, const char *egress,
 	return BR_OK;
 }
 
+uint16_t
+bt_nodes_join(const struct cats_arr_text *path, char *buf, size_t cap)
+{
+	size_t nl = 0;
+	for (size_t i = 0; i < path->n; i++) {
+		size_t l = strlen(path->v[i]);
+		if (nl + l + 2 > cap || nl + l + 2 > UINT16_MAX)
+			return 0;
+		buf[nl++] = '\0';
+		memcpy(buf + nl, path->v[i], l);
+		nl += l;
+	}
+	if (nl == 0)
+		return 0;
+	buf[nl++] = '\0';
+	return (uint16_t)nl;
+}
+
 /*
  * The path of a reply as the headend can realize it, or a reason why not
  * (001: a path the headend cannot represent is a path failure).
@@ -602,24 +630,10 @@ bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 		k.gen = r->gen;
 		k.has |= P_GEN;
 	}
-	/* Its nodes, for bind_net(): "\nA\nB\n"; too long, not kept. */
+	/* Its nodes, for bind_net() and the binding's path list. */
 	char nodes[BIND_PATH_NODES_MAX];
-	size_t nl = 0;
-	for (size_t i = 0; i < r->path.n && nl != SIZE_MAX; i++) {
-		size_t l = strlen(r->path.v[i]);
-		if (nl + l + 2 > sizeof(nodes)) {
-			nl = SIZE_MAX;
-			break;
-		}
-		nodes[nl++] = '\n';
-		memcpy(nodes + nl, r->path.v[i], l);
-		nl += l;
-	}
-	if (nl != SIZE_MAX && nl > 0) {
-		nodes[nl++] = '\n';
-		k.nodes = nodes;
-		k.nlen = (uint16_t)nl;
-	}
+	k.nlen = bt_nodes_join(&r->path, nodes, sizeof(nodes));
+	k.nodes = k.nlen ? nodes : NULL;
 	*handle = bt_path_get(t, &k);
 	return *handle ? BR_OK : BR_NOMEM;
 }

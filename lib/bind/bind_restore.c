@@ -82,6 +82,10 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		pk.gen = b->path_gen;
 		pk.has |= P_GEN;
 	}
+	/* Its nodes, so that a net record finds it after a restart too. */
+	char nodes[BIND_PATH_NODES_MAX];
+	pk.nlen = bt_nodes_join(&b->path, nodes, sizeof(nodes));
+	pk.nodes = pk.nlen ? nodes : NULL;
 	struct bclass_key k;
 	if (bt_class_key(t, &k, ingress, &f->match, &d) < 0)
 		return BR_NOMEM;

@@ -413,6 +413,7 @@ extern const char *const cats_req_mode_names[];
  X(BND, nst_gen, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "NST generation of the decision") \
  X(BND, path_gen, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "TE database generation of the path") \
  X(BND, path_id, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "shared path reference") \
+ X(BND, path, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 1024, NULL, NULL, "", "nodes of the path, headend first (the manager's output, journal and dumps; not sent to forwarders)") \
  X(BND, state, ENUM, int, CATS_OPT, 0, 0, NULL, cats_flow_state_names, "", "flow state (dumps)") \
  X(BND, on_failure, ENUM, int, CATS_OPT, 0, 0, NULL, cats_on_failure_names, "", "what an instance failure does to the flow (from the decision)") \
  X(BND, reason, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "remove: why")

@@ -26,7 +26,7 @@ struct sent {
 	int type, op, state;
 	char to[32], code[48], reason[48];
 	uint64_t id, txn, epoch, version, msd;
-	size_t nsids;
+	size_t nsids, npath;
 };
 
 static struct sent sent[4096];
@@ -55,6 +55,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 		s->version = b->version;
 		s->state = b->state;
 		s->nsids = b->fwd.sids.n;
+		s->npath = b->path.n;
 		snprintf(s->reason, sizeof(s->reason), "%s",
 		    b->reason ? b->reason : "");
 		/* Every binding that leaves is a valid record. */
@@ -92,6 +93,7 @@ io_trace(void *arg, const struct bind_trace *tr)
 }
 
 static const struct bind_io io = { io_send, io_journal, io_trace, NULL };
+static const struct bind_io io_nojournal = { io_send, NULL, io_trace, NULL };
 
 static void
 reset_io(void)
@@ -189,6 +191,7 @@ rep_ok(uint64_t txn, unsigned sport, uint64_t ts, const char *sid,
 	    "\"dataplane\":\"srv6\",\"segments\":[{\"kind\":\"node\","
 	    "\"node\":\"P-1\",\"sid\":\"fc00:1::1\"},{\"kind\":\"node\","
 	    "\"node\":\"EF-2\",\"sid\":\"%s\"}],\"path_id\":7,\"gen\":3,"
+	    "\"path\":[\"IF-1\",\"P-1\",\"EF-2\"],"
 	    "\"decision\":{\"cs_id\":\"S1\",\"csci_id\":\"B\",\"locator\":"
 	    "\"198.51.100.21\",\"egress\":\"EF-2\",\"ts\":1000,\"cst_gen\":5,"
 	    "\"nst_gen\":6,\"idle_ms\":10000,\"hard_ms\":60000%s},"
@@ -1103,6 +1106,39 @@ test_restore(void)
 	T_OK(bind_next_id(r) == bind_next_id(t), "ids continue");
 	bind_free(r);
 
+	/*
+	 * The journal keeps each path's nodes: a restored table repairs the
+	 * flows over a link that goes down, as the original would.  The
+	 * bindings to the forwarders carry none.
+	 */
+	bool fwd_nodes = false, out_nodes = false;
+	for (size_t i = 0; i < nsent; i++) {
+		if (sent[i].type != CATS_T_BINDING || sent[i].op ==
+		    CATS_BIND_REMOVE)
+			continue;
+		if (strcmp(sent[i].to, "-") == 0)
+			out_nodes |= sent[i].npath == 3;
+		else
+			fwd_nodes |= sent[i].npath != 0;
+	}
+	T_OK(out_nodes && !fwd_nodes, "bindings name their nodes on the "
+	    "output and in the journal, not to the forwarders");
+	r = bind_new(&c, &io_nojournal);
+	bind_set_epoch(r, 2);
+	bj_replay(r, journal.p, journal.len, 5000, &st, &last, NULL, NULL);
+	size_t n0 = nsent;
+	feed(r, 5000, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":5000,"
+	    "\"src\":\"P-1\",\"dst\":\"EF-2\",\"up\":false}"));
+	size_t nreq = 0;
+	for (size_t i = n0; i < nsent; i++)
+		nreq += sent[i].type == CATS_T_PATH_REQ;
+	T_OK(bind_counters(r)->net_repairs == 19 && nreq == 19,
+	    "restored from the journal, a link of the path down repairs the "
+	    "19 active flows over it (%" PRIu64 ")",
+	    bind_counters(r)->net_repairs);
+	check(r, "restored net repairs");
+	bind_free(r);
+
 	/* Torn tail: cut into the last record; it is dropped whole. */
 	for (size_t cut = 1; cut < 40; cut += 7) {
 		r = bind_new(&c, NULL);
@@ -1734,6 +1770,13 @@ test_fallback(void)
 	    "198.51.100.21")->u.binding, now);
 	T_OK(k->fallback_ended == 2 && k->fail[BR_PATH_CAPABILITY] == 1,
 	    "fallback: a path the headend no longer advertises is ended");
+	/* The adopted binding took the manager's path: its nodes with it. */
+	reset_io();
+	feed(t, 2100, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":2100,"
+	    "\"src\":\"P-1\",\"dst\":\"EF-2\",\"up\":false}"));
+	T_OK(k->net_repairs == 2 && count_sent(CATS_T_PATH_REQ, -1, "-") == 2,
+	    "fallback: a link of the path down repairs the adopted flow too "
+	    "(%" PRIu64 " repairs)", k->net_repairs);
 	check(t, "fallback");
 	bind_free(t);
 }
