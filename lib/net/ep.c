@@ -161,20 +161,47 @@ cats_fd_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/*
+ * A socket on the first address of tcp: or udp: ep that takes it: bound,
+ * and listening for tcp, when passive (non-blocking, SO_REUSEADDR), else
+ * connected (blocking).  -1 with err naming the last failure.
+ */
 static int
-resolve(const struct cats_ep *ep, bool passive, struct addrinfo **res,
+inet_socket(const struct cats_ep *ep, bool passive, const char *name,
     char *err, size_t errlen)
 {
-	struct addrinfo hints = { 0 };
+	struct addrinfo hints = { 0 }, *res, *ai;
 	hints.ai_socktype = ep->kind == CATS_EP_UDP ? SOCK_DGRAM : SOCK_STREAM;
 	hints.ai_flags = passive ? AI_PASSIVE : 0;
-	int r = getaddrinfo(ep->host, ep->port, &hints, res);
+	int r = getaddrinfo(ep->host, ep->port, &hints, &res);
 	if (r != 0) {
 		snprintf(err, errlen, "%s:%s: %s", ep->host, ep->port,
 		    gai_strerror(r));
 		return -1;
 	}
-	return 0;
+	int fd = -1, saved = 0, one = 1;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    (passive ? SOCK_NONBLOCK : 0), ai->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		if (passive)
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+			    sizeof(one));
+		if (passive ? bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    (ep->kind == CATS_EP_UDP || listen(fd, 1024) == 0) :
+		    connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		snprintf(err, errlen, "%s: %s", name, strerror(saved));
+	return fd;
 }
 
 static int
@@ -226,30 +253,8 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 		    name);
 		return -1;
 	}
-	struct addrinfo *res, *ai;
-	if (resolve(ep, true, &res, err, errlen) < 0)
-		return -1;
-	int saved = 0;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-		    SOCK_NONBLOCK, ai->ai_protocol);
-		if (fd < 0) {
-			saved = errno;
-			continue;
-		}
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    (ep->kind == CATS_EP_UDP || listen(fd, 1024) == 0))
-			break;
-		saved = errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", name, strerror(saved));
-	} else if (cats_tls_mark_listen(fd, ep->tls) < 0) {
+	if ((fd = inet_socket(ep, true, name, err, errlen)) >= 0 &&
+	    cats_tls_mark_listen(fd, ep->tls) < 0) {
 		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
 		close(fd);
 		fd = -1;
@@ -290,28 +295,9 @@ cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
 	}
 	case CATS_EP_TCP:
 	case CATS_EP_UDP: {
-		struct addrinfo *res, *ai;
-		int fd = -1, saved = 0;
-		if (resolve(ep, false, &res, err, errlen) < 0)
+		int fd = inet_socket(ep, false, name, err, errlen);
+		if (fd < 0)
 			return -1;
-		for (ai = res; ai != NULL; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-			if (fd < 0) {
-				saved = errno;
-				continue;
-			}
-			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-			saved = errno;
-			close(fd);
-			fd = -1;
-		}
-		freeaddrinfo(res);
-		if (fd < 0) {
-			snprintf(err, errlen, "%s: %s", name, strerror(saved));
-			return -1;
-		}
 		if (ep->tls)
 			return cats_tls_connect(fd, ep->host, err, errlen);
 		cats_fd_nonblock(fd);
