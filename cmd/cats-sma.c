@@ -119,7 +119,8 @@ open_listeners(struct sma_app *a, const char *const *listen,
 			cats_errorx("--listen: %s", err);
 			exit(CATS_EXIT_FAIL);
 		}
-		sma_app_stream_listener(a, fd);
+		if (sma_app_stream_listener(a, fd) < 0)
+			exit(CATS_EXIT_FAIL);
 	}
 	if (admin_ep != NULL) {
 		a->admin = httpd_new(a->base, admin_ep, &ho, err,

@@ -16,7 +16,7 @@
 #include "base/stats.h"
 #include "base/tool.h"
 #include "sci/sci_mqtt.h"
-#include "net/tls.h"
+#include "net/listener.h"
 #include "sma/sma_app.h"
 #include "sma/sma_http.h"
 
@@ -24,7 +24,7 @@
 struct sma_conn {
 	struct sma_app *app;
 	struct cats_stream *st;
-	struct sma_conn *next;
+	struct cats_conn *lc;
 	char peer[64];
 };
 
@@ -594,7 +594,10 @@ pause_inputs(struct sma_app *a, bool pause)
 		else
 			cats_stream_resume(a->in);
 	}
-	for (struct sma_conn *c = a->conns; c; c = c->next) {
+	for (struct cats_conn *lc = a->streams != NULL ?
+	    cats_listener_first(a->streams) : NULL; lc != NULL;
+	    lc = cats_conn_next(lc)) {
+		struct sma_conn *c = cats_conn_data(lc);
 		if (pause)
 			cats_stream_pause(c->st);
 		else
@@ -635,60 +638,71 @@ static void
 conn_eof(struct cats_stream *s, int error, void *arg)
 {
 	struct sma_conn *c = arg;
-	struct sma_app *a = c->app;
 	(void)error;
 	cats_stream_flush(s);
-	for (struct sma_conn **pp = &a->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
+	cats_conn_release(c->lc);
 	cats_stream_free(s);
 	free(c);
 }
 
+/* The listener closes a connection (a cap, a deadline, the end). */
 static void
-on_accept(evutil_socket_t fd, short what, void *arg)
+conn_close(struct cats_conn *lc, int why, void *arg)
 {
-	struct sma_slisten *l = arg;
-	struct sma_app *a = l->app;
-	(void)what;
-	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-	if (cfd >= 0 && cats_tls_is_listen(fd))
-		cfd = cats_tls_accept(a->base, cfd, "");	/* tls: */
-	if (cfd < 0)
-		return;
-	struct sma_conn *c = calloc(1, sizeof(*c));
-	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		conn_eof, NULL };
-	if (c == NULL) {
-		close(cfd);
-		return;
-	}
-	c->app = a;
-	snprintf(c->peer, sizeof(c->peer), "conn-%d", cfd);
-	c->st = cats_stream_new(a->base, cfd, cfd, false, NULL, 0, &cbs, c);
-	if (c->st != NULL)
-		cats_stream_decode_into(c->st, &a->dec);
-	if (c->st == NULL) {
-		close(cfd);
-		free(c);
-		return;
-	}
-	cats_stream_own(c->st);
-	c->next = a->conns;
-	a->conns = c;
+	struct sma_conn *c = cats_conn_data(lc);
+	(void)why;
+	(void)arg;
+	cats_stream_free(c->st);
+	free(c);
 }
 
-void
+/*
+ * A connection from the listener (net/listener.h: caps, EMFILE, tls:
+ * handshakes): one record stream, its descriptor owned by the stream.
+ */
+static int
+conn_accept(struct cats_conn *lc, int fd, void *arg)
+{
+	struct sma_app *a = arg;
+	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
+		conn_eof, NULL };
+	struct sma_conn *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -1;
+	c->app = a;
+	c->lc = lc;
+	snprintf(c->peer, sizeof(c->peer), "conn-%d", fd);
+	c->st = cats_stream_new(a->base, fd, fd, false, NULL, 0, &cbs, c);
+	if (c->st == NULL) {
+		free(c);
+		return -1;
+	}
+	cats_stream_decode_into(c->st, &a->dec);
+	cats_stream_own(c->st);
+	cats_conn_set_data(lc, c);
+	return 0;
+}
+
+/*
+ * The listeners of record streams share one cats_listener.  Its peers
+ * say no hello (each report carries its own token): no connection is
+ * authenticated, all are held to the unauthenticated cap (the whole
+ * connection cap), and the hello deadline holds only under a flood.
+ */
+int
 sma_app_stream_listener(struct sma_app *a, int fd)
 {
-	struct sma_slisten *l = &a->slis[a->nslis++];
-	l->app = a;
-	l->fd = fd;
-	l->ev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_accept, l);
-	event_add(l->ev, NULL);
+	static const struct cats_listener_cbs cbs = { conn_accept,
+		conn_close };
+	struct cats_listener_opts o = { .name = "stream", .max_conns = 1024,
+		.max_unauth = 1024, .hello_when_crowded = true };
+	if (a->streams == NULL)
+		a->streams = cats_listener_new(a->base, &o, &cbs, a);
+	if (a->streams == NULL || cats_listener_add(a->streams, fd, 0) < 0) {
+		cats_errorx("out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -1338,6 +1352,8 @@ sma_app_end(struct sma_app *a)
 	sma_app_textfile(a);
 	sci_mqtt_free(a->mqtt);
 	a->mqtt = NULL;
+	cats_listener_free(a->streams);
+	a->streams = NULL;
 	if (a->exit_code == 0 && a->malformed > 0)
 		a->exit_code = CATS_EXIT_DATAERR;
 	return a->exit_code;

@@ -39,7 +39,7 @@
 
 struct event_base;
 struct event;
-struct sma_conn;
+struct cats_listener;
 struct sci_mqtt;
 
 /* A configured SCI at run time: its event stream and its pulls. */
@@ -52,13 +52,6 @@ struct sma_sci {
 	struct httpc_req *pull;
 	struct event *timer;
 	char peer[300];
-};
-
-/* A listening socket of CBOR stream connections (unix:, tcp:). */
-struct sma_slisten {
-	struct sma_app *app;
-	int fd;
-	struct event *ev;
 };
 
 struct sma_app {
@@ -99,9 +92,7 @@ struct sma_app {
 	bool in_eof;
 	size_t nlisten;			/* main */
 	struct httpd *push[SMA_MAX_LISTEN];
-	struct sma_slisten slis[SMA_MAX_LISTEN];
-	size_t nslis;
-	struct sma_conn *conns;
+	struct cats_listener *streams;	/* unix:, tcp:, tls: record streams */
 	struct httpd *admin;
 	struct sma_sci *scis;
 	size_t nscis;
@@ -136,8 +127,11 @@ int sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq);
 int sma_app_northbound(struct sma_app *a, uint64_t epoch);
 /* Subordinate C-SMAs ([hierarchy], [subordinate]): their ingest. */
 int sma_app_hierarchy(struct sma_app *a);
-/* Serve CBOR stream connections on a listening socket. */
-void sma_app_stream_listener(struct sma_app *a, int fd);
+/*
+ * Serve CBOR stream connections on a listening socket (net/listener.h).
+ * -1: no memory.
+ */
+int sma_app_stream_listener(struct sma_app *a, int fd);
 /* Records from stdin.  -1 if the stream cannot be made. */
 int sma_app_stdin(struct sma_app *a);
 /*

@@ -298,6 +298,10 @@ report() { # csci cs token [more cats-sci args]
 	dec < back.cbor | jq -e '.type == "error" and .code == "unauthorized" and
 	    .index == 1 and .field == "cs_id"'
 	wait_for 30 sh -c "cats-cbor decode < $W/out.cbor | grep -q sci-A"
+	# The closed connection left the listener's list: the next is served.
+	report sci-A VRS A.tok -q 3 > one.cbor
+	socat -t 1 - "UNIX-CONNECT:$S" < one.cbor > back2.cbor
+	dec < back2.cbor | jq -e '.code == "unauthorized" and .index == 0'
 }
 
 # A raw request on a fresh connection; what comes back, until the server
