@@ -48,13 +48,29 @@ open_input(const char *path)
  * when it is 64 KiB, when the input goes idle (nothing more to read at
  * once: a record from a slow stream comes out at once), and at the end.
  * SIGINT and SIGTERM are blocked but while waiting for input or for room
- * to write: the first one stops the reading, what was decoded is written,
- * and the tool ends by that signal; a second one ends it at once.
+ * to write: the first one stops the reading, what was decoded is written
+ * (check: its summary line), and the tool ends by that signal; a second
+ * one ends it at once.
  */
 static struct cats_buf out;
 static bool out_file;		/* stdout a regular file: a write never waits */
 static volatile sig_atomic_t stop_sig, stop_count;
 static sigset_t stop_mask;
+
+/* check's count so far, for its summary line (also at a stop signal). */
+static struct {
+	bool on;
+	uint64_t records, bad;
+} tally;
+
+static void
+summary(void)
+{
+	if (tally.on)
+		fprintf(stderr, "cats-cbor: %" PRIu64 " records, %" PRIu64
+		    " valid, %" PRIu64 " invalid\n", tally.records,
+		    tally.records - tally.bad, tally.bad);
+}
 
 static void
 on_stop(int sig)
@@ -178,11 +194,12 @@ await_input(int fd)
 	return stop_sig == 0 && wait_fd(fd, POLLIN);
 }
 
-/* Write what was decoded and end, after a stop signal. */
+/* Write what was decoded (or the summary) and end, after a stop signal. */
 static void
 stop_now(void)
 {
 	out_flush();
+	summary();
 	die_by_signal();
 }
 
@@ -289,6 +306,17 @@ next_line(int fd, struct cats_buf *in, size_t *start, char **line,
 	}
 }
 
+/* Whether a line (not NUL-terminated) holds only white space. */
+static bool
+blank(const char *line, size_t len)
+{
+	for (size_t k = 0; k < len; k++)
+		if (line[k] != ' ' && line[k] != '\t' && line[k] != '\r' &&
+		    line[k] != '\n')
+			return false;
+	return true;
+}
+
 static int
 do_encode(const struct opts *o, int fd)
 {
@@ -303,11 +331,7 @@ do_encode(const struct opts *o, int fd)
 	while (next_line(fd, &in, &start, &line, &len, &eof)) {
 		lineno++;
 		json_error_t je;
-		size_t k = 0;
-		while (k < len && (line[k] == ' ' || line[k] == '\t' ||
-		    line[k] == '\r' || line[k] == '\n'))
-			k++;
-		if (k == len)
+		if (blank(line, len))
 			continue;
 		json_t *j = json_loadb(line, len, JSON_DECODE_ANY |
 		    JSON_ALLOW_NUL, &je);
@@ -353,38 +377,37 @@ do_check(const struct opts *o, int fd)
 {
 	struct cats_dec d;
 	struct cats_rec r;
-	uint64_t records = 0, bad = 0;
 	cats_dec_init(&d, &o->lim);
+	live_init();
+	tally.on = !o->quiet;
 	if (o->json) {
-		FILE *in = fdopen(fd, "r");
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t len;
-		while (in != NULL && (len = getline(&line, &cap, in)) > 0) {
-			char *s = line + strspn(line, " \t\r\n");
-			if (*s == '\0')
+		struct cats_buf in = { 0 };
+		size_t start = 0, len;
+		char *line;
+		bool eof = false;
+		while (next_line(fd, &in, &start, &line, &len, &eof)) {
+			if (blank(line, len))
 				continue;
-			uint64_t index = records++;
+			uint64_t index = tally.records++;
 			json_error_t je;
-			json_t *j = json_loadb(line, (size_t)len,
-			    JSON_DECODE_ANY, &je);
+			json_t *j = json_loadb(line, len, JSON_DECODE_ANY, &je);
 			struct cats_err e;
 			memset(&e, 0, sizeof(e));
 			if (j == NULL) {
 				cats_err_set(&e, "", "not JSON: %s", je.text);
 				report_bad(index, &e);
-				bad++;
+				tally.bad++;
 			} else if (cats_rec_from_json(&d, j, &r, &e) < 0) {
 				report_bad(index, &e);
-				bad++;
+				tally.bad++;
 			} else {
-				bad += check_one(o, &r, index);
+				tally.bad += check_one(o, &r, index);
 			}
 			json_decref(j);
-			if (bad && o->strict)
+			if (tally.bad && o->strict)
 				break;
 		}
-		free(line);
+		cats_buf_free(&in);
 	} else {
 		struct cats_seq_reader rd;
 		cats_seq_reader_init(&rd, &o->lim);
@@ -395,6 +418,8 @@ do_check(const struct opts *o, int fd)
 			if (s == CATS_SEQ_NEED) {
 				if (rd.eof)
 					break;
+				if (!await_input(fd))
+					stop_now();
 				if (cats_seq_read_fd(&rd, fd) < 0 &&
 				    errno != EINTR) {
 					cats_errorx("read error: %s",
@@ -403,23 +428,21 @@ do_check(const struct opts *o, int fd)
 				}
 				continue;
 			}
-			records++;
+			tally.records++;
 			if (s == CATS_SEQ_BAD) {
 				report_bad(rd.index - 1, &e);
-				bad++;
+				tally.bad++;
 			} else {
-				bad += check_one(o, &r, rd.index - 1);
+				tally.bad += check_one(o, &r, rd.index - 1);
 			}
-			if (bad && o->strict)
+			if (tally.bad && o->strict)
 				break;
 		}
 		cats_seq_reader_free(&rd);
 	}
 	cats_dec_free(&d);
-	if (!o->quiet)
-		fprintf(stderr, "cats-cbor: %" PRIu64 " records, %" PRIu64
-		    " valid, %" PRIu64 " invalid\n", records, records - bad, bad);
-	return bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
+	summary();
+	return tally.bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
 }
 
 static const char *

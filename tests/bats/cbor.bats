@@ -182,3 +182,26 @@ hold_fifo() {
 		jq -e . "$T/out.$sig" >/dev/null
 	done
 }
+
+@test "cbor: check stopped by SIGTERM or SIGINT says its summary, then ends by the signal" {
+	printf '{"type":"metric"}\n' >"$T/bad.jsonl"
+	cats-cbor encode "$T/bad.jsonl" >"$T/bad.cbor"
+	mkfifo "$T/in"
+	for mode in cbor json; do
+		for sig in TERM INT; do
+			local opt= err=$T/err.$mode.$sig st=0 pid
+			[ "$mode" = json ] && opt=-j
+			exec 7<>"$T/in"		# the writer stays: no end of input
+			env --default-signal=INT cats-cbor check $opt <"$T/in" 2>"$err" 7>&- &
+			pid=$!
+			cat "$T/bad.$([ "$mode" = json ] && echo jsonl || echo cbor)" >&7
+			# Its error line says it read the record; then the signal.
+			wait_for 50 grep -q 'record 0:' "$err"
+			kill -"$sig" "$pid"
+			wait "$pid" || st=$?
+			exec 7>&-
+			[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+			[ "$(tail -1 "$err")" = "cats-cbor: 1 records, 0 valid, 1 invalid" ]
+		done
+	done
+}
