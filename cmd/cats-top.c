@@ -40,13 +40,20 @@ struct fetch {
 	int rc;
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, hup;
 
 static void
 on_stop(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static void
+on_hup(int sig)
+{
+	(void)sig;
+	hup = 1;
 }
 
 static void
@@ -225,6 +232,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
+	signal(SIGHUP, on_hup);
 
 	struct cats_prom prev = { 0 };
 	struct cats_buf out = { 0 };
@@ -236,6 +244,10 @@ main(int argc, char **argv)
 			sleep_s((double)delay_ms / 1000);
 		if (stop)
 			break;
+		if (hup) {
+			hup = 0;
+			cats_tls_reload();	/* as in every tool (cats(7)) */
+		}
 		if ((rc = fetch(&f)) != CATS_EXIT_OK) {
 			cats_errorx("%s", f.err);
 			break;

@@ -135,3 +135,19 @@ request() { s1_request "unix:$W/sel.sock" "$1"; }
 	[[ "$output" == *"  bad_records_total "* ]]
 	[[ "$output" == *"  cst_gen "* ]]
 }
+
+@test "top: SIGHUP does not stop it (it reads its TLS files again); SIGTERM ends it in 0" {
+	local st=0 n
+	cats-top -b -d 0.05 "$DATA/exit/top.prom" >"$W/out" 2>"$W/err" &
+	PIDS+=($!)
+	wait_for 50 grep -q '^RATES' "$W/out"
+	kill -HUP "${PIDS[0]}"
+	# Alive after the HUP: two more screens come.
+	n=$(grep -c '^RATES' "$W/out")
+	wait_for 50 sh -c "[ \$(grep -c '^RATES' $W/out) -ge $((n + 2)) ]"
+	kill -TERM "${PIDS[0]}"
+	wait "${PIDS[0]}" || st=$?
+	PIDS=()
+	[ "$st" -eq 0 ]
+	[ ! -s "$W/err" ]
+}

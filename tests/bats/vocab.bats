@@ -102,6 +102,23 @@ man_options() {
 	[[ "$output" != *deprecated* ]]
 }
 
+@test "vocab: every page has SIGNALS naming SIGHUP; cats-key says it has no long-running mode (nothing to reload)" {
+	local t sec bad=0
+	for t in $TOOLS; do
+		sec=$(sed -n '/^\.SH SIGNALS/,/^\.SH [A-Z]/p' "$TOP/man/$t.1")
+		if [ -z "$sec" ]; then
+			echo "$t(1): no SIGNALS"; bad=1
+		elif ! grep -q SIGHUP <<<"$sec"; then
+			echo "$t(1) SIGNALS: SIGHUP not named"; bad=1
+		fi
+	done
+	# cats-key runs once: its SIGHUP reloads nothing, and it says so.
+	sed -n '/^\.SH SIGNALS/,/^\.SH [A-Z]/p' "$TOP/man/cats-key.1" |
+	    grep -q 'no long-running mode' ||
+	    { echo "cats-key(1) SIGNALS: does not say it runs once"; bad=1; }
+	[ "$bad" -eq 0 ]
+}
+
 @test "vocab: SIGHUP does not stop cats-fwd (it reads its TLS files again, as every tool does)" {
 	need_root
 	local ns=vocab$$ p
