@@ -64,6 +64,37 @@ dup_flow(struct bind_table *t, struct bent *x, uint64_t now)
 }
 
 /*
+ * A new transaction for a flow whose binding its ingress installed (ACTIVE),
+ * from the same run of that ingress (its transaction ids, epoch*1000+n,
+ * cats-fwd(1), are both at or above its epoch's): the ingress asks only
+ * for a flow it holds no binding for, so it has let that one go, a
+ * 5-tuple reused after a FIN or a RST (selected afresh, cats-fwd(1)),
+ * whose expired status may still be on its way.  The old binding drains
+ * (removed at the egress, which a new one for the same keys displaces
+ * anyway) and leaves the flow index to the new transaction.  From an
+ * ingress that restarted since (an older run's binding, re-sent on its
+ * hello) the flow keeps its binding: an established flow is never moved;
+ * so does a flow a forwarder's fallback binding names (FALLBACK).
+ */
+static bool
+superseded(struct bind_table *t, struct bent *e, uint64_t txn,
+    const struct bstr *ingress, const struct cats_decision *d, uint64_t now)
+{
+	const struct bclass *c = cls(t, e);
+	const struct bstr *ing = c->k.ingress;
+	if (d != NULL && CATS_HAS(d, DEC, fallback) && d->fallback)
+		return false;	/* a fallback reported: bind_fwd_binding */
+	if (e->state != S_ACTIVE || !(e->flags & F_OK_ING) || txn == e->txn ||
+	    ing != ingress || !ing->connected || ing->fwd_epoch == 0 ||
+	    ing->fwd_epoch > UINT64_MAX / 1000 ||
+	    e->txn < ing->fwd_epoch * 1000 || txn < ing->fwd_epoch * 1000)
+		return false;
+	e->flags &= (uint8_t)~(F_SENT_ING | F_OK_ING);
+	bt_drain(t, e, BR_REMOVED, now);
+	return true;
+}
+
+/*
  * ABSENT -> PENDING: a new transaction for a flow, with its deadline.  With
  * the decision at hand (a reply that carries it), the entry's class is the
  * decided one at once; the state still goes through PENDING.  *out is the
@@ -84,6 +115,8 @@ new_txn(struct bind_table *t, uint64_t txn, const char *ingress,
 	bt_fkey_from(t, ingress, f, &fk);
 	uint64_t fh = fkey_hash(&fk);
 	uint32_t x = bs_cidx_find(&t->by_flow, fh, flow_eq, t, &fk);
+	if (x != 0 && superseded(t, ent(t, x), txn, k.ingress, d, now))
+		x = 0;
 	if (x != 0) {
 		bt_key_release(t, &k);
 		*out = ent(t, x);

@@ -1013,6 +1013,51 @@ test_shared_and_resync(void)
 	bind_free(t);
 }
 
+/*
+ * A 5-tuple reused after a RST: the ingress ended the binding and asks
+ * again.  Its new reply may reach the manager before the ingress's expired
+ * status of the old binding: the new transaction is a new binding, the old
+ * one drains, and the late status ends only the old one.
+ */
+static void
+test_reused_flow(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	bind_fwd_hello(t, "IF-1", 5, 1000);	/* its txns: 5000 and up */
+	uint64_t a = make_active(t, 5001, 30000, 1000);
+	T_OK(a != 0, "bound (txn 5001)");
+	reset_io();
+	int rc = feed(t, 1100, rep_ok(5002, 30000, 1100, "fc00:2::100", ""));
+	uint64_t b = bind_next_id(t) - 1;
+	T_OK(rc == BR_OK && b != a && state_of(t, a) == DRAINING,
+	    "a new txn of the same run of the ingress: a new binding, the old "
+	    "one drains (%s)", bind_reason_names[rc]);
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "EF-2") == 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "IF-1") == 0 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") == 1 &&
+	    last_sent(CATS_T_BINDING, "EF-2")->id == b,
+	    "the old one removed at the egress only, the new one sent there");
+	feed(t, 1110, status("EF-2", "installed", b, 1110));
+	feed(t, 1110, status("IF-1", "installed", b, 1110));
+	feed(t, 1120, status("IF-1", "expired", a, 1090));
+	feed(t, 1120, status("EF-2", "removed", a, 1120));
+	T_OK(state_of(t, b) == ACTIVE && state_of(t, a) == ABSENT,
+	    "the late expired status ends the old binding only");
+	check(t, "reused flow");
+	/* The ingress restarted: an earlier run's binding is kept. */
+	bind_fwd_gone(t, "IF-1");
+	bind_fwd_hello(t, "IF-1", 9, 2000);
+	feed(t, 2000, status("IF-1", "installed", b, 2000));
+	reset_io();
+	rc = feed(t, 2100, rep_ok(9001, 30000, 2100, "fc00:2::100", ""));
+	T_OK(rc == BR_DUP_FLOW && state_of(t, b) == ACTIVE &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1 &&
+	    last_sent(CATS_T_BINDING, "IF-1")->id == b,
+	    "after a restart of the ingress: the flow keeps its binding");
+	check(t, "reused flow after a restart");
+	bind_free(t);
+}
+
 /* ---- restore from the journal, with a torn tail ---- */
 
 struct dump {
@@ -1800,6 +1845,7 @@ main(void)
 	test_limits();
 	test_lifetimes();
 	test_shared_and_resync();
+	test_reused_flow();
 	test_restore();
 	test_journal_disk();
 	test_clients();
