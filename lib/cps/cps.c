@@ -976,6 +976,8 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 		if (p->tap == NULL)
 			return CATS_EXIT_FAIL;
 		cats_stream_own(p->tap);
+		/* The replies of a turn in one write, not a write(2) each. */
+		cats_stream_batch(p->tap, 0);
 	}
 	p->out = cats_stream_new(base, -1, ofd, false, &cats_limits_default, 0,
 	    &out_cbs, p);
