@@ -85,6 +85,26 @@ open_output(struct sma_app *a, const char *spec)
 		exit(CATS_EXIT_FAIL);
 }
 
+/* [steer] to: where the site-local steering decisions go. */
+static int
+open_steer(struct sma_app *a)
+{
+	char err[300];
+	struct cats_ep ep;
+	if (a->c->steer.nservices == 0)
+		return 0;
+	if (cats_ep_parse(a->c->steer.to, &ep, err, sizeof(err)) < 0) {
+		cats_errorx("%s: [steer] to: %s", a->c->path, err);
+		return CATS_EXIT_CONFIG;
+	}
+	int fd = cats_ep_open(&ep, true, err, sizeof(err));
+	if (fd < 0) {
+		cats_errorx("[steer] to: %s", err);
+		return CATS_EXIT_IOERR;
+	}
+	return sma_app_steer(a, fd, cats_ep_is_dgram(&ep));
+}
+
 static void
 open_listeners(struct sma_app *a, const char *const *listen,
     const char *admin_ep)
@@ -350,6 +370,7 @@ main(int argc, char **argv)
 	open_output(a, to);
 	if ((code = sma_app_core(a, epoch, seq)) != 0 ||
 	    (code = sma_app_northbound(a, epoch)) != 0 ||
+	    (code = open_steer(a)) != 0 ||
 	    (code = sma_app_hierarchy(a)) != 0)
 		return code;
 	static const int sigs[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT };

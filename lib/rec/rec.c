@@ -26,6 +26,7 @@ const char *const cats_addr_kind_names[] = { "virtual", "anycast",
 const char *const cats_affinity_names[] = { "5tuple", "client",
 	"tenant-client", NULL };
 const char *const cats_on_failure_names[] = { "fail", "reconnect", NULL };
+const char *const cats_steer_op_names[] = { "redirect", "end", NULL };
 const char *const cats_dataplane_names[] = { "ip", "ipip", "srv6", "srmpls",
 	NULL };
 const char *const cats_path_metric_names[] = { "igp", "te", "delay", "hops",
@@ -143,6 +144,20 @@ check_binding(const void *p, struct cats_err *e)
 	return 0;
 }
 
+static int
+check_steer(const void *p, struct cats_err *e)
+{
+	const struct cats_steer *s = p;
+	if (s->op == CATS_STEER_REDIRECT) {
+		if (s->to == NULL)
+			return cats_err_set(e, "to", "required for redirect");
+		if (s->locator.af == 0)
+			return cats_err_set(e, "locator",
+			    "required for redirect");
+	}
+	return 0;
+}
+
 /* ---- schema tables, generated from the field lists of rec.h ---- */
 
 #define CATS_X_FIELD(P, fname, K, ctype, req, lo, hi, subs, en, un, dc) \
@@ -172,6 +187,7 @@ check_binding(const void *p, struct cats_err *e)
 #define CATS_STRUCT_STA struct cats_status
 #define CATS_STRUCT_ERR struct cats_error
 #define CATS_STRUCT_STS struct cats_stats
+#define CATS_STRUCT_STR struct cats_steer
 
 #define CATS_X_REQUIRED(P, fname, K, ctype, req, ...) \
 	| ((uint64_t)(req) << CATS_##P##_##fname)
@@ -236,6 +252,8 @@ CATS_SCHEMA(schema_binding, BND, "binding", check_binding,
 CATS_SCHEMA(schema_status, STA, "status", NULL, "a forwarder's binding status")
 CATS_SCHEMA(schema_error, ERR, "error", NULL, "a failed transaction or record")
 CATS_SCHEMA(schema_stats, STS, "stats", NULL, "a tool's counters")
+CATS_SCHEMA(schema_steer, STR, "steer", check_steer,
+    "a C-SMA's site-local steering decision in a partition")
 
 static const struct cats_schema *const type_schemas[CATS_T__N] = {
 	[CATS_T_SCI_REPORT] = &schema_sci,
@@ -251,6 +269,7 @@ static const struct cats_schema *const type_schemas[CATS_T__N] = {
 	[CATS_T_STATUS] = &schema_status,
 	[CATS_T_ERROR] = &schema_error,
 	[CATS_T_STATS] = &schema_stats,
+	[CATS_T_STEER] = &schema_steer,
 };
 
 const struct cats_schema *
@@ -686,6 +705,7 @@ cats_rec_ts(const struct cats_rec *r)
 	case CATS_T_ERROR:
 		return CATS_HAS(&r->u.error, ERR, ts) ? r->u.error.ts : 0;
 	case CATS_T_STATS: return r->u.stats.ts;
+	case CATS_T_STEER: return r->u.steer.ts;
 	case CATS_T__N: break;
 	}
 	return 0;

@@ -115,6 +115,9 @@ enum cats_status_event { CATS_EV_INSTALLED, CATS_EV_REFRESHED, CATS_EV_FAILED,
 extern const char *const cats_status_event_names[];
 enum cats_req_mode { CATS_MODE_NONE, CATS_MODE_A, CATS_MODE_B };
 extern const char *const cats_req_mode_names[];
+/* A C-SMA's site-local steering decision (000 §10.3). */
+enum cats_steer_op { CATS_STEER_REDIRECT, CATS_STEER_END };
+extern const char *const cats_steer_op_names[];
 
 /* ---- nested maps ---- */
 
@@ -446,6 +449,26 @@ extern const char *const cats_req_mode_names[];
  X(ERR, ingress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "ingress forwarder to notify") \
  X(ERR, flow, MAP, struct cats_flow, CATS_OPT, 0, 0, &cats_schema_flow, NULL, "", "flow whose pending packets to release")
 
+/* steer: a C-SMA co-located with an egress steers within its site while
+ * it is partitioned from the C-PS (000 §10.3; cats-sma(1) LOCAL STEERING). */
+#define CATS_STR_FIELDS(X) \
+ X(STR, op, ENUM, int, CATS_REQ, 0, 0, NULL, cats_steer_op_names, "", "redirect (from takes the place of to) or end (from's redirect is over)") \
+ X(STR, sma_id, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "C-SMA identity") \
+ X(STR, epoch, U64, uint64_t, CATS_REQ, 0, CATS_U53, NULL, NULL, "", "C-SMA epoch: a higher one ends every redirect of a lower") \
+ X(STR, seq, U64, uint64_t, CATS_REQ, 1, CATS_U53, NULL, NULL, "", "steering sequence, strictly increasing in an epoch") \
+ X(STR, ts, U64, uint64_t, CATS_REQ, 0, CATS_U53, NULL, NULL, "ms", "decision time") \
+ X(STR, site, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "service site") \
+ X(STR, egress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "egress node of the site") \
+ X(STR, cs_id, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "CS-ID (one that allows local steering)") \
+ X(STR, from, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "CSCI-ID of the instance steered away from") \
+ X(STR, from_locator, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "its locator") \
+ X(STR, from_port, U64, uint64_t, CATS_OPT, 0, 65535, NULL, NULL, "", "its port") \
+ X(STR, to, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "redirect: CSCI-ID of the instance of the same site and CS-ID that takes its flows") \
+ X(STR, locator, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "redirect: its locator") \
+ X(STR, port, U64, uint64_t, CATS_OPT, 0, 65535, NULL, NULL, "", "redirect: its port") \
+ X(STR, until, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "redirect: over at the latest then, with or without an end record") \
+ X(STR, reason, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "why: the instance's fault (redirect), or healed, recovered, max-duration, no-candidate, unconfigured (end)")
+
 /* stats: a tool's counters. */
 #define CATS_STS_FIELDS(X) \
  X(STS, tool, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "tool") \
@@ -489,6 +512,7 @@ CATS_DEFINE(cats_binding, BND)
 CATS_DEFINE(cats_status, STA)
 CATS_DEFINE(cats_error, ERR)
 CATS_DEFINE(cats_stats, STS)
+CATS_DEFINE(cats_steer, STR)
 
 /* Set an optional field and mark it present: CATS_SET(&r, SCI, gas, 400). */
 #define CATS_SET(s, P, name, val) \
@@ -550,6 +574,7 @@ enum cats_type {
 	CATS_T_STATUS,
 	CATS_T_ERROR,
 	CATS_T_STATS,
+	CATS_T_STEER,
 	CATS_T__N
 };
 
@@ -595,6 +620,7 @@ struct cats_rec {
 		struct cats_status status;
 		struct cats_error error;
 		struct cats_stats stats;
+		struct cats_steer steer;
 	} u;
 };
 

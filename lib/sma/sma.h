@@ -192,6 +192,14 @@ struct sma_conf {
 		uint64_t keepalive_ms, backoff_min_ms, backoff_max_ms;
 	} mqtt;
 
+	/* [steer]: site-local steering in a partition (000 §10.3) */
+	struct sma_steer_conf {
+		char **services;	/* CS-IDs that allow it, none: off */
+		size_t nservices;
+		char *to;		/* where steer records go (an endpoint) */
+		uint64_t max_ms;	/* at most this long into a partition */
+		uint64_t max_redirects;	/* instances steered away from at once */
+	} steer;
 	/* [hierarchy] */
 	char *sub_keys;		/* keyring of subordinate C-SMAs */
 	uint64_t sub_window_ms;	/* their timestamp window, +/- */

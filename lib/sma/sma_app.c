@@ -40,6 +40,7 @@ sma_app_stop(struct sma_app *a, int code)
 }
 
 static void pause_inputs(struct sma_app *a, bool pause);
+static void steer_poll(struct sma_app *a, uint64_t now);
 
 /* The next nonce: strictly increasing, across restarts too. */
 static uint64_t
@@ -155,6 +156,7 @@ nb_done(void *arg, const struct httpc_resp *r)
 	a->nb_req = NULL;
 	sma_nb_done(a->nb, r->code, r->status, r->body, r->len, r->error,
 	    cats_clock_now());
+	steer_poll(a, cats_clock_now());
 	sma_app_arm(a);
 }
 
@@ -254,6 +256,70 @@ sub_hook(void *arg, int what, const struct cats_cst_entry *ce)
 		    "CS-IDs)", ce->sma_id, ce->csci_id);
 }
 
+/* ---- site-local steering (000 §10.3) ---- */
+
+/* A steer record to its stream (signed with the [northbound] key). */
+static int
+steer_emit(void *arg, const struct cats_rec *r)
+{
+	struct sma_app *a = arg;
+	struct cats_rec rec = *r;
+	if (a->has_nbkey && cats_rec_sign(&rec, &a->nbkey) < 0)
+		return -1;
+	a->enc.len = 0;
+	if (cats_rec_encode(&rec, &a->enc, true) < 0)
+		return -1;
+	return cats_stream_send(a->steer_out, a->enc.p, a->enc.len) < 0 ? -1 :
+	    0;
+}
+
+/* The steering looks at the cache and the sender's state again. */
+static void
+steer_poll(struct sma_app *a, uint64_t now)
+{
+	if (a->steer == NULL || a->nb == NULL)
+		return;
+	const struct sma_nb_status *n = sma_nb_status(a->nb);
+	struct sma_steer_nb v = { .partitioned = n->state == SMA_NB_PARTITION,
+		.since = n->partition_since,
+		.synced = n->state == SMA_NB_CONNECTED && sma_nb_idle(a->nb) };
+	sma_steer_update(a->steer, a->core, &v, now);
+	if (sma_steer_wants_full(a->steer))
+		sma_nb_want_full(a->nb);
+}
+
+static void
+steer_eof(struct cats_stream *s, int error, void *arg)
+{
+	(void)s;
+	(void)arg;
+	if (error)
+		cats_warnx("[steer] to: %s", strerror(error));
+}
+
+int
+sma_app_steer(struct sma_app *a, int fd, bool dgram)
+{
+	static const struct cats_stream_cbs cbs = { NULL, NULL, steer_eof,
+		NULL };
+	if (a->nb == NULL) {
+		cats_errorx("%s: [steer] steers in a partition from the C-PS: "
+		    "it needs -t http(s)://C-PS", a->c->path);
+		return CATS_EXIT_CONFIG;
+	}
+	a->steer_out = cats_stream_new(a->base, -1, fd, dgram, NULL, 0, &cbs,
+	    a);
+	a->steer = sma_steer_new(a->c, sma_uc_epoch(a->uc), steer_emit, a);
+	if (a->steer_out == NULL || a->steer == NULL) {
+		cats_errorx("out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	a->steer_dgram = dgram;
+	if (fd > 2)
+		cats_stream_own(a->steer_out);
+	return 0;
+}
+
 /* ---- the core's events ---- */
 
 static void
@@ -267,6 +333,11 @@ on_event(void *arg, const struct sma_event *ev)
 			sma_http_pull(r);
 	}
 	sma_uc_event(a->uc, ev);
+	if (a->steer != NULL) {
+		sma_steer_note(a->steer, ev);
+		if (ev->kind == SMA_EV_COMMIT)
+			steer_poll(a, ev->now);
+	}
 }
 
 /* The controller's records: to the C-PS's sender and to the stream, when
@@ -303,6 +374,8 @@ next_deadline(const struct sma_app *a)
 	    sma_uc_next_deadline(a->uc));
 	if (a->nb != NULL)
 		t = earlier(t, sma_nb_next_deadline(a->nb));
+	if (a->steer != NULL)
+		t = earlier(t, sma_steer_next_deadline(a->steer));
 	return t;
 }
 
@@ -343,6 +416,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	sma_uc_tick(a->uc, now);
 	if (a->nb != NULL)
 		sma_nb_tick(a->nb, now);
+	steer_poll(a, now);
 	sub_purge(a, now);
 	sma_app_arm(a);
 }
@@ -914,6 +988,19 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_gauge(st, "sync_acked_seq", n->acked_seq);
 	cats_stats_gauge(st, "sync_peer_epoch", n->ps_epoch);
 	cats_stats_add(st, "sync_peer_restarts", n->ps_restarts);
+	static const struct sma_steer_stats nost;
+	const struct sma_steer_stats *sv = a->steer ?
+	    sma_steer_stats(a->steer) : &nost;
+	cats_stats_gauge(st, "steer_active", sv->active);
+	cats_stats_gauge(st, "steer_steering", sv->steering);
+	cats_stats_add(st, "steer_redirects", sv->redirects);
+	cats_stats_add(st, "steer_replaced", sv->replaced);
+	cats_stats_add(st, "steer_ends", sv->ends);
+	cats_stats_add(st, "steer_refused", sv->refused);
+	cats_stats_add(st, "steer_heals", sv->heals);
+	cats_stats_add(st, "steer_expired", sv->expired);
+	cats_stats_add(st, "steer_failures", sv->failures);
+	cats_stats_add(st, "config_refused", a->config_refused);
 }
 
 void
@@ -1044,6 +1131,22 @@ sma_app_reload(struct sma_app *a)
 	int code;
 	if (load_config(a->conf_path, &c, &k, &code) < 0) {
 		cats_warnx("reload refused; the running configuration stays");
+		a->config_refused++;
+		return;
+	}
+	/* [steer] to is opened once: a change (or a start) takes a restart. */
+	bool had = a->steer != NULL, has = c->steer.nservices > 0;
+	if (had != has || (had && strcmp(a->c->steer.to, c->steer.to) != 0)) {
+		cats_errorx("%s: [steer] %s: reload refused (a restart opens "
+		    "it); the running configuration stays", a->conf_path,
+		    has ? "to" : "services");
+		cats_audit("config-refused", "file=%s reason=\"[steer] to "
+		    "changed\"", a->conf_path);
+		a->config_refused++;
+		sma_conf_free(c);
+		free(c);
+		sma_keys_free(k);
+		free(k);
 		return;
 	}
 	if (a->once)
@@ -1051,6 +1154,7 @@ sma_app_reload(struct sma_app *a)
 	if (load_policy(c, &pol) < 0) {
 		cats_warnx("reload refused; the running configuration and "
 		    "policy stay");
+		a->config_refused++;
 		sma_conf_free(c);
 		free(c);
 		sma_keys_free(k);
@@ -1097,6 +1201,10 @@ sma_app_reload(struct sma_app *a)
 			    c->subs[i].sma_id, err);
 	}
 	sma_reconf(a->core, c, k, cats_clock_now());
+	if (a->steer != NULL) {
+		sma_steer_reconf(a->steer, c);
+		steer_poll(a, cats_clock_now());
+	}
 	sma_conf_free(oc);
 	free(oc);
 	sma_keys_free(ok);

@@ -32,6 +32,7 @@
 #include "sma/sma.h"
 #include "sma/sma_nb.h"
 #include "sma/sma_policy.h"
+#include "sma/sma_steer.h"
 #include "sma/sma_uc.h"
 
 #define SMA_MAX_LISTEN 8
@@ -79,6 +80,12 @@ struct sma_app {
 	struct cats_keyring ps_keys;
 	struct httpc_req *nb_req;
 
+	/* [steer]: site-local steering in a partition (000 §10.3) */
+	struct sma_steer *steer;
+	struct cats_stream *steer_out;
+	bool steer_dgram;
+	uint64_t config_refused;	/* reloads refused */
+
 	/* hierarchical aggregation: subordinate C-SMAs */
 	struct cats_cst *sub_cst;
 	struct cats_ingest *sub_ing;
@@ -125,6 +132,12 @@ int sma_app_output(struct sma_app *a, int fd);
 int sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq);
 /* The sender to the C-PS URLs a->urls and the [northbound] fallbacks. */
 int sma_app_northbound(struct sma_app *a, uint64_t epoch);
+/*
+ * [steer]: steer records to the stream on fd (the endpoint [steer] to,
+ * opened by the main; dgram for udp:).  78 when it has no C-PS to be
+ * partitioned from.
+ */
+int sma_app_steer(struct sma_app *a, int fd, bool dgram);
 /* Subordinate C-SMAs ([hierarchy], [subordinate]): their ingest. */
 int sma_app_hierarchy(struct sma_app *a);
 /*

@@ -94,6 +94,8 @@ sma_conf_defaults(struct sma_conf *c)
 	c->nb.stats_interval_ms = 10000;
 	c->nb.notify = true;
 	c->sub_window_ms = 30000;
+	c->steer.max_ms = 300000;
+	c->steer.max_redirects = 1024;
 }
 
 static void
@@ -122,6 +124,8 @@ sma_conf_free(struct sma_conf *c)
 	free_list(c->nb.authorized, c->nb.nauthorized);
 	free(c->nb.prometheus);
 	free(c->sub_keys);
+	free_list(c->steer.services, c->steer.nservices);
+	free(c->steer.to);
 	free(c->mqtt.broker);
 	free(c->mqtt.topic);
 	free(c->mqtt.client_id);
@@ -795,6 +799,29 @@ northbound_key(struct ctx *x, struct sma_conf *c)
 	return bad(x, "unknown key");
 }
 
+/* [steer]: which services, where the decisions go, how long. */
+static int
+steer_key(struct ctx *x, struct sma_conf *c)
+{
+	const char *k = x->e->key, *v = x->e->val;
+	struct sma_steer_conf *s = &c->steer;
+	if (strcmp(k, "services") == 0)
+		return set_list(x, &s->services, &s->nservices, 64);
+	if (strcmp(k, "to") == 0) {
+		if (strncmp(v, "file:", 5) != 0 && strncmp(v, "unix:", 5) != 0 &&
+		    strncmp(v, "tcp:", 4) != 0 && strncmp(v, "udp:", 4) != 0 &&
+		    strncmp(v, "tls:", 4) != 0)
+			return bad(x, "expected file:PATH, unix:PATH, "
+			    "tcp:HOST:PORT, tls:HOST:PORT or udp:HOST:PORT");
+		return set_str(x, &s->to, 4000);
+	}
+	if (strcmp(k, "max") == 0)
+		return set_ms(x, &s->max_ms, 1000, 86400000);
+	if (strcmp(k, "max-redirects") == 0)
+		return set_u64(x, &s->max_redirects, 1, 65536);
+	return bad(x, "unknown key (services, to, max, max-redirects)");
+}
+
 static int
 hierarchy_key(struct ctx *x, struct sma_conf *c)
 {
@@ -966,6 +993,8 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 			rc = northbound_key(&x, c);
 		} else if (strcmp(sec, "hierarchy") == 0) {
 			rc = hierarchy_key(&x, c);
+		} else if (strcmp(sec, "steer") == 0) {
+			rc = steer_key(&x, c);
 		} else if (strcmp(sec, "subordinate") == 0) {
 			if (check_arg(cf, e, "subordinate", err, errlen) < 0)
 				goto fail;
@@ -1054,6 +1083,11 @@ sma_conf_from(struct sma_conf *c, const struct cats_conf *cf, char *err,
 		why = "[mqtt] backoff-min above backoff-max";
 	else if ((c->mqtt.cert == NULL) != (c->mqtt.key == NULL))
 		why = "[mqtt] cert and key go together";
+	else if ((c->steer.nservices > 0) != (c->steer.to != NULL))
+		why = "[steer] services and to go together";
+	else if (c->steer.nservices > 0 && c->egress == NULL)
+		why = "[steer] needs egress = ID (the egress forwarder it is "
+		    "co-located with)";
 	for (size_t j = 0; why == NULL && j < c->nscis; j++)
 		if (c->scis[j].pull_interval_ms && c->scis[j].pull == NULL)
 			why = "an [sci] with pull-interval needs pull = URL";

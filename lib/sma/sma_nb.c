@@ -285,6 +285,12 @@ failure(struct sma_nb *nb, const char *why, uint64_t now)
 	nb->st.retry_at = now + delay;
 }
 
+void
+sma_nb_want_full(struct sma_nb *nb)
+{
+	nb->lost = true;
+}
+
 uint64_t
 sma_nb_tick(struct sma_nb *nb, uint64_t now)
 {

@@ -87,6 +87,9 @@ void sma_nb_done(struct sma_nb *nb, int code, long status,
 /* Retries due at now; returns the next deadline (0: none). */
 uint64_t sma_nb_tick(struct sma_nb *nb, uint64_t now);
 uint64_t sma_nb_next_deadline(const struct sma_nb *nb);
+/* The next reconciliation is a full sync (local steering happened in the
+ * partition: 000 §10.3 Partition Healing). */
+void sma_nb_want_full(struct sma_nb *nb);
 /* Nothing queued and nothing in flight. */
 bool sma_nb_idle(const struct sma_nb *nb);
 

@@ -11,7 +11,7 @@ teardown() { rm -rf "$T"; }
 	cats-cbor decode "$T/r.cbor" > "$T/r.jsonl"
 	diff <(jq -cS . "$TOP/examples/records.jsonl") <(jq -cS . "$T/r.jsonl")
 	n=$(jq -r .type "$TOP/examples/records.jsonl" | sort -u | wc -l)
-	[ "$n" -eq 13 ]
+	[ "$n" -eq 14 ]
 }
 
 @test "cbor: works as a filter on pipes" {

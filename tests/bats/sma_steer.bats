@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# Site-local steering (seed 000 §10.3, cats-sma(1) LOCAL STEERING): a real
+# cats-sma co-located with egress EF-1 and a real C-PS (cats-select's
+# ingest) over loopback HTTP.  While the C-PS is down the C-SMA steers a
+# failed instance's flows to another instance of its site, for the
+# configured service only, audited; the C-PS back, the heal is a full sync
+# and the redirects end once it is acknowledged.  Bad [steer] input: one
+# line, refused, counted.
+load helper
+
+setup() {
+	W="$BATS_TEST_TMPDIR"
+	PIDS=()
+	cd "$W"
+	cats-key psk -n sma-a -o sma.psk
+	cp sma.psk cps.ring
+	chmod 600 cps.ring
+	PS=$(free_port)
+	SP=$(free_port)
+	U=http://127.0.0.1:$SP
+	cat > sma.conf <<-EOF
+	id = sma-a
+	site = site-a
+	egress = EF-1
+	audit = file:$W/sma.audit
+	[auth]
+	mode = none
+	[validate]
+	healthy-after = 1
+	unhealthy-after = 1
+	[timing]
+	confirm = 1
+	interval = 60s
+	[update]
+	min-interval = 0
+	batch = 0
+	rate = 0
+	[northbound]
+	key = $W/sma.psk
+	backoff-min = 200ms
+	backoff-max = 400ms
+	timeout = 2s
+	[steer]
+	services = ARS
+	to = file:$W/steer.cbor
+	max = 5m
+	EOF
+}
+
+teardown() { stop_pids; }
+
+start_cps() {
+	bg cats-select --ingest "http://127.0.0.1:$PS/" --ingest-keys cps.ring \
+	    --sma 'sma-a=*' --id cps-1 --stats-to "file:$W/cps.out" \
+	    < /dev/null > /dev/null 2>> "$W/cps.err"
+	CPS=$LAST
+	wait_for 50 sh -c "curl -s -o /dev/null http://127.0.0.1:$PS/"
+}
+
+start_sma() {
+	bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
+	    -t "http://127.0.0.1:$PS/" "$@" 2>> "$W/sma.err"
+	SMA=$LAST
+	wait_for 50 curl -sf "$U/health"
+}
+
+admin() { curl -s --unix-socket "$W/admin.sock" "http://x$1"; }
+counter() { admin /stats | jq -r ".counters.$1"; }
+synced() {
+	[ "$(admin /stats | jq -r '.counters.sync_state == 0 and
+	    .counters.sync_queued == 0')" = true ]
+}
+partitioned() { [ "$(counter sync_state)" = 2 ]; }
+
+# report CSCI CS-ID HEALTH GAS LOCATOR: one push (sequence from a file).
+report() {
+	local seq
+	seq=$(( $(cat "$W/seq.$1" 2>/dev/null || echo 0) + 1 ))
+	echo "$seq" > "$W/seq.$1"
+	printf '{"type":"sci-report","csci_id":"%s","cs_id":"%s","seq":%d,"ts":%d,"health":"%s","gas":%d,"comp_time_ms":10,"locator":"%s","port":8080}\n' \
+	    "$1" "$2" "$seq" "$(date +%s%3N)" "$3" "$4" "$5" | enc > "$W/r.cbor"
+	curl -s -o /dev/null -w '%{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' --data-binary @"$W/r.cbor" \
+	    "$U/reports"
+}
+
+# The steer records so far, one compact JSON line each.
+steers() {
+	dec "$W/steer.cbor" | jq -c '[.op, .cs_id, .from, .to, .reason]'
+}
+
+@test "sma_steer: the C-PS killed: a failed instance is steered within the site, the unconfigured service is not; the C-PS back: full sync, then the redirect ends (healed)" {
+	start_cps
+	start_sma
+	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
+	[ "$(report b ARS HEALTHY 300 192.0.2.2)" = 200 ]
+	[ "$(report d VRS HEALTHY 50 192.0.2.4)" = 200 ]
+	[ "$(report e VRS HEALTHY 50 192.0.2.5)" = 200 ]
+	wait_for 50 synced
+	# Connected: a failure is the C-PS's to steer.
+	[ "$(report e VRS UNHEALTHY 50 192.0.2.5)" = 200 ]
+	wait_for 50 synced
+	[ "$(counter steer_redirects)" = 0 ]
+	kill -9 "$CPS"
+	wait "$CPS" 2>/dev/null || true
+	full0=$(counter sync_full)
+	[ "$(report a ARS UNHEALTHY 100 192.0.2.1)" = 200 ]
+	[ "$(report d VRS UNHEALTHY 50 192.0.2.4)" = 200 ]
+	wait_for 50 partitioned
+	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
+	    jq .counters.steer_active) = 1 ]"
+	[ "$(steers)" = '["redirect","ARS","a","b","unhealthy"]' ]
+	dec "$W/steer.cbor" | jq -e '.sma_id == "sma-a" and .site == "site-a" and
+	    .egress == "EF-1" and .from_locator == "192.0.2.1" and
+	    .locator == "192.0.2.2" and .port == 8080 and .until > .ts'
+	grep -q 'event=steer-redirect sma=sma-a cs=ARS from=a from_locator=192.0.2.1 to=b locator=192.0.2.2 reason=unhealthy' sma.audit
+	! grep -q 'event=steer-.* cs=VRS' sma.audit
+	[ "$(counter steer_steering)" = 1 ]
+	# The target fails too: no candidate left, the redirect ends.
+	[ "$(report b ARS HEALTHY 0 192.0.2.2)" = 200 ]
+	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
+	    jq .counters.steer_active) = 0 ]"
+	steers | tail -1 | grep -qx '\["end","ARS","a",null,"no-candidate"\]'
+	grep -q 'event=steer-refused sma=sma-a cs=ARS from=b why=no-candidate' sma.audit
+	# b back: both a and nothing else go to b.
+	[ "$(report b ARS HEALTHY 300 192.0.2.2)" = 200 ]
+	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
+	    jq .counters.steer_active) = 1 ]"
+	steers | tail -1 | grep -qx '\["redirect","ARS","a","b","unhealthy"\]'
+	# Heal: a full sync, acknowledged, then the redirect ends.
+	start_cps
+	wait_for 80 synced
+	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
+	    jq .counters.steer_heals) = 1 ]"
+	[ "$(counter sync_full)" -gt "$full0" ]
+	[ "$(counter steer_active)" = 0 ]
+	[ "$(counter steer_steering)" = 0 ]
+	steers | tail -1 | grep -qx '\["end","ARS","a",null,"healed"\]'
+	grep -q 'event=steer-heal sma=sma-a ended=1 partition_ms=' sma.audit
+	# Every steer record is a valid one (cats-records(5)).
+	cats-cbor check -q "$W/steer.cbor"
+	[ "$(counter steer_failures)" = 0 ]
+}
+
+@test "sma_steer: bad [steer] input is one line and exit 78; without a C-PS too; a reload that moves 'to' is refused and counted" {
+	printf '[steer]\nmax = 10\n' >> sma.conf
+	run cats-sma -c sma.conf -t "http://127.0.0.1:$PS/" < /dev/null
+	[ "$status" -eq 78 ]
+	# one error line (and, the audit sink not yet open, its audit line)
+	[ "$(grep -vc ' audit ts=' <<<"$output")" -eq 1 ]
+	[[ "$output" == "cats-sma: "*"sma.conf:"*": max: 10ms is out of range"* ]]
+	sed -i '$d' sma.conf
+	sed -i '$d' sma.conf
+	printf 'to = http://x/\n' >> sma.conf
+	run cats-sma -c sma.conf -t "http://127.0.0.1:$PS/" < /dev/null
+	[ "$status" -eq 78 ]
+	[ "$(grep -vc ' audit ts=' <<<"$output")" -eq 1 ]
+	[[ "$output" == *": to: expected file:PATH"* ]]
+	sed -i '$d' sma.conf
+	printf 'to = file:%s/steer.cbor\n' "$W" >> sma.conf
+	run cats-sma -c sma.conf < /dev/null
+	[ "$status" -eq 78 ]
+	[ "$(grep -vc ' audit ts=' <<<"$output")" -eq 1 ]
+	[[ "$output" == *"[steer] steers in a partition from the C-PS: it needs -t http(s)://C-PS"* ]]
+	start_cps
+	start_sma
+	sed -i "s|^to = file:.*|to = file:$W/other.cbor|" sma.conf
+	kill -HUP "$SMA"
+	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
+	    jq .counters.config_refused) = 1 ]"
+	grep -q '\[steer\] to: reload refused' sma.err
+	grep -q 'event=config-refused .*\[steer\] to changed' sma.audit
+}
