@@ -136,6 +136,31 @@ sma_view() { admin /advertised | jq -c "$FIELDS" | sort; }
 	grep -q 'event=northbound state=partition' "$W/sma.audit"
 }
 
+@test "sma_sync: the ingest's answers to what is no advertisement (cats-northbound(7) STATUS CODES): an empty body 400 with its reason, another resource 404, another method 405, another type 415" {
+	start_cps
+	post() { # path [curl options]: the status, the body in $W/body
+		local p=$1
+		shift
+		curl -s -o "$W/body" -w '%{http_code}' -X POST "$@" \
+		    --data-binary '' "http://127.0.0.1:$PS$p"
+	}
+	local p
+	for p in /metrics /update /withdraw /retrieve; do
+		[ "$(post "$p" -H 'Content-Type: application/cbor-seq')" = 400 ]
+		dec "$W/body" | jq -e '.type == "ack" and .result == "bad" and
+		    .reason == "empty body"'
+	done
+	[ "$(grep -c 'event=ingest-refused .*status=400 reason="empty body"' "$W/cps.audit")" -eq 4 ]
+	# The root and any other path are no resource of the ingest.
+	for p in / /nosuch /metrics/; do
+		[ "$(post "$p" -H 'Content-Type: application/cbor-seq')" = 404 ]
+		grep -q 'no such resource' "$W/body"
+	done
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PS/metrics")" = 405 ]
+	[ "$(post /metrics -H 'Content-Type: text/plain')" = 415 ]
+	kill -0 "$CPS"
+}
+
 # A signed advertisement from JSON: ts (ms) and nonce, key file.
 advert() { # json ts nonce key
 	echo "$1" | jq -c ".ts = $2 | .nonce = $3" | enc | pce-sign -k "$4"
