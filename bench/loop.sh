@@ -9,7 +9,8 @@
 # (no selection, no path, no journal, no authentication).
 #
 # Then the time a restart of cats-select is an outage, with its state file
-# against without (the agents' full sync).
+# against without (the agents' full sync); then the 64 clients again with
+# cats-bind's journal synced at an interval and never, against always.
 #
 # Rows: "name | value | baseline | ratio".  Timings are never asserted.
 # A measurement that failed is an "error: ... did not measure: WHY" cell
@@ -120,6 +121,26 @@ R_STATE=$(restart_gap state)
 loop_wait_ready 200 >/dev/null 2>&1
 R_NOSTATE=$(restart_gap nostate)
 
+# The journal's durability (cats-bind --fsync, in cats-cps's [bind]
+# section): cats-cps started again with each policy, the 64 clients again,
+# against the run above with the default (always: each group commit synced
+# before its bindings leave).
+fsync_run() {
+	local n0
+	loop_stop cps
+	n0=$(grep -c 'forwarder .* connected' "$LOOP_DIR/log/cps.err")
+	if ! LOOP_FSYNC=$1 loop_cps_svc_start >/dev/null 2>&1 ||
+		! loop_wait 100 sh -c "[ \$(grep -c 'forwarder .* connected' '$LOOP_DIR/log/cps.err') -ge $((n0 + 3)) ]"; then
+		e="error: cats-cps with --fsync $1 did not come back"
+		echo "$e|$e|$e|$e|$e"
+		return
+	fi
+	sleep 1
+	SPORT0=$2 SAMPLES=delay-cps-fsync-$1 measure $srcs
+}
+IFS='|' read -r I_FLOWS _ _ I_FAIL I_SPAN <<<"$(fsync_run interval 30000)"
+IFS='|' read -r N_FLOWS _ _ N_FAIL N_SPAN <<<"$(fsync_run never 35000)"
+
 # The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
 loop_stop cps
 loop_stop bind
@@ -160,6 +181,12 @@ row "loop failed connects in ${DUR}s" "$C_FAIL" "$F_FAIL"
 row "loop new flows/s, one client" "$(rate "$C1_FLOWS" "$C1_SPAN")" "$(rate "$F1_FLOWS" "$F1_SPAN")"
 row "loop first-packet delay p50 us, one client" "$C1_P50" "$F1_P50"
 row "loop first-packet delay p99 us, one client" "$C1_P99" "$F1_P99"
+row "loop new flows/s, 64 clients, cats-bind --fsync interval (vs always)" \
+	"$(rate "$I_FLOWS" "$I_SPAN")" "$(rate "$C_FLOWS" "$C_SPAN")"
+row "loop new flows/s, 64 clients, cats-bind --fsync never (vs always)" \
+	"$(rate "$N_FLOWS" "$N_SPAN")" "$(rate "$C_FLOWS" "$C_SPAN")"
+row "loop failed connects in ${DUR}s, --fsync interval (vs always)" "$I_FAIL" "$C_FAIL"
+row "loop failed connects in ${DUR}s, --fsync never (vs always)" "$N_FAIL" "$C_FAIL"
 case "$R_STATE$R_NOSTATE" in
 *error:*) r_ratio=error ;;
 *) r_ratio=$(awk -v a="$R_STATE" -v b="$R_NOSTATE" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;

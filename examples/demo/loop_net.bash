@@ -53,6 +53,9 @@ LOOP_CPS=${LOOP_CPS:-cps}
 # LOOP_TLS=1: the management links speak https with mutual TLS (see
 # loop_northbound); make demo runs so.
 LOOP_TLS=${LOOP_TLS:-}
+# LOOP_FSYNC: cats-bind's journal sync policy (--fsync always, interval or
+# never); unset, its default (always).
+LOOP_FSYNC=${LOOP_FSYNC:-}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -378,7 +381,8 @@ loop_bind_opts() {
 		$(loop_prom bind | tr ' ' =) \
 		"--listen=unix:$LOOP_DIR/bind.sock" \
 		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
-		"--trace=$LOOP_DIR/bind.trace" --idle=30s
+		"--trace=$LOOP_DIR/bind.trace" --idle=30s \
+		${LOOP_FSYNC:+"--fsync=$LOOP_FSYNC"}
 }
 
 # cats-cps's configuration: a section per stage, each option a line.
