@@ -4,9 +4,11 @@
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "base/log.h"
 #include "fwd/chan.h"
+#include "net/tls.h"
 
 static void chan_connect(struct cats_chan *c);
 
@@ -141,18 +143,12 @@ on_eof(struct cats_stream *s, int error, void *arg)
 	retry_later(c);
 }
 
+/* The connection to the current endpoint is made: records flow. */
 static void
-chan_connect(struct cats_chan *c)
+chan_up(struct cats_chan *c, int fd)
 {
-	char err[256], eps[4400];
+	char eps[4400];
 	const struct cats_ep *ep = &c->ep[c->rot.cur];
-	int fd = cats_ep_open(ep, true, err, sizeof(err));
-	if (fd < 0) {
-		cats_warnx("%s: %s (retrying%s)", c->name, err,
-		    c->nep > 1 ? " the next endpoint" : "");
-		retry_later(c);
-		return;
-	}
 	if (c->nep > 1)
 		cats_info("%s: connected to %s", c->name,
 		    cats_ep_str(ep, eps, sizeof(eps)));
@@ -167,6 +163,7 @@ chan_connect(struct cats_chan *c)
 		close(fd);
 		return;
 	}
+	c->fd = fd;
 	cats_stream_own(c->s);
 	cats_stream_decode_into(c->s, c->dec);
 	if (!c->dgram && cats_stream_batch(c->s, 0) < 0)
@@ -175,6 +172,52 @@ chan_connect(struct cats_chan *c)
 		cats_fwdp_hello(c->w, c->now());
 	else if (!c->dgram)
 		cats_fwdp_hello_select(c->w, c->now());
+}
+
+/*
+ * A tls: endpoint's handshake ended (cats_tls_open): up, or refused (the
+ * server's certificate, a plaintext server, no answer) and tried again as
+ * a failed connect is.
+ */
+static void
+on_tls(void *arg, const char *why)
+{
+	struct cats_chan *c = arg;
+	int fd = c->tls_fd;
+	c->tls_fd = -1;
+	if (why == NULL) {
+		chan_up(c, fd);
+		return;
+	}
+	close(fd);
+	c->w->ctr[CATS_FC_ctl_tls_fail]++;
+	cats_warnx("%s: %s (retrying%s)", c->name, why,
+	    c->nep > 1 ? " the next endpoint" : "");
+	retry_later(c);
+}
+
+static void
+chan_connect(struct cats_chan *c)
+{
+	char err[256];
+	const struct cats_ep *ep = &c->ep[c->rot.cur];
+	int fd;
+	if (ep->tls) {
+		/* The handshake runs on the loop: never a wait here. */
+		if ((fd = cats_tls_open(c->base, ep, on_tls, c, err,
+		    sizeof(err))) >= 0) {
+			c->tls_fd = fd;
+			return;
+		}
+	} else
+		fd = cats_ep_open(ep, true, err, sizeof(err));
+	if (fd < 0) {
+		cats_warnx("%s: %s (retrying%s)", c->name, err,
+		    c->nep > 1 ? " the next endpoint" : "");
+		retry_later(c);
+		return;
+	}
+	chan_up(c, fd);
 }
 
 int
@@ -194,8 +237,8 @@ cats_chan_add(struct cats_chan *c, const char *spec, char *err,
 	}
 	if (ep->kind != CATS_EP_TCP && ep->kind != CATS_EP_UNIX &&
 	    ep->kind != CATS_EP_UDP) {
-		snprintf(err, errlen, "%s: a control channel is tcp:, unix: or "
-		    "udp:", spec);
+		snprintf(err, errlen, "%s: a control channel is tcp:, tls:, "
+		    "unix: or udp:", spec);
 		return -1;
 	}
 	if (c->nep > 0 && cats_ep_is_dgram(ep) != c->dgram) {
@@ -212,6 +255,7 @@ void
 cats_chan_start(struct cats_chan *c)
 {
 	cats_chan_rot_init(&c->rot, c->nep);
+	c->tls_fd = -1;
 	c->retry = evtimer_new(c->base, on_retry, c);
 	chan_connect(c);
 }
@@ -221,4 +265,9 @@ cats_chan_finish(struct cats_chan *c)
 {
 	if (c->s != NULL)
 		cats_stream_flush(c->s);
+	if (c->s != NULL && c->ep[c->rot.cur].tls) {
+		/* What went into the TLS connection's socket pair goes out. */
+		shutdown(c->fd, SHUT_WR);
+		cats_tls_drain(c->base, c->fd, 1000);
+	}
 }

@@ -1,8 +1,12 @@
 /*
  * chan.h - the control channels of a CATS-Forwarder: to the C-PS (requests
  * out, errors in) and to the binding manager (bindings in, statuses out),
- * each one or more tcp:, unix: or udp: endpoints (ep.h, up to CATS_CHAN_EPS)
- * reconnected while it is down.
+ * each one or more tcp:, tls:, unix: or udp: endpoints (ep.h, up to
+ * CATS_CHAN_EPS) reconnected while it is down.  A tls: endpoint's connect and
+ * handshake run on the loop (cats_tls_open): the forwarder never waits for
+ * them; a handshake refused (the server's certificate not of --tls-ca, its
+ * name not the endpoint's, no answer in 5 s) is one line, counted
+ * (ctl_tls_fail), and tried again as a failed connect is.
  *
  * Several endpoints are the instances of a redundant C-PS, of which only the
  * owner listens (cats-bind(1), REDUNDANCY): the channel connects to the
@@ -71,7 +75,9 @@ struct cats_chan {
 	unsigned nep;
 	struct cats_chan_rot rot;
 	struct cats_stream *s;		/* NULL while down */
+	int fd;				/* its descriptor */
 	struct event *retry;
+	int tls_fd;			/* a tls: handshake under way, or -1 */
 	bool dgram;
 };
 

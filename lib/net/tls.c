@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -510,7 +511,16 @@ struct proxy {
 	int toolfd;
 	bool up, net_done, net_err, app_done, app_shut;
 	char *id;		/* the peer's identity, after the handshake */
+	/* A client's (cats_tls_open): its handshake deadline and outcome. */
+	struct event *deadline;
+	void (*done)(void *, const char *);
+	void *done_arg;
+	char *host;
+	int cfd;		/* the tool's descriptor */
+	struct proxy *cnext;
 };
+
+static struct proxy *g_clients;	/* client proxies alive (cats_tls_open) */
 
 static struct proxy **g_byfd;	/* by the tool's descriptor */
 static size_t g_nbyfd;
@@ -532,6 +542,16 @@ proxy_free(struct proxy *p)
 	if (p->toolfd >= 0 && (size_t)p->toolfd < g_nbyfd &&
 	    g_byfd[p->toolfd] == p)
 		g_byfd[p->toolfd] = NULL;
+	if (p->host != NULL) {
+		struct proxy **pp = &g_clients;
+		while (*pp != NULL && *pp != p)
+			pp = &(*pp)->cnext;
+		if (*pp != NULL)
+			*pp = p->cnext;
+		if (p->deadline != NULL)
+			event_free(p->deadline);
+		free(p->host);
+	}
 	bufferevent_free(p->net);
 	bufferevent_free(p->app);
 	free(p->id);
@@ -631,6 +651,39 @@ app_write(struct bufferevent *bev, void *arg)
 	proxy_check(p);
 }
 
+/* A client's handshake ended (why NULL: the server is verified). */
+static void
+client_done(struct proxy *p, const char *why)
+{
+	void (*done)(void *, const char *) = p->done;
+	p->done = NULL;
+	if (p->deadline != NULL)
+		event_del(p->deadline);
+	if (done != NULL)
+		done(p->done_arg, why);
+}
+
+/* Why a client's connect or handshake failed, in words. */
+static const char *
+client_why(struct proxy *p, struct bufferevent *bev, short what)
+{
+	static char buf[400];
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	unsigned long e = bufferevent_get_openssl_error(bev);
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	int fd = bufferevent_getfd(bev);
+	if (fd >= 0)
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	const char *r = v != X509_V_OK ? X509_verify_cert_error_string(v) :
+	    e != 0 && ERR_reason_error_string(e) ? ERR_reason_error_string(e) :
+	    soerr != 0 ? strerror(soerr) : (what & BEV_EVENT_ERROR) && errno ?
+	    strerror(errno) : "closed in the handshake";
+	snprintf(buf, sizeof(buf), "TLS handshake with %s: %s", p->host, r);
+	return buf;
+}
+
 static void
 net_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -647,10 +700,13 @@ net_event(struct bufferevent *bev, short what, void *arg)
 			p->id = strdup(id);
 		}
 		p->up = true;
+		client_done(p, NULL);
 		app_read(p->app, p);
 		return;
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		if (!p->up && p->done != NULL)
+			client_done(p, client_why(p, bev, what));
 		ERR_clear_error();
 		p->net_done = true;
 		p->net_err |= (what & BEV_EVENT_ERROR) != 0 || !p->up;
@@ -1016,6 +1072,179 @@ cats_tls_connect(int fd, const char *host, char *err, size_t errlen)
 	pthread_mutex_unlock(&g_pump_mu);
 	cats_fd_nonblock(sp[1]);
 	return sp[1];
+}
+
+/* A client's handshake took too long: refused as a failed one. */
+static void
+client_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *p = arg;
+	char why[400];
+	(void)fd;
+	(void)what;
+	if (p->up)
+		return;
+	snprintf(why, sizeof(why), "TLS handshake with %s: no answer within "
+	    "%d s", p->host, CATS_TLS_OPEN_S);
+	client_done(p, why);
+	p->net_done = p->net_err = true;
+	bufferevent_disable(p->net, EV_READ | EV_WRITE);
+	proxy_check(p);
+}
+
+/* A TCP connect to the first address of ep that takes it (non-blocking). */
+static int
+connect_nb(const struct cats_ep *ep, char *err, size_t errlen)
+{
+	struct addrinfo hints = { 0 }, *res, *ai;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	int r = getaddrinfo(ep->host, ep->port, &hints, &res);
+	if (r != 0) {
+		snprintf(err, errlen, "%s:%s: %s", ep->host, ep->port,
+		    gai_strerror(r));
+		return -1;
+	}
+	int fd = -1, saved = 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd >= 0 && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
+		    errno == EINPROGRESS))
+			break;
+		saved = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		char name[300];
+		snprintf(err, errlen, "%s: %s", cats_ep_str(ep, name,
+		    sizeof(name)), strerror(saved));
+	}
+	return fd;
+}
+
+int
+cats_tls_open(struct event_base *base, const struct cats_ep *ep,
+    void (*done)(void *, const char *), void *arg, char *err, size_t errlen)
+{
+	int sp[2] = { -1, -1 };
+	SSL *ssl = NULL;
+	if (g_cli == NULL) {
+		char why[300];
+		if (g_exidx < 0)
+			g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+			    hs_free);
+		if ((g_cli = make_ctx(false, why, sizeof(why))) == NULL) {
+			snprintf(err, errlen, "%s", why);
+			return -1;
+		}
+	}
+	int fd = connect_nb(ep, err, errlen);
+	if (fd < 0)
+		return -1;
+	struct proxy *p = calloc(1, sizeof(*p));
+	if (p == NULL || (p->host = strdup(ep->host)) == NULL) {
+		free(p);
+		close(fd);
+		snprintf(err, errlen, "TLS: out of memory");
+		return -1;
+	}
+	p->cnext = g_clients;
+	g_clients = p;
+	p->toolfd = -1;		/* not in g_byfd: the server side's map */
+	p->done = done;
+	p->done_arg = arg;
+	if ((ssl = SSL_new(g_cli)) == NULL || socketpair(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
+		goto fail;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, ep->host, &a6) == 1 ||
+	    inet_pton(AF_INET6, ep->host, &a6) == 1)
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ep->host);
+	else {
+		SSL_set_tlsext_host_name(ssl, ep->host);
+		SSL_set1_host(ssl, ep->host);
+	}
+	nodelay(fd);
+	if ((p->app = bufferevent_socket_new(base, sp[0],
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		goto fail;
+	sp[0] = -1;
+	p->net = bufferevent_openssl_socket_new(base, fd, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	fd = -1;	/* the bufferevent's now (a failure: out of memory) */
+	ssl = NULL;
+	if (p->net == NULL ||
+	    (p->deadline = evtimer_new(base, client_deadline, p)) == NULL)
+		goto fail;
+	bufferevent_openssl_set_allow_dirty_shutdown(p->net, 1);
+	bufferevent_setcb(p->net, net_read, net_write, net_event, p);
+	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
+	bufferevent_enable(p->net, EV_READ | EV_WRITE);
+	bufferevent_enable(p->app, EV_READ | EV_WRITE);
+	struct timeval tv = { CATS_TLS_OPEN_S, 0 };
+	evtimer_add(p->deadline, &tv);
+	p->cfd = sp[1];
+	return sp[1];
+fail:
+	snprintf(err, errlen, "TLS: %s", errno ? strerror(errno) : ssl_why());
+	if (p->net != NULL)
+		bufferevent_free(p->net);
+	if (p->app != NULL)
+		bufferevent_free(p->app);
+	g_clients = p->cnext;
+	free(p->host);
+	free(p);
+	SSL_free(ssl);
+	if (fd >= 0)
+		close(fd);
+	if (sp[0] >= 0)
+		close(sp[0]);
+	if (sp[1] >= 0)
+		close(sp[1]);
+	return -1;
+}
+
+/* A timer that only ends the loop's turn. */
+static void
+drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+/* The client proxy of the tool's descriptor fd, or NULL. */
+static struct proxy *
+client_of(int fd)
+{
+	struct proxy *p = g_clients;
+	while (p != NULL && p->cfd != fd)
+		p = p->cnext;
+	return p;
+}
+
+int
+cats_tls_drain(struct event_base *base, int fd, unsigned ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct event *tick = evtimer_new(base, drain_tick, NULL);
+	struct timeval tv = { 0, 20000 };
+	while (client_of(fd) != NULL && tick != NULL) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) /
+		    1000000 >= (long)ms)
+			break;
+		evtimer_add(tick, &tv);
+		event_base_loop(base, EVLOOP_ONCE);
+	}
+	if (tick != NULL)
+		event_free(tick);
+	return client_of(fd) != NULL ? -1 : 0;
 }
 
 void

@@ -32,8 +32,11 @@
  * --tls-cert/--tls-key when given.  The caller gets a plain descriptor
  * (one end of a socket pair); a thread of this module carries the bytes
  * between it and the TLS connection, and at exit what was written is
- * sent before the connection is closed.  libcurl (net/httpc.h) gets the
- * same files for https:// (CURLOPT_SSLCERT, _SSLKEY, _CAINFO, _CRLFILE).
+ * sent before the connection is closed.  cats_tls_open does the same on a
+ * libevent loop, for a tool that must never wait (cats-fwd): the connect
+ * and the handshake run on the loop, the outcome comes as a callback.
+ * libcurl (net/httpc.h) gets the same files for https:// (CURLOPT_SSLCERT,
+ * _SSLKEY, _CAINFO, _CRLFILE).
  */
 #ifndef CATS_TLS_H
 #define CATS_TLS_H
@@ -44,6 +47,7 @@
 
 struct event_base;
 struct bufferevent;
+struct cats_ep;
 
 /* getopt_long codes of the options, and their table entries. */
 enum {
@@ -136,6 +140,27 @@ int cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
  * plain descriptor as above; fd is taken).  -1 with err.
  */
 int cats_tls_connect(int fd, const char *host, char *err, size_t errlen);
+/*
+ * The same on the loop, for a tool that must not wait (cats-fwd's control
+ * channels): a tls: endpoint ep (kind CATS_EP_TCP, tls) connected without
+ * blocking (its name resolved first), the handshake run on base, and the
+ * plain descriptor returned at once.  done(arg, NULL) is called when the
+ * server is verified (bytes written before wait for it), done(arg, why)
+ * when the connect or the handshake failed or did not end within
+ * CATS_TLS_OPEN_S seconds ("TLS handshake with HOST: reason"; the
+ * descriptor then reads end of file).  Closing the descriptor before
+ * done was called ends the attempt without a call.  -1 with err when no
+ * attempt could start (the name, or a connect refused at once).
+ */
+#define CATS_TLS_OPEN_S 5
+int cats_tls_open(struct event_base *base, const struct cats_ep *ep,
+    void (*done)(void *, const char *), void *arg, char *err, size_t errlen);
+/*
+ * At exit, run base until the connection of cats_tls_open whose
+ * descriptor fd the caller shut for writing has sent what was written to
+ * it and ended, for at most ms: 0, or -1 when it had not.
+ */
+int cats_tls_drain(struct event_base *base, int fd, unsigned ms);
 /* The options of an https:// transfer (a CURL easy handle). */
 void cats_tls_curl(void *easy, const char *ca_file);
 
