@@ -20,14 +20,20 @@ answered_within() {
 	return 1
 }
 
+# A download started in the background is under way: its first bytes are
+# in (curl makes the file then).  A fault injected now hits it in the
+# middle (each is several MiB at about 1 MiB/s).
+under_way() {
+	wait_for 100 test -s "$1" || { echo "no byte of $1"; return 1; }
+}
+
 @test "loop restart: cats-bind killed (-9) during a TCP transfer: the transfer completes" {
 	best_is site1-a
 	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl1" -w '%{local_port}' \
 		"http://203.0.113.100/big?mb=4" >"$LOOP_DIR/dl1.port" &
 	dl=$!
-	sleep 1
+	under_way "$LOOP_DIR/dl1"
 	loop_stop bind KILL
-	sleep 0.5
 	loop_bind_start
 	# The journal gave the flow back; both forwarders re-synced.
 	grep -q "restored [1-9][0-9]* bindings" "$LOOP_DIR/log/bind.err"
@@ -101,7 +107,9 @@ flows_gap() {
 	[ "$LOOP_CPS" = cps ] || skip "cats-cps only (LOOP_CPS=$LOOP_CPS)"
 	flows_loop restart &
 	fl=$!
-	sleep 1
+	wait_for 50 grep -q ' ok$' "$LOOP_DIR/flows.restart"
+	# Served again: a new flow answered after the restart began.
+	served_again() { [ "$(flows_gap restart "$t0")" != none ]; }
 	for s in select pce bind cps; do
 		t0=$(date +%s%3N)
 		if [ $s = cps ]; then
@@ -111,7 +119,7 @@ flows_gap() {
 			loop_stop $s KILL
 			loop_${s}_start
 		fi
-		sleep 2.5
+		wait_for 100 served_again
 		g=$(flows_gap restart "$t0")
 		echo "# $s restarted: new flows served again after $g ms" >&3
 		[ "$g" != none ]
@@ -135,7 +143,7 @@ flows_gap() {
 @test "loop restart: the egress forwarder restarted: established flows resume, new flows bind" {
 	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl3" "http://203.0.113.100/big?mb=4" &
 	dl=$!
-	sleep 1
+	under_way "$LOOP_DIR/dl3"
 	loop_stop EF-1
 	loop_egress_start 1
 	grep -q "bindings fetched again" "$LOOP_DIR/log/EF-1.err"
@@ -150,7 +158,7 @@ flows_gap() {
 	loop_wait 60 loop_ct_is 198.51.100.11:80 3
 	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
 	dl=$!
-	sleep 1
+	under_way "$LOOP_DIR/dl4"
 	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")
 	loop_stop IF-1
 	loop_ingress_start

@@ -197,15 +197,17 @@ pub() {
 
 @test "sma_mqtt: the broker restarts: cats-sma backs off, reconnects, subscribes again and takes reports" {
 	start_broker
-	start_sma
+	# -v: each failed try is a debug line.
+	start_sma -v
 	run pub a "" -s sci-A -c ARS -K A.tok -n 1
 	[ "$status" -eq 0 ]
 	wait_for 50 sh -c "[ \$(curl -s --unix-socket '$W/admin.sock' \
 	    http://x/stats | jq .counters.mqtt_messages) -eq 1 ]"
 	stop_broker
 	wait_for 50 grep -q 'event=mqtt .*state=down' "$W/sma.err"
-	# Down for a while: told once, not at every try (100 ms .. 1 s).
-	sleep 2
+	# Down for a while: told once, not at every try (100 ms .. 1 s):
+	# three tries failed since.
+	wait_for 50 sh -c "[ \$(grep -c 'mqtt: 127.0.0.1:$MP: ' '$W/sma.err') -ge 3 ]"
 	[ "$(grep -c 'event=mqtt .*state=down' "$W/sma.err")" -eq 1 ]
 	start_broker
 	wait_for 100 sh -c "[ \$(grep -c 'event=mqtt .*state=up' \
@@ -220,9 +222,11 @@ pub() {
 	# A reporter started while the broker is down waits and publishes
 	# once it is back.
 	stop_broker
-	bg pub a "" -s sci-A -c ARS -K A.tok -n 1 -I 200ms -q 99999999999990
+	bg pub a "" -s sci-A -c ARS -K A.tok -n 1 -I 200ms -q 99999999999990 \
+	    2>"$W/rep.err"
 	REP=$LAST
-	sleep 1
+	# It tried, and found no broker.
+	wait_for 50 grep -q 'cats-sci: mqtt: ' "$W/rep.err"
 	start_broker
 	wait "$REP"
 	wait_for 100 sh -c "[ \$(curl -s --unix-socket '$W/admin.sock' \
