@@ -164,14 +164,10 @@ cats_conf_parse(struct cats_conf *c, const char *name, const char *text,
 				*hash = '\0';
 			val = trim(val);
 		}
-		if (c->n == cap) {
-			cap = cap ? cap * 2 : 32;
-			struct cats_conf_ent *v = realloc(c->v, cap * sizeof(*v));
-			if (v == NULL) {
-				snprintf(err, errlen, "%s: out of memory", name);
-				goto fail;
-			}
-			c->v = v;
+		if (cats_grow((void **)&c->v, &cap, c->n, sizeof(*c->v),
+		    32) < 0) {
+			snprintf(err, errlen, "%s: out of memory", name);
+			goto fail;
 		}
 		c->v[c->n++] = (struct cats_conf_ent){ section, arg, key, val,
 			lineno };

@@ -147,14 +147,8 @@ cats_htab_select(const struct cats_htab *t,
 	for (size_t i = 0; i < t->cap; i++) {
 		if (t->s[i].h == 0 || !keep(t->s[i].item, arg))
 			continue;
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			void **nv = realloc(v, nc * sizeof(*v));
-			if (nv == NULL)
-				return v;
-			v = nv;
-			cap = nc;
-		}
+		if (cats_grow((void **)&v, &cap, *n, sizeof(*v), 64) < 0)
+			return v;
 		v[(*n)++] = t->s[i].item;
 	}
 	return v;

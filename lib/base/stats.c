@@ -27,18 +27,12 @@ static void
 put(struct cats_stats_list *st, const char *name, uint64_t v,
     enum cats_stat_kind k)
 {
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 64;
-		struct cats_kv *kv = realloc(st->kv, cap * sizeof(*kv));
-		if (kv == NULL)
-			return;
-		st->kv = kv;
-		unsigned char *kind = realloc(st->kind, cap);
-		if (kind == NULL)
-			return;
-		st->kind = kind;
-		st->cap = cap;
-	}
+	/* Two arrays of one capacity: st->cap moves with the second. */
+	size_t kvcap = st->cap;
+	if (cats_grow((void **)&st->kv, &kvcap, st->n, sizeof(*st->kv),
+	    64) < 0 || cats_grow((void **)&st->kind, &st->cap, st->n,
+	    sizeof(*st->kind), 64) < 0)
+		return;
 	st->kv[st->n].k = name;
 	st->kv[st->n].v = v;
 	st->kind[st->n++] = (unsigned char)k;
@@ -156,19 +150,11 @@ void
 cats_stats_hist(struct cats_stats_list *st, const char *name,
     const struct cats_hist *h)
 {
-	if (st->nh == st->hcap) {
-		size_t cap = st->hcap ? st->hcap * 2 : 8;
-		const char **hn = realloc(st->hname, cap * sizeof(*hn));
-		if (hn == NULL)
-			return;
-		st->hname = hn;
-		const struct cats_hist **hh = realloc(st->hist,
-		    cap * sizeof(*hh));
-		if (hh == NULL)
-			return;
-		st->hist = hh;
-		st->hcap = cap;
-	}
+	size_t hncap = st->hcap;
+	if (cats_grow((void **)&st->hname, &hncap, st->nh, sizeof(*st->hname),
+	    8) < 0 || cats_grow((void **)&st->hist, &st->hcap, st->nh,
+	    sizeof(*st->hist), 8) < 0)
+		return;
 	st->hname[st->nh] = name;
 	st->hist[st->nh++] = h;
 }

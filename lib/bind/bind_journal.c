@@ -296,14 +296,9 @@ list_segments(struct bj *j, uint64_t **out, size_t *n)
 		if (strncmp(s, "journal.", 8) != 0 || strlen(s + 8) != 16 ||
 		    strspn(s + 8, "0123456789abcdef") != 16)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			uint64_t *v = realloc(*out, cap * sizeof(*v));
-			if (v == NULL) {
-				closedir(dp);
-				return -1;
-			}
-			*out = v;
+		if (cats_grow((void **)out, &cap, *n, sizeof(**out), 16) < 0) {
+			closedir(dp);
+			return -1;
 		}
 		(*out)[(*n)++] = strtoull(s + 8, NULL, 16);
 	}

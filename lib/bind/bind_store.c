@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/cats.h"
 #include "bind/bind_store.h"
 
 /* ---- large zeroed arrays ---- */
@@ -117,14 +118,8 @@ bs_hvec_add(struct bs_hvec *h, void *p)
 	}
 	if (h->n == 0)
 		h->n = 1;
-	if (h->n >= h->cap) {
-		uint32_t cap = h->cap ? h->cap * 2 : 64;
-		void **v = realloc(h->v, cap * sizeof(*v));
-		if (v == NULL)
-			return 0;
-		h->v = v;
-		h->cap = cap;
-	}
+	if (cats_grow((void **)&h->v, &h->cap, h->n, sizeof(*h->v), 64) < 0)
+		return 0;
 	h->v[h->n] = p;
 	return h->n++;
 }
@@ -133,14 +128,9 @@ void
 bs_hvec_del(struct bs_hvec *h, uint32_t i)
 {
 	h->v[i] = NULL;
-	if (h->nfreed == h->capfreed) {
-		uint32_t cap = h->capfreed ? h->capfreed * 2 : 64;
-		uint32_t *f = realloc(h->freed, cap * sizeof(*f));
-		if (f == NULL)
-			return;		/* the handle is leaked, not reused */
-		h->freed = f;
-		h->capfreed = cap;
-	}
+	if (cats_grow((void **)&h->freed, &h->capfreed, h->nfreed,
+	    sizeof(*h->freed), 64) < 0)
+		return;		/* the handle is leaked, not reused */
 	h->freed[h->nfreed++] = i;
 }
 

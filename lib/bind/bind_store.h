@@ -92,9 +92,11 @@ size_t bs_slab_mem(const struct bs_slab *s);
 
 struct bs_hvec {
 	void **v;
-	uint32_t n, cap;
+	uint32_t n;
+	size_t cap;
 	uint32_t *freed;
-	uint32_t nfreed, capfreed;
+	uint32_t nfreed;
+	size_t capfreed;
 };
 
 /* A handle (never 0) naming p, a freed one first; 0 on OOM. */

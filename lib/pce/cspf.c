@@ -628,14 +628,9 @@ no_path(struct ctx *c, int pruned)
 static int
 lheap_push(struct cats_cspf_ws *ws, uint64_t key, uint32_t v)
 {
-	if (ws->lhn == ws->lhcap) {
-		size_t cap = ws->lhcap ? ws->lhcap * 2 : 4096;
-		struct hent *h = realloc(ws->lheap, cap * sizeof(*h));
-		if (h == NULL)
-			return -1;
-		ws->lheap = h;
-		ws->lhcap = cap;
-	}
+	if (cats_grow((void **)&ws->lheap, &ws->lhcap, ws->lhn,
+	    sizeof(*ws->lheap), 4096) < 0)
+		return -1;
 	ws->lheap[ws->lhn].key = key;
 	ws->lheap[ws->lhn].v = v;
 	sift_up(ws->lheap, (uint32_t)ws->lhn, NULL);
@@ -646,14 +641,9 @@ lheap_push(struct cats_cspf_ws *ws, uint64_t key, uint32_t v)
 static uint32_t
 new_label(struct cats_cspf_ws *ws)
 {
-	if (ws->nlab == ws->labcap) {
-		size_t cap = ws->labcap ? ws->labcap * 2 : 4096;
-		struct label *l = realloc(ws->lab, cap * sizeof(*l));
-		if (l == NULL)
-			return NONE;
-		ws->lab = l;
-		ws->labcap = cap;
-	}
+	if (cats_grow((void **)&ws->lab, &ws->labcap, ws->nlab,
+	    sizeof(*ws->lab), 4096) < 0)
+		return NONE;
 	return (uint32_t)ws->nlab++;
 }
 

@@ -114,13 +114,9 @@ q_append(struct sma_nb *nb, const struct qrec *r)
 			memmove(nb->q, nb->q + nb->qhead, nb->qlen *
 			    sizeof(*nb->q));
 			nb->qhead = 0;
-		} else {
-			size_t cap = nb->qcap ? nb->qcap * 2 : 64;
-			void *v = realloc(nb->q, cap * sizeof(*nb->q));
-			if (v == NULL)
-				return -1;
-			nb->q = v;
-			nb->qcap = cap;
+		} else if (cats_grow((void **)&nb->q, &nb->qcap, nb->qlen,
+		    sizeof(*nb->q), 64) < 0) {
+			return -1;
 		}
 	}
 	nb->q[nb->qhead + nb->qlen++] = *r;

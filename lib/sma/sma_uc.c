@@ -904,18 +904,11 @@ struct batch {
 static int
 batch_add(struct batch *b, struct item *it, struct cats_entry **slot)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		void *v = realloc(b->v, cap * sizeof(*b->v));
-		if (v == NULL)
-			return -1;
-		b->v = v;
-		void *w = realloc(b->who, cap * sizeof(*b->who));
-		if (w == NULL)
-			return -1;
-		b->who = w;
-		b->cap = cap;
-	}
+	/* Two arrays of one capacity: b->cap moves with the second. */
+	size_t vcap = b->cap;
+	if (cats_grow((void **)&b->v, &vcap, b->n, sizeof(*b->v), 16) < 0 ||
+	    cats_grow((void **)&b->who, &b->cap, b->n, sizeof(*b->who), 16) < 0)
+		return -1;
 	b->who[b->n] = it;
 	*slot = &b->v[b->n++];
 	return 0;
@@ -1014,14 +1007,8 @@ take_sites(struct sma_uc *u, struct cats_site **out, uint64_t now)
 	struct cats_site *v = NULL;
 	while (u->spend != NULL) {
 		struct site *s = u->spend;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			void *x = realloc(v, nc * sizeof(*v));
-			if (x == NULL)
-				break;
-			v = x;
-			cap = nc;
-		}
+		if (cats_grow((void **)&v, &cap, n, sizeof(*v), 8) < 0)
+			break;
 		site_map(s, &s->cur, &v[n++]);
 		s->adv = s->cur;
 		s->adv_valid = true;
@@ -1083,14 +1070,9 @@ flush_critical(struct sma_uc *u, uint64_t now)
 		next = it->next;
 		if (it->wd >= 0) {
 			struct cats_entry *w;
-			if (nreasons == capr) {
-				size_t nc = capr ? capr * 2 : 16;
-				void *x = realloc(reasons, nc * sizeof(*reasons));
-				if (x == NULL)
-					break;
-				reasons = x;
-				capr = nc;
-			}
+			if (cats_grow((void **)&reasons, &capr, nreasons,
+			    sizeof(*reasons), 16) < 0)
+				break;
 			if (batch_add(&wd, it, &w) < 0)
 				break;
 			memset(w, 0, sizeof(*w));

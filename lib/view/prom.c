@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cats.h"
 #include "view/prom.h"
 
 static const char *const type_names[] = {
@@ -182,17 +183,12 @@ comment(struct cats_prom *p, char *s)
 		return "an unknown TYPE";
 	if (p->nt == CATS_PROM_MAX_SAMPLES)
 		return "too many TYPE lines";
-	if ((p->nt & (p->nt - 1)) == 0 || p->nt == 0) {
-		size_t cap = p->nt ? p->nt * 2 : 16;
-		const char **tn = realloc(p->tname, cap * sizeof(*tn));
-		if (tn == NULL)
-			return "out of memory";
-		p->tname = tn;
-		uint8_t *tt = realloc(p->ttype, cap);
-		if (tt == NULL)
-			return "out of memory";
-		p->ttype = tt;
-	}
+	/* Two arrays of one capacity: p->tcap moves with the second. */
+	size_t tncap = p->tcap;
+	if (cats_grow((void **)&p->tname, &tncap, p->nt, sizeof(*p->tname),
+	    16) < 0 || cats_grow((void **)&p->ttype, &p->tcap, p->nt,
+	    sizeof(*p->ttype), 16) < 0)
+		return "out of memory";
 	p->tname[p->nt] = name;
 	p->ttype[p->nt++] = (uint8_t)t;
 	return NULL;
@@ -252,14 +248,8 @@ sample(struct cats_prom *p, char *s, size_t *cap)
 	x.name = name;
 	if (p->n == CATS_PROM_MAX_SAMPLES)
 		return "too many samples";
-	if (p->n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct cats_prom_sample *ns = realloc(p->s, c * sizeof(*ns));
-		if (ns == NULL)
-			return "out of memory";
-		p->s = ns;
-		*cap = c;
-	}
+	if (cats_grow((void **)&p->s, cap, p->n, sizeof(*p->s), 64) < 0)
+		return "out of memory";
 	p->s[p->n++] = x;
 	return NULL;
 }

@@ -48,7 +48,7 @@ struct cats_prom {
 	/* TYPE lines: family names and their types */
 	const char **tname;
 	uint8_t *ttype;
-	size_t nt;
+	size_t nt, tcap;
 };
 
 /* Read text (len bytes): 0, or -1 with "line N: reason" in err. */

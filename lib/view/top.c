@@ -377,14 +377,9 @@ drops(struct cats_out *o, const struct cats_prom *prev, const struct cats_prom *
 			continue;
 		if (prev != NULL)
 			cats_prom_sum(prev, name, &q);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct drop *nv = realloc(v, cap * sizeof(*v));
-			if (nv == NULL) {
-				free(v);
-				return -1;
-			}
-			v = nv;
+		if (cats_grow((void **)&v, &cap, n, sizeof(*v), 16) < 0) {
+			free(v);
+			return -1;
 		}
 		v[n].name = name + strlen(pre);
 		v[n].d = c - q;
