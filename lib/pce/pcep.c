@@ -944,10 +944,17 @@ req_status(struct cats_pcep_req *r, const struct cats_pcep_status *s)
 	req_fault(r, s->err_type, s->err_value, s->off, s->why);
 }
 
+/*
+ * The opening of a PCReq (req) or a PCRep: one RP at least and at most
+ * max_reqs (a PCReq over the cap still gives its RP ids, for the PCErr),
+ * then, from the arena, the message's c->rps requests or replies (size
+ * bytes each, *items) and its metrics (*mv).
+ */
 static int
-dec_pcreq(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
-    const struct census *c, struct cats_pcep_msg *m, struct cats_arena *a,
-    struct cats_pcep_status *st)
+open_rps(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
+    const struct census *c, bool req, struct cats_pcep_msg *m,
+    struct cats_arena *a, struct cats_pcep_status *st, size_t size,
+    void **items, struct cats_pcep_metric **mv)
 {
 	if (c->rps == 0) {
 		set_st(st, CATS_PCEP_ST_PCERR, CATS_PCEP_ET_MISSING,
@@ -955,16 +962,32 @@ dec_pcreq(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
 		return -1;
 	}
 	if (c->rps > lim->max_reqs) {
-		salvage_ids(p, n, lim, m, a);
-		malformed(st, CATS_PCEP_HDR, "requests over the cap");
+		if (req)
+			salvage_ids(p, n, lim, m, a);
+		malformed(st, CATS_PCEP_HDR, req ? "requests over the cap" :
+		    "replies over the cap");
 		return -1;
 	}
-	m->reqs = alloc0(a, c->rps, sizeof(*m->reqs));
-	struct cats_pcep_metric *mv = alloc0(a, c->metrics, sizeof(*mv));
-	if (m->reqs == NULL || (c->metrics && mv == NULL)) {
+	*items = alloc0(a, c->rps, size);
+	*mv = alloc0(a, c->metrics, sizeof(**mv));
+	if (*items == NULL || (c->metrics && *mv == NULL)) {
 		set_st(st, CATS_PCEP_ST_NOMEM, 0, 0, 0, "out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+static int
+dec_pcreq(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
+    const struct census *c, struct cats_pcep_msg *m, struct cats_arena *a,
+    struct cats_pcep_status *st)
+{
+	void *items;
+	struct cats_pcep_metric *mv;
+	if (open_rps(p, n, lim, c, true, m, a, st, sizeof(*m->reqs), &items,
+	    &mv) < 0)
+		return -1;
+	m->reqs = items;
 	size_t pos = CATS_PCEP_HDR;
 	struct obj o;
 	struct cats_pcep_req *r = NULL;
@@ -1178,21 +1201,12 @@ dec_pcrep(const uint8_t *p, size_t n, const struct cats_pcep_limits *lim,
     const struct census *c, struct cats_pcep_msg *m, struct cats_arena *a,
     struct cats_pcep_status *st)
 {
-	if (c->rps == 0) {
-		set_st(st, CATS_PCEP_ST_PCERR, CATS_PCEP_ET_MISSING,
-		    CATS_PCEP_EV_RP_MISSING, CATS_PCEP_HDR, "RP missing");
+	void *items;
+	struct cats_pcep_metric *mv;
+	if (open_rps(p, n, lim, c, false, m, a, st, sizeof(*m->reps), &items,
+	    &mv) < 0)
 		return -1;
-	}
-	if (c->rps > lim->max_reqs) {
-		malformed(st, CATS_PCEP_HDR, "replies over the cap");
-		return -1;
-	}
-	m->reps = alloc0(a, c->rps, sizeof(*m->reps));
-	struct cats_pcep_metric *mv = alloc0(a, c->metrics, sizeof(*mv));
-	if (m->reps == NULL || (c->metrics && mv == NULL)) {
-		set_st(st, CATS_PCEP_ST_NOMEM, 0, 0, 0, "out of memory");
-		return -1;
-	}
+	m->reps = items;
 	size_t pos = CATS_PCEP_HDR;
 	struct obj o;
 	struct cats_pcep_rep *r = NULL;
