@@ -271,6 +271,24 @@ on_advertised(struct evhttp_request *req, void *arg)
 }
 
 static void
+steer_line(void *arg, const struct cats_rec *r)
+{
+	add_json_line(arg, cats_rec_to_json(r));
+}
+
+/* The redirects in force (cats-sma(1) LOCAL STEERING). */
+static void
+on_steer(struct evhttp_request *req, void *arg)
+{
+	struct sma_app *a = arg;
+	struct cats_buf b = { 0 };
+	if (a->steer != NULL)
+		sma_steer_view(a->steer, steer_line, &b);
+	httpd_reply(req, 200, "application/jsonl", b.p, b.len);
+	cats_buf_free(&b);
+}
+
+static void
 on_snapshot(struct evhttp_request *req, void *arg)
 {
 	struct sma_app *a = arg;
@@ -474,5 +492,6 @@ sma_http_admin_routes(struct sma_app *a, struct httpd *h)
 	httpd_route(h, "/cache", HTTPD_GET, on_cache, a);
 	httpd_route(h, "/advertised", HTTPD_GET, on_advertised, a);
 	httpd_route(h, "/snapshot", HTTPD_POST, on_snapshot, a);
+	httpd_route(h, "/steer", HTTPD_GET, on_steer, a);
 	httpd_route(h, "/stats", HTTPD_GET, on_stats, a);
 }

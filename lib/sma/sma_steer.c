@@ -16,6 +16,8 @@ struct redir {
 	struct cats_ip from_loc, loc;
 	uint16_t from_port, port;
 	bool has_from_port, has_port;
+	const char *why;		/* the redirect's reason (static) */
+	uint64_t seq, at;		/* the record that made it */
 };
 
 struct sma_steer {
@@ -130,17 +132,16 @@ best(const struct sma_svc *svc)
 	return b;
 }
 
-static int
-record(struct sma_steer *st, const struct redir *r, int op,
-    const char *reason, uint64_t now)
+/* The steer record of r (seq left to the caller). */
+static void
+fill(const struct sma_steer *st, const struct redir *r, int op,
+    const char *reason, uint64_t now, struct cats_rec *rec)
 {
-	struct cats_rec rec;
-	cats_rec_init(&rec, CATS_T_STEER);
-	struct cats_steer *s = &rec.u.steer;
+	cats_rec_init(rec, CATS_T_STEER);
+	struct cats_steer *s = &rec->u.steer;
 	s->op = op;
 	s->sma_id = st->c->id;
 	s->epoch = st->epoch;
-	s->seq = ++st->seq;
 	s->ts = now;
 	s->site = st->c->site;
 	s->egress = st->c->egress;
@@ -157,6 +158,15 @@ record(struct sma_steer *st, const struct redir *r, int op,
 		CATS_SET(s, STR, until, st->since + st->c->steer.max_ms);
 	}
 	s->reason = reason;
+}
+
+static int
+record(struct sma_steer *st, const struct redir *r, int op,
+    const char *reason, uint64_t now)
+{
+	struct cats_rec rec;
+	fill(st, r, op, reason, now, &rec);
+	rec.u.steer.seq = ++st->seq;
 	if (st->emit(st->arg, &rec) < 0) {
 		st->st.failures++;
 		return -1;
@@ -181,6 +191,9 @@ redirect(struct sma_steer *st, struct redir *r, const struct sma_entry *e,
 	r->has_port = (e->has & SMA_HAS_PORT) != 0;
 	r->port = e->port;
 	record(st, r, CATS_STEER_REDIRECT, reason, now);
+	r->why = reason;
+	r->seq = st->seq;
+	r->at = now;
 	char b1[CATS_ID + 1], b2[CATS_ID + 1], b3[CATS_ID + 1],
 	    b4[CATS_ID + 1], b5[CATS_ID + 1], l1[64], l2[64];
 	cats_audit("steer-redirect", "sma=%s cs=%s from=%s from_locator=%s "
@@ -402,6 +415,21 @@ sma_steer_next_deadline(const struct sma_steer *st)
 	if (!st->in_partition || st->expired || st->c->steer.nservices == 0)
 		return 0;
 	return st->since + st->c->steer.max_ms;
+}
+
+void
+sma_steer_view(const struct sma_steer *st,
+    void (*fn)(void *arg, const struct cats_rec *r), void *arg)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		if (st->v[i].to == NULL)
+			continue;
+		struct cats_rec rec;
+		fill(st, &st->v[i], CATS_STEER_REDIRECT, st->v[i].why,
+		    st->v[i].at, &rec);
+		rec.u.steer.seq = st->v[i].seq;
+		fn(arg, &rec);
+	}
 }
 
 bool

@@ -71,6 +71,7 @@ synced() {
 	    .counters.sync_queued == 0')" = true ]
 }
 partitioned() { [ "$(counter sync_state)" = 2 ]; }
+counter_is() { [ "$(counter "$1")" = "$2" ]; }
 
 # report CSCI CS-ID HEALTH GAS LOCATOR: one push (sequence from a file).
 report() {
@@ -107,31 +108,29 @@ steers() {
 	[ "$(report a ARS UNHEALTHY 100 192.0.2.1)" = 200 ]
 	[ "$(report d VRS UNHEALTHY 50 192.0.2.4)" = 200 ]
 	wait_for 50 partitioned
-	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
-	    jq .counters.steer_active) = 1 ]"
+	wait_for 50 counter_is steer_active 1
 	[ "$(steers)" = '["redirect","ARS","a","b","unhealthy"]' ]
 	dec "$W/steer.cbor" | jq -e '.sma_id == "sma-a" and .site == "site-a" and
 	    .egress == "EF-1" and .from_locator == "192.0.2.1" and
 	    .locator == "192.0.2.2" and .port == 8080 and .until > .ts'
 	grep -q 'event=steer-redirect sma=sma-a cs=ARS from=a from_locator=192.0.2.1 to=b locator=192.0.2.2 reason=unhealthy' sma.audit
+	# The admin's view: the redirect in force, the record that made it.
+	diff <(admin /steer | jq -cS 'del(.auth)') <(dec "$W/steer.cbor" | jq -cS 'del(.auth)')
 	! grep -q 'event=steer-.* cs=VRS' sma.audit
 	[ "$(counter steer_steering)" = 1 ]
 	# The target fails too: no candidate left, the redirect ends.
 	[ "$(report b ARS HEALTHY 0 192.0.2.2)" = 200 ]
-	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
-	    jq .counters.steer_active) = 0 ]"
+	wait_for 50 counter_is steer_active 0
 	steers | tail -1 | grep -qx '\["end","ARS","a",null,"no-candidate"\]'
 	grep -q 'event=steer-refused sma=sma-a cs=ARS from=b why=no-candidate' sma.audit
 	# b back: both a and nothing else go to b.
 	[ "$(report b ARS HEALTHY 300 192.0.2.2)" = 200 ]
-	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
-	    jq .counters.steer_active) = 1 ]"
+	wait_for 50 counter_is steer_active 1
 	steers | tail -1 | grep -qx '\["redirect","ARS","a","b","unhealthy"\]'
 	# Heal: a full sync, acknowledged, then the redirect ends.
 	start_cps
 	wait_for 80 synced
-	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
-	    jq .counters.steer_heals) = 1 ]"
+	wait_for 50 counter_is steer_heals 1
 	[ "$(counter sync_full)" -gt "$full0" ]
 	[ "$(counter steer_active)" = 0 ]
 	[ "$(counter steer_steering)" = 0 ]
@@ -166,8 +165,7 @@ steers() {
 	start_sma
 	sed -i "s|^to = file:.*|to = file:$W/other.cbor|" sma.conf
 	kill -HUP "$SMA"
-	wait_for 50 sh -c "[ \$(curl -s --unix-socket $W/admin.sock http://x/stats |
-	    jq .counters.config_refused) = 1 ]"
+	wait_for 50 counter_is config_refused 1
 	grep -q '\[steer\] to: reload refused' sma.err
 	grep -q 'event=config-refused .*\[steer\] to changed' sma.audit
 }

@@ -186,6 +186,12 @@ run_fixture(const char *name, uint64_t audits_expected)
 	sma_free(core);
 }
 
+static void
+view_add(void *arg, const struct cats_rec *r)
+{
+	json_array_append_new(arg, cats_rec_to_json(r));
+}
+
 /* A record that does not leave is counted, and the state goes on. */
 static void
 test_emit_failure(void)
@@ -228,6 +234,15 @@ test_emit_failure(void)
 	T_OK(s->failures == 1 && s->redirects == 1 && s->active == 1,
 	    "a redirect whose record failed is counted (failures %llu) and "
 	    "in force", (unsigned long long)s->failures);
+	json_t *view = json_array();
+	sma_steer_view(steer, view_add, view);
+	json_t *v0 = json_array_get(view, 0);
+	T_OK(json_array_size(view) == 1 && strcmp(json_string_value(
+	    json_object_get(v0, "to")), "b") == 0 && json_integer_value(
+	    json_object_get(v0, "seq")) == 1 && json_integer_value(
+	    json_object_get(v0, "ts")) == 3000, "the view: the redirect in "
+	    "force, as the record that made it");
+	json_decref(view);
 	T_OK(sma_steer_wants_full(steer) && !sma_steer_wants_full(steer),
 	    "steering asks the heal for a full sync, once");
 	T_OK(sma_steer_next_deadline(steer) == 2000 + 60000,
