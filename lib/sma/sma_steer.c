@@ -273,14 +273,8 @@ find(struct sma_steer *st, const char *cs_id, const char *from)
 static struct redir *
 add(struct sma_steer *st, const char *cs_id, const struct sma_entry *e)
 {
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 16;
-		struct redir *v = realloc(st->v, cap * sizeof(*v));
-		if (v == NULL)
-			return NULL;
-		st->v = v;
-		st->cap = cap;
-	}
+	if (cats_grow((void **)&st->v, &st->cap, st->n, sizeof(*st->v), 16) < 0)
+		return NULL;
 	struct redir *r = &st->v[st->n];
 	memset(r, 0, sizeof(*r));
 	r->cs_id = strdup(cs_id);
