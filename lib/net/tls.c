@@ -996,19 +996,42 @@ pump_atexit(void)
 	}
 }
 
+/* The client context, made at the first connection without TLS options. */
+static int
+client_ctx(char *err, size_t errlen)
+{
+	char why[300];
+	if (g_cli != NULL)
+		return 0;
+	if (g_exidx < 0)
+		g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL, hs_free);
+	if ((g_cli = make_ctx(false, why, sizeof(why))) == NULL) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The server's name or address that its certificate must carry. */
+static void
+server_name(SSL *ssl, const char *host)
+{
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, host, &a6) == 1 ||
+	    inet_pton(AF_INET6, host, &a6) == 1)
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
+	else {
+		SSL_set_tlsext_host_name(ssl, host);
+		SSL_set1_host(ssl, host);
+	}
+}
+
 int
 cats_tls_connect(int fd, const char *host, char *err, size_t errlen)
 {
-	if (g_cli == NULL) {
-		char why[300];
-		if (g_exidx < 0)
-			g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
-			    hs_free);
-		if ((g_cli = make_ctx(false, why, sizeof(why))) == NULL) {
-			snprintf(err, errlen, "%s", why);
-			close(fd);
-			return -1;
-		}
+	if (client_ctx(err, errlen) < 0) {
+		close(fd);
+		return -1;
 	}
 	SSL *ssl = SSL_new(g_cli);
 	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
@@ -1017,15 +1040,7 @@ cats_tls_connect(int fd, const char *host, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	struct in6_addr a6;
-	bool ip = inet_pton(AF_INET, host, &a6) == 1 ||
-	    inet_pton(AF_INET6, host, &a6) == 1;
-	if (ip)
-		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
-	else {
-		SSL_set_tlsext_host_name(ssl, host);
-		SSL_set1_host(ssl, host);
-	}
+	server_name(ssl, host);
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	nodelay(fd);
@@ -1132,16 +1147,8 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 {
 	int sp[2] = { -1, -1 };
 	SSL *ssl = NULL;
-	if (g_cli == NULL) {
-		char why[300];
-		if (g_exidx < 0)
-			g_exidx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
-			    hs_free);
-		if ((g_cli = make_ctx(false, why, sizeof(why))) == NULL) {
-			snprintf(err, errlen, "%s", why);
-			return -1;
-		}
-	}
+	if (client_ctx(err, errlen) < 0)
+		return -1;
 	int fd = connect_nb(ep, err, errlen);
 	if (fd < 0)
 		return -1;
@@ -1160,14 +1167,7 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 	if ((ssl = SSL_new(g_cli)) == NULL || socketpair(AF_UNIX, SOCK_STREAM |
 	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
 		goto fail;
-	struct in6_addr a6;
-	if (inet_pton(AF_INET, ep->host, &a6) == 1 ||
-	    inet_pton(AF_INET6, ep->host, &a6) == 1)
-		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ep->host);
-	else {
-		SSL_set_tlsext_host_name(ssl, ep->host);
-		SSL_set1_host(ssl, ep->host);
-	}
+	server_name(ssl, ep->host);
 	nodelay(fd);
 	if ((p->app = bufferevent_socket_new(base, sp[0],
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL)

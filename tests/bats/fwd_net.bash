@@ -173,22 +173,11 @@ start_egress() {
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
 }
 
-# Counter NAME of a forwarder (ingress|egress), from a fresh stats dump.
-# Fails, saying why, when the forwarder is gone, sends no stats or has no
-# such counter: a dead forwarder never reads as a count that did not move.
+# Counter NAME of a forwarder (ingress|egress), from a fresh stats dump
+# (helper.bash's stats_counter).
 counter() {
-	local who=$1 name=$2 pid v
-	pid=$(cat "$FWD_DIR/$who.pid" 2>/dev/null)
-	rm -f "$FWD_DIR/$who.stats"
-	kill -USR1 "$pid" 2>/dev/null ||
-		{ echo "counter: $who (pid ${pid:-none}) is not running" >&2; return 1; }
-	wait_for 50 jq -e .counters "$FWD_DIR/$who.stats" ||
-		{ echo "counter: no stats from $who" >&2; return 1; }
-	v=$(jq -r ".counters.$name" "$FWD_DIR/$who.stats" | tail -1)
-	case $v in
-	''|*[!0-9]*) echo "counter: $who has no counter $name ($v)" >&2; return 1 ;;
-	esac
-	echo "$v"
+	stats_counter "$(cat "$FWD_DIR/$1.pid" 2>/dev/null)" \
+	    "$FWD_DIR/$1.stats" "$2"
 }
 
 # Wait until counter NAME of forwarder WHO compares to VALUE with OP (an

@@ -78,12 +78,7 @@ start_fwd() {
 }
 
 # Counter NAME of the forwarder, from a fresh stats dump (SIGUSR1).
-fwd_counter() {
-	rm -f "$W/fwd.stats"
-	kill -USR1 "$FWD" || return 1
-	wait_for 50 jq -e .counters "$W/fwd.stats" >/dev/null || return 1
-	jq -r ".counters.$1" "$W/fwd.stats" | tail -1
-}
+fwd_counter() { stats_counter "$FWD" "$W/fwd.stats" "$1"; }
 fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
 
 @test "fwd tls: cats-fwd reaches cats-select and cats-bind over tls: and a flow gets its binding; a server of another CA is refused, counted and retried until SIGHUP reads the right CA" {

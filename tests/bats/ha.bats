@@ -388,12 +388,7 @@ stop_fwd() {
 }
 
 # Counter NAME of the forwarder, from a fresh stats dump (SIGUSR1).
-fwd_counter() {
-	rm -f "$W/fwd.stats"
-	kill -USR1 "$pid_f" || return 1
-	wait_for 50 jq -e .counters "$W/fwd.stats" >/dev/null || return 1
-	jq -r ".counters.$1" "$W/fwd.stats" | tail -1
-}
+fwd_counter() { stats_counter "$pid_f" "$W/fwd.stats" "$1"; }
 fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
 
 # Two instances with endpoints of their own: unix:$W/a.sock, unix:$W/b.sock.

@@ -86,6 +86,25 @@ check_synopsis() {
 	    <(printf '%s\n' "${help#usage: }" | words)
 }
 
+# Counter NAME of the cats-fwd of pid PID that writes its stats (--stats
+# file:FILE) to FILE, from a fresh dump (SIGUSR1): stats_counter PID FILE
+# NAME.  Fails, saying why, when the forwarder is gone, sends no stats or
+# has no such counter: a dead forwarder never reads as a count that did
+# not move.
+stats_counter() {
+	local pid=$1 file=$2 name=$3 v
+	rm -f "$file"
+	kill -USR1 "$pid" 2>/dev/null ||
+		{ echo "counter: pid ${pid:-none} is not running" >&2; return 1; }
+	wait_for 50 jq -e .counters "$file" >/dev/null ||
+		{ echo "counter: no stats from pid $pid" >&2; return 1; }
+	v=$(jq -r ".counters.$name" "$file" | tail -1)
+	case $v in
+	''|*[!0-9]*) echo "counter: pid $pid has no counter $name ($v)" >&2; return 1 ;;
+	esac
+	echo "$v"
+}
+
 # JSON Lines -> CBOR, and back, for fixtures.
 enc() { cats-cbor encode "$@"; }
 dec() { cats-cbor decode "$@"; }
