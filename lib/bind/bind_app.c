@@ -23,6 +23,7 @@
 #define HELLO_TAGS 65536
 #define HELD_FLUSH (1u << 20)
 #define CONN_QUEUE_MAX (UINT64_C(1) << 30)
+#define KEEPALIVE_MS 1000
 
 /* A forwarder's connection; its place in the listener is lc. */
 struct bind_app_conn {
@@ -207,6 +208,7 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "in.bad", a->in_bad);
 	cats_stats_add(st, "passed", a->passed);
 	cats_stats_add(st, "sent.dropped", a->dropped_sends);
+	cats_stats_add(st, "sent.keepalives", a->keepalives);
 	cats_stats_gauge(st, "forwarders", a->byname.n);
 	if (a->lst != NULL) {
 		const struct cats_listener_stats *ls =
@@ -711,6 +713,24 @@ bind_app_input(struct bind_app *a)
 	return CATS_EXIT_OK;
 }
 
+/* To each forwarder that said hello: this manager is alive, at its epoch. */
+static void
+keepalive(struct bind_app *a, uint64_t now)
+{
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_STATUS);
+	r.u.status.event = CATS_EV_KEEPALIVE;
+	r.u.status.ts = now;
+	CATS_SET(&r.u.status, STA, epoch, bind_epoch(a->t));
+	FOREACH_CONN(a, c, lc, nx) {
+		if (c->fwd == NULL)
+			continue;
+		r.u.status.fwd = c->fwd;
+		hold(a, c->s, &r, true);
+		a->keepalives++;
+	}
+}
+
 void
 bind_app_tick(struct bind_app *a)
 {
@@ -731,6 +751,11 @@ bind_app_tick(struct bind_app *a)
 	if (a->stats_ms && now - a->last_stats >= a->stats_ms) {
 		bind_app_stats(a);
 		a->last_stats = now;
+	}
+	if (a->listening && !cats_clock_replay() &&
+	    now - a->last_keepalive >= KEEPALIVE_MS) {
+		keepalive(a, now);
+		a->last_keepalive = now;
 	}
 	if (a->j != NULL && bj_snapshot_wait(a->j, false) < 0)
 		cats_errorx("journal: the background snapshot failed; the "

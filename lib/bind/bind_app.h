@@ -80,11 +80,12 @@ struct bind_app {
 	struct cats_replay *hellos;	/* replayed hellos (sec/crypto.h) */
 	struct cats_dec dec;
 	bool paused, stdin_eof, listening, stopping;
-	uint64_t last_fsync, last_stats;
+	uint64_t last_fsync, last_stats, last_keepalive;
 	int exit_code;
 	/* counters of the tool itself */
 	uint64_t in_records, in_bad, passed, dropped_sends, conns_refused,
-	    auth_refused, hello_replayed, imperson, journal_errors;
+	    auth_refused, hello_replayed, imperson, journal_errors,
+	    keepalives;
 	struct cats_hist h_install;	/* a path-rep in to its bindings out */
 };
 
@@ -110,7 +111,11 @@ void bind_app_listener(struct bind_app *a, int fd);
 int bind_app_input(struct bind_app *a);
 /*
  * The timer (every 50 ms): deadlines when live, the --fsync interval, the
- * --stats-interval record, background snapshots.
+ * --stats-interval record, background snapshots, and live every second a
+ * keepalive to each forwarder that said hello (a status, event keepalive,
+ * with the epoch; held behind the commit like every output, so an owner
+ * that may no longer act sends none): a forwarder leaves a connection
+ * that falls silent (cats-fwd(1) CONTROL CHANNELS).
  */
 void bind_app_tick(struct bind_app *a);
 /* A stats record to stdout (SIGUSR1, --stats). */

@@ -40,7 +40,8 @@ const char *const cats_flow_state_names[] = { "ABSENT", "PENDING",
 	"DESTINATION_SELECTED", "BINDING_READY", "ACTIVE", "DRAINING", "FAILED",
 	"RECONNECT_REQUIRED", NULL };
 const char *const cats_status_event_names[] = { "installed", "refreshed",
-	"failed", "expired", "removed", "hello", "path-down", "path-up", NULL };
+	"failed", "expired", "removed", "hello", "path-down", "path-up",
+	"keepalive", NULL };
 const char *const cats_req_mode_names[] = { "none", "a", "b", NULL };
 
 /* ---- cross-field rules ---- */

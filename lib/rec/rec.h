@@ -111,7 +111,7 @@ enum cats_flow_state { CATS_FS_ABSENT, CATS_FS_PENDING,
 extern const char *const cats_flow_state_names[];
 enum cats_status_event { CATS_EV_INSTALLED, CATS_EV_REFRESHED, CATS_EV_FAILED,
 	CATS_EV_EXPIRED, CATS_EV_REMOVED, CATS_EV_HELLO, CATS_EV_PATH_DOWN,
-	CATS_EV_PATH_UP };
+	CATS_EV_PATH_UP, CATS_EV_KEEPALIVE };
 extern const char *const cats_status_event_names[];
 enum cats_req_mode { CATS_MODE_NONE, CATS_MODE_A, CATS_MODE_B };
 extern const char *const cats_req_mode_names[];
@@ -424,7 +424,7 @@ extern const char *const cats_steer_op_names[];
 /* status: a forwarder reports on a binding. */
 #define CATS_STA_FIELDS(X) \
  X(STA, fwd, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "reporting forwarder") \
- X(STA, event, ENUM, int, CATS_REQ, 0, 0, NULL, cats_status_event_names, "", "installed, refreshed, failed, expired, removed, hello, path-down, path-up") \
+ X(STA, event, ENUM, int, CATS_REQ, 0, 0, NULL, cats_status_event_names, "", "installed, refreshed, failed, expired, removed, hello, path-down, path-up; keepalive (cats-bind and cats-select to a forwarder: the channel is alive, cats-fwd(1) CONTROL CHANNELS)") \
  X(STA, ts, U64, uint64_t, CATS_REQ, 0, CATS_U53, NULL, NULL, "ms", "time") \
  X(STA, id, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "binding id") \
  X(STA, txn, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "", "transaction id") \

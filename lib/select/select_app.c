@@ -35,6 +35,7 @@ struct cats_sel_conn {
 	bool peercred;
 	uint32_t uid;
 	bool listener;		/* a datagram listener: kept at EOF */
+	char fwd[CATS_ID + 1];	/* after its hello: keepalives go to it */
 	struct cats_sel_conn *next, **prevp;
 };
 
@@ -169,6 +170,7 @@ stats_list(struct cats_sel_app *a, struct cats_stats_list *st, uint64_t now)
 	KV("passed", a->passed);
 	KV("fwd_dropped", a->fwd_dropped);
 	KV("hellos", a->hellos_ok);
+	KV("keepalives", a->keepalives);
 	KV("hello_refused", a->hello_refused);
 	KV("hello_replayed", a->hello_replayed);
 	const struct cats_listener_stats *ls = a->lst ?
@@ -568,6 +570,7 @@ handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
 		return;
 	}
 	a->hellos_ok++;
+	cats_strlcpy(c->fwd, st->fwd, sizeof(c->fwd));
 	cats_conn_auth(c->lc);
 	cats_conn_touch(c->lc);
 }
@@ -765,6 +768,7 @@ on_in_eof(struct cats_stream *s, int error, void *arg)
 		cats_sel_app_finish(a);
 }
 
+/* A connection on fd, written to (keepalives) when it is a stream's. */
 static struct cats_sel_conn *
 conn_new(struct cats_sel_app *a, int fd, bool dgram, bool listener)
 {
@@ -775,7 +779,8 @@ conn_new(struct cats_sel_app *a, int fd, bool dgram, bool listener)
 		return NULL;
 	c->app = a;
 	c->listener = listener;
-	c->s = cats_stream_new(a->base, fd, -1, dgram, &a->dec.lim, 0, &cbs, c);
+	c->s = cats_stream_new(a->base, fd, dgram ? -1 : fd, dgram,
+	    &a->dec.lim, 0, &cbs, c);
 	if (c->s == NULL) {
 		free(c);
 		return NULL;
@@ -825,10 +830,39 @@ on_conn_closed(struct cats_conn *lc, int why, void *arg)
 
 /* ---- timers and reloads ---- */
 
+/*
+ * To each forwarder that said hello on a stream: this selector is alive
+ * (cats-fwd(1) CONTROL CHANNELS: it leaves a channel that falls silent).
+ * A connection that cannot take it is closed, never waited for.
+ */
+static void
+keepalive(struct cats_sel_app *a, uint64_t now)
+{
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_STATUS);
+	r.u.status.event = CATS_EV_KEEPALIVE;
+	r.u.status.ts = now;
+	for (struct cats_sel_conn *c = a->conns, *nx; c != NULL; c = nx) {
+		nx = c->next;
+		if (c->lc == NULL || c->fwd[0] == '\0')
+			continue;
+		r.u.status.fwd = c->fwd;
+		cats_buf_reset(&a->obuf);
+		if (cats_rec_encode(&r, &a->obuf, true) < 0)
+			return;
+		if (cats_stream_send(c->s, a->obuf.p, a->obuf.len) < 0) {
+			conn_free(c);
+			continue;
+		}
+		a->keepalives++;
+	}
+}
+
 void
 cats_sel_app_tick(struct cats_sel_app *a)
 {
 	uint64_t now = cats_clock_now();
+	keepalive(a, now);
 	purge(a, now);
 	cats_sel_app_save_state(a, false);
 	if (a->o.stats_ms > 0 && now >= a->last_stats_ts + a->o.stats_ms)

@@ -75,7 +75,7 @@ struct cats_sel_app {
 	uint64_t te_applied, te_refused;
 	/* Counters of the tool (the selector has its own). */
 	uint64_t records, bad, passed, fwd_dropped, conns_refused;
-	uint64_t hellos_ok, hello_refused, hello_replayed;
+	uint64_t hellos_ok, hello_refused, hello_replayed, keepalives;
 	struct cats_replay *hellos;	/* replayed hellos (sec/crypto.h) */
 	uint64_t svc_applied, svc_ignored, svc_refused;
 	uint64_t met_records, met_stale, met_bad, met_resync, met_applied,
@@ -113,8 +113,9 @@ int cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
  * server (nothing without --ingest). */
 int cats_sel_app_ingest(struct cats_sel_app *a);
 
-/* Once a second when live: expired soft state goes, and the stats record
- * of --stats-interval when it is due. */
+/* Once a second when live: a keepalive to each forwarder that said hello
+ * on a stream, expired soft state goes, and the stats record of
+ * --stats-interval when it is due. */
 void cats_sel_app_tick(struct cats_sel_app *a);
 
 /*

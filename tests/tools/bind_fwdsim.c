@@ -1,8 +1,8 @@
 /*
  * bind_fwdsim - a stand-in forwarder for cats-bind tests: connects, says
  * hello, answers every binding (installed, or failed with -f; removed for a
- * remove), prints every record it receives as a JSON line, and stops after
- * -x records, at EOF, or after -t seconds.
+ * remove), prints every record it receives as a JSON line (but keepalives,
+ * which it drops), and stops after -x records, at EOF, or after -t seconds.
  *
  *   bind_fwdsim -c ENDPOINT -n NAME [-e EPOCH] [-f] [-q] [-t SEC] [-x N]
  *               [-E ID] [-k KEY] [-P ID]
@@ -138,6 +138,10 @@ main(int argc, char **argv)
 				break;
 			continue;
 		}
+		/* The channel's, as in cats-fwd: neither printed nor counted. */
+		if (r.type == CATS_T_STATUS &&
+		    r.u.status.event == CATS_EV_KEEPALIVE)
+			continue;
 		got++;
 		cats_rec_print_json(&r, stdout);
 		if (quiet || r.type != CATS_T_BINDING)
