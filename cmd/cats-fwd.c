@@ -35,8 +35,9 @@ static struct cats_fwdp_conf cf;
 static struct cats_fwdp fw;
 static struct event_base *base;
 static struct event *tx_flush_ev;
-static struct cats_chan ch_select = { .name = "select" }, ch_bind = {
-	.name = "bind", .is_bind = true };
+static struct cats_chan ch_select = { .name = "select",
+	.deadline_ms = CATS_CHAN_DEADLINE_MS }, ch_bind = { .name = "bind",
+	.is_bind = true, .deadline_ms = CATS_CHAN_DEADLINE_MS };
 static struct cats_dec ctl_dec;
 static struct cats_key key;
 static struct cats_keyring peers;
@@ -223,13 +224,14 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
-	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD };
+	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
 	{ "bind", required_argument, NULL, O_BIND },
 	{ "client", required_argument, NULL, O_CLIENT },
 	{ "core", required_argument, NULL, O_CORE },
+	{ "ctl-deadline", required_argument, NULL, O_CTLDL },
 	{ "dataplane", required_argument, NULL, O_DP },
 	{ "encaps", required_argument, NULL, O_ENCAPS },
 	{ "epoch", required_argument, NULL, O_EPOCH },
@@ -428,6 +430,10 @@ main(int argc, char **argv)
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
 			break;
+		case O_CTLDL:
+			ch_select.deadline_ms = ch_bind.deadline_ms =
+			    cats_opt_ms("--ctl-deadline", optarg);
+			break;
 		case O_ENCAPS:
 			cats_fwdp_opt_encaps(&cf, optarg);
 			break;
@@ -568,6 +574,7 @@ main(int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	cats_fwdp_start(&fw, sync_ms, cats_clock_now());
+	cats_chan_follow(&ch_bind, &ch_select);
 	if (select_ep != NULL)
 		need_chan(&ch_select);
 	if (cf.bind_ep != NULL)

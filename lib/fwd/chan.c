@@ -10,7 +10,13 @@
 #include "fwd/chan.h"
 #include "net/tls.h"
 
+/* A check this late after the one before: the forwarder stalled. */
+#define CHECK_STALL_MS 1000
+
 static void chan_connect(struct cats_chan *c);
+static void chan_drop(struct cats_chan *c);
+static void chan_follow(struct cats_chan *c, struct cats_chan *f,
+    unsigned i);
 
 int
 cats_chan_send(struct cats_chan *c, struct cats_rec *r)
@@ -46,7 +52,10 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		    sizeof(msg)));
 		return;
 	}
-	if (c->peers != NULL) {
+	bool ka = r.type == CATS_T_STATUS &&
+	    r.u.status.event == CATS_EV_KEEPALIVE;
+	/* cats-select signs nothing: its keepalive carries no state. */
+	if (c->peers != NULL && (c->is_bind || !ka)) {
 		const struct cats_key *who;
 		if (cats_rec_verify(&r, c->peers, &who, &e) < 0) {
 			c->w->ctr[CATS_FC_ctl_auth_fail]++;
@@ -55,7 +64,30 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			return;
 		}
 	}
-	cats_fwdp_ctl(c->w, &r, c->is_bind, c->now());
+	uint64_t now = c->now();
+	/* An owner of an older epoch is alive, but fenced: not used. */
+	uint64_t hi = c->w->tab.epoch_max;
+	if (ka && c->is_bind && CATS_HAS(&r.u.status, STA, epoch) &&
+	    r.u.status.epoch < hi) {
+		char eps[4400];
+		c->w->ctr[CATS_FC_ctl_fenced]++;
+		cats_warnx("%s: %s: a keepalive of epoch %" PRIu64 ", older "
+		    "than %" PRIu64 ": a fenced owner, left", c->name,
+		    cats_ep_str(&c->ep[c->rot.cur], eps, sizeof(eps)),
+		    r.u.status.epoch, hi);
+		cats_audit("fenced", "channel=%s endpoint=%s epoch=%" PRIu64
+		    " highest=%" PRIu64, c->name, eps, r.u.status.epoch, hi);
+		chan_drop(c);
+		return;
+	}
+	cats_chan_live_rx(&c->live, ka, now);
+	if (!c->answered) {
+		c->answered = true;
+		if (c->follower != NULL)
+			chan_follow(c, c->follower, c->rot.cur);
+	}
+	if (!ka)
+		cats_fwdp_ctl(c->w, &r, c->is_bind, now);
 }
 
 static void
@@ -75,7 +107,48 @@ cats_chan_rot_init(struct cats_chan_rot *r, unsigned n)
 	memset(r, 0, sizeof(*r));
 	r->n = n > 0 ? n : 1;
 	r->retry_ms = 100;
-	r->last_up = r->n;
+	r->last_up = r->pin = r->n;
+}
+
+void
+cats_chan_rot_pin(struct cats_chan_rot *r, unsigned i)
+{
+	if (i >= r->n) {
+		r->pin = r->n;
+		return;
+	}
+	r->pin = r->cur = r->first = i;
+}
+
+void
+cats_chan_live_init(struct cats_chan_live *l, uint64_t deadline_ms,
+    bool armed)
+{
+	memset(l, 0, sizeof(*l));
+	l->deadline_ms = deadline_ms;
+	l->armed = armed;
+}
+
+void
+cats_chan_live_up(struct cats_chan_live *l, uint64_t now)
+{
+	l->last = now;
+}
+
+void
+cats_chan_live_rx(struct cats_chan_live *l, bool keepalive, uint64_t now)
+{
+	if (now > l->last)
+		l->last = now;
+	if (keepalive)
+		l->armed = true;
+}
+
+bool
+cats_chan_live_dead(const struct cats_chan_live *l, uint64_t now)
+{
+	return l->armed && l->deadline_ms > 0 && now >= l->last &&
+	    now - l->last >= l->deadline_ms;
 }
 
 /*
@@ -91,12 +164,17 @@ unsigned
 cats_chan_rot_fail(struct cats_chan_rot *r)
 {
 	r->fails++;
-	r->cur = (r->cur + 1) % r->n;
-	if (r->up) {			/* lost: a new round, from the next */
+	if (r->pin < r->n) {		/* following: this one alone */
 		r->up = false;
-		r->first = r->cur;
-	} else if (r->cur != r->first)
-		return 0;		/* the round goes on at once */
+		r->cur = r->first = r->pin;
+	} else {
+		r->cur = (r->cur + 1) % r->n;
+		if (r->up) {		/* lost: a new round, from the next */
+			r->up = false;
+			r->first = r->cur;
+		} else if (r->cur != r->first)
+			return 0;	/* the round goes on at once */
+	}
 	if (r->retry_ms < 100)
 		r->retry_ms = 100;
 	unsigned ms = r->retry_ms;
@@ -131,6 +209,21 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 	chan_connect(arg);
 }
 
+/* The connection is over (closed, silent or fenced): the next endpoint. */
+static void
+chan_drop(struct cats_chan *c)
+{
+	cats_stream_free(c->s);
+	c->s = NULL;
+	c->answered = false;
+	/* The channel followed is gone: its follower rotates again. */
+	if (c->follower != NULL) {
+		cats_chan_rot_pin(&c->follower->rot, CATS_CHAN_EPS);
+		c->follower->follow_to = CATS_CHAN_EPS;
+	}
+	retry_later(c);
+}
+
 static void
 on_eof(struct cats_stream *s, int error, void *arg)
 {
@@ -138,9 +231,66 @@ on_eof(struct cats_stream *s, int error, void *arg)
 	(void)s;
 	cats_warnx("%s: connection closed%s%s", c->name, error ? ": " : "",
 	    error ? strerror(error) : "");
-	cats_stream_free(c->s);
-	c->s = NULL;
-	retry_later(c);
+	chan_drop(c);
+}
+
+/* The deadline: a connection silent past it is dead (a frozen peer). */
+static void
+on_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_chan *c = arg;
+	(void)fd;
+	(void)what;
+	uint64_t now = c->now(), last = c->last_check;
+	c->last_check = now;
+	/* This loop stalled itself: what came meanwhile is read first. */
+	if (now - last > CHECK_STALL_MS)
+		return;
+	if (c->s == NULL || !cats_chan_live_dead(&c->live, now))
+		return;
+	char eps[4400];
+	cats_ep_str(&c->ep[c->rot.cur], eps, sizeof(eps));
+	c->w->ctr[CATS_FC_ctl_silent]++;
+	cats_warnx("%s: %s: nothing for %" PRIu64 " ms (deadline %" PRIu64
+	    " ms): dead, closed%s", c->name, eps, now - c->live.last,
+	    c->live.deadline_ms, c->nep > 1 && c->rot.pin >= c->rot.n ?
+	    "; trying the next endpoint" : "");
+	cats_audit("ctl-silent", "channel=%s endpoint=%s ms=%" PRIu64,
+	    c->name, eps, now - c->live.last);
+	chan_drop(c);
+}
+
+/*
+ * f follows c onto its endpoint i: it leaves another one at once (what it
+ * had queued there was for an instance that does not own) and connects to
+ * i now, unless it is on i already or retrying it.
+ */
+static void
+chan_follow(struct cats_chan *c, struct cats_chan *f, unsigned i)
+{
+	char eps[4400];
+	if (f->rot.pin == i || f->retry == NULL)
+		return;
+	if (f->tls_fd >= 0) {
+		/* A handshake under way: followed once it ends (on_tls). */
+		f->follow_to = i;
+		f->lead = c;
+		return;
+	}
+	bool on_it = f->s != NULL && f->rot.cur == i;
+	cats_chan_rot_pin(&f->rot, i);
+	if (on_it)
+		return;
+	cats_info("%s: following %s to %s", f->name, c->name,
+	    cats_ep_str(&f->ep[i], eps, sizeof(eps)));
+	if (f->s != NULL) {
+		cats_stream_free(f->s);
+		f->s = NULL;
+		f->answered = false;
+		f->rot.up = false;
+	}
+	evtimer_del(f->retry);
+	chan_connect(f);
 }
 
 /* The connection to the current endpoint is made: records flow. */
@@ -154,6 +304,8 @@ chan_up(struct cats_chan *c, int fd)
 		    cats_ep_str(ep, eps, sizeof(eps)));
 	uint64_t sw = c->rot.switches;
 	cats_chan_rot_up(&c->rot);
+	cats_chan_live_up(&c->live, c->now());
+	c->answered = false;
 	if (c->rot.switches != sw)
 		c->w->ctr[CATS_FC_ctl_switches]++;
 	static const struct cats_stream_cbs cbs = { .item = on_item,
@@ -185,6 +337,19 @@ on_tls(void *arg, const char *why)
 	struct cats_chan *c = arg;
 	int fd = c->tls_fd;
 	c->tls_fd = -1;
+	if (c->follow_to < c->nep) {
+		/* Followed meanwhile: kept if it is the one, else left. */
+		unsigned i = c->follow_to;
+		c->follow_to = CATS_CHAN_EPS;
+		if (why == NULL && c->rot.cur == i) {
+			cats_chan_rot_pin(&c->rot, i);
+			chan_up(c, fd);
+		} else {
+			close(fd);
+			chan_follow(c->lead, c, i);
+		}
+		return;
+	}
 	if (why == NULL) {
 		chan_up(c, fd);
 		return;
@@ -251,12 +416,34 @@ cats_chan_add(struct cats_chan *c, const char *spec, char *err,
 	return 0;
 }
 
+bool
+cats_chan_follow(struct cats_chan *c, struct cats_chan *f)
+{
+	if (c->nep < 2 || c->nep != f->nep)
+		return false;
+	c->follower = f;
+	f->lead = c;
+	return true;
+}
+
 void
 cats_chan_start(struct cats_chan *c)
 {
 	cats_chan_rot_init(&c->rot, c->nep);
 	c->tls_fd = -1;
+	c->follow_to = CATS_CHAN_EPS;
+	/* Several endpoints are cats-bind or cats-select instances, which
+	 * send keepalives: held to the deadline from the start. */
+	cats_chan_live_init(&c->live, c->dgram ? 0 : c->deadline_ms,
+	    c->nep > 1);
 	c->retry = evtimer_new(c->base, on_retry, c);
+	if (!c->dgram && c->deadline_ms > 0) {
+		struct timeval tv = { 0, 100000 };
+		c->last_check = c->now();
+		c->check = event_new(c->base, -1, EV_PERSIST, on_check, c);
+		if (c->check != NULL)
+			event_add(c->check, &tv);
+	}
 	chan_connect(c);
 }
 

@@ -14,7 +14,28 @@
  * the others in a round, from the next: 100 ms later, each at once after
  * the one before refused, and the round again 100 ms later, 100 ms more for
  * each failed round up to a second (cats_chan_rot_fail()).  It prefers
- * none: it never leaves an endpoint that works.
+ * none: it never leaves an endpoint that works, unless it falls silent.
+ *
+ * Liveness: cats-bind and cats-select send a keepalive (a status record,
+ * event keepalive) every second on every forwarder connection; a stream
+ * channel on which nothing arrives for its deadline (--ctl-deadline, 3 s
+ * by default) is closed as dead (a frozen or partitioned C-PS keeps its
+ * connections open) and the next endpoint tried, audited (ctl-silent) and
+ * counted (ctl_silent; the move in ctl_switches).  The deadline holds from
+ * the first connection on a channel of several endpoints, and on one of a
+ * single endpoint once a keepalive came, so that a peer that sends none
+ * is not cut off.  A check that comes over a second late (the forwarder
+ * itself stalled) waits for the next, so that what arrived meanwhile is
+ * read first.  A keepalive from a binding manager of an epoch older
+ * than the highest the forwarder has seen is a fenced owner's: the channel
+ * leaves it at once (audited fenced, counted ctl_fenced).
+ *
+ * Following: when --select and --bind have the same number of endpoints
+ * (several), the i-th of each are one instance of the C-PS, and the select
+ * channel follows the bind channel: once an endpoint of the binding
+ * manager answers (its first record), the select channel moves to the
+ * endpoint of the same rank and stays there, retrying it alone, until the
+ * bind channel loses its connection.
  *
  * On a stream socket, records sent while handling a batch (requests for a
  * ring's worth of new flows, statuses for the bindings of one read) are
@@ -39,6 +60,8 @@
 #include "sec/crypto.h"
 
 #define CATS_CHAN_EPS 8
+/* The default deadline of a silent channel (--ctl-deadline). */
+#define CATS_CHAN_DEADLINE_MS 3000
 
 /* Which endpoint to try and when; pure, so that the rotation is tested. */
 struct cats_chan_rot {
@@ -50,6 +73,7 @@ struct cats_chan_rot {
 	uint64_t fails;			/* connects failed and connections lost */
 	uint64_t switches;		/* connections made to another endpoint */
 	unsigned last_up;		/* the endpoint last connected (n: none) */
+	unsigned pin;			/* kept to this one (n: none): following */
 };
 
 /*
@@ -61,6 +85,30 @@ unsigned cats_chan_rot_fail(struct cats_chan_rot *r);
 void cats_chan_rot_up(struct cats_chan_rot *r);
 /* n endpoints, none tried. */
 void cats_chan_rot_init(struct cats_chan_rot *r, unsigned n);
+/*
+ * Keep to endpoint i (the one of the same rank as the channel followed):
+ * it is cur, and a failure retries it alone, with the delays of one
+ * endpoint.  i >= n: rotate again.
+ */
+void cats_chan_rot_pin(struct cats_chan_rot *r, unsigned i);
+
+/* Whether a connection is alive; pure, time passed in (ms). */
+struct cats_chan_live {
+	uint64_t deadline_ms;		/* silent this long: dead; 0: never */
+	bool armed;			/* held to the deadline */
+	uint64_t last;			/* the last record in, or the connect */
+};
+
+/* A deadline of deadline_ms, held from the start when armed. */
+void cats_chan_live_init(struct cats_chan_live *l, uint64_t deadline_ms,
+    bool armed);
+/* Connected at now. */
+void cats_chan_live_up(struct cats_chan_live *l, uint64_t now);
+/* A record came at now; a keepalive arms the deadline for good. */
+void cats_chan_live_rx(struct cats_chan_live *l, bool keepalive,
+    uint64_t now);
+/* Silent past the deadline at now (and held to it). */
+bool cats_chan_live_dead(const struct cats_chan_live *l, uint64_t now);
 
 struct cats_chan {
 	const char *name;		/* "select", "bind" */
@@ -79,6 +127,14 @@ struct cats_chan {
 	struct event *retry;
 	int tls_fd;			/* a tls: handshake under way, or -1 */
 	bool dgram;
+	uint64_t deadline_ms;		/* the caller's: --ctl-deadline */
+	struct cats_chan_live live;
+	struct event *check;		/* the deadline, looked at every 100 ms */
+	uint64_t last_check;		/* when it was last looked at */
+	bool answered;			/* a record came on this connection */
+	struct cats_chan *follower;	/* moves with this one (cats_chan_follow) */
+	struct cats_chan *lead;		/* the one this follows */
+	unsigned follow_to;		/* to follow once a handshake ends */
 };
 
 /*
@@ -89,8 +145,13 @@ struct cats_chan {
 int cats_chan_add(struct cats_chan *c, const char *spec, char *err,
     size_t errlen);
 /*
+ * f follows c when both have the same number of endpoints, more than one
+ * (true); else they rotate apart (false).  Before cats_chan_start.
+ */
+bool cats_chan_follow(struct cats_chan *c, struct cats_chan *f);
+/*
  * Connect to the first endpoint (or schedule a retry).  The caller sets
- * name, is_bind, w, base, key, peers, dec and now first.
+ * name, is_bind, w, base, key, peers, dec, now and deadline_ms first.
  */
 void cats_chan_start(struct cats_chan *c);
 /* Send a record (signed when there is a key); -1 when the channel is down. */

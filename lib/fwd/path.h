@@ -47,7 +47,8 @@
 	X(icmp_sent) X(icmp_limited) X(mss_clamped) X(tso_segments) X(gso_sends) \
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
-	X(errors_received) X(status_sent) X(bind_connects) X(ctl_switches) X(ctl_tls_fail) X(rx_ring_drops) \
+	X(errors_received) X(status_sent) X(bind_connects) X(ctl_switches) \
+	X(ctl_tls_fail) X(ctl_silent) X(ctl_fenced) X(rx_ring_drops) \
 	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent) \
 	X(tcp_reopened) X(fallback_bound) X(fallback_refused) \
 	X(fallback_reported) X(reverse_learned)

@@ -235,7 +235,8 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 }
 
 # A cats-cps instance NAME (a or b): its own selector socket, the shared
-# binding socket, the binding stage on etcd; control input on a fifo.
+# binding socket (SVC_BIND=bind-NAME: one of its own), the binding stage on
+# etcd (commit SVC_COMMIT, none by default); control input on a fifo.
 start_service() {
 	local n=$1
 	[ -f "$W/nst.jsonl" ] || sh "$TOP/examples/nst-from-tedb.sh" \
@@ -251,8 +252,8 @@ state = $W/select-$n.state
 [pce]
 t = $TOP/examples/topology.json
 [bind]
-commit = none
-listen = unix:$W/bind.sock
+commit = ${SVC_COMMIT:-none}
+listen = unix:$W/${SVC_BIND:-bind}.sock
 etcd = $ETCD
 etcd-prefix = $P
 CONF
@@ -364,7 +365,8 @@ for e in json.load(sys.stdin):
 
 # A real cats-fwd IF-1 in a namespace of its own (a TUN device for its
 # ports; the control channels are unix sockets, reachable from any
-# namespace), given the endpoints of both instances: --bind "$@".
+# namespace), given the endpoints of both instances: --bind "$@" (or, with
+# FWD_ARGS set, those options as they are, and --service S1).
 start_fwd() {
 	need_root
 	[ -c /dev/net/tun ] || skip "no /dev/net/tun"
@@ -372,13 +374,27 @@ start_fwd() {
 	ip netns add "$NSF"
 	ip netns exec "$NSF" ip link set lo up
 	local b=()
-	for e in "$@"; do b+=(--bind "$e"); done
+	if [ -n "${FWD_ARGS:-}" ]; then
+		b=("$@" --service S1=203.0.113.100)
+	else
+		for e in "$@"; do b+=(--bind "$e"); done
+	fi
 	ip netns exec "$NSF" cats-fwd --id IF-1 --client tun:hf0 --core tun:hf0 \
 	    --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
 	    "${b[@]}" --stats "file:$W/fwd.stats" \
 	    >"$W/fwd.out" 2>"$W/fwd.err" &
 	pid_f=$!
 	PIDS="$PIDS $!"
+}
+
+# A new TCP flow from the forwarder's namespace to S1's address (a SYN
+# routed into the TUN device: a miss, a request), source port $1.
+new_flow() {
+	ip netns exec "$NSF" python3 -c 'import socket, sys
+s = socket.socket(); s.setblocking(False)
+s.bind(("192.0.2.10", int(sys.argv[1])))
+try: s.connect(("203.0.113.100", 80))
+except BlockingIOError: pass' "$1"
 }
 
 stop_fwd() {
@@ -430,35 +446,52 @@ start_pair() {
 	stop_fwd
 }
 
-@test "ha: the owner frozen and resumed installs nothing on a real cats-fwd; a binding of its epoch replayed is refused, fenced" {
+@test "ha: the owner frozen (SIGSTOP): a real cats-fwd leaves it at its deadline for the new owner; resumed, it installs nothing; its epoch replayed is refused, fenced" {
 	start_pair --commit ingress
 	start_fwd "unix:$W/a.sock" "unix:$W/b.sock"
 	wait_for 50 grep -q "forwarding" "$W/fwd.err"
 	gen_reps 5 1 | enc >&7
 	wait_for 50 fwd_counter_is bindings_installed -eq 5
 	e1=$(epoch_of "$W/a.err")
+	t0=$(date +%s%3N)
 	kill -STOP "$pid_a"
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	t1=$(date +%s%3N)
 	e2=$(epoch_of "$W/b.err")
+	# Its connection stays open, its keepalives stop: the forwarder
+	# leaves it at its deadline and is on the new owner while the old
+	# one is still frozen.
+	wait_for 80 grep -q "connected to unix:$W/b.sock" "$W/fwd.err"
+	t2=$(date +%s%3N)
+	echo "# SIGSTOP -> new owner $((t1 - t0)) ms -> forwarder on it $((t2 - t0)) ms" >&3
+	[ "$(ps -o stat= -p "$pid_a" | cut -c1)" = T ]
+	grep -q "bind: unix:$W/a.sock: nothing for [0-9]* ms (deadline 3000 ms): dead" "$W/fwd.err"
+	grep -q "audit .*event=ctl-silent channel=bind endpoint=unix:$W/a.sock" "$W/fwd.err"
+	wait_for 50 fwd_counter_is bindings_refreshed -ge 5
+	# New flows get bindings from the new owner, the old one frozen.
+	gen_reps 2 11 | enc >&8
+	wait_for 50 fwd_counter_is bindings_installed -eq 7
 	# Work for the frozen owner, which then resumes: it stops at its
-	# renew deadline, sending nothing; the forwarder moves to the new one.
+	# renew deadline, sending nothing; the forwarder stays where it is.
 	gen_reps 5 6 | enc >&7
 	kill -CONT "$pid_a"
 	st=0
 	wait "$pid_a" || st=$?
 	[ "$st" -eq 1 ]
-	wait_for 50 grep -q "connected to unix:$W/b.sock" "$W/fwd.err"
-	wait_for 50 fwd_counter_is bindings_refreshed -ge 5
-	[ "$(fwd_counter bindings_installed)" -eq 5 ]
-	gen_reps 2 11 | enc >&8
-	wait_for 50 fwd_counter_is bindings_installed -eq 7
+	[ "$(fwd_counter bindings_installed)" -eq 7 ]
+	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	[ "$(fwd_counter ctl_silent)" -ge 1 ]
+	[ "$(fwd_counter ctl_switches)" -eq 1 ]
 	# An old owner that did not fence itself (a clock that jumped): its
 	# records, as it sent them, on its endpoint; the new owner gone, the
 	# forwarder reaches it and refuses every one.
-	cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding")' |
-	    enc >"$W/stale.cbor"
+	# Then its keepalive, of its epoch: the forwarder leaves it.
+	{ cats-cbor decode <"$W/a.out" | jq -c 'select(.type == "binding")'
+	  jq -nc --argjson e "$e1" --argjson now "$(date +%s%3N)" '{type:
+	    "status", fwd: "IF-1", event: "keepalive", ts: $now, epoch: $e}'
+	} | enc >"$W/stale.cbor"
 	[ "$(cats-cbor decode <"$W/stale.cbor" | jq -c "select(.epoch == $e1)" |
-	    wc -l)" -eq 5 ]
+	    wc -l)" -eq 6 ]
 	python3 -c 'import os, socket, sys, time
 p, f = sys.argv[1], sys.argv[2]
 if os.path.exists(p): os.unlink(p)
@@ -470,9 +503,60 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	kill -9 "$pid_b"
 	wait_for 50 fwd_counter_is bindings_refused -eq 5
 	[ "$(grep -c "refused: fenced" "$W/fwd.err")" -eq 5 ]
-	[ "$(grep -c "audit .*event=fenced .*epoch=$e1 highest=$e2" "$W/fwd.err")" -eq 5 ]
+	[ "$(grep -c "audit .*event=fenced binding=.*epoch=$e1 highest=$e2" "$W/fwd.err")" -eq 5 ]
+	wait_for 50 fwd_counter_is ctl_fenced -eq 1
+	grep -q "audit .*event=fenced channel=bind endpoint=unix:$W/a.sock epoch=$e1 highest=$e2" "$W/fwd.err"
 	[ "$(fwd_counter bindings_installed)" -eq 7 ]
 	# a -> b -> a: two moves.
+	[ "$(fwd_counter ctl_switches)" -eq 2 ]
+	stop_fwd
+}
+
+@test "ha: two cats-cps, a real cats-fwd on both: the owner's binding stage frozen, both channels move to the new owner (select follows bind) and new flows are bound there" {
+	SVC_BIND=bind-a SVC_COMMIT=ingress start_service a
+	exec 7>"$W/a.ctl"
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	SVC_BIND=bind-b SVC_COMMIT=ingress start_service b
+	exec 8>"$W/b.ctl"
+	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
+	s1_metric >&7
+	s1_metric >&8
+	wait_for 50 test -S "$W/select-a.sock"
+	wait_for 50 test -S "$W/select-b.sock"
+	FWD_ARGS=1 start_fwd --select "unix:$W/select-a.sock" \
+	    --select "unix:$W/select-b.sock" --bind "unix:$W/bind-a.sock" \
+	    --bind "unix:$W/bind-b.sock"
+	wait_for 50 grep -q "forwarding" "$W/fwd.err"
+	ip netns exec "$NSF" ip addr add 192.0.2.10/32 dev lo
+	ip netns exec "$NSF" ip route add 203.0.113.0/24 dev hf0 src 192.0.2.10
+	# A new flow: its request to instance a's selector, bound by a.
+	new_flow 41001
+	wait_for 50 fwd_counter_is bindings_installed -eq 1
+	# Only the owner's binding stage freezes; its selector lives on
+	# (and keeps its keepalives coming).
+	bind_a=$(sed -n 's/.*stage bind started (pid \([0-9]*\)).*/\1/p' "$W/a.err" | tail -1)
+	[ -n "$bind_a" ]
+	kill -STOP "$bind_a"
+	PIDS="$PIDS $bind_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	wait_for 80 grep -q "bind: connected to unix:$W/bind-b.sock" "$W/fwd.err"
+	wait_for 50 grep -q "select: following bind to unix:$W/select-b.sock" "$W/fwd.err"
+	grep -q "event=ctl-silent channel=bind endpoint=unix:$W/bind-a.sock" "$W/fwd.err"
+	! grep -q "event=ctl-silent channel=select" "$W/fwd.err"
+	wait_for 50 fwd_counter_is bindings_refreshed -ge 1
+	# A new flow: to instance b's selector, bound by b's binding stage.
+	new_flow 41002
+	wait_for 50 fwd_counter_is bindings_installed -eq 2
+	cats-cbor decode "$W/b.out" | jq -e 'select(.type == "binding" and
+	    .fwd.match.sport == 41002)' >/dev/null
+	# The old binding stage resumed: it stops at its renew deadline (its
+	# parent starts it again as a standby); the forwarder stays on b.
+	kill -CONT "$bind_a"
+	wait_for 50 grep -q "renew deadline passed" "$W/a.err"
+	new_flow 41003
+	wait_for 50 fwd_counter_is bindings_installed -eq 3
+	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	# bind a -> b, select a -> b.
 	[ "$(fwd_counter ctl_switches)" -eq 2 ]
 	stop_fwd
 }
