@@ -7,7 +7,12 @@
 #     restart on the journal; the goal is the lease TTL (2 s) + 0.5 s;
 #   - bindings lost by a failover (restored of N);
 #   - new bindings/s through the filter, etcd against the journal;
-#   - bytes written to etcd per new binding, against the journal's.
+#   - bytes written to etcd per new binding, against the journal's;
+#   - a real cats-fwd given both instances: the owner frozen (SIGSTOP) ->
+#     the forwarder on the new owner (median of 3), against kill -9 of the
+#     owner -> the same (the frozen owner's connection stays open: it is
+#     left at the forwarder's --ctl-deadline, 3 s; needs root for the
+#     forwarder's namespace and TUN device, else the row says so).
 BUILD=${BUILD:-build}
 N=${BENCH_HA_FLOWS:-5000}
 PATH="$BUILD/bin:$PATH"
@@ -126,6 +131,75 @@ cat "$W/one" >&8
 until_ok test -s "$W/c2.out"
 t_restart=$(( $(ms) - t0 ))
 exec 8>&-
+
+# The forwarder follows the owner: SIGSTOP (left at its deadline) against
+# kill -9 (the connection ends), 3 rounds each, time to "connected to" the
+# new owner's endpoint in its log.
+ns=""
+fwd_round() {	# fwd_round KIND ROUND: prints the ms
+	pre="/bench/fw$1$2/"
+	a="" b="" f=""
+	mkfifo "$W/fa$1$2" "$W/fb$1$2"
+	cats-bind --trace /dev/null --etcd "$E" --etcd-prefix "$pre" --commit none \
+	    --listen "unix:$W/fs$1$2a" <"$W/fa$1$2" >/dev/null 2>"$W/fa$1$2.err" &
+	a=$!
+	exec 7>"$W/fa$1$2"
+	until_ok grep -qs "owner of" "$W/fa$1$2.err" || { fwd_end; return 1; }
+	cats-bind --trace /dev/null --etcd "$E" --etcd-prefix "$pre" --commit none \
+	    --listen "unix:$W/fs$1$2b" <"$W/fb$1$2" >/dev/null 2>"$W/fb$1$2.err" &
+	b=$!
+	exec 8>"$W/fb$1$2"
+	pids="$pids $a $b"
+	until_ok grep -qs "standby:" "$W/fb$1$2.err" || { fwd_end; return 1; }
+	ip netns exec "$ns" cats-fwd --id IF-1 --client tun:hb0 --core tun:hb0 \
+	    --src6 2001:db8:1::1 --sid 2001:db8:1::1 --bind "unix:$W/fs$1$2a" \
+	    --bind "unix:$W/fs$1$2b" 2>"$W/fw$1$2.err" &
+	f=$!
+	pids="$pids $f"
+	until_ok grep -qs "bindings fetched again" "$W/fw$1$2.err" || { fwd_end; return 1; }
+	t0=$(ms)
+	if [ "$1" = stop ]; then kill -STOP "$a"; else kill -9 "$a"; fi
+	until_ok grep -qs "connected to unix:$W/fs$1$2b" "$W/fw$1$2.err" || { fwd_end; return 1; }
+	echo $(( $(ms) - t0 ))
+	fwd_end
+}
+# The processes of a round (in its subshell: the trap does not see them).
+fwd_end() {
+	for p in $a $b $f; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+	exec 7>&- 8>&-
+	for p in $a $b $f; do wait "$p" 2>/dev/null; done
+	return 0
+}
+fwd_row=""
+if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ]; then
+	fwd_row="ha frozen owner (SIGSTOP) -> cats-fwd on the new owner | not measured | needs root and /dev/net/tun | -"
+else
+	ns=benchha$$
+	ip netns add "$ns" && ip netns exec "$ns" ip link set lo up
+	fs="" fk=""
+	for r in 1 2 3; do
+		fs="$fs $(fwd_round stop $r)" || break
+		fk="$fk $(fwd_round kill $r)" || break
+	done
+	ip netns del "$ns" 2>/dev/null
+	# shellcheck disable=SC2086
+	ns_n=$(printf '%s\n' $fs | grep -c .)
+	# shellcheck disable=SC2086
+	nk_n=$(printf '%s\n' $fk | grep -c .)
+	if [ "$ns_n" -ne 3 ] || [ "$nk_n" -ne 3 ]; then
+		fwd_row="ha frozen owner (SIGSTOP) -> cats-fwd on the new owner | not measured | a round failed ($fs / $fk) | -"
+	else
+		# shellcheck disable=SC2086
+		fs_med=$(printf '%s\n' $fs | sort -n | sed -n 2p)
+		# shellcheck disable=SC2086
+		fk_med=$(printf '%s\n' $fk | sort -n | sed -n 2p)
+		# shellcheck disable=SC2086
+		fwd_row=$(awk -v s="$fs_med" -v k="$fk_med" -v l="$(echo $fs)" -v m="$(echo $fk)" 'BEGIN {
+			printf "ha frozen owner (SIGSTOP) -> cats-fwd on the new owner, median of 3 (%s ms) | %.2f s | kill -9 -> cats-fwd on it %.2f s (%s ms) | %.2fx\n",
+			    l, s / 1000, k / 1000, m, s / k }')
+	fi
+fi
+echo "$fwd_row"
 
 awk -v n="$N" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="$1" \
     -v f2="$2" -v f3="$3" -v tr="$t_restart" -v lost="$lost" \
