@@ -520,8 +520,14 @@ bind_error(struct bind_table *t, const struct cats_error *x, uint64_t now)
 	return BR_OK;
 }
 
+/*
+ * Ask the PCE again for e's path (same headend, egress and decision);
+ * unreachable, when a path-down named it, is the segment a router could
+ * not reach: the PCE avoids it.
+ */
 static void
-start_repair(struct bind_table *t, struct bent *e, uint64_t now)
+start_repair(struct bind_table *t, struct bent *e,
+    const struct cats_ip *unreachable, uint64_t now)
 {
 	const struct bclass *c = cls(t, e);
 	const struct bpath *p = path_of(t, e);
@@ -554,6 +560,8 @@ start_repair(struct bind_table *t, struct bent *e, uint64_t now)
 	q->has |= UINT64_C(1) << CATS_PRQ_flow;
 	q->ingress = c->k.ingress->s;
 	CATS_SET(q, PRQ, deadline, e->t1);
+	if (unreachable != NULL)
+		q->unreachable = *unreachable;
 	bt_send_rec(t, &r, NULL);
 	t->k.repair_requests++;
 }
@@ -694,7 +702,8 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 		break;
 	case CATS_EV_PATH_DOWN:
 		if (e->state == S_ACTIVE)
-			start_repair(t, e, now);
+			start_repair(t, e, s->unreachable.af ? &s->unreachable :
+			    NULL, now);
 		break;
 	default:
 		break;
@@ -814,7 +823,7 @@ bind_net(struct bind_table *t, const struct cats_net *nr, uint64_t now)
 		    (e->flags & F_REPAIR) || !path_of(t, e)->mark)
 			continue;
 		t->k.net_repairs++;
-		start_repair(t, e, now);
+		start_repair(t, e, NULL, now);
 	}
 	for (uint32_t i = 1; i < t->hpath.n; i++) {
 		struct bpath *p = t->hpath.v[i];

@@ -224,11 +224,14 @@ bad:
 /* ---- control records out ---- */
 
 static void
-send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
-    const char *reason, uint64_t id, uint64_t epoch, uint64_t now)
+send_status_at(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
+    const char *reason, uint64_t id, uint64_t epoch,
+    const struct cats_ip *unreachable, uint64_t now)
 {
 	struct cats_rec r;
 	cats_fwd_status(&w->tab, b, ev, reason, now, &r);
+	if (unreachable != NULL)
+		r.u.status.unreachable = *unreachable;
 	if (b == NULL && id)
 		CATS_SET(&r.u.status, STA, id, id);
 	if (b == NULL && ev != CATS_EV_HELLO && epoch)
@@ -238,6 +241,13 @@ send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
 	w->ctr[CATS_FC_status_sent]++;
 	if (w->emit != NULL)
 		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
+}
+
+static void
+send_status(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
+    const char *reason, uint64_t id, uint64_t epoch, uint64_t now)
+{
+	send_status_at(w, b, ev, reason, id, epoch, NULL, now);
 }
 
 /* The order an ingress prefers the data planes it advertises in. */
@@ -1014,7 +1024,10 @@ on_core_icmp(struct cats_fwdp *w, const struct cats_pkt *pk, uint64_t now)
 		return true;
 	b->path_down_at = now;
 	w->ctr[CATS_FC_path_down_sent]++;
-	send_status(w, b, CATS_EV_PATH_DOWN, q.what, 0, 0, now);
+	/* The segment the router could not reach, for the repair to avoid. */
+	struct cats_ip at = { .af = pk->af };
+	memcpy(at.a, q.outer_dst, pk->af == 4 ? 4 : 16);
+	send_status_at(w, b, CATS_EV_PATH_DOWN, q.what, 0, 0, &at, now);
 	return true;
 }
 

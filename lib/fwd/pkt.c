@@ -748,11 +748,13 @@ cats_pkt_icmp_quote(const struct cats_pkt *pk, const uint8_t *src4,
 			return -1;
 		off = (size_t)(p[0] & 15) * 4;
 		nh = p[9];
+		memcpy(q->outer_dst, p + 16, 4);
 	} else {
 		if (n < 40 || (p[0] >> 4) != 6 || memcmp(p + 8, ours, 16) != 0)
 			return -1;
 		off = 40;
 		nh = p[6];
+		memcpy(q->outer_dst, p + 24, 16);
 		for (int i = 0; i < 4 && (nh == 0 || nh == 43 || nh == 60); i++) {
 			if (n < off + 8)
 				return -1;

@@ -172,6 +172,9 @@ struct cats_quote {
 	uint8_t af, proto;
 	uint8_t src[16], dst[16];
 	uint16_t sport, dport;
+	/* The quoted outer header's destination (the segment or tunnel end
+	 * the router was sending to), of pk's family. */
+	uint8_t outer_dst[16];
 };
 
 /*

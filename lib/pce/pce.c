@@ -227,6 +227,59 @@ compute(struct cats_pce *p, struct cats_cspf_req *q, struct cats_cspf_res *r)
 	return 0;
 }
 
+/*
+ * The element a repair's unreachable segment names (cats-pce(1) REPAIRS):
+ * an adjacency SID, its link; a node SID of a node that is neither the
+ * headend nor the endpoint, that node; anything else, nothing (a router
+ * that could not reach the endpoint says nothing of where the path broke).
+ * A scan of the database's SIDs, for repair requests only.
+ */
+static void
+unreachable_of(const struct cats_te *te, const struct cats_path_req *rq,
+    const struct cats_cspf_req *q, uint32_t *node, uint32_t *link)
+{
+	*node = *link = CATS_TE_NONE;
+	const struct cats_ip *u = &rq->unreachable;
+	if (u->af != 6)
+		return;
+	if (te->adj6 != NULL)
+		for (uint32_t e = 0; e < te->m; e++)
+			if (memcmp(te->adj6[e], u->a, 16) == 0) {
+				*link = te->link[e];
+				return;
+			}
+	if (te->sid6 != NULL)
+		for (uint32_t v = 0; v < te->n; v++)
+			if (memcmp(te->sid6[v], u->a, 16) == 0) {
+				if (v != q->src && v != q->dst)
+					*node = v;
+				return;
+			}
+}
+
+/* A request without exclusions of its own: the unreachable segment's. */
+static int
+unreachable(const struct cats_te *te, const struct cats_path_req *rq,
+    struct cats_cspf_req *out, struct cats_arena *arena)
+{
+	uint32_t v, l;
+	unreachable_of(te, rq, out, &v, &l);
+	if (v == CATS_TE_NONE && l == CATS_TE_NONE)
+		return 0;
+	uint32_t *a = cats_arena_alloc(arena, sizeof(uint32_t));
+	if (a == NULL)
+		return -1;
+	*a = v != CATS_TE_NONE ? v : l;
+	if (v != CATS_TE_NONE) {
+		out->ex_nodes = a;
+		out->n_ex_nodes = 1;
+	} else {
+		out->ex_links = a;
+		out->n_ex_links = 1;
+	}
+	return 0;
+}
+
 int
 cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
     struct cats_cspf_req *out, struct cats_arena *arena)
@@ -237,7 +290,7 @@ cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
 	if (CATS_HAS(rq, PRQ, msd))
 		out->msd = (size_t)rq->msd;
 	if (!CATS_HAS(rq, PRQ, constraints))
-		return 0;
+		return unreachable(te, rq, out, arena);
 	const struct cats_constraints *k = &rq->constraints;
 	if (CATS_HAS(k, CON, metric))
 		out->metric = k->metric;
@@ -256,17 +309,22 @@ cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
 	size_t n = k->exclude_nodes.n + k->exclude_links.n +
 	    k->exclude_srlgs.n;
 	if (n == 0)
-		return 0;
-	uint32_t *a = cats_arena_alloc(arena, n * sizeof(uint32_t));
+		return unreachable(te, rq, out, arena);
+	/* One more of each for the segment a repair avoids. */
+	uint32_t *a = cats_arena_alloc(arena, (n + 2) * sizeof(uint32_t));
 	if (a == NULL)
 		return -1;
 	uint32_t *p = a;
+	uint32_t ev = CATS_TE_NONE, el = CATS_TE_NONE;
+	unreachable_of(te, rq, out, &ev, &el);
 	out->ex_nodes = p;
 	for (size_t i = 0; i < k->exclude_nodes.n; i++) {
 		uint32_t v = cats_te_node(te, k->exclude_nodes.v[i]);
 		if (v != CATS_TE_NONE)
 			p[out->n_ex_nodes++] = v;
 	}
+	if (ev != CATS_TE_NONE)
+		p[out->n_ex_nodes++] = ev;
 	p += out->n_ex_nodes;
 	out->ex_links = p;
 	for (size_t i = 0; i < k->exclude_links.n; i++) {
@@ -274,6 +332,8 @@ cats_pce_request(const struct cats_te *te, const struct cats_path_req *rq,
 		if (l != CATS_TE_NONE)
 			p[out->n_ex_links++] = l;
 	}
+	if (el != CATS_TE_NONE)
+		p[out->n_ex_links++] = el;
 	p += out->n_ex_links;
 	out->ex_srlgs = p;
 	for (size_t i = 0; i < k->exclude_srlgs.n; i++)

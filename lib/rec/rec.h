@@ -371,7 +371,8 @@ extern const char *const cats_steer_op_names[];
  X(PRQ, decision, MAP, struct cats_decision, CATS_REQ, 0, 0, &cats_schema_decision, NULL, "", "the service decision (passed through)") \
  X(PRQ, flow, MAP, struct cats_flow, CATS_OPT, 0, 0, &cats_schema_flow, NULL, "", "the client flow (passed through)") \
  X(PRQ, ingress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "ingress forwarder (passed through)") \
- X(PRQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "transaction deadline")
+ X(PRQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "transaction deadline") \
+ X(PRQ, unreachable, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "a repair: a segment a router reported unreachable (a path-down's); the path avoids its link, or its node")
 
 /* path-rep: the PCE's answer. */
 #define CATS_PRP_FIELDS(X) \
@@ -435,7 +436,8 @@ extern const char *const cats_steer_op_names[];
  X(STA, bytes, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "bytes", "forward bytes") \
  X(STA, rev_pkts, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "packets", "reverse packets") \
  X(STA, rev_bytes, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "bytes", "reverse bytes") \
- X(STA, caps, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 32, NULL, NULL, "", "hello, and refreshed with reason capabilities: what the forwarder can do, one token each (cats-fwd(1) CAPABILITIES)")
+ X(STA, caps, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 32, NULL, NULL, "", "hello, and refreshed with reason capabilities: what the forwarder can do, one token each (cats-fwd(1) CAPABILITIES)") \
+ X(STA, unreachable, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "path-down: the destination of the packet a router's ICMP error quoted (the segment it could not reach)")
 
 /* error: a transaction or a record failed. */
 #define CATS_ERR_FIELDS(X) \

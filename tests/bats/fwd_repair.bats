@@ -10,7 +10,9 @@
 # metric); the TE path IF-1 P1 P2 EF-1 is pinned by P1's adjacency SID
 # (End.X over a1).  Taking the P1-P2 link down (both ends) leaves P1 no
 # route for that SID: the flow stalls until the C-PS gives it the path
-# over P3, to the same instance, as a new binding version.
+# over P3, to the same instance, as a new binding version.  The C-PS is
+# told by a net record, or only by P1's ICMP errors: the ingress's
+# path-down names the unreachable SID and cats-pce's repair avoids it.
 
 load helper
 
@@ -142,6 +144,7 @@ EOF
 	sleep 1000 >"$T/in" &
 	PIDS+=($!)
 	cats-cps -c "$T/cps.conf" <"$T/in" >"$T/out.cbor" 2>"$T/cps.err" &
+	CPS=$!
 	PIDS+=($!)
 	wait_for 50 test -S "$T/select.sock"
 	wait_for 50 test -S "$T/bind.sock"
@@ -255,4 +258,20 @@ transfer_repaired() {
 	jq -nc --argjson now "$(date +%s%3N)" '{type: "net", scope: "link",
 	    ts: $now, src: "P1", dst: "P2", up: false}' | cats-cbor encode >"$T/in"
 	transfer_repaired
+	kill -USR1 "$CPS"
+	wait_for 50 sh -c "cats-cbor decode '$T/stats.cbor' | jq -se 'any(.[]; .counters[\"bind.net.repairs\"] >= 1)'"
+}
+
+@test "fwd repair: the same link down told only by P1's ICMP errors: the ingress's path-down names the unreachable adjacency SID, the repair avoids it, the transfer completes whole" {
+	cps_up
+	fwd_up
+	server_up
+	transfer_until_down
+	transfer_repaired
+	# The repair was the path-down's (no net record): cats-pce kept the
+	# TE link up and left it out of this one request.
+	kill -USR1 "$CPS"
+	wait_for 50 sh -c "cats-cbor decode '$T/stats.cbor' | jq -se 'any(.[]; .counters[\"bind.repaired\"] >= 1)'"
+	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters |
+	    .["bind.net.repairs"] == 0 and .["bind.repaired"] >= 1'
 }

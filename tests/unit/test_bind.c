@@ -27,6 +27,7 @@ struct sent {
 	char to[32], code[48], reason[48];
 	uint64_t id, txn, epoch, version, msd;
 	size_t nsids, npath;
+	char unreach[48];
 };
 
 static struct sent sent[4096];
@@ -69,6 +70,9 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 	} else if (r->type == CATS_T_PATH_REQ) {
 		s->txn = r->u.preq.txn;
 		s->msd = CATS_HAS(&r->u.preq, PRQ, msd) ? r->u.preq.msd : 0;
+		if (r->u.preq.unreachable.af != 0)
+			cats_ip_fmt(&r->u.preq.unreachable, s->unreach,
+			    sizeof(s->unreach));
 		struct cats_err e;
 		s->code[0] = cats_rec_validate(r, &e) < 0 ? '!' : 0;
 	} else if (r->type == CATS_T_STATUS) {
@@ -394,6 +398,31 @@ test_net_repair(void)
 	T_OK(count_sent(CATS_T_PATH_REQ, -1, "-") == 2,
 	    "a node down: the flows through it asked again");
 	check(t, "net repairs");
+	bind_free(t);
+}
+
+/* A path-down naming the segment a router could not reach: the repair
+ * asks the PCE to avoid it; a net record's names none. */
+static void
+test_repair_unreachable(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	uint64_t id = make_active(t, 1, 1000, 1000);
+	reset_io();
+	feed(t, 1100, J("{\"type\":\"status\",\"fwd\":\"IF-1\",\"event\":"
+	    "\"path-down\",\"id\":%" PRIu64 ",\"ts\":1100,\"reason\":"
+	    "\"unreachable\",\"unreachable\":\"fc00:1::1\"}", id));
+	const struct sent *s = last_sent(CATS_T_PATH_REQ, "-");
+	T_OK(s != NULL && strcmp(s->unreach, "fc00:1::1") == 0 &&
+	    s->code[0] == 0, "a path-down's unreachable segment goes with the "
+	    "repair request (%s)", s ? s->unreach : "none");
+	feed(t, 1200, rep_ok(1, 1000, 1200, "fc00:2::100", ""));
+	reset_io();
+	feed(t, 1300, J("{\"type\":\"net\",\"scope\":\"link\",\"ts\":1300,"
+	    "\"src\":\"P-1\",\"dst\":\"EF-2\",\"up\":false}"));
+	s = last_sent(CATS_T_PATH_REQ, "-");
+	T_OK(s != NULL && s->unreach[0] == 0, "a net record's repair names none");
+	check(t, "repair unreachable");
 	bind_free(t);
 }
 
@@ -1835,6 +1864,7 @@ main(void)
 	test_conf_and_input();
 	test_absent_pending_ds();
 	test_net_repair();
+	test_repair_unreachable();
 	test_ready_active_both();
 	test_commit_ingress_and_none();
 	test_failures_before_active();

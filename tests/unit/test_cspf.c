@@ -1239,6 +1239,66 @@ test_synth(void)
 	cats_te_free(other);
 }
 
+/*
+ * A repair's unreachable segment (a path-down's, from a router's ICMP
+ * error): an adjacency SID takes its link out of the search, a transit
+ * node's SID the node; the endpoint's names nothing.  On the TE database
+ * of fwd_repair.bats.
+ */
+static void
+test_unreachable(void)
+{
+	char err[600];
+	bool missing;
+	struct cats_te *te = cats_te_load("tests/data/repair/topology.json",
+	    NULL, 1, &missing, err, sizeof(err));
+	if (!T_OK(te != NULL, "repair topology loads (%s)", te ? "" : err))
+		return;
+	struct cats_pce pce;
+	cats_pce_init(&pce, te);
+	struct cats_arena a = { 0 };
+	static const struct {
+		const char *unreach, *path;
+		uint32_t max_hops;
+	} c[] = {
+		{ NULL, "IF-1 P1 P2 EF-1", 0 },
+		{ "2001:db8:a1::12", "IF-1 P1 P3 P2 EF-1", 0 },
+		{ "2001:db8:a1::12", "IF-1 P1 P3 P2 EF-1", 9 },
+		{ "2001:db8:a2::1", "-", 0 },
+		{ "2001:db8:2::1", "IF-1 P1 P2 EF-1", 0 },
+		{ "2001:db8:99::1", "IF-1 P1 P2 EF-1", 0 },
+	};
+	for (size_t i = 0; i < CATS_ARRAY_LEN(c); i++) {
+		struct cats_path_req rq;
+		memset(&rq, 0, sizeof(rq));
+		rq.txn = 1 + i;
+		rq.headend = "IF-1";
+		rq.endpoint = "EF-1";
+		rq.dataplane = CATS_DP_SRV6;
+		if (c[i].unreach != NULL)
+			cats_ip_parse(c[i].unreach, strlen(c[i].unreach),
+			    &rq.unreachable);
+		if (c[i].max_hops) {
+			rq.has |= UINT64_C(1) << CATS_PRQ_constraints;
+			CATS_SET(&rq.constraints, CON, max_hops, c[i].max_hops);
+		}
+		struct cats_rec ans;
+		cats_pce_answer(&pce, &rq, 5, &ans, &a);
+		const struct cats_path_rep *x = &ans.u.prep;
+		char got[128] = "-";
+		size_t o = 0;
+		for (size_t k = 0; x->status == CATS_PATH_OK &&
+		    k < x->path.n; k++)
+			o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s",
+			    k ? " " : "", x->path.v[k]);
+		T_OK(strcmp(got, c[i].path) == 0, "unreachable %s%s: %s (%s)",
+		    c[i].unreach ? c[i].unreach : "none", c[i].max_hops ?
+		    " with constraints" : "", c[i].path, got);
+	}
+	cats_arena_free(&a);
+	cats_pce_free(&pce);	/* and te, which it took over */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1262,6 +1322,7 @@ main(int argc, char **argv)
 	test_dominance();
 	test_synth();
 	test_real();
+	test_unreachable();
 	cats_cspf_ws_free(ws);
 	return t_done();
 }

@@ -200,7 +200,12 @@ fc_emit(void *arg, int chan, struct cats_rec *r)
 				at += (size_t)snprintf(fc_caps + at,
 				    sizeof(fc_caps) - at, " %s",
 				    r->u.status.caps.v[i]);
-			snprintf(s + o, 160 - (size_t)o, " caps=yes");
+			o += snprintf(s + o, 160 - (size_t)o, " caps=yes");
+		}
+		if (r->u.status.unreachable.af != 0) {
+			char a[64];
+			cats_ip_fmt(&r->u.status.unreachable, a, sizeof(a));
+			snprintf(s + o, 160 - (size_t)o, " unreachable=%s", a);
 		}
 	} else if (r->type == CATS_T_BINDING) {
 		snprintf(s, 160, "binding op=%s reason=%s locator_af=%d",

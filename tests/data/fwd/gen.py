@@ -574,7 +574,7 @@ case("icmp_quotes_tunnel_path_down", "with --path-down the binding whose "
      "packet it was is reported", opts=["path-down"],
      acts=[ctl(binding()), pin("core", qerr)],
      expect=[count("path_errors"), count("path_down_sent"),
-             status("event=path-down")])
+             status("event=path-down unreachable=2001:db8:2::100")])
 qerr4 = bytes(IP(src="10.99.0.9", dst=ITUN4, ttl=64) / ICMP(type=11) /
               Raw(ipip(rewrite(u4, dst=LOC4), ITUN4, ETUN4)[:48]))
 case("icmp_quotes_ipip", "an ICMP time exceeded quoting our IPv4-in-IPv4 "
