@@ -1469,6 +1469,16 @@ aud_limit(struct sma *s, uint64_t now, const char *kind, const char *fmt,
 	va_end(ap);
 }
 
+/* cs_id is one of the CS-IDs the connection's certificate names. */
+static bool
+cs_named(const struct sma_src *src, const char *cs_id)
+{
+	for (size_t i = 0; i < src->ncs; i++)
+		if (strcmp(src->cs_ids[i], cs_id) == 0)
+			return true;
+	return false;
+}
+
 int
 sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
     size_t rawlen, const struct sma_src *src, uint64_t now,
@@ -1512,6 +1522,12 @@ sma_report(struct sma *s, const struct cats_rec *r, const uint8_t *raw,
 	if (src->expect && strcmp(src->expect, sr->csci_id) != 0) {
 		rej(res, 403, "csci_id", "this connection belongs to CSCI-ID "
 		    "%s", src->expect);
+		s->st.rej_auth++;
+		goto audit_auth;
+	}
+	if (src->ncs > 0 && !cs_named(src, sr->cs_id)) {
+		rej(res, 403, "cs_id", "this connection's certificate does not "
+		    "name CS-ID %s", cats_safe(sr->cs_id, b2, sizeof(b2)));
 		s->st.rej_auth++;
 		goto audit_auth;
 	}

@@ -444,9 +444,16 @@ struct sma;
 enum sma_src_kind { SMA_SRC_STREAM, SMA_SRC_PUSH, SMA_SRC_PULL, SMA_SRC_SSE,
 	SMA_SRC_STATE, SMA_SRC_RELEASE, SMA_SRC_MQTT };
 
+/* CS-IDs a client certificate may name (cats:cs:ID SAN URIs). */
+#define SMA_CERT_CS 16
+
 struct sma_src {
 	int kind;		/* enum sma_src_kind */
 	const char *expect;	/* the connection's CSCI-ID, or NULL */
+	/* The CS-IDs the connection's certificate names (cats:cs:ID SAN
+	 * URIs): its reports are for one of them; none: no limit. */
+	const char *const *cs_ids;
+	size_t ncs;
 	const char *peer;	/* for the audit log, or NULL */
 	uint64_t index;		/* record index in its stream or body */
 };

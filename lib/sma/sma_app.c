@@ -1001,6 +1001,7 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "steer_expired", sv->expired);
 	cats_stats_add(st, "steer_failures", sv->failures);
 	cats_stats_add(st, "config_refused", a->config_refused);
+	cats_stats_add(st, "cert_refused", a->cert_refused);
 }
 
 void

@@ -85,6 +85,7 @@ struct sma_app {
 	struct cats_stream *steer_out;
 	bool steer_dgram;
 	uint64_t config_refused;	/* reloads refused */
+	uint64_t cert_refused;		/* pushes refused for their certificate */
 
 	/* hierarchical aggregation: subordinate C-SMAs */
 	struct cats_cst *sub_cst;

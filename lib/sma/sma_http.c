@@ -87,12 +87,36 @@ on_push(struct evhttp_request *req, void *arg)
 		sma_app_start(a);
 	struct sma_src src = { .kind = SMA_SRC_PUSH, .peer = httpd_peer(req,
 		peer, sizeof(peer)) };
-	/* Mutual TLS: a certificate naming an SCI (SAN URI cats:sci:ID)
-	 * binds the connection to that CSCI-ID, like a pull's. */
-	char name[300];
-	const char *id = httpd_peer_name(req, name, sizeof(name));
-	if (id != NULL && strncmp(id, "cats:sci:", 9) == 0)
-		src.expect = id + 9;
+	/*
+	 * Mutual TLS: a certificate naming an SCI (SAN URI cats:sci:ID)
+	 * binds the connection to that CSCI-ID, like a pull's, and the
+	 * CS-IDs it names (cats:cs:ID), if any, are all it may report for.
+	 */
+	char ubuf[4096];
+	const char *uris[2 * SMA_CERT_CS], *cs[2 * SMA_CERT_CS];
+	int nu = httpd_peer_uris(req, ubuf, sizeof(ubuf), uris,
+	    CATS_ARRAY_LEN(uris));
+	for (int i = 0; i < nu; i++) {
+		if (strncmp(uris[i], "cats:sci:", 9) == 0) {
+			if (src.expect != NULL)
+				nu = -3;
+			else
+				src.expect = uris[i] + 9;
+		} else if (strncmp(uris[i], "cats:cs:", 8) == 0)
+			cs[src.ncs++] = uris[i] + 8;
+	}
+	if (nu < -1 || src.ncs > SMA_CERT_CS) {
+		const char *why = nu == -3 ? "names two CSCI-IDs" :
+		    "names too many identities, or too long ones";
+		a->cert_refused++;
+		sma_audit(a->core, cats_clock_now(), "auth-fail",
+		    "status=403 field=cert", "src=%s index=0 status=403 "
+		    "field=cert reason=\"the client certificate %s\"",
+		    src.peer, why);
+		httpd_error(req, 403, "the client certificate %s", why);
+		return;
+	}
+	src.cs_ids = cs;
 	struct push_ctx x;
 	memset(&x, 0, sizeof(x));
 	sma_ingest(a->core, &a->dec, p, n, &src, cats_clock_now(), push_result,

@@ -214,7 +214,9 @@ battery() {
 	[[ "$output" == *"TLS handshake with 127.0.0.1"* ]]
 }
 
-@test "tls: cats-sma's push and admin faces on https (an SCI's certificate binds its CSCI-ID), and a /metrics listener (--prometheus) on https" {
+# cats-sma with its push face on https://127.0.0.1:$pp/ and its admin on
+# :$ap, tokens off (the certificates are what is tried).
+start_sma() {
 	cat >"$W/sma.conf" <<-EOF2
 	id = sma-a
 	site = site-a
@@ -226,7 +228,12 @@ battery() {
 	ap=$(free_port)
 	bg cats-sma -c "$W/sma.conf" -l "https://127.0.0.1:$pp/" \
 	    -a "https://127.0.0.1:$ap/" -t - "${TLS[@]}" >/dev/null 2>"$W/sma.err"
+	wait_for 50 port_open "$pp"
 	wait_for 50 port_open "$ap"
+}
+
+@test "tls: cats-sma's push and admin faces on https (an SCI's certificate binds its CSCI-ID), and a /metrics listener (--prometheus) on https" {
+	start_sma
 	c=(--cert "$K/cli.crt" --key "$K/cli.key")
 	printf '{"type":"sci-report","csci_id":"10.0.0.1:80","cs_id":"S1","seq":1,"ts":%d,"health":"HEALTHY","gas":10}\n' \
 	    "$(date +%s%3N)" | enc >"$W/r.cbor"
@@ -272,6 +279,33 @@ battery() {
 	run "${CURL[@]}" "http://127.0.0.1:$mp/metrics"
 	[ "$status" -ne 0 ]
 	battery "$mp" "$W/pce.err"
+}
+
+@test "tls: cats-sma's push face holds an SCI's certificate to the CS-IDs it names (cats:cs:); two CSCI-IDs in one certificate are refused" {
+	start_sma
+	sh "$TOP/examples/keys/make-certs.sh" "$K" \
+	    "sci1=URI:cats:sci:10.0.0.1:80,URI:cats:cs:S1,URI:cats:cs:S3" \
+	    "two=URI:cats:sci:10.0.0.1:80,URI:cats:sci:10.0.0.2:80" >/dev/null
+	# push CERT CS-ID SEQ: the answer and its status.
+	push() {
+		printf '{"type":"sci-report","csci_id":"10.0.0.1:80","cs_id":"%s","seq":%d,"ts":%d,"health":"HEALTHY","gas":10}\n' \
+		    "$2" "$3" "$(date +%s%3N)" | enc >"$W/r.cbor"
+		"${CURL[@]}" --cert "$K/$1.crt" --key "$K/$1.key" -w ' %{http_code}' \
+		    -X POST -H 'Content-Type: application/cbor-seq' \
+		    --data-binary @"$W/r.cbor" "https://127.0.0.1:$pp/reports"
+	}
+	[[ "$(push sci1 S1 1)" == *" 200" ]]
+	[[ "$(push sci1 S3 2)" == *" 200" ]]
+	out=$(push sci1 S2 3)
+	[[ "$out" == *"cs_id: this connection's certificate does not name CS-ID S2"*" 403" ]]
+	grep -q 'event=auth-fail .*csci=10.0.0.1:80 cs=S2 .*field=cs_id' "$W/sma.err"
+	out=$(push two S1 4)
+	[[ "$out" == *"the client certificate names two CSCI-IDs"*" 403" ]]
+	grep -q 'event=auth-fail .*field=cert reason="the client certificate names two CSCI-IDs"' "$W/sma.err"
+	# A certificate without cats:cs: is not limited by it.
+	[[ "$(push cli S2 5)" == *" 200" ]]
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" \
+	    "https://127.0.0.1:$ap/stats" | jq -e '.counters.cert_refused == 1'
 }
 
 @test "tls: a connection that does not finish its TLS handshake is closed at the hello deadline, even where quiet peers may wait" {
