@@ -519,8 +519,12 @@ decode_item(struct sma_app *a, struct cats_stream *s, const uint8_t *p,
 	return cats_rec_decode(&a->dec, p, n, r, e);
 }
 
-/* One record of a stream: consume sci-report and sync, pass the rest. */
-static void
+/*
+ * One record of a stream: consume sci-report and sync, pass the rest.
+ * True when it was an SCI report the core accepted: its sender proved
+ * itself (token and freshness), as a hello does on other listeners.
+ */
+static bool
 stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
     size_t n, uint64_t index, const char *peer, struct cats_stream *reply)
 {
@@ -556,7 +560,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 		}
 		if (a->strict)
 			sma_app_stop(a, CATS_EXIT_DATAERR);
-		return;
+		return false;
 	}
 	observe(a, &r);
 	if (!a->started)
@@ -565,7 +569,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 	if (r.type == CATS_T_SYNC) {
 		/* A C-PS asks for a full view. */
 		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
-		return;
+		return false;
 	}
 	if (r.type == CATS_T_METRIC && a->sub_ing != NULL) {
 		/* A subordinate C-SMA's advertisement (hierarchy). */
@@ -579,7 +583,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 			cats_stream_send(reply, ans.p, ans.len);
 		cats_buf_free(&ans);
 		sma_app_arm(a);
-		return;
+		return false;
 	}
 	if (r.type != CATS_T_SCI_REPORT) {
 		if (a->outs == NULL) {
@@ -589,7 +593,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 		} else {
 			sent(a, cats_stream_send(a->outs, p, n));
 		}
-		return;
+		return false;
 	}
 	struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = peer,
 		.index = index };
@@ -610,6 +614,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 	if (res.verdict == SMA_REJECTED && a->strict)
 		sma_app_stop(a, CATS_EXIT_DATAERR);
 	sma_app_arm(a);
+	return res.verdict != SMA_REJECTED;
 }
 
 static void
@@ -617,7 +622,7 @@ stdin_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
     const struct cats_peer *peer, void *arg)
 {
 	(void)peer;
-	stream_item(arg, s, p, n, index, "stdin", NULL);
+	(void)stream_item(arg, s, p, n, index, "stdin", NULL);
 }
 
 static void
@@ -687,7 +692,9 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 {
 	struct sma_conn *c = arg;
 	(void)peer;
-	stream_item(c->app, s, p, n, index, c->peer, s);
+	/* A peer whose report was accepted is out of the flood deadline. */
+	if (stream_item(c->app, s, p, n, index, c->peer, s))
+		cats_conn_auth(c->lc);
 }
 
 static void
@@ -759,9 +766,10 @@ conn_accept(struct cats_conn *lc, int fd, void *arg)
 
 /*
  * The listeners of record streams share one cats_listener.  Its peers
- * say no hello (each report carries its own token): no connection is
- * authenticated, all are held to the unauthenticated cap (the whole
- * connection cap), and the hello deadline holds only under a flood.
+ * say no hello (each report carries its own token): a connection is
+ * authenticated by its first accepted SCI report; until then it is held
+ * to the unauthenticated cap (the whole connection cap), and the hello
+ * deadline holds only under a flood.
  */
 int
 sma_app_stream_listener(struct sma_app *a, int fd)

@@ -304,6 +304,39 @@ report() { # csci cs token [more cats-sci args]
 	dec < back2.cbor | jq -e '.code == "unauthorized" and .index == 0'
 }
 
+@test "sma_http: a stream peer whose report was accepted outlives a connection flood" {
+	S=$W/in.sock
+	bg cats-sma -c sma.conf -l "unix:$S" -t "file:$W/out.cbor" 2> sma.err
+	wait_for 50 test -S "$S"
+	report sci-A ARS A.tok -q 1 > good.cbor
+	report sci-A VRS A.tok -q 2 > bad.cbor
+	# The peer's first report is accepted; then 1,100 silent connections
+	# (past the 1,024 cap) take the places of the oldest unauthenticated
+	# ones; the peer is still served: its next, refused, record is
+	# answered on the same connection.
+	python3 - "$S" good.cbor bad.cbor "$W/out.cbor" > flood.out <<'PY'
+import socket, sys, time, os
+path, good, bad, out = sys.argv[1:]
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+peer = conn()
+peer.sendall(open(good, "rb").read())
+for _ in range(300):
+    if os.path.exists(out) and os.path.getsize(out) > 0:
+        break
+    time.sleep(0.05)
+flood = [conn() for _ in range(1100)]
+time.sleep(0.5)
+peer.sendall(open(bad, "rb").read())
+peer.settimeout(5)
+print(len(peer.recv(4096)))
+PY
+	[ "$(cat flood.out)" -gt 0 ]
+	wait_for 30 sh -c "cats-cbor decode < $W/out.cbor | grep -q sci-A"
+}
+
 # A raw request on a fresh connection; what comes back, until the server
 # closes, is in $W/raw.
 raw() {
