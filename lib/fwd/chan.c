@@ -12,6 +12,8 @@
 
 /* A check this late after the one before: the forwarder stalled. */
 #define CHECK_STALL_MS 1000
+/* A tcp: connect not answered in this long is given up (one SYN resent). */
+#define CONNECT_MS 2000
 
 static void chan_connect(struct cats_chan *c);
 static void chan_drop(struct cats_chan *c);
@@ -271,8 +273,8 @@ chan_follow(struct cats_chan *c, struct cats_chan *f, unsigned i)
 	char eps[4400];
 	if (f->rot.pin == i || f->retry == NULL)
 		return;
-	if (f->tls_fd >= 0) {
-		/* A handshake under way: followed once it ends (on_tls). */
+	if (f->tls_fd >= 0 || f->conn_fd >= 0) {
+		/* A connect under way: followed once it ends (connect_done). */
 		f->follow_to = i;
 		f->lead = c;
 		return;
@@ -332,11 +334,8 @@ chan_up(struct cats_chan *c, int fd)
  * a failed connect is.
  */
 static void
-on_tls(void *arg, const char *why)
+connect_done(struct cats_chan *c, int fd, const char *why, bool tls)
 {
-	struct cats_chan *c = arg;
-	int fd = c->tls_fd;
-	c->tls_fd = -1;
 	if (c->follow_to < c->nep) {
 		/* Followed meanwhile: kept if it is the one, else left. */
 		unsigned i = c->follow_to;
@@ -355,10 +354,43 @@ on_tls(void *arg, const char *why)
 		return;
 	}
 	close(fd);
-	c->w->ctr[CATS_FC_ctl_tls_fail]++;
+	if (tls)
+		c->w->ctr[CATS_FC_ctl_tls_fail]++;
 	cats_warnx("%s: %s (retrying%s)", c->name, why,
 	    c->nep > 1 ? " the next endpoint" : "");
 	retry_later(c);
+}
+
+static void
+on_tls(void *arg, const char *why)
+{
+	struct cats_chan *c = arg;
+	int fd = c->tls_fd;
+	c->tls_fd = -1;
+	connect_done(c, fd, why, true);
+}
+
+/* A tcp: connect ended, or did not within CONNECT_MS (a partition). */
+static void
+on_connect(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_chan *c = arg;
+	char why[400], eps[300];
+	int e = 0;
+	socklen_t len = sizeof(e);
+	c->conn_fd = -1;
+	cats_ep_str(&c->ep[c->rot.cur], eps, sizeof(eps));
+	if (!(what & EV_WRITE))
+		snprintf(why, sizeof(why), "%s: no answer to the connect in "
+		    "%d ms", eps, CONNECT_MS);
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e)
+		snprintf(why, sizeof(why), "%s: %s", eps, strerror(e ? e :
+		    errno));
+	else {
+		connect_done(c, fd, NULL, false);
+		return;
+	}
+	connect_done(c, fd, why, false);
 }
 
 static void
@@ -373,6 +405,21 @@ chan_connect(struct cats_chan *c)
 		    sizeof(err))) >= 0) {
 			c->tls_fd = fd;
 			return;
+		}
+	} else if (ep->kind == CATS_EP_TCP) {
+		/* Neither: a partitioned peer would hold the loop for the
+		 * kernel's SYN retries (two minutes). */
+		struct timeval tv = { CONNECT_MS / 1000,
+			(CONNECT_MS % 1000) * 1000 };
+		if ((fd = cats_ep_connect_nb(ep, err, sizeof(err))) >= 0) {
+			if (event_base_once(c->base, fd, EV_WRITE, on_connect,
+			    c, &tv) == 0) {
+				c->conn_fd = fd;
+				return;
+			}
+			close(fd);
+			fd = -1;
+			snprintf(err, sizeof(err), "out of memory");
 		}
 	} else
 		fd = cats_ep_open(ep, true, err, sizeof(err));
@@ -430,7 +477,7 @@ void
 cats_chan_start(struct cats_chan *c)
 {
 	cats_chan_rot_init(&c->rot, c->nep);
-	c->tls_fd = -1;
+	c->tls_fd = c->conn_fd = -1;
 	c->follow_to = CATS_CHAN_EPS;
 	/* Several endpoints are cats-bind or cats-select instances, which
 	 * send keepalives: held to the deadline from the start. */

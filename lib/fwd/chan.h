@@ -8,6 +8,10 @@
  * name not the endpoint's, no answer in 5 s) is one line, counted
  * (ctl_tls_fail), and tried again as a failed connect is.
  *
+ * A tcp: connect runs on the loop, as a tls: handshake does: one not
+ * answered within 2 s (a partitioned peer) is a failed connect, never a
+ * wait of the packet path for the kernel's SYN retries.
+ *
  * Several endpoints are the instances of a redundant C-PS, of which only the
  * owner listens (cats-bind(1), REDUNDANCY): the channel connects to the
  * first and stays on whichever answers.  When the connection ends it tries
@@ -134,7 +138,8 @@ struct cats_chan {
 	bool answered;			/* a record came on this connection */
 	struct cats_chan *follower;	/* moves with this one (cats_chan_follow) */
 	struct cats_chan *lead;		/* the one this follows */
-	unsigned follow_to;		/* to follow once a handshake ends */
+	unsigned follow_to;		/* to follow once a connect ends */
+	int conn_fd;			/* a tcp: connect under way, or -1 */
 };
 
 /*

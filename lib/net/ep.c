@@ -166,8 +166,10 @@ cats_fd_nonblock(int fd)
  * and listening for tcp, when passive (non-blocking, SO_REUSEADDR), else
  * connected (blocking).  -1 with err naming the last failure.
  */
+/* Listen (passive), connect, or start a connect (nb: a non-blocking
+ * socket, EINPROGRESS taken) to the first address of ep that takes it. */
 static int
-inet_socket(const struct cats_ep *ep, bool passive, const char *name,
+inet_socket(const struct cats_ep *ep, bool passive, bool nb, const char *name,
     char *err, size_t errlen)
 {
 	struct addrinfo hints = { 0 }, *res, *ai;
@@ -182,7 +184,7 @@ inet_socket(const struct cats_ep *ep, bool passive, const char *name,
 	int fd = -1, saved = 0, one = 1;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-		    (passive ? SOCK_NONBLOCK : 0), ai->ai_protocol);
+		    (passive || nb ? SOCK_NONBLOCK : 0), ai->ai_protocol);
 		if (fd < 0) {
 			saved = errno;
 			continue;
@@ -192,7 +194,8 @@ inet_socket(const struct cats_ep *ep, bool passive, const char *name,
 			    sizeof(one));
 		if (passive ? bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
 		    (ep->kind == CATS_EP_UDP || listen(fd, 1024) == 0) :
-		    connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		    connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
+		    (nb && errno == EINPROGRESS))
 			break;
 		saved = errno;
 		close(fd);
@@ -253,13 +256,25 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 		    name);
 		return -1;
 	}
-	if ((fd = inet_socket(ep, true, name, err, errlen)) >= 0 &&
+	if ((fd = inet_socket(ep, true, false, name, err, errlen)) >= 0 &&
 	    cats_tls_mark_listen(fd, ep->tls) < 0) {
 		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
 		close(fd);
 		fd = -1;
 	}
 	return fd;
+}
+
+int
+cats_ep_connect_nb(const struct cats_ep *ep, char *err, size_t errlen)
+{
+	char name[300];
+	cats_ep_str(ep, name, sizeof(name));
+	if (ep->kind != CATS_EP_TCP) {
+		snprintf(err, errlen, "%s: not a tcp: or tls: endpoint", name);
+		return -1;
+	}
+	return inet_socket(ep, false, true, name, err, errlen);
 }
 
 int
@@ -295,7 +310,7 @@ cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
 	}
 	case CATS_EP_TCP:
 	case CATS_EP_UDP: {
-		int fd = inet_socket(ep, false, name, err, errlen);
+		int fd = inet_socket(ep, false, false, name, err, errlen);
 		if (fd < 0)
 			return -1;
 		if (ep->tls)

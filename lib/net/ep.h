@@ -61,6 +61,12 @@ int cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen);
  */
 int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
     size_t errlen);
+/*
+ * Start a TCP connect to a tcp: or tls: endpoint without waiting: a
+ * non-blocking socket, connected or connecting (writable once the connect
+ * ended; SO_ERROR says how), or -1 with err set.
+ */
+int cats_ep_connect_nb(const struct cats_ep *ep, char *err, size_t errlen);
 /* Parse spec and open it for writing into *fd: 0, or -1 said (cats_errorx). */
 int cats_ep_open_out(const char *spec, int *fd);
 /* The peer of a connected socket as "ADDR:PORT" ("local:0" otherwise). */

@@ -1107,40 +1107,6 @@ client_deadline(evutil_socket_t fd, short what, void *arg)
 	proxy_check(p);
 }
 
-/* A TCP connect to the first address of ep that takes it (non-blocking). */
-static int
-connect_nb(const struct cats_ep *ep, char *err, size_t errlen)
-{
-	struct addrinfo hints = { 0 }, *res, *ai;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int r = getaddrinfo(ep->host, ep->port, &hints, &res);
-	if (r != 0) {
-		snprintf(err, errlen, "%s:%s: %s", ep->host, ep->port,
-		    gai_strerror(r));
-		return -1;
-	}
-	int fd = -1, saved = 0;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-		    SOCK_NONBLOCK, ai->ai_protocol);
-		if (fd >= 0 && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
-		    errno == EINPROGRESS))
-			break;
-		saved = errno;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0) {
-		char name[300];
-		snprintf(err, errlen, "%s: %s", cats_ep_str(ep, name,
-		    sizeof(name)), strerror(saved));
-	}
-	return fd;
-}
-
 int
 cats_tls_open(struct event_base *base, const struct cats_ep *ep,
     void (*done)(void *, const char *), void *arg, char *err, size_t errlen)
@@ -1149,7 +1115,7 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 	SSL *ssl = NULL;
 	if (client_ctx(err, errlen) < 0)
 		return -1;
-	int fd = connect_nb(ep, err, errlen);
+	int fd = cats_ep_connect_nb(ep, err, errlen);
 	if (fd < 0)
 		return -1;
 	struct proxy *p = calloc(1, sizeof(*p));

@@ -366,13 +366,15 @@ for e in json.load(sys.stdin):
 # A real cats-fwd IF-1 in a namespace of its own (a TUN device for its
 # ports; the control channels are unix sockets, reachable from any
 # namespace), given the endpoints of both instances: --bind "$@" (or, with
-# FWD_ARGS set, those options as they are, and --service S1).
+# FWD_ARGS set, those options as they are, and --service S1); FWD_NS, a
+# command run in the namespace before it starts.
 start_fwd() {
 	need_root
 	[ -c /dev/net/tun ] || skip "no /dev/net/tun"
 	NSF=hafwd$$
 	ip netns add "$NSF"
 	ip netns exec "$NSF" ip link set lo up
+	[ -z "${FWD_NS:-}" ] || ip netns exec "$NSF" sh -c "$FWD_NS"
 	local b=()
 	if [ -n "${FWD_ARGS:-}" ]; then
 		b=("$@" --service S1=203.0.113.100)
@@ -558,5 +560,27 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	[ "$(fwd_counter bindings_refused)" -eq 0 ]
 	# bind a -> b, select a -> b.
 	[ "$(fwd_counter ctl_switches)" -eq 2 ]
+	stop_fwd
+}
+
+@test "ha: a real cats-fwd: an endpoint whose connect is never answered (a partition) does not hold it: given up after 2 s, the next one used" {
+	mkfifo "$W/c.in"
+	cats-bind --commit none --listen "unix:$W/c.sock" <"$W/c.in" \
+	    >"$W/c.out" 2>"$W/c.err" &
+	PIDS="$PIDS $!"
+	exec 7>"$W/c.in"
+	wait_for 50 test -S "$W/c.sock"
+	# 10.9.9.2 is behind a veth pair of the namespace whose other end has
+	# no address: its SYNs go nowhere.  A blocking connect would hold the
+	# forwarder for the kernel's SYN retries (two minutes).
+	FWD_NS="ip link add hv0 type veth peer name hv1 &&
+	    ip addr add 10.9.9.1/24 dev hv0 && ip link set hv0 up &&
+	    ip link set hv1 up &&
+	    ip neigh add 10.9.9.2 lladdr 02:00:00:00:00:01 dev hv0" \
+	    FWD_ARGS=1 start_fwd --bind tcp:10.9.9.2:7 \
+	    --bind "unix:$W/c.sock"
+	wait_for 80 grep -q "bind: connected to unix:$W/c.sock" "$W/fwd.err"
+	grep -q "bind: tcp:10.9.9.2:7: no answer to the connect in 2000 ms (retrying the next endpoint)" "$W/fwd.err"
+	wait_for 50 grep -q "bindings fetched again; forwarding" "$W/fwd.err"
 	stop_fwd
 }
