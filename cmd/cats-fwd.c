@@ -22,6 +22,7 @@
 #include "fwd/chan.h"
 #include "fwd/opt.h"
 #include "fwd/path.h"
+#include "fwd/steer.h"
 #include "net/metrics.h"
 #include "net/tls.h"
 #include "rec/json.h"
@@ -42,7 +43,8 @@ static struct cats_dec ctl_dec;
 static struct cats_key key;
 static struct cats_keyring peers;
 static bool has_key, has_peers;
-static const char *stats_ep, *prom_ep;
+static const char *stats_ep, *prom_ep, *steer_ep;
+static struct cats_fsteer steer;
 static uint64_t poll_us;
 
 /* ---- the hooks of the packet path ---- */
@@ -224,7 +226,8 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
-	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL };
+	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL,
+	O_STEER };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -274,6 +277,7 @@ static const struct option longopts[] = {
 	{ "src4", required_argument, NULL, O_SRC4 },
 	{ "src6", required_argument, NULL, O_SRC6 },
 	{ "stats", required_argument, NULL, O_STATS },
+	{ "steer", required_argument, NULL, O_STEER },
 	{ "sync-timeout", required_argument, NULL, O_SYNCTO },
 	{ "tcp-state", required_argument, NULL, O_TCPSTATE },
 	{ "tcp-timeout", required_argument, NULL, O_TCPTIME },
@@ -484,6 +488,9 @@ main(int argc, char **argv)
 		case O_STATS:
 			stats_ep = optarg;
 			break;
+		case O_STEER:
+			steer_ep = optarg;
+			break;
 		case O_LOG:
 			if (cats_log_open(optarg) < 0)
 				cats_opt_fail("--log", "%s: expected stderr or "
@@ -504,6 +511,10 @@ main(int argc, char **argv)
 	    !(cf.fc.encaps & (1u << cf.dataplane)))
 		cats_usage_fail("--dataplane %s: not among --encaps",
 		    cats_dataplane_names[cf.dataplane]);
+	if (steer_ep != NULL && (site == NULL || peerfile == NULL))
+		cats_usage_fail("--steer: %s", site == NULL ? "the egress's "
+		    "(needs --site PORT)" : "needs --peer-keys FILE (the keys "
+		    "of the C-SMAs whose steer records it applies)");
 	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
 		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
 		    "only; the core port must be af_packet");
@@ -573,6 +584,16 @@ main(int argc, char **argv)
 		cats_errorx("--prometheus: %s", err);
 		return CATS_EXIT_FAIL;
 	}
+	struct cats_fsteer_in *steer_in = NULL;
+	if (steer_ep != NULL) {
+		cats_fsteer_init(&steer, cf.id);
+		fw.steer = &steer;
+		if ((steer_in = cats_fsteer_listen(base, steer_ep, &steer,
+		    &peers, cats_clock_now, err, sizeof(err))) == NULL) {
+			cats_errorx("--steer: %s", err);
+			return CATS_EXIT_FAIL;
+		}
+	}
 	cats_fwdp_start(&fw, sync_ms, cats_clock_now());
 	cats_chan_follow(&ch_bind, &ch_select);
 	if (select_ep != NULL)
@@ -598,6 +619,7 @@ main(int argc, char **argv)
 		event_free(sev[i]);
 	event_free(tick);
 	cats_metrics_free(prom);
+	cats_fsteer_in_free(steer_in);
 	cats_fwdp_fast_stop(&fw);
 	cats_fwdp_free(&fw);
 	cats_dec_free(&ctl_dec);

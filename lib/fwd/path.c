@@ -881,6 +881,45 @@ learn_return(struct cats_fwdp *w, struct cats_fbind *b,
 	}
 }
 
+/* Site-local steering (steer.h): a packet to a failed instance goes to
+ * the redirect's target; the fast path is not offered its flow. */
+static bool
+steer_fwd(struct cats_fwdp *w, struct cats_pkt *pk, uint64_t now)
+{
+	const struct cats_fsteer_ent *e = cats_fsteer_fwd(w->steer, pk->af,
+	    cats_pkt_dst(pk), pk->dport, now);
+	if (e == NULL)
+		return false;
+	cats_pkt_set_dst(pk, e->to_loc.a, e->ports ? e->to_port : pk->dport);
+	w->steer->st.fwd_pkts++;
+	return true;
+}
+
+/* A reply of a redirect's target, not a flow of its own: the flow it is
+ * the reply of when its source is put back to the address the client sent
+ * to; then the packet's source is put back. */
+static struct cats_fbind *
+steer_rev(struct cats_fwdp *w, struct cats_pkt *pk, uint64_t now)
+{
+	struct cats_fkey k;
+	struct cats_fbind *b = NULL;
+	const struct cats_fsteer_ent *e = NULL;
+	while (b == NULL && (e = cats_fsteer_rev(w->steer, pk->af,
+	    cats_pkt_src(pk), pk->sport, now, e)) != NULL) {
+		cats_fkey_from_pkt(&k, pk, CATS_DIR_EG_REV, 0);
+		memcpy(k.src, e->from_loc.a, pk->af == 4 ? 4 : 16);
+		if (e->ports && pk->has_ports)
+			k.sport = e->from_port;
+		b = cats_fwd_lookup(&w->tab, &k);
+	}
+	if (b == NULL)
+		return NULL;
+	cats_pkt_set_src(pk, e->from_loc.a, e->ports ? e->from_port :
+	    pk->sport);
+	w->steer->st.rev_pkts++;
+	return b;
+}
+
 /* A decapsulated packet from the core. */
 static void
 on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
@@ -927,9 +966,10 @@ on_core_inner(struct cats_fwdp *w, struct cats_pkt *pk,
 		w->drop_pkt[CATS_DROP_TTL]++;
 		return;
 	}
+	bool steered = w->steer != NULL && steer_fwd(w, pk, now);
 	w->ctr[CATS_FC_eg_fwd_pkts]++;
 	cats_out_big(w, w->site, pk, m, now);
-	if (b != NULL)
+	if (b != NULL && !steered)
 		cats_fast_maybe(w, b, now);
 }
 
@@ -957,6 +997,9 @@ on_site(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
 	struct cats_fkey k;
 	cats_fkey_from_pkt(&k, pk, CATS_DIR_EG_REV, 0);
 	struct cats_fbind *b = cats_fwd_lookup(&w->tab, &k);
+	bool steered = false;
+	if (b == NULL && w->steer != NULL)
+		steered = (b = steer_rev(w, pk, now)) != NULL;
 	if (b == NULL) {
 		/* Never a selection, never to an arbitrary client. */
 		w->ctr[CATS_FC_drop_no_reverse_binding]++;
@@ -970,7 +1013,8 @@ on_site(struct cats_fwdp *w, struct cats_pkt *pk, const struct cats_rxmeta *m,
 	cats_fbind_count(b, 1, pk->len, now);
 	track(w, b, pk, true);
 	to_core(w, pk, m, &b->renc, CATS_FC_eg_rev_pkts, now);
-	cats_fast_maybe(w, b, now);
+	if (!steered)
+		cats_fast_maybe(w, b, now);
 }
 
 /* The binding of the quoted flow by its key of direction dir, the flow
@@ -1595,6 +1639,8 @@ cats_fwdp_tick(struct cats_fwdp *w, uint64_t now, bool report)
 	struct cats_fwd *t = &w->tab;
 	w->now = now;
 	cats_fast_follow_peers(w);
+	if (w->steer != NULL)
+		cats_fsteer_expire(w->steer, now);
 	if (!w->synced && now >= w->sync_deadline) {
 		cats_warnx("no binding sync from %s; forwarding anyway",
 		    w->cf.bind_ep ? w->cf.bind_ep : "(none)");
@@ -1689,6 +1735,19 @@ cats_fwdp_stats(struct cats_fwdp *w, struct cats_stats_list *st,
 		cats_stats_add(st, name2(names, &nn, "tcp_ended_",
 		    cats_tcps_names[i]), fs->tcp_released[i]);
 	cats_stats_add(st, "tcp_reused", fs->tcp_reused);
+	if (w->steer != NULL) {
+		const struct cats_fsteer_stats *ss = &w->steer->st;
+		cats_stats_gauge(st, "steer_active", w->steer->n);
+		cats_stats_add(st, "steer_records", ss->records);
+		cats_stats_add(st, "steer_redirects", ss->redirects);
+		cats_stats_add(st, "steer_ends", ss->ends);
+		cats_stats_add(st, "steer_refused", ss->refused);
+		cats_stats_add(st, "steer_bad", ss->bad);
+		cats_stats_add(st, "steer_expired", ss->expired);
+		cats_stats_add(st, "steer_fenced", ss->fenced);
+		cats_stats_add(st, "steer_pkts", ss->fwd_pkts);
+		cats_stats_add(st, "steer_rev_pkts", ss->rev_pkts);
+	}
 	if (w->fp != NULL) {
 		uint64_t fc[CATS_FP__N];
 		cats_fwd_fast_counters(w->fp, fc);

@@ -33,6 +33,7 @@
 #include "fwd/fwd_fast.h"
 #include "fwd/pkt.h"
 #include "fwd/port.h"
+#include "fwd/steer.h"
 #include "rec/rec.h"
 
 /* The forwarder's counters, in the order of its stats record. */
@@ -118,6 +119,7 @@ struct cats_fwdp {
 	struct cats_port ports[CATS_FWDP_MAXPORTS];
 	int nports;
 	struct cats_port *client, *core, *site;
+	struct cats_fsteer *steer;	/* --steer: site-local redirects, or NULL */
 	uint32_t tx_mtu;		/* the largest MTU of all ports */
 	uint64_t ctr[CATS_FC__N];
 	uint64_t drop_pkt[CATS_DROP__N];
