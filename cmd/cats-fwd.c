@@ -45,6 +45,7 @@ static struct cats_keyring peers;
 static bool has_key, has_peers;
 static const char *stats_ep, *prom_ep, *steer_ep;
 static struct cats_fsteer steer;
+static struct cats_keyring steer_keys;
 static uint64_t poll_us;
 
 /* ---- the hooks of the packet path ---- */
@@ -227,7 +228,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
 	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL,
-	O_STEER };
+	O_STEER, O_STEERKEYS };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -278,6 +279,7 @@ static const struct option longopts[] = {
 	{ "src6", required_argument, NULL, O_SRC6 },
 	{ "stats", required_argument, NULL, O_STATS },
 	{ "steer", required_argument, NULL, O_STEER },
+	{ "steer-keys", required_argument, NULL, O_STEERKEYS },
 	{ "sync-timeout", required_argument, NULL, O_SYNCTO },
 	{ "tcp-state", required_argument, NULL, O_TCPSTATE },
 	{ "tcp-timeout", required_argument, NULL, O_TCPTIME },
@@ -293,6 +295,7 @@ main(int argc, char **argv)
 {
 	const char *client = NULL, *core = NULL, *site = NULL;
 	const char *keyfile = NULL, *peerfile = NULL, *select_ep = NULL;
+	const char *steerkeys = NULL;
 	int verbose = 1, c;
 	char err[256];
 	bool fast = false;
@@ -491,6 +494,9 @@ main(int argc, char **argv)
 		case O_STEER:
 			steer_ep = optarg;
 			break;
+		case O_STEERKEYS:
+			steerkeys = optarg;
+			break;
 		case O_LOG:
 			if (cats_log_open(optarg) < 0)
 				cats_opt_fail("--log", "%s: expected stderr or "
@@ -511,10 +517,12 @@ main(int argc, char **argv)
 	    !(cf.fc.encaps & (1u << cf.dataplane)))
 		cats_usage_fail("--dataplane %s: not among --encaps",
 		    cats_dataplane_names[cf.dataplane]);
-	if (steer_ep != NULL && (site == NULL || peerfile == NULL))
+	if (steer_ep != NULL && (site == NULL || steerkeys == NULL))
 		cats_usage_fail("--steer: %s", site == NULL ? "the egress's "
-		    "(needs --site PORT)" : "needs --peer-keys FILE (the keys "
+		    "(needs --site PORT)" : "needs --steer-keys FILE (the keys "
 		    "of the C-SMAs whose steer records it applies)");
+	if (steerkeys != NULL && steer_ep == NULL)
+		cats_usage_fail("--steer-keys: only with --steer");
 	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
 		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
 		    "only; the core port must be af_packet");
@@ -535,6 +543,11 @@ main(int argc, char **argv)
 			return CATS_EXIT_NOPERM;
 		}
 		has_peers = true;
+	}
+	if (steerkeys != NULL && cats_keyring_load(&steer_keys, steerkeys,
+	    err, sizeof(err)) < 0) {
+		cats_errorx("--steer-keys: %s", err);
+		return CATS_EXIT_NOPERM;
 	}
 	if (cf.epoch == 0)
 		cf.epoch = cats_clock_now();
@@ -589,7 +602,7 @@ main(int argc, char **argv)
 		cats_fsteer_init(&steer, cf.id);
 		fw.steer = &steer;
 		if ((steer_in = cats_fsteer_listen(base, steer_ep, &steer,
-		    &peers, cats_clock_now, err, sizeof(err))) == NULL) {
+		    &steer_keys, cats_clock_now, err, sizeof(err))) == NULL) {
 			cats_errorx("--steer: %s", err);
 			return CATS_EXIT_FAIL;
 		}
@@ -620,6 +633,7 @@ main(int argc, char **argv)
 	event_free(tick);
 	cats_metrics_free(prom);
 	cats_fsteer_in_free(steer_in);
+	cats_keyring_free(&steer_keys);
 	cats_fwdp_fast_stop(&fw);
 	cats_fwdp_free(&fw);
 	cats_dec_free(&ctl_dec);

@@ -93,7 +93,7 @@ const struct cats_fsteer_ent *cats_fsteer_rev(struct cats_fsteer *t,
  * The local channel the records come in on (--steer ENDPOINT): a unix: or
  * tcp: endpoint listened on through net/listener.h, each connection a
  * CBOR record stream (rec/seq.h).  Each record must be a steer record
- * signed by a key of kr (cats_rec_verify) whose identity is its sma_id;
+ * signed by a key of kr (--steer-keys; cats_rec_verify) whose identity is its sma_id;
  * one that is not, or that the table refuses, is one line (steer: ...),
  * counted (steer_bad, steer_refused).  now is the wall clock (ms).
  */
