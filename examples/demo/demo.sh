@@ -14,6 +14,8 @@ export PATH="$BUILD/bin:$PATH"
 # certificates by examples/keys/make-certs.sh; LOOP_TLS= runs them plain.
 export LOOP_TLS=${LOOP_TLS-1}
 . "$TOP/examples/demo/loop_net.bash"
+RP_ID=$LOOP_ID
+. "$TOP/examples/demo/repair_net.bash"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "demo: needs root (network namespaces): sudo make demo" >&2
@@ -37,15 +39,18 @@ finish() {
 		echo "logs kept in ${LOOP_DIR:-?}"
 	fi
 	local pids left p
-	pids=$(cat "${LOOP_DIR:-/nonexistent}"/pid/* 2>/dev/null)
+	pids=$(cat "${LOOP_DIR:-/nonexistent}"/pid/* "${RP_DIR:-/nonexistent}"/pid/* 2>/dev/null)
+	[ -n "${DEMO_KEEP:-}" ] && RP_KEEP=1 && echo "repair step's logs kept in ${RP_DIR:-?}"
+	rp_down
 	loop_down
 	wait 2>/dev/null
 	# Check that nothing is left: namespaces, processes, files, sockets.
-	left=$(ip netns list | grep -c "$LOOP_ID\b")
+	left=$(ip netns list | grep -c "$LOOP_ID\b\|^$RP")
 	for p in $pids; do
 		kill -0 "$p" 2>/dev/null && left=$((left + 1))
 	done
 	[ -z "${DEMO_KEEP:-}" ] && [ -e "${LOOP_DIR:-/nonexistent}" ] && left=$((left + 1))
+	[ -z "${DEMO_KEEP:-}" ] && [ -e "${RP_DIR:-/nonexistent}" ] && left=$((left + 1))
 	[ "$left" = 0 ] || echo "== $left namespaces, processes or files were left behind"
 	if [ "$FAILED" = 0 ] && [ "$rc" = 0 ] && [ "$left" = 0 ]; then
 		echo "== done: every step behaved as described; nothing left behind"
@@ -201,5 +206,30 @@ p=$(loop_counter IF-1 pending)
 e=$(loop_counter IF-1 drop_pending_error)
 say "ingress IF-1: $p pending flows; packets released by an error: $e; no binding was made"
 [ "$p" = 0 ] || fail "the ingress still holds pending flows"
+
+step "5. a link of a flow's path goes down: the C-PS repairs the path, same instance, the transfer completes"
+# A network of its own (examples/demo/repair_net.bash): a TE path pinned
+# over the link P1-P2, the routers' own routes going P1 P3 P2.
+rp_up --no-path-down || fail "the repair network did not come up"
+say "a second network: IF-1 - P1 = P2 - EF-1, and P1 - P3 - P2 (Linux routers, SRv6)"
+rp_client_bg
+loop_wait 100 test -f "$RP_DIR/half" || fail "the transfer did not start"
+rp_flow_binding | jq -r --arg t "$(t)" '"\($t)  a 4 MB upload to \(.csci_id): binding \(.id) version \(.version), path \(.path | join(" ")), SIDs \(.fwd.sids | join(" "))"'
+n0=$(rp_snmp6 1 Ip6InNoRoutes)
+rp_link_down
+touch "$RP_DIR/go"
+say "\$ ip link set a1 down (P1), ip link set b0 down (P2): the TE link P1-P2 is gone"
+loop_wait 50 sh -c "[ \$(ip netns exec ${RP}1 awk '\$1 == \"Ip6InNoRoutes\" { print \$2 }' /proc/net/snmp6) -gt $n0 ]" ||
+	fail "the flow did not reach the broken link"
+say "P1 has no route for its adjacency SID: the upload stalls"
+rp_net_record
+say "the C-PS is told: {type: net, scope: link, src: P1, dst: P2, up: false}"
+loop_wait 100 rp_on_path '["IF-1","P1","P3","P2","EF-1"]' || fail "no repaired path"
+rp_flow_binding | jq -r --arg t "$(t)" '"\($t)  repaired: binding \(.id) version \(.version) (\(.op)), same instance \(.csci_id), path \(.path | join(" ")), SIDs \(.fwd.sids | join(" "))"'
+loop_wait 150 test -s "$RP_DIR/got" || fail "the upload did not complete"
+wait "$RP_CLIENT"
+[ "$(cat "$RP_DIR/got")" = "$(cat "$RP_DIR/want")" ] || fail "the instance got other bytes"
+say "upload complete: the instance's SHA-256 of the 4 MB is the client's"
+rp_down
 
 step "teardown"

@@ -11,8 +11,8 @@ setup() {
 # Namespaces, processes and directories a demo run with id $1 left.
 leftovers() {
 	local n
-	n=$(ip netns list | grep -c "$1\b")
-	n=$((n + $(ps -eo args | grep -c "[c]ats-loop\.$1\.")))
+	n=$(ip netns list | grep -c "$1\b\|^rp$1")
+	n=$((n + $(ps -eo args | grep -c "[c]ats-loop\.$1\.\|[c]ats-repair\.$1\.")))
 	echo "$n"
 }
 
@@ -27,6 +27,8 @@ leftovers() {
 	[[ "$output" == *"198.51.100.12:80 STALE -> FAILED (no-report-within-grace)"* ]]
 	[[ "$output" == *"withdraw 198.51.100.12:80 (reason failed)"* ]]
 	[[ "$output" == *"error unknown-cs-id"* ]]
+	[[ "$output" == *"repaired: binding 1 version 2 (refresh), same instance 198.51.100.11:80, path IF-1 P1 P3 P2 EF-1"* ]]
+	[[ "$output" == *"upload complete: the instance's SHA-256 of the 4 MB is the client's"* ]]
 	[[ "$output" == *"nothing left behind"* ]]
 	id=$(echo "$output" | sed -n 's/.*namespaces lpc\([0-9]*\) .*/\1/p')
 	[ -n "$id" ]

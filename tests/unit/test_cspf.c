@@ -1243,14 +1243,14 @@ test_synth(void)
  * A repair's unreachable segment (a path-down's, from a router's ICMP
  * error): an adjacency SID takes its link out of the search, a transit
  * node's SID the node; the endpoint's names nothing.  On the TE database
- * of fwd_repair.bats.
+ * of examples/demo/repair_net.bash (fwd_repair.bats, make demo).
  */
 static void
 test_unreachable(void)
 {
 	char err[600];
 	bool missing;
-	struct cats_te *te = cats_te_load("tests/data/repair/topology.json",
+	struct cats_te *te = cats_te_load("examples/demo/repair-topology.json",
 	    NULL, 1, &missing, err, sizeof(err));
 	if (!T_OK(te != NULL, "repair topology loads (%s)", te ? "" : err))
 		return;
