@@ -4,7 +4,9 @@
 # the delivery of a failed instance's flows to another instance of the
 # site, the client still seeing the address it sent to; an end record moves
 # them back; records that are not signed by a trusted C-SMA, or expired,
-# are refused with one line, counted, and change nothing.
+# are refused with one line, counted, and change nothing.  End to end: a
+# real cats-sma's records (its [steer] to the egress's --steer) in a
+# partition from its C-PS, and their end on the heal.
 
 load helper
 load fwd_net
@@ -79,6 +81,101 @@ page() { xc curl -s -m 5 http://203.0.113.100/; }
 	steer sma "$(rec end 4)"
 	wait_counter egress steer_ends -eq 1
 	[ "$(counter egress steer_active)" = 0 ]
+	run page
+	[ "$output" = "instance 198.51.100.11" ]
+}
+
+# A real cats-sma (sma_steer.bats's setup) co-located with EF-2, reporting
+# to a cats-select's ingest on loopback; its [steer] to is the egress's
+# --steer, its [northbound] key (a PSK) the egress's --steer-keys.
+start_select() {
+	cats-select --ingest "http://127.0.0.1:$PS/" \
+		--ingest-keys "$FWD_DIR/smak.psk" --sma 'SMA-1=*' --id cps-1 \
+		</dev/null >/dev/null 2>>"$FWD_DIR/select.err" &
+	echo $! >"$FWD_DIR/select.pid"
+	wait_for 50 sh -c "curl -s -o /dev/null http://127.0.0.1:$PS/"
+}
+sadmin() { curl -s --unix-socket "$FWD_DIR/admin.sock" "http://x$1"; }
+sma_is() { [ "$(sadmin /stats | jq -r ".counters.$1")" = "$2" ]; }
+sma_synced() {
+	[ "$(sadmin /stats | jq -r '.counters.sync_state == 0 and
+	    .counters.sync_queued == 0')" = true ]
+}
+report() {	# report CSCI HEALTH GAS LOCATOR
+	local seq	# (a file: report runs in a command substitution)
+	seq=$(($(cat "$FWD_DIR/seq.$1" 2>/dev/null || echo 0) + 1))
+	echo "$seq" >"$FWD_DIR/seq.$1"
+	printf '{"type":"sci-report","csci_id":"%s","cs_id":"S1","seq":%d,"ts":%d,"health":"%s","gas":%d,"comp_time_ms":10,"locator":"%s","port":80}\n' \
+	    "$1" "$seq" "$(date +%s%3N)" "$2" "$3" "$4" | enc >"$FWD_DIR/r.cbor"
+	curl -s -o /dev/null -w '%{http_code}' -X POST \
+	    -H 'Content-Type: application/cbor-seq' \
+	    --data-binary @"$FWD_DIR/r.cbor" "http://127.0.0.1:$SP/reports"
+}
+
+@test "fwd steer: a real cats-sma partitioned from its C-PS steers a failed instance's new flows to the other at the egress; healed, they go back" {
+	cats-key psk -n SMA-1 -o "$FWD_DIR/smak.psk" >/dev/null
+	PS=$(free_port)
+	SP=$(free_port)
+	cat >"$FWD_DIR/sma.conf" <<-EOF2
+	id = SMA-1
+	site = site-a
+	egress = EF-2
+	audit = file:$FWD_DIR/sma.audit
+	[auth]
+	mode = none
+	[validate]
+	healthy-after = 1
+	unhealthy-after = 1
+	[timing]
+	confirm = 1
+	interval = 60s
+	[update]
+	min-interval = 0
+	batch = 0
+	rate = 0
+	[northbound]
+	key = $FWD_DIR/smak.psk
+	backoff-min = 200ms
+	backoff-max = 400ms
+	timeout = 2s
+	[steer]
+	services = S1
+	to = unix:$FWD_DIR/steer.sock
+	EOF2
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --steer "unix:$FWD_DIR/steer.sock" \
+		--steer-keys "$FWD_DIR/smak.psk"
+	start_ingress
+	start_web
+	start_select
+	cats-sma -c "$FWD_DIR/sma.conf" -l "http://127.0.0.1:$SP/" \
+		-a "unix:$FWD_DIR/admin.sock" -t "http://127.0.0.1:$PS/" \
+		</dev/null >/dev/null 2>>"$FWD_DIR/sma.err" &
+	echo $! >"$FWD_DIR/sma.pid"
+	wait_for 50 curl -sf "http://127.0.0.1:$SP/health"
+	[ "$(report a HEALTHY 100 198.51.100.11)" = 200 ]
+	[ "$(report b HEALTHY 300 198.51.100.21)" = 200 ]
+	wait_for 50 sma_synced
+	run page
+	[ "$output" = "instance 198.51.100.11" ]
+
+	# The C-PS gone and a failed: the C-SMA's signed redirect applies.
+	kill -9 "$(cat "$FWD_DIR/select.pid")"
+	[ "$(report a UNHEALTHY 100 198.51.100.11)" = 200 ]
+	wait_for 50 sma_is sync_state 2
+	wait_counter egress steer_redirects -eq 1
+	grep -q 'event=steer-redirect sma=SMA-1 .* cs=S1 from=a from_locator=198.51.100.11 to=b locator=198.51.100.21' "$FWD_DIR/egress.err"
+	run page
+	[ "$output" = "instance 198.51.100.21" ]
+
+	# Healed: a full sync, the redirect ends, a's address is a's again.
+	start_select
+	wait_for 80 sma_is steer_heals 1
+	wait_counter egress steer_ends -eq 1
+	[ "$(counter egress steer_active)" = 0 ]
+	[ "$(counter egress steer_bad)" = 0 ]
+	[ "$(counter egress steer_refused)" = 0 ]
 	run page
 	[ "$output" = "instance 198.51.100.11" ]
 }
