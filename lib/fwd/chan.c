@@ -85,6 +85,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	cats_chan_live_rx(&c->live, ka, now);
 	if (!c->answered) {
 		c->answered = true;
+		cats_chan_rot_answered(&c->rot);
 		if (c->follower != NULL)
 			chan_follow(c, c->follower, c->rot.cur);
 	}
@@ -186,9 +187,14 @@ cats_chan_rot_fail(struct cats_chan_rot *r)
 }
 
 void
-cats_chan_rot_up(struct cats_chan_rot *r)
+cats_chan_rot_answered(struct cats_chan_rot *r)
 {
 	r->retry_ms = 100;
+}
+
+void
+cats_chan_rot_up(struct cats_chan_rot *r)
+{
 	r->up = true;
 	if (r->last_up != r->n && r->last_up != r->cur)
 		r->switches++;
@@ -231,8 +237,14 @@ on_eof(struct cats_stream *s, int error, void *arg)
 {
 	struct cats_chan *c = arg;
 	(void)s;
-	cats_warnx("%s: connection closed%s%s", c->name, error ? ": " : "",
-	    error ? strerror(error) : "");
+	/* Under TLS 1.3 a server's refusal of this forwarder's certificate
+	 * comes after the handshake, as a close before any record. */
+	bool refused = !c->answered && c->ep[c->rot.cur].tls;
+	if (refused)
+		c->w->ctr[CATS_FC_ctl_tls_fail]++;
+	cats_warnx("%s: connection closed%s%s%s", c->name, error ? ": " : "",
+	    error ? strerror(error) : "", refused ? " before any record "
+	    "(the server may refuse this forwarder's certificate)" : "");
 	chan_drop(c);
 }
 

@@ -85,8 +85,15 @@ struct cats_chan_rot {
  * endpoint and return the delay (ms) before trying it (0 within a round).
  */
 unsigned cats_chan_rot_fail(struct cats_chan_rot *r);
-/* The connect to cur succeeded: the next failure waits 100 ms again. */
+/*
+ * The connect to cur succeeded.  The backoff is not reset yet: a peer
+ * that closes before it says anything (a TLS 1.3 server refusing the
+ * client's certificate, a full server) is a failure like a refused
+ * connect, and is retried ever later (cats_chan_rot_answered).
+ */
 void cats_chan_rot_up(struct cats_chan_rot *r);
+/* The first record came from cur: the next failure waits 100 ms again. */
+void cats_chan_rot_answered(struct cats_chan_rot *r);
 /* n endpoints, none tried. */
 void cats_chan_rot_init(struct cats_chan_rot *r, unsigned n);
 /*

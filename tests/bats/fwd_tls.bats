@@ -133,3 +133,29 @@ time.sleep(120)' "$MP"
 	# The forwarder answered its stats at once all along.
 	kill -0 "$FWD"
 }
+
+@test "fwd tls: servers that refuse the forwarder's certificate: each close before a record is counted, the retries back off to 1 s" {
+	# The servers trust another CA only: under TLS 1.3 the forwarder's
+	# handshake ends, then the server's alert closes the connection.
+	SRV=(--tls-cert "$K/srv.crt" --tls-key "$K/srv.key" --tls-ca "$W/other/ca.crt")
+	start_cps
+	cp "$K/ca.crt" "$W/ca.crt"
+	bg ip netns exec "$NS" cats-fwd --id IF-1 --client tun:tl0 --core tun:tl0 \
+	    --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
+	    --service S1=192.0.2.100:443/tcp --tenant t1 \
+	    --select "tls:127.0.0.1:$SP" --bind "tls:127.0.0.1:$BP" \
+	    --tls-cert "$K/IF-1.crt" --tls-key "$K/IF-1.key" \
+	    --tls-ca "$W/ca.crt" --stats "file:$W/fwd.stats" \
+	    >"$W/fwd.out" 2>"$W/fwd.err"
+	FWD=$LAST
+	wait_for 50 grep -q 'event=tls-refused' "$W/bind.err"
+	wait_for 50 fwd_counter_is ctl_tls_fail -ge 2
+	# Over 3 s: 200, 300, ... ms apart (at most about 7 tries), not
+	# every 100 ms (about 27 before).
+	n0=$(grep -cE '^cats-fwd: bind: (connection closed|TLS handshake)' "$W/fwd.err" || true)
+	sleep 3
+	n1=$(grep -cE '^cats-fwd: bind: (connection closed|TLS handshake)' "$W/fwd.err" || true)
+	[ $((n1 - n0)) -ge 1 ] && [ $((n1 - n0)) -le 12 ]
+	grep -qE '^cats-fwd: bind: connection closed.*before any record|^cats-fwd: bind: TLS handshake' "$W/fwd.err"
+	kill -0 "$FWD"
+}

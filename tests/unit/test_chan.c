@@ -23,7 +23,22 @@ main(void)
 			ok = 0;
 	T_OK(ok, "one endpoint: 100 ms growing by 100 to 1 s, the same one");
 	cats_chan_rot_up(&r);
-	T_OK(cats_chan_rot_fail(&r) == 100, "a connection made: 100 ms again");
+	T_OK(cats_chan_rot_fail(&r) == 1000,
+	    "connected, closed before a record: the backoff goes on");
+	cats_chan_rot_up(&r);
+	cats_chan_rot_answered(&r);
+	T_OK(cats_chan_rot_fail(&r) == 100, "a connection that answered: 100 ms "
+	    "again");
+	ok = 1;
+	for (unsigned i = 0; i < 12; i++) {
+		cats_chan_rot_up(&r);
+		if (cats_chan_rot_fail(&r) != (i < 8 ? 200 + 100 * i : 1000))
+			ok = 0;
+	}
+	T_OK(ok, "a peer that closes at once (a refused certificate): 200 ms "
+	    "growing to 1 s, not 100 ms each time");
+	cats_chan_rot_up(&r);
+	cats_chan_rot_answered(&r);
 	T_OK(r.switches == 0, "one endpoint: no switch");
 
 	/* Three: the owner is the first, then dies; the third takes over. */
@@ -43,6 +58,7 @@ main(void)
 	T_OK(cats_chan_rot_fail(&r) == 0 && r.cur == 2, "the third at once");
 	/* The third answers: it is kept (no preference for the first). */
 	cats_chan_rot_up(&r);
+	cats_chan_rot_answered(&r);
 	T_OK(r.cur == 2 && r.switches == 1, "the third kept; one switch");
 	T_OK(r.fails == 5, "five failures counted");
 	/* Its loss: the first next, the backoff from 100 ms again. */
@@ -92,6 +108,7 @@ main(void)
 			ok = 0;
 	T_OK(ok, "pinned: failures retry it alone, 100 ms growing to 1 s");
 	cats_chan_rot_up(&r);
+	cats_chan_rot_answered(&r);
 	T_OK(cats_chan_rot_fail(&r) == 100 && r.cur == 1,
 	    "pinned, connection lost: the same one, 100 ms later");
 	cats_chan_rot_pin(&r, 3);
