@@ -26,20 +26,11 @@ RP_ID=${RP_ID:-$$}
 RP=rp$RP_ID
 RP_NS="${RP}c ${RP}i ${RP}1 ${RP}2 ${RP}3 ${RP}e ${RP}s"
 RP_TOPO=$RP_TOP/examples/demo/repair-topology.json
+# loop_wait (the waits of the loop's harness).
+command -v loop_wait >/dev/null || . "$RP_TOP/examples/demo/loop_net.bash"
 
 rpx() { local n=$1; shift; ip netns exec "$RP$n" "$@"; }
 rp_mac() { rpx "$1" cat "/sys/class/net/$2/address"; }
-
-# Wait until a command succeeds, up to $1 tenths of a second.
-rp_wait() {
-	local n=$1; shift
-	while [ "$n" -gt 0 ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 
 # A daemon: rp_bg NAME CMD... (its pid in $RP_DIR/pid/NAME, its stderr in
 # $RP_DIR/NAME.err).
@@ -150,8 +141,8 @@ rp_cps_up() {
 		2>"$RP_DIR/cps.err" &
 	echo $! >"$RP_DIR/pid/cps"
 	disown $!
-	rp_wait 50 test -S "$RP_DIR/select.sock" &&
-	rp_wait 50 test -S "$RP_DIR/bind.sock" || return 1
+	loop_wait 50 test -S "$RP_DIR/select.sock" &&
+	loop_wait 50 test -S "$RP_DIR/bind.sock" || return 1
 	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
 	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
 	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
@@ -175,10 +166,10 @@ rp_fwd_up() {
 		--src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
 		--service S1=203.0.113.100 --select "unix:$RP_DIR/select.sock" \
 		--bind "unix:$RP_DIR/bind.sock" --ring-frames 256 "$@"
-	rp_wait 50 grep -q forwarding "$RP_DIR/EF-1.err" &&
-	rp_wait 50 grep -q forwarding "$RP_DIR/IF-1.err" &&
-	rp_wait 50 grep -q "forwarder IF-1 connected" "$RP_DIR/cps.err" &&
-	rp_wait 50 grep -q "forwarder EF-1 connected" "$RP_DIR/cps.err"
+	loop_wait 50 grep -q forwarding "$RP_DIR/EF-1.err" &&
+	loop_wait 50 grep -q forwarding "$RP_DIR/IF-1.err" &&
+	loop_wait 50 grep -q "forwarder IF-1 connected" "$RP_DIR/cps.err" &&
+	loop_wait 50 grep -q "forwarder EF-1 connected" "$RP_DIR/cps.err"
 }
 
 # The instance: one TCP connection on 198.51.100.11:80, the SHA-256 of
@@ -197,7 +188,7 @@ while True:
         break
     h.update(b)
 open(sys.argv[1], "w").write(h.hexdigest() + "\n")' "$RP_DIR/got"
-	rp_wait 50 sh -c "ip netns exec ${RP}s ss -Hltn 'sport = :80' | grep -q ."
+	loop_wait 50 sh -c "ip netns exec ${RP}s ss -Hltn 'sport = :80' | grep -q ."
 }
 
 # Everything but the client: rp_up [INGRESS OPTION...].
