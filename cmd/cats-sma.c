@@ -102,7 +102,7 @@ open_steer(struct sma_app *a)
 		cats_errorx("[steer] to: %s", err);
 		return CATS_EXIT_IOERR;
 	}
-	return sma_app_steer(a, fd, cats_ep_is_dgram(&ep));
+	return sma_app_steer(a, &ep, fd);
 }
 
 static void

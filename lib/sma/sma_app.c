@@ -258,19 +258,27 @@ sub_hook(void *arg, int what, const struct cats_cst_entry *ce)
 
 /* ---- site-local steering (000 §10.3) ---- */
 
+static void steer_lost(struct sma_app *a, int error);
+
 /* A steer record to its stream (signed with the [northbound] key). */
 static int
 steer_emit(void *arg, const struct cats_rec *r)
 {
 	struct sma_app *a = arg;
 	struct cats_rec rec = *r;
+	if (a->steer_out == NULL)
+		return -1;	/* reconnecting: said again once connected */
 	if (a->has_nbkey && cats_rec_sign(&rec, &a->nbkey) < 0)
 		return -1;
 	a->enc.len = 0;
 	if (cats_rec_encode(&rec, &a->enc, true) < 0)
 		return -1;
-	return cats_stream_send(a->steer_out, a->enc.p, a->enc.len) < 0 ? -1 :
-	    0;
+	if (cats_stream_send(a->steer_out, a->enc.p, a->enc.len) < 0) {
+		if (!a->steer_dgram)
+			steer_lost(a, EPIPE);
+		return -1;
+	}
+	return 0;
 }
 
 /* The steering looks at the cache and the sender's state again. */
@@ -288,35 +296,145 @@ steer_poll(struct sma_app *a, uint64_t now)
 		sma_nb_want_full(a->nb);
 }
 
+static void steer_eof(struct cats_stream *s, int error, void *arg);
+
+/* A redirect in force, said again on a new connection. */
+static void
+steer_resend(void *arg, const struct cats_rec *r)
+{
+	struct sma_app *a = arg;
+	(void)steer_emit(a, r);
+}
+
+/* The egress says nothing on the steer stream: what comes is dropped. */
+static void
+steer_heard(struct cats_stream *s, const uint8_t *p, size_t n,
+    uint64_t index, const struct cats_peer *peer, void *arg)
+{
+	(void)s;
+	(void)p;
+	(void)n;
+	(void)index;
+	(void)peer;
+	(void)arg;
+}
+
+static void
+steer_heard_bad(struct cats_stream *s, uint64_t index,
+    const struct cats_err *e, void *arg)
+{
+	(void)s;
+	(void)index;
+	(void)e;
+	(void)arg;
+}
+
+/*
+ * The steer stream on fd, owned by it.  A unix: or tcp: connection is
+ * read too, only so that the egress's close is seen at once (a restart),
+ * not at the next record.
+ */
+static int
+steer_attach(struct sma_app *a, int fd, bool dgram)
+{
+	static const struct cats_stream_cbs cbs = { steer_heard,
+		steer_heard_bad, steer_eof, NULL };
+	enum cats_ep_kind k = a->steer_ep.kind;
+	int rfd = k == CATS_EP_UNIX || k == CATS_EP_TCP ? fd : -1;
+	a->steer_out = cats_stream_new(a->base, rfd, fd, dgram, NULL, 0, &cbs,
+	    a);
+	if (a->steer_out == NULL)
+		return -1;
+	if (fd > 2)
+		cats_stream_own(a->steer_out);
+	return 0;
+}
+
+static void
+steer_retry_later(struct sma_app *a)
+{
+	unsigned ms = a->steer_retry_ms < 100 ? 100 : a->steer_retry_ms;
+	a->steer_retry_ms = ms + 100 > 1000 ? 1000 : ms + 100;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(a->steer_retry, &tv);
+}
+
+/* Connect to [steer] to again; on it, the redirects in force again. */
+static void
+on_steer_retry(evutil_socket_t fd0, short what, void *arg)
+{
+	struct sma_app *a = arg;
+	char err[300];
+	(void)fd0;
+	(void)what;
+	int fd = cats_ep_open(&a->steer_ep, true, err, sizeof(err));
+	if (fd < 0) {
+		cats_warnx("[steer] to: %s (retrying)", err);
+		steer_retry_later(a);
+		return;
+	}
+	if (steer_attach(a, fd, false) < 0) {
+		close(fd);
+		cats_warnx("[steer] to: out of memory (retrying)");
+		steer_retry_later(a);
+		return;
+	}
+	a->steer_retry_ms = 100;
+	a->steer_reconnects++;
+	uint64_t n = sma_steer_stats(a->steer)->active;
+	cats_info("[steer] to: connected again; %" PRIu64 " redirect%s in "
+	    "force said again", n, n == 1 ? "" : "s");
+	cats_audit("steer-reconnect", "redirects=%" PRIu64, n);
+	sma_steer_view(a->steer, steer_resend, a);
+}
+
+/*
+ * The steer stream ended or a write to it broke.  A unix: or tcp: peer
+ * (the egress) restarted: what it had is gone with it, so connect again
+ * and say it again; records decided meanwhile do not leave
+ * (steer_failures) and the redirects in force are said again once
+ * connected.
+ */
+static void
+steer_lost(struct sma_app *a, int error)
+{
+	enum cats_ep_kind k = a->steer_ep.kind;
+	bool again = (k == CATS_EP_UNIX || k == CATS_EP_TCP) &&
+	    a->steer_retry != NULL;
+	cats_warnx("[steer] to: %s%s", error ? strerror(error) : "closed",
+	    again ? "; connecting again" : "");
+	if (!again)
+		return;
+	cats_stream_free(a->steer_out);
+	a->steer_out = NULL;
+	steer_retry_later(a);
+}
+
 static void
 steer_eof(struct cats_stream *s, int error, void *arg)
 {
-	(void)s;
-	(void)arg;
-	if (error)
-		cats_warnx("[steer] to: %s", strerror(error));
+	struct sma_app *a = arg;
+	if (s == a->steer_out)
+		steer_lost(a, error);
 }
 
 int
-sma_app_steer(struct sma_app *a, int fd, bool dgram)
+sma_app_steer(struct sma_app *a, const struct cats_ep *ep, int fd)
 {
-	static const struct cats_stream_cbs cbs = { NULL, NULL, steer_eof,
-		NULL };
 	if (a->nb == NULL) {
 		cats_errorx("%s: [steer] steers in a partition from the C-PS: "
 		    "it needs -t http(s)://C-PS", a->c->path);
 		return CATS_EXIT_CONFIG;
 	}
-	a->steer_out = cats_stream_new(a->base, -1, fd, dgram, NULL, 0, &cbs,
-	    a);
+	a->steer_ep = *ep;
+	a->steer_dgram = cats_ep_is_dgram(ep);
+	a->steer_retry = evtimer_new(a->base, on_steer_retry, a);
 	a->steer = sma_steer_new(a->c, sma_uc_epoch(a->uc), steer_emit, a);
-	if (a->steer_out == NULL || a->steer == NULL) {
+	if (a->steer_retry == NULL || a->steer == NULL ||
+	    steer_attach(a, fd, a->steer_dgram) < 0) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
-	a->steer_dgram = dgram;
-	if (fd > 2)
-		cats_stream_own(a->steer_out);
 	return 0;
 }
 
@@ -1008,6 +1126,7 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "steer_heals", sv->heals);
 	cats_stats_add(st, "steer_expired", sv->expired);
 	cats_stats_add(st, "steer_failures", sv->failures);
+	cats_stats_add(st, "steer_reconnects", a->steer_reconnects);
 	cats_stats_add(st, "config_refused", a->config_refused);
 	cats_stats_add(st, "cert_refused", a->cert_refused);
 }

@@ -82,8 +82,12 @@ struct sma_app {
 
 	/* [steer]: site-local steering in a partition (000 §10.3) */
 	struct sma_steer *steer;
-	struct cats_stream *steer_out;
+	struct cats_stream *steer_out;	/* NULL while reconnecting */
 	bool steer_dgram;
+	struct cats_ep steer_ep;	/* [steer] to, reconnected when lost */
+	struct event *steer_retry;
+	unsigned steer_retry_ms;
+	uint64_t steer_reconnects;
 	uint64_t config_refused;	/* reloads refused */
 	uint64_t cert_refused;		/* pushes refused for their certificate */
 
@@ -134,11 +138,13 @@ int sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq);
 /* The sender to the C-PS URLs a->urls and the [northbound] fallbacks. */
 int sma_app_northbound(struct sma_app *a, uint64_t epoch);
 /*
- * [steer]: steer records to the stream on fd (the endpoint [steer] to,
- * opened by the main; dgram for udp:).  78 when it has no C-PS to be
+ * [steer]: steer records to the stream on fd (the endpoint ep, [steer] to,
+ * opened by the main).  A unix: or tcp: connection that is lost (the
+ * egress restarted) is made again, 100 ms growing to 1 s apart, and the
+ * redirects in force are said again on it.  78 when it has no C-PS to be
  * partitioned from.
  */
-int sma_app_steer(struct sma_app *a, int fd, bool dgram);
+int sma_app_steer(struct sma_app *a, const struct cats_ep *ep, int fd);
 /* Subordinate C-SMAs ([hierarchy], [subordinate]): their ingest. */
 int sma_app_hierarchy(struct sma_app *a);
 /*

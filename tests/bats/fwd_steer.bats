@@ -6,7 +6,8 @@
 # them back; records that are not signed by a trusted C-SMA, or expired,
 # are refused with one line, counted, and change nothing.  End to end: a
 # real cats-sma's records (its [steer] to the egress's --steer) in a
-# partition from its C-PS, and their end on the heal.
+# partition from its C-PS, said again when the egress restarts, and their
+# end on the heal.
 
 load helper
 load fwd_net
@@ -166,6 +167,20 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	wait_for 50 sma_is sync_state 2
 	wait_counter egress steer_redirects -eq 1
 	grep -q 'event=steer-redirect sma=SMA-1 .* cs=S1 from=a from_locator=198.51.100.11 to=b locator=198.51.100.21' "$FWD_DIR/egress.err"
+	run page
+	[ "$output" = "instance 198.51.100.21" ]
+
+	# The egress restarts in the partition: its redirects are gone with
+	# it; the C-SMA sees the close, connects again and says the redirect
+	# in force again.
+	E=$(cat "$FWD_DIR/egress.pid")
+	kill "$E"
+	wait_for 50 sh -c "! kill -0 $E 2>/dev/null"
+	start_egress --steer "unix:$FWD_DIR/steer.sock" \
+		--steer-keys "$FWD_DIR/smak.psk"
+	wait_for 80 sma_is steer_reconnects 1
+	wait_counter egress steer_redirects -eq 1
+	grep -q 'event=steer-reconnect redirects=1' "$FWD_DIR/sma.audit"
 	run page
 	[ "$output" = "instance 198.51.100.21" ]
 
