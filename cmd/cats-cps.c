@@ -140,9 +140,12 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		cats_errorx("--prometheus: %s", err);
 		return CATS_EXIT_FAIL;
 	}
-	if (!standby)
+	/* On etcd, the election makes an instance active, not the operator. */
+	bool etcd = cps_conf_etcd(c);
+	if (!standby || etcd)
 		cps_set_active(p, true);
-	cats_info("serving as %s (%s)", c->id, standby ? "standby" : "active");
+	cats_info("serving as %s (%s)", c->id, etcd ? "etcd elects the owner" :
+	    standby ? "standby" : "active");
 	event_base_dispatch(base);
 	rc = cps_end(p);
 	cats_metrics_free(prom);

@@ -62,6 +62,15 @@ stage_of(const char *section)
 	return -1;
 }
 
+bool
+cps_conf_etcd(const struct cps_conf *c)
+{
+	for (size_t k = 0; k < c->nargs[CPS_BIND]; k++)
+		if (strncmp(c->args[CPS_BIND][k], "--etcd=", 7) == 0)
+			return true;
+	return false;
+}
+
 static int
 add_arg(struct cps_conf *c, int st, char *s)
 {

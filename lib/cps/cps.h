@@ -22,7 +22,10 @@
  *
  * The ownership hook (redundant C-PS, lib/ha): cps_set_active() starts or
  * stops the stages as a unit; a standby parent runs none (admits and
- * installs nothing) and keeps its configuration and counters.
+ * installs nothing) and keeps its configuration and counters.  With the
+ * binding stage on etcd (cps_conf_etcd()), the parent runs every stage
+ * and etcd's election decides: the binding stage of the instance that
+ * does not own the owner key waits as a standby (ha/ha_bind.h).
  *
  * Call order: cps_conf_init, cps_conf_load (and cps_conf_set for command
  * line overrides), cps_conf_finish; cps_init; cps_set_active(true); the
@@ -90,6 +93,9 @@ int cps_conf_set(struct cps_conf *c, const char *key, const char *val,
  * checked before any stage starts (77 if refused).
  */
 int cps_conf_finish(struct cps_conf *c);
+/* Whether the binding stage is on etcd (an etcd key in [bind]): then the
+ * election decides which instance acts, not the parent. */
+bool cps_conf_etcd(const struct cps_conf *c);
 void cps_conf_free(struct cps_conf *c);
 
 struct cps_stage {

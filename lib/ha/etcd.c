@@ -16,10 +16,10 @@
 #include "ha/etcd.h"
 
 const char *const etcd_kind_names[] = { "range", "put", "delete", "txn",
-	"grant", "keepalive", "revoke", NULL };
+	"grant", "keepalive", "revoke", "watch", NULL };
 const char *const etcd_kind_paths[] = { "/v3/kv/range", "/v3/kv/put",
 	"/v3/kv/deleterange", "/v3/kv/txn", "/v3/lease/grant",
-	"/v3/lease/keepalive", "/v3/lease/revoke", NULL };
+	"/v3/lease/keepalive", "/v3/lease/revoke", "/v3/watch", NULL };
 
 void
 etcd_limits_default(struct etcd_limits *l)
@@ -196,6 +196,22 @@ parse_header(struct pctx *c, const json_t *o)
 	return 0;
 }
 
+/* One key-value object into kv. */
+static int
+parse_kv(struct pctx *c, const json_t *e, struct etcd_kv *kv)
+{
+	memset(kv, 0, sizeof(*kv));
+	if (get_bytes(c, e, "key", c->lim->max_key, &kv->key, &kv->klen) < 0 ||
+	    get_bytes(c, e, "value", c->lim->max_value, &kv->value,
+	    &kv->vlen) < 0 ||
+	    get_int(c, e, "create_revision", &kv->create_rev) < 0 ||
+	    get_int(c, e, "mod_revision", &kv->mod_rev) < 0 ||
+	    get_int(c, e, "version", &kv->version) < 0 ||
+	    get_int(c, e, "lease", &kv->lease) < 0)
+		return -1;
+	return 0;
+}
+
 static int
 parse_kvs(struct pctx *c, const json_t *o)
 {
@@ -223,18 +239,65 @@ parse_kvs(struct pctx *c, const json_t *o)
 		struct etcd_kv *kv = &c->r->kvs[c->r->nkvs];
 		if (!json_is_object(e))
 			return bad(c, "kvs[%zu]: not an object", i);
-		memset(kv, 0, sizeof(*kv));
-		if (get_bytes(c, e, "key", c->lim->max_key, &kv->key,
-		    &kv->klen) < 0 ||
-		    get_bytes(c, e, "value", c->lim->max_value, &kv->value,
-		    &kv->vlen) < 0 ||
-		    get_int(c, e, "create_revision", &kv->create_rev) < 0 ||
-		    get_int(c, e, "mod_revision", &kv->mod_rev) < 0 ||
-		    get_int(c, e, "version", &kv->version) < 0 ||
-		    get_int(c, e, "lease", &kv->lease) < 0)
+		if (parse_kv(c, e, kv) < 0)
 			return -1;
 		if (kv->klen == 0)
 			return bad(c, "kvs[%zu]: no key", i);
+		c->r->nkvs++;
+	}
+	return 0;
+}
+
+/*
+ * A watch stream's message: {"result": {header, created, canceled,
+ * compact_revision, events: [{type, kv}]}}; an event's kv is one of
+ * r->kvs, its type (absent: PUT) in kv->deleted.
+ */
+static int
+parse_watch(struct pctx *c, const json_t *o)
+{
+	const json_t *x, *a;
+	if (get_obj(c, o, "result", &x) < 0)
+		return -1;
+	if (x == NULL)
+		return bad(c, "result: missing");
+	if (parse_header(c, x) < 0 ||
+	    get_bool(c, x, "created", &c->r->created) < 0 ||
+	    get_bool(c, x, "canceled", &c->r->canceled) < 0 ||
+	    get_int(c, x, "compact_revision", &c->r->compact_rev) < 0 ||
+	    get_arr(c, x, "events", c->lim->max_kvs, &a) < 0)
+		return -1;
+	if (a == NULL)
+		return 0;
+	size_t n = json_array_size(a);
+	c->r->kvs = cats_arena_alloc(&c->r->arena, (n ? n : 1) *
+	    sizeof(*c->r->kvs));
+	if (c->r->kvs == NULL)
+		return bad(c, "events: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *e = json_array_get(a, i), *kvo, *t;
+		struct etcd_kv *kv = &c->r->kvs[c->r->nkvs];
+		if (!json_is_object(e))
+			return bad(c, "events[%zu]: not an object", i);
+		if (get_obj(c, e, "kv", &kvo) < 0)
+			return -1;
+		if (kvo == NULL)
+			return bad(c, "events[%zu]: no kv", i);
+		if (parse_kv(c, kvo, kv) < 0)
+			return -1;
+		if (kv->klen == 0)
+			return bad(c, "events[%zu]: no key", i);
+		t = json_object_get(e, "type");
+		if (t != NULL && !json_is_null(t)) {
+			if (!json_is_string(t))
+				return bad(c, "events[%zu]: type: not a "
+				    "string", i);
+			if (strcmp(json_string_value(t), "DELETE") == 0)
+				kv->deleted = true;
+			else if (strcmp(json_string_value(t), "PUT") != 0)
+				return bad(c, "events[%zu]: type: not PUT or "
+				    "DELETE", i);
+		}
 		c->r->nkvs++;
 	}
 	return 0;
@@ -360,6 +423,9 @@ etcd_parse(const struct etcd_limits *lim, int kind, const char *body,
 	case ETCD_TXN:
 		rc = parse_txn(&c, o);
 		break;
+	case ETCD_WATCH:
+		rc = parse_watch(&c, o);
+		break;
 	case ETCD_DELETE:
 		rc = parse_header(&c, o) < 0 || get_int(&c, o, "deleted",
 		    &r->deleted) < 0 ? -1 : 0;
@@ -444,9 +510,13 @@ etcd_resp_fmt(const struct etcd_resp *r, struct cats_buf *out)
 		fmt_add(out, " deleted=%" PRId64, r->deleted);
 	if (r->kind == ETCD_GRANT || r->kind == ETCD_KEEPALIVE)
 		fmt_add(out, " id=%" PRId64 " ttl=%" PRId64, r->id, r->ttl);
+	if (r->kind == ETCD_WATCH)
+		fmt_add(out, " created=%d canceled=%d compact=%" PRId64,
+		    r->created, r->canceled, r->compact_rev);
 	for (size_t i = 0; i < r->nkvs; i++) {
 		const struct etcd_kv *kv = &r->kvs[i];
-		cats_buf_add(out, " [", 2);
+		cats_buf_add(out, kv->deleted ? " [DELETE " : " [", kv->deleted ?
+		    9 : 2);
 		fmt_bytes(out, kv->key, kv->klen);
 		cats_buf_add(out, "=", 1);
 		fmt_bytes(out, kv->value, kv->vlen);
@@ -784,6 +854,109 @@ out:
 	free(s);
 	e->st.ms += (cats_clock_mono_ns() - t0) / 1000000;
 	return rc;
+}
+
+/* A watch under way: its messages, one a line, handed to cb as they come. */
+struct watch {
+	struct etcd *e;
+	int (*cb)(void *, const struct etcd_resp *);
+	void *arg;
+	struct etcd_resp *r;
+	bool stopped, bad;
+	char *err;
+	size_t errlen;
+};
+
+static size_t
+on_wdata(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct watch *w = arg;
+	struct etcd *e = w->e;
+	size_t n = size * nmemb;
+	if (e->body.len + n > e->lim.max_body) {
+		e->too_big = true;
+		return 0;
+	}
+	if (cats_buf_add(&e->body, p, n) < 0)
+		return 0;
+	e->st.bytes_in += n;
+	size_t start = 0;
+	for (size_t i = 0; i < e->body.len; i++) {
+		if (e->body.p[i] != '\n')
+			continue;
+		if (i > start) {
+			char perr[256];
+			if (etcd_parse(&e->lim, ETCD_WATCH, (const char *)
+			    e->body.p + start, i - start, w->r, perr,
+			    sizeof(perr)) < 0) {
+				snprintf(w->err, w->errlen, "%s%s: %s",
+				    e->urls[e->cur], etcd_kind_paths[ETCD_WATCH],
+				    perr);
+				w->bad = true;
+				return 0;
+			}
+			if (w->r->error)
+				e->st.errors++;
+			if (w->cb(w->arg, w->r) != 0) {
+				w->stopped = true;
+				return 0;
+			}
+		}
+		start = i + 1;
+	}
+	memmove(e->body.p, e->body.p + start, e->body.len - start);
+	e->body.len -= start;
+	return n;
+}
+
+int
+etcd_watch(struct etcd *e, json_t *req, uint64_t ms,
+    int (*cb)(void *, const struct etcd_resp *), void *arg,
+    struct etcd_resp *r, char *err, size_t errlen)
+{
+	uint64_t t0 = cats_clock_mono_ns();
+	char url[4200];
+	char *s = json_dumps(req, JSON_COMPACT);
+	if (s == NULL) {
+		snprintf(err, errlen, "cannot encode the request");
+		return -1;
+	}
+	size_t len = strlen(s);
+	snprintf(url, sizeof(url), "%s%s", e->urls[e->cur],
+	    etcd_kind_paths[ETCD_WATCH]);
+	struct curl_slist *hd = curl_slist_append(NULL,
+	    "Content-Type: application/json");
+	struct watch w = { e, cb, arg, r, false, false, err, errlen };
+	set_post(e, e->h, url, hd, s, len);
+	curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)ms);
+	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_wdata);
+	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, &w);
+	curl_easy_setopt(e->h, CURLOPT_ERRORBUFFER, e->curl_err);
+	e->body.len = 0;
+	e->too_big = false;
+	e->curl_err[0] = '\0';
+	e->st.calls++;
+	e->st.bytes_out += len;
+	CURLcode rc = curl_easy_perform(e->h);
+	curl_slist_free_all(hd);
+	free(s);
+	e->st.ms += (cats_clock_mono_ns() - t0) / 1000000;
+	if (w.stopped || rc == CURLE_OPERATION_TIMEDOUT)
+		return 0;
+	if (!w.bad && e->too_big)
+		snprintf(err, errlen, "%s: a message longer than %zu bytes",
+		    url, e->lim.max_body);
+	else if (!w.bad)
+		snprintf(err, errlen, "%s: %s", url, rc != CURLE_OK ?
+		    (e->curl_err[0] ? e->curl_err : curl_easy_strerror(rc)) :
+		    "the stream ended");
+	e->st.failures++;
+	/* The next endpoint for the next call. */
+	if (e->nurls > 1 && !w.bad) {
+		e->cur = (e->cur + 1) % e->nurls;
+		e->st.failovers++;
+	}
+	return -1;
 }
 
 int

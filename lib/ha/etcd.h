@@ -1,7 +1,7 @@
 /*
  * etcd.h - a small client of etcd's v3 API through its gRPC gateway, the
  * JSON face etcd 3.4 serves at /v3/ (Debian 12's etcd-server): kv range,
- * put, txn and deleterange; lease grant, keepalive and revoke.
+ * put, txn and deleterange; lease grant, keepalive and revoke; watch.
  *
  * The gateway's JSON is proto3's: 64-bit integers arrive as strings, keys
  * and values as base64, and a field at its zero value is left out (a txn
@@ -42,7 +42,7 @@ void etcd_limits_default(struct etcd_limits *l);
 
 enum etcd_kind {
 	ETCD_RANGE, ETCD_PUT, ETCD_DELETE, ETCD_TXN, ETCD_GRANT,
-	ETCD_KEEPALIVE, ETCD_REVOKE, ETCD__N
+	ETCD_KEEPALIVE, ETCD_REVOKE, ETCD_WATCH, ETCD__N
 };
 /* The kinds' names ("range", "put" ...) and their gateway paths. */
 extern const char *const etcd_kind_names[];
@@ -52,6 +52,7 @@ struct etcd_kv {
 	const uint8_t *key, *value;	/* decoded; NUL-terminated too */
 	size_t klen, vlen;
 	int64_t create_rev, mod_rev, version, lease;
+	bool deleted;			/* a watch's DELETE event */
 };
 
 /* A decoded answer; kvs point into the arena, valid until the next parse. */
@@ -74,6 +75,9 @@ struct etcd_resp {
 	int64_t deleted;
 	/* lease: grant, keepalive ("result"); TTL 0: the lease is gone */
 	int64_t id, ttl;
+	/* watch: one message of the stream; its events are the kvs */
+	bool created, canceled;
+	int64_t compact_rev;
 	struct cats_arena arena;
 };
 void etcd_resp_init(struct etcd_resp *r);
@@ -148,6 +152,18 @@ int etcd_call(struct etcd *e, int kind, struct json_t *req,
  * (each may be an error answer), else -1 with the first reason in err.
  */
 #define ETCD_PARALLEL 8
+
+/*
+ * A watch (req: {"create_request": ...}) on the endpoint in use, for up to
+ * ms: each message of the stream, as it arrives, decoded into r (kind
+ * ETCD_WATCH, a line each, capped like an answer) and given to cb, which
+ * returns non-zero to end the watch.  0 when cb ended it or the time ran
+ * out, -1 with err when the stream failed, ended early or carried a bad
+ * message (the next endpoint is then the one in use).
+ */
+int etcd_watch(struct etcd *e, struct json_t *req, uint64_t ms,
+    int (*cb)(void *, const struct etcd_resp *), void *arg,
+    struct etcd_resp *r, char *err, size_t errlen);
 int etcd_call_many(struct etcd *e, int kind, struct json_t **reqs, size_t n,
     struct etcd_resp *rs, char *err, size_t errlen);
 

@@ -319,6 +319,33 @@ tomb_add(struct ha *h, uint64_t id, uint64_t at)
 	h->ntombs++;
 }
 
+/* Binding id's value v[0..n) into the warm copy (replacing it): 0 or -1. */
+static int
+warm_put(struct ha *h, uint64_t id, const uint8_t *v, size_t n)
+{
+	struct warm *w = cats_htab_del(&h->warm, id_hash(id), warm_eq, &id);
+	free(w);
+	if ((w = malloc(sizeof(*w) + n)) == NULL)
+		return -1;
+	w->id = id;
+	w->gen = h->gen;
+	w->len = n;
+	memcpy(w->v, v, n);
+	if (cats_htab_put(&h->warm, id_hash(id), w) < 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+next_set(struct ha *h, const uint8_t *v, size_t vlen)
+{
+	size_t n = vlen < sizeof(h->nextv) - 1 ? vlen : sizeof(h->nextv) - 1;
+	memcpy(h->nextv, v, n);
+	h->nextv[n] = '\0';
+}
+
 /*
  * Bring the warm copy up to etcd: everything (full, or when the last sync
  * is older than WARM_MS), else the keys changed since the last revision;
@@ -354,20 +381,7 @@ warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 				h->st.restore_refused++;
 				continue;
 			}
-			struct warm *w = cats_htab_del(&h->warm, id_hash(id),
-			    warm_eq, &id);
-			free(w);
-			w = malloc(sizeof(*w) + kv->vlen);
-			if (w == NULL) {
-				snprintf(err, errlen, "out of memory");
-				return -1;
-			}
-			w->id = id;
-			w->gen = h->gen;
-			w->len = kv->vlen;
-			memcpy(w->v, kv->value, kv->vlen);
-			if (cats_htab_put(&h->warm, id_hash(id), w) < 0) {
-				free(w);
+			if (warm_put(h, id, kv->value, kv->vlen) < 0) {
 				snprintf(err, errlen, "out of memory");
 				return -1;
 			}
@@ -403,24 +417,107 @@ warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 	    rev), err, errlen) < 0)
 		return -1;
 	h->nextv[0] = '\0';
-	if (h->r.nkvs > 0) {
-		size_t n = h->r.kvs[0].vlen < sizeof(h->nextv) - 1 ?
-		    h->r.kvs[0].vlen : sizeof(h->nextv) - 1;
-		memcpy(h->nextv, h->r.kvs[0].value, n);
-		h->nextv[n] = '\0';
-	}
+	if (h->r.nkvs > 0)
+		next_set(h, h->r.kvs[0].value, h->r.kvs[0].vlen);
 	h->rev = rev;
 	h->synced_at = now;
 	h->st.syncs++;
 	return 0;
 }
 
+/* A watch's state: the prefix's keys, what ended it. */
+struct wctx {
+	struct ha *h;
+	char okey[512], nkey[512];
+	size_t ol, nl;
+	bool owner_gone, restart;
+	int rc;
+	char *err;
+	size_t errlen;
+};
+
+/* One message of the standby's watch into the warm copy. */
+static int
+on_watch(void *arg, const struct etcd_resp *r)
+{
+	struct wctx *w = arg;
+	struct ha *h = w->h;
+	if (r->error) {
+		snprintf(w->err, w->errlen, "etcd watch: %s (code %d)",
+		    r->message, r->code);
+		w->rc = -1;
+		return 1;
+	}
+	if (r->canceled || r->compact_rev != 0) {
+		/* Compacted past our revision: everything again. */
+		w->restart = true;
+		return 1;
+	}
+	for (size_t i = 0; i < r->nkvs; i++) {
+		const struct etcd_kv *kv = &r->kvs[i];
+		h->st.watch_events++;
+		if (kv->klen == w->ol && memcmp(kv->key, w->okey, w->ol) == 0) {
+			if (kv->deleted) {
+				h->owner[0] = '\0';
+				w->owner_gone = true;
+			}
+			continue;
+		}
+		if (kv->klen == w->nl && memcmp(kv->key, w->nkey, w->nl) == 0) {
+			if (!kv->deleted)
+				next_set(h, kv->value, kv->vlen);
+			continue;
+		}
+		uint64_t id = id_of_key(h, kv->key, kv->klen);
+		if (id == 0)
+			continue;	/* not ours (b/ID/... or another) */
+		if (kv->deleted) {
+			free(cats_htab_del(&h->warm, id_hash(id), warm_eq,
+			    &id));
+		} else if (kv->vlen == 0) {
+			h->st.restore_refused++;
+		} else if (warm_put(h, id, kv->value, kv->vlen) < 0) {
+			snprintf(w->err, w->errlen, "out of memory");
+			w->rc = -1;
+			return 1;
+		}
+	}
+	if (r->revision > h->rev)
+		h->rev = r->revision;
+	h->synced_at = h->c.clock();
+	return w->owner_gone;
+}
+
 int
-ha_standby_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
+ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen)
 {
 	if (h->own.state != HA_STANDBY)
 		return 0;
-	return warm_sync(h, now, err, errlen);
+	uint64_t now = h->c.clock();
+	if ((h->rev == 0 || now - h->synced_at > WARM_MS) &&
+	    warm_sync(h, now, err, errlen) < 0)
+		return -1;
+	struct wctx w = { .h = h, .err = err, .errlen = errlen };
+	uint8_t end[512];
+	key_of(h, "owner", w.okey, sizeof(w.okey));
+	key_of(h, "next", w.nkey, sizeof(w.nkey));
+	w.ol = strlen(w.okey);
+	w.nl = strlen(w.nkey);
+	size_t pl = strlen(h->prefix);
+	size_t el = etcd_prefix_end(h->prefix, pl, end);
+	/* Every change after the warm copy's revision, the prefix whole:
+	 * the owner key, the next id, the bindings. */
+	json_t *q = json_pack("{s:{s:o,s:o,s:o}}", "create_request", "key",
+	    etcd_j_bytes(h->prefix, pl), "range_end", etcd_j_bytes(end, el),
+	    "start_revision", etcd_j_int(h->rev + 1));
+	h->st.watches++;
+	int rc = etcd_watch(h->e, q, ms, on_watch, &w, &h->r, err, errlen);
+	json_decref(q);
+	if (rc < 0 || w.rc < 0)
+		return -1;
+	if (w.restart)
+		h->rev = 0;
+	return w.owner_gone ? 1 : 0;
 }
 
 static int

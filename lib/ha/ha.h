@@ -51,6 +51,7 @@ struct ha_stats {
 	uint64_t fenced, write_failures, restored, restore_refused;
 	uint64_t ignored;	/* journal records with no state (hellos) */
 	uint64_t syncs, tombs_deleted, write_retries;
+	uint64_t watches, watch_events;	/* a standby's */
 };
 
 struct ha;
@@ -71,10 +72,12 @@ const struct ha_stats *ha_stats(const struct ha *h);
 const struct etcd_stats *ha_etcd_stats(const struct ha *h);
 
 /*
- * A standby's warm copy brought up to etcd (the changes since the last
- * revision; everything after a gap): 0, or -1 with err.
+ * A standby's warm copy kept by a watch of the prefix (read whole first
+ * when it is empty or older than 10 s), for up to ms: 1 as soon as the
+ * owner key goes (deleted, or its lease expired: campaign now), 0 when
+ * the time ran out, -1 with err when the watch failed.
  */
-int ha_standby_sync(struct ha *h, uint64_t now, char *err, size_t errlen);
+int ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen);
 /*
  * Once owner: the warm copy brought up to etcd and restored into t
  * (empty): every binding in its state, the next id, and t's epoch set to

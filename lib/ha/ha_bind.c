@@ -55,9 +55,10 @@ static struct bind_replica REPL = { repl_append, repl_commit, repl_tick,
 	repl_stats, NULL };
 
 /*
- * A standby until it owns the prefix: campaign every 50 ms (no lease is
- * held meanwhile, nothing is listened to or read), its warm copy synced
- * every 500 ms; then restore what the owners wrote, under the new epoch.
+ * A standby until it owns the prefix: a campaign (no lease is held
+ * meanwhile, nothing is listened to or read), then the warm copy kept by
+ * a watch until the owner key goes (or a second passes), and a campaign
+ * again; once owner, restore what the owners wrote, under the new epoch.
  * SIGTERM still ends a standby.
  */
 int
@@ -66,8 +67,7 @@ ha_bind_start(struct bind_app *a, struct ha_conf *hc)
 	char err[512], seen[256] = "";
 	struct ha *h = ha_new(hc, err, sizeof(err));
 	uint64_t t0 = hc->clock();
-	uint64_t last_sync = 0;
-	bool failing = false;
+	bool failing = false, wfailing = false;
 	if (h == NULL) {
 		cats_errorx("--etcd %s: %s", hc->urls, err);
 		return CATS_EXIT_USAGE;
@@ -84,13 +84,22 @@ ha_bind_start(struct bind_app *a, struct ha_conf *hc)
 			    hc->prefix);
 			cats_strlcpy(seen, ha_owner(h), sizeof(seen));
 		}
-		/* The warm copy, every 500 ms: a takeover reads only what
-		 * changed since. */
-		uint64_t now = hc->clock();
-		if (rc == 0 && now - last_sync >= 500) {
-			if (ha_standby_sync(h, now, err, sizeof(err)) < 0)
-				cats_warnx("etcd: standby sync: %s", err);
-			last_sync = now;
+		/*
+		 * The warm copy kept by a watch, which also says when the
+		 * owner key goes: campaign then, at once.  The watch is
+		 * made again every second (a campaign first), so that an
+		 * owner key missed (the watch failing) costs a second.
+		 */
+		if (rc == 0) {
+			int w = ha_standby_watch(h, 1000, err, sizeof(err));
+			if (w < 0 && !wfailing)
+				cats_warnx("etcd: standby watch: %s", err);
+			wfailing = w < 0;
+			if (w == 1)
+				cats_info("standby: the owner key of %s went "
+				    "(watch): campaigning", hc->prefix);
+			if (w >= 0)
+				continue;
 		}
 		struct timespec ts = { 0, 50 * 1000000L };
 		nanosleep(&ts, NULL);

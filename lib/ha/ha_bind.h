@@ -10,9 +10,11 @@
 #include "ha/ha.h"
 
 /*
- * A standby until it owns the prefix of hc: a campaign every 50 ms (no
- * lease is held meanwhile; nothing is listened to or read: the caller
- * opens its endpoints after this returns), then restore into a->t what
+ * A standby until it owns the prefix of hc: a campaign when the owner
+ * key goes (a watch of the prefix, which keeps the warm copy too), at
+ * least every second (no lease is held meanwhile; nothing is listened to
+ * or read: the caller opens its endpoints after this returns), then
+ * restore into a->t what
  * the owners wrote, under the new epoch, and attach the replica
  * (a->repl).  Blocks; SIGTERM's default action still ends a standby.  A
  * cats(7) exit code, the reason logged.

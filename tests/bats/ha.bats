@@ -236,7 +236,8 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 
 # A cats-cps instance NAME (a or b): its own selector socket, the shared
 # binding socket (SVC_BIND=bind-NAME: one of its own), the binding stage on
-# etcd (commit SVC_COMMIT, none by default); control input on a fifo.
+# etcd (commit SVC_COMMIT, none by default); control input on a fifo;
+# cats-cps options after NAME.
 start_service() {
 	local n=$1
 	[ -f "$W/nst.jsonl" ] || sh "$TOP/examples/nst-from-tedb.sh" \
@@ -258,7 +259,8 @@ etcd = $ETCD
 etcd-prefix = $P
 CONF
 	mkfifo "$W/$n.ctl"
-	cats-cps -c "$W/$n.conf" <"$W/$n.ctl" >"$W/$n.out" 2>"$W/$n.err" &
+	shift
+	cats-cps -c "$W/$n.conf" "$@" <"$W/$n.ctl" >"$W/$n.out" 2>"$W/$n.err" &
 	PIDS="$PIDS $!"
 	eval "cps_$n=$!"
 }
@@ -271,13 +273,15 @@ bound_by() {
 	    jq -e "select(.type == \"binding\" and .txn == $2)" >/dev/null
 }
 
-@test "ha: two cats-cps on etcd: the owner's parent killed, the other's binding stage takes over with every binding" {
+@test "ha: two cats-cps on etcd, one --standby: the owner's parent killed, the other's binding stage takes over with every binding" {
 	start_service a
 	exec 7>"$W/a.ctl"
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
-	start_service b
+	# --standby on etcd: every stage runs, the election decides.
+	start_service b --standby
 	exec 8>"$W/b.ctl"
 	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
+	grep -q "serving as cps-b (etcd elects the owner)" "$W/b.err"
 	# The agents advertise to both instances.
 	s1_metric >&7
 	s1_metric >&8
@@ -290,6 +294,8 @@ bound_by() {
 	# hands over at once.
 	kill -9 "$cps_a"
 	wait_for 50 grep -q "owner of $P" "$W/b.err"
+	# Told by its watch, not a poll.
+	grep -q "standby: the owner key of $P went (watch)" "$W/b.err"
 	grep -q "restored 1 bindings from etcd" "$W/b.err"
 	e2=$(epoch_of "$W/b.err")
 	[ "$e2" -gt "$e1" ]
