@@ -49,8 +49,27 @@ static size_t g_nlisten;
 /* What a server-side connection's handshake audit needs. */
 struct hs {
 	char why[200];		/* the verification error or alert sent */
+	char peer[80];		/* the peer's address, taken while it is known */
 	bool audited, done;
 };
+
+/*
+ * The peer's address for an audit line: the one given at accept, or read
+ * from the socket at the first step of the handshake (a peer that reset
+ * the connection has no address by the time its refusal is written).
+ */
+static const char *
+hs_peer(struct hs *h, int fd)
+{
+	if (h->peer[0] == '\0' && fd >= 0) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+		    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+			cats_ep_peer(fd, h->peer, sizeof(h->peer));
+	}
+	return h->peer[0] != '\0' ? h->peer : "local:0";
+}
 
 bool
 cats_tls_opt(int ch, const char *arg)
@@ -163,46 +182,53 @@ load_cert(SSL_CTX *ctx, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Every PEM certificate (crl false) or CRL of the file path into the
+ * store: 0, or -1 when it cannot be read or holds none.
+ */
+static int
+load_pems(X509_STORE *st, const char *path, bool crl, char *err,
+    size_t errlen)
+{
+	BIO *b = pem_bio(path, false, err, errlen);
+	if (b == NULL)
+		return -1;
+	size_t n = 0;
+	for (;; n++) {
+		if (crl) {
+			X509_CRL *c = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL);
+			if (c == NULL)
+				break;
+			X509_STORE_add_crl(st, c);
+			X509_CRL_free(c);
+		} else {
+			X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+			if (x == NULL)
+				break;
+			X509_STORE_add_cert(st, x);
+			X509_free(x);
+		}
+	}
+	BIO_free(b);
+	ERR_clear_error();
+	if (n == 0) {
+		snprintf(err, errlen, "%s: no PEM %s", path, crl ? "CRL" :
+		    "certificate");
+		return -1;
+	}
+	return 0;
+}
+
 /* The CA certificates and the CRLs into the context's store. */
 static int
 load_trust(SSL_CTX *ctx, char *err, size_t errlen)
 {
 	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
-	size_t n = 0;
-	if (o_ca != NULL) {
-		BIO *b = pem_bio(o_ca, false, err, errlen);
-		if (b == NULL)
-			return -1;
-		X509 *x;
-		while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
-			X509_STORE_add_cert(st, x);
-			X509_free(x);
-			n++;
-		}
-		BIO_free(b);
-		ERR_clear_error();
-		if (n == 0) {
-			snprintf(err, errlen, "%s: no PEM certificate", o_ca);
-			return -1;
-		}
-	}
+	if (o_ca != NULL && load_pems(st, o_ca, false, err, errlen) < 0)
+		return -1;
 	if (o_crl != NULL) {
-		BIO *b = pem_bio(o_crl, false, err, errlen);
-		if (b == NULL)
+		if (load_pems(st, o_crl, true, err, errlen) < 0)
 			return -1;
-		X509_CRL *c;
-		n = 0;
-		while ((c = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL)) != NULL) {
-			X509_STORE_add_crl(st, c);
-			X509_CRL_free(c);
-			n++;
-		}
-		BIO_free(b);
-		ERR_clear_error();
-		if (n == 0) {
-			snprintf(err, errlen, "%s: no PEM CRL", o_crl);
-			return -1;
-		}
 		X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
 	}
 	return 0;
@@ -270,6 +296,26 @@ cert_names(X509 *x, char *subj, size_t slen, char *san, size_t alen)
 	GENERAL_NAMES_free(g);
 }
 
+/* The peer's certificate on a TLS bufferevent (a reference), or NULL. */
+static X509 *
+bev_cert(struct bufferevent *bev)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	return ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+}
+
+/* "SUBJECT;SAN=..." of a certificate into buf; NULL when x has no names. */
+static const char *
+cert_id(X509 *x, char *buf, size_t len)
+{
+	char subj[256], san[512];
+	cert_names(x, subj, sizeof(subj), san, sizeof(san));
+	if (subj[0] == '\0' && san[0] == '\0')
+		return NULL;
+	snprintf(buf, len, "%s%s%s", subj, san[0] ? ";SAN=" : "", san);
+	return buf;
+}
+
 /* The handshake of a server-side connection, audited once. */
 static void
 info_cb(const SSL *ssl, int where, int ret)
@@ -279,14 +325,14 @@ info_cb(const SSL *ssl, int where, int ret)
 	struct hs *h = SSL_get_ex_data(ssl, g_exidx);
 	if (h == NULL || h->audited)
 		return;
-	char peer[80], subj[256], san[512], q1[256], q2[512], q3[256];
+	const char *peer = hs_peer(h, SSL_get_fd(ssl));
+	char subj[256], san[512], q1[256], q2[512], q3[256];
 	if (where & SSL_CB_HANDSHAKE_DONE) {
 		h->audited = h->done = true;
 		g_st.handshakes++;
 		X509 *x = SSL_get1_peer_certificate(ssl);
 		cert_names(x, subj, sizeof(subj), san, sizeof(san));
 		X509_free(x);
-		cats_ep_peer(SSL_get_fd(ssl), peer, sizeof(peer));
 		cats_audit("tls-peer", "src=%s subject=\"%s\" san=\"%s\" "
 		    "version=%s cipher=%s", peer, cats_quote(subj, q1,
 		    sizeof(q1)), cats_quote(san, q2, sizeof(q2)),
@@ -312,7 +358,6 @@ info_cb(const SSL *ssl, int where, int ret)
 		snprintf(why, sizeof(why), "%s%s%s", h->why, h->why[0] && r ?
 		    "; " : "", r ? r : h->why[0] ? "" : "closed in the "
 		    "handshake");
-		cats_ep_peer(SSL_get_fd(ssl), peer, sizeof(peer));
 		cats_audit("tls-refused", "src=%s reason=\"%s\"", peer,
 		    cats_quote(why, q3, sizeof(q3)));
 	}
@@ -325,9 +370,10 @@ hs_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
 	free(ptr);
 }
 
-/* A new SSL of the server context, with its audit state. */
+/* A new SSL of the server context, with its audit state (peer: the
+ * address recorded at accept, or NULL). */
 static SSL *
-server_ssl(void)
+server_ssl(const char *peer)
 {
 	SSL *ssl = g_srv ? SSL_new(g_srv) : NULL;
 	struct hs *h = calloc(1, sizeof(*h));
@@ -336,6 +382,8 @@ server_ssl(void)
 		SSL_free(ssl);
 		return NULL;
 	}
+	if (peer != NULL)
+		snprintf(h->peer, sizeof(h->peer), "%s", peer);
 	return ssl;
 }
 
@@ -532,12 +580,10 @@ proxy_free(struct proxy *p)
 	struct hs *h = ssl ? SSL_get_ex_data(ssl, g_exidx) : NULL;
 	if (h != NULL && !h->audited) {
 		/* Closed by the tool (a deadline) before the handshake. */
-		char peer[80];
 		h->audited = true;
 		g_st.refused++;
-		cats_ep_peer(bufferevent_getfd(p->net), peer, sizeof(peer));
 		cats_audit("tls-refused", "src=%s reason=\"closed before the "
-		    "handshake finished\"", peer);
+		    "handshake finished\"", hs_peer(h, bufferevent_getfd(p->net)));
 	}
 	if (p->toolfd >= 0 && (size_t)p->toolfd < g_nbyfd &&
 	    g_byfd[p->toolfd] == p)
@@ -611,44 +657,56 @@ proxy_check(struct proxy *p)
 	}
 }
 
+/*
+ * What one side read goes to the other side's output (once the handshake
+ * is done: the tool's bytes wait for it), reading paused past PROXY_HIGH.
+ */
+static void
+carry(struct proxy *p, struct bufferevent *from, struct bufferevent *to)
+{
+	if (!p->up)
+		return;
+	struct evbuffer *out = bufferevent_get_output(to);
+	evbuffer_add_buffer(out, bufferevent_get_input(from));
+	if (evbuffer_get_length(out) > PROXY_HIGH)
+		bufferevent_disable(from, EV_READ);
+}
+
+/* One side's output went out: the other side may read again. */
+static void
+resume(struct proxy *p, bool from_done, struct bufferevent *from)
+{
+	if (!from_done && p->up)
+		bufferevent_enable(from, EV_READ);
+	proxy_check(p);
+}
+
 static void
 net_read(struct bufferevent *bev, void *arg)
 {
-	struct proxy *p = arg;
-	struct evbuffer *out = bufferevent_get_output(p->app);
-	evbuffer_add_buffer(out, bufferevent_get_input(bev));
-	if (evbuffer_get_length(out) > PROXY_HIGH)
-		bufferevent_disable(bev, EV_READ);
+	carry(arg, bev, ((struct proxy *)arg)->app);
 }
 
 static void
 app_read(struct bufferevent *bev, void *arg)
 {
-	struct proxy *p = arg;
-	if (!p->up)
-		return;		/* kept until the handshake is done */
-	struct evbuffer *out = bufferevent_get_output(p->net);
-	evbuffer_add_buffer(out, bufferevent_get_input(bev));
-	if (evbuffer_get_length(out) > PROXY_HIGH)
-		bufferevent_disable(bev, EV_READ);
+	carry(arg, bev, ((struct proxy *)arg)->net);
 }
 
 static void
 net_write(struct bufferevent *bev, void *arg)
 {
 	struct proxy *p = arg;
-	if (!p->app_done && p->up)
-		bufferevent_enable(p->app, EV_READ);
-	proxy_check(p);
+	(void)bev;
+	resume(p, p->app_done, p->app);
 }
 
 static void
 app_write(struct bufferevent *bev, void *arg)
 {
 	struct proxy *p = arg;
-	if (!p->net_done && p->up)
-		bufferevent_enable(p->net, EV_READ);
-	proxy_check(p);
+	(void)bev;
+	resume(p, p->net_done, p->net);
 }
 
 /* A client's handshake ended (why NULL: the server is verified). */
@@ -689,16 +747,11 @@ net_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy *p = arg;
 	if (what & BEV_EVENT_CONNECTED) {
-		SSL *ssl = bufferevent_openssl_get_ssl(bev);
-		X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
-		char subj[256], san[512], id[800];
-		cert_names(x, subj, sizeof(subj), san, sizeof(san));
-		X509_free(x);
-		if (subj[0] != '\0' || san[0] != '\0') {
-			snprintf(id, sizeof(id), "%s%s%s", subj, san[0] ?
-			    ";SAN=" : "", san);
+		X509 *x = bev_cert(bev);
+		char id[800];
+		if (cert_id(x, id, sizeof(id)) != NULL)
 			p->id = strdup(id);
-		}
+		X509_free(x);
 		p->up = true;
 		client_done(p, NULL);
 		app_read(p->app, p);
@@ -726,13 +779,25 @@ app_event(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
+/* A failed start of a connection: what it held is freed; -1. */
+static int
+undo(SSL *ssl, int fd, const int sp[2])
+{
+	SSL_free(ssl);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 2; i++)
+		if (sp[i] >= 0)
+			close(sp[i]);
+	return -1;
+}
+
 int
 cats_tls_accept(struct event_base *base, int fd, const char *peer)
 {
 	int sp[2] = { -1, -1 };
-	SSL *ssl = server_ssl();
+	SSL *ssl = server_ssl(peer);
 	struct proxy *p = calloc(1, sizeof(*p));
-	(void)peer;	/* the audit lines name it from the socket */
 	if (ssl == NULL || p == NULL || socketpair(AF_UNIX, SOCK_STREAM |
 	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0 || byfd_room(sp[1]) < 0)
 		goto fail;
@@ -760,13 +825,7 @@ fail:
 	if (p != NULL && p->app != NULL)
 		bufferevent_free(p->app);
 	free(p);
-	SSL_free(ssl);
-	close(fd);
-	if (sp[0] >= 0)
-		close(sp[0]);
-	if (sp[1] >= 0)
-		close(sp[1]);
-	return -1;
+	return undo(ssl, fd, sp);
 }
 
 /* ---- HTTP servers ---- */
@@ -774,7 +833,7 @@ fail:
 struct bufferevent *
 cats_tls_bev(struct event_base *base)
 {
-	SSL *ssl = server_ssl();
+	SSL *ssl = server_ssl(NULL);
 	if (ssl == NULL)
 		return NULL;
 	struct bufferevent *b = bufferevent_openssl_socket_new(base, -1, ssl,
@@ -798,22 +857,18 @@ cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n)
 const char *
 cats_tls_bev_peer(struct bufferevent *bev, char *buf, size_t len)
 {
-	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	X509 *x = bev_cert(bev);
 	if (x == NULL)
 		return NULL;
-	char subj[256], san[512];
-	cert_names(x, subj, sizeof(subj), san, sizeof(san));
+	cert_id(x, buf, len);
 	X509_free(x);
-	snprintf(buf, len, "%s%s%s", subj, san[0] ? ";SAN=" : "", san);
 	return buf;
 }
 
 const char *
 cats_tls_bev_name(struct bufferevent *bev, char *buf, size_t len)
 {
-	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	X509 *x = bev_cert(bev);
 	if (x == NULL)
 		return NULL;
 	const char *r = NULL;
@@ -840,8 +895,7 @@ int
 cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
     const char **v, size_t max)
 {
-	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-	X509 *x = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	X509 *x = bev_cert(bev);
 	if (x == NULL)
 		return -1;
 	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
@@ -1164,14 +1218,7 @@ fail:
 	g_clients = p->cnext;
 	free(p->host);
 	free(p);
-	SSL_free(ssl);
-	if (fd >= 0)
-		close(fd);
-	if (sp[0] >= 0)
-		close(sp[0]);
-	if (sp[1] >= 0)
-		close(sp[1]);
-	return -1;
+	return undo(ssl, fd, sp);
 }
 
 /* A timer that only ends the loop's turn. */

@@ -48,7 +48,8 @@ shake() {
 
 # The battery every listener passes: a valid certificate taken (its
 # subject audited); none, another CA's, an expired one, TLS 1.1 refused,
-# each audited (tls-refused) in the server's stderr $2.
+# each audited (tls-refused, with the client's address) in the server's
+# stderr $2.
 battery() {
 	local port=$1 err=$2
 	expired
@@ -64,6 +65,9 @@ battery() {
 	shake "$port" -tls1_1 -cert "$K/cli.crt" -key "$K/cli.key"
 	grep -qE 'alert|error' "$W/shake.out"
 	wait_for 50 grep -q 'event=tls-refused .*protocol version' "$err"
+	# Each line names the client's address, also when the client hung up
+	# before the line was written (once src=local:0).
+	! grep -E 'event=tls-(peer|refused) src=local' "$err"
 }
 
 @test "tls: the options are checked at start: a key others may read, a lone cert, tls: without a cert" {
