@@ -22,6 +22,7 @@
 #include "bind/bind_app.h"
 #include "ha/ha_bind.h"
 #include "net/ep.h"
+#include "net/listener.h"
 #include "net/metrics.h"
 #include "net/tls.h"
 
@@ -213,7 +214,7 @@ main(int argc, char **argv)
 {
 	enum {
 		O_COMMIT = 256, O_COMMIT_TIMEOUT, O_DATAPLANES, O_DRAIN, O_DUMP,
-		O_ETCD, O_ETCD_PREFIX, O_FSYNC, O_FSYNC_INT, O_HARD, O_ID,
+		O_ETCD, O_ETCD_PREFIX, O_FSYNC, O_FSYNC_INT, O_HARD, O_HELLO, O_ID,
 		O_IDLE, O_JOURNAL, O_KEY, O_KEYS, O_LEASE, O_LIMIT, O_LISTEN,
 		O_PENDING, O_REPAIR, O_REPLAY, O_SNAPSHOT, O_STATS, O_STATS_INT,
 		O_TRACE, O_PROM,
@@ -229,6 +230,7 @@ main(int argc, char **argv)
 		{ "fsync", required_argument, NULL, O_FSYNC },
 		{ "fsync-interval", required_argument, NULL, O_FSYNC_INT },
 		{ "hard", required_argument, NULL, O_HARD },
+		{ "hello-timeout", required_argument, NULL, O_HELLO },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, O_ID },
 		{ "idle", required_argument, NULL, O_IDLE },
@@ -304,6 +306,11 @@ main(int argc, char **argv)
 			break;
 		case O_HARD:
 			conf.hard_ms = lifetime("--hard", optarg);
+			break;
+		case O_HELLO:
+			if (cats_parse_hello_ms(optarg, &a->hello_ms, err,
+			    sizeof(err)) < 0)
+				cats_opt_fail("--hello-timeout", "%s", err);
 			break;
 		case O_ID:
 			if (strlen(optarg) == 0 || strlen(optarg) > CATS_ID)

@@ -104,6 +104,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		{ "dataplane", required_argument, NULL, 'D' },
 		{ "domain", required_argument, NULL, 'd' },
 		{ "dump-at-end", no_argument, NULL, 'U' },
+		{ "hello-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'I' },
 		{ "ingest", required_argument, NULL, 'g' },
@@ -157,6 +158,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'D': key = "dataplane"; break;
 		case 'd': key = "domain"; break;
 		case 'G': key = "log"; break;
+		case 'H': key = "hello-timeout"; break;
 		case 'h':
 			cats_tool_help(usage_text);
 		case 'I': key = "id"; break;

@@ -19,7 +19,6 @@
 #include "net/listener.h"
 
 #define AUTH_WINDOW_MS 30000
-#define HELLO_MS 5000
 #define HELLO_TAGS 65536
 #define HELD_FLUSH (1u << 20)
 #define CONN_QUEUE_MAX (UINT64_C(1) << 30)
@@ -626,7 +625,7 @@ bind_app_listener(struct bind_app *a, int fd)
 		conn_closed };
 	struct cats_listener_opts o = { .name = "forwarder",
 		.max_conns = a->max_conns, .max_unauth = a->max_unauth,
-		.hello_ms = a->hello_ms ? a->hello_ms : HELLO_MS,
+		.hello_ms = a->hello_ms ? a->hello_ms : CATS_HELLO_MS,
 		.idle_ms = a->idle_ms };
 	if (a->lst == NULL)
 		a->lst = cats_listener_new(a->base, &o, &cbs, a);

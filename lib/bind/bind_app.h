@@ -103,7 +103,7 @@ int bind_app_output(struct bind_app *a);
 /*
  * Accept forwarders on the listening socket fd (the main's), through one
  * listener (listener.h): a connection must say a valid hello within
- * hello_ms; with --keys a hello is fresh (signed after the start and
+ * hello_ms (--hello-timeout; 0: CATS_HELLO_MS); with --keys a hello is fresh (signed after the start and
  * after the last accepted one from that forwarder) or refused.
  */
 void bind_app_listener(struct bind_app *a, int fd);

@@ -20,6 +20,7 @@
 #include <event2/listener.h>
 
 #include "base/clock.h"
+#include "base/conf.h"
 #include "base/log.h"
 #include "net/listener.h"
 #include "net/tls.h"
@@ -751,4 +752,18 @@ cats_evguard_free(struct cats_evguard *g)
 		*pp = g->next;
 	event_free(g->resume);
 	free(g);
+}
+
+int
+cats_parse_hello_ms(const char *s, uint64_t *ms, char *err, size_t errlen)
+{
+	uint64_t v;
+	if (cats_parse_ms(s, &v, err, errlen) < 0)
+		return -1;
+	if (v < 100 || v > 300000) {
+		snprintf(err, errlen, "a hello deadline is 100ms to 5m");
+		return -1;
+	}
+	*ms = v;
+	return 0;
 }

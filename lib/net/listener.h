@@ -58,6 +58,15 @@ enum {
 };
 extern const char *const cats_conn_why_names[];
 
+/*
+ * The hello deadline of the daemons whose forwarders say hello
+ * (cats-select, cats-bind): --hello-timeout DURATION, 5 s unless given,
+ * 100 ms to 5 min (a value parsed by cats_parse_ms; 0, or -1 with err).
+ */
+#define CATS_HELLO_MS 5000
+int cats_parse_hello_ms(const char *s, uint64_t *ms, char *err,
+    size_t errlen);
+
 struct cats_listener_opts {
 	const char *name;	/* what connects, for log lines: "forwarder" */
 	size_t max_conns;	/* 0: 1024 */

@@ -24,7 +24,6 @@
 #include "select/select_app.h"
 
 /* A forwarder says hello within this, as to cats-bind(1). */
-#define HELLO_MS 5000
 
 /* A forwarder connection (or a datagram listener, kept at EOF); lc its
  * place in the listener (net/listener.h). */
@@ -1292,7 +1291,7 @@ cats_sel_app_listener(struct cats_sel_app *a, int fd, bool dgram,
 		static const struct cats_listener_cbs cbs = { on_accept,
 			on_conn_closed };
 		struct cats_listener_opts lo = { .name = "forwarder",
-			.hello_ms = HELLO_MS,
+			.hello_ms = a->o.hello_ms,
 			.hello_when_crowded_tagged = true };
 		if (a->lst == NULL)
 			a->lst = cats_listener_new(a->base, &lo, &cbs, a);

@@ -8,6 +8,7 @@
 
 #include "select/cst.h"
 #include "net/ep.h"
+#include "net/listener.h"
 #include "select/select_conf.h"
 
 /* Admission limits when none is given (001 section 9: MUST). */
@@ -37,6 +38,8 @@ cats_sel_opts_defaults(struct cats_sel_opts *o)
 			*rates[i] = default_limits[i];
 	if (!o->set_ingest_window)
 		o->ingest_window = 30000;
+	if (!o->set_hello)
+		o->hello_ms = CATS_HELLO_MS;
 }
 
 static int
@@ -228,6 +231,9 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		return cats_parse_bool(v, &c->insecure, err, errlen);
 	} else if (strcmp(key, "limit") == 0) {
 		return parse_limit(v, o, from_conf, err, errlen);
+	} else if (strcmp(key, "hello-timeout") == 0) {
+		ONCE(set_hello)
+		return cats_parse_hello_ms(v, &o->hello_ms, err, errlen);
 	} else if (strcmp(key, "ingest-window") == 0) {
 		ONCE(set_ingest_window)
 		return cats_parse_ms(v, &o->ingest_window, err, errlen);

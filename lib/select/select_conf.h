@@ -48,6 +48,8 @@ struct cats_sel_opts {
 	const char *ingest, *ingest_keys, *ingest_key, *tedb;
 	uint64_t ingest_window;
 	bool set_ingest_window;
+	uint64_t hello_ms;	/* --hello-timeout: the unauthenticated's (5 s) */
+	bool set_hello;
 	struct cats_sel_sma smas[CATS_SEL_MAX_SMA];
 	size_t nsmas;
 	bool lim_set[3], lim_cli[3];
@@ -90,7 +92,7 @@ int cats_sel_opts_conf(struct cats_sel_opts *o, const struct cats_conf *cf,
     char *err, size_t errlen);
 
 /* What neither gave: the admission limits of 001 section 9 for the scopes
- * with no limit, an ingest window of 30 s. */
+ * with no limit, an ingest window of 30 s, a hello deadline of 5 s. */
 void cats_sel_opts_defaults(struct cats_sel_opts *o);
 
 #endif

@@ -106,7 +106,7 @@ start_bind() {
 
 @test "surface: 1,024 idle unauthenticated connections do not lock out a forwarder" {
 	keys
-	start_bind --keys "$W/ring"
+	start_bind --keys "$W/ring" --hello-timeout 2s
 	# One forwarder connected before the flood stays connected.
 	bind_fwdsim -c "tcp:127.0.0.1:$port" -n EF-2 -k "$W/ef2.psk" -t 30 \
 	    -x 100 >"$W/ef" &
@@ -120,8 +120,9 @@ start_bind() {
 	    -x 1 >"$W/if"
 	grep -q '"event":"hello"' "$W/if"
 	! grep -q "EF-2 disconnected" "$W/err"
-	# The idle ones are gone after the 5 s hello deadline: stats asked
-	# for until they say so.
+	# The idle ones are gone after the hello deadline (--hello-timeout 2s:
+	# 5 s without it): stats asked for until they say so.
+	wait_for 100 grep -q "not authenticated within 2000 ms" "$W/err"
 	wait_for 100 idle_gone
 	jq -e '.counters["conns.unauth"] == 0 and
 	    .counters["conns.hello_timeouts"] >= 1 and
@@ -225,17 +226,20 @@ select_stats() {
 
 @test "surface: cats-select closes a mute forwarder connection at the hello deadline, keeps one that said hello" {
 	keys
-	start_select
-	# A forwarder says its signed hello, then nothing for 8 s.
-	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/if1.psk" -t 8 \
+	# The deadline from the configuration file (hello-timeout, as
+	# --hello-timeout; 5 s without either).
+	printf 'hello-timeout = 1500ms\n' >"$W/sel.conf"
+	start_select --config "$W/sel.conf"
+	# A forwarder says its signed hello, then nothing for 5 s.
+	bind_fwdsim -c "tcp:127.0.0.1:$port" -n IF-1 -k "$W/if1.psk" -t 5 \
 	    -x 100 >"$W/if" &
 	FPID=$!
 	PIDS="$PIDS $FPID"
 	# A mute connection that never says hello.
-	python3 "$W/flood.py" "$port" 1 8 >"$W/flood" &
+	python3 "$W/flood.py" "$port" 1 5 >"$W/flood" &
 	PIDS="$PIDS $!"
 	wait_for 50 grep -q "connected 1" "$W/flood"
-	wait_for 100 grep -q "not authenticated within 5000 ms, closed" "$W/err"
+	wait_for 100 grep -q "not authenticated within 1500 ms, closed" "$W/err"
 	select_stats 1 >"$W/stats"
 	cat "$W/stats"
 	jq -e '.counters.connections_hello_timeouts == 1 and
