@@ -600,7 +600,7 @@ main(int argc, char **argv)
 	struct cats_fsteer_in *steer_in = NULL;
 	if (steer_ep != NULL) {
 		cats_fsteer_init(&steer, cf.id);
-		fw.steer = &steer;
+		cats_fwdp_steer(&fw, &steer);
 		if ((steer_in = cats_fsteer_listen(base, steer_ep, &steer,
 		    &steer_keys, cats_clock_now, err, sizeof(err))) == NULL) {
 			cats_errorx("--steer: %s", err);

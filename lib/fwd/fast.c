@@ -40,6 +40,15 @@ fp_key(const struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	return 0;
 }
 
+/* Is b a flow at the egress whose instance a redirect in force moves? */
+static bool
+steered(const struct cats_fwdp *w, const struct cats_fbind *b)
+{
+	const struct cats_fkey *k = &b->keys[CATS_DIR_EG_FWD];
+	return w->steer != NULL && b->keyed[CATS_DIR_EG_FWD] &&
+	    cats_fsteer_fwd(w->steer, k->af, k->dst, k->dport, w->now) != NULL;
+}
+
 int
 cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
     struct cats_fp_key *k, struct cats_fp_act *a)
@@ -71,6 +80,9 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	/* The egress learns the return tunnel from the first forward packet,
 	 * in user space. */
 	if (d >= CATS_DIR_EG_FWD && !cats_encap_ready(&b->renc))
+		return CATS_FWDP_FP_LATER;
+	/* A flow to a redirected instance is steered in user space. */
+	if (d >= CATS_DIR_EG_FWD && steered(w, b))
 		return CATS_FWDP_FP_LATER;
 	if (!out->has_peer)
 		return CATS_FWDP_FP_LATER;
@@ -272,6 +284,33 @@ cats_fast_follow_peers(struct cats_fwdp *w)
 	}
 	for (int i = 0; i < w->nports; i++)
 		w->ports[i].peer_moved = false;
+}
+
+/* A redirect came into force: its instance's flows leave the map. */
+static void
+steer_moved(const struct cats_fsteer_ent *e, void *arg)
+{
+	struct cats_fwdp *w = arg;
+	if (w->tab.fast_drop == NULL)
+		return;
+	struct cats_htab *h = &w->tab.bind_by_id;
+	for (size_t i = 0; i < h->cap; i++) {
+		struct cats_fbind *b = h->s[i].item;
+		if (h->s[i].h == 0 || b->fast == 0 ||
+		    !b->keyed[CATS_DIR_EG_FWD])
+			continue;
+		const struct cats_fkey *k = &b->keys[CATS_DIR_EG_FWD];
+		if (cats_fsteer_match(e, k->af, k->dst, k->dport))
+			w->tab.fast_drop(b, w->tab.fast_arg);
+	}
+}
+
+void
+cats_fwdp_steer(struct cats_fwdp *w, struct cats_fsteer *t)
+{
+	w->steer = t;
+	t->moved = steer_moved;
+	t->moved_arg = w;
 }
 
 int

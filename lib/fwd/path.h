@@ -278,12 +278,20 @@ void cats_fwdp_fast_stop(struct cats_fwdp *w);
 /*
  * The map key and action of binding b's key d, as the packet path would
  * apply it: 0 (FP_OK), 1 not yet (a link peer or the return tunnel still to
- * be learned), 2 never (a wildcard, a TUN port, another tenant, an
+ * be learned, a site-local redirect of its instance in force), 2 never (a wildcard, a TUN port, another tenant, an
  * encapsulation too long).
  */
 enum { CATS_FWDP_FP_OK, CATS_FWDP_FP_LATER, CATS_FWDP_FP_NEVER };
 int cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b,
     int d, struct cats_fp_key *k, struct cats_fp_act *a);
+/*
+ * Site-local steering (--steer, steer.h): the packet path applies t's
+ * redirects, and each redirect that comes into force takes the flows to
+ * its failed instance off the fast path at once (fast_drop), so that
+ * their next packets are steered in user space; while it lasts they are
+ * not offered again (FP_LATER), and once it ends they are, as any flow.
+ */
+void cats_fwdp_steer(struct cats_fwdp *w, struct cats_fsteer *t);
 /* Offer the bindings queued for the fast path: when the rings are empty
  * (or FP_WAIT_MS passed), or force. */
 void cats_fwdp_fast_offer_queued(struct cats_fwdp *w, uint64_t now,

@@ -140,6 +140,8 @@ cats_fsteer_apply(struct cats_fsteer *t, const struct cats_steer *r,
 	e->from_port = CATS_HAS(r, STR, from_port) ? (uint16_t)r->from_port
 	    : 0;
 	e->to_port = e->ports ? (uint16_t)r->port : 0;
+	if (t->moved != NULL)
+		t->moved(e, t->moved_arg);
 	return 0;
 }
 
@@ -162,14 +164,21 @@ same(const struct cats_ip *ip, uint8_t af, const uint8_t *a)
 	return ip->af == af && memcmp(ip->a, a, af == 4 ? 4 : 16) == 0;
 }
 
+bool
+cats_fsteer_match(const struct cats_fsteer_ent *e, uint8_t af,
+    const uint8_t *addr, uint16_t port)
+{
+	return same(&e->from_loc, af, addr) &&
+	    (e->from_port == 0 || e->from_port == port);
+}
+
 const struct cats_fsteer_ent *
 cats_fsteer_fwd(struct cats_fsteer *t, uint8_t af, const uint8_t *addr,
     uint16_t port, uint64_t now)
 {
 	for (unsigned i = 0; i < t->n; i++) {
 		const struct cats_fsteer_ent *e = &t->ent[i];
-		if (e->until > now && same(&e->from_loc, af, addr) &&
-		    (e->from_port == 0 || e->from_port == port))
+		if (e->until > now && cats_fsteer_match(e, af, addr, port))
 			return e;
 	}
 	return NULL;

@@ -67,6 +67,14 @@ struct cats_fsteer {
 	struct cats_fsteer_sma sma[CATS_FSTEER_SMAS];
 	unsigned nsma;
 	struct cats_fsteer_stats st;
+	/*
+	 * Called with each redirect that comes into force (accepted, new or
+	 * replacing one), before the next packet: the packet path takes the
+	 * flows it matches off its fast path (cats_fwdp_steer()).  NULL:
+	 * nobody is told.
+	 */
+	void (*moved)(const struct cats_fsteer_ent *e, void *arg);
+	void *moved_arg;
 };
 
 void cats_fsteer_init(struct cats_fsteer *t, const char *egress);
@@ -79,6 +87,9 @@ int cats_fsteer_apply(struct cats_fsteer *t, const struct cats_steer *r,
     const char *signer, uint64_t now, char *err, size_t errlen);
 /* Drop the redirects whose until has passed at now (counted expired). */
 void cats_fsteer_expire(struct cats_fsteer *t, uint64_t now);
+/* Whether redirect e moves packets to addr:port (af 4 or 6). */
+bool cats_fsteer_match(const struct cats_fsteer_ent *e, uint8_t af,
+    const uint8_t *addr, uint16_t port);
 /* The redirect of packets to addr:port (af 4 or 6), or NULL. */
 const struct cats_fsteer_ent *cats_fsteer_fwd(struct cats_fsteer *t,
     uint8_t af, const uint8_t *addr, uint16_t port, uint64_t now);

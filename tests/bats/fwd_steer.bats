@@ -86,6 +86,61 @@ page() { xc curl -s -m 5 http://203.0.113.100/; }
 	[ "$output" = "instance 198.51.100.11" ]
 }
 
+# Datagrams PREFIX I..J of one UDP flow (source port 42100) to the service,
+# back to back; and those of PREFIX instance 11 or 21 received.
+dgrams() {
+	xc $PY -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", 42100))
+for i in range(int(sys.argv[2]), int(sys.argv[3]) + 1):
+    s.sendto(("%s%d." % (sys.argv[1], i)).encode(), ("203.0.113.100", 7300))' "$@"
+}
+got() { grep -o "$1[0-9]*\\." "$FWD_DIR/got$2" 2>/dev/null | sort -u | wc -l; }
+got_is() { [ "$(got "$1" "$2")" -eq "$3" ]; }
+
+@test "fwd steer: with --fast-path, a flow the kernel forwards at the egress is steered once the redirect is in force, and goes back to the kernel after its end" {
+	start_cps --egress EF-2 --locator 198.51.100.11 \
+		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
+	start_egress --fast-path --steer "unix:$FWD_DIR/steer.sock" \
+		--steer-keys "$FWD_DIR/sma.pub"
+	start_ingress
+	for i in 11 21; do
+		bg "sink$i" "$NS" socat -u UDP4-RECV:7300,bind=198.51.100.$i \
+			"OPEN:$FWD_DIR/got$i,creat,append"
+	done
+	wait_udp xs 7300 2
+	# The flow bound, then on the egress's fast path (its keys in the
+	# kernel's map, packets counted there).
+	dgrams d 1 1
+	wait_for 50 grep -q '"fwd":"IF-1","event":"installed"' "$FWD_DIR/cps.log"
+	dgrams d 2 10
+	wait_counter egress fast_keys -ge 1
+	dgrams d 11 20
+	wait_counter egress fast_pkts -ge 1
+	wait_for 50 got_is d 11 20
+
+	# Redirected: the flow's keys leave the map at once, and its next
+	# datagrams are steered to the second instance.
+	steer sma "$(rec redirect 1 $(($(now_ms) + 60000)))"
+	wait_counter egress steer_redirects -eq 1
+	[ "$(counter egress fast_keys)" -eq 0 ]
+	dgrams e 1 10
+	wait_for 50 got_is e 21 10
+	[ "$(got e 11)" -eq 0 ]
+	[ "$(counter egress steer_pkts)" -ge 10 ]
+	[ "$(counter egress fast_keys)" -eq 0 ]
+
+	# Ended: the first instance again, through the kernel again.
+	steer sma "$(rec end 2)"
+	wait_counter egress steer_ends -eq 1
+	dgrams g 1 10
+	wait_counter egress fast_keys -ge 1
+	dgrams g 11 20
+	wait_for 50 got_is g 11 20
+	[ "$(got g 21)" -eq 0 ]
+}
+
 # A real cats-sma (sma_steer.bats's setup) co-located with EF-2, reporting
 # to a cats-select's ingest on loopback; its [steer] to is the egress's
 # --steer, its [northbound] key (a PSK) the egress's --steer-keys.

@@ -543,6 +543,94 @@ test_old_decap(struct cats_fwd_fast *f, char **names, int n)
 	cats_fwd_fast_old_decap(f, was);
 }
 
+/* The fast path's stand-in for the steering test: keys taken out. */
+static int steer_drops;
+static void
+steer_drop(struct cats_fbind *b, void *arg)
+{
+	(void)arg;
+	b->fast = 0;
+	steer_drops++;
+}
+
+static void
+steer_rec(struct cats_steer *s, int op, uint64_t seq, const char *fl)
+{
+	memset(s, 0, sizeof(*s));
+	s->op = op;
+	s->sma_id = "SMA-1";
+	s->epoch = 1;
+	s->seq = seq;
+	s->ts = 1000;
+	s->cs_id = "S1";
+	s->from = "A";
+	if (op != CATS_STEER_REDIRECT)
+		return;
+	cats_ip_parse(fl, strlen(fl), &s->from_locator);
+	CATS_SET(s, STR, from_locator, s->from_locator);
+	s->to = "B";
+	CATS_SET(s, STR, to, s->to);
+	cats_ip_parse("198.51.100.21", 13, &s->locator);
+	CATS_SET(s, STR, locator, s->locator);
+	CATS_SET(s, STR, until, 1000000);
+}
+
+/*
+ * Site-local steering and the fast path (no kernel needed): a redirect
+ * that comes into force takes the flows to its failed instance out of the
+ * map at once, and only those; while it lasts they are not offered again;
+ * ended, they are.
+ */
+static void
+test_steer(void)
+{
+	static struct fcase c;
+	static struct cats_fwdp w;
+	static struct cats_fsteer t;
+	char path[512], err[200];
+	snprintf(path, sizeof(path), "%s/eg_srv6_deliver4.case", dir);
+	if (fc_load(&c, path, "eg_srv6_deliver4") < 0 ||
+	    fc_setup(&w, &c, 1) < 0 || fc_run(&w, &c, c.nl) < 0) {
+		T_OK(0, "steer: fixture set up");
+		fc_free(&c);
+		return;
+	}
+	struct cats_fbind *b = cats_fwd_by_id(&w.tab, 1);
+	struct cats_fp_key k;
+	struct cats_fp_act a;
+	T_OK(b != NULL && cats_fwdp_fast_entry(&w, b, CATS_DIR_EG_FWD, &k,
+	    &a) == CATS_FWDP_FP_OK, "steer: the egress's flow may go fast");
+	if (b == NULL)
+		goto out;
+	cats_fsteer_init(&t, "EF-2");
+	cats_fwdp_steer(&w, &t);
+	w.tab.fast_drop = steer_drop;
+	b->fast = 1u << CATS_DIR_EG_FWD | 1u << CATS_DIR_EG_REV;
+	struct cats_steer r;
+	steer_rec(&r, CATS_STEER_REDIRECT, 1, "198.51.100.31");
+	T_OK(cats_fsteer_apply(&t, &r, "SMA-1", 2000, err, sizeof(err)) == 0 &&
+	    steer_drops == 0 && b->fast != 0,
+	    "steer: a redirect of another instance leaves the flow in the map");
+	r.from = "A2";
+	steer_rec(&r, CATS_STEER_REDIRECT, 2, "198.51.100.11");
+	T_OK(cats_fsteer_apply(&t, &r, "SMA-1", 2000, err, sizeof(err)) == 0 &&
+	    steer_drops == 1 && b->fast == 0,
+	    "steer: a redirect of its instance takes it out at once");
+	T_OK(cats_fwdp_fast_entry(&w, b, CATS_DIR_EG_FWD, &k, &a) ==
+	    CATS_FWDP_FP_LATER && cats_fwdp_fast_entry(&w, b, CATS_DIR_EG_REV,
+	    &k, &a) == CATS_FWDP_FP_LATER,
+	    "steer: not offered again while the redirect lasts");
+	steer_rec(&r, CATS_STEER_END, 3, NULL);
+	T_OK(cats_fsteer_apply(&t, &r, "SMA-1", 2000, err, sizeof(err)) == 0 &&
+	    steer_drops == 1 && cats_fwdp_fast_entry(&w, b, CATS_DIR_EG_FWD,
+	    &k, &a) == CATS_FWDP_FP_OK,
+	    "steer: ended, the flow may go fast again");
+out:
+	w.tab.fast_drop = NULL;
+	cats_fwdp_free(&w);
+	fc_free(&c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -551,6 +639,7 @@ main(int argc, char **argv)
 	if (argc > 1)
 		dir = argv[1];
 	test_pure();
+	test_steer();
 	char err[256];
 	struct cats_fwd_fast *f = geteuid() == 0 ?
 	    cats_fwd_fast_open(1024, err, sizeof(err)) : NULL;
