@@ -35,27 +35,8 @@ for t in iperf3 trafgen nft; do
 done
 
 # Sysctls of the machine set for the benchmark, and their values before.
-declare -A SYSCTL_OLD
-# need_sysctl KEY VALUE: set it, remembering the old value; or say why not
-# in SYSCTL_WHY.  (Not in a subshell: SYSCTL_OLD must survive.)
-need_sysctl() {
-	local key=$1 val=$2 old err
-	SYSCTL_WHY=
-	old=$(sysctl -n "$key" 2>&1) || { SYSCTL_WHY="no sysctl $key"; return 1; }
-	[ "$old" = "$val" ] && return 0
-	err=$(sysctl -qw "$key=$val" 2>&1) ||
-		{ SYSCTL_WHY="cannot set $key=$val: $err"; return 1; }
-	SYSCTL_OLD[$key]=$old
-	echo "fwd: $key=$val for the kernel path (it was $old)" >&2
-}
-restore_sysctls() {
-	local key
-	for key in "${!SYSCTL_OLD[@]}"; do
-		sysctl -qw "$key=${SYSCTL_OLD[$key]}" 2>/dev/null ||
-			echo "fwd: $key stays $(sysctl -n "$key"): the kernel does" \
-			    "not turn it back to ${SYSCTL_OLD[$key]} (until a reboot)" >&2
-	done
-}
+SYSCTL_WHO=fwd
+. "$TOP/bench/lib/sysctl.bash"
 
 cleanup() {
 	fwd_down

@@ -1,22 +1,48 @@
 #!/bin/bash
-# bench/loop.sh - the whole loop (examples/demo/loop_net.bash): new TCP flows
-# from 64 concurrent clients (one client address each, one connection in
-# flight each), every one a new 5-tuple through cats-fwd, cats-select,
-# cats-pce, cats-bind (journal synced) and back to the forwarders; the
-# connect time is the first packet's delay from SYN to binding installed,
-# plus the SYN-ACK's way back.  Baseline: the same forwarders, clients and
-# namespaces with fake-cps, a stand-in that binds every request at once
-# (no selection, no path, no journal, no authentication).
+# bench/loop.sh - the whole loop (examples/demo/loop_net.bash): new TCP
+# flows, every one a new 5-tuple through cats-fwd, cats-select, cats-pce,
+# cats-bind (journal synced) and back to the forwarders, from tcpload
+# (tests/tools/tcpload.c: a C generator, one process, epoll) in the client
+# namespace against tcpload's sink at site1-a (the best instance: every
+# flow goes there).  Each measure runs three times, in the same harness:
 #
-# Then the time a restart of cats-select is an outage, with its state file
-# against without (the agents' full sync); then the 64 clients again with
-# cats-bind's journal synced at an interval and never, against always.
+#   C-PS:     cats-cps, the real C-PS, its journal synced (--fsync always);
+#   fake-cps: the same forwarders with fake-cps, a stand-in that binds every
+#             request at once (no selection, no path, no journal, no
+#             authentication): the C-PS's cost;
+#   kernel:   the forwarders stopped and the kernel doing their work in the
+#             same namespaces (nftables DNAT and conntrack at the ingress,
+#             seg6 encapsulation over the core, End.DX4 at the egress, the
+#             replies routed back and un-NATed): the whole price of steering
+#             in user space with a control loop, against none.
+#
+# The measures (the delay is the connect time: connect() to established,
+# the SYN held at the ingress, decided, bound, released, the SYN-ACK back):
+#   64 clients  one client address each, one connection in flight each,
+#               connect/request/close as fast as they go, LOOP_BENCH_SECONDS;
+#   paced       1000 flows 2 ms apart (an open loop from the 64 addresses):
+#               the first-packet delay without queueing;
+#   burst       5000 new flows at once (from the 64 addresses): its p99
+#               (a flow not established in 10 s fails);
+#   one client  one client address, connect/request/close in a loop: p50.
+# With the C-PS only: a restart of cats-select (-9) while flows arrive
+# every 20 ms: new flows served again after (ms), with its CST kept in its
+# state file against without; kill -9 of each stage of cats-cps while new
+# flows arrive at 1000/s: failed flows and the gap; and the 64 clients
+# with cats-bind's journal synced at an interval and never, against always.
+#
+# The ingress runs with pending limits above the burst's (--pending-flows,
+# --pending-client, and a deadline of 5 s: a burst of 5000 takes seconds
+# to bind) and 4096-frame rings (the harness's 64 drop a burst's SYNs): the
+# limits measured are the C-PS's, not the forwarders' tables'.  Every run takes source ports of its own: no flow of one is a
+# 5-tuple the forwarders still hold from another.
 #
 # Rows: "name | value | baseline | ratio".  Timings are never asserted.
 # A measurement that failed is an "error: ... did not measure: WHY" cell
 # and the ratio "error", never a number; a loop that does not come up
-# exits 1.  LOOP_BENCH_SECONDS (3) sets each measurement's length.  Needs
-# root.
+# exits 1.  The one setting of the machine it needs (the kernel path's
+# net.netfilter.nf_hooks_lwtunnel=1) it sets itself and puts back on exit.
+# Needs root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 . "$(dirname "$0")/lib/bench.sh"
@@ -25,52 +51,91 @@ if [ "$(id -u)" != 0 ]; then
 	echo "loop: needs root (network namespaces); skipped" >&2
 	exit 0
 fi
-command -v fake-cps >/dev/null || { echo "loop: no fake-cps; skipped" >&2; exit 0; }
+for t in fake-cps tcpload; do
+	command -v $t >/dev/null || { echo "loop: no $t; skipped" >&2; exit 0; }
+done
+SYSCTL_WHO=loop
+. "$TOP/bench/lib/sysctl.bash"
 LOOP_ID=b$$
 LOOP_PEER_KEYS=	# fake-cps signs nothing; both runs alike
-LOOP_RING=256	# 64-frame rings drop SYNs in bursts of 64 clients
+LOOP_RING=4096	# smaller rings drop the SYNs of a burst (8 MiB each)
 . "$TOP/examples/demo/loop_net.bash"
-trap 'loop_down' EXIT INT TERM
+trap 'loop_down; restore_sysctls' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 loop_up >&2 && loop_wait_ready 200 || { echo "loop: the loop did not come up" >&2; exit 1; }
-# site1-a (the best instance: every flow goes there) becomes an accept
-# sink with a deep backlog; its SCI goes on reporting it idle.
+loop_stop IF-1
+loop_ingress_start --pending-flows 16384 --pending-pkts 16384 \
+	--pending-client 8192 --pending-timeout 5s >&2 || { echo "loop: the ingress did not come back" >&2; exit 1; }
+# site1-a becomes tcpload's sink, with a backlog above the burst (the
+# site's own namespace); its SCI goes on reporting it idle.
 loop_stop site1-a
-loop_bg sink "$LS1" - - $LOOP_PY -c 'import socket
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("198.51.100.11", 80))
-s.listen(4096)
-while True:
-    s.accept()[0].close()'
+lx "$LS1" sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535
+loop_bg sink "$LS1" - - tcpload sink 198.51.100.11 80
+# One client address of its own for each one-client run (cats-bind counts
+# bindings by client address): .10 the C-PS's, .75-.77 the others'.
+for a in 75 76 77; do
+	lx "$LC" ip addr add 192.0.2.$a/24 dev c0
+done
+MANY=192.0.2.11-74
 sleep 0.5
-srcs=$(for i in $(seq 11 74); do echo 192.0.2.$i; done)
 
-# "flows|p50|p99|failed|span" of the clients, or the reason there is none
-# in each field: a failure never reads as a number.  With BENCH_DATA set
-# (bench/run.sh), SAMPLES names the file of the connect times there.
-# SPORT0 is the clients' first source port: the C-PS's run and the
-# baseline's use ports of their own, so that no flow of one is a 5-tuple
-# the forwarders still hold from the other.
-measure() {
-	local out n f e
-	out=$(LOOP_SAMPLES=${BENCH_DATA:+$BENCH_DATA/loop.$SAMPLES.tsv} \
-		LOOP_SPORT0=$SPORT0 \
-		lx "$LC" $LOOP_PY "$TOP/bench/loop_clients.py" 203.0.113.100 80 \
-		"$DUR" "$@" 2>&1)
-	read -r n _ _ f _ <<<"$out"
-	if ! [[ $n =~ ^[0-9]+$ ]]; then
-		e="error: the clients gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-120)"
-	elif [ "$n" = 0 ]; then
-		e="error: no connection completed ($f failed)"
-	else
-		tr ' ' '|' <<<"$out"
+# tcpload's line as "flows|ok|failed|rate|p50|p99|detail" (detail: the
+# failures by cause), or the reason there is none in each field: a failure
+# never reads as a number.  gen NAME SPORT0 TCPLOAD-OPTIONS... SRC; with
+# BENCH_DATA set (bench/run.sh) the connect times go to loop.NAME.tsv there.
+gen() {
+	local name=$1 sp=$2 out e
+	shift 2
+	out=$(lx "$LC" tcpload -p "$sp" \
+		${BENCH_DATA:+-o "$BENCH_DATA/loop.$name.tsv"} "${@:1:$#-1}" \
+		203.0.113.100 80 "${!#}" 2>&1)
+	echo "loop: $name: $(tr '\n' ' ' <<<"$out")" >&2
+	local line
+	line=$(grep '^tcpload ' <<<"$out" | tail -1)
+	if [ -z "$line" ]; then
+		e="error: tcpload gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-120)"
+		echo "$e|$e|$e|$e|$e|$e|$e"
 		return
 	fi
-	echo "$e|$e|$e|$e|$e"
+	local -A k
+	local w
+	for w in $line; do
+		case $w in *=*) k[${w%%=*}]=${w#*=} ;; esac
+	done
+	if [ "${k[ok]:-0}" = 0 ]; then
+		e="error: no connection completed (${k[failed]:-?} of ${k[flows]:-?} failed)"
+		echo "$e|$e|${k[failed]:-$e}|$e|$e|$e|$e"
+		return
+	fi
+	echo "${k[flows]}|${k[ok]}|${k[failed]}|${k[rate]}|${k[p50_us]}|${k[p99_us]}|refused ${k[refused]}, unreach ${k[unreach]}, timeout ${k[timeout]}, other ${k[other]}, noport ${k[noport]}"
 }
-IFS='|' read -r C_FLOWS C_P50 C_P99 C_FAIL C_SPAN <<<"$(SPORT0=20000 SAMPLES=delay-cps measure $srcs)"
-IFS='|' read -r C1_FLOWS C1_P50 C1_P99 C1_FAIL C1_SPAN <<<"$(SPORT0=20000 SAMPLES=delay-cps-1 measure 192.0.2.10)"
+
+# The four measures of one configuration WHO (cps, fakecps, kernel) into
+# the array of that name: many_*, paced_*, burst_*, one_* (flows ok failed
+# rate p50 p99 detail).  PORTS: the first source port of its runs (each
+# run of the 64 addresses takes 2000 ports an address).
+declare -A cps fakecps kernel never interval
+measures() {
+	local -n M=$1
+	local p=$2 one=$3 r
+	IFS='|' read -r M[many_flows] M[many_ok] M[many_failed] M[many_rate] \
+		M[many_p50] M[many_p99] M[many_detail] \
+		<<<"$(gen "delay-$1" "$p" -c 64 -d "$DUR" -q "$MANY")"
+	IFS='|' read -r M[paced_flows] M[paced_ok] M[paced_failed] r \
+		M[paced_p50] M[paced_p99] M[paced_detail] \
+		<<<"$(gen "delay-paced-$1" $((p + 2000)) -r 500 -n 1000 -d 3 "$MANY")"
+	sleep 0.5
+	IFS='|' read -r M[burst_flows] M[burst_ok] M[burst_failed] M[burst_rate] \
+		M[burst_p50] M[burst_p99] M[burst_detail] \
+		<<<"$(gen "delay-burst-$1" $((p + 4000)) -b 5000 -t 10000 "$MANY")"
+	sleep 0.5
+	IFS='|' read -r M[one_flows] M[one_ok] M[one_failed] M[one_rate] \
+		M[one_p50] M[one_p99] M[one_detail] \
+		<<<"$(gen "delay-$1-1" 10000 -c 1 -d "$DUR" -q "$one")"
+}
+measures cps 10000 192.0.2.10
 if [ "$LOOP_CPS" = cps ]; then
 	act=$(kill -USR1 "$(loop_pid cps)"; sleep 0.8; cats-cbor decode "$LOOP_DIR/cps.stats" 2>/dev/null |
 		jq -r 'select(.type == "stats") | .counters["bind.activated"] // empty' | tail -1)
@@ -79,68 +144,86 @@ else
 		jq -r 'select(.type == "stats") | .counters.activated // empty' | tail -1)
 fi
 
-# A restart of cats-select (killed, -9, and restarted by cats-cps): the
-# longest gap between two new flows that completed, connects every 20 ms
-# (source addresses in turn), with its CST kept in its state file
-# (--state) against the same restart without it (the state file removed
-# just before the kill: the table comes back with the agents' next full
-# snapshot, up to a keep-alive, LOOP_KEEPALIVE s).
-restart_gap() {
-	local f=$LOOP_DIR/restart.$1 p old t0 g
-	[ "$LOOP_CPS" = cps ] || { echo "error: LOOP_CPS=$LOOP_CPS, not cats-cps"; return; }
-	lx "$LC" $LOOP_PY -c 'import socket, sys, time
-end = time.time() + float(sys.argv[1])
-i = 0
-while time.time() < end:
-    s = socket.socket()
-    s.bind(("192.0.2.%d" % (11 + i % 64), 0))
-    s.settimeout(0.5)
-    i += 1
-    try:
-        s.connect(("203.0.113.100", 80))
-        print("%d ok" % (time.time() * 1000), flush=True)
-    except OSError:
-        print("%d fail" % (time.time() * 1000), flush=True)
-    s.close()
-    time.sleep(0.02)' "$((LOOP_KEEPALIVE + 6))" >"$f" 2>/dev/null &
+# The outage of a kill (-9) of stage S while tcpload offers RATE new flows
+# a second from the 64 addresses for SECS s, the kill 1 s in: "gap|failed
+# |flows|detail", the gap the time from the kill until flows are served
+# again (ms: the first established of the flows started after the last
+# one that failed, or after the kill when none failed), failed the
+# flows that did not complete (refused, unreachable or not established in
+# 3 s, after two SYN retransmissions; each counted).
+# The killed stage is restarted by cats-cps; the whole service (S=cps) is
+# stopped and started again by the harness.
+outage() {
+	local s=$1 rate=$2 secs=$3 sp=$4 f=$LOOP_DIR/outage.$1.$4 p old t0 g out
+	[ "$LOOP_CPS" = cps ] || { echo "error: LOOP_CPS=$LOOP_CPS, not cats-cps|||"; return; }
+	lx "$LC" tcpload -r "$rate" -d "$secs" -p "$sp" -e "$f" \
+		203.0.113.100 80 "$MANY" >"$f.out" 2>&1 &
 	p=$!
 	sleep 1
-	old=$(loop_pid select)
 	t0=$(date +%s%3N)
-	[ "$1" = nostate ] && rm -f "$LOOP_DIR/select.state"
-	kill -9 "$old"
-	loop_wait 50 sh -c "awk -v t0=$t0 '\$1 > t0 && \$2 == \"ok\"' '$f' | grep -q ."
-	kill "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	g=$(awk -v t0="$t0" '$2 == "ok" { if (last && $1 > t0 && !done) { print $1 - last; done = 1 } last = $1 }' "$f")
-	echo "${g:-error: no new flow completed within $((LOOP_KEEPALIVE + 5)) s of the restart}"
-	loop_select_start >/dev/null 2>&1
-	sleep 0.5
+	case $s in
+	nostate) rm -f "$LOOP_DIR/select.state"; old=$(loop_pid select); kill -9 "$old" ;;
+	state) old=$(loop_pid select); kill -9 "$old" ;;
+	*) old=$(loop_pid "$s"); kill -9 "$old" ;;
+	esac
+	wait "$p"
+	out=$(cat "$f.out")
+	echo "loop: kill -9 $s at $rate/s: $(tr '\n' ' ' <<<"$out")" >&2
+	g=$(sort -n "$f" | awk -v t0="$t0" '$1 <= t0 { next }
+		$3 != "ok" { first = 0; next }
+		!first || $2 < first { first = $2 }
+		END { if (first) print first - t0 }')
+	case $s in state|nostate) s=select ;; esac
+	loop_stage_wait "$s" "$old" >/dev/null 2>&1
+	local -A k
+	local w
+	for w in $(grep '^tcpload ' <<<"$out"); do
+		case $w in *=*) k[${w%%=*}]=${w#*=} ;; esac
+	done
+	[ -n "${k[flows]:-}" ] || { e="error: tcpload gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-100)"; echo "$e|$e|$e|$e"; return; }
+	echo "${g:-error: no new flow completed within $((secs - 1)) s of the kill}|${k[failed]}|${k[flows]}|refused ${k[refused]}, unreach ${k[unreach]}, timeout ${k[timeout]}, other ${k[other]}"
 }
-R_STATE=$(restart_gap state)
+# A restart of cats-select, with its CST kept in its state file (--state)
+# against the same restart without it (removed just before the kill: the
+# table comes back with the agents' next full snapshot, up to a
+# keep-alive, LOOP_KEEPALIVE s); flows every 20 ms.
+IFS='|' read -r R_STATE _ _ _ <<<"$(outage state 50 4 16000)"
 loop_wait_ready 200 >/dev/null 2>&1
-R_NOSTATE=$(restart_gap nostate)
+IFS='|' read -r R_NOSTATE _ _ _ <<<"$(outage nostate 50 $((LOOP_KEEPALIVE + 4)) 16500)"
+loop_wait_ready 200 >/dev/null 2>&1
+declare -A K
+sp=17000
+for s in select pce bind; do
+	IFS='|' read -r K[${s}_gap] K[${s}_failed] K[${s}_flows] K[${s}_detail] \
+		<<<"$(outage "$s" 1000 3 $sp)"
+	sp=$((sp + 1000))
+	sleep 0.5
+done
 
 # The journal's durability (cats-bind --fsync, in cats-cps's [bind]
 # section): cats-cps started again with each policy, the 64 clients again,
 # against the run above with the default (always: each group commit synced
 # before its bindings leave).
 fsync_run() {
-	local n0
+	local -n M=$1
+	local n0 e
 	loop_stop cps
 	n0=$(grep -c 'forwarder .* connected' "$LOOP_DIR/log/cps.err")
 	if ! LOOP_FSYNC=$1 loop_cps_svc_start >/dev/null 2>&1 ||
 		! loop_wait 100 sh -c "[ \$(grep -c 'forwarder .* connected' '$LOOP_DIR/log/cps.err') -ge $((n0 + 3)) ]"; then
 		e="error: cats-cps with --fsync $1 did not come back"
-		echo "$e|$e|$e|$e|$e"
+		M[many_rate]=$e M[many_failed]=$e M[one_p50]=$e M[one_p99]=$e
 		return
 	fi
 	sleep 1
-	SPORT0=$2 SAMPLES=delay-cps-fsync-$1 measure $srcs
+	IFS='|' read -r _ _ M[many_failed] M[many_rate] _ _ _ \
+		<<<"$(gen "delay-cps-fsync-$1" "$2" -c 64 -d "$DUR" -q "$MANY")"
+	[ -n "${3:-}" ] || return 0
+	IFS='|' read -r _ _ _ _ M[one_p50] M[one_p99] _ \
+		<<<"$(gen "delay-cps-fsync-$1-1" 10000 -c 1 -d "$DUR" -q "$3")"
 }
-IFS='|' read -r I_FLOWS _ _ I_FAIL I_SPAN <<<"$(fsync_run interval 30000)"
-IFS='|' read -r N_FLOWS _ _ N_FAIL N_SPAN <<<"$(fsync_run never 35000)"
-IFS='|' read -r _ N1_P50 N1_P99 _ _ <<<"$(SPORT0=35000 SAMPLES=delay-cps-fsync-never-1 measure 192.0.2.10)"
+fsync_run interval 20000
+fsync_run never 22000 192.0.2.75
 
 # The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
 loop_stop cps
@@ -157,8 +240,7 @@ for f in IF-1 EF-1; do
 done
 # Its newer epoch fences every binding of cats-bind's at the forwarders
 # (thousands, each reported removed): that burst ends before the clients
-# start, or the baseline's first connects wait behind it (up to 3 s under
-# load: a failed connect a client).
+# start, or the baseline's first connects wait behind it.
 for f in IF-1 EF-1; do
 	for i in $(seq 50); do
 		[ "$(loop_counter "$f" bindings)" = 0 ] && break
@@ -166,49 +248,109 @@ for f in IF-1 EF-1; do
 	done
 done
 sleep 0.5
-IFS='|' read -r F_FLOWS F_P50 F_P99 F_FAIL F_SPAN <<<"$(SPORT0=10000 SAMPLES=delay-fakecps measure $srcs)"
-IFS='|' read -r F1_FLOWS F1_P50 F1_P99 F1_FAIL F1_SPAN <<<"$(SPORT0=10000 SAMPLES=delay-fakecps-1 measure 192.0.2.10)"
+measures fakecps 24000 192.0.2.76
+
+# The kernel path in the same namespaces: the forwarders stopped, their
+# kernels forward.  The DNAT's conntrack entry is confirmed, and the reply
+# un-NATed, only if netfilter sees the packets seg6 encapsulates: that is
+# the machine's nf_hooks_lwtunnel (nf_conntrack's, off by default).  The
+# replies come back over the core in plain IPv4 (10.98.0.0/16 links).
+kernel_up() {
+	[ -e /proc/sys/net/netfilter/nf_hooks_lwtunnel ] || modprobe nf_conntrack 2>/dev/null
+	need_sysctl net.netfilter.nf_hooks_lwtunnel 1 || return 1
+	local f
+	for f in IF-1 EF-1 EF-2 fakecps; do loop_stop $f; done
+	lx "$LI" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 &&
+	lx "$LI" nft -f - <<'EOF' &&
+table ip benchnat {
+	chain pre {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.100 dnat to 198.51.100.11
+	}
+}
+EOF
+	lx "$LI" ip addr add 10.98.1.1/24 dev i1 &&
+	lx "$LI" ip -6 route add 2001:db8:2::/48 via 2001:db8:f0::2 dev i1 &&
+	lx "$LI" ip route add 198.51.100.0/24 encap seg6 mode encap \
+		segs 2001:db8:2::100 dev i1 &&
+	lx "$LX" ip addr add 10.98.1.2/24 dev x0 &&
+	lx "$LX" ip addr add 10.98.2.1/24 dev x1 &&
+	lx "$LX" sysctl -qw net.ipv4.ip_forward=1 &&
+	lx "$LX" ip route add 192.0.2.0/24 via 10.98.1.1 &&
+	lx "$LE1" ip addr add 10.98.2.2/24 dev e1 &&
+	lx "$LE1" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+		net.ipv6.conf.all.seg6_enabled=1 net.ipv6.conf.e1.seg6_enabled=1 &&
+	lx "$LE1" ip -6 route add 2001:db8:2::100/128 encap seg6local \
+		action End.DX4 nh4 198.51.100.11 dev e2 &&
+	lx "$LE1" ip route add 192.0.2.0/24 via 10.98.2.1 dev e1
+}
+KERNEL_WHY=
+if ! kernel_up >&2; then
+	KERNEL_WHY=${SYSCTL_WHY:-the kernel path could not be set up (above)}
+elif ! lx "$LC" curl -s -m 3 -o /dev/null http://203.0.113.100/; then
+	KERNEL_WHY="no answer through the kernel path"
+fi
+if [ -z "$KERNEL_WHY" ]; then
+	measures kernel 30000 192.0.2.77
+else
+	echo "loop: the kernel path is not measured: $KERNEL_WHY" >&2
+	for k in many_rate many_failed paced_p50 paced_p99 burst_p99 one_p50; do
+		kernel[$k]="error: $KERNEL_WHY"
+	done
+fi
 
 # A value or baseline that did not measure says so; then no ratio.
+# row NAME VALUE BASELINE [WHO]: WHO names the baseline (fake-cps).
 row() {
-	local v=$2 b=$3 ratio
+	local v=$2 b=$3 who=${4:-the fake-cps baseline} ratio
 	case $v in error:*) v="error: the loop did not measure: ${v#error: }" ;; esac
-	case $b in error:*) b="error: the fake-cps baseline did not measure: ${b#error: }" ;; esac
+	case $b in error:*) b="error: $who did not measure: ${b#error: }" ;; esac
+	v=${v//|//} b=${b//|//}	# the table's separator
 	case "$v$b" in
-	*error:*) ratio=error ;;
+	*error:*|*none*) ratio=error ;;
 	*) ratio=$(awk -v a="$v" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;
 	esac
 	printf '%s | %s | %s | %s\n' "$1" "$v" "$b" "$ratio"
 }
-rate() {
-	case $1 in error:*) echo "$1"; return ;; esac
-	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print "error: the flows took no time" }'
-}
-row "loop new flows/s, SYN to binding installed, 64 clients (C-PS vs fake-cps)" \
-	"$(rate "$C_FLOWS" "$C_SPAN")" "$(rate "$F_FLOWS" "$F_SPAN")"
-row "loop first-packet delay p50 us (connect: SYN held, decided, bound, SYN-ACK back)" "$C_P50" "$F_P50"
-row "loop first-packet delay p99 us" "$C_P99" "$F_P99"
-row "loop failed connects in ${DUR}s" "$C_FAIL" "$F_FAIL"
-row "loop new flows/s, one client" "$(rate "$C1_FLOWS" "$C1_SPAN")" "$(rate "$F1_FLOWS" "$F1_SPAN")"
-row "loop first-packet delay p50 us, one client" "$C1_P50" "$F1_P50"
-row "loop first-packet delay p99 us, one client" "$C1_P99" "$F1_P99"
+K_="the kernel path"
+row "loop new flows/s, 64 clients connect/request/close (C-PS vs fake-cps)" "${cps[many_rate]}" "${fakecps[many_rate]}"
+row "loop new flows/s, 64 clients (forwarders + C-PS vs the kernel conntrack path)" "${cps[many_rate]}" "${kernel[many_rate]}" "$K_"
+row "loop first-packet delay p50 us (connect: SYN held, decided, bound, SYN-ACK back)" "${cps[many_p50]}" "${fakecps[many_p50]}"
+row "loop first-packet delay p99 us" "${cps[many_p99]}" "${fakecps[many_p99]}"
+row "loop failed connects, 64 clients in ${DUR}s" "${cps[many_failed]}" "${fakecps[many_failed]}"
+row "loop failed connects, 64 clients, kernel path (vs fake-cps)" "${kernel[many_failed]:-error: not run}" "${fakecps[many_failed]}"
+row "loop first-packet delay p50 us, flows 2 ms apart (C-PS vs fake-cps)" "${cps[paced_p50]}" "${fakecps[paced_p50]}"
+row "loop first-packet delay p99 us, flows 2 ms apart (C-PS vs fake-cps)" "${cps[paced_p99]}" "${fakecps[paced_p99]}"
+row "loop first-packet delay p50 us, flows 2 ms apart (C-PS vs kernel)" "${cps[paced_p50]}" "${kernel[paced_p50]}" "$K_"
+row "loop first-packet delay p99 us, flows 2 ms apart (C-PS vs kernel)" "${cps[paced_p99]}" "${kernel[paced_p99]}" "$K_"
+row "loop first-packet delay p99 us, burst of 5000 new flows (C-PS vs fake-cps)" "${cps[burst_p99]}" "${fakecps[burst_p99]}"
+row "loop first-packet delay p99 us, burst of 5000 (C-PS vs kernel)" "${cps[burst_p99]}" "${kernel[burst_p99]}" "$K_"
+row "loop burst of 5000: failed flows (C-PS vs fake-cps)" "${cps[burst_failed]}" "${fakecps[burst_failed]}"
+row "loop burst of 5000: new flows/s (C-PS vs fake-cps)" "${cps[burst_rate]}" "${fakecps[burst_rate]}"
+row "loop first-packet delay p50 us, one client (C-PS vs fake-cps)" "${cps[one_p50]}" "${fakecps[one_p50]}"
+row "loop first-packet delay p99 us, one client" "${cps[one_p99]}" "${fakecps[one_p99]}"
+row "loop new flows/s, one client" "${cps[one_rate]}" "${fakecps[one_rate]}"
 # One client address: past 4096 bindings in the idle time cats-bind's
 # client-bindings limit refuses (cats-bind(1) LIMITS); fake-cps has none.
-row "loop failed connects in ${DUR}s, one client" "$C1_FAIL" "$F1_FAIL"
-row "loop new flows/s, 64 clients, cats-bind --fsync interval (vs always)" \
-	"$(rate "$I_FLOWS" "$I_SPAN")" "$(rate "$C_FLOWS" "$C_SPAN")"
-row "loop new flows/s, 64 clients, cats-bind --fsync never (vs always)" \
-	"$(rate "$N_FLOWS" "$N_SPAN")" "$(rate "$C_FLOWS" "$C_SPAN")"
-row "loop first-packet delay p50 us, one client, --fsync never (vs fake-cps)" "$N1_P50" "$F1_P50"
-row "loop first-packet delay p99 us, one client, --fsync never (vs fake-cps)" "$N1_P99" "$F1_P99"
-row "loop failed connects in ${DUR}s, --fsync interval (vs always)" "$I_FAIL" "$C_FAIL"
-row "loop failed connects in ${DUR}s, --fsync never (vs always)" "$N_FAIL" "$C_FAIL"
-case "$R_STATE$R_NOSTATE" in
-*error:*) r_ratio=error ;;
-*) r_ratio=$(awk -v a="$R_STATE" -v b="$R_NOSTATE" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') ;;
-esac
-case $R_NOSTATE in error:*) R_NOSTATE="error: the restart without --state did not measure: ${R_NOSTATE#error: }" ;; esac
-printf '%s | %s | %s | %s\n' "loop cats-select restarted (-9): new flows served again after, ms (--state vs none)" \
-	"$R_STATE" "$R_NOSTATE" "$r_ratio"
+row "loop failed connects in ${DUR}s, one client" "${cps[one_failed]}" "${fakecps[one_failed]}"
+row "loop first-packet delay p50 us, one client, kernel path (vs fake-cps)" "${kernel[one_p50]:-error: not run}" "${fakecps[one_p50]}"
+row "loop new flows/s, 64 clients, cats-bind --fsync interval (vs always)" "${interval[many_rate]}" "${cps[many_rate]}" "the --fsync always run"
+row "loop new flows/s, 64 clients, cats-bind --fsync never (vs always)" "${never[many_rate]}" "${cps[many_rate]}" "the --fsync always run"
+row "loop failed connects in ${DUR}s, --fsync interval (vs always)" "${interval[many_failed]}" "${cps[many_failed]}" "the --fsync always run"
+row "loop failed connects in ${DUR}s, --fsync never (vs always)" "${never[many_failed]}" "${cps[many_failed]}" "the --fsync always run"
+row "loop first-packet delay p50 us, one client, --fsync never (vs fake-cps)" "${never[one_p50]}" "${fakecps[one_p50]}"
+row "loop first-packet delay p99 us, one client, --fsync never (vs fake-cps)" "${never[one_p99]}" "${fakecps[one_p99]}"
+row "loop cats-select restarted (-9): new flows served again after, ms (--state vs none)" \
+	"$R_STATE" "$R_NOSTATE" "the restart without --state"
+for s in select pce bind; do
+	row "loop cats-$s killed (-9) at 1000 new flows/s: new flows served again after, ms (vs the goal, 1 s)" \
+		"${K[${s}_gap]}" 1000 "the goal"
+	row "loop cats-$s killed (-9) at 1000 new flows/s: failed flows (of all started; ${K[${s}_detail]:-})" \
+		"${K[${s}_failed]}" "${K[${s}_flows]}" "the count of flows"
+done
+for w in cps fakecps kernel; do
+	declare -n M=$w
+	echo "loop: $w failures: 64 clients ${M[many_detail]:-}; paced ${M[paced_detail]:-}; burst ${M[burst_detail]:-}; one ${M[one_detail]:-}" >&2
+done
 [ -n "$act" ] && echo "loop: cats-bind activated $act bindings" >&2
 true

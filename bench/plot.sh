@@ -55,7 +55,7 @@ cell() {
 }
 
 # p50 FILE: the median of a samples file, by the rule of the tools that
-# wrote it (loop_clients.py, flowsink): the sorted sample n * 50 / 100.
+# wrote it (tcpload, flowsink): the sorted sample n * 50 / 100.
 p50() {
 	awk '!/^#/ { v[n++] = $1 } END { if (n) { i = int(n * 50 / 100); if (i > n - 1) i = n - 1; print v[i] } else print "NaN" }' "$1"
 }
@@ -127,7 +127,8 @@ set key below horizontal maxcols 2 font ',9'
 set bmargin 10
 set title "The whole loop: connect time, 64 clients (bench/loop.sh)" noenhanced
 plot $(curves "$L.delay-cps.tsv=cats-fwd + the C-PS" \
-	"$L.delay-fakecps.tsv=cats-fwd + fake-cps")
+	"$L.delay-fakecps.tsv=cats-fwd + fake-cps" \
+	"$L.delay-kernel.tsv=the kernel path (conntrack, seg6)")
 set title "cats-fwd against the kernel: one-way delay (bench/fwd.sh)" noenhanced
 plot $(curves "$F.delay-paced-cats.tsv=cats-fwd + fake-cps, 2 ms apart" \
 	"$F.delay-paced-fast.tsv=--fast-path, 2 ms apart" \

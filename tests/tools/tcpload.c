@@ -10,7 +10,7 @@
  *       request gets "HTTP/1.0 200 OK ... ok" and is closed, one that sends
  *       nothing is closed when the client goes.
  *   tcpload [-c N | -r RATE | -b N] [-d SEC] [-n FLOWS] [-p SPORT0] [-q]
- *           [-t MS] [-o FILE] DST PORT SRC...
+ *           [-t MS] [-o FILE] [-e FILE] DST PORT SRC...
  *       -c N     closed loop: N clients, each with one connection in flight
  *                at a time, the next one started as soon as it ends (1);
  *       -r RATE  open loop: a new flow every 1/RATE s (timerfd), however
@@ -26,7 +26,11 @@
  *       -t MS    a connect (or, with -q, an answer) not done by then fails
  *                as a timeout (3000);
  *       -o FILE  every connect delay (us, sorted), one a line, for
- *                bench/plot.sh.
+ *                bench/plot.sh;
+ *       -e FILE  every flow as it ends, one a line: "START END RESULT",
+ *                wall-clock ms (date +%s%3N) of connect() and of its end,
+ *                RESULT ok, refused, unreach, timeout or other (a
+ *                restart's outage against the moment of the kill).
  *       SRC is an address or a range A.B.C.D-E; client i (flow i with -r
  *       and -b) uses the sources in turn.  Connections are reset when done
  *       (SO_LINGER 0: no TIME_WAIT).
@@ -46,8 +50,9 @@
  * ENETUNREACH, ...), timeout, other (any other error, e.g. the answer cut
  * short) and noport (a source address out of ports).  rate is ok / span;
  * span from the first start to the last end.  gap_ms is the longest time
- * between two successive connects established (from the first start):
- * a restart's outage under -r.  p50 etc. are of the established connects;
+ * between two successive connects established (the first start counts as
+ * one): a restart's outage under -r (a run that ends in failures does not
+ * count the end as one: see -e).  p50 etc. are of the established connects;
  * "none" when there is none.  Exit 0 when it ran (whatever failed), 2 on
  * bad arguments, 1 when it could not run at all.
  */
@@ -178,6 +183,8 @@ static struct {
 	uint64_t started, ok, refused, unreach, timeouts, other, noport;
 	struct samples conn, resp;
 	int64_t tstart, tlast, lastok, gap;
+	FILE *events;		/* -e */
+	int64_t wall0;		/* wall-clock ms - monotonic ms */
 } G;
 
 static void
@@ -209,23 +216,20 @@ list_del(int fd)
 		G.tail = f->prev;
 }
 
-/* A flow ends: counted under what ended it (0 = done), its socket reset. */
-static void
-flow_end(int fd, int err, int64_t now)
+/* What ended a flow (0: done): a cause of the summary line. */
+enum { C_OK, C_REFUSED, C_UNREACH, C_TIMEOUT, C_OTHER };
+static const char *const cause_name[] = { "ok", "refused", "unreach",
+	"timeout", "other" };
+
+static int
+cause(int err)
 {
-	struct flow *f = &G.f[fd];
-	list_del(fd);
-	f->state = F_FREE;
-	G.inflight--;
-	G.tlast = now;
 	switch (err) {
 	case 0:
-		G.ok++;
-		break;
+		return C_OK;
 	case ECONNREFUSED:
 	case ECONNRESET:
-		G.refused++;
-		break;
+		return C_REFUSED;
 	case EHOSTUNREACH:
 	case ENETUNREACH:
 	case EHOSTDOWN:
@@ -233,15 +237,30 @@ flow_end(int fd, int err, int64_t now)
 	case EACCES:
 	case EPERM:
 	case EPROTO:
-		G.unreach++;
-		break;
+		return C_UNREACH;
 	case ETIMEDOUT:
-		G.timeouts++;
-		break;
+		return C_TIMEOUT;
 	default:
-		G.other++;
-		break;
+		return C_OTHER;
 	}
+}
+
+/* A flow ends: counted under what ended it, its socket reset. */
+static void
+flow_end(int fd, int err, int64_t now)
+{
+	struct flow *f = &G.f[fd];
+	int c = cause(err);
+	list_del(fd);
+	f->state = F_FREE;
+	G.inflight--;
+	G.tlast = now;
+	if (G.events)
+		fprintf(G.events, "%" PRId64 " %" PRId64 " %s\n",
+		    f->t0 / 1000000 + G.wall0, now / 1000000 + G.wall0,
+		    cause_name[c]);
+	uint64_t *n[] = { &G.ok, &G.refused, &G.unreach, &G.timeouts, &G.other };
+	(*n[c])++;
 	close(fd);
 }
 
@@ -420,7 +439,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: tcpload sink ADDR PORT\n"
 	    "       tcpload [-c N | -r RATE | -b N] [-d SEC] [-n FLOWS] "
-	    "[-p SPORT0] [-q] [-t MS] [-o FILE] DST PORT SRC...\n");
+	    "[-p SPORT0] [-q] [-t MS] [-o FILE] [-e FILE] DST PORT SRC...\n");
 	exit(2);
 }
 
@@ -435,15 +454,16 @@ main(int argc, char **argv)
 	unsigned clients = 1, burst = 0;
 	double rate = 0, secs = 3;
 	uint64_t maxflows = 0;
-	const char *out = NULL, *mode = "closed";
+	const char *out = NULL, *evfile = NULL, *mode = "closed";
 	long tmo = 3000;
 	int c;
 	G.sport0 = 20000;
-	while ((c = getopt(argc, argv, "b:c:d:n:o:p:qr:t:")) != -1) {
+	while ((c = getopt(argc, argv, "b:c:d:e:n:o:p:qr:t:")) != -1) {
 		switch (c) {
 		case 'b': burst = (unsigned)atoi(optarg); mode = "burst"; break;
 		case 'c': clients = (unsigned)atoi(optarg); mode = "closed"; break;
 		case 'd': secs = atof(optarg); break;
+		case 'e': evfile = optarg; break;
 		case 'n': maxflows = strtoull(optarg, NULL, 10); break;
 		case 'o': out = optarg; break;
 		case 'p': G.sport0 = (unsigned)atoi(optarg); break;
@@ -479,6 +499,16 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < G.nsrc; i++)
 		G.nextport[i] = G.sport0;
 	G.timeout_ns = (int64_t)tmo * 1000000;
+	if (evfile) {
+		struct timespec w;
+		if (!(G.events = fopen(evfile, "w"))) {
+			fprintf(stderr, "tcpload: %s: %s\n", evfile, strerror(errno));
+			return 1;
+		}
+		clock_gettime(CLOCK_REALTIME, &w);
+		G.wall0 = (int64_t)w.tv_sec * 1000 + w.tv_nsec / 1000000 -
+		    now_ns() / 1000000;
+	}
 	raise_nofile();
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -577,8 +607,8 @@ main(int argc, char **argv)
 				flow_start(cl % G.nsrc, cl);
 		}
 	}
-	if (G.lastok && G.tlast > G.lastok && G.tlast - G.lastok > G.gap)
-		G.gap = G.tlast - G.lastok;
+	if (G.events)
+		fclose(G.events);
 
 	qsort(G.conn.v, G.conn.n, sizeof(uint32_t), cmp_u32);
 	qsort(G.resp.v, G.resp.n, sizeof(uint32_t), cmp_u32);
