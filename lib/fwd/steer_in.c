@@ -26,9 +26,8 @@ struct cats_fsteer_in {
 };
 
 struct steer_conn {
+	struct cats_sconn sc;	/* first: the listener's stream */
 	struct cats_fsteer_in *in;
-	struct cats_conn *lc;
-	struct cats_stream *st;
 };
 
 static void
@@ -66,8 +65,8 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		    " reason=\"%s\"", index, e.reason);
 		return;
 	}
-	cats_conn_auth(c->lc);
-	cats_conn_touch(c->lc);
+	cats_conn_auth(c->sc.lc);
+	cats_conn_touch(c->sc.lc);
 	const struct cats_steer *sr = &r.u.steer;
 	if (cats_fsteer_apply(in->t, sr, who->name, in->now(), msg,
 	    sizeof(msg)) < 0) {
@@ -101,46 +100,17 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	cats_warnx("steer: %s", cats_err_fmt(e, index, msg, sizeof(msg)));
 }
 
-static void
-conn_eof(struct cats_stream *s, int error, void *arg)
-{
-	struct steer_conn *c = arg;
-	(void)error;
-	cats_conn_release(c->lc);
-	cats_stream_free(s);
-	free(c);
-}
-
-static void
-conn_close(struct cats_conn *lc, int why, void *arg)
-{
-	struct steer_conn *c = cats_conn_data(lc);
-	(void)why;
-	(void)arg;
-	cats_stream_free(c->st);
-	free(c);
-}
-
 static int
 conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		conn_eof, NULL };
+		cats_sconn_eof, NULL };
 	struct cats_fsteer_in *in = arg;
-	struct steer_conn *c = calloc(1, sizeof(*c));
+	struct steer_conn *c = cats_sconn_accept(in->base, lc, fd, sizeof(*c),
+	    &cbs, &in->dec);
 	if (c == NULL)
 		return -1;
 	c->in = in;
-	c->lc = lc;
-	c->st = cats_stream_new(in->base, fd, fd, false,
-	    NULL, 0, &cbs, c);
-	if (c->st == NULL) {
-		free(c);
-		return -1;
-	}
-	cats_stream_decode_into(c->st, &in->dec);
-	cats_stream_own(c->st);
-	cats_conn_set_data(lc, c);
 	return 0;
 }
 
@@ -150,7 +120,7 @@ cats_fsteer_listen(struct event_base *base, const char *spec,
     uint64_t (*now)(void), char *err, size_t errlen)
 {
 	static const struct cats_listener_cbs cbs = { conn_accept,
-		conn_close };
+		cats_sconn_closed };
 	/* A C-SMA connects and says nothing until it steers: no hello
 	 * deadline but under a flood; a connection counts as
 	 * authenticated from its first verified record. */

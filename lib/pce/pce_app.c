@@ -27,9 +27,8 @@
 /* What a record came in on: a session (lc its place in the listener),
  * the datagram socket or stdin. */
 struct cats_pce_sess {
+	struct cats_sconn sc;	/* first: the stream, lc NULL off a listener */
 	struct cats_pce_app *a;
-	struct cats_stream *s;
-	struct cats_conn *lc;
 };
 
 static void pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
@@ -46,7 +45,7 @@ static bool pcc_idle(const struct cats_pce_app *a);
 static void
 sess_good(void *arg)
 {
-	struct cats_conn *lc = ((struct cats_pce_sess *)arg)->lc;
+	struct cats_conn *lc = ((struct cats_pce_sess *)arg)->sc.lc;
 	if (lc != NULL) {
 		cats_conn_auth(lc);
 		cats_conn_touch(lc);
@@ -413,7 +412,7 @@ cats_pce_app_stdio(struct cats_pce_app *a, int ofd)
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
-	a->stdio->s = a->in;
+	a->stdio->sc.st = a->in;
 	return CATS_EXIT_OK;
 }
 
@@ -427,10 +426,7 @@ session_eof(struct cats_stream *s, int error, void *arg)
 	if (error)
 		cats_debug("session: %s", strerror(error));
 	pcc_forget(ss->a, ss);
-	cats_conn_release(ss->lc);
-	cats_stream_flush(ss->s);
-	cats_stream_free(ss->s);
-	free(ss);
+	cats_sconn_end(ss);
 }
 
 static void
@@ -448,18 +444,11 @@ session_accept(struct cats_conn *lc, int fd, void *arg)
 		.drained = session_drained,
 	};
 	struct cats_pce_app *a = arg;
-	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
+	struct cats_pce_sess *ss = cats_sconn_accept(a->base, lc, fd,
+	    sizeof(*ss), &cbs, NULL);
 	if (ss == NULL)
 		return -1;
 	ss->a = a;
-	ss->lc = lc;
-	ss->s = cats_stream_new(a->base, fd, fd, false, NULL, 0, &cbs, ss);
-	if (ss->s == NULL) {
-		free(ss);
-		return -1;
-	}
-	cats_stream_own(ss->s);
-	cats_conn_set_data(lc, ss);
 	a->sessions++;
 	return 0;
 }
@@ -472,8 +461,7 @@ session_closed(struct cats_conn *lc, int why, void *arg)
 	(void)why;
 	(void)arg;
 	pcc_forget(ss->a, ss);
-	cats_stream_free(ss->s);
-	free(ss);
+	cats_sconn_free(ss);
 }
 
 int
@@ -498,10 +486,10 @@ cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
 	if (ss != NULL) {
 		ss->a = a;
-		ss->s = cats_stream_new(a->base, fd, fd, true, NULL, 0, &dcbs,
-		    ss);
+		ss->sc.st = cats_stream_new(a->base, fd, fd, true, NULL, 0,
+		    &dcbs, ss);
 	}
-	if (ss == NULL || ss->s == NULL) {
+	if (ss == NULL || ss->sc.st == NULL) {
 		free(ss);
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
@@ -848,7 +836,7 @@ pcc_send_rec(struct cats_pce_app *a, struct pcc_req *q,
 		    q->id);
 		return;
 	}
-	reply_rec(a, q->ss->s, q->has_peer ? &q->peer : NULL, out);
+	reply_rec(a, q->ss->sc.st, q->has_peer ? &q->peer : NULL, out);
 }
 
 /* Unlink and free q; with stdin at its end, the run may end. */

@@ -188,6 +188,35 @@ void cats_stream_resume(struct cats_stream *s);
 int cats_stream_flush(struct cats_stream *s);
 void cats_stream_free(struct cats_stream *s);
 /*
+ * A record stream on each connection of a listener (net/listener.h), the
+ * glue in one place.  The tool's object for a connection begins with a
+ * struct cats_sconn; the object is the stream's callback argument and the
+ * connection's data.
+ *
+ * - cats_sconn_accept(), in the listener's accept(): an object of size
+ *   bytes, zeroed, with a stream on fd that reads and writes it, owns fd
+ *   and decodes into dec (NULL: none); NULL if out of memory (accept()
+ *   then returns -1 and the listener closes fd).
+ * - cats_sconn_end(), when the tool ends the connection: what is queued
+ *   is written (blocking), the listener forgets the connection, the
+ *   stream (and fd) and the object are freed.  cats_sconn_eof() is that,
+ *   as the stream's eof callback.
+ * - cats_sconn_closed() is the listener's close() (a cap, a deadline, the
+ *   end): the stream and the object are freed.  cats_sconn_free() is
+ *   that, for a close() with more to do.
+ */
+struct cats_conn;
+struct cats_sconn {
+	struct cats_conn *lc;
+	struct cats_stream *st;
+};
+void *cats_sconn_accept(struct event_base *base, struct cats_conn *lc, int fd,
+    size_t size, const struct cats_stream_cbs *cbs, struct cats_dec *dec);
+void cats_sconn_end(void *obj);
+void cats_sconn_eof(struct cats_stream *s, int error, void *arg);
+void cats_sconn_free(void *obj);
+void cats_sconn_closed(struct cats_conn *lc, int why, void *arg);
+/*
  * Counters: items read, bad items, bytes written, datagrams dropped, items
  * of batches whose write failed at the end of a turn.
  */

@@ -22,9 +22,8 @@
 
 /* A connection of a CBOR stream listener. */
 struct sma_conn {
+	struct cats_sconn sc;	/* first: the listener's stream */
 	struct sma_app *app;
-	struct cats_stream *st;
-	struct cats_conn *lc;
 	char peer[64];
 };
 
@@ -796,9 +795,9 @@ pause_inputs(struct sma_app *a, bool pause)
 	    lc = cats_conn_next(lc)) {
 		struct sma_conn *c = cats_conn_data(lc);
 		if (pause)
-			cats_stream_pause(c->st);
+			cats_stream_pause(c->sc.st);
 		else
-			cats_stream_resume(c->st);
+			cats_stream_resume(c->sc.st);
 	}
 }
 
@@ -812,7 +811,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	(void)peer;
 	/* A peer whose report was accepted is out of the flood deadline. */
 	if (stream_item(c->app, s, p, n, index, c->peer, s))
-		cats_conn_auth(c->lc);
+		cats_conn_auth(c->sc.lc);
 }
 
 static void
@@ -833,28 +832,6 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 	cats_stream_send_rec(s, &er);
 }
 
-static void
-conn_eof(struct cats_stream *s, int error, void *arg)
-{
-	struct sma_conn *c = arg;
-	(void)error;
-	cats_stream_flush(s);
-	cats_conn_release(c->lc);
-	cats_stream_free(s);
-	free(c);
-}
-
-/* The listener closes a connection (a cap, a deadline, the end). */
-static void
-conn_close(struct cats_conn *lc, int why, void *arg)
-{
-	struct sma_conn *c = cats_conn_data(lc);
-	(void)why;
-	(void)arg;
-	cats_stream_free(c->st);
-	free(c);
-}
-
 /*
  * A connection from the listener (net/listener.h: caps, EMFILE, tls:
  * handshakes): one record stream, its descriptor owned by the stream.
@@ -864,21 +841,13 @@ conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct sma_app *a = arg;
 	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		conn_eof, NULL };
-	struct sma_conn *c = calloc(1, sizeof(*c));
+		cats_sconn_eof, NULL };
+	struct sma_conn *c = cats_sconn_accept(a->base, lc, fd, sizeof(*c),
+	    &cbs, &a->dec);
 	if (c == NULL)
 		return -1;
 	c->app = a;
-	c->lc = lc;
 	snprintf(c->peer, sizeof(c->peer), "conn-%d", fd);
-	c->st = cats_stream_new(a->base, fd, fd, false, NULL, 0, &cbs, c);
-	if (c->st == NULL) {
-		free(c);
-		return -1;
-	}
-	cats_stream_decode_into(c->st, &a->dec);
-	cats_stream_own(c->st);
-	cats_conn_set_data(lc, c);
 	return 0;
 }
 
@@ -893,7 +862,7 @@ int
 sma_app_stream_listener(struct sma_app *a, int fd)
 {
 	static const struct cats_listener_cbs cbs = { conn_accept,
-		conn_close };
+		cats_sconn_closed };
 	struct cats_listener_opts o = { .name = "stream", .max_conns = 1024,
 		.max_unauth = 1024, .hello_when_crowded = true };
 	if (a->streams == NULL)
