@@ -404,6 +404,14 @@ int bt_caps_msd(const struct bind_table *t, const char *fwd, int dp);
  * none or one too long to keep. */
 uint16_t bt_nodes_join(const struct cats_arr_text *path, char *buf,
     size_t cap);
+/*
+ * The rest of a path's key, from a reply or a binding: its path id and
+ * generation (when has_pid, has_gen) and its nodes, joined into nodes
+ * (BIND_PATH_NODES_MAX bytes, which must live as long as k).
+ */
+void bt_pkey_finish(struct pkey *k, bool has_pid, uint64_t pid,
+    bool has_gen, uint64_t gen, const struct cats_arr_text *path,
+    char *nodes);
 int bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
     uint32_t *handle);
 uint32_t bt_v6_find(const struct bind_table *t, const struct bstr *tenant,

@@ -553,6 +553,22 @@ bt_nodes_join(const struct cats_arr_text *path, char *buf, size_t cap)
 	return (uint16_t)nl;
 }
 
+void
+bt_pkey_finish(struct pkey *k, bool has_pid, uint64_t pid, bool has_gen,
+    uint64_t gen, const struct cats_arr_text *path, char *nodes)
+{
+	if (has_pid) {
+		k->path_id = pid;
+		k->has |= P_PID;
+	}
+	if (has_gen) {
+		k->gen = gen;
+		k->has |= P_GEN;
+	}
+	k->nlen = bt_nodes_join(path, nodes, BIND_PATH_NODES_MAX);
+	k->nodes = k->nlen ? nodes : NULL;
+}
+
 /*
  * The path of a reply as the headend can realize it, or a reason why not
  * (001: a path the headend cannot represent is a path failure).
@@ -622,18 +638,10 @@ bt_path_from_rep(struct bind_table *t, const struct cats_path_rep *r,
 	    dp, k.n, k.tunnel_dst.af);
 	if (rc != BR_OK)
 		return rc;
-	if (CATS_HAS(r, PRP, path_id)) {
-		k.path_id = r->path_id;
-		k.has |= P_PID;
-	}
-	if (CATS_HAS(r, PRP, gen)) {
-		k.gen = r->gen;
-		k.has |= P_GEN;
-	}
 	/* Its nodes, for bind_net() and the binding's path list. */
 	char nodes[BIND_PATH_NODES_MAX];
-	k.nlen = bt_nodes_join(&r->path, nodes, sizeof(nodes));
-	k.nodes = k.nlen ? nodes : NULL;
+	bt_pkey_finish(&k, CATS_HAS(r, PRP, path_id), r->path_id,
+	    CATS_HAS(r, PRP, gen), r->gen, &r->path, nodes);
 	*handle = bt_path_get(t, &k);
 	return *handle ? BR_OK : BR_NOMEM;
 }

@@ -74,18 +74,10 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 		memcpy(sids, pk.sids, pk.n * sizeof(*sids));
 		pk.sids = sids;
 	}
-	if (CATS_HAS(b, BND, path_id)) {
-		pk.path_id = b->path_id;
-		pk.has |= P_PID;
-	}
-	if (CATS_HAS(b, BND, path_gen)) {
-		pk.gen = b->path_gen;
-		pk.has |= P_GEN;
-	}
 	/* Its nodes, so that a net record finds it after a restart too. */
 	char nodes[BIND_PATH_NODES_MAX];
-	pk.nlen = bt_nodes_join(&b->path, nodes, sizeof(nodes));
-	pk.nodes = pk.nlen ? nodes : NULL;
+	bt_pkey_finish(&pk, CATS_HAS(b, BND, path_id), b->path_id,
+	    CATS_HAS(b, BND, path_gen), b->path_gen, &b->path, nodes);
 	struct bclass_key k;
 	if (bt_class_key(t, &k, ingress, &f->match, &d) < 0)
 		return BR_NOMEM;
