@@ -717,9 +717,7 @@ static void
 keepalive(struct bind_app *a, uint64_t now)
 {
 	struct cats_rec r;
-	cats_rec_init(&r, CATS_T_STATUS);
-	r.u.status.event = CATS_EV_KEEPALIVE;
-	r.u.status.ts = now;
+	cats_rec_keepalive_init(&r, now);
 	CATS_SET(&r.u.status, STA, epoch, bind_epoch(a->t));
 	FOREACH_CONN(a, c, lc, nx) {
 		if (c->fwd == NULL)

@@ -674,6 +674,14 @@ cats_rec_error_init(struct cats_rec *r, const char *code, const char *stage,
 }
 
 void
+cats_rec_keepalive_init(struct cats_rec *r, uint64_t ts)
+{
+	cats_rec_init(r, CATS_T_STATUS);
+	r->u.status.event = CATS_EV_KEEPALIVE;
+	r->u.status.ts = ts;
+}
+
+void
 cats_rec_error_route(struct cats_rec *r, const char *ingress,
     const struct cats_flow *flow)
 {

@@ -663,6 +663,12 @@ void cats_rec_init(struct cats_rec *r, enum cats_type t);
 void cats_rec_error_init(struct cats_rec *r, const char *code,
     const char *stage, uint64_t txn, uint64_t ts, const char *msg);
 /*
+ * The one keepalive of the control plane (cats-fwd(1) CONTROL CHANNELS):
+ * r becomes a status record, event keepalive, at ts.  The sender sets
+ * fwd for each forwarder, and cats-bind its epoch.
+ */
+void cats_rec_keepalive_init(struct cats_rec *r, uint64_t ts);
+/*
  * Where an error goes back to: the ingress forwarder to notify (NULL:
  * none) and the flow whose pending packets it releases (NULL: none).
  */

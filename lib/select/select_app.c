@@ -838,9 +838,7 @@ static void
 keepalive(struct cats_sel_app *a, uint64_t now)
 {
 	struct cats_rec r;
-	cats_rec_init(&r, CATS_T_STATUS);
-	r.u.status.event = CATS_EV_KEEPALIVE;
-	r.u.status.ts = now;
+	cats_rec_keepalive_init(&r, now);
 	for (struct cats_sel_conn *c = a->conns, *nx; c != NULL; c = nx) {
 		nx = c->next;
 		if (c->lc == NULL || c->fwd[0] == '\0')
