@@ -729,15 +729,25 @@ client_why(struct proxy *p, struct bufferevent *bev, short what)
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
 	unsigned long e = bufferevent_get_openssl_error(bev);
-	int soerr = 0;
+	int soerr = 0, en = errno;
 	socklen_t sl = sizeof(soerr);
 	int fd = bufferevent_getfd(bev);
+	struct sockaddr_storage ss;
+	socklen_t al = sizeof(ss);
 	if (fd >= 0)
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	/*
+	 * A connect that failed reaches here as the handshake's end of file
+	 * (a "dirty shutdown", allowed): errno still says why, or the socket
+	 * has no peer.
+	 */
+	bool unconnected = fd >= 0 && getpeername(fd, (struct sockaddr *)&ss,
+	    &al) < 0;
 	const char *r = v != X509_V_OK ? X509_verify_cert_error_string(v) :
 	    e != 0 && ERR_reason_error_string(e) ? ERR_reason_error_string(e) :
-	    soerr != 0 ? strerror(soerr) : (what & BEV_EVENT_ERROR) && errno ?
-	    strerror(errno) : "closed in the handshake";
+	    soerr != 0 ? strerror(soerr) : ((what & BEV_EVENT_ERROR) ||
+	    unconnected) && en != 0 ? strerror(en) : unconnected ?
+	    "connection not made" : "closed in the handshake";
 	snprintf(buf, sizeof(buf), "TLS handshake with %s: %s", p->host, r);
 	return buf;
 }
