@@ -184,8 +184,8 @@ EOF
 }
 
 # New flows through the whole loop: 5000 one-packet flows from flowgen, a C
-# sender (the interpreter of fwd_udp.py newflows would take a fifth of the
-# two CPUs the forwarders share); flowsink in the server namespace reports
+# sender (an interpreter would take a fifth of the two CPUs the forwarders
+# share); flowsink in the server namespace reports
 # flows, first-packet delay p50/p99 and the span, from the kernel's receive
 # times.  With BENCH_DATA set (bench/run.sh), the delays themselves go to
 # fwd.delay-burst-WHO.tsv there (WHO: kernel, cats, fast), those of the
@@ -213,13 +213,14 @@ flows_of() {
 	fi
 }
 
-# The same one flow at a time (2 ms apart, source ports of their own): the
+# The same one flow at a time (flowgen paced at 500/s: 2 ms apart, source
+# ports of their own): the
 # first-packet delay of the control loop without queueing behind a burst.
 paced_flows() {
 	xs flowsink 198.51.100.11 9101 3 $(samples paced) >"$FWD_DIR/sink2.out" &
 	local sk=$!
 	sleep 0.5
-	xc $PY "$UDP" newflows 192.0.2.10 203.0.113.100 9101 200 2000 30000
+	xc flowgen 192.0.2.10 203.0.113.100 9101 200 30000 500
 	wait $sk
 	flows_of "$FWD_DIR/sink2.out"
 }

@@ -6,11 +6,6 @@ machine's, shared by every namespace).
   fwd_udp.py ping DST PORT N           N request/reply round trips on one
                                        flow: prints "p50_us p99_us lost"
                                        (no reply at all: exits 1)
-  fwd_udp.py newflows SRC DST PORT N [GAP_US [SPORT0]]
-                                       N one-packet flows, distinct source
-                                       ports from SPORT0 (1024), as fast as
-                                       possible or GAP_US apart (raw socket),
-                                       for tests/tools/flowsink
 """
 import socket
 import struct
@@ -52,21 +47,6 @@ def main(a):
         if not rtt:
             sys.exit("no reply to %d requests" % (i + 1))
         print("%d %d %d" % (pct(rtt, 50), pct(rtt, 99), lost))
-    elif a[0] == "newflows":
-        src, dst, port, n = a[1], a[2], int(a[3]), int(a[4])
-        gap = float(a[5]) / 1e6 if len(a) > 5 else 0
-        sport0 = int(a[6]) if len(a) > 6 else 1024
-        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-        sa, da = socket.inet_aton(src), socket.inet_aton(dst)
-        for i in range(n):
-            if gap:
-                time.sleep(gap)
-            sport = sport0 + (i % (65536 - sport0))
-            pay = struct.pack("!d", time.time())
-            udp = struct.pack("!HHHH", sport, port, 8 + len(pay), 0) + pay
-            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0,
-                             64, 17, 0, sa, da)
-            s.sendto(ip + udp, (dst, 0))
     else:
         sys.exit("unknown mode")
 

@@ -2,9 +2,9 @@
  * flowgen - N one-datagram UDP flows (distinct source ports from SPORT0) as
  * fast as a raw socket takes them, each carrying its send time (a
  * big-endian IEEE double of wall-clock seconds) for flowsink.
- * The same flows as fwd_udp.py newflows, without the interpreter's cost on
- * the CPUs the forwarders share.  With RATE (flows per second) the flows
- * are paced: each millisecond sends those due by then (an offered load,
+ * A C sender: no interpreter's cost on the CPUs the forwarders share.
+ * With RATE (flows per second) the flows are paced: each millisecond sends
+ * those due by then (an offered load, or flows 2 ms apart at 500:
  * bench/fwd.sh), instead of all at once.
  *
  * usage: flowgen SRC DST DPORT N [SPORT0 [RATE]]
