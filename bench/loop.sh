@@ -29,7 +29,9 @@
 # every 20 ms: new flows served again after (ms), with its CST kept in its
 # state file against without; kill -9 of each stage of cats-cps while new
 # flows arrive at 1000/s: failed flows and the gap; and the 64 clients
-# with cats-bind's journal synced at an interval and never, against always.
+# with cats-bind's journal synced at an interval and never, against always
+# (with never also one client and the paced flows, against fake-cps: the
+# sync's share of the first-packet delay).
 #
 # The ingress runs with pending limits above the burst's (--pending-flows,
 # --pending-client, and a deadline of 5 s: a burst of 5000 takes seconds
@@ -64,6 +66,7 @@ trap 'loop_down; restore_sysctls' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+echo "loop: load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 loop_up >&2 && loop_wait_ready 200 || { echo "loop: the loop did not come up" >&2; exit 1; }
 loop_stop IF-1
 loop_ingress_start --pending-flows 16384 --pending-pkts 16384 \
@@ -213,6 +216,7 @@ fsync_run() {
 		! loop_wait 100 sh -c "[ \$(grep -c 'forwarder .* connected' '$LOOP_DIR/log/cps.err') -ge $((n0 + 3)) ]"; then
 		e="error: cats-cps with --fsync $1 did not come back"
 		M[many_rate]=$e M[many_failed]=$e M[one_p50]=$e M[one_p99]=$e
+		M[paced_p50]=$e M[paced_p99]=$e
 		return
 	fi
 	sleep 1
@@ -221,9 +225,11 @@ fsync_run() {
 	[ -n "${3:-}" ] || return 0
 	IFS='|' read -r _ _ _ _ M[one_p50] M[one_p99] _ \
 		<<<"$(gen "delay-cps-fsync-$1-1" 10000 -c 1 -d "$DUR" -q "$3")"
+	IFS='|' read -r _ _ _ _ M[paced_p50] M[paced_p99] _ \
+		<<<"$(gen "delay-paced-cps-fsync-$1" $(($2 + 1000)) -r 500 -n 1000 -d 3 "$MANY")"
 }
 fsync_run interval 20000
-fsync_run never 22000 192.0.2.75
+fsync_run never 22000 192.0.2.75	# and 23000 (paced)
 
 # The baseline: fake-cps on the same sockets, a newer epoch than cats-bind's.
 loop_stop cps
@@ -340,6 +346,8 @@ row "loop failed connects in ${DUR}s, --fsync interval (vs always)" "${interval[
 row "loop failed connects in ${DUR}s, --fsync never (vs always)" "${never[many_failed]}" "${cps[many_failed]}" "the --fsync always run"
 row "loop first-packet delay p50 us, one client, --fsync never (vs fake-cps)" "${never[one_p50]}" "${fakecps[one_p50]}"
 row "loop first-packet delay p99 us, one client, --fsync never (vs fake-cps)" "${never[one_p99]}" "${fakecps[one_p99]}"
+row "loop first-packet delay p50 us, flows 2 ms apart, --fsync never (vs fake-cps)" "${never[paced_p50]}" "${fakecps[paced_p50]}"
+row "loop first-packet delay p99 us, flows 2 ms apart, --fsync never (vs fake-cps)" "${never[paced_p99]}" "${fakecps[paced_p99]}"
 row "loop cats-select restarted (-9): new flows served again after, ms (--state vs none)" \
 	"$R_STATE" "$R_NOSTATE" "the restart without --state"
 for s in select pce bind; do
@@ -353,4 +361,5 @@ for w in cps fakecps kernel; do
 	echo "loop: $w failures: 64 clients ${M[many_detail]:-}; paced ${M[paced_detail]:-}; burst ${M[burst_detail]:-}; one ${M[one_detail]:-}" >&2
 done
 [ -n "$act" ] && echo "loop: cats-bind activated $act bindings" >&2
+echo "loop: load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 true
