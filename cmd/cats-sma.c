@@ -97,6 +97,9 @@ open_steer(struct sma_app *a)
 		cats_errorx("%s: [steer] to: %s", a->c->path, err);
 		return CATS_EXIT_CONFIG;
 	}
+	/* A unix: or tcp: egress is connected on the loop, when it is up. */
+	if (ep.kind == CATS_EP_UNIX || (ep.kind == CATS_EP_TCP && !ep.tls))
+		return sma_app_steer(a, &ep, -1);
 	int fd = cats_ep_open(&ep, true, err, sizeof(err));
 	if (fd < 0) {
 		cats_errorx("[steer] to: %s", err);

@@ -358,7 +358,11 @@ steer_retry_later(struct sma_app *a)
 	evtimer_add(a->steer_retry, &tv);
 }
 
-/* Connect to [steer] to again; on it, the redirects in force again. */
+/*
+ * Connect to [steer] to (again); on it, the redirects in force, also those
+ * decided while there was no connection.  A failed attempt is said once
+ * per outage.
+ */
 static void
 on_steer_retry(evutil_socket_t fd0, short what, void *arg)
 {
@@ -367,23 +371,29 @@ on_steer_retry(evutil_socket_t fd0, short what, void *arg)
 	(void)fd0;
 	(void)what;
 	int fd = cats_ep_open(&a->steer_ep, true, err, sizeof(err));
-	if (fd < 0) {
-		cats_warnx("[steer] to: %s (retrying)", err);
+	if (fd < 0 || steer_attach(a, fd, false) < 0) {
+		if (fd >= 0) {
+			close(fd);
+			snprintf(err, sizeof(err), "out of memory");
+		}
+		if (!a->steer_warned)
+			cats_warnx("[steer] to: %s (connecting in the "
+			    "background, 100 ms growing to 1 s apart)", err);
+		a->steer_warned = true;
 		steer_retry_later(a);
 		return;
 	}
-	if (steer_attach(a, fd, false) < 0) {
-		close(fd);
-		cats_warnx("[steer] to: out of memory (retrying)");
-		steer_retry_later(a);
-		return;
-	}
+	bool again = a->steer_connected;
+	a->steer_connected = true;
+	a->steer_warned = false;
 	a->steer_retry_ms = 100;
-	a->steer_reconnects++;
 	uint64_t n = sma_steer_stats(a->steer)->active;
-	cats_info("[steer] to: connected again; %" PRIu64 " redirect%s in "
-	    "force said again", n, n == 1 ? "" : "s");
-	cats_audit("steer-reconnect", "redirects=%" PRIu64, n);
+	if (again)
+		a->steer_reconnects++;
+	cats_info("[steer] to: connected%s; %" PRIu64 " redirect%s in force "
+	    "sent", again ? " again" : "", n, n == 1 ? "" : "s");
+	cats_audit(again ? "steer-reconnect" : "steer-connect", "redirects=%"
+	    PRIu64, n);
 	sma_steer_view(a->steer, steer_resend, a);
 }
 
@@ -430,10 +440,13 @@ sma_app_steer(struct sma_app *a, const struct cats_ep *ep, int fd)
 	a->steer_retry = evtimer_new(a->base, on_steer_retry, a);
 	a->steer = sma_steer_new(a->c, sma_uc_epoch(a->uc), steer_emit, a);
 	if (a->steer_retry == NULL || a->steer == NULL ||
-	    steer_attach(a, fd, a->steer_dgram) < 0) {
+	    (fd >= 0 && steer_attach(a, fd, a->steer_dgram) < 0)) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
+	a->steer_connected = fd >= 0;
+	if (fd < 0)
+		event_active(a->steer_retry, EV_TIMEOUT, 1);
 	return 0;
 }
 

@@ -88,6 +88,8 @@ struct sma_app {
 	struct event *steer_retry;
 	unsigned steer_retry_ms;
 	uint64_t steer_reconnects;
+	bool steer_connected;		/* once: a later connect is a reconnect */
+	bool steer_warned;		/* this outage's failed connect said */
 	uint64_t config_refused;	/* reloads refused */
 	uint64_t cert_refused;		/* pushes refused for their certificate */
 
@@ -139,10 +141,12 @@ int sma_app_core(struct sma_app *a, uint64_t epoch, uint64_t seq);
 int sma_app_northbound(struct sma_app *a, uint64_t epoch);
 /*
  * [steer]: steer records to the stream on fd (the endpoint ep, [steer] to,
- * opened by the main).  A unix: or tcp: connection that is lost (the
- * egress restarted) is made again, 100 ms growing to 1 s apart, and the
- * redirects in force are said again on it.  78 when it has no C-PS to be
- * partitioned from.
+ * opened by the main), or with fd -1 (unix: and tcp:) to a connection
+ * made on the loop.  A unix: or tcp: connection that cannot be made or is
+ * lost (the egress not up yet, restarted) is tried again, 100 ms growing
+ * to 1 s apart, and the redirects in force, also those decided meanwhile,
+ * are said on it in seq order.  78 when it has no C-PS to be partitioned
+ * from.
  */
 int sma_app_steer(struct sma_app *a, const struct cats_ep *ep, int fd);
 /* Subordinate C-SMAs ([hierarchy], [subordinate]): their ingest. */

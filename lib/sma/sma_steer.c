@@ -411,19 +411,37 @@ sma_steer_next_deadline(const struct sma_steer *st)
 	return st->since + st->c->steer.max_ms;
 }
 
+static int
+by_seq(const void *x, const void *y)
+{
+	const struct redir *a = *(const struct redir *const *)x,
+	    *b = *(const struct redir *const *)y;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 void
 sma_steer_view(const struct sma_steer *st,
     void (*fn)(void *arg, const struct cats_rec *r), void *arg)
 {
-	for (size_t i = 0; i < st->n; i++) {
-		if (st->v[i].to == NULL)
+	/* In seq order: an egress that starts afresh refuses a seq below
+	 * one it has taken (a redirect moved since has a higher one). */
+	const struct redir **o = st->n ? malloc(st->n * sizeof(*o)) : NULL;
+	size_t n = 0;
+	for (size_t i = 0; o != NULL && i < st->n; i++)
+		if (st->v[i].to != NULL)
+			o[n++] = &st->v[i];
+	if (o != NULL)
+		qsort(o, n, sizeof(*o), by_seq);
+	for (size_t i = 0; i < (o != NULL ? n : st->n); i++) {
+		const struct redir *r = o != NULL ? o[i] : &st->v[i];
+		if (r->to == NULL)
 			continue;
 		struct cats_rec rec;
-		fill(st, &st->v[i], CATS_STEER_REDIRECT, st->v[i].why,
-		    st->v[i].at, &rec);
-		rec.u.steer.seq = st->v[i].seq;
+		fill(st, r, CATS_STEER_REDIRECT, r->why, r->at, &rec);
+		rec.u.steer.seq = r->seq;
 		fn(arg, &rec);
 	}
+	free(o);
 }
 
 bool

@@ -54,8 +54,8 @@ void sma_steer_update(struct sma_steer *st, const struct sma *core,
     const struct sma_steer_nb *nb, uint64_t now);
 /* The next time a decision falls due by the clock alone (max), 0: none. */
 uint64_t sma_steer_next_deadline(const struct sma_steer *st);
-/* The redirects in force, each as the steer record that made it (the
- * admin's GET /steer). */
+/* The redirects in force, each as the steer record that made it, in seq
+ * order (the admin's GET /steer; said again on a new connection). */
 void sma_steer_view(const struct sma_steer *st,
     void (*fn)(void *arg, const struct cats_rec *r), void *arg);
 /* It steered in this partition: the heal must be a full sync (once). */

@@ -141,6 +141,42 @@ steers() {
 	[ "$(counter steer_failures)" = 0 ]
 }
 
+steers_are() { [ "$(dec "$W/steer.cbor" 2>/dev/null | wc -l)" -eq "$1" ]; }
+
+@test "sma_steer: a unix: [steer] to not listening yet: cats-sma starts, steers, and sends the redirects in force once the egress listens, in seq order" {
+	sed -i "s|^to = file:.*|to = unix:$W/steer.sock|" sma.conf
+	start_cps
+	start_sma
+	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
+	[ "$(report b ARS HEALTHY 300 192.0.2.2)" = 200 ]
+	[ "$(report c ARS HEALTHY 50 192.0.2.3)" = 200 ]
+	[ "$(report d ARS HEALTHY 200 192.0.2.4)" = 200 ]
+	wait_for 50 synced
+	grep -q '\[steer\] to: .*connecting in the background' sma.err
+	kill -9 "$CPS"
+	wait "$CPS" 2>/dev/null || true
+	# a to b (seq 1); d is the best now, c to d (seq 2); b fails, a moves
+	# to d (seq 3) and b goes to d (seq 4): the first redirect of the
+	# table has a higher seq than the second.
+	[ "$(report a ARS UNHEALTHY 100 192.0.2.1)" = 200 ]
+	wait_for 50 partitioned
+	wait_for 50 counter_is steer_redirects 1
+	[ "$(report b ARS HEALTHY 150 192.0.2.2)" = 200 ]
+	[ "$(report c ARS UNHEALTHY 50 192.0.2.3)" = 200 ]
+	wait_for 50 counter_is steer_redirects 2
+	[ "$(report b ARS UNHEALTHY 150 192.0.2.2)" = 200 ]
+	wait_for 50 counter_is steer_replaced 1
+	[ "$(counter steer_active)" = 3 ]
+	[ "$(counter steer_failures)" = 4 ]
+	# The egress listens: the redirects in force, lowest seq first.
+	bg socat -u "UNIX-LISTEN:$W/steer.sock" "OPEN:$W/steer.cbor,creat"
+	wait_for 50 grep -q 'event=steer-connect redirects=3' sma.audit
+	wait_for 50 steers_are 3
+	[ "$(dec "$W/steer.cbor" | jq -c '[.seq, .from, .to]' | tr -d '\n')" = '[2,"c","d"][3,"a","d"][4,"b","d"]' ]
+	[ "$(counter steer_reconnects)" = 0 ]
+	[ "$(grep -c 'connecting in the background' sma.err)" = 1 ]
+}
+
 @test "sma_steer: bad [steer] input is one line and exit 78; without a C-PS too; a reload that moves 'to' is refused and counted" {
 	printf '[steer]\nmax = 10\n' >> sma.conf
 	run cats-sma -c sma.conf -t "http://127.0.0.1:$PS/" < /dev/null
