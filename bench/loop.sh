@@ -149,16 +149,17 @@ fi
 
 # The outage of a kill (-9) of stage S while tcpload offers RATE new flows
 # a second from the 64 addresses for SECS s, the kill 1 s in: "gap|failed
-# |flows|detail", the gap the time from the kill until flows are served
+# |flows|back|detail", the gap the time from the kill until flows are served
 # again (ms: the first established of the flows started after the last
 # one that failed, or after the kill when none failed), failed the
 # flows that did not complete (refused, unreachable or not established in
-# 3 s, after two SYN retransmissions; each counted).
+# 3 s, after two SYN retransmissions; each counted), back the time until
+# the stage ran again (ms).
 # The killed stage is restarted by cats-cps; the whole service (S=cps) is
 # stopped and started again by the harness.
 outage() {
 	local s=$1 rate=$2 secs=$3 sp=$4 f=$LOOP_DIR/outage.$1.$4 p old t0 g out
-	[ "$LOOP_CPS" = cps ] || { echo "error: LOOP_CPS=$LOOP_CPS, not cats-cps|||"; return; }
+	[ "$LOOP_CPS" = cps ] || { e="error: LOOP_CPS=$LOOP_CPS, not cats-cps"; echo "$e|$e|$e|$e|"; return; }
 	lx "$LC" tcpload -r "$rate" -d "$secs" -p "$sp" -e "$f" \
 		203.0.113.100 80 "$MANY" >"$f.out" 2>&1 &
 	p=$!
@@ -169,6 +170,14 @@ outage() {
 	state) old=$(loop_pid select); kill -9 "$old" ;;
 	*) old=$(loop_pid "$s"); kill -9 "$old" ;;
 	esac
+	# The stage running again (a new pid under cats-cps), to 10 ms.
+	local n=500 back= np
+	while [ $n -gt 0 ]; do
+		np=$(loop_stage_pid "${s/*state/select}") && [ "$np" != "$old" ] &&
+			{ back=$(($(date +%s%3N) - t0)); break; }
+		sleep 0.01
+		n=$((n - 1))
+	done
 	wait "$p"
 	out=$(cat "$f.out")
 	echo "loop: kill -9 $s at $rate/s: $(tr '\n' ' ' <<<"$out")" >&2
@@ -183,21 +192,21 @@ outage() {
 	for w in $(grep '^tcpload ' <<<"$out"); do
 		case $w in *=*) k[${w%%=*}]=${w#*=} ;; esac
 	done
-	[ -n "${k[flows]:-}" ] || { e="error: tcpload gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-100)"; echo "$e|$e|$e|$e"; return; }
-	echo "${g:-error: no new flow completed within $((secs - 1)) s of the kill}|${k[failed]}|${k[flows]}|refused ${k[refused]}, unreach ${k[unreach]}, timeout ${k[timeout]}, other ${k[other]}"
+	[ -n "${k[flows]:-}" ] || { e="error: tcpload gave no result: $(tr '\n|' ' /' <<<"$out" | cut -c1-100)"; echo "$e|$e|$e|$e|"; return; }
+	echo "${g:-error: no new flow completed within $((secs - 1)) s of the kill}|${k[failed]}|${k[flows]}|${back:-error: cats-cps did not start cats-$s again within 5 s}|refused ${k[refused]}, unreach ${k[unreach]}, timeout ${k[timeout]}, other ${k[other]}"
 }
 # A restart of cats-select, with its CST kept in its state file (--state)
 # against the same restart without it (removed just before the kill: the
 # table comes back with the agents' next full snapshot, up to a
 # keep-alive, LOOP_KEEPALIVE s); flows every 20 ms.
-IFS='|' read -r R_STATE _ _ _ <<<"$(outage state 50 4 16000)"
+IFS='|' read -r R_STATE _ _ _ _ <<<"$(outage state 50 4 16000)"
 loop_wait_ready 200 >/dev/null 2>&1
-IFS='|' read -r R_NOSTATE _ _ _ <<<"$(outage nostate 50 $((LOOP_KEEPALIVE + 4)) 16500)"
+IFS='|' read -r R_NOSTATE _ _ _ _ <<<"$(outage nostate 50 $((LOOP_KEEPALIVE + 4)) 16500)"
 loop_wait_ready 200 >/dev/null 2>&1
 declare -A K
 sp=17000
 for s in select pce bind; do
-	IFS='|' read -r K[${s}_gap] K[${s}_failed] K[${s}_flows] K[${s}_detail] \
+	IFS='|' read -r K[${s}_gap] K[${s}_failed] K[${s}_flows] K[${s}_back] K[${s}_detail] \
 		<<<"$(outage "$s" 1000 3 $sp)"
 	sp=$((sp + 1000))
 	sleep 0.5
@@ -353,8 +362,11 @@ row "loop cats-select restarted (-9): new flows served again after, ms (--state 
 for s in select pce bind; do
 	row "loop cats-$s killed (-9) at 1000 new flows/s: new flows served again after, ms (vs the goal, 1 s)" \
 		"${K[${s}_gap]}" 1000 "the goal"
-	row "loop cats-$s killed (-9) at 1000 new flows/s: failed flows (of all started; ${K[${s}_detail]:-})" \
+	row "loop cats-$s killed (-9) at 1000 new flows/s: failed flows (of all started)" \
 		"${K[${s}_failed]}" "${K[${s}_flows]}" "the count of flows"
+	row "loop cats-$s killed (-9) at 1000 new flows/s: the stage running again after, ms (vs the goal, 1 s)" \
+		"${K[${s}_back]}" 1000 "the goal"
+	echo "loop: cats-$s killed: failed flows by cause: ${K[${s}_detail]:-}" >&2
 done
 for w in cps fakecps kernel; do
 	declare -n M=$w
