@@ -619,6 +619,14 @@ case("eg_reply_ipip4", "a reply in IPv4-in-IPv4 to the return tunnel",
                                       rev_sids=(), rev_tunnel=ITUN4)),
                           pin("site", er4)],
      expect=[out("core", ipip(rewrite(er4), ETUN4, ITUN4))])
+case("eg_reply_ipip_return", "IP-in-IP and no return path in the binding: "
+     "the reply goes back IP-in-IP (the binding's data plane, no SRH) to the "
+     "owner's --return address (its SID, which is its tunnel endpoint too)",
+     role="egress", opts=["return=IF-1=%s" % ISID],
+     acts=[ctl(binding(encap="ipip", tunnel=ESID, rev_sids=())),
+           pin("site", er4)],
+     expect=[out("core", ipip(rewrite(er4), ESID, ISID)),
+             count("eg_rev_pkts")])
 case("eg_reply_learned", "no return SID in the binding: learned from the "
      "outer source of the first forward packet", role="egress",
      acts=[ctl(binding(rev_sids=())), pin("core", srv6(e4, ISID, [ESID])),
