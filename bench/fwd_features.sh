@@ -7,7 +7,9 @@
 #   user space and with --fast-path (bindings from the fake control plane);
 #   64-byte UDP pps of one established flow with --tcp-state on against
 #   off (UDP is never tracked: the cost of the check alone);
-#   64-byte UDP pps over SR-MPLS against SRv6 (static bindings);
+#   the same with --fast-path;
+#   64-byte UDP pps over SR-MPLS against SRv6 (static bindings; the egress
+#   is a cats-fwd with --label, as this kernel may have no MPLS routing);
 #   bindings freed per second at connection end: N connections closed at
 #   once, then the time until both forwarders freed all N (time-wait 1 s).
 #
@@ -136,10 +138,10 @@ fwds_cps --tcp-state off
 R[tcp1off]=$(tcp_gbps 1) R[tcp4off]=$(tcp_gbps 4) R[udpoff]=$(udp_pps)
 fwds_down
 fwds_cps --fast-path --tcp-state on
-R[ftcp1on]=$(tcp_gbps 1) R[ftcp4on]=$(tcp_gbps 4)
+R[ftcp1on]=$(tcp_gbps 1) R[ftcp4on]=$(tcp_gbps 4) R[fudpon]=$(udp_pps)
 fwds_down
 fwds_cps --fast-path --tcp-state off
-R[ftcp1off]=$(tcp_gbps 1) R[ftcp4off]=$(tcp_gbps 4)
+R[ftcp1off]=$(tcp_gbps 1) R[ftcp4off]=$(tcp_gbps 4) R[fudpoff]=$(udp_pps)
 fwds_down
 fwds_cps --tcp-timeout time-wait=1s
 R[freed]=$(freed_per_s)
@@ -166,5 +168,6 @@ row "fwd tcp -P4 Gbit/s, --tcp-state on vs off (goal >= 0.95)" "${R[tcp4on]}" "$
 row "fwd udp64 pps established, --tcp-state on vs off (goal >= 0.95)" "${R[udpon]}" "${R[udpoff]}"
 row "fwd --fast-path tcp -P1 Gbit/s, --tcp-state on vs off (goal >= 0.95)" "${R[ftcp1on]}" "${R[ftcp1off]}"
 row "fwd --fast-path tcp -P4 Gbit/s, --tcp-state on vs off (goal >= 0.95)" "${R[ftcp4on]}" "${R[ftcp4off]}"
-row "fwd udp64 pps established, SR-MPLS vs SRv6" "${R[mpls]}" "${R[srv6]}"
+row "fwd --fast-path udp64 pps established, --tcp-state on vs off (goal >= 0.95)" "${R[fudpon]}" "${R[fudpoff]}"
+row "fwd udp64 pps established, SR-MPLS vs SRv6 (cats-fwd egress pops)" "${R[mpls]}" "${R[srv6]}"
 row "fwd bindings freed/s at connection end ($NCONN, time-wait 1 s, both forwarders)" "${R[freed]}" -
