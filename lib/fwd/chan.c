@@ -317,6 +317,7 @@ chan_up(struct cats_chan *c, int fd)
 		cats_info("%s: connected to %s", c->name,
 		    cats_ep_str(ep, eps, sizeof(eps)));
 	uint64_t sw = c->rot.switches;
+	bool again = c->rot.last_up != c->rot.n;
 	cats_chan_rot_up(&c->rot);
 	cats_chan_live_up(&c->live, c->now());
 	c->answered = false;
@@ -338,6 +339,9 @@ chan_up(struct cats_chan *c, int fd)
 		cats_fwdp_hello(c->w, c->now());
 	else if (!c->dgram)
 		cats_fwdp_hello_select(c->w, c->now());
+	/* The requests the old connection may have lost, on this one. */
+	if (!c->is_bind && again)
+		cats_fwdp_resend_pending(c->w, c->now());
 }
 
 /*

@@ -39,7 +39,10 @@
  * channel follows the bind channel: once an endpoint of the binding
  * manager answers (its first record), the select channel moves to the
  * endpoint of the same rank and stays there, retrying it alone, until the
- * bind channel loses its connection.
+ * bind channel loses its connection.  A select channel connected again
+ * (moved, or its peer back) sends every pending request again on the new
+ * connection (cats_fwdp_resend_pending()), so that none waits for its
+ * deadline for an answer the old one lost.
  *
  * On a stream socket, records sent while handling a batch (requests for a
  * ring's worth of new flows, statuses for the bindings of one read) are

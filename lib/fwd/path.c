@@ -1581,6 +1581,22 @@ cats_fwdp_hello_select(struct cats_fwdp *w, uint64_t now)
 		w->emit(w->hook_arg, CATS_FWDP_SELECT, &r);
 }
 
+void
+cats_fwdp_resend_pending(struct cats_fwdp *w, uint64_t now)
+{
+	struct cats_fwd *t = &w->tab;
+	(void)now;
+	if (!w->synced)
+		return;	/* the end of the bind re-sync sends them */
+	for (size_t i = 0; i < t->pend_by_key.cap; i++) {
+		struct cats_pend *p = t->pend_by_key.s[i].item;
+		if (!t->pend_by_key.s[i].h || p->established)
+			continue;
+		if (send_request(w, p, NULL))
+			w->ctr[CATS_FC_requests_resent]++;
+	}
+}
+
 /* Once a second: capabilities that changed since they were told go to
  * the binding manager (status refreshed, reason capabilities). */
 static void

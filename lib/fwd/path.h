@@ -52,7 +52,7 @@
 	X(ctl_tls_fail) X(ctl_silent) X(ctl_fenced) X(rx_ring_drops) \
 	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent) \
 	X(tcp_reopened) X(fallback_bound) X(fallback_refused) \
-	X(fallback_reported) X(reverse_learned)
+	X(fallback_reported) X(reverse_learned) X(requests_resent)
 
 #define CATS_FWDP_X_ENUM(n) CATS_FC_##n,
 enum cats_fwdp_ctr { CATS_FWDP_CTRS(CATS_FWDP_X_ENUM) CATS_FC__N };
@@ -226,6 +226,14 @@ void cats_fwdp_hello(struct cats_fwdp *w, uint64_t now);
  * the status "hello" that proves who is on the channel, signed as every
  * record out. */
 void cats_fwdp_hello_select(struct cats_fwdp *w, uint64_t now);
+/*
+ * The select channel connected again (a new owner after a takeover, or
+ * its selector restarted): what it was asked before may be lost with the
+ * old connection, so every pending request is sent again, on it, with
+ * its txn and deadline (a flow the binding manager already bound is a
+ * duplicate it refuses; requests_resent counts them).
+ */
+void cats_fwdp_resend_pending(struct cats_fwdp *w, uint64_t now);
 /*
  * The forwarder's capabilities (cats-fwd(1) CAPABILITIES), one token each,
  * into v (room for CATS_FWDP_NCAPS), their text in buf.  Returns how many.

@@ -520,7 +520,7 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	stop_fwd
 }
 
-@test "ha: two cats-cps, a real cats-fwd on both: the owner's binding stage frozen, both channels move to the new owner (select follows bind) and new flows are bound there" {
+@test "ha: two cats-cps, a real cats-fwd on both: the owner's binding stage frozen, both channels move to the new owner (select follows bind), the request pending at the ingress is sent again and bound there, and new flows too" {
 	SVC_BIND=bind-a SVC_COMMIT=ingress start_service a
 	exec 7>"$W/a.ctl"
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
@@ -531,9 +531,11 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	s1_metric >&8
 	wait_for 50 test -S "$W/select-a.sock"
 	wait_for 50 test -S "$W/select-b.sock"
+	# A pending deadline longer than the failover: a request left
+	# unanswered would wait for it.
 	FWD_ARGS=1 start_fwd --select "unix:$W/select-a.sock" \
 	    --select "unix:$W/select-b.sock" --bind "unix:$W/bind-a.sock" \
-	    --bind "unix:$W/bind-b.sock"
+	    --bind "unix:$W/bind-b.sock" --pending-timeout 20000
 	wait_for 50 grep -q "forwarding" "$W/fwd.err"
 	ip netns exec "$NSF" ip addr add 192.0.2.10/32 dev lo
 	ip netns exec "$NSF" ip route add 203.0.113.0/24 dev hf0 src 192.0.2.10
@@ -546,15 +548,26 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	[ -n "$bind_a" ]
 	kill -STOP "$bind_a"
 	PIDS="$PIDS $bind_a"
+	# A flow whose request a's selector takes but whose binding never
+	# comes: pending at the ingress.
+	new_flow 41004
+	wait_for 50 fwd_counter_is requests -eq 2
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
 	wait_for 80 grep -q "bind: connected to unix:$W/bind-b.sock" "$W/fwd.err"
 	wait_for 50 grep -q "select: following bind to unix:$W/select-b.sock" "$W/fwd.err"
 	grep -q "event=ctl-silent channel=bind endpoint=unix:$W/bind-a.sock" "$W/fwd.err"
 	! grep -q "event=ctl-silent channel=select" "$W/fwd.err"
 	wait_for 50 fwd_counter_is bindings_refreshed -ge 1
+	# The select channel moved: the pending request went again, to b,
+	# and b bound it, long before its deadline.
+	wait_for 50 fwd_counter_is bindings_installed -eq 2
+	[ "$(fwd_counter requests_resent)" -ge 1 ]
+	[ "$(fwd_counter drop_pending_timeout)" -eq 0 ]
+	cats-cbor decode "$W/b.out" | jq -e 'select(.type == "binding" and
+	    .fwd.match.sport == 41004)' >/dev/null
 	# A new flow: to instance b's selector, bound by b's binding stage.
 	new_flow 41002
-	wait_for 50 fwd_counter_is bindings_installed -eq 2
+	wait_for 50 fwd_counter_is bindings_installed -eq 3
 	cats-cbor decode "$W/b.out" | jq -e 'select(.type == "binding" and
 	    .fwd.match.sport == 41002)' >/dev/null
 	# The old binding stage resumed: it stops at its renew deadline (its
@@ -562,7 +575,7 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	kill -CONT "$bind_a"
 	wait_for 50 grep -q "renew deadline passed" "$W/a.err"
 	new_flow 41003
-	wait_for 50 fwd_counter_is bindings_installed -eq 3
+	wait_for 50 fwd_counter_is bindings_installed -eq 4
 	[ "$(fwd_counter bindings_refused)" -eq 0 ]
 	# bind a -> b, select a -> b.
 	[ "$(fwd_counter ctl_switches)" -eq 2 ]

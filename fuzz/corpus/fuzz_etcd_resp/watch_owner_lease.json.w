@@ -1,0 +1,1 @@
+{"result":{"header":{"cluster_id":"1863256803026163128","member_id":"5893209103805500857","revision":"5","raft_term":"2"},"events":[{"kv":{"key":"L3cvb3duZXI=","create_revision":"5","mod_revision":"5","version":"1","value":"eA==","lease":"5600685960269391624"}}]}}

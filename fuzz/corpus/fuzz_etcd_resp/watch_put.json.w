@@ -1,0 +1,1 @@
+{"result":{"header":{"cluster_id":"1863256803026163128","member_id":"5893209103805500857","revision":"2","raft_term":"2"},"events":[{"kv":{"key":"L3cvYQ==","create_revision":"2","mod_revision":"2","version":"1","value":"MQ=="}}]}}
