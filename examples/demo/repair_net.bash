@@ -143,13 +143,9 @@ rp_cps_up() {
 	disown $!
 	loop_wait 50 test -S "$RP_DIR/select.sock" &&
 	loop_wait 50 test -S "$RP_DIR/bind.sock" || return 1
-	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode >"$RP_DIR/in"
+	jq -nc --argjson now "$(date +%s%3N)" \
+		-f "$RP_TOP/examples/demo/s1-metric.jq" | cats-cbor encode \
+		>"$RP_DIR/in"
 }
 
 # The forwarders; extra options go to the ingress.

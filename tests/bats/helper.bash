@@ -131,15 +131,10 @@ bg() {
 }
 
 # A fresh full metric advertisement of site1: instance 198.51.100.11:80 of
-# S1 healthy (examples/services.jsonl), as CBOR on stdout.
+# S1 healthy (examples/demo/s1-metric.jq), as CBOR on stdout.
 s1_metric() {
-	jq -nc --argjson now "$(date +%s%3N)" '{type: "metric", op: "full",
-	    sma_id: "sma-site1", epoch: 1, seq: 1, ts: $now, site: "site1",
-	    egress: "EF-1", ttl_ms: 600000, part: 1, parts: 1,
-	    entries: [{csci_id: "198.51.100.11:80", cs_id: "S1",
-	    health: "HEALTHY", state: "HEALTHY", gas: 100, comp_time_ms: 3,
-	    locator: "198.51.100.11", port: 80, gen: 1, ts: $now,
-	    ttl_ms: 600000}]}' | cats-cbor encode
+	jq -nc --argjson now "$(date +%s%3N)" -f "$TOP/examples/demo/s1-metric.jq" |
+	    cats-cbor encode
 }
 
 # Forwarder IF-1's request for S1, transaction $2, to cats-select's
