@@ -41,25 +41,41 @@ rec() {	# rec OP SEQ UNTIL
 	echo "{$r}"
 }
 
-page() { xc curl -s -m 5 http://203.0.113.100/; }
-
-@test "fwd steer: a redirect record moves delivery to the second instance, an end record moves it back; bad records refused" {
+# steer_egress KEY [OPTION...]: the egress EF-2 with OPTION... and its
+# --steer on $FWD_DIR/steer.sock, trusting $FWD_DIR/KEY.
+steer_egress() {
+	local k=$1
+	shift
+	start_egress "$@" --steer "unix:$FWD_DIR/steer.sock" \
+		--steer-keys "$FWD_DIR/$k"
+}
+# steer_up KEY [OPTION...]: the C-PS binding S1's flows to instance A
+# (198.51.100.11) behind EF-2, that egress (steer_egress), the ingress.
+steer_up() {
 	start_cps --egress EF-2 --locator 198.51.100.11 \
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_egress --steer "unix:$FWD_DIR/steer.sock" \
-		--steer-keys "$FWD_DIR/sma.pub"
+	steer_egress "$@"
 	start_ingress
-	start_web
+}
+
+page() { xc curl -s -m 5 http://203.0.113.100/; }
+# served_by ADDR: the service's page comes from instance ADDR.
+served_by() {
 	run page
-	[ "$output" = "instance 198.51.100.11" ]
+	[ "$output" = "instance $1" ] || { echo "served by: $output" >&2; return 1; }
+}
+
+@test "fwd steer: a redirect record moves delivery to the second instance, an end record moves it back; bad records refused" {
+	steer_up sma.pub
+	start_web
+	served_by 198.51.100.11
 
 	# Redirected: new flows to A's address are served by B, and the
 	# replies carry A's address back (else the ingress drops them).
 	steer sma "$(rec redirect 1 $(($(now_ms) + 60000)))"
 	wait_counter egress steer_redirects -eq 1
 	[ "$(counter egress steer_active)" = 1 ]
-	run page
-	[ "$output" = "instance 198.51.100.21" ]
+	served_by 198.51.100.21
 	[ "$(counter egress steer_pkts)" -gt 0 ]
 	[ "$(counter egress steer_rev_pkts)" -gt 0 ]
 	grep -q 'event=steer-redirect sma=SMA-1 epoch=7 seq=1 cs=S1 from=A from_locator=198.51.100.11 to=B locator=198.51.100.21' "$FWD_DIR/egress.err"
@@ -75,15 +91,13 @@ page() { xc curl -s -m 5 http://203.0.113.100/; }
 	grep -q 'steer: record 0 (end A seq 1): refused: replayed seq 1 (last 1)' "$FWD_DIR/egress.err"
 	grep -q 'steer: record 0 (redirect A seq 3): refused: expired' "$FWD_DIR/egress.err"
 	[ "$(counter egress steer_active)" = 1 ]
-	run page
-	[ "$output" = "instance 198.51.100.21" ]
+	served_by 198.51.100.21
 
 	# Ended: A's flows are A's again.
 	steer sma "$(rec end 4)"
 	wait_counter egress steer_ends -eq 1
 	[ "$(counter egress steer_active)" = 0 ]
-	run page
-	[ "$output" = "instance 198.51.100.11" ]
+	served_by 198.51.100.11
 }
 
 # Datagrams PREFIX I..J of one UDP flow (source port 42100) to the service,
@@ -100,11 +114,7 @@ got() { grep -o "$1[0-9]*\\." "$FWD_DIR/got$2" 2>/dev/null | sort -u | wc -l; }
 got_is() { [ "$(got "$1" "$2")" -eq "$3" ]; }
 
 @test "fwd steer: with --fast-path, a flow the kernel forwards at the egress is steered once the redirect is in force, and goes back to the kernel after its end" {
-	start_cps --egress EF-2 --locator 198.51.100.11 \
-		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_egress --fast-path --steer "unix:$FWD_DIR/steer.sock" \
-		--steer-keys "$FWD_DIR/sma.pub"
-	start_ingress
+	steer_up sma.pub --fast-path
 	for i in 11 21; do
 		bg "sink$i" "$NS" socat -u UDP4-RECV:7300,bind=198.51.100.$i \
 			"OPEN:$FWD_DIR/got$i,creat,append"
@@ -172,37 +182,9 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	cats-key psk -n SMA-1 -o "$FWD_DIR/smak.psk" >/dev/null
 	PS=$(free_port)
 	SP=$(free_port)
-	cat >"$FWD_DIR/sma.conf" <<-EOF2
-	id = SMA-1
-	site = site-a
-	egress = EF-2
-	audit = file:$FWD_DIR/sma.audit
-	[auth]
-	mode = none
-	[validate]
-	healthy-after = 1
-	unhealthy-after = 1
-	[timing]
-	confirm = 1
-	interval = 60s
-	[update]
-	min-interval = 0
-	batch = 0
-	rate = 0
-	[northbound]
-	key = $FWD_DIR/smak.psk
-	backoff-min = 200ms
-	backoff-max = 400ms
-	timeout = 2s
-	[steer]
-	services = S1
-	to = unix:$FWD_DIR/steer.sock
-	EOF2
-	start_cps --egress EF-2 --locator 198.51.100.11 \
-		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
-	start_egress --steer "unix:$FWD_DIR/steer.sock" \
-		--steer-keys "$FWD_DIR/smak.psk"
-	start_ingress
+	steer_sma_conf SMA-1 EF-2 "$FWD_DIR" "$FWD_DIR/smak.psk" S1 \
+	    "unix:$FWD_DIR/steer.sock" >"$FWD_DIR/sma.conf"
+	steer_up smak.psk
 	start_web
 	start_select
 	cats-sma -c "$FWD_DIR/sma.conf" -l "http://127.0.0.1:$SP/" \
@@ -213,8 +195,7 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	[ "$(report a HEALTHY 100 198.51.100.11)" = 200 ]
 	[ "$(report b HEALTHY 300 198.51.100.21)" = 200 ]
 	wait_for 50 sma_synced
-	run page
-	[ "$output" = "instance 198.51.100.11" ]
+	served_by 198.51.100.11
 
 	# The C-PS gone and a failed: the C-SMA's signed redirect applies.
 	kill -9 "$(cat "$FWD_DIR/select.pid")"
@@ -222,8 +203,7 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	wait_for 50 sma_is sync_state 2
 	wait_counter egress steer_redirects -eq 1
 	grep -q 'event=steer-redirect sma=SMA-1 .* cs=S1 from=a from_locator=198.51.100.11 to=b locator=198.51.100.21' "$FWD_DIR/egress.err"
-	run page
-	[ "$output" = "instance 198.51.100.21" ]
+	served_by 198.51.100.21
 
 	# The egress restarts in the partition: its redirects are gone with
 	# it; the C-SMA sees the close, connects again and says the redirect
@@ -231,13 +211,11 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	E=$(cat "$FWD_DIR/egress.pid")
 	kill "$E"
 	wait_for 50 sh -c "! kill -0 $E 2>/dev/null"
-	start_egress --steer "unix:$FWD_DIR/steer.sock" \
-		--steer-keys "$FWD_DIR/smak.psk"
+	steer_egress smak.psk
 	wait_for 80 sma_is steer_reconnects 1
 	wait_counter egress steer_redirects -eq 1
 	grep -q 'event=steer-reconnect redirects=1' "$FWD_DIR/sma.audit"
-	run page
-	[ "$output" = "instance 198.51.100.21" ]
+	served_by 198.51.100.21
 
 	# Healed: a full sync, the redirect ends, a's address is a's again.
 	start_select
@@ -246,6 +224,5 @@ report() {	# report CSCI HEALTH GAS LOCATOR
 	[ "$(counter egress steer_active)" = 0 ]
 	[ "$(counter egress steer_bad)" = 0 ]
 	[ "$(counter egress steer_refused)" = 0 ]
-	run page
-	[ "$output" = "instance 198.51.100.11" ]
+	served_by 198.51.100.11
 }

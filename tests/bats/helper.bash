@@ -137,6 +137,22 @@ s1_metric() {
 	    cats-cbor encode
 }
 
+# steer_sma_conf ID EGRESS DIR KEY SERVICES TO [LINE...]: the cats-sma.conf
+# of the site-local steering tests (sma_steer.bats, fwd_steer.bats) on
+# stdout: agent ID at site-a beside EGRESS, audit to DIR/sma.audit, one
+# report makes an instance healthy or failed, updates leave at once, the
+# northbound sender (PSK file KEY) retries within 400 ms, and [steer] on
+# for SERVICES to TO, with LINE... after.
+steer_sma_conf() {
+	printf '%s\n' "id = $1" "site = site-a" "egress = $2" \
+	    "audit = file:$3/sma.audit" "[auth]" "mode = none" "[validate]" \
+	    "healthy-after = 1" "unhealthy-after = 1" "[timing]" "confirm = 1" \
+	    "interval = 60s" "[update]" "min-interval = 0" "batch = 0" \
+	    "rate = 0" "[northbound]" "key = $4" "backoff-min = 200ms" \
+	    "backoff-max = 400ms" "timeout = 2s" "[steer]" "services = $5" \
+	    "to = $6" "${@:7}"
+}
+
 # Forwarder IF-1's request for S1, transaction $2, to cats-select's
 # forwarder socket $1 (select_client).
 s1_request() {

@@ -18,33 +18,8 @@ setup() {
 	PS=$(free_port)
 	SP=$(free_port)
 	U=http://127.0.0.1:$SP
-	cat > sma.conf <<-EOF
-	id = sma-a
-	site = site-a
-	egress = EF-1
-	audit = file:$W/sma.audit
-	[auth]
-	mode = none
-	[validate]
-	healthy-after = 1
-	unhealthy-after = 1
-	[timing]
-	confirm = 1
-	interval = 60s
-	[update]
-	min-interval = 0
-	batch = 0
-	rate = 0
-	[northbound]
-	key = $W/sma.psk
-	backoff-min = 200ms
-	backoff-max = 400ms
-	timeout = 2s
-	[steer]
-	services = ARS
-	to = file:$W/steer.cbor
-	max = 5m
-	EOF
+	steer_sma_conf sma-a EF-1 "$W" "$W/sma.psk" ARS "file:$W/steer.cbor" \
+	    "max = 5m" > sma.conf
 }
 
 teardown() { stop_pids; }
