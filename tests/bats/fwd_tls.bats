@@ -140,14 +140,7 @@ time.sleep(120)' "$MP"
 	SRV=(--tls-cert "$K/srv.crt" --tls-key "$K/srv.key" --tls-ca "$W/other/ca.crt")
 	start_cps
 	cp "$K/ca.crt" "$W/ca.crt"
-	bg ip netns exec "$NS" cats-fwd --id IF-1 --client tun:tl0 --core tun:tl0 \
-	    --src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
-	    --service S1=192.0.2.100:443/tcp --tenant t1 \
-	    --select "tls:127.0.0.1:$SP" --bind "tls:127.0.0.1:$BP" \
-	    --tls-cert "$K/IF-1.crt" --tls-key "$K/IF-1.key" \
-	    --tls-ca "$W/ca.crt" --stats "file:$W/fwd.stats" \
-	    >"$W/fwd.out" 2>"$W/fwd.err"
-	FWD=$LAST
+	start_fwd "tls:127.0.0.1:$SP"
 	wait_for 50 grep -q 'event=tls-refused' "$W/bind.err"
 	wait_for 50 fwd_counter_is ctl_tls_fail -ge 2
 	# Over 3 s: 200, 300, ... ms apart (at most about 7 tries), not
