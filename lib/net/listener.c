@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/conf.h"
+#include "base/list.h"
 #include "base/log.h"
 #include "net/listener.h"
 #include "net/tls.h"
@@ -197,41 +198,20 @@ fd_exhausted(int e)
 static void
 q_push(struct queue *q, struct cats_conn *c)
 {
-	c->qnext = NULL;
-	c->qprev = q->tail;
-	if (q->tail)
-		q->tail->qnext = c;
-	else
-		q->head = c;
-	q->tail = c;
+	CATS_LIST_APPEND(q->head, q->tail, c, qprev, qnext);
 }
 
 static void
 q_del(struct queue *q, struct cats_conn *c)
 {
-	if (c->qprev)
-		c->qprev->qnext = c->qnext;
-	else
-		q->head = c->qnext;
-	if (c->qnext)
-		c->qnext->qprev = c->qprev;
-	else
-		q->tail = c->qprev;
-	c->qprev = c->qnext = NULL;
+	CATS_LIST_REMOVE(q->head, q->tail, c, qprev, qnext);
 }
 
 static void
 unlink_conn(struct cats_conn *c)
 {
 	struct cats_listener *l = c->l;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		l->first = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		l->last = c->prev;
+	CATS_LIST_REMOVE(l->first, l->last, c, prev, next);
 	q_del(c->authed ? &l->lru : &l->unauth, c);
 	l->st.open--;
 	if (!c->authed)
@@ -367,12 +347,7 @@ take(struct cats_listener *l, int fd, const struct lfd *lf,
 	c->since = now;
 	memcpy(&c->peer, ss, sizeof(c->peer));
 	c->peerlen = sl;
-	c->prev = l->last;
-	if (l->last)
-		l->last->next = c;
-	else
-		l->first = c;
-	l->last = c;
+	CATS_LIST_APPEND(l->first, l->last, c, prev, next);
 	q_push(&l->unauth, c);
 	l->st.open++;
 	l->st.unauth++;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "pce/pce.h"
 
 /* A cached answer: the computation's result with its own path arrays. */
@@ -38,27 +39,13 @@ cent_free(struct pce_cent *c)
 static void
 lru_unlink(struct cats_pce *p, struct pce_cent *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		p->lru = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		p->lru_tail = c->prev;
-	c->prev = c->next = NULL;
+	CATS_LIST_REMOVE(p->lru, p->lru_tail, c, prev, next);
 }
 
 static void
 lru_front(struct cats_pce *p, struct pce_cent *c)
 {
-	c->prev = NULL;
-	c->next = p->lru;
-	if (p->lru)
-		p->lru->prev = c;
-	p->lru = c;
-	if (p->lru_tail == NULL)
-		p->lru_tail = c;
+	CATS_LIST_PREPEND(p->lru, p->lru_tail, c, prev, next);
 }
 
 void

@@ -15,6 +15,7 @@
 
 #include "base/bucket.h"
 #include "base/clock.h"
+#include "base/list.h"
 #include "base/log.h"
 #include "base/tool.h"
 #include "base/stats.h"
@@ -844,14 +845,7 @@ static void
 pcc_done(struct cats_pce_app *a, struct pcc_req *q)
 {
 	struct cats_pcc *c = a->pcc;
-	if (q->prev != NULL)
-		q->prev->next = q->next;
-	else
-		c->head = q->next;
-	if (q->next != NULL)
-		q->next->prev = q->prev;
-	else
-		c->tail = q->prev;
+	CATS_LIST_REMOVE(c->head, c->tail, q, prev, next);
 	c->n--;
 	free(q);
 	if (c->paused && c->n < PCC_MAX_PENDING / 2 && a->in != NULL) {
@@ -991,12 +985,7 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 	q->expires = now + (a->pce_timeout ? a->pce_timeout : PCC_TIMEOUT_MS);
 	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline < q->expires)
 		q->expires = rq->deadline;
-	q->prev = c->tail;
-	if (c->tail != NULL)
-		c->tail->next = q;
-	else
-		c->head = q;
-	c->tail = q;
+	CATS_LIST_APPEND(c->head, c->tail, q, prev, next);
 	c->n++;
 	if (c->n > PCC_MAX_PENDING) {
 		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);

@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "base/htab.h"
+#include "base/list.h"
 #include "base/log.h"
 #include "sma/sma.h"
 
@@ -383,15 +384,7 @@ sma_next_deadline(const struct sma *s)
 static void
 lru_unlink(struct sma *s, struct sma_entry *e)
 {
-	if (e->lru_prev)
-		e->lru_prev->lru_next = e->lru_next;
-	else
-		s->lru_head = e->lru_next;
-	if (e->lru_next)
-		e->lru_next->lru_prev = e->lru_prev;
-	else
-		s->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = NULL;
+	CATS_LIST_REMOVE(s->lru_head, s->lru_tail, e, lru_prev, lru_next);
 }
 
 static void
@@ -401,12 +394,7 @@ lru_touch(struct sma *s, struct sma_entry *e)
 		return;
 	if (e->lru_prev || e->lru_next || s->lru_head == e)
 		lru_unlink(s, e);
-	e->lru_prev = s->lru_tail;
-	if (s->lru_tail)
-		s->lru_tail->lru_next = e;
-	else
-		s->lru_head = e;
-	s->lru_tail = e;
+	CATS_LIST_APPEND(s->lru_head, s->lru_tail, e, lru_prev, lru_next);
 }
 
 /* ---- site aggregation ---- */
@@ -589,28 +577,14 @@ static void
 svc_unlink(struct sma_entry *e)
 {
 	struct sma_svc *v = e->svc;
-	if (e->svc_prev)
-		e->svc_prev->svc_next = e->svc_next;
-	else
-		v->head = e->svc_next;
-	if (e->svc_next)
-		e->svc_next->svc_prev = e->svc_prev;
-	else
-		v->tail = e->svc_prev;
-	e->svc_prev = e->svc_next = NULL;
+	CATS_LIST_REMOVE(v->head, v->tail, e, svc_prev, svc_next);
 }
 
 static void
 svc_link(struct sma_svc *v, struct sma_entry *e)
 {
 	e->svc = v;
-	e->svc_prev = v->tail;
-	e->svc_next = NULL;
-	if (v->tail)
-		v->tail->svc_next = e;
-	else
-		v->head = e;
-	v->tail = e;
+	CATS_LIST_APPEND(v->head, v->tail, e, svc_prev, svc_next);
 }
 
 static void

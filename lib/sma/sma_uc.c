@@ -12,6 +12,7 @@
 
 #include "base/bucket.h"
 #include "base/clock.h"
+#include "base/list.h"
 #include "base/htab.h"
 #include "base/log.h"
 #include "sma/sma_uc.h"
@@ -156,28 +157,14 @@ site_eq(const void *item, const void *key)
 static void
 list_add(struct list *l, struct item *it)
 {
-	it->prev = l->tail;
-	it->next = NULL;
-	if (l->tail)
-		l->tail->next = it;
-	else
-		l->head = it;
-	l->tail = it;
+	CATS_LIST_APPEND(l->head, l->tail, it, prev, next);
 	l->n++;
 }
 
 static void
 list_del(struct list *l, struct item *it)
 {
-	if (it->prev)
-		it->prev->next = it->next;
-	else
-		l->head = it->next;
-	if (it->next)
-		it->next->prev = it->prev;
-	else
-		l->tail = it->prev;
-	it->prev = it->next = NULL;
+	CATS_LIST_REMOVE(l->head, l->tail, it, prev, next);
 	l->n--;
 }
 
