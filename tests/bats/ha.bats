@@ -40,6 +40,7 @@ setup() {
 
 teardown() {
 	[ -n "${NSF:-}" ] && ip netns del "$NSF" 2>/dev/null
+	[ -n "${NFT:-}" ] && nft delete table inet "$NFT" 2>/dev/null
 	for p in $PIDS; do
 		kill -CONT "$p" 2>/dev/null || true
 		kill -9 "$p" 2>/dev/null || true
@@ -49,9 +50,17 @@ teardown() {
 	# later: their files go once they have.
 	local i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		rm -rf "$W" 2>/dev/null && return 0
+		rm -rf "$W" 2>/dev/null && break
 		sleep 0.2
 	done
+	# The cut test's cgroup, once its processes have left.
+	if [ -n "${CUT_CG:-}" ] && [ -d "$CUT_CG" ]; then
+		for p in $(cat "$CUT_CG/cgroup.procs"); do kill -9 "$p"; done
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			rmdir "$CUT_CG" 2>/dev/null && break
+			sleep 0.2
+		done
+	fi
 	rm -rf "$W"
 }
 
@@ -520,8 +529,13 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	stop_fwd
 }
 
-@test "ha: two cats-cps, a real cats-fwd on both: the owner's binding stage frozen, both channels move to the new owner (select follows bind), the request pending at the ingress is sent again and bound there, and new flows too" {
+# Two cats-cps (a: owner, b: standby), each with a selector and a binding
+# socket of its own, and a real cats-fwd on both; with CUT_CG set, a (its
+# parent and stages) runs in that cgroup v2 group; cats-fwd options after.
+start_two() {
+	[ -z "${CUT_CG:-}" ] || echo $$ >"$CUT_CG/cgroup.procs"
 	SVC_BIND=bind-a SVC_COMMIT=ingress start_service a
+	[ -z "${CUT_CG:-}" ] || echo $$ >"${CUT_CG%/*}/cgroup.procs"
 	exec 7>"$W/a.ctl"
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
 	SVC_BIND=bind-b SVC_COMMIT=ingress start_service b
@@ -531,20 +545,26 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	s1_metric >&8
 	wait_for 50 test -S "$W/select-a.sock"
 	wait_for 50 test -S "$W/select-b.sock"
-	# A pending deadline longer than the failover: a request left
-	# unanswered would wait for it.
 	FWD_ARGS=1 start_fwd --select "unix:$W/select-a.sock" \
 	    --select "unix:$W/select-b.sock" --bind "unix:$W/bind-a.sock" \
-	    --bind "unix:$W/bind-b.sock" --pending-timeout 20000
+	    --bind "unix:$W/bind-b.sock" "$@"
 	wait_for 50 grep -q "forwarding" "$W/fwd.err"
 	ip netns exec "$NSF" ip addr add 192.0.2.10/32 dev lo
 	ip netns exec "$NSF" ip route add 203.0.113.0/24 dev hf0 src 192.0.2.10
+}
+
+stage_pid() { sed -n "s/.*stage $2 started (pid \([0-9]*\)).*/\1/p" "$W/$1.err" | tail -1; }
+
+@test "ha: two cats-cps, a real cats-fwd on both: the owner's binding stage frozen, both channels move to the new owner (select follows bind), the request pending at the ingress is sent again and bound there, and new flows too" {
+	# A pending deadline longer than the failover: a request left
+	# unanswered would wait for it.
+	start_two --pending-timeout 20000
 	# A new flow: its request to instance a's selector, bound by a.
 	new_flow 41001
 	wait_for 50 fwd_counter_is bindings_installed -eq 1
 	# Only the owner's binding stage freezes; its selector lives on
 	# (and keeps its keepalives coming).
-	bind_a=$(sed -n 's/.*stage bind started (pid \([0-9]*\)).*/\1/p' "$W/a.err" | tail -1)
+	bind_a=$(stage_pid a bind)
 	[ -n "$bind_a" ]
 	kill -STOP "$bind_a"
 	PIDS="$PIDS $bind_a"
@@ -601,5 +621,78 @@ c, _ = s.accept(); c.sendall(open(f, "rb").read()); time.sleep(30)' \
 	wait_for 80 grep -q "bind: connected to unix:$W/c.sock" "$W/fwd.err"
 	grep -q "bind: tcp:10.9.9.2:7: no answer to the connect in 2000 ms (retrying the next endpoint)" "$W/fwd.err"
 	wait_for 50 grep -q "bindings fetched again; forwarding" "$W/fwd.err"
+	stop_fwd
+}
+
+
+@test "ha: both cats-cps killed at once (parents and binding stages, kill -9) and started again: the state in etcd restores every established flow, none removed at the forwarder" {
+	start_two
+	for p in 42001 42002 42003; do new_flow "$p"; done
+	wait_for 50 fwd_counter_is bindings_installed -eq 3
+	e1=$(epoch_of "$W/a.err")
+	# The whole C-PS goes down at once, its owner's lease left to expire.
+	kill -9 "$(stage_pid a bind)" "$(stage_pid b bind)" "$cps_a" "$cps_b"
+	exec 7>&- 8>&-
+	rm -f "$W/a.ctl" "$W/b.ctl" "$W"/bind-?.sock
+	mv "$W/a.err" "$W/a1.err"
+	mv "$W/b.err" "$W/b1.err"
+	SVC_BIND=bind-a SVC_COMMIT=ingress start_service a
+	exec 7>"$W/a.ctl"
+	SVC_BIND=bind-b SVC_COMMIT=ingress start_service b
+	exec 8>"$W/b.ctl"
+	s1_metric >&7
+	s1_metric >&8
+	wait_for 80 grep -q "owner of $P" "$W/a.err" "$W/b.err"
+	w=$(grep -l "owner of $P" "$W/a.err" "$W/b.err")
+	grep -q "restored 3 bindings from etcd" "$w"
+	[ "$(epoch_of "$w")" -gt "$e1" ]
+	# The forwarder on the new owner, re-synced: the three flows sent
+	# again under the new epoch, none removed or refused.
+	wait_for 80 fwd_counter_is bindings_refreshed -ge 3
+	[ "$(fwd_counter bindings_removed)" -eq 0 ]
+	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	[ "$(fwd_counter bindings)" -eq 3 ]
+	# And a new flow is bound.
+	new_flow 42004
+	wait_for 50 fwd_counter_is bindings_installed -eq 4
+	stop_fwd
+}
+
+@test "ha: the owner cut from etcd by nftables (its cgroup's packets to etcd's port dropped) while it still reaches the forwarder: it stops at its renew deadline, before its lease ends; the standby takes over and binds the new flows" {
+	need_root
+	[ -d /sys/fs/cgroup/unified ] || skip "no cgroup2 at /sys/fs/cgroup/unified"
+	command -v nft >/dev/null || skip "no nft"
+	CG=hacut$$
+	NFT=hacut$$
+	CUT_CG=/sys/fs/cgroup/unified/$CG
+	mkdir "$CUT_CG"
+	# Instance a and its stages in the cgroup.
+	start_two
+	new_flow 43001
+	wait_for 50 fwd_counter_is bindings_installed -eq 1
+	grep -q "^0::/$CG\$" "/proc/$(stage_pid a bind)/cgroup"
+	! grep -q "^0::/$CG\$" "/proc/$(stage_pid b bind)/cgroup"
+	nft add table inet "$NFT"
+	nft add chain inet "$NFT" out '{ type filter hook output priority 0; }'
+	nft add rule inet "$NFT" out tcp dport "${ETCD##*:}" \
+	    socket cgroupv2 level 1 "unified/$CG" counter drop
+	# Its keepalives get no answer: it stops acting at its renew deadline
+	# (1.5 s), while its lease (2 s) still holds b off.
+	wait_for 50 grep -q "renew deadline passed" "$W/a.err"
+	! grep -q "owner of $P" "$W/b.err"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	# The forwarder moves (the old binding stage left), is re-synced, and
+	# new flows are bound by b.
+	wait_for 80 grep -q "bind: connected to unix:$W/bind-b.sock" "$W/fwd.err"
+	wait_for 50 fwd_counter_is bindings_refreshed -ge 1
+	new_flow 43002
+	wait_for 50 fwd_counter_is bindings_installed -eq 2
+	cats-cbor decode "$W/b.out" | jq -e 'select(.type == "binding" and
+	    .fwd.match.sport == 43002)' >/dev/null
+	[ "$(fwd_counter bindings_refused)" -eq 0 ]
+	# The cut was real: packets of its cgroup to etcd dropped.
+	nft list table inet "$NFT" | grep -q "counter packets [1-9]"
+	# a, still cut off, waits as a standby.
+	wait_for 50 grep -q "etcd: .*retrying" "$W/a.err"
 	stop_fwd
 }
