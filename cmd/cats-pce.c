@@ -202,6 +202,7 @@ main(int argc, char **argv)
 		{ "prometheus", required_argument, NULL, 'R' },
 		{ "replay", no_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "stats-to", required_argument, NULL, 'O' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "tcp-md5", required_argument, NULL, 'M' },
 		{ "tedb", required_argument, NULL, 't' },
@@ -215,6 +216,7 @@ main(int argc, char **argv)
 	struct cats_pce_app *a = &A;
 	const char *listen_ep = NULL, *to_ep = NULL, *pcep_ep = NULL;
 	const char *pce_ep = NULL, *md5_path = NULL, *prom_ep = NULL;
+	const char *stats_ep = NULL;
 	static struct cats_prefix allow[64];
 	size_t nallow = 0;
 	char perr[200];
@@ -228,6 +230,9 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":A:C:chIK:k:l:L:M:P:p:rSso:T:t:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'O':
+			stats_ep = optarg;
+			break;
 		case 'R':
 			prom_ep = optarg;
 			break;
@@ -359,6 +364,10 @@ main(int argc, char **argv)
 	if (pce_ep != NULL &&
 	    (rc = cats_pce_app_pcc(a, pce_ep, insecure)) != CATS_EXIT_OK)
 		return rc;
+	if (stats_ep != NULL &&
+	    (rc = cats_pce_app_stats_to(a, stats_ep)) != CATS_EXIT_OK)
+		return rc;
+	a->last_stats_ts = cats_clock_now();
 	struct cats_metrics *prom = NULL;
 	if (prom_ep != NULL && (prom = cats_metrics_new(a->base, prom_ep,
 	    cats_pce_app_stats_fill, a, perr, sizeof(perr))) == NULL) {

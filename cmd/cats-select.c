@@ -104,6 +104,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		{ "dataplane", required_argument, NULL, 'D' },
 		{ "domain", required_argument, NULL, 'd' },
 		{ "dump-at-end", no_argument, NULL, 'U' },
+		{ "dump-to", required_argument, NULL, 'Y' },
 		{ "hello-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "id", required_argument, NULL, 'I' },
@@ -179,6 +180,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'N': key = "net-ttl"; break;
 		case 'n': key = "net"; break;
 		case 'O': key = "stats-to"; break;
+		case 'Y': key = "dump-to"; break;
 		case 'o': key = "to"; break;
 		case 'P':
 			if (cats_sel_opts_peercred(o, optarg, err,
@@ -258,11 +260,12 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		cats_errorx("cannot create the event loop");
 		return CATS_EXIT_FAIL;
 	}
-	int ofd = 1, sfd = -1;
+	int ofd = 1, sfd = -1, dfd = -1;
 	if ((o->to != NULL && cats_ep_open_out(o->to, &ofd) < 0) ||
-	    (o->stats_to != NULL && cats_ep_open_out(o->stats_to, &sfd) < 0))
+	    (o->stats_to != NULL && cats_ep_open_out(o->stats_to, &sfd) < 0) ||
+	    (o->dump_to != NULL && cats_ep_open_out(o->dump_to, &dfd) < 0))
 		return CATS_EXIT_IOERR;
-	if ((rc = cats_sel_app_output(a, ofd, sfd)) != CATS_EXIT_OK ||
+	if ((rc = cats_sel_app_output(a, ofd, sfd, dfd)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_input(a)) != CATS_EXIT_OK ||
 	    (rc = setup_listeners(a)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_ingest(a)) != CATS_EXIT_OK)

@@ -146,6 +146,28 @@ cats_hist_observe(struct cats_hist *h, uint64_t us)
 	h->sum_us += us;
 }
 
+uint64_t
+cats_hist_quantile(const struct cats_hist *h, unsigned q)
+{
+	if (h->count == 0)
+		return 0;
+	if (q > 1000)
+		q = 1000;
+	/* The rank, 1 to count. */
+	uint64_t rank = (h->count * q + 999) / 1000, cum = 0;
+	if (rank == 0)
+		rank = 1;
+	for (size_t i = 0; i < CATS_HIST_NB; i++) {
+		if (cum + h->n[i] >= rank) {
+			uint64_t lo = i ? cats_hist_le_us[i - 1] : 0;
+			uint64_t hi = cats_hist_le_us[i];
+			return lo + (hi - lo) * (rank - cum) / h->n[i];
+		}
+		cum += h->n[i];
+	}
+	return cats_hist_le_us[CATS_HIST_NB - 1];
+}
+
 void
 cats_stats_hist(struct cats_stats_list *st, const char *name,
     const struct cats_hist *h)
@@ -172,12 +194,15 @@ seconds(uint64_t us, char *buf, size_t len)
 	return buf;
 }
 
-/* A duration in milliseconds (NAME_ms): exported in seconds. */
-static bool
+/* A duration in milliseconds (NAME_ms, 1000) or microseconds (NAME_us,
+ * 1000000): exported in seconds; 0: neither. */
+static uint64_t
 in_ms(const char *k)
 {
 	size_t n = strlen(k);
-	return n > 3 && strcmp(k + n - 3, "_ms") == 0;
+	if (n > 3 && strcmp(k + n - 3, "_ms") == 0)
+		return 1000;
+	return n > 3 && strcmp(k + n - 3, "_us") == 0 ? 1000000 : 0;
 }
 
 /* The metric name of entry i of the list (kv entries, then histograms). */
@@ -191,7 +216,7 @@ family(const struct cats_stats_list *st, size_t i, char *buf, size_t len)
 		return buf;
 	}
 	metric_name(st->kv[i].k, k, sizeof(k));
-	bool ms = in_ms(k);
+	bool ms = in_ms(k) != 0;
 	if (ms)
 		k[strlen(k) - 3] = '\0';
 	bool plain = st->kind[i] == CATS_STAT_GAUGE ||
@@ -267,9 +292,14 @@ cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b)
 		    kind == CATS_STAT_GAUGE ? "gauge" : kind ==
 		    CATS_STAT_UNTYPED ? "untyped" : "counter");
 		char raw[128];
-		if (in_ms(metric_name(st->kv[i].k, raw, sizeof(raw))))
+		uint64_t unit = in_ms(metric_name(st->kv[i].k, raw,
+		    sizeof(raw)));
+		if (unit == 1000)
 			cats_outf(&o, "%s_%s%s %" PRIu64 ".%03" PRIu64 "\n", pre, k,
 			    labels, x / 1000, x % 1000);
+		else if (unit != 0)
+			cats_outf(&o, "%s_%s%s %s\n", pre, k, labels,
+			    seconds(x, num, sizeof(num)));
 		else
 			cats_outf(&o, "%s_%s%s %" PRIu64 "\n", pre, k, labels, x);
 	}

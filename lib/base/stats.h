@@ -46,6 +46,14 @@ struct cats_hist {
 };
 /* Count one observation of us microseconds. */
 void cats_hist_observe(struct cats_hist *h, uint64_t us);
+/*
+ * The q-quantile of h in microseconds, q in thousandths (500: the median,
+ * 990: p99), as Prometheus's histogram_quantile() estimates it: linear
+ * within the bucket the rank falls in; in the +Inf bucket, the last
+ * bound.  0 when h is empty.  For the stats record, which has no place
+ * for a histogram (a gauge NAME.p50_us, say).
+ */
+uint64_t cats_hist_quantile(const struct cats_hist *h, unsigned q);
 
 struct cats_stats_list {
 	const char *tool;	/* "cats-sma" */
@@ -109,7 +117,8 @@ int cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now);
  * written '_'; ID is written as cats_quote() does; without an id there is
  * no label.  A counter or gauge NAME_ms (a duration in ms) is written in
  * the base unit: cats_x_NAME_seconds (gauge), cats_x_NAME_seconds_total
- * (counter), S.mmm.  A histogram NAME is
+ * (counter), S.mmm; one NAME_us (in us) the same way, S.uuuuuu (trailing
+ * zeros left out).  A histogram NAME is
  *   cats_x_NAME_seconds_bucket{x_id="ID",le="0.00001"} N  (cumulative,
  *                                          ... le="+Inf"), then
  *   cats_x_NAME_seconds_sum{x_id="ID"} S and _count{x_id="ID"} N

@@ -33,6 +33,76 @@ struct bind_app_conn {
 	bool named;		/* holds the name in a->byname */
 };
 
+/*
+ * The latency samples (bind_app.h): a transaction's first record
+ * (ABSENT -> PENDING, its trace) to ACTIVE; an install released to a
+ * forwarder (the commit that let it out) to that forwarder's installed.
+ */
+#define LAT_N 4096
+#define LAT_COMMITS 256
+struct bind_app_lat {
+	struct { uint64_t id, ns; } act[LAT_N];
+	struct { uint64_t id, seq; const struct bind_app_conn *c; } ctl[LAT_N];
+	uint64_t released[LAT_COMMITS];	/* mono ns of each commit */
+};
+
+static size_t
+lat_slot(uint64_t id, const void *c)
+{
+	return (size_t)((id ^ ((uintptr_t)c >> 4)) & (LAT_N - 1));
+}
+
+static void
+lat_trace(struct bind_app *a, const struct bind_trace *tr)
+{
+	struct bind_app_lat *l = a->lat;
+	if (l == NULL || tr->refused)
+		return;
+	size_t i = lat_slot(tr->id, NULL);
+	if (tr->from == CATS_FS_ABSENT) {
+		l->act[i].id = tr->id;
+		l->act[i].ns = cats_clock_mono_ns();
+	} else if (tr->from == CATS_FS_BINDING_READY &&
+	    tr->to == CATS_FS_ACTIVE && l->act[i].id == tr->id &&
+	    l->act[i].ns != 0) {
+		cats_hist_observe(&a->h_activate, (cats_clock_mono_ns() -
+		    l->act[i].ns) / 1000);
+		l->act[i].ns = 0;
+	}
+}
+
+static void
+lat_sent(struct bind_app *a, const struct bind_app_conn *c,
+    const struct cats_rec *r)
+{
+	struct bind_app_lat *l = a->lat;
+	if (l == NULL || r->type != CATS_T_BINDING ||
+	    r->u.binding.op != CATS_BIND_INSTALL)
+		return;
+	size_t i = lat_slot(r->u.binding.id, c);
+	l->ctl[i].id = r->u.binding.id;
+	l->ctl[i].c = c;
+	l->ctl[i].seq = a->commits;	/* released by the next commit */
+}
+
+static void
+lat_status(struct bind_app *a, const struct bind_app_conn *c,
+    const struct cats_status *st)
+{
+	struct bind_app_lat *l = a->lat;
+	if (l == NULL || st->event != CATS_EV_INSTALLED ||
+	    !CATS_HAS(st, STA, id))
+		return;
+	size_t i = lat_slot(st->id, c);
+	if (l->ctl[i].c != c || l->ctl[i].id != st->id ||
+	    l->ctl[i].seq >= a->commits ||
+	    a->commits - l->ctl[i].seq > LAT_COMMITS)
+		return;
+	cats_hist_observe(&a->h_control, (cats_clock_mono_ns() -
+	    l->released[l->ctl[i].seq % LAT_COMMITS]) / 1000);
+	l->ctl[i].c = NULL;
+}
+
 static bool
 conn_eq(const void *item, const void *key)
 {
@@ -107,6 +177,10 @@ commit(void *arg)
 			drop_conn(c);
 		}
 	}
+	if (a->lat != NULL)
+		a->lat->released[a->commits % LAT_COMMITS] =
+		    cats_clock_mono_ns();
+	a->commits++;
 	return 0;
 }
 
@@ -159,6 +233,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 		return;
 	}
 	hold(a, c->s, r, true);
+	lat_sent(a, c, r);
 }
 
 static void
@@ -182,6 +257,7 @@ io_trace(void *arg, const struct bind_trace *tr)
 {
 	struct bind_app *a = arg;
 	char line[256];
+	lat_trace(a, tr);
 	bind_trace_fmt(tr, line, sizeof(line));
 	if (a->trace != NULL)
 		fprintf(a->trace, "ts=%" PRIu64 " %s\n", tr->now, line);
@@ -208,6 +284,16 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "passed", a->passed);
 	cats_stats_add(st, "sent.dropped", a->dropped_sends);
 	cats_stats_add(st, "sent.keepalives", a->keepalives);
+	/* 001's binding installation and control-channel latencies, as
+	 * the record has no place for the histograms (those on /metrics). */
+	cats_stats_gauge(st, "activation.p50_us",
+	    cats_hist_quantile(&a->h_activate, 500));
+	cats_stats_gauge(st, "activation.p99_us",
+	    cats_hist_quantile(&a->h_activate, 990));
+	cats_stats_gauge(st, "control.p50_us",
+	    cats_hist_quantile(&a->h_control, 500));
+	cats_stats_gauge(st, "control.p99_us",
+	    cats_hist_quantile(&a->h_control, 990));
 	cats_stats_gauge(st, "forwarders", a->byname.n);
 	if (a->lst != NULL) {
 		const struct cats_listener_stats *ls =
@@ -248,6 +334,8 @@ bind_app_stats_fill(void *arg, struct cats_stats_list *st)
 	struct bind_app *a = arg;
 	stats_list(a, st);
 	cats_stats_hist(st, "installation", &a->h_install);
+	cats_stats_hist(st, "activation", &a->h_activate);
+	cats_stats_hist(st, "control", &a->h_control);
 }
 
 void
@@ -564,6 +652,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		return;
 	}
 	cats_conn_touch(c->lc);
+	lat_status(a, c, st);
 	refused(c->fwd, index, bind_status(a->t, st, now));
 }
 
@@ -650,6 +739,8 @@ bind_app_init(struct bind_app *a, const struct bind_conf *c)
 		return CATS_EXIT_FAIL;
 	}
 	cats_dec_init(&a->dec, NULL);
+	/* Not measured without it: nothing else depends on it. */
+	a->lat = calloc(1, sizeof(*a->lat));
 	if ((a->hellos = cats_hello_guard_new(cats_clock_now())) == NULL) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
@@ -812,6 +903,8 @@ bind_app_free(struct bind_app *a)
 	cats_dec_free(&a->dec);
 	bind_free(a->t);
 	a->t = NULL;
+	free(a->lat);
+	a->lat = NULL;
 }
 
 /* ---- --dump ---- */

@@ -87,6 +87,13 @@ struct bind_app {
 	    auth_refused, hello_replayed, imperson, journal_errors,
 	    keepalives;
 	struct cats_hist h_install;	/* a path-rep in to its bindings out */
+	/* 001's binding installation latency and control-channel latency
+	 * (cats-bind(1) STATISTICS): samples of in-flight bindings in two
+	 * direct-mapped rings (a collision loses a sample, never memory) */
+	struct cats_hist h_activate;	/* a transaction's first record to ACTIVE */
+	struct cats_hist h_control;	/* an install released to its status */
+	struct bind_app_lat *lat;	/* the rings; NULL: not measured */
+	uint64_t commits;		/* commits done (the batch sequence) */
 };
 
 /* The table of configuration c, its callbacks this module's. */

@@ -815,14 +815,15 @@ own_stats(struct cps *p, struct cats_stats_list *st)
 	cats_stats_add(st, "out.records", p->out_items);
 	cats_stats_add(st, "out.lost", p->out_lost);
 	cats_stats_add(st, "repairs.routed", p->routed_repairs);
-	static const char *const k[CPS_NSTAGE][7] = {
+	static const char *const k[CPS_NSTAGE][8] = {
 		{ "select.running", "select.starts", "select.restarts",
 		  "select.records", "select.lost", "select.bad",
-		  "select.last_exit" },
+		  "select.last_exit", "select.waiting_bytes" },
 		{ "pce.running", "pce.starts", "pce.restarts", "pce.records",
-		  "pce.lost", "pce.bad", "pce.last_exit" },
+		  "pce.lost", "pce.bad", "pce.last_exit", "pce.waiting_bytes" },
 		{ "bind.running", "bind.starts", "bind.restarts",
-		  "bind.records", "bind.lost", "bind.bad", "bind.last_exit" },
+		  "bind.records", "bind.lost", "bind.bad", "bind.last_exit",
+		  "bind.waiting_bytes" },
 	};
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		const struct cps_stage *s = &p->st[i];
@@ -833,6 +834,10 @@ own_stats(struct cps *p, struct cats_stats_list *st)
 		cats_stats_add(st, k[i][4], s->lost);
 		cats_stats_add(st, k[i][5], s->bad);
 		cats_stats_gauge(st, k[i][6], (uint64_t)s->last_exit);
+		/* What waits for it while it is down, or queued on its
+		 * socket: the parent's buffer. */
+		cats_stats_gauge(st, k[i][7], s->pending.len +
+		    (s->s != NULL ? cats_stream_queued(s->s) : 0));
 	}
 }
 
@@ -853,9 +858,8 @@ cps_stats(struct cps *p)
 {
 	struct cats_stats_list st;
 	char err[512];
-	own_stats(p, &st);
-	for (int i = 0; i < CPS_NSTAGE; i++)
-		cats_stats_add_kv(&st, p->st[i].kv, p->st[i].nkv);
+	/* The one list of /metrics too: the textfile is the same text. */
+	cps_stats_fill(p, &st);
 	if (p->stats != NULL)
 		cats_stats_emit(&st, p->stats, cats_clock_now());
 	if (p->c->textfile != NULL &&
@@ -942,7 +946,7 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 		s->fd = -1;
 		cats_dec_init(&s->dec, &cats_limits_default);
 		s->timer = evtimer_new(base, on_restart, s);
-		s->argv = calloc(CPS_NTLS + c->nargs[i] + 2, sizeof(char *));
+		s->argv = calloc(CPS_NTLS + c->nargs[i] + 3, sizeof(char *));
 		if (s->timer == NULL || s->argv == NULL ||
 		    asprintf(&s->argv[0], "%s/cats-%s", c->bin,
 		    cps_stage_names[i]) < 0) {
@@ -962,6 +966,13 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 				return CATS_EXIT_FAIL;
 			}
 			k0++;
+		}
+		/* cats-pce's stats records on its output, to the parent,
+		 * as cats-select's and cats-bind's are by default. */
+		if (i == CPS_PCE && (s->argv[k0++] = strdup("--stats-to=-"))
+		    == NULL) {
+			cats_errorx("out of memory");
+			return CATS_EXIT_FAIL;
 		}
 		s->ntls = k0 - 1;
 		for (size_t k = 0; k < c->nargs[i]; k++)

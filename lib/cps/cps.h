@@ -101,8 +101,9 @@ void cps_conf_free(struct cps_conf *c);
 struct cps_stage {
 	int which;		/* CPS_SELECT ... */
 	struct cps *p;
-	char **argv;		/* path, the TLS options, args, NULL */
-	size_t ntls;		/* the TLS options (argv[1..ntls], owned) */
+	char **argv;		/* path, the parent's options, args, NULL */
+	size_t ntls;		/* the parent's options: the TLS files,
+				   pce's --stats-to (argv[1..ntls], owned) */
 	pid_t pid;		/* 0: not running */
 	int fd;			/* the parent's end of the socketpair */
 	struct cats_stream *s;

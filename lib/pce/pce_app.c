@@ -1425,10 +1425,16 @@ static void
 stats_list(struct cats_pce_app *a, struct cats_stats_list *st)
 {
 	const struct cats_pce_counters *c = &a->pce.c;
+	uint64_t now = cats_clock_now();
+	uint64_t dt = now > a->last_stats_ts ? now - a->last_stats_ts : 0;
 	cats_stats_init(st, "cats-pce", NULL);
 	cats_stats_add(st, "records", a->records);
 	cats_stats_add(st, "bad", a->bad);
 	cats_stats_add(st, "requests", c->requests);
+	/* Since the last record (a scrape does not move it): 001's "PCE
+	 * request rate", per second. */
+	cats_stats_gauge(st, "request_rate", dt && a->last_stats_ts ?
+	    (c->requests - a->last_requests) * 1000 / dt : 0);
 	cats_stats_add(st, "ok", c->ok);
 	cats_stats_add(st, "no_path", c->no_path);
 	cats_stats_add(st, "errors", c->errors);
@@ -1490,12 +1496,40 @@ stats_list(struct cats_pce_app *a, struct cats_stats_list *st)
 	    cats_te_gen(a->pce.te) : 0);
 }
 
+int
+cats_pce_app_stats_to(struct cats_pce_app *a, const char *spec)
+{
+	static const struct cats_stream_cbs cbs = { 0 };
+	int fd = 1;
+	if (strcmp(spec, "-") == 0 && a->out != NULL) {
+		a->stats_out = a->out;
+		return CATS_EXIT_OK;
+	}
+	if (strcmp(spec, "-") != 0 && cats_ep_open_out(spec, &fd) < 0)
+		return CATS_EXIT_IOERR;
+	a->stats_out = cats_stream_new(a->base, -1, fd, false,
+	    &cats_limits_default, 0, &cbs, a);
+	if (a->stats_out == NULL) {
+		cats_errorx("--stats-to: out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	if (fd != 1)
+		cats_stream_own(a->stats_out);
+	return CATS_EXIT_OK;
+}
+
 void
 cats_pce_app_stats(struct cats_pce_app *a)
 {
 	struct cats_stats_list st;
+	uint64_t now = cats_clock_now();
 	stats_list(a, &st);
-	cats_stats_print(&st, stderr, cats_clock_now());
+	a->last_stats_ts = now;
+	a->last_requests = a->pce.c.requests;
+	if (a->stats_out != NULL)
+		cats_stats_emit(&st, a->stats_out, now);
+	else
+		cats_stats_print(&st, stderr, now);
 	cats_stats_free(&st);
 }
 
@@ -1510,13 +1544,15 @@ cats_pce_app_stats_fill(void *arg, struct cats_stats_list *st)
 int
 cats_pce_app_end(struct cats_pce_app *a)
 {
+	if (a->stats)
+		cats_pce_app_stats(a);
 	if (a->out != NULL && cats_stream_flush(a->out) < 0 &&
 	    a->exit_code != CATS_EXIT_IOERR) {
 		cats_tool_output_failed("output", errno);
 		a->exit_code = CATS_EXIT_IOERR;
 	}
-	if (a->stats)
-		cats_pce_app_stats(a);
+	if (a->stats_out != NULL && a->stats_out != a->out)
+		cats_stream_flush(a->stats_out);
 	if (a->bad)
 		cats_warnx("%" PRIu64 " of %" PRIu64 " records were invalid",
 		    a->bad, a->records);
@@ -1527,6 +1563,8 @@ void
 cats_pce_app_free(struct cats_pce_app *a)
 {
 	cats_stream_free(a->in);
+	if (a->stats_out != a->out)
+		cats_stream_free(a->stats_out);
 	cats_stream_free(a->out);
 	free(a->stdio);
 	cats_listener_free(a->lst);

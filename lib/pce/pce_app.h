@@ -56,6 +56,10 @@ struct cats_pce_app {
 	struct cats_pce pce;
 	struct cats_tag_guard *guard;
 	struct cats_stream *in, *out;	/* stdio mode */
+	/* --stats-to: the stats records' stream (a->out itself for "-");
+	 * NULL: one JSON line each on stderr */
+	struct cats_stream *stats_out;
+	uint64_t last_stats_ts, last_requests;	/* request_rate's base */
 	struct cats_pce_sess *stdio;
 	struct cats_listener *lst;	/* sessions (net/listener.h) */
 	struct cats_pcep_srv *pcep;	/* --pcep sessions (pcep_srv.h) */
@@ -127,7 +131,14 @@ int cats_pce_app_pcep(struct cats_pce_app *a, int fd);
 int cats_pce_app_pcc(struct cats_pce_app *a, const char *spec, bool insecure);
 /* SIGHUP: load the database again; a bad one is refused, the old kept. */
 void cats_pce_app_reload(struct cats_pce_app *a);
-/* The stats record, one JSON line on stderr (SIGUSR1, --stats). */
+/*
+ * --stats-to ENDPOINT: the stats records go there (CBOR), "-" the output
+ * stream of the records itself (stdio mode; in listen mode stdout).
+ * Returns 0, or 74 with the one line said.
+ */
+int cats_pce_app_stats_to(struct cats_pce_app *a, const char *spec);
+/* The stats record (SIGUSR1, --stats): to --stats-to, else one JSON line
+ * on stderr.  request_rate is the rate since the last record. */
 void cats_pce_app_stats(struct cats_pce_app *a);
 /* The same list and the computation histogram (net/metrics.h's fill). */
 void cats_pce_app_stats_fill(void *arg, struct cats_stats_list *st);

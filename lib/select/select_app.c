@@ -109,7 +109,7 @@ static int
 dump_one(const struct cats_rec *r, void *arg)
 {
 	struct cats_sel_app *a = arg;
-	send_rec(a, a->stats, r);
+	send_rec(a, a->dump, r);
 	return a->done ? -1 : 0;
 }
 
@@ -1226,7 +1226,7 @@ cats_sel_app_load_files(struct cats_sel_app *a)
 }
 
 int
-cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd)
+cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd, int dfd)
 {
 	static const struct cats_stream_cbs outcbs = { .eof = on_out_eof,
 		.drained = on_drained };
@@ -1237,10 +1237,17 @@ cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd)
 		return CATS_EXIT_FAIL;
 	a->stats = a->out;
 	cats_stream_batch(a->out, 256 * 1024);
-	if (sfd >= 0) {
+	if (sfd >= 0 && sfd != ofd) {	/* "-" for both: one stream */
 		a->stats = cats_stream_new(a->base, -1, sfd, false, NULL, 0,
 		    &statscbs, a);
 		if (a->stats == NULL)
+			return CATS_EXIT_FAIL;
+	}
+	a->dump = dfd >= 0 && dfd == ofd ? a->out : a->stats;
+	if (dfd >= 0 && dfd != sfd && dfd != ofd) {
+		a->dump = cats_stream_new(a->base, -1, dfd, false, NULL, 0,
+		    &statscbs, a);
+		if (a->dump == NULL)
 			return CATS_EXIT_FAIL;
 	}
 	return CATS_EXIT_OK;
@@ -1316,6 +1323,8 @@ cats_sel_app_end(struct cats_sel_app *a)
 	}
 	if (a->stats != a->out && cats_stream_flush(a->stats) < 0 && a->rc == 0)
 		a->rc = CATS_EXIT_IOERR;
+	if (a->dump != a->stats && cats_stream_flush(a->dump) < 0 && a->rc == 0)
+		a->rc = CATS_EXIT_IOERR;
 	return a->rc;
 }
 
@@ -1331,6 +1340,8 @@ cats_sel_app_free(struct cats_sel_app *a)
 		if (!a->ls[i].dgram)
 			close(a->ls[i].fd);
 	cats_stream_free(a->in);
+	if (a->dump != a->stats)
+		cats_stream_free(a->dump);
 	if (a->stats != a->out)
 		cats_stream_free(a->stats);
 	cats_stream_free(a->out);

@@ -37,7 +37,7 @@ struct cats_listener;
 struct cats_sel_app {
 	struct cats_sel_opts o;		/* the main's */
 	struct event_base *base;	/* the main's */
-	struct cats_stream *in, *out, *stats;
+	struct cats_stream *in, *out, *stats, *dump;
 	struct {
 		int fd;
 		bool dgram, unix_sock;
@@ -96,8 +96,9 @@ int cats_sel_app_init(struct cats_sel_app *a);
  * one is missing, 65 if one holds a refused record. */
 int cats_sel_app_load_files(struct cats_sel_app *a);
 
-/* The output stream on ofd, and the stats stream on sfd (-1: the output). */
-int cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd);
+/* The output stream on ofd, the stats stream on sfd (-1: the output) and
+ * the dumps' on dfd (-1: the stats stream). */
+int cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd, int dfd);
 
 /* The control stream on stdin, unless stdin is a character device that is
  * no terminal (/dev/null: an empty input). */

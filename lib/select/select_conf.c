@@ -259,6 +259,7 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		    : strcmp(key, "net") == 0 ? &o->net
 		    : strcmp(key, "to") == 0 ? &o->to
 		    : strcmp(key, "stats-to") == 0 ? &o->stats_to
+		    : strcmp(key, "dump-to") == 0 ? &o->dump_to
 		    : strcmp(key, "prometheus") == 0 ? &o->prometheus
 		    : strcmp(key, "audit") == 0 ? &o->audit
 		    : strcmp(key, "ingest") == 0 ? &o->ingest
@@ -281,7 +282,8 @@ cats_sel_opts_set(struct cats_sel_opts *o, const char *key, const char *v,
 		 * usage or configuration error, not later as a failure. */
 		struct cats_ep ep;
 		if ((slot == &o->ingest || slot == &o->to ||
-		    slot == &o->stats_to) && cats_ep_parse(v, &ep, err,
+		    slot == &o->stats_to || slot == &o->dump_to) &&
+		    cats_ep_parse(v, &ep, err,
 		    errlen) < 0)
 			return -1;
 		*slot = v;

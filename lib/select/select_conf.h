@@ -41,7 +41,8 @@ struct cats_sel_peer {
 };
 
 struct cats_sel_opts {
-	const char *config, *services, *metrics, *net, *keys, *to, *stats_to;
+	const char *config, *services, *metrics, *net, *keys, *to, *stats_to,
+	    *dump_to;
 	const char *prometheus;		/* --prometheus: the /metrics endpoint */
 	const char *state;	/* --state: the CST kept across restarts */
 	const char *audit, *log, *id;

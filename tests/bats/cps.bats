@@ -35,7 +35,7 @@ state = $T/select.state
 [pce]
 t = $TOPO
 [bind]
-commit = none
+commit = ${COMMIT:-none}
 listen = unix:$T/bind.sock
 EOF
 	mkfifo "$T/in"
@@ -204,6 +204,61 @@ EOF
 	wait_for 50 grep -q "refused in part; going on" "$T/sel.err"
 	kill "$(cat "$T/sel.pid")"
 	wait "$(cat "$T/sel.pid")"
+}
+
+# One stats record (and textfile) for the whole service: the stages'
+# counters, cats-pce's too, and 001's operator measurements (new-flow
+# selection rate, PCE request rate, installation and control-channel
+# latency, pending, repairs done and failed).
+@test "cats-cps: one stats record and textfile hold every stage's counters and 001's measurements" {
+	COMMIT=both start_live
+	bind_fwdsim -c "unix:$T/bind.sock" -n EF-1 -t 20 >"$T/ef1.jsonl" &
+	s1=$!
+	bind_fwdsim -c "unix:$T/bind.sock" -n IF-1 -t 20 >"$T/if1.jsonl" &
+	s2=$!
+	wait_for 30 grep -q "forwarder IF-1 connected" "$T/err"
+	wait_for 30 grep -q "forwarder EF-1 connected" "$T/err"
+	metric >"$T/in"
+	for t in 1 2 3; do request $t; done
+	wait_for 30 bound 3
+	last() { cats-cbor decode "$T/stats.cbor" | tail -1; }
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
+	    jq -e '.counters[\"pce.requests\"] == 3 and
+		.counters[\"bind.activated\"] == 3'"
+	last | jq -e '.tool == "cats-cps" and (.counters |
+	    .["select.decisions"] == 3 and has("select.decision_rate") and
+	    has("pce.request_rate") and .["pce.ok"] == 3 and
+	    .["bind.activation.p50_us"] > 0 and
+	    .["bind.activation.p99_us"] >= .["bind.activation.p50_us"] and
+	    .["bind.control.p50_us"] > 0 and .["bind.pending"] == 0 and
+	    .["bind.repaired"] == 0 and .["bind.fail.repair-failed"] == 0 and
+	    .["pce.waiting_bytes"] == 0)'
+	# The textfile is the text of /metrics: the stages' values untyped.
+	wait_for 30 grep -q '^cats_cps_pce_requests{cps_id="cps-test"} 3$' \
+	    "$T/cps.prom"
+	grep -q '^# TYPE cats_cps_bind_activation_p99_seconds untyped$' \
+	    "$T/cps.prom"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <"$T/cps.prom"
+	fi
+	# The rates are per second over the interval between records (whole
+	# ones: 16 requests in one connection, so that a loaded machine
+	# still makes one a second).
+	for t in $(seq 4 19); do
+		jq -nc --argjson now "$(date +%s%3N)" --argjson t "$t" '{type:
+		    "request", txn: $t, ingress: "IF-1", ts: $now, gen: 1,
+		    flow: {proto: 6, src: "192.0.2.10", sport: (40000 + $t),
+		    dst: "203.0.113.100", dport: 80}, mode: "none", held: 1,
+		    dataplane: "srv6", deadline: ($now + 1000)}'
+	done | select_client -t "unix:$T/select.sock" -w 50
+	wait_for 30 bound 19
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
+	    jq -e '.counters[\"pce.requests\"] == 19'"
+	last | jq -e '.counters | .["pce.request_rate"] > 0 and
+	    .["select.decision_rate"] > 0'
+	kill $s1 $s2
 }
 
 # The loop closed: a forwarder's path-down makes cats-bind ask for a new

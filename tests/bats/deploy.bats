@@ -97,7 +97,7 @@ cron_run() {
 		"$(sed -n 's/^SHELL=//p' "$f")" -c "$cmd"
 }
 
-# The C-PS's table: cats-select writes it to its --stats-to file on
+# The C-PS's table: cats-select writes it to its --dump-to file on
 # SIGUSR2 (the unit's /run/cats/select.stats).
 cps_table() {
 	local f=/run/cats/select.stats n0

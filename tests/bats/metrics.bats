@@ -38,7 +38,7 @@ every_counter() {
 	local pre=$3 k n missing=0
 	for k in $(jq -r '.counters | keys[]' "$2"); do
 		n=$(printf '%s' "$k" | tr -c 'A-Za-z0-9_\n' '_' |
-		    sed 's/_ms$/_seconds/')
+		    sed -E 's/_(ms|us)$/_seconds/')
 		grep -Eq "^${pre}_${n}(_total)?([{ ])" "$W/$1.prom" || {
 			echo "missing: $k (${pre}_${n})"
 			missing=1

@@ -371,6 +371,21 @@ wait_outputs() {
 	DPID=
 }
 
+@test "select daemon: --dump-to takes the SIGUSR2 dump apart from the stats records (cats-cps's [select])" {
+	sock="$TMP/sel.sock"
+	start_daemon --listen "unix:$sock" --no-auth --dump-to "file:$TMP/dump.cbor"
+	wait_for 50 grep -q "serving 1 listeners" "$TMP/derr"
+	kill -USR2 "$DPID"
+	wait_for 50 sh -c "cats-cbor decode '$TMP/dump.cbor' |
+	    jq -se 'any(.[]; .type == \"metric\")' >/dev/null"
+	kill -USR1 "$DPID"
+	wait_outputs 1
+	[ "$(dec <"$TMP/dout" | jq -r .type | sort -u)" = stats ]
+	kill -TERM "$DPID"
+	wait "$DPID"
+	DPID=
+}
+
 @test "select daemon: SIGHUP reloads the services file; a bad file keeps the old catalogue" {
 	sock="$TMP/sel.sock"
 	start_daemon --listen "unix:$sock" --no-auth

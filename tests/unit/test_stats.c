@@ -3,6 +3,7 @@
  * Prometheus textfile (names, kinds, label, atomic write, errors).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,9 +204,24 @@ test_render(void)
 	T_OK(h.count == 5 && h.sum_us == 62500021 && h.n[0] == 2 &&
 	    h.n[1] == 1 && h.n[16] == 1 && h.n[CATS_HIST_NB] == 1,
 	    "observations counted in their buckets, the bound included");
+	/* Quantiles: 5 observations, ranks 1..5; p50 is rank 3 (bucket
+	 * 10-25 us, its only one: 25), p99 rank 5 (+Inf: the last bound). */
+	struct cats_hist z = { 0 }, u = { 0 };
+	for (int i = 0; i < 100; i++)
+		cats_hist_observe(&u, i < 90 ? 600 : 3000);
+	T_OK(cats_hist_quantile(&z, 500) == 0 && cats_hist_quantile(&h, 500)
+	    == 25 && cats_hist_quantile(&h, 990) == 10000000 &&
+	    cats_hist_quantile(&h, 0) == 5, "quantiles: empty 0, p50 within "
+	    "its bucket, p99 in +Inf the last bound");
+	T_OK(cats_hist_quantile(&u, 500) == 500 + 500 * 50 / 90 &&
+	    cats_hist_quantile(&u, 990) == 2500 + 2500 * 9 / 10,
+	    "quantiles interpolate linearly in the bucket (%" PRIu64 ", %"
+	    PRIu64 ")", cats_hist_quantile(&u, 500),
+	    cats_hist_quantile(&u, 990));
 	struct cats_stats_list st;
 	cats_stats_init(&st, "cats-pce", "p");
 	cats_stats_add(&st, "a.b", 1);
+	cats_stats_gauge(&st, "lat.p50_us", 1500);
 	cats_stats_add(&st, "a_b", 2);
 	cats_stats_hist(&st, "computation", &h);
 	cats_stats_hist(&st, "computation", &h);
@@ -213,6 +229,9 @@ test_render(void)
 	T_OK(cats_stats_render(&st, &b) == 0, "rendered");
 	cats_buf_add(&b, "", 1);
 	const char *got = (const char *)b.p;
+	T_OK(strstr(got, "# TYPE cats_pce_lat_p50_seconds gauge\n"
+	    "cats_pce_lat_p50_seconds{pce_id=\"p\"} 0.0015\n") != NULL,
+	    "a gauge NAME_us in seconds, to the microsecond");
 	T_OK(strstr(got, "cats_pce_a_b_total{pce_id=\"p\"} 1\n") != NULL &&
 	    strstr(got, "_a_b_total{pce_id=\"p\"} 2") == NULL, "a second entry of one name is left "
 	    "out");
