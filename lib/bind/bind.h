@@ -155,6 +155,7 @@ struct bind_counters {
 	uint64_t sent_install, sent_refresh, sent_remove, sent_error;
 	uint64_t repair_requests, resyncs, resync_bindings;
 	uint64_t net_downs, net_repairs;
+	uint64_t late_status;	/* status of a state it cannot move (late) */
 	uint64_t paths, paths_released, classes, clients, strings;
 	uint64_t restored, restore_refused;
 	uint64_t instance_failures;

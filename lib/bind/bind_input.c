@@ -589,6 +589,37 @@ forget_holder(struct bent *e, int ro)
 		e->flags &= (uint8_t)~(F_SENT_EGR | F_OK_EGR);
 }
 
+/*
+ * An installed status for a flow that is not READY or ACTIVE: counted,
+ * no transition.  In DRAINING, FAILED or RECONNECT_REQUIRED a forwarder
+ * that was sent the removal reports its removal next; one that was not
+ * (it was not connected then, or not sent the install: e.g. it re-learned
+ * the binding) is sent it now and held until it reports.  In PENDING or
+ * DESTINATION_SELECTED nothing was sent: only counted.
+ */
+static void
+late_install(struct bind_table *t, struct bent *e, int ro, uint64_t now)
+{
+	t->k.late_status++;
+	if (e->state != S_DRAINING && e->state != S_FAILED &&
+	    e->state != S_RECONNECT)
+		return;
+	const struct bclass *c = cls(t, e);
+	struct cats_rec r;
+	bt_make_binding(t, e, CATS_BIND_REMOVE, t->epoch, now, BR_REMOVED, &r);
+	if ((ro & 1) && !(e->flags & F_SENT_ING) && c->k.ingress->connected) {
+		bt_send_rec(t, &r, c->k.ingress);
+		t->k.sent_remove++;
+		e->flags |= F_SENT_ING;
+	}
+	if ((ro & 2) && !(ro & 1) && !(e->flags & F_SENT_EGR) &&
+	    c->k.egress->connected) {
+		bt_send_rec(t, &r, c->k.egress);
+		t->k.sent_remove++;
+		e->flags |= F_SENT_EGR;
+	}
+}
+
 int
 bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 {
@@ -662,9 +693,10 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 			if (!(e->flags & F_REPAIR) && s->ts > e->t1)
 				e->t1 = s->ts < now ? s->ts : now;
 		} else if (s->event == CATS_EV_INSTALLED) {
-			/* Installed where it is going away: e.g. DRAINING -> ACTIVE. */
-			if (bt_transition(t, e, S_ACTIVE, BR_OK, now) < 0)
-				break;
+			/* No edge leads back to ACTIVE (001): an install
+			 * reported late, where it is going away or was never
+			 * sent (its removal is on its way, or goes now). */
+			late_install(t, e, ro, now);
 		}
 		break;
 	case CATS_EV_FAILED:
@@ -697,7 +729,9 @@ bind_status(struct bind_table *t, const struct cats_status *s, uint64_t now)
 			forget_holder(e, ro);
 			bt_fail(t, e, S_FAILED, BR_COMMIT_FAILED, false, now);
 		} else {
-			bt_transition(t, e, S_DRAINING, BR_REMOVED, now);
+			/* PENDING, DESTINATION_SELECTED: nothing was sent
+			 * that could be removed (no edge to DRAINING). */
+			t->k.late_status++;
 		}
 		break;
 	case CATS_EV_PATH_DOWN:

@@ -763,17 +763,11 @@ test_illegal(void)
 			ok += bind_try(t, 0, to, 1) < 0;
 	T_OK(ok == 7 && bind_counters(t)->illegal == 7,
 	    "from ABSENT only PENDING is legal (7 refused)");
-	/* Records that would make illegal moves: refused, counted. */
-	uint64_t id = reach(t, DRAINING, 77);
-	uint64_t ill = bind_counters(t)->illegal;
-	feed(t, 100002, status("IF-1", "installed", id, 100002));
-	T_OK(state_of(t, id) == DRAINING && bind_counters(t)->illegal == ill + 1,
-	    "installed for a DRAINING binding: DRAINING -> ACTIVE refused");
 	int rc = feed(t, 100003, status("IF-1", "installed", 99999, 100003));
 	T_OK(rc == BR_UNKNOWN_BINDING &&
 	    bind_counters(t)->refused[BR_UNKNOWN_BINDING] == 1,
 	    "status for an unknown binding: refused, counted");
-	id = reach(t, ACTIVE, 78);
+	uint64_t id = reach(t, ACTIVE, 78);
 	rc = feed(t, 100004, status("EF-9", "removed", id, 100004));
 	T_OK(rc == BR_NOT_OWNER && state_of(t, id) == ACTIVE,
 	    "status from a forwarder the binding does not name: refused");
@@ -781,6 +775,92 @@ test_illegal(void)
 	    "\"removed\",\"id\":%" PRIu64 ",\"epoch\":0,\"ts\":100005}", id));
 	T_OK(rc == BR_STALE_EPOCH && state_of(t, id) == ACTIVE,
 	    "status of an older owner epoch: refused");
+	bind_free(t);
+}
+
+/*
+ * Every status event from each of a binding's forwarders in each live
+ * state: never an illegal move (the handler asks only for edges of 001),
+ * the invariants hold, and the state is one the event may lead to.
+ */
+static void
+test_status_matrix(void)
+{
+	static const char *const events[] = { "installed", "refreshed",
+		"failed", "expired", "removed", "path-down", "path-up" };
+	static const char *const fwds[] = { "IF-1", "EF-2" };
+	int tried = 0, legal = 0, sane = 0;
+	for (int from = PENDING; from <= RECONNECT; from++) {
+		for (size_t ev = 0; ev < CATS_ARRAY_LEN(events); ev++) {
+			for (size_t f = 0; f < 2; f++) {
+				struct bind_table *t = table(BIND_COMMIT_BOTH);
+				uint64_t id = reach(t, from, 500 + tried);
+				if (state_of(t, id) != from) {
+					printf("# could not reach %s\n",
+					    cats_flow_state_names[from]);
+					bind_free(t);
+					continue;
+				}
+				uint64_t ill = bind_counters(t)->illegal;
+				feed(t, 100002, status(fwds[f], events[ev], id,
+				    100002));
+				int to = state_of(t, id);
+				char why[256];
+				tried++;
+				legal += bind_counters(t)->illegal == ill &&
+				    bind_check(t, why, sizeof(why)) == 0;
+				/* Where it went: itself, or an edge of 001
+				 * (FAILED/ABSENT/DRAINING through their own). */
+				bool ok = to == from || bind_edge_ok(from, to) ||
+				    (to == ABSENT && (from == DRAINING ||
+				    from == FAILED || from == RECONNECT ||
+				    from == READY || from == ACTIVE));
+				if (!ok || bind_counters(t)->illegal != ill)
+					printf("# %s from %s in %s: %s%s\n",
+					    events[ev], fwds[f],
+					    cats_flow_state_names[from],
+					    cats_flow_state_names[to],
+					    bind_counters(t)->illegal != ill ?
+					    " (illegal)" : "");
+				sane += ok;
+				bind_free(t);
+			}
+		}
+	}
+	T_OK(tried == 7 * 7 * 2 && legal == tried && sane == tried,
+	    "each status event from each forwarder in each of the 7 live "
+	    "states: no illegal move, invariants hold, a state it may reach "
+	    "(%d tried, %d legal, %d sane)", tried, legal, sane);
+
+	/* The one seen in traces: installed for a DRAINING binding. */
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	uint64_t id = reach(t, DRAINING, 77);
+	const struct bind_counters *k = bind_counters(t);
+	uint64_t ill = k->illegal, late = k->late_status, rm = k->sent_remove;
+	reset_io();
+	feed(t, 100002, status("EF-2", "installed", id, 100002));
+	T_OK(state_of(t, id) == DRAINING && k->illegal == ill &&
+	    k->late_status == late + 1 && k->sent_remove == rm,
+	    "installed, late, from a forwarder sent the removal: DRAINING "
+	    "kept, counted late, not illegal, nothing sent again");
+	/* IF-1 reported expired (no longer a holder), then installed (it
+	 * re-learned it): sent the removal, held until it reports. */
+	feed(t, 100003, status("IF-1", "installed", id, 100003));
+	T_OK(state_of(t, id) == DRAINING && k->illegal == ill &&
+	    k->sent_remove == rm + 1 &&
+	    count_sent(CATS_T_BINDING, CATS_BIND_REMOVE, "IF-1") == 1,
+	    "installed from a forwarder not holding it: its removal sent");
+	feed(t, 100004, status("EF-2", "removed", id, 100004));
+	T_OK(state_of(t, id) == DRAINING, "still held by IF-1");
+	feed(t, 100005, status("IF-1", "removed", id, 100005));
+	T_OK(state_of(t, id) == ABSENT && k->illegal == ill,
+	    "both removed: cleaned up, no illegal move");
+	/* Removed for a flow not yet bound: counted, no DRAINING. */
+	id = reach(t, PENDING, 78);
+	feed(t, 100006, status("IF-1", "removed", id, 100006));
+	T_OK(state_of(t, id) == PENDING && k->illegal == ill &&
+	    k->late_status == late + 3, "removed for a PENDING flow: "
+	    "counted late, no PENDING -> DRAINING");
 	bind_free(t);
 }
 
@@ -1870,6 +1950,7 @@ main(void)
 	test_failures_before_active();
 	test_active_edges();
 	test_illegal();
+	test_status_matrix();
 	test_late_reply();
 	test_join();
 	test_limits();
