@@ -153,23 +153,90 @@ repl_failed(struct bind_app *a, const char *what, const char *err)
 	bind_app_stop(a, CATS_EXIT_FAIL);
 }
 
-/* The journal written (and synced), then the replica's records. */
+/*
+ * A commit (seq.h, pipelined): begin takes the journal's records and the
+ * replica's txns on the loop; work writes the journal (synced under
+ * --fsync always), then the replica's, on the commit's worker when one of
+ * them is slow (a sync, an etcd call), else here; end says whether the
+ * output they cover may leave.  A failure stops the run, as before.
+ */
 static int
-commit(void *arg)
+commit_begin(void *arg)
 {
 	struct bind_app *a = arg;
 	char err[512];
-	if (a->j != NULL && bj_commit(a->j) < 0) {
-		cats_errorx("journal: %s: refusing to send what it does not "
-		    "hold", strerror(errno));
-		bind_app_stop(a, CATS_EXIT_FAIL);
-		return -1;
+	int slow = 0;
+	a->cm_j = a->cm_repl = false;
+	a->cm_jrc = a->cm_rrc = 0;
+	if (a->j != NULL) {
+		int b = bj_commit_begin(a->j);
+		if (b < 0) {
+			bj_commit_end(a->j, -1);
+			cats_errorx("journal: %s: refusing to send what it does "
+			    "not hold", strerror(ENOMEM));
+			bind_app_stop(a, CATS_EXIT_FAIL);
+			return -1;
+		}
+		a->cm_j = true;
+		slow |= b;
 	}
-	if (a->repl != NULL && a->repl->commit(a->repl->arg,
-	    bind_next_id(a->t), err, sizeof(err)) < 0) {
-		repl_failed(a, err, "refusing to send what it does not hold");
-		return -1;
+	if (a->repl != NULL) {
+		int b = a->repl->begin(a->repl->arg, bind_next_id(a->t), err,
+		    sizeof(err));
+		if (b < 0) {
+			/* The journal holds its records all the same. */
+			if (a->cm_j)
+				bj_commit_end(a->j, bj_commit_work(a->j));
+			a->cm_j = false;
+			repl_failed(a, err, "refusing to send what it does not "
+			    "hold");
+			return -1;
+		}
+		a->cm_repl = b > 0;
+		slow |= b > 0;
 	}
+	return slow;
+}
+
+/* Off the loop when slow: touches the journal's and the replica's batch. */
+static int
+commit_work(void *arg)
+{
+	struct bind_app *a = arg;
+	if (a->cm_j && (a->cm_jrc = bj_commit_work(a->j)) < 0)
+		return -1;	/* nothing sent to the replica either */
+	if (a->cm_repl && (a->cm_rrc = a->repl->work(a->repl->arg)) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+commit_end(void *arg, int rc)
+{
+	struct bind_app *a = arg;
+	char err[512];
+	bool failed = false;
+	(void)rc;
+	if (a->cm_j) {
+		a->cm_j = false;
+		if (bj_commit_end(a->j, a->cm_jrc) < 0) {
+			cats_errorx("journal: %s: refusing to send what it "
+			    "does not hold", strerror(errno));
+			bind_app_stop(a, CATS_EXIT_FAIL);
+			failed = true;
+		}
+	}
+	if (a->cm_repl) {
+		a->cm_repl = false;
+		if (a->repl->end(a->repl->arg, failed ? -1 : a->cm_rrc, err,
+		    sizeof(err)) < 0 && !failed) {
+			repl_failed(a, err, "refusing to send what it does not "
+			    "hold");
+			failed = true;
+		}
+	}
+	if (failed)
+		return -1;
 	FOREACH_CONN(a, c, lc, nx) {
 		if (cats_stream_queued(c->s) > CONN_QUEUE_MAX) {
 			cats_warnx("forwarder %s: %zu bytes queued, dropped",
@@ -183,6 +250,9 @@ commit(void *arg)
 	a->commits++;
 	return 0;
 }
+
+static const struct cats_commit_ops COMMIT = { commit_begin, commit_work,
+	commit_end };
 
 /* Hold an item on s; stdout above its high-water mark pauses the inputs. */
 static void
@@ -277,6 +347,8 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 		"state.*", NULL };
 	size_t n;
 	const struct cats_kv *kv = bind_counters_kv(a->t, &n);
+	/* The journal's and the replica's counters, with no batch flying. */
+	cats_commit_wait(a->cm);
 	cats_stats_init(st, "cats-bind", bind_self(a->t));
 	cats_stats_add_kv_gauges(st, kv, n, gauges);
 	cats_stats_add(st, "in.records", a->in_records);
@@ -732,7 +804,7 @@ int
 bind_app_init(struct bind_app *a, const struct bind_conf *c)
 {
 	struct bind_io io = { io_send, io_journal, io_trace, a };
-	a->cm = cats_commit_new(a->base, commit, a, HELD_FLUSH);
+	a->cm = cats_commit_new(a->base, &COMMIT, a, HELD_FLUSH);
 	a->t = bind_new(c, &io);
 	if (a->cm == NULL || a->t == NULL) {
 		cats_errorx("out of memory");
@@ -824,6 +896,14 @@ bind_app_tick(struct bind_app *a)
 {
 	uint64_t now = cats_clock_now();
 	char rerr[512];
+	/* What the commit's work touches is touched here only between
+	 * batches: the replica (its tick, the lease), the counters, a
+	 * snapshot's cut of the segment. */
+	if ((a->repl != NULL || (a->stats_ms &&
+	    now - a->last_stats >= a->stats_ms) ||
+	    (a->j != NULL && bj_snapshot_due(a->j))) &&
+	    cats_commit_wait(a->cm) < 0)
+		return;		/* the batch's end stopped the run */
 	if (a->repl != NULL && a->repl->tick != NULL &&
 	    a->repl->tick(a->repl->arg, rerr, sizeof(rerr)) < 0) {
 		repl_failed(a, rerr, "stopping");
@@ -832,8 +912,9 @@ bind_app_tick(struct bind_app *a)
 	if (!cats_clock_replay())
 		bind_tick(a->t, now);
 	if (a->j != NULL && a->fsync_ms && now - a->last_fsync >= a->fsync_ms) {
-		bj_commit(a->j);
-		bj_sync(a->j);
+		/* --fsync interval: the next batch syncs, off the loop. */
+		bj_want_sync(a->j);
+		cats_commit_due(a->cm);
 		a->last_fsync = now;
 	}
 	if (a->stats_ms && now - a->last_stats >= a->stats_ms) {

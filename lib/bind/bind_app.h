@@ -42,14 +42,21 @@ struct cats_stats_list;
 
 /*
  * A replica of the journal (the redundant C-PS: lib/ha, etcd): every
- * journal record goes to append; commit runs before any output it covers
- * leaves (after the journal's), and -1 (err says why) ends the run with
- * nothing more sent; tick runs on the timer (-1: the same); stats adds
- * its counters to the stats record.
+ * journal record goes to append; a commit of it is done before any output
+ * it covers leaves (after the journal's), in three steps as a pipelined
+ * commit's (seq.h): begin on the loop (-1: refused; 0: nothing to write,
+ * neither work nor end follows; 1: work follows), work on the commit's
+ * worker thread (while it runs, only append is called on the loop), end
+ * on the loop with work's answer; -1 from begin or end (err says why)
+ * ends the run with nothing more sent.  tick runs on the timer (-1: the
+ * same), never while a commit is in flight; stats adds its counters to
+ * the stats record (no commit in flight either).
  */
 struct bind_replica {
 	int (*append)(void *arg, const struct cats_rec *r);
-	int (*commit)(void *arg, uint64_t next_id, char *err, size_t errlen);
+	int (*begin)(void *arg, uint64_t next_id, char *err, size_t errlen);
+	int (*work)(void *arg);
+	int (*end)(void *arg, int rc, char *err, size_t errlen);
 	int (*tick)(void *arg, char *err, size_t errlen);
 	void (*stats)(void *arg, struct cats_stats_list *st);
 	void *arg;
@@ -74,6 +81,8 @@ struct bind_app {
 	struct bj *j;
 	struct cats_stream *in, *out;
 	struct cats_commit *cm;		/* output held until the journal commit */
+	bool cm_j, cm_repl;		/* the batch in flight: journal, replica */
+	int cm_jrc, cm_rrc;		/* their work's answers */
 	struct cats_buf enc;		/* a record being encoded */
 	struct cats_listener *lst;	/* forwarder connections */
 	struct cats_htab byname;	/* connections by forwarder id */

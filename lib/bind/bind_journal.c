@@ -29,7 +29,15 @@ struct bj {
 	int lockfd, fd, dirfd;
 	uint64_t seq;		/* the segment appended to */
 	bool dirty;		/* written since the last fdatasync */
-	struct cats_buf out;
+	struct cats_buf out;	/* records queued */
+	/* A commit begun (bj_commit_begin) and not ended: its records (fly)
+	 * and what its work did, touched by that work alone meanwhile. */
+	bool busy;
+	struct cats_buf fly;
+	int fly_err;
+	uint64_t fly_syncs;
+	bool want_sync;		/* the next commit syncs (bj_want_sync) */
+	bool fly_sync;		/* this one does */
 	struct bj_stats st;
 	uint64_t snap_min;
 	pid_t child;		/* a snapshot being written in the background */
@@ -111,6 +119,7 @@ bj_close(struct bj *j)
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	cats_buf_free(&j->out);
+	cats_buf_free(&j->fly);
 	free(j->dir);
 	free(j);
 }
@@ -539,35 +548,96 @@ bj_append(struct bj *j, const struct cats_rec *r)
 	j->st.records++;
 	j->st.bytes += j->out.len - before;
 	j->st.since_snapshot += j->out.len - before;
-	if (j->out.len >= OUT_HIGH)
+	/* Not while a commit's work may be writing: it ends first. */
+	if (j->out.len >= OUT_HIGH && !j->busy)
 		return bj_commit(j) < 0 ? -1 : 0;
 	return 0;
 }
 
-/*
- * Write the queued records.  Records are whole in the buffer; a write that
- * fails part-way leaves a torn tail that restore drops.
- */
-static int
-write_out(struct bj *j)
+size_t
+bj_queued(const struct bj *j)
 {
-	if (j->out.len == 0)
-		return 0;
-	if (j->fd < 0 || cats_write_all(j->fd, j->out.p, j->out.len) < 0)
-		return -1;
+	return j->out.len;
+}
+
+/*
+ * A commit in three steps, so that its write and sync may run off the
+ * loop: begin takes the queued records (after those of a commit whose
+ * write failed: they are written first, in order), work writes them and
+ * syncs under BJ_FSYNC_ALWAYS, end counts.  Records are whole in the
+ * buffer; a write that fails part-way leaves a torn tail that restore
+ * drops.
+ */
+int
+bj_commit_begin(struct bj *j)
+{
+	if (j->fly.len == 0) {
+		struct cats_buf t = j->fly;
+		j->fly = j->out;
+		j->out = t;
+	} else if (j->out.len > 0) {
+		if (cats_buf_add(&j->fly, j->out.p, j->out.len) < 0)
+			return -1;
+	}
 	j->out.len = 0;
-	j->dirty = true;
+	j->busy = true;
+	j->fly_err = 0;
+	j->fly_sync = (j->policy == BJ_FSYNC_ALWAYS || j->want_sync) &&
+	    (j->fly.len > 0 || j->dirty);
+	j->want_sync = false;
+	/* A sync is slow (the worker's); a write to the page cache is not. */
+	return j->fly_sync;
+}
+
+void
+bj_want_sync(struct bj *j)
+{
+	if (j->policy != BJ_FSYNC_NEVER)
+		j->want_sync = true;
+}
+
+int
+bj_commit_work(struct bj *j)
+{
+	if (j->fly.len > 0) {
+		if (j->fd < 0 ||
+		    cats_write_all(j->fd, j->fly.p, j->fly.len) < 0) {
+			j->fly_err = j->fd < 0 ? EBADF : errno;
+			return -1;
+		}
+		j->fly.len = 0;
+		j->dirty = true;
+	}
+	if (j->fly_sync && j->dirty && j->fd >= 0) {
+		if (fdatasync(j->fd) < 0) {
+			j->fly_err = errno;
+			return -1;
+		}
+		j->dirty = false;
+		j->fly_syncs++;
+	}
 	return 0;
+}
+
+int
+bj_commit_end(struct bj *j, int rc)
+{
+	j->busy = false;
+	j->st.fsyncs += j->fly_syncs;
+	j->fly_syncs = 0;
+	if (rc < 0)
+		errno = j->fly_err ? j->fly_err : EIO;
+	return rc < 0 ? -1 : 0;
 }
 
 int
 bj_commit(struct bj *j)
 {
-	if (write_out(j) < 0)
+	if (bj_commit_begin(j) < 0) {
+		j->busy = false;
 		return -1;
-	if (j->policy == BJ_FSYNC_ALWAYS)
-		return bj_sync(j);
-	return 0;
+	}
+	return bj_commit_end(j, bj_commit_work(j));
 }
 
 int

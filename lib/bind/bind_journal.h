@@ -75,6 +75,20 @@ int bj_start(struct bj *j, struct bind_table *t, uint64_t now, char *err,
 int bj_append(struct bj *j, const struct cats_rec *r);
 /* Write what is queued; fdatasync too under BJ_FSYNC_ALWAYS. */
 int bj_commit(struct bj *j);
+/*
+ * The same in three steps (a pipelined commit, seq.h cats_commit): begin
+ * on the loop takes what is queued (-1 out of memory; 1 when work will
+ * sync, 0 when it only writes); work writes and syncs, and may run on
+ * another thread: until end, the caller calls nothing of j but
+ * bj_append() and bj_queued(); end gets work's answer (errno set on -1).
+ */
+int bj_commit_begin(struct bj *j);
+int bj_commit_work(struct bj *j);
+int bj_commit_end(struct bj *j, int rc);
+/* The next commit syncs (--fsync interval's timer; not under never). */
+void bj_want_sync(struct bj *j);
+/* Bytes queued and not yet taken by a commit. */
+size_t bj_queued(const struct bj *j);
 /* fdatasync now if anything was written since the last one. */
 int bj_sync(struct bj *j);
 bool bj_snapshot_due(const struct bj *j);

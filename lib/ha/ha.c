@@ -65,6 +65,11 @@ struct ha {
 	/* tombstones to delete, oldest first */
 	struct tomb *tombs;
 	size_t ntombs, captombs, tomb0;
+	/* the txns of a commit begun (ha_commit_begin) and not ended */
+	json_t **fly_q;
+	size_t fly_k, fly_n;
+	uint64_t fly_next;
+	char fly_err[512];
 };
 
 static void
@@ -108,6 +113,8 @@ fail:
 	return NULL;
 }
 
+static void fly_free(struct ha *h);
+
 static void
 warm_clear(struct ha *h)
 {
@@ -131,6 +138,7 @@ ha_free(struct ha *h)
 			h->own.state = HA_LOST;
 		json_decref(q);
 	}
+	fly_free(h);
 	etcd_free(h->e);
 	etcd_resp_free(&h->r);
 	warm_clear(h);
@@ -715,33 +723,57 @@ build_txn(struct ha *h, const struct op *ops, size_t n, uint64_t next_id,
 }
 
 /*
- * The txns of ops[0..n) at once (they name distinct keys, so their order
- * does not matter); the first carries the next id.  0, or -1 with err:
- * one got no answer, an error answer, or failed its compare (fenced).
+ * The txns of ops[0..n) (the first carries the next id), built on the
+ * loop from the table as it is now: h->fly_q.  0, or -1 out of memory.
  */
 static int
-write_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now,
-    char *err, size_t errlen)
+build_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now)
 {
 	size_t k = n == 0 ? 1 : (n + TXN_OPS - 1) / TXN_OPS;
-	json_t **q = calloc(k, sizeof(*q));
-	struct etcd_resp *rs = calloc(k, sizeof(*rs));
-	int rc = -1;
-	if (q == NULL || rs == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
+	h->fly_q = calloc(k, sizeof(*h->fly_q));
+	if (h->fly_q == NULL)
+		return -1;
+	h->fly_k = k;
+	h->fly_n = n;
+	h->fly_next = next_id;
 	for (size_t i = 0; i < k; i++) {
 		size_t m = n - i * TXN_OPS < TXN_OPS ? n - i * TXN_OPS : TXN_OPS;
-		q[i] = build_txn(h, h->ops + i * TXN_OPS, m, i == 0 &&
+		h->fly_q[i] = build_txn(h, h->ops + i * TXN_OPS, m, i == 0 &&
 		    next_id != h->next_written ? next_id : 0, now);
-		if (q[i] == NULL) {
-			snprintf(err, errlen, "cannot encode the txn");
-			goto out;
-		}
+		if (h->fly_q[i] == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+fly_free(struct ha *h)
+{
+	for (size_t i = 0; h->fly_q != NULL && i < h->fly_k; i++)
+		json_decref(h->fly_q[i]);
+	free(h->fly_q);
+	h->fly_q = NULL;
+	h->fly_k = h->fly_n = 0;
+}
+
+/*
+ * The txns built at once (they name distinct keys, so their order does
+ * not matter).  0, or -1 with err: one got no answer, an error answer,
+ * or failed its compare (fenced).
+ */
+static int
+write_txns(struct ha *h, char *err, size_t errlen)
+{
+	size_t k = h->fly_k;
+	struct etcd_resp *rs = calloc(k, sizeof(*rs));
+	int rc = -1;
+	if (rs == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
 	uint64_t before = etcd_stats(h->e)->bytes_out;
-	int crc = etcd_call_many(h->e, ETCD_TXN, q, k, rs, err, errlen);
+	int crc = etcd_call_many(h->e, ETCD_TXN, h->fly_q, k, rs, err,
+	    errlen);
 	h->st.txn_bytes += etcd_stats(h->e)->bytes_out - before;
 	h->st.txns += k;
 	if (crc < 0) {
@@ -763,15 +795,12 @@ write_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now,
 			goto out;
 		}
 	}
-	h->next_written = next_id;
-	h->st.ops += n;
+	h->next_written = h->fly_next;
+	h->st.ops += h->fly_n;
 	rc = 0;
 out:
-	for (size_t i = 0; q != NULL && i < k; i++)
-		json_decref(q[i]);
-	for (size_t i = 0; rs != NULL && i < k; i++)
+	for (size_t i = 0; i < k; i++)
 		etcd_resp_free(&rs[i]);
-	free(q);
 	free(rs);
 	return rc;
 }
@@ -795,9 +824,11 @@ renew(struct ha *h)
 }
 
 int
-ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
+ha_commit_begin(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 {
 	uint64_t now = h->c.clock();
+	fly_free(h);
+	h->fly_err[0] = '\0';
 	if (!ha_own_may_act(&h->own, now)) {
 		snprintf(err, errlen, "not the owner: %s", h->own.why ?
 		    h->own.why : ha_state_names[h->own.state]);
@@ -806,6 +837,24 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 	if (h->nops == 0 && next_id == h->next_written)
 		return 0;
 	size_t n = coalesce(h);
+	int rc = build_txns(h, n, next_id, now);
+	h->nops = 0;
+	h->vals.len = 0;
+	if (rc < 0) {
+		fly_free(h);
+		snprintf(err, errlen, "cannot encode the txn");
+		return -1;
+	}
+	return 1;
+}
+
+int
+ha_commit_work(struct ha *h)
+{
+	if (h->fly_k == 0)
+		return 0;
+	char *err = h->fly_err;
+	size_t errlen = sizeof(h->fly_err);
 	int rc;
 	/*
 	 * etcd between leaders (an election, a member gone) answers late or
@@ -813,7 +862,7 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 	 * the fence) until the renew deadline, the lease renewed meanwhile.
 	 */
 	for (;;) {
-		rc = write_txns(h, n, next_id, now, err, errlen);
+		rc = write_txns(h, err, errlen);
 		if (rc == 0 || h->own.state != HA_OWNER ||
 		    !ha_own_may_act(&h->own, h->c.clock()))
 			break;
@@ -822,14 +871,35 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 		struct timespec ts = { 0, 20 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	h->nops = 0;
-	h->vals.len = 0;
 	/* A write that outlived the deadline covers nothing. */
 	if (rc == 0 && !ha_own_may_act(&h->own, h->c.clock())) {
 		snprintf(err, errlen, "not the owner: %s", h->own.why);
 		rc = -1;
 	}
+	/* A long stream of commits keeps the lease: renewed here when due
+	 * (the loop's tick may find a commit in flight each time). */
+	if (rc == 0)
+		renew(h);
 	return rc;
+}
+
+int
+ha_commit_end(struct ha *h, int rc, char *err, size_t errlen)
+{
+	fly_free(h);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", h->fly_err[0] ? h->fly_err :
+		    "the commit failed");
+	return rc < 0 ? -1 : 0;
+}
+
+int
+ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
+{
+	int b = ha_commit_begin(h, next_id, err, errlen);
+	if (b <= 0)
+		return b;
+	return ha_commit_end(h, ha_commit_work(h), err, errlen);
 }
 
 /*

@@ -98,6 +98,19 @@ int ha_append(struct ha *h, const struct cats_rec *r);
  * ownership.
  */
 int ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen);
+/*
+ * The same in three steps (a pipelined commit, seq.h cats_commit): begin
+ * on the caller's thread checks the ownership and builds the txns from
+ * the queue and the table as they are now (-1 with err; 0 nothing to
+ * write; 1 work will write); work writes them (the etcd calls, retries
+ * and renewals) and may run on another thread: until end, the caller
+ * calls nothing of h but ha_append(); end gets work's answer (-1 with
+ * err).  begin's 0 needs neither work nor end.
+ */
+int ha_commit_begin(struct ha *h, uint64_t next_id, char *err,
+    size_t errlen);
+int ha_commit_work(struct ha *h);
+int ha_commit_end(struct ha *h, int rc, char *err, size_t errlen);
 /* Renew the lease when due: 0, or -1 when the ownership ended (err). */
 int ha_tick(struct ha *h, char *err, size_t errlen);
 

@@ -16,9 +16,21 @@ repl_append(void *arg, const struct cats_rec *r)
 }
 
 static int
-repl_commit(void *arg, uint64_t next_id, char *err, size_t errlen)
+repl_begin(void *arg, uint64_t next_id, char *err, size_t errlen)
 {
-	return ha_commit(arg, next_id, err, errlen);
+	return ha_commit_begin(arg, next_id, err, errlen);
+}
+
+static int
+repl_work(void *arg)
+{
+	return ha_commit_work(arg);
+}
+
+static int
+repl_end(void *arg, int rc, char *err, size_t errlen)
+{
+	return ha_commit_end(arg, rc, err, errlen);
 }
 
 static int
@@ -51,8 +63,8 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "etcd.ms", e->ms);
 }
 
-static struct bind_replica REPL = { repl_append, repl_commit, repl_tick,
-	repl_stats, NULL };
+static struct bind_replica REPL = { repl_append, repl_begin, repl_work,
+	repl_end, repl_tick, repl_stats, NULL };
 
 /*
  * A standby until it owns the prefix: a campaign (no lease is held

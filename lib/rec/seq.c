@@ -3,8 +3,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,13 +231,25 @@ struct cats_stream {
 };
 
 struct cats_commit {
-	struct event *ev;	/* the end of the turn: commit, release */
-	int (*fn)(void *arg);
+	struct event *ev;	/* the end of the turn: begin a batch */
+	struct cats_commit_ops ops;
 	void *arg;
 	size_t max;		/* commit as soon as this much is held */
 	size_t held;		/* bytes held in all its streams */
 	struct cats_stream *head, *tail;
-	bool running;
+	bool running;		/* inside begin or end (on the loop) */
+	bool flying;		/* a batch's work is on the worker */
+	bool again;		/* a batch was asked for while one flew */
+	/* The worker thread: the loop hands it a batch (job), it answers
+	 * (done, rc) under mu and tells the loop through efd. */
+	pthread_t thr;
+	bool thr_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool job, done, quit;
+	int rc;
+	int efd;
+	struct event *dev;	/* efd readable: a batch's work ended */
 };
 
 /*
@@ -672,27 +687,201 @@ send_batched(struct cats_stream *s, const uint8_t *p, size_t n)
 
 /* ---- held output (the commit points) ---- */
 
+static int commit_begin(struct cats_commit *cm, bool here);
+static void release(struct cats_stream *s);
+
 static void
 on_commit(evutil_socket_t fd, short what, void *arg)
 {
+	struct cats_commit *cm = arg;
 	(void)fd;
 	(void)what;
-	cats_commit_run(arg);
+	if (cm->running)
+		return;
+	if (cm->flying)
+		cm->again = true;	/* begun when the one in flight ends */
+	else
+		(void)commit_begin(cm, false);
+}
+
+/* The worker: one batch's work at a time; no libevent call but efd. */
+static void *
+worker(void *arg)
+{
+	struct cats_commit *cm = arg;
+	pthread_mutex_lock(&cm->mu);
+	for (;;) {
+		while (!cm->job && !cm->quit)
+			pthread_cond_wait(&cm->cv, &cm->mu);
+		if (cm->quit)
+			break;
+		cm->job = false;
+		pthread_mutex_unlock(&cm->mu);
+		int rc = cm->ops.work(cm->arg);
+		pthread_mutex_lock(&cm->mu);
+		cm->rc = rc;
+		cm->done = true;
+		pthread_cond_broadcast(&cm->cv);
+		uint64_t one = 1;
+		while (write(cm->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_unlock(&cm->mu);
+	return NULL;
+}
+
+static int
+worker_start(struct cats_commit *cm)
+{
+	if (cm->thr_started)
+		return 0;
+	/* Signals stay with the loop's thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&cm->thr, NULL, worker, cm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0)
+		return -1;
+	cm->thr_started = true;
+	return 0;
+}
+
+/*
+ * A batch ended with work's answer rc: end says what it is worth; 0
+ * releases what was held when it began.  Then the next batch, if one was
+ * asked for (or is held) and this one went well.
+ */
+static int
+commit_end(struct cats_commit *cm, int rc)
+{
+	cm->flying = false;
+	cm->running = true;
+	if (cm->ops.end != NULL)
+		rc = cm->ops.end(cm->arg, rc);
+	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
+		if (rc == 0)
+			release(s);
+		s->mark = 0;
+		s->mark_items = 0;
+	}
+	cm->running = false;
+	bool again = cm->again;
+	cm->again = false;
+	if (rc == 0 && (again || cm->held > 0))
+		event_active(cm->ev, 0, 0);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * Begin a batch: what is held now is marked; its work runs here (here, or
+ * begin said it is cheap, or no worker) or on the worker.  -1 when refused
+ * or it ended here badly; 0 when it ended here well or flies.
+ */
+static int
+commit_begin(struct cats_commit *cm, bool here)
+{
+	event_del(cm->ev);
+	cm->again = false;
+	cm->running = true;
+	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
+		s->mark = s->held;
+		s->mark_items = s->held_items;
+	}
+	int b = cm->ops.begin != NULL ? cm->ops.begin(cm->arg) : 0;
+	cm->running = false;
+	if (b < 0) {
+		for (struct cats_stream *s = cm->head; s != NULL;
+		    s = s->cm_next) {
+			s->mark = 0;
+			s->mark_items = 0;
+		}
+		return -1;
+	}
+	if (cm->ops.work == NULL)
+		return commit_end(cm, 0);
+	if (b == 0 || here || worker_start(cm) < 0)
+		return commit_end(cm, cm->ops.work(cm->arg));
+	pthread_mutex_lock(&cm->mu);
+	cm->job = true;
+	cm->done = false;
+	pthread_cond_signal(&cm->cv);
+	pthread_mutex_unlock(&cm->mu);
+	cm->flying = true;
+	return 0;
+}
+
+/* The worker's answer, waited for or not: -2 when there is none yet. */
+static int
+worker_answer(struct cats_commit *cm, bool block)
+{
+	int rc = -2;
+	pthread_mutex_lock(&cm->mu);
+	while (block && !cm->done)
+		pthread_cond_wait(&cm->cv, &cm->mu);
+	if (cm->done) {
+		cm->done = false;
+		rc = cm->rc;
+	}
+	pthread_mutex_unlock(&cm->mu);
+	uint64_t v;
+	if (rc != -2)
+		while (read(cm->efd, &v, sizeof(v)) < 0 && errno == EINTR)
+			;
+	return rc;
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_commit *cm = arg;
+	(void)fd;
+	(void)what;
+	if (!cm->flying) {
+		uint64_t v;
+		while (read(cm->efd, &v, sizeof(v)) < 0 && errno == EINTR)
+			;
+		return;
+	}
+	int rc = worker_answer(cm, false);
+	if (rc != -2)
+		commit_end(cm, rc);
 }
 
 struct cats_commit *
-cats_commit_new(struct event_base *base, int (*fn)(void *arg), void *arg,
-    size_t max)
+cats_commit_new(struct event_base *base, const struct cats_commit_ops *ops,
+    void *arg, size_t max)
 {
 	struct cats_commit *cm = calloc(1, sizeof(*cm));
 	if (cm == NULL)
 		return NULL;
-	cm->ev = event_new(base, -1, 0, on_commit, cm);
-	if (cm->ev == NULL) {
+	cm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (cm->efd < 0) {
 		free(cm);
 		return NULL;
 	}
-	cm->fn = fn;
+	cm->ev = event_new(base, -1, 0, on_commit, cm);
+	cm->dev = event_new(base, cm->efd, EV_READ | EV_PERSIST, on_done, cm);
+	if (cm->ev == NULL || cm->dev == NULL || event_add(cm->dev, NULL) < 0 ||
+	    pthread_mutex_init(&cm->mu, NULL) != 0) {
+		if (cm->ev != NULL)
+			event_free(cm->ev);
+		if (cm->dev != NULL)
+			event_free(cm->dev);
+		close(cm->efd);
+		free(cm);
+		return NULL;
+	}
+	if (pthread_cond_init(&cm->cv, NULL) != 0) {
+		pthread_mutex_destroy(&cm->mu);
+		event_free(cm->ev);
+		event_free(cm->dev);
+		close(cm->efd);
+		free(cm);
+		return NULL;
+	}
+	if (ops != NULL)
+		cm->ops = *ops;
 	cm->arg = arg;
 	cm->max = max ? max : (1u << 20);
 	return cm;
@@ -764,7 +953,7 @@ send_held(struct cats_stream *s, const uint8_t *p, size_t n)
 	/* The commit may free s (its owner drops a slow peer): s is done. */
 	if (cm->held >= cm->max && !cm->running)
 		cats_commit_run(cm);
-	else
+	else if (!cm->running)
 		event_active(cm->ev, 0, 0);
 	return rc;
 }
@@ -795,29 +984,29 @@ release(struct cats_stream *s)
 }
 
 int
+cats_commit_wait(struct cats_commit *cm)
+{
+	if (!cm->flying)
+		return 0;
+	int rc = commit_end(cm, worker_answer(cm, true));
+	/* The next batch begins at the end of the turn, not in our way. */
+	return rc;
+}
+
+bool
+cats_commit_busy(const struct cats_commit *cm)
+{
+	return cm->flying;
+}
+
+int
 cats_commit_run(struct cats_commit *cm)
 {
 	if (cm->running)
 		return 0;
-	cm->running = true;
-	event_del(cm->ev);
-	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
-		s->mark = s->held;
-		s->mark_items = s->held_items;
-	}
-	int rc = cm->fn != NULL ? cm->fn(cm->arg) : 0;
-	for (struct cats_stream *s = cm->head; s != NULL; s = s->cm_next) {
-		if (rc == 0)
-			release(s);
-		s->mark = 0;
-		s->mark_items = 0;
-	}
-	cm->running = false;
-	/* Items sent by the commit itself: the next commit's (a refused
-	 * commit waits for the next item or the owner's call). */
-	if (rc == 0 && cm->held > 0)
-		event_active(cm->ev, 0, 0);
-	return rc < 0 ? -1 : 0;
+	if (cats_commit_wait(cm) < 0)
+		return -1;
+	return commit_begin(cm, true);
 }
 
 void
@@ -832,7 +1021,10 @@ cats_commit_discard(struct cats_commit *cm)
 void
 cats_commit_due(struct cats_commit *cm)
 {
-	event_active(cm->ev, 0, 0);
+	if (cm->flying)
+		cm->again = true;
+	else
+		event_active(cm->ev, 0, 0);
 }
 
 size_t
@@ -846,9 +1038,23 @@ cats_commit_free(struct cats_commit *cm)
 {
 	if (cm == NULL)
 		return;
+	if (cm->flying)
+		worker_answer(cm, true);
+	cm->flying = false;
+	if (cm->thr_started) {
+		pthread_mutex_lock(&cm->mu);
+		cm->quit = true;
+		pthread_cond_signal(&cm->cv);
+		pthread_mutex_unlock(&cm->mu);
+		pthread_join(cm->thr, NULL);
+	}
 	while (cm->head != NULL)
 		hold_leave(cm->head);
 	event_free(cm->ev);
+	event_free(cm->dev);
+	close(cm->efd);
+	pthread_cond_destroy(&cm->cv);
+	pthread_mutex_destroy(&cm->mu);
 	free(cm);
 }
 

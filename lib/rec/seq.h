@@ -130,48 +130,83 @@ size_t cats_stream_batched(const struct cats_stream *s);
 int cats_stream_push(struct cats_stream *s);
 /*
  * Held output, the base of group commit: a commit point holds what its
- * streams send until fn (the commit: write and sync a journal, say) says
- * the items are covered, then releases them, each stream's in one write.
+ * streams send until its commit (write and sync a journal, an etcd txn)
+ * says the items are covered, then releases them, each stream's in one
+ * write.  Commits are pipelined: one batch is committed while the next
+ * one is held.
  *
  * - cats_stream_hold(s, cm): from now on every item sent on s is queued
  *   behind cm, not offered to write(2), not even by cats_stream_flush();
  *   a batch open on s is written first.  -1 for a datagram or input-only
  *   stream (they cannot hold) or a broken one.  A stream holds behind one
  *   commit point at a time.
- * - The commit runs at the end of the loop turn in which an item was
- *   held or cats_commit_due() was called, and at once when max bytes
- *   (0: 1 MiB) are held in all its streams together, or when the owner
- *   calls cats_commit_run() (before a snapshot, at the end of a run).
- * - A run calls fn(arg) once.  If fn returns 0, every item held when fn
- *   was called leaves, in the order sent, each stream's in one write (the
- *   rest as the descriptor allows); items sent during fn stay held for
- *   the next commit.  If fn returns -1, nothing leaves: the items stay
- *   held until a later run succeeds or the stream is freed, and
- *   cats_commit_run() returns -1 (fn says why; the owner decides whether
- *   the run goes on).  fn may send (held for the next commit) and may
- *   free any of the streams (a slow peer dropped), not cm itself; a send
- *   that reaches max runs the commit before it returns, and does not touch
- *   its stream after.
+ * - A commit of a batch is three calls of ops (each optional):
+ *   begin(arg) on the loop takes what the batch covers (the items held
+ *   when it is called; the journal's records so far) and returns -1
+ *   (refused), 0 (work runs here and now: it is cheap) or 1 (work runs on
+ *   the commit point's worker thread); work(arg) is the commit itself,
+ *   0 or -1; end(arg, rc) on the loop gets work's answer (0 when there
+ *   was no work) and returns the batch's: 0 releases it, -1 keeps it
+ *   held.  Only work runs off the loop: it must touch nothing that the
+ *   loop touches meanwhile (begin hands it what it writes; end takes back
+ *   its counters), and makes no libevent call (the worker tells the loop
+ *   through an eventfd).  One batch is in flight at a time, so batches
+ *   end, and are released, in the order they began.
+ * - A batch begins at the end of the loop turn in which an item was held
+ *   or cats_commit_due() was called, or, while one is in flight, as soon
+ *   as that one has ended well; at once when max bytes (0: 1 MiB) are held
+ *   in all its streams together (the batch in flight is waited for), or
+ *   when the owner calls cats_commit_run() (before a snapshot, at the end
+ *   of a run).
+ * - If the batch's answer is 0, every item held when begin was called
+ *   leaves, in the order sent, each stream's in one write (the rest as
+ *   the descriptor allows); items sent since stay held for the next
+ *   batch.  If it is -1 (begin refused, or end said so), nothing leaves:
+ *   the items stay held until a later batch succeeds or the stream is
+ *   freed, no batch begins by itself until the next item or call, and
+ *   cats_commit_run() returns -1 (the ops say why; the owner decides
+ *   whether the run goes on).  begin and end may send (held for the next
+ *   batch) and may free any of the streams (a slow peer dropped), not cm
+ *   itself; a send that reaches max commits before it returns, and does
+ *   not touch its stream after.
  * - send() returns 1 when the queue, held items included, passes the
  *   high-water mark, as without holding; drained fires once the released
  *   items are written below the low-water mark.  A release whose write
  *   fails tells the eof callback (errno) at the end of the turn and counts
  *   the items as lost; held items of a stream that breaks are lost too.
  * - cats_stream_free() drops the stream's held items (they are never
- *   written); cats_commit_free() does so for every stream still holding
- *   behind it, which then sends as before it held.
+ *   written); cats_commit_free() waits for a batch in flight (its end is
+ *   not called) and drops what every stream still holding behind it
+ *   holds; they then send as before they held.
  */
 struct cats_commit;
+struct cats_commit_ops {
+	int (*begin)(void *arg);
+	int (*work)(void *arg);
+	int (*end)(void *arg, int rc);
+};
 struct cats_commit *cats_commit_new(struct event_base *base,
-    int (*fn)(void *arg), void *arg, size_t max);
+    const struct cats_commit_ops *ops, void *arg, size_t max);
 int cats_stream_hold(struct cats_stream *s, struct cats_commit *cm);
 /* Ask for a commit at the end of this turn, even with nothing held. */
 void cats_commit_due(struct cats_commit *cm);
-/* Commit and release now: 0, or -1 when fn refused (nothing released). */
+/*
+ * Commit and release now (the batch in flight ended first, then one more
+ * with all that is held, its work run here): 0, or -1 when a batch was
+ * refused (nothing of it released).
+ */
 int cats_commit_run(struct cats_commit *cm);
 /*
+ * Wait until no batch is in flight (its end run, its items released or
+ * not), so that the loop may touch what work touches; the next batch
+ * begins at the end of the turn.  0, or -1 when the batch's answer was.
+ */
+int cats_commit_wait(struct cats_commit *cm);
+/* A batch is in flight (its work runs on the worker thread). */
+bool cats_commit_busy(const struct cats_commit *cm);
+/*
  * Drop what every stream holds behind cm, never to be written (the items a
- * failed commit was to cover, when the run ends); fn may call it.
+ * failed commit was to cover, when the run ends); the ops may call it.
  */
 void cats_commit_discard(struct cats_commit *cm);
 /* Bytes held behind cm in all its streams; on s alone. */

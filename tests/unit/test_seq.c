@@ -2,6 +2,7 @@
  * test_seq.c - CBOR Sequence reader and libevent record streams.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,6 +444,8 @@ on_commit_fn(void *arg)
 	return h->rc;
 }
 
+static const struct cats_commit_ops SYNC_OPS = { on_commit_fn, NULL, NULL };
+
 static void
 test_stream_hold(void)
 {
@@ -459,7 +462,7 @@ test_stream_hold(void)
 	/* Two streams behind one commit: nothing leaves before it. */
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sw);
-	struct cats_commit *cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	struct cats_commit *cm = cats_commit_new(base, &SYNC_OPS, &h, 0);
 	struct cats_stream *out = cats_stream_new(base, -1, sv[1], false,
 	    NULL, 0, &cbs, &c);
 	struct cats_stream *o2 = cats_stream_new(base, -1, sw[1], false,
@@ -533,7 +536,7 @@ test_stream_hold(void)
 	h = (struct hctx){ .fd = -1, .item = &b };
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sw);
-	cm = cats_commit_new(base, on_commit_fn, &h, 3 * b.len);
+	cm = cats_commit_new(base, &SYNC_OPS, &h, 3 * b.len);
 	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
 	o2 = cats_stream_new(base, -1, sw[1], false, NULL, 0, &cbs, &c2);
 	cats_stream_hold(out, cm);
@@ -577,7 +580,7 @@ test_stream_hold(void)
 	h = (struct hctx){ .fd = -1, .item = &b };
 	c = (struct bctx){ 0 };
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	cm = cats_commit_new(base, &SYNC_OPS, &h, 0);
 	out = cats_stream_new(base, -1, sv[1], false, NULL, 5 * b.len, &cbs,
 	    &c);
 	cats_stream_hold(out, cm);
@@ -637,7 +640,7 @@ test_stream_hold(void)
 	cats_stream_free(out);
 	close(sv[0]);
 	close(sv[1]);
-	cm = cats_commit_new(base, on_commit_fn, &h, 0);
+	cm = cats_commit_new(base, &SYNC_OPS, &h, 0);
 	socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
 	out = cats_stream_new(base, -1, sv[1], true, NULL, 0, &cbs, &c);
 	T_OK(cats_stream_hold(out, cm) == -1, "a datagram stream cannot hold");
@@ -647,6 +650,243 @@ test_stream_hold(void)
 	close(sv[1]);
 
 	event_base_free(base);
+	cats_buf_free(&b);
+}
+
+/*
+ * A pipelined commit's owner: a fake commit whose work (on the worker)
+ * waits for the test to let it end (a byte on gate), so the test decides
+ * when each batch is durable; every step is logged in order.
+ */
+struct pctx {
+	char log[64];
+	size_t nlog;
+	int gate[2];		/* work reads a byte from gate[0] to end */
+	int begin_rc, work_rc, end_rc;
+	bool gated;		/* work waits for the gate */
+	pthread_t loop;		/* the loop's thread */
+	bool off_loop;		/* the last work ran on another thread */
+	int end_got;		/* work's answer, as end saw it */
+	int ends;		/* end calls */
+	struct cats_commit *discard;	/* end discards what is held */
+};
+
+static void
+plog(struct pctx *p, char c)
+{
+	if (p->nlog < sizeof(p->log) - 1)
+		p->log[p->nlog++] = c;
+	p->log[p->nlog] = '\0';
+}
+
+static int
+p_begin(void *arg)
+{
+	struct pctx *p = arg;
+	plog(p, 'b');
+	return p->begin_rc;
+}
+
+static int
+p_work(void *arg)
+{
+	struct pctx *p = arg;
+	char c;
+	p->off_loop = !pthread_equal(pthread_self(), p->loop);
+	if (p->gated)
+		while (read(p->gate[0], &c, 1) < 0 && errno == EINTR)
+			;
+	plog(p, 'w');
+	return p->work_rc;
+}
+
+static int
+p_end(void *arg, int rc)
+{
+	struct pctx *p = arg;
+	plog(p, 'e');
+	p->ends++;
+	p->end_got = rc;
+	if (p->discard != NULL)
+		cats_commit_discard(p->discard);
+	return rc < 0 ? rc : p->end_rc;
+}
+
+static const struct cats_commit_ops PIPE_OPS = { p_begin, p_work, p_end };
+
+/* Let the batch in flight end, then the loop see it (the eventfd). */
+static void
+p_land(struct pctx *p, struct event_base *base, struct cats_commit *cm)
+{
+	if (write(p->gate[1], "x", 1) != 1)
+		abort();
+	int ends = p->ends;
+	while (p->ends == ends && cats_commit_busy(cm))
+		event_base_loop(base, EVLOOP_ONCE);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static void
+test_commit_pipeline(void)
+{
+	struct cats_buf a = { 0 }, b = { 0 };
+	encode_json("{\"type\":\"error\",\"code\":\"a\"}", &a);
+	encode_json("{\"type\":\"error\",\"code\":\"bb\"}", &b);
+	ssize_t la = (ssize_t)a.len, lb = (ssize_t)b.len;
+	struct cats_stream_cbs cbs = { .eof = on_beof, .drained = on_bdrained };
+	struct event_base *base = event_base_new();
+	struct bctx c = { 0 };
+	struct pctx p = { .begin_rc = 1, .gated = true,
+		.loop = pthread_self() };
+	int sv[2];
+	if (pipe(p.gate) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		abort();
+	struct cats_commit *cm = cats_commit_new(base, &PIPE_OPS, &p, 0);
+	struct cats_stream *out = cats_stream_new(base, -1, sv[1], false,
+	    NULL, 0, &cbs, &c);
+	T_OK(cm != NULL && cats_stream_hold(out, cm) == 0, "a pipelined "
+	    "commit point");
+
+	/* Batch 1 (a) flies; b is held behind it, for batch 2. */
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(strcmp(p.log, "b") == 0 && cats_commit_busy(cm) &&
+	    pending(sv[0]) == -1, "batch 1 begun, its work on the worker, "
+	    "nothing released (%s)", p.log);
+	cats_stream_send(out, b.p, b.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(strcmp(p.log, "b") == 0 && cats_stream_held(out) == a.len + b.len,
+	    "one batch in flight: the next one is held, not begun (%s)",
+	    p.log);
+	p_land(&p, base, cm);
+	T_OK(p.off_loop, "the work ran off the loop's thread");
+	T_OK(strncmp(p.log, "bweb", 4) == 0 && pending(sv[0]) == la &&
+	    cats_stream_held(out) == b.len, "batch 1 durable: a released, "
+	    "alone; batch 2 (b) begun at once (%s)", p.log);
+	p_land(&p, base, cm);
+	T_OK(strcmp(p.log, "bwebwe") == 0 && pending(sv[0]) == lb &&
+	    cats_commit_held(cm) == 0 && !cats_commit_busy(cm),
+	    "batch 2 durable: b released after a (%s)", p.log);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(p.nlog == 6, "nothing held: no batch");
+
+	/* A failed work: nothing released, no batch by itself; the owner's
+	 * run commits it later (its work here, on the loop). */
+	p.nlog = 0;
+	p.work_rc = -1;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cats_stream_send(out, b.p, b.len);
+	p_land(&p, base, cm);
+	T_OK(strcmp(p.log, "bwe") == 0 && p.end_got == -1 &&
+	    pending(sv[0]) == -1 && cats_stream_held(out) == a.len + b.len,
+	    "work failed: end told, nothing released, none begun (%s)", p.log);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(strcmp(p.log, "bwe") == 0, "still none");
+	p.work_rc = 0;
+	p.gated = false;
+	T_OK(cats_commit_run(cm) == 0 && !p.off_loop &&
+	    pending(sv[0]) == la + lb && cats_stream_held(out) == 0,
+	    "cats_commit_run: the work here, both released in order (%s)",
+	    p.log);
+
+	/* end may refuse what work made durable: nothing released. */
+	p.nlog = 0;
+	p.gated = true;
+	p.end_rc = -1;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	p_land(&p, base, cm);
+	T_OK(strcmp(p.log, "bwe") == 0 && p.end_got == 0 &&
+	    pending(sv[0]) == -1 && cats_stream_held(out) == a.len,
+	    "end refused: held (%s)", p.log);
+	p.end_rc = 0;
+
+	/* begin refuses: no work, no end, nothing released. */
+	p.nlog = 0;
+	p.begin_rc = -1;
+	T_OK(cats_commit_run(cm) == -1 && strcmp(p.log, "b") == 0 &&
+	    pending(sv[0]) == -1, "begin refused: -1, no work (%s)", p.log);
+
+	/* begin says the work is cheap: here and now, in the turn. */
+	p.nlog = 0;
+	p.begin_rc = 0;
+	p.gated = false;
+	event_base_loop(base, EVLOOP_NONBLOCK);	/* (nothing due) */
+	cats_commit_due(cm);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(strcmp(p.log, "bwe") == 0 && !p.off_loop &&
+	    pending(sv[0]) == la, "begin 0: the work on the loop, released "
+	    "in the same turn (%s)", p.log);
+
+	/* cats_commit_wait: the batch in flight ended, its items out. */
+	p.nlog = 0;
+	p.begin_rc = 1;
+	p.gated = true;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cats_stream_send(out, b.p, b.len);
+	if (write(p.gate[1], "x", 1) != 1)
+		abort();
+	T_OK(cats_commit_wait(cm) == 0 && !cats_commit_busy(cm) &&
+	    strcmp(p.log, "bwe") == 0 && pending(sv[0]) == la &&
+	    cats_stream_held(out) == b.len, "wait: batch 1 ended, a out, b "
+	    "held for the next (%s)", p.log);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(strcmp(p.log, "bweb") == 0, "which begins at the end of the "
+	    "turn (%s)", p.log);
+
+	/* max held reached while one flies: it is waited for, then the rest
+	 * committed from send() (here): in order. */
+	if (write(p.gate[1], "x", 1) != 1)
+		abort();
+	cats_stream_free(out);
+	cats_commit_free(cm);
+	pending(sv[0]);
+	p.nlog = 0;
+	cm = cats_commit_new(base, &PIPE_OPS, &p, 2 * a.len + b.len);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
+	cats_stream_hold(out, cm);
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cats_stream_send(out, b.p, b.len);
+	T_OK(pending(sv[0]) == -1, "below max: held");
+	if (write(p.gate[1], "x", 1) != 1 || write(p.gate[1], "x", 1) != 1)
+		abort();
+	cats_stream_send(out, a.p, a.len);
+	T_OK(strcmp(p.log, "bwebwe") == 0 && pending(sv[0]) == 2 * la + lb &&
+	    cats_commit_held(cm) == 0, "at max: the one in flight, then the "
+	    "rest, from send (%s)", p.log);
+
+	/* The items of a batch in flight discarded: never written. */
+	p.nlog = 0;
+	p.discard = cm;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	p_land(&p, base, cm);
+	T_OK(strcmp(p.log, "bwe") == 0 && pending(sv[0]) == -1 &&
+	    cats_commit_held(cm) == 0, "discarded by end: nothing written "
+	    "(%s)", p.log);
+	p.discard = NULL;
+
+	/* Freed with a batch in flight: waited for, its end not called. */
+	p.nlog = 0;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	if (write(p.gate[1], "x", 1) != 1)
+		abort();
+	cats_commit_free(cm);
+	T_OK(strcmp(p.log, "bw") == 0 && cats_stream_held(out) == 0,
+	    "freed in flight: the work waited for, no end (%s)", p.log);
+	cats_stream_send(out, a.p, a.len);
+	T_OK(pending(sv[0]) == la, "and the stream sends as before");
+	cats_stream_free(out);
+	close(sv[0]);
+	close(sv[1]);
+	close(p.gate[0]);
+	close(p.gate[1]);
+	event_base_free(base);
+	cats_buf_free(&a);
 	cats_buf_free(&b);
 }
 
@@ -661,5 +901,6 @@ main(void)
 	test_stream_decode_into();
 	test_stream_batch();
 	test_stream_hold();
+	test_commit_pipeline();
 	return t_done();
 }
