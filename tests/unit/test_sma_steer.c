@@ -70,7 +70,7 @@ static const char base_conf[] =
 static void
 run_fixture(const char *name, uint64_t audits_expected)
 {
-	char path[256], err[300];
+	char path[256], err[300] = "";
 	T_OK(load_conf(base_conf, err, sizeof(err)) == 0, "%s: conf %s",
 	    name, err);
 	struct sma_keys keys;
