@@ -13,12 +13,32 @@ load helper
 setup_file() {
 	command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || return 0
 	export DEB_DIR="$BUILD/deb"
-	DEB_BUILD_OPTIONS="nocheck parallel=2" make -s -C "$TOP" BUILD="$BUILD" \
-		deb >"$BATS_FILE_TMPDIR/make-deb.log" 2>&1 ||
-		{ cat "$BATS_FILE_TMPDIR/make-deb.log" >&2; return 1; }
+	if [ -n "${DEB_BUILDING:-}" ]; then
+		# tests/run.sh started make deb as this file's own build, at
+		# its start, with these options (see there); its exit status
+		# is written to $DEB_BUILDING when it ends.  Niced, on a
+		# machine loaded by others it may be far from done: from now on
+		# it is this file's only work, at the priority of the tests.
+		[ -f "$DEB_BUILDING" ] || [ -z "${DEB_BUILD_PGID:-}" ] ||
+			renice -n 0 -g "$DEB_BUILD_PGID" >/dev/null 2>&1 || true
+		while [ ! -f "$DEB_BUILDING" ]; do sleep 0.5; done
+		[ "$(cat "$DEB_BUILDING")" = 0 ] ||
+			{ cat "$DEB_BUILDING.log" >&2; return 1; }
+	else
+		DEB_BUILD_OPTIONS="nocheck parallel=2" make -s -C "$TOP" \
+			BUILD="$BUILD" deb >"$BATS_FILE_TMPDIR/make-deb.log" 2>&1 ||
+			{ cat "$BATS_FILE_TMPDIR/make-deb.log" >&2; return 1; }
+	fi
 	export DEB=$(ls "$DEB_DIR"/cats_*_*.deb)
 	export XR="$BATS_FILE_TMPDIR/root"
 	dpkg -x "$DEB" "$XR"
+	# lintian (most of what is left of this file's time) runs while the
+	# tests before its own look at the package; its test is the last.
+	if command -v lintian >/dev/null; then
+		L=$BATS_FILE_TMPDIR/lintian
+		{ lintian --fail-on error --tag-display-limit 0 "$DEB" >"$L.out" 2>&1
+		  echo $? >"$L.tmp"; mv "$L.tmp" "$L.status"; } 3>&- &
+	fi
 }
 
 setup() {
@@ -45,15 +65,6 @@ teardown() {
 	grep -q "CATS_VERSION \"$v\"" "$TOP/lib/base/cats.h"
 	# The runtime libraries come from shlibs.
 	dpkg-deb -f "$DEB" Depends | grep -q 'libsodium'
-}
-
-@test "deb: lintian finds no errors" {
-	command -v lintian >/dev/null || skip "no lintian"
-	run lintian --fail-on error --tag-display-limit 0 "$DEB"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	run grep -c '^E: ' <<<"$output"
-	[ "$output" = 0 ]
 }
 
 @test "deb: every tool make install installs is in the package and answers --version and --help" {
@@ -178,4 +189,14 @@ EOF
 	run grep -Ev '^[a-z] /(var/lib/dpkg(/|$)|var/log/(dpkg|alternatives)\.log$|var/cache/(man|debconf|ldconfig)(/|$)|etc/(passwd|group|shadow|gshadow)-?$|etc/\.pwd\.lock$|var/lib/systemd/deb-systemd-helper-(enabled|masked)$)' "$T/left"
 	echo "$output"
 	[ -z "$output" ]
+}
+
+@test "deb: lintian finds no errors" {
+	command -v lintian >/dev/null || skip "no lintian"
+	L=$BATS_FILE_TMPDIR/lintian
+	while [ ! -f "$L.status" ]; do sleep 0.2; done
+	cat "$L.out"
+	[ "$(cat "$L.status")" -eq 0 ]
+	run grep -c '^E: ' "$L.out"
+	[ "$output" = 0 ]
 }
