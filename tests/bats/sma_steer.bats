@@ -7,17 +7,12 @@
 # and the redirects end once it is acknowledged.  Bad [steer] input: one
 # line, refused, counted.
 load helper
+load sma_helper
 
 setup() {
-	W="$BATS_TEST_TMPDIR"
-	PIDS=()
-	cd "$W"
-	cats-key psk -n sma-a -o sma.psk
+	sma_setup
 	cp sma.psk cps.ring
 	chmod 600 cps.ring
-	PS=$(free_port)
-	SP=$(free_port)
-	U=http://127.0.0.1:$SP
 	steer_sma_conf sma-a EF-1 "$W" "$W/sma.psk" ARS "file:$W/steer.cbor" \
 	    "max = 5m" > sma.conf
 }
@@ -32,19 +27,6 @@ start_cps() {
 	wait_for 50 sh -c "curl -s -o /dev/null http://127.0.0.1:$PS/"
 }
 
-start_sma() {
-	bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
-	    -t "http://127.0.0.1:$PS/" "$@" 2>> "$W/sma.err"
-	SMA=$LAST
-	wait_for 50 curl -sf "$U/health"
-}
-
-admin() { curl -s --unix-socket "$W/admin.sock" "http://x$1"; }
-counter() { admin /stats | jq -r ".counters.$1"; }
-synced() {
-	[ "$(admin /stats | jq -r '.counters.sync_state == 0 and
-	    .counters.sync_queued == 0')" = true ]
-}
 partitioned() { [ "$(counter sync_state)" = 2 ]; }
 counter_is() { [ "$(counter "$1")" = "$2" ]; }
 

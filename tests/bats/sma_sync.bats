@@ -5,19 +5,14 @@
 # mutual TLS (the C-PS's ingest speaking it itself), the Prometheus
 # textfile, a policy reload, hierarchical aggregation.
 load helper
+load sma_helper
 
 setup() {
-	W="$BATS_TEST_TMPDIR"
-	PIDS=()
-	cd "$W"
-	cats-key psk -n sma-a -o sma.psk
+	sma_setup
 	cats-key gen -n sma-b -o smab >/dev/null
 	# The C-PS's keyring: sma-a's PSK and sma-b's public key.
 	cat sma.psk smab.pub > cps.ring
 	chmod 600 cps.ring
-	PS=$(free_port)
-	SP=$(free_port)
-	U=http://127.0.0.1:$SP
 	cat > sma.conf <<-EOF
 	id = sma-a
 	site = site-a
@@ -55,16 +50,6 @@ start_cps() {
 	wait_for 50 sh -c "curl -s -o /dev/null http://127.0.0.1:$PS/"
 }
 
-start_sma() {
-	bg cats-sma -c sma.conf -l "$U/" -a "unix:$W/admin.sock" \
-	    -t "http://127.0.0.1:$PS/" "$@" 2>> "$W/sma.err"
-	SMA=$LAST
-	wait_for 50 curl -sf "$U/health"
-}
-
-admin() { curl -s --unix-socket "$W/admin.sock" "http://x$1"; }
-counter() { admin /stats | jq -r ".counters.$1"; }
-
 # One round of reports from SCIs 1..$1 (odd: ARS, even: VRS), GAS from $2.
 round() {
 	local n=$1 g=$2 h=${3:-HEALTHY} ts
@@ -80,12 +65,6 @@ round() {
 	curl -s -o /dev/null -w '%{http_code}' -X POST \
 	    -H 'Content-Type: application/cbor-seq' --data-binary @"$W/r.cbor" \
 	    "$U/reports"
-}
-
-# Caught up: connected and nothing queued.
-synced() {
-	[ "$(admin /stats | jq -r '.counters.sync_state == 0 and
-	    .counters.sync_queued == 0')" = true ]
 }
 
 # The C-PS's table (a SIGUSR2 dump) and cats-sma's advertised view, as
