@@ -11,7 +11,9 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 export PATH="$BUILD/bin:$PATH"
 # The management links (C-SMA -> C-PS ingest) over https with mutual TLS,
-# certificates by examples/keys/make-certs.sh; LOOP_TLS= runs them plain.
+# and the forwarders' control channels over tls: with mutual TLS,
+# certificates by examples/keys/make-certs.sh; LOOP_TLS= runs them plain
+# (the forwarders on unix sockets).
 export LOOP_TLS=${LOOP_TLS-1}
 . "$TOP/examples/demo/loop_net.bash"
 RP_ID=$LOOP_ID
@@ -122,6 +124,7 @@ echo "   client -> ingress IF-1 (cats-fwd) -> core (Linux, SRv6) -> egress EF-1 
 echo "                                                           -> egress EF-2 (cats-fwd) -> site2: site2-a, site2-b"
 echo "   C-PS: cats-select | cats-pce | cats-bind; per site: cats-sma and one cats-sci per instance"
 [ -z "$LOOP_TLS" ] || echo "   management links: each cats-sma to the C-PS's ingest over https, mutual TLS"
+[ -z "$LOOP_TLS" ] || echo "   control links: each cats-fwd to cats-select and cats-bind over tls:, mutual TLS"
 echo "   service S1 = http://203.0.113.100/; instances report active connections as computing time (+10 ms each) and slots"
 step "starting"
 loop_up || fail "the loop did not come up"
@@ -135,6 +138,33 @@ if [ -n "$LOOP_TLS" ]; then
 	done
 	say "the site agents reach the C-PS over https with mutual TLS (TLS $(sed -n 's/.*event=tls-peer .*version=TLSv\([0-9.]*\).*/\1/p' "$LOOP_DIR/log/select.audit" | tail -1));"
 	say "   each certificate names its C-SMA, CS-ID and site (cats:sma:sma-site1, cats:cs:S1, cats:site:site1), which the ingest holds it to"
+	# The forwarders' channels: cats-select's audit in select.audit,
+	# cats-bind's on cats-cps's stderr.
+	loop_wait 100 grep -q 'event=tls-peer .*subject="CN=IF-1"' "$LOOP_DIR/log/select.audit" ||
+		fail "IF-1 did not reach cats-select over mutual TLS"
+	for f in IF-1 EF-1 EF-2; do
+		loop_wait 100 grep -q "event=tls-peer .*subject=\"CN=$f\"" "$LOOP_DIR/log/cps.err" ||
+			fail "$f did not reach cats-bind over mutual TLS"
+	done
+	say "the forwarders reach cats-select (IF-1) and cats-bind (IF-1, EF-1, EF-2) over tls: with mutual TLS, each with its own certificate"
+	# A certificate revoked: make-certs.sh -r writes the CRL, SIGHUP to
+	# cats-cps makes every stage read it again; the next handshake with it
+	# is refused.
+	sh "$LOOP_EX/keys/make-certs.sh" -r sma-old "$LOOP_DIR/tls" >/dev/null ||
+		fail "make-certs.sh -r failed"
+	n=$(grep -c 'event=tls-reloaded' "$LOOP_DIR/log/select.audit")
+	kill -HUP "$(cat "$LOOP_DIR/pid/cps")"
+	loop_wait 50 sh -c "[ \$(grep -c 'event=tls-reloaded' '$LOOP_DIR/log/select.audit') -gt $n ]" ||
+		fail "cats-select did not reload its TLS files"
+	if lx "$LS2" curl -s -o /dev/null -m 5 --cacert "$LOOP_DIR/tls/ca.crt" \
+		--cert "$LOOP_DIR/tls/sma-old.crt" --key "$LOOP_DIR/tls/sma-old.key" \
+		"$(loop_northbound url 2)"; then
+		fail "a revoked certificate was taken"
+	fi
+	loop_wait 50 grep -q 'event=tls-refused .*certificate revoked' "$LOOP_DIR/log/select.audit" ||
+		fail "the revoked certificate's refusal was not audited"
+	say "a second certificate of site 2 revoked (make-certs.sh -r sma-old, SIGHUP to cats-cps): refused at the handshake:"
+	say "   $(grep 'event=tls-refused .*certificate revoked' "$LOOP_DIR/log/select.audit" | tail -1 | sed 's/.*event=tls-refused //')"
 fi
 say "every instance is advertised HEALTHY; the C-PS's view (latency = path delay + computing time):"
 view

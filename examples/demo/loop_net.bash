@@ -6,6 +6,7 @@
 #   192.0.2.10       cats-fwd               Linux  ──x2/e1── egress EF-2 ──e2/s0── site 2
 #                                           SRv6             cats-fwd
 #   C-PS ──m1/m0── site 1, C-PS ──m2/m0── site 2 (management links)
+#   C-PS ──m3/m0── IF-1, ──m4/m0── EF-1, ──m5/m0── EF-2 (control links)
 #
 # Namespaces (names end in $LOOP_ID so that runs do not collide):
 #   lpc  client 192.0.2.10/24 (+ .11-.74 for the benchmark), gateway .1
@@ -29,7 +30,8 @@
 # IF-1 2001:db8:1::1, CORE 2001:db8:ff::1, EF-1 2001:db8:2::1,
 # EF-2 2001:db8:3::1.  The TE database is examples/topology.json, the
 # catalogue examples/services.jsonl.  The forwarders reach the C-PS on unix
-# sockets in $LOOP_DIR; the site agents reach it over the management links.
+# sockets in $LOOP_DIR, or with LOOP_TLS over tls: on the control links
+# (loop_chan); the site agents reach it over the management links.
 #
 # Use: . loop_net.bash; loop_up; ...; loop_down.  loop_down removes every
 # namespace, process, socket and file of the run, also after a failure.
@@ -51,7 +53,8 @@ LOOP_PEER_KEYS=${LOOP_PEER_KEYS-1}
 # (cats-select | cats-pce | cats-bind on fifos).
 LOOP_CPS=${LOOP_CPS:-cps}
 # LOOP_TLS=1: the management links speak https with mutual TLS (see
-# loop_northbound); make demo runs so.
+# loop_northbound), and the forwarders' control channels tls: with mutual
+# TLS on the control links (loop_chan); make demo runs so.
 LOOP_TLS=${LOOP_TLS:-}
 # LOOP_FSYNC: cats-bind's journal sync policy (--fsync always, interval or
 # never); unset, its default (always).
@@ -163,6 +166,9 @@ loop_net_up() {
 	ip link add e2 netns "$LE2" type veth peer name s0 netns "$LS2"
 	ip link add m1 netns "$LM" type veth peer name m0 netns "$LS1"
 	ip link add m2 netns "$LM" type veth peer name m0 netns "$LS2"
+	ip link add m3 netns "$LM" type veth peer name m0 netns "$LI"
+	ip link add m4 netns "$LM" type veth peer name m0 netns "$LE1"
+	ip link add m5 netns "$LM" type veth peer name m0 netns "$LE2"
 	lx "$LC" ip addr add 192.0.2.10/24 dev c0
 	for n in $(seq 11 74); do
 		lx "$LC" ip addr add 192.0.2.$n/24 dev c0
@@ -184,9 +190,16 @@ loop_net_up() {
 	lx "$LM" ip addr add 10.255.2.1/30 dev m2
 	lx "$LS1" ip addr add 10.255.1.2/30 dev m0
 	lx "$LS2" ip addr add 10.255.2.2/30 dev m0
+	for n in 3 4 5; do
+		lx "$LM" ip addr add "10.255.$n.1/30" dev "m$n"
+	done
+	lx "$LI" ip addr add 10.255.3.2/30 dev m0
+	lx "$LE1" ip addr add 10.255.4.2/30 dev m0
+	lx "$LE2" ip addr add 10.255.5.2/30 dev m0
 	for n in "$LC c0" "$LI i0" "$LI i1" "$LX x0" "$LX x1" "$LX x2" \
 	    "$LE1 e1" "$LE1 e2" "$LE2 e1" "$LE2 e2" "$LS1 s0" "$LS2 s0" \
-	    "$LS1 m0" "$LS2 m0" "$LM m1" "$LM m2"; do
+	    "$LS1 m0" "$LS2 m0" "$LM m1" "$LM m2" "$LM m3" "$LM m4" "$LM m5" \
+	    "$LI m0" "$LE1 m0" "$LE2 m0"; do
 		set -- $n
 		lx "$1" ip link set "$2" up
 	done
@@ -263,16 +276,19 @@ EOF
 	[ -z "$LOOP_TLS" ] || loop_certs
 }
 
-# The certificates of the management links (examples/keys/make-certs.sh):
-# cats-select's names the C-PS's addresses on both links; each site
-# agent's names its C-SMA, the CS-ID and the site it may report
-# (cats-select(1) THE C-SMA INGEST).
+# The certificates of the management and control links
+# (examples/keys/make-certs.sh): cats-select's (the C-PS's, every stage's)
+# names the C-PS's addresses on all five links; each site agent's names its
+# C-SMA, the CS-ID and the site it may report (cats-select(1) THE C-SMA
+# INGEST); each forwarder has its own; sma-old is another of site 2's,
+# which the demo revokes.
 loop_certs() {
 	sh "$LOOP_EX/keys/make-certs.sh" "$LOOP_DIR/tls" \
-		"cats-select=IP:10.255.1.1,IP:10.255.2.1" \
+		"cats-select=IP:10.255.1.1,IP:10.255.2.1,IP:10.255.3.1,IP:10.255.4.1,IP:10.255.5.1" \
 		"sma-site1=URI:cats:sma:sma-site1,URI:cats:cs:S1,URI:cats:site:site1" \
 		"sma-site2=URI:cats:sma:sma-site2,URI:cats:cs:S1,URI:cats:site:site2" \
-		>/dev/null || return 1
+		"sma-old=URI:cats:sma:sma-site2,URI:cats:cs:S1,URI:cats:site:site2" \
+		IF-1 EF-1 EF-2 >/dev/null || return 1
 	printf '[http]\nca-file = %s\n' "$LOOP_DIR/tls/ca.crt" \
 		>>"$LOOP_DIR/sma1.conf"
 	printf '[http]\nca-file = %s\n' "$LOOP_DIR/tls/ca.crt" \
@@ -286,6 +302,43 @@ loop_tls_opts() {
 	printf '%s\n' "--tls-cert=$LOOP_DIR/tls/cats-select.crt" \
 		"--tls-key=$LOOP_DIR/tls/cats-select.key" \
 		"--tls-ca=$LOOP_DIR/tls/ca.crt" "--tls-crl=$LOOP_DIR/tls/crl.pem"
+}
+
+# ---- the forwarders' control channels ----
+#
+# Without LOOP_TLS, unix sockets in $LOOP_DIR (select.sock, bind.sock);
+# with it, tls: on the control links: cats-select on port 8402, cats-bind
+# on 8403, the forwarders presenting their own certificates.
+#   loop_chan listen NAME       the --listen of select or bind
+#   loop_chan to NAME FWD       what forwarder FWD (IF-1, EF-1, EF-2) dials
+#   loop_chan probe NAME        it listens (from the C-PS's host)
+#   loop_chan tls FWD           the forwarder's --tls-* options
+loop_chan() {
+	local port=8402 k
+	[ "$2" = bind ] && port=8403
+	case $1 in
+	listen)
+		if [ -n "$LOOP_TLS" ]; then echo "tls:0.0.0.0:$port"
+		else echo "unix:$LOOP_DIR/$2.sock"; fi
+		;;
+	to)
+		case $3 in IF-1) k=3 ;; EF-1) k=4 ;; *) k=5 ;; esac
+		if [ -n "$LOOP_TLS" ]; then echo "tls:10.255.$k.1:$port"
+		else echo "unix:$LOOP_DIR/$2.sock"; fi
+		;;
+	probe)
+		if [ -n "$LOOP_TLS" ]; then
+			lx "$LM" ss -Hltn "sport = :$port" | grep -q .
+		else
+			python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/$2.sock"
+		fi
+		;;
+	tls)
+		[ -z "$LOOP_TLS" ] ||
+			echo "--tls-cert $LOOP_DIR/tls/$2.crt --tls-key $LOOP_DIR/tls/$2.key" \
+				"--tls-ca $LOOP_DIR/tls/ca.crt --tls-crl $LOOP_DIR/tls/crl.pem"
+		;;
+	esac
 }
 
 # The selector's network view, IF-1 to each egress, derived from the TE
@@ -367,7 +420,7 @@ loop_fifos() {
 loop_select_opts() {
 	printf '%s\n' --id=cps --seed=1 "--services=$LOOP_EX/services.jsonl" \
 		"--net=$LOOP_DIR/nst.jsonl" "--keys=$LOOP_DIR/keys/select.ring" \
-		"--listen=unix:$LOOP_DIR/select.sock" \
+		"--listen=$(loop_chan listen select)" \
 		"--audit=file:$LOOP_DIR/log/select.audit" \
 		"--stats-to=file:$LOOP_DIR/select.stats" \
 		"--state=$LOOP_DIR/select.state" $(loop_prom select | tr ' ' =) \
@@ -379,7 +432,7 @@ loop_pce_opts() {
 loop_bind_opts() {
 	printf '%s\n' --id=cats-bind "--journal=$LOOP_DIR/journal" \
 		$(loop_prom bind | tr ' ' =) \
-		"--listen=unix:$LOOP_DIR/bind.sock" \
+		"--listen=$(loop_chan listen bind)" \
 		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
 		"--trace=$LOOP_DIR/bind.trace" --idle=30s \
 		${LOOP_FSYNC:+"--fsync=$LOOP_FSYNC"}
@@ -420,10 +473,10 @@ loop_stage_wait() {
 	case $1 in
 	select)
 		loop_wait 50 loop_northbound probe &&
-		loop_wait 50 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/select.sock"
+		loop_wait 50 loop_chan probe select
 		;;
 	bind)
-		loop_wait 50 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/bind.sock"
+		loop_wait 50 loop_chan probe bind
 		;;
 	esac
 }
@@ -456,7 +509,7 @@ loop_select_start() {
 	while IFS= read -r a; do o+=("$a"); done < <(loop_select_opts; loop_tls_opts)
 	loop_bg select "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/f1" cats-select \
 		"${o[@]}" "$@"
-	loop_wait 50 test -S "$LOOP_DIR/select.sock" &&
+	loop_wait 50 loop_chan probe select &&
 	loop_wait 50 loop_northbound probe
 }
 
@@ -477,10 +530,10 @@ loop_bind_start() {
 	fi
 	rm -f "$LOOP_DIR/bind.sock"
 	local o=() a
-	while IFS= read -r a; do o+=("$a"); done < <(loop_bind_opts)
+	while IFS= read -r a; do o+=("$a"); done < <(loop_bind_opts; loop_tls_opts)
 	loop_bg bind "$LM" "$LOOP_DIR/f3" "$LOOP_DIR/bind.cbor" cats-bind \
 		"${o[@]}" "$@"
-	loop_wait 50 test -S "$LOOP_DIR/bind.sock"
+	loop_wait 50 loop_chan probe bind
 }
 
 loop_cps_start() {
@@ -509,8 +562,8 @@ loop_ingress_start() {
 		--src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
 		--service S1=203.0.113.100 --intercept 203.0.113.99 \
 		--mode-b udp:7100:0 \
-		--select "unix:$LOOP_DIR/select.sock" \
-		--bind "unix:$LOOP_DIR/bind.sock" \
+		--select "$(loop_chan to select IF-1)" \
+		--bind "$(loop_chan to bind IF-1)" $(loop_chan tls IF-1) \
 		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
 		$([ "$LOOP_CPS" = cps ] || echo --no-path-down) \
@@ -527,7 +580,8 @@ loop_egress_start() {
 		--core "af_packet:e1,peer=$(loop_mac "$LX" x$n)" \
 		--site "af_packet:e2,peer=$(loop_mac "$([ "$n" = 1 ] && echo "$LS1" || echo "$LS2")" s0)" \
 		--src6 "2001:db8:$((n + 1))::1" --sid "2001:db8:$((n + 1))::1" \
-		--owns "$nets" --bind "unix:$LOOP_DIR/bind.sock" \
+		--owns "$nets" --bind "$(loop_chan to bind "EF-$n")" \
+		$(loop_chan tls "EF-$n") \
 		--return "IF-1=$(jq -r '.nodes[] | select(.id == "IF-1") | .srv6_sid' \
 			"$LOOP_EX/topology.json")" \
 		--key "$LOOP_DIR/keys/EF-$n.psk" $(loop_peer_keys) \

@@ -22,6 +22,10 @@ leftovers() {
 	[ "$status" -eq 0 ]
 	# The management links over https, mutual TLS (make-certs.sh's).
 	[[ "$output" == *"the site agents reach the C-PS over https with mutual TLS (TLS 1."* ]]
+	# The forwarders' control channels over tls:, mutual TLS; a revoked
+	# certificate refused after a CRL reload (SIGHUP).
+	[[ "$output" == *"the forwarders reach cats-select (IF-1) and cats-bind (IF-1, EF-1, EF-2) over tls: with mutual TLS"* ]]
+	[[ "$output" == *"reason=\"certificate: certificate revoked"* ]]
 	[[ "$output" == *"1. curl to the service address is answered by the best instance"* ]]
 	[[ "$output" == *"->  site1-a"* ]]
 	[[ "$output" == *"198.51.100.12:80 STALE -> FAILED (no-report-within-grace)"* ]]
