@@ -6,7 +6,9 @@
 # s_time -new) with a client certificate required against without; and a
 # record channel (cats-pce --listen) over tls: against tcp:, path requests
 # answered per second on one connection.  Certificates by
-# examples/keys/make-certs.sh.  Rows: name | value | baseline | ratio;
+# examples/keys/make-certs.sh.  Also cats-sma's HTTP push face (POST
+# /reports, one report each) over https with a client certificate against
+# http, kept alive.  Rows: name | value | baseline | ratio;
 # timings are printed, never asserted.
 set -e
 . "$(dirname "$0")/lib/bench.sh"
@@ -24,7 +26,15 @@ up() { # wait until a port takes connections
 }
 now_ms() { date +%s%3N; }
 
-sh "$(dirname "$0")/../examples/keys/make-certs.sh" "$W/k" srv cli >/dev/null
+if ! sh "$(dirname "$0")/../examples/keys/make-certs.sh" "$W/k" srv cli >/dev/null; then
+	for r in "TLS requests/s, kept-alive, mutual TLS" \
+	    "TLS HTTP push reports/s, kept-alive, mutual TLS" \
+	    "TLS full handshakes/s with a client certificate" \
+	    "TLS record channel answers/s" "TLS request p99 under attack"; do
+		echo "$r | error: make-certs.sh failed | error | error"
+	done
+	exit 0
+fi
 K=$W/k
 SRV="--tls-cert $K/srv.crt --tls-key $K/srv.key"
 CLI="--cacert $K/ca.crt --cert $K/cli.crt --key $K/cli.key"
@@ -62,10 +72,73 @@ PIDS="$PIDS $!"
 cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$P3/" $SRV \
     2>/dev/null &
 PIDS="$PIDS $!"
-up "$P1" && up "$P2" && up "$P3"
+up "$P1" && up "$P2" && up "$P3" || true	# a server that is not up: its row says error
 tls=$(reqs "https://127.0.0.1:$P1")
 plain=$(reqs "http://127.0.0.1:$P2")
 echo "TLS requests/s, kept-alive, mutual TLS (cats-sci GET, curl, $N in a row) | $(cell "$tls" req/s https) | $(cell "$plain" "req/s http" "plain http") | $(ratio "$tls" "$plain")"
+
+# HTTP push (issue 20's row): cats-sma's push face taking N reports, one
+# POST /reports each, on one kept-alive connection (a Python client, the
+# same both ways): https with a client certificate against http.
+bench_sma "$N" dump >"$W/r.cbor" 2>/dev/null || : >"$W/r.cbor"
+printf 'id = bench\naudit = none\n[auth]\nmode = none\nskew = 0\n[timing]\ninterval = 60s\n[cache]\nmax-entries = 200000\n[limits]\nrate = 0\nsci-rate = 0\n' >"$W/push.conf"
+cat >"$W/push.py" <<'PY'
+# push.py URL N FILE KEYDIR: N reports of FILE (a CBOR Sequence) POSTed one
+# per request on one kept-alive connection (https: with the client
+# certificate of KEYDIR); reports/s, or "error: ...".
+import http.client, ssl, sys, time, urllib.parse
+url, n, f, k = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+b = open(f, "rb").read()
+def skip(i):  # the end of the CBOR item at i (definite lengths only)
+    ib = b[i]; mt, ai = ib >> 5, ib & 31; i += 1
+    if ai < 24: v = ai
+    elif ai < 28:
+        w = 1 << (ai - 24); v = int.from_bytes(b[i:i + w], "big"); i += w
+    else: raise ValueError("indefinite length")
+    if mt in (2, 3): return i + v
+    for _ in range(v if mt == 4 else 2 * v if mt == 5 else 1 if mt == 6 else 0):
+        i = skip(i)
+    return i
+items, i = [], 0
+while i < len(b) and len(items) < n:
+    j = skip(i); items.append(b[i:j]); i = j
+if len(items) < n:
+    print("error: only %d reports from bench_sma" % len(items)); sys.exit()
+u = urllib.parse.urlsplit(url)
+if u.scheme == "https":
+    ctx = ssl.create_default_context(cafile=k + "/ca.crt")
+    ctx.load_cert_chain(k + "/cli.crt", k + "/cli.key")
+    c = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=10)
+else:
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+t0 = time.monotonic()
+for it in items:
+    c.request("POST", "/reports", it, {"Content-Type": "application/cbor"})
+    r = c.getresponse(); body = r.read()
+    if r.status != 200:
+        print("error: %d %s" % (r.status, body[:80].decode(errors="replace")))
+        sys.exit()
+print("%.0f" % (n / (time.monotonic() - t0)))
+PY
+P6=$(port)
+P7=$(port)
+# shellcheck disable=SC2086
+cats-sma -c "$W/push.conf" -q -l "https://127.0.0.1:$P6/" $SRV \
+    --tls-ca "$K/ca.crt" -t file:/dev/null 2>/dev/null &
+PIDS="$PIDS $!"
+cats-sma -c "$W/push.conf" -q -l "http://127.0.0.1:$P7/" -t file:/dev/null \
+    2>/dev/null &
+PIDS="$PIDS $!"
+if up "$P6" && up "$P7"; then
+	pt=$(python3 "$W/push.py" "https://127.0.0.1:$P6/" "$N" "$W/r.cbor" "$K" ||
+	    echo "error: the client failed")
+	pp=$(python3 "$W/push.py" "http://127.0.0.1:$P7/" "$N" "$W/r.cbor" "$K" ||
+	    echo "error: the client failed")
+else
+	pt="error: cats-sma did not listen" pp=$pt
+fi
+echo "TLS HTTP push reports/s, kept-alive, mutual TLS (cats-sma POST /reports, $N in a row; goal >= 0.7x) | $(cell "$pt" rep/s https) | $(cell "$pp" "rep/s http" "plain http") | $(ratio "$pt" "$pp")"
+
 mut=$(shakes "$P1" -cert "$K/cli.crt" -key "$K/cli.key")
 one=$(shakes "$P3")
 echo "TLS full handshakes/s with a client certificate (openssl s_time -new) | $(cell "$mut" handshakes/s "mutual TLS") | $(cell "$one" "handshakes/s server-only TLS" "server-only TLS") | $(ratio "$mut" "$one")"
@@ -86,7 +159,7 @@ cats-pce -t "$LAB" --insecure --cache 0 --listen "tls:127.0.0.1:$P4" $SRV \
 PIDS="$PIDS $!"
 cats-pce -t "$LAB" --insecure --cache 0 --listen "tcp:127.0.0.1:$P5" 2>/dev/null &
 PIDS="$PIDS $!"
-up "$P4" && up "$P5"
+up "$P4" && up "$P5" || true	# a server that is not up: its row says error
 # Answers per second until the last of N came back (a Python client:
 # the requests sent from a thread, the answers counted), or why not.
 recs() { # PORT tls|tcp
