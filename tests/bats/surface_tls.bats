@@ -147,7 +147,7 @@ battery() {
 	    "https://127.0.0.1:$port/report"
 }
 
-@test "tls: cats-pce's record channel on tls:: records answered, refusals audited, plaintext refused, no record content in a capture" {
+@test "tls: cats-pce's record channel on tls:: records answered, refusals audited, plaintext refused, no record content in a capture (tcpdump, tshark)" {
 	need_root
 	port=$(free_port)
 	bg cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$port" \
@@ -167,6 +167,18 @@ battery() {
 	# The capture holds the exchange, and none of its text in clear.
 	[ "$(tcpdump -r "$W/cap.pcap" -n 2>/dev/null | wc -l)" -ge 6 ]
 	! grep -aq -e path-req -e path-rep -e srmpls -e EF-2 "$W/cap.pcap"
+	# tshark, told the port is TLS, reads it as TLS records: the records
+	# travel as application data (content type 23), and the TCP payloads
+	# put together hold none of their text either.
+	# (TLS 1.3 names a record's outer type opaque_type.)
+	[ "$(tshark -r "$W/cap.pcap" -n -d "tcp.port==$port,tls" \
+	    -Y 'tls.record.opaque_type == 23 || tls.record.content_type == 23' \
+	    2>/dev/null | wc -l)" -ge 2 ]
+	tshark -r "$W/cap.pcap" -n -T fields -e tcp.payload 2>/dev/null |
+	    python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(sys.stdin.read().replace(":", "").replace("\n", "")))' \
+	    >"$W/payload"
+	[ -s "$W/payload" ]
+	! grep -aq -e path-req -e path-rep -e srmpls -e EF-2 "$W/payload"
 	battery "$port" "$W/err"
 	# Plaintext records to the TLS port: refused, audited; still answering.
 	socat -t 1 - "TCP:127.0.0.1:$port" <"$W/q.cbor" >"$W/p.out" || true
@@ -283,6 +295,51 @@ start_sma() {
 	run "${CURL[@]}" "http://127.0.0.1:$mp/metrics"
 	[ "$status" -ne 0 ]
 	battery "$mp" "$W/pce.err"
+}
+
+@test "tls: every TLS server reads its CRL again on SIGHUP: cats-sma's push and admin faces, cats-pce's tls: and /metrics, cats-select's and cats-bind's channels and ingest" {
+	start_sma
+	spid=$LAST
+	tp=$(free_port)
+	mp=$(free_port)
+	bg cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$tp" \
+	    --prometheus "https://127.0.0.1:$mp/" "${TLS[@]}" 2>"$W/pce.err"
+	ppid=$LAST
+	sp=$(free_port)
+	ip=$(free_port)
+	cats-key psk -n sma-a -o "$W/sma.psk" >/dev/null
+	bg cats-select --listen "tls:127.0.0.1:$sp" --ingest "https://127.0.0.1:$ip/" \
+	    --ingest-keys "$W/sma.psk" --no-auth "${TLS[@]}" \
+	    </dev/null >/dev/null 2>"$W/sel.err"
+	selpid=$LAST
+	bp=$(free_port)
+	mkfifo "$W/bind.in"
+	exec 7<>"$W/bind.in"
+	bg cats-bind --listen "tls:127.0.0.1:$bp" "${TLS[@]}" <"$W/bind.in" \
+	    >/dev/null 2>"$W/bind.err"
+	bpid=$LAST
+	servers=("$pp sma" "$ap sma" "$tp pce" "$mp pce" "$sp sel" "$ip sel" "$bp bind")
+	for s in "${servers[@]}"; do
+		set -- $s
+		wait_for 50 port_open "$1"
+		shake "$1" -cert "$K/cli2.crt" -key "$K/cli2.key"
+		wait_for 50 grep -q "event=tls-peer src=127.0.0.1:[0-9]* subject=\"CN=cli2\"" "$W/$2.err"
+	done
+	sh "$TOP/examples/keys/make-certs.sh" -r cli2 "$K"
+	kill -HUP "$spid" "$ppid" "$selpid" "$bpid"
+	for e in sma pce sel bind; do
+		wait_for 50 grep -q 'event=tls-reloaded' "$W/$e.err"
+	done
+	for s in "${servers[@]}"; do
+		set -- $s
+		n=$(grep -c 'event=tls-refused .*certificate revoked' "$W/$2.err" || true)
+		shake "$1" -cert "$K/cli2.crt" -key "$K/cli2.key"
+		wait_for 50 sh -c "[ \$(grep -c 'event=tls-refused .*certificate revoked' '$W/$2.err') -gt $n ]"
+		# A certificate not revoked is still taken.
+		shake "$1" -cert "$K/cli.crt" -key "$K/cli.key"
+		! grep -qE 'alert|error:' "$W/shake.out"
+	done
+	exec 7>&-
 }
 
 @test "tls: cats-sma's push face holds an SCI's certificate to the CS-IDs it names (cats:cs:); two CSCI-IDs in one certificate are refused" {
