@@ -78,12 +78,33 @@ loop_stop site1-a
 lx "$LS1" sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535
 loop_bg sink "$LS1" - - tcpload sink 198.51.100.11 80
 # One client address of its own for each one-client run (cats-bind counts
-# bindings by client address): .10 the C-PS's, .75-.77 the others'.
-for a in 75 76 77; do
+# bindings by client address): .10 the C-PS's, .75-.77 the others'; .78
+# the probes of serving.
+for a in 75 76 77 78; do
 	lx "$LC" ip addr add 192.0.2.$a/24 dev c0
 done
 MANY=192.0.2.11-74
 sleep 0.5
+
+# serving WHO: after a switch of the C-PS (cats-cps started again, fake-cps
+# in its place), wait until one new flow is established (a probe a half
+# second, up to 15 s; the time it took goes to stderr), so that a
+# throughput run measures the loop serving, not its start; the start's
+# outage is the restart rows' figure.  Ports of their own (40000 up).
+PROBE=40000
+serving() {
+	local t0 i
+	t0=$(date +%s%3N)
+	for i in $(seq 30); do
+		PROBE=$((PROBE + 1))
+		if lx "$LC" tcpload -c 1 -n 1 -t 500 -p $PROBE 203.0.113.100 80 \
+			192.0.2.78 2>/dev/null | grep -q ' ok=1 '; then
+			echo "loop: $1 served a new flow $(($(date +%s%3N) - t0)) ms after the probes began" >&2
+			return 0
+		fi
+	done
+	echo "loop: $1 served no new flow in 15 s of probes" >&2
+}
 
 # tcpload's line as "flows|ok|failed|rate|p50|p99|detail" (detail: the
 # failures by cause), or the reason there is none in each field: a failure
@@ -139,6 +160,7 @@ measures() {
 		M[one_p50] M[one_p99] M[one_detail] \
 		<<<"$(gen "delay-$1-1" 10000 -c 1 -d "$DUR" -q "$one")"
 }
+serving cats-cps
 measures cps 10000 192.0.2.10
 if [ "$LOOP_CPS" = cps ]; then
 	act=$(kill -USR1 "$(loop_pid cps)"; sleep 0.8; cats-cbor decode "$LOOP_DIR/cps.stats" 2>/dev/null |
@@ -243,7 +265,7 @@ fsync_run() {
 		M[paced_p50]=$e M[paced_p99]=$e
 		return
 	fi
-	sleep 1
+	serving "cats-cps --fsync $1"
 	IFS='|' read -r _ _ M[many_failed] M[many_rate] _ _ _ \
 		<<<"$(gen "delay-cps-fsync-$1" "$2" -c 64 -d "$DUR" -q "$MANY")"
 	[ -n "${3:-}" ] || return 0
@@ -277,7 +299,7 @@ for f in IF-1 EF-1; do
 		sleep 0.2
 	done
 done
-sleep 0.5
+serving fake-cps
 measures fakecps 24000 192.0.2.76
 
 # The kernel path in the same namespaces: the forwarders stopped, their
@@ -321,6 +343,7 @@ elif ! lx "$LC" curl -s -m 3 -o /dev/null http://203.0.113.100/; then
 	KERNEL_WHY="no answer through the kernel path"
 fi
 if [ -z "$KERNEL_WHY" ]; then
+	serving "the kernel path"
 	measures kernel 30000 192.0.2.77
 else
 	echo "loop: the kernel path is not measured: $KERNEL_WHY" >&2
