@@ -59,6 +59,9 @@ LOOP_TLS=${LOOP_TLS:-}
 # LOOP_FSYNC: cats-bind's journal sync policy (--fsync always, interval or
 # never); unset, its default (always).
 LOOP_FSYNC=${LOOP_FSYNC:-}
+# LOOP_CLIENT_BINDINGS: cats-bind's per-client binding limit (--limit
+# client-bindings=N, cats-bind(1) LIMITS); empty: its default, 4096.
+LOOP_CLIENT_BINDINGS=${LOOP_CLIENT_BINDINGS:-}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -422,7 +425,8 @@ loop_select_opts() {
 		"--net=$LOOP_DIR/nst.jsonl" "--keys=$LOOP_DIR/keys/select.ring" \
 		"--listen=$(loop_chan listen select)" \
 		"--audit=file:$LOOP_DIR/log/select.audit" \
-		"--stats-to=file:$LOOP_DIR/select.stats" \
+		"$([ "${LOOP_CPS:-cps}" = cps ] && echo --dump-to ||
+			echo --stats-to)=file:$LOOP_DIR/select.stats" \
 		"--state=$LOOP_DIR/select.state" $(loop_prom select | tr ' ' =) \
 		$(loop_northbound select-args | sed 's/--\([a-z-]*\) /--\1=/g')
 }
@@ -435,7 +439,8 @@ loop_bind_opts() {
 		"--listen=$(loop_chan listen bind)" \
 		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
 		"--trace=$LOOP_DIR/bind.trace" --idle=30s \
-		${LOOP_FSYNC:+"--fsync=$LOOP_FSYNC"}
+		${LOOP_FSYNC:+"--fsync=$LOOP_FSYNC"} \
+		${LOOP_CLIENT_BINDINGS:+"--limit=client-bindings=$LOOP_CLIENT_BINDINGS"}
 }
 
 # cats-cps's configuration: a section per stage, each option a line.

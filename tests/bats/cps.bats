@@ -37,6 +37,7 @@ t = $TOPO
 [bind]
 commit = ${COMMIT:-none}
 listen = unix:$T/bind.sock
+${BIND_EXTRA:-}
 EOF
 	mkfifo "$T/in"
 	sleep 1000 >"$T/in" &
@@ -52,7 +53,8 @@ EOF
 metric() { s1_metric; }
 request() { s1_request "unix:$T/select.sock" "$1"; }
 
-out_has() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -e "$1" >/dev/null; }
+# (slurped: jq -e alone answers for the last record only)
+out_has() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -se "[.[] | $1] | length > 0" >/dev/null; }
 bound() { out_has "select(.type == \"binding\" and .op == \"install\" and .txn == $1)"; }
 stage_pid() { pgrep -P "$(cat "$T/cps.pid")" -x "cats-$1"; }
 
@@ -259,6 +261,19 @@ EOF
 	last | jq -e '.counters | .["pce.request_rate"] > 0 and
 	    .["select.decision_rate"] > 0'
 	kill $s1 $s2
+}
+
+# cats-bind's per-client binding limit is a key of its section.
+@test "cats-cps: [bind] limit = client-bindings=N: the client's next flow fails closed, limit-client" {
+	BIND_EXTRA="limit = client-bindings=2" start_live
+	metric >"$T/in"
+	for t in 1 2 3; do request $t; done
+	# (jq -e answers for the last record only: the whole output slurped.)
+	out() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -se "$1" >/dev/null; }
+	wait_for 30 out 'any(.[]; .type == "error" and .txn == 3 and
+	    .code == "limit-client")'
+	out '[.[] | select(.type == "binding" and .op == "install") | .txn] ==
+	    [1, 2]'
 }
 
 # The loop closed: a forwarder's path-down makes cats-bind ask for a new
