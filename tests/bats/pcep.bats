@@ -143,6 +143,7 @@ start_pce() {	# topology [more options]
 
 @test "pcep: a flood of refused peers: the audit is rate-limited, the suppressed lines counted and told" {
 	start_pce "$LAB" --pcep-allow 192.0.2.0/24
+	t0=$(date +%s%3N)
 	python3 - "$PORT" <<'EOP'
 import socket, sys
 for i in range(300):
@@ -152,9 +153,13 @@ EOP
 	wait_for 50 grep -q '"type":"stats"' "$T/err"
 	grep '"type":"stats"' "$T/err" | tail -1 |
 	    jq -e '.counters["pcep.audit_suppressed"] > 0 and .counters["pcep.refused"] >= 250'
-	# At most the burst (50) and what 20 a second adds while it lasted.
+	t1=$(date +%s%3N)
+	# At most the burst (50) and what 20 a second adds while it lasted,
+	# as long as it lasted here (a fixed 150, 5 s of flood, is a budget a
+	# loaded machine can overrun), and 2 s more for the windows it began
+	# and ended in.
 	n=$(grep -c 'event=pcep-refused' "$T/err")
-	[ "$n" -ge 50 ] && [ "$n" -lt 150 ]
+	[ "$n" -ge 50 ] && [ "$n" -le $((50 + 20 * ((t1 - t0) / 1000 + 2))) ]
 	# The next line let through says how many were held back.
 	sleep 1.1
 	python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$PORT"
