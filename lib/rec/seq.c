@@ -360,6 +360,36 @@ read_dgram(struct cats_stream *s)
 	unbusy(s);
 }
 
+/*
+ * A TLS client on a plaintext stream: its first bytes are a handshake
+ * record (0x16, then version 3.x), which CBOR would take for the integer
+ * 22 and go on with a line per "item" of the ClientHello.  One bad item
+ * that says so, and the end of the stream (EPROTO): the tool closes it.
+ */
+static bool
+tls_hello(struct cats_stream *s)
+{
+	const uint8_t *b = s->rd.buf.p + s->rd.start;
+	if (s->rd.index != 0 || s->rfile || s->rd.buf.len - s->rd.start < 2 ||
+	    b[0] != 0x16 || b[1] != 0x03)
+		return false;
+	struct cats_err e;
+	memset(&e, 0, sizeof(e));
+	cats_err_set(&e, NULL, "a TLS handshake on a plaintext stream (the "
+	    "peer speaks TLS: a tls: endpoint), closed");
+	s->rd.index++;
+	s->rd.eof = true;
+	event_del(s->rev);
+	s->st.bad++;
+	if (s->cbs.bad)
+		s->cbs.bad(s, 0, &e, s->arg);
+	if (!s->dead && !s->eof_told && s->cbs.eof) {
+		s->eof_told = true;
+		s->cbs.eof(s, EPROTO, s->arg);
+	}
+	return true;
+}
+
 static void
 on_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -388,6 +418,10 @@ on_read(evutil_socket_t fd, short what, void *arg)
 	}
 	/* deliver() may run a callback that frees the stream. */
 	s->busy++;
+	if (tls_hello(s)) {
+		unbusy(s);
+		return;
+	}
 	deliver(s);
 	if (unbusy(s))
 		return;

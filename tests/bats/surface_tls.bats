@@ -187,6 +187,17 @@ battery() {
 	kill -0 "$PCE"
 	socat -t 2 - "OPENSSL:127.0.0.1:$port,cafile=$K/ca.crt,cert=$K/cli.crt,key=$K/cli.key" \
 	    <"$W/q.cbor" | dec | jq -e '.txn == 9'
+	# TLS to a plaintext record port: one line, closed at once (not a
+	# line per CBOR "item" of the ClientHello), the port still answers.
+	plain=$(free_port)
+	bg cats-pce -t "$LAB" --insecure --listen "tcp:127.0.0.1:$plain" \
+	    2>"$W/plain.err"
+	wait_for 50 port_open "$plain"
+	run timeout 3 openssl s_client -connect "127.0.0.1:$plain" </dev/null
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(grep -c 'record 0: a TLS handshake on a plaintext stream' "$W/plain.err")" = 1 ]
+	[ "$(grep -c 'record [1-9]' "$W/plain.err")" = 0 ]
+	socat -t 2 - "TCP:127.0.0.1:$plain" <"$W/q.cbor" | dec | jq -e '.txn == 9'
 }
 
 @test "tls: the forwarder channels of cats-select and cats-bind, and cats-select's ingest, on TLS" {
