@@ -12,7 +12,9 @@
  *   tcpload [-c N | -r RATE | -b N] [-d SEC] [-n FLOWS] [-p SPORT0] [-q]
  *           [-t MS] [-o FILE] [-e FILE] DST PORT SRC...
  *       -c N     closed loop: N clients, each with one connection in flight
- *                at a time, the next one started as soon as it ends (1);
+ *                at a time, the next one started as soon as it ends (1; a
+ *                client whose connect() fails at once, or that is out of
+ *                ports, stops: counted, not retried in a spin);
  *       -r RATE  open loop: a new flow every 1/RATE s (timerfd), however
  *                many are still in flight (flows 2 ms apart: -r 500);
  *       -b N     a burst: N flows started at once, then their ends awaited;
