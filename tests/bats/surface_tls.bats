@@ -200,14 +200,30 @@ battery() {
 	socat -t 2 - "TCP:127.0.0.1:$plain" <"$W/q.cbor" | dec | jq -e '.txn == 9'
 }
 
-@test "tls: the forwarder channels of cats-select and cats-bind, and cats-select's ingest, on TLS" {
+# cats-select with its forwarder channel on tls:127.0.0.1:$sp and its
+# ingest on https://127.0.0.1:$ip/ (pid $selpid, stderr sel.err), cats-bind
+# on tls:127.0.0.1:$bp (pid $bpid, stderr bind.err, its input held open on
+# descriptor 7 until the test closes it).
+start_select_bind() {
 	sp=$(free_port)
 	ip=$(free_port)
 	cats-key psk -n sma-a -o "$W/sma.psk" >/dev/null
 	bg cats-select --listen "tls:127.0.0.1:$sp" --ingest "https://127.0.0.1:$ip/" \
 	    --ingest-keys "$W/sma.psk" --no-auth "${TLS[@]}" \
 	    </dev/null >/dev/null 2>"$W/sel.err"
+	selpid=$LAST
+	bp=$(free_port)
+	mkfifo "$W/bind.in"
+	exec 7<>"$W/bind.in"
+	bg cats-bind --listen "tls:127.0.0.1:$bp" "${TLS[@]}" <"$W/bind.in" \
+	    >/dev/null 2>"$W/bind.err"
+	bpid=$LAST
 	wait_for 50 port_open "$ip"
+	wait_for 50 port_open "$bp"
+}
+
+@test "tls: the forwarder channels of cats-select and cats-bind, and cats-select's ingest, on TLS" {
+	start_select_bind
 	battery "$sp" "$W/sel.err"
 	: >"$W/sel.err"
 	battery "$ip" "$W/sel.err"
@@ -216,12 +232,6 @@ battery() {
 	    -w '%{http_code}' -X POST -H 'Content-Type: application/cbor-seq' \
 	    --data-binary '' "https://127.0.0.1:$ip/")
 	[ "$code" -ge 200 ] && [ "$code" -lt 500 ]
-	bp=$(free_port)
-	mkfifo "$W/bind.in"
-	exec 7<>"$W/bind.in"	# (its input stays open)
-	bg cats-bind --listen "tls:127.0.0.1:$bp" "${TLS[@]}" <"$W/bind.in" \
-	    >/dev/null 2>"$W/bind.err"
-	wait_for 50 port_open "$bp"
 	battery "$bp" "$W/bind.err"
 	exec 7>&-
 }
@@ -316,19 +326,7 @@ start_sma() {
 	bg cats-pce -t "$LAB" --insecure --listen "tls:127.0.0.1:$tp" \
 	    --prometheus "https://127.0.0.1:$mp/" "${TLS[@]}" 2>"$W/pce.err"
 	ppid=$LAST
-	sp=$(free_port)
-	ip=$(free_port)
-	cats-key psk -n sma-a -o "$W/sma.psk" >/dev/null
-	bg cats-select --listen "tls:127.0.0.1:$sp" --ingest "https://127.0.0.1:$ip/" \
-	    --ingest-keys "$W/sma.psk" --no-auth "${TLS[@]}" \
-	    </dev/null >/dev/null 2>"$W/sel.err"
-	selpid=$LAST
-	bp=$(free_port)
-	mkfifo "$W/bind.in"
-	exec 7<>"$W/bind.in"
-	bg cats-bind --listen "tls:127.0.0.1:$bp" "${TLS[@]}" <"$W/bind.in" \
-	    >/dev/null 2>"$W/bind.err"
-	bpid=$LAST
+	start_select_bind
 	servers=("$pp sma" "$ap sma" "$tp pce" "$mp pce" "$sp sel" "$ip sel" "$bp bind")
 	for s in "${servers[@]}"; do
 		set -- $s
