@@ -305,29 +305,6 @@ steer_resend(void *arg, const struct cats_rec *r)
 	(void)steer_emit(a, r);
 }
 
-/* The egress says nothing on the steer stream: what comes is dropped. */
-static void
-steer_heard(struct cats_stream *s, const uint8_t *p, size_t n,
-    uint64_t index, const struct cats_peer *peer, void *arg)
-{
-	(void)s;
-	(void)p;
-	(void)n;
-	(void)index;
-	(void)peer;
-	(void)arg;
-}
-
-static void
-steer_heard_bad(struct cats_stream *s, uint64_t index,
-    const struct cats_err *e, void *arg)
-{
-	(void)s;
-	(void)index;
-	(void)e;
-	(void)arg;
-}
-
 /*
  * The steer stream on fd, owned by it.  A unix: or tcp: connection is
  * read too, only so that the egress's close is seen at once (a restart),
@@ -336,8 +313,10 @@ steer_heard_bad(struct cats_stream *s, uint64_t index,
 static int
 steer_attach(struct sma_app *a, int fd, bool dgram)
 {
-	static const struct cats_stream_cbs cbs = { steer_heard,
-		steer_heard_bad, steer_eof, NULL };
+	/* The egress says nothing on it: what comes is dropped (no item
+	 * callbacks). */
+	static const struct cats_stream_cbs cbs = { NULL, NULL, steer_eof,
+		NULL };
 	enum cats_ep_kind k = a->steer_ep.kind;
 	int rfd = k == CATS_EP_UNIX || k == CATS_EP_TCP ? fd : -1;
 	a->steer_out = cats_stream_new(a->base, rfd, fd, dgram, NULL, 0, &cbs,
