@@ -62,6 +62,15 @@ LOOP_FSYNC=${LOOP_FSYNC:-}
 # LOOP_CLIENT_BINDINGS: cats-bind's per-client binding limit (--limit
 # client-bindings=N, cats-bind(1) LIMITS); empty: its default, 4096.
 LOOP_CLIENT_BINDINGS=${LOOP_CLIENT_BINDINGS:-}
+# LOOP_HA=1: a redundant C-PS (cats-cps(1), REDUNDANCY) on an etcd member
+# of its own in the C-PS's namespace (loop_etcd_start; etcd-server): the
+# binding stage on etcd (no journal), and a second
+# cats-cps, instance b (loop_cps_b_start: its files and sockets end in -b,
+# its C-SMA ingest on port LOOP_NB_PORT + 10, which the agents also
+# advertise to); the forwarders are given both instances' endpoints.
+LOOP_HA=${LOOP_HA:-}
+# The instance whose files a function names: "" (the first) or -b.
+LOOP_INST=${LOOP_INST:-}
 
 LC=lpc$LOOP_ID LI=lpi$LOOP_ID LX=lpx$LOOP_ID LM=lpm$LOOP_ID
 LE1=lpe1$LOOP_ID LE2=lpe2$LOOP_ID LS1=lps1$LOOP_ID LS2=lps2$LOOP_ID
@@ -317,23 +326,25 @@ loop_tls_opts() {
 #   loop_chan probe NAME        it listens (from the C-PS's host)
 #   loop_chan tls FWD           the forwarder's --tls-* options
 loop_chan() {
-	local port=8402 k
+	local port=8402 k i=${LOOP_INST:-}
 	[ "$2" = bind ] && port=8403
+	# Instance b of a redundant C-PS (LOOP_HA): ports 10 above.
+	[ -z "$i" ] || port=$((port + 10))
 	case $1 in
 	listen)
 		if [ -n "$LOOP_TLS" ]; then echo "tls:0.0.0.0:$port"
-		else echo "unix:$LOOP_DIR/$2.sock"; fi
+		else echo "unix:$LOOP_DIR/$2$i.sock"; fi
 		;;
 	to)
 		case $3 in IF-1) k=3 ;; EF-1) k=4 ;; *) k=5 ;; esac
 		if [ -n "$LOOP_TLS" ]; then echo "tls:10.255.$k.1:$port"
-		else echo "unix:$LOOP_DIR/$2.sock"; fi
+		else echo "unix:$LOOP_DIR/$2$i.sock"; fi
 		;;
 	probe)
 		if [ -n "$LOOP_TLS" ]; then
 			lx "$LM" ss -Hltn "sport = :$port" | grep -q .
 		else
-			python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/$2.sock"
+			python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$LOOP_DIR/$2$i.sock"
 		fi
 		;;
 	tls)
@@ -424,21 +435,26 @@ loop_select_opts() {
 	printf '%s\n' --id=cps --seed=1 "--services=$LOOP_EX/services.jsonl" \
 		"--net=$LOOP_DIR/nst.jsonl" "--keys=$LOOP_DIR/keys/select.ring" \
 		"--listen=$(loop_chan listen select)" \
-		"--audit=file:$LOOP_DIR/log/select.audit" \
+		"--audit=file:$LOOP_DIR/log/select$LOOP_INST.audit" \
 		"$([ "${LOOP_CPS:-cps}" = cps ] && echo --dump-to ||
-			echo --stats-to)=file:$LOOP_DIR/select.stats" \
-		"--state=$LOOP_DIR/select.state" $(loop_prom select | tr ' ' =) \
+			echo --stats-to)=file:$LOOP_DIR/select$LOOP_INST.stats" \
+		"--state=$LOOP_DIR/select$LOOP_INST.state" $(loop_prom select | tr ' ' =) \
 		$(loop_northbound select-args | sed 's/--\([a-z-]*\) /--\1=/g')
 }
 loop_pce_opts() {
 	printf '%s\n' "-t" "$LOOP_EX/topology.json" $(loop_prom pce | tr ' ' =)
 }
 loop_bind_opts() {
-	printf '%s\n' --id=cats-bind "--journal=$LOOP_DIR/journal" \
+	if [ -n "$LOOP_HA" ]; then
+		printf '%s\n' "--etcd=$LOOP_ETCD" "--etcd-prefix=/loop/$LOOP_ID/"
+	else
+		echo "--journal=$LOOP_DIR/journal"
+	fi
+	printf '%s\n' --id=cats-bind \
 		$(loop_prom bind | tr ' ' =) \
 		"--listen=$(loop_chan listen bind)" \
 		"--keys=$LOOP_DIR/keys/bind.ring" "--key=$LOOP_DIR/keys/cats-bind.key" \
-		"--trace=$LOOP_DIR/bind.trace" --idle=30s \
+		"--trace=$LOOP_DIR/bind$LOOP_INST.trace" --idle=30s \
 		${LOOP_FSYNC:+"--fsync=$LOOP_FSYNC"} \
 		${LOOP_CLIENT_BINDINGS:+"--limit=client-bindings=$LOOP_CLIENT_BINDINGS"}
 }
@@ -447,9 +463,9 @@ loop_bind_opts() {
 loop_cps_conf() {
 	local s o
 	echo "# cats-cps of the loop (written by loop_net.bash)"
-	echo "id = cps"
-	echo "tap = file:$LOOP_DIR/cps.cbor"
-	echo "stats-to = file:$LOOP_DIR/cps.stats"
+	echo "id = cps$LOOP_INST"
+	echo "tap = file:$LOOP_DIR/cps$LOOP_INST.cbor"
+	echo "stats-to = file:$LOOP_DIR/cps$LOOP_INST.stats"
 	loop_tls_opts | sed 's/^--\([a-z-]*\)=/\1 = /'
 	for s in select pce bind; do
 		printf '[%s]\n' "$s"
@@ -467,20 +483,22 @@ loop_cps_conf() {
 # The pid of a stage of cats-cps (select, pce, bind).
 loop_stage_pid() {
 	local p
-	p=$(cat "$LOOP_DIR/pid/cps" 2>/dev/null) || return 1
+	p=$(cat "$LOOP_DIR/pid/cps$LOOP_INST" 2>/dev/null) || return 1
 	pgrep -P "$p" -x "cats-$1"
 }
 
 # Wait until cats-cps runs stage $1 (not pid $2) and its sockets answer.
 loop_stage_wait() {
 	local p
-	loop_wait 50 sh -c "p=\$(pgrep -P $(cat "$LOOP_DIR/pid/cps") -x cats-$1) && [ \"\$p\" != '${2:-}' ]" || return 1
+	loop_wait 50 sh -c "p=\$(pgrep -P $(cat "$LOOP_DIR/pid/cps$LOOP_INST") -x cats-$1) && [ \"\$p\" != '${2:-}' ]" || return 1
 	case $1 in
 	select)
 		loop_wait 50 loop_northbound probe &&
 		loop_wait 50 loop_chan probe select
 		;;
 	bind)
+		# A standby's binding stage opens nothing.
+		[ -z "$LOOP_HA" ] || return 0
 		loop_wait 50 loop_chan probe bind
 		;;
 	esac
@@ -488,17 +506,18 @@ loop_stage_wait() {
 
 loop_cps_svc_start() {
 	local s
-	loop_cps_conf >"$LOOP_DIR/cps.conf"
-	[ -p "$LOOP_DIR/f0" ] || mkfifo "$LOOP_DIR/f0"
-	if ! loop_alive holder; then
-		sleep 2147483647 0<>"$LOOP_DIR/f0" >/dev/null 2>&1 &
-		echo $! >"$LOOP_DIR/pid/holder"
+	local i=$LOOP_INST
+	loop_cps_conf >"$LOOP_DIR/cps$i.conf"
+	[ -p "$LOOP_DIR/f0$i" ] || mkfifo "$LOOP_DIR/f0$i"
+	if ! loop_alive "holder$i"; then
+		sleep 2147483647 0<>"$LOOP_DIR/f0$i" >/dev/null 2>&1 &
+		echo $! >"$LOOP_DIR/pid/holder$i"
 	fi
 	for s in select pce bind; do
-		ln -sf cps.err "$LOOP_DIR/log/$s.err"
+		ln -sf "cps$i.err" "$LOOP_DIR/log/$s$i.err"
 	done
-	loop_bg cps "$LM" "$LOOP_DIR/f0" "$LOOP_DIR/bind.cbor" cats-cps \
-		-c "$LOOP_DIR/cps.conf" "$@"
+	loop_bg "cps$i" "$LM" "$LOOP_DIR/f0$i" "$LOOP_DIR/bind$i.cbor" cats-cps \
+		-c "$LOOP_DIR/cps$i.conf" "$@"
 	for s in select pce bind; do
 		loop_stage_wait "$s" || return 1
 	done
@@ -541,9 +560,39 @@ loop_bind_start() {
 	loop_wait 50 loop_chan probe bind
 }
 
+# The etcd of a redundant C-PS (LOOP_HA): one member on the C-PS's
+# loopback, its data in the run's directory.
+LOOP_ETCD=http://127.0.0.1:2379
+loop_etcd_start() {
+	loop_bg etcd "$LM" - - etcd --name loop --data-dir "$LOOP_DIR/etcd" \
+		--listen-client-urls "$LOOP_ETCD" --advertise-client-urls "$LOOP_ETCD" \
+		--listen-peer-urls http://127.0.0.1:2380 \
+		--initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster loop=http://127.0.0.1:2380
+	loop_wait 100 lx "$LM" curl -sf -m 1 "$LOOP_ETCD/health"
+}
+
+# Instance b of a redundant C-PS (LOOP_HA): the same service, its own
+# files, sockets and ingest port; its binding stage a standby.
+loop_cps_b_start() {
+	LOOP_INST=-b LOOP_NB_PORT=$((LOOP_NB_PORT + 10)) loop_cps_svc_start "$@"
+}
+
+# The --select and --bind options of forwarder $2 ($1 all, or bind only):
+# both instances' with LOOP_HA (select follows bind: the same order).
+loop_ctl_eps() {
+	local i
+	for i in "" ${LOOP_HA:+-b}; do
+		[ "$1" = bind ] || echo "--select $(LOOP_INST=$i loop_chan to select "$2")"
+		echo "--bind $(LOOP_INST=$i loop_chan to bind "$2")"
+	done
+}
+
 loop_cps_start() {
 	if [ "$LOOP_CPS" = cps ]; then
-		loop_cps_svc_start
+		[ -z "$LOOP_HA" ] || loop_etcd_start || return 1
+		loop_cps_svc_start || return 1
+		[ -z "$LOOP_HA" ] || loop_cps_b_start
 		return
 	fi
 	loop_fifos &&
@@ -567,8 +616,7 @@ loop_ingress_start() {
 		--src6 2001:db8:1::1 --sid 2001:db8:1::1 --src4 192.0.2.1 \
 		--service S1=203.0.113.100 --intercept 203.0.113.99 \
 		--mode-b udp:7100:0 \
-		--select "$(loop_chan to select IF-1)" \
-		--bind "$(loop_chan to bind IF-1)" $(loop_chan tls IF-1) \
+		$(loop_ctl_eps all IF-1) $(loop_chan tls IF-1) \
 		--key "$LOOP_DIR/keys/IF-1.psk" $(loop_peer_keys) \
 		--stats "file:$LOOP_DIR/IF-1.stats" --icmp-unreach \
 		$([ "$LOOP_CPS" = cps ] || echo --no-path-down) \
@@ -585,7 +633,7 @@ loop_egress_start() {
 		--core "af_packet:e1,peer=$(loop_mac "$LX" x$n)" \
 		--site "af_packet:e2,peer=$(loop_mac "$([ "$n" = 1 ] && echo "$LS1" || echo "$LS2")" s0)" \
 		--src6 "2001:db8:$((n + 1))::1" --sid "2001:db8:$((n + 1))::1" \
-		--owns "$nets" --bind "$(loop_chan to bind "EF-$n")" \
+		--owns "$nets" $(loop_ctl_eps bind "EF-$n") \
 		$(loop_chan tls "EF-$n") \
 		--return "IF-1=$(jq -r '.nodes[] | select(.id == "IF-1") | .srv6_sid' \
 			"$LOOP_EX/topology.json")" \
@@ -632,13 +680,17 @@ loop_instance_kill() {
 loop_sma_start() {
 	local n=$1 ns
 	[ "$n" = 1 ] && ns=$LS1 || ns=$LS2
-	local tls=()
+	local tls=() b=()
 	[ -z "$LOOP_TLS" ] || tls=(--tls-cert "$LOOP_DIR/tls/sma-site$n.crt"
 		--tls-key "$LOOP_DIR/tls/sma-site$n.key")
+	# Instance b's ingest too: the agents advertise to every instance.
+	[ -z "$LOOP_HA" ] ||
+		b=(-t "$(LOOP_NB_PORT=$((LOOP_NB_PORT + 10)) loop_northbound url "$n")")
 	loop_bg "sma$n" "$ns" - - cats-sma -c "$LOOP_DIR/sma$n.conf" \
 		-T "$LOOP_DIR/sma$n.state" "${tls[@]}" \
 		-l "http://127.0.0.1:840$n/" -a "unix:$LOOP_DIR/sma$n.admin" \
-		-t "$(loop_northbound url "$n")" -t "file:$LOOP_DIR/metrics$n.cbor"
+		-t "$(loop_northbound url "$n")" "${b[@]}" \
+		-t "file:$LOOP_DIR/metrics$n.cbor"
 	loop_wait 50 lx "$ns" curl -sf "http://127.0.0.1:840$n/health"
 }
 

@@ -12,23 +12,11 @@ setup_file() {
 	command -v etcd >/dev/null || skip "no etcd (make deps installs etcd-server)"
 	export ETCD_DIR
 	ETCD_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/ha-etcd.$$.XXXXXX")
-	local cp pp
-	cp=$(free_port)
-	pp=$(free_port)
-	export ETCD="http://127.0.0.1:$cp"
-	etcd --name ha --data-dir "$ETCD_DIR/data" \
-	    --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
-	    --listen-peer-urls "http://127.0.0.1:$pp" \
-	    --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
-	    --initial-cluster "ha=http://127.0.0.1:$pp" \
-	    >"$ETCD_DIR/log" 2>&1 &
-	echo $! >"$ETCD_DIR/pid"
-	wait_for 100 curl -sf -m 1 "$ETCD/health"
+	etcd_up "$ETCD_DIR"
 }
 
 teardown_file() {
-	[ -f "$ETCD_DIR/pid" ] && kill -CONT "$(cat "$ETCD_DIR/pid")" 2>/dev/null
-	[ -f "$ETCD_DIR/pid" ] && kill "$(cat "$ETCD_DIR/pid")" 2>/dev/null
+	etcd_down "$ETCD_DIR"
 	rm -rf "$ETCD_DIR"
 }
 
@@ -577,7 +565,7 @@ stage_pid() { sed -n "s/.*stage $2 started (pid \([0-9]*\)).*/\1/p" "$W/$1.err" 
 	wait_for 80 grep -q "bind: connected to unix:$W/bind-b.sock" "$W/fwd.err"
 	wait_for 50 grep -q "select: following bind to unix:$W/select-b.sock" "$W/fwd.err"
 	grep -q "event=ctl-silent channel=bind endpoint=unix:$W/bind-a.sock" "$W/fwd.err"
-	! grep -q "event=ctl-silent channel=select" "$W/fwd.err"
+	[ "$(grep -c "event=ctl-silent channel=select" "$W/fwd.err")" -eq 0 ]
 	wait_for 50 fwd_counter_is bindings_refreshed -ge 1
 	# The select channel moved: the pending request went again, to b,
 	# and b bound it, long before its deadline.
@@ -672,7 +660,7 @@ stage_pid() { sed -n "s/.*stage $2 started (pid \([0-9]*\)).*/\1/p" "$W/$1.err" 
 	new_flow 43001
 	wait_for 50 fwd_counter_is bindings_installed -eq 1
 	grep -q "^0::/$CG\$" "/proc/$(stage_pid a bind)/cgroup"
-	! grep -q "^0::/$CG\$" "/proc/$(stage_pid b bind)/cgroup"
+	[ "$(grep -c "^0::/$CG\$" "/proc/$(stage_pid b bind)/cgroup")" -eq 0 ]
 	nft add table inet "$NFT"
 	nft add chain inet "$NFT" out '{ type filter hook output priority 0; }'
 	nft add rule inet "$NFT" out tcp dport "${ETCD##*:}" \
@@ -680,7 +668,7 @@ stage_pid() { sed -n "s/.*stage $2 started (pid \([0-9]*\)).*/\1/p" "$W/$1.err" 
 	# Its keepalives get no answer: it stops acting at its renew deadline
 	# (1.5 s), while its lease (2 s) still holds b off.
 	wait_for 50 grep -q "renew deadline passed" "$W/a.err"
-	! grep -q "owner of $P" "$W/b.err"
+	[ "$(grep -c "owner of $P" "$W/b.err")" -eq 0 ]
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
 	# The forwarder moves (the old binding stage left), is re-synced, and
 	# new flows are bound by b.

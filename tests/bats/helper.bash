@@ -178,3 +178,26 @@ decode_killed() {
 	[ "$st" -eq $((128 + $(kill -l "$2"))) ]
 	[ "$(tail -c 1 "$3" | od -An -tx1 | tr -d ' ')" = 0a ]
 }
+
+# A one-member etcd on loopback (etcd-server), its data, log and pid in
+# directory $1; ETCD is its client URL.  etcd_down $1 stops it.
+etcd_up() {
+	local cp pp
+	cp=$(free_port)
+	pp=$(free_port)
+	export ETCD="http://127.0.0.1:$cp"
+	etcd --name ha --data-dir "$1/data" \
+	    --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
+	    --listen-peer-urls "http://127.0.0.1:$pp" \
+	    --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+	    --initial-cluster "ha=http://127.0.0.1:$pp" \
+	    >"$1/log" 2>&1 &
+	echo $! >"$1/pid"
+	wait_for 100 curl -sf -m 1 "$ETCD/health"
+}
+
+etcd_down() {
+	[ -f "$1/pid" ] && kill -CONT "$(cat "$1/pid")" 2>/dev/null
+	[ -f "$1/pid" ] && kill "$(cat "$1/pid")" 2>/dev/null
+	true
+}
