@@ -834,20 +834,24 @@ loop_up() {
 }
 
 # Remove everything loop_up made; safe to call twice, and with half a loop.
+# Each step may fail (a process already gone, a namespace never made):
+# under bats's errexit (setup_file, teardown_file) a failed step ended it
+# there, and the fifo holder left running kept the file's output open, so
+# bats waited for it until the runner's timeout.
 loop_down() {
 	local f n
 	if [ -n "${LOOP_DIR:-}" ] && [ -d "$LOOP_DIR/pid" ]; then
 		for f in "$LOOP_DIR"/pid/*; do
-			[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+			[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 		done
 		sleep 0.3
 		for f in "$LOOP_DIR"/pid/*; do
-			[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+			[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
 		done
 	fi
 	for n in $LOOP_NS; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$n" 2>/dev/null
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+		ip netns del "$n" 2>/dev/null || true
 	done
 	if [ -n "${LOOP_DIR:-}" ] && [ -d "$LOOP_DIR" ] && [ -z "${LOOP_KEEP:-}" ]; then
 		rm -rf "$LOOP_DIR"
