@@ -197,7 +197,8 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 		close(listen_fd);
 	/* Only our own: a new owner may have taken the path over. */
 	struct stat now_st;
-	if (sock_path[0] && stat(sock_path, &now_st) == 0 &&
+	if (sock_path[0] && !cats_ep_inherited(listen_fd) &&
+	    stat(sock_path, &now_st) == 0 &&
 	    now_st.st_ino == sock_st.st_ino && now_st.st_dev == sock_st.st_dev)
 		unlink(sock_path);
 	event_free(tick_ev);

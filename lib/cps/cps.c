@@ -4,6 +4,7 @@
  * along the chain, one stats record (cps.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -639,6 +640,14 @@ stage_start(struct cps_stage *s)
 			_exit(1);
 		if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0)
 			_exit(126);
+		/* Its listeners, held by us (hold_listeners()). */
+		for (size_t k = 0; k < s->nls; k++)
+			if (s->ls[k].fd >= 0)
+				fcntl(s->ls[k].fd, F_SETFD, 0);
+		if (s->lenv != NULL)
+			setenv(CATS_LISTEN_FDS, s->lenv, 1);
+		else
+			unsetenv(CATS_LISTEN_FDS);
 		execv(s->argv[0], s->argv);
 		fprintf(stderr, "cats-cps: %s: %s\n", s->argv[0],
 		    strerror(errno));
@@ -782,6 +791,71 @@ cps_stop(struct cps *p, int rc)
 	maybe_exit(p);
 }
 
+/*
+ * The stages' listen endpoints opened here and kept open while the
+ * service is active: a stage takes its own (cats_ep_listen() finds it in
+ * CATS_LISTEN_FDS), and while it restarts connections wait in the backlog
+ * instead of being refused.  One the parent cannot open is left to the
+ * stage (which says why when it cannot either).
+ */
+static void
+hold_listeners(struct cps *p)
+{
+	for (int i = 0; i < CPS_NSTAGE; i++) {
+		struct cps_stage *s = &p->st[i];
+		struct cats_buf env = { 0 };
+		for (size_t k = 0; k < s->nls; k++) {
+			struct cps_listen *l = &s->ls[k];
+			struct cats_ep ep;
+			char err[512];
+			if (l->fd < 0 && cats_ep_parse(l->name, &ep, err,
+			    sizeof(err)) == 0 &&
+			    (l->fd = cats_ep_bind(&ep, err, sizeof(err))) < 0)
+				cats_warnx("stage %s: %s: not held across its "
+				    "restarts: %s", cps_stage_names[i],
+				    l->name, err);
+			struct stat sb;
+			if (l->fd >= 0 && l->path != NULL &&
+			    stat(l->path, &sb) == 0)
+				l->ino = (unsigned long)sb.st_ino;
+			char line[400];
+			if (l->fd >= 0)
+				cats_buf_add(&env, line, (size_t)snprintf(line,
+				    sizeof(line), "%s%d=%s", env.len ? "\n" : "",
+				    l->fd, l->name));
+		}
+		free(s->lenv);
+		s->lenv = NULL;
+		if (env.len > 0 && cats_buf_add(&env, "", 1) == 0)
+			s->lenv = strdup((const char *)env.p);
+		cats_buf_free(&env);
+	}
+}
+
+/* Closed (when standby or at the end): connects are refused again, and
+ * a unix socket file that is still ours is removed. */
+static void
+release_listeners(struct cps *p)
+{
+	for (int i = 0; i < CPS_NSTAGE; i++) {
+		struct cps_stage *s = &p->st[i];
+		for (size_t k = 0; k < s->nls; k++) {
+			struct cps_listen *l = &s->ls[k];
+			struct stat sb;
+			if (l->fd < 0)
+				continue;
+			close(l->fd);
+			l->fd = -1;
+			if (l->path != NULL && stat(l->path, &sb) == 0 &&
+			    S_ISSOCK(sb.st_mode) &&
+			    (unsigned long)sb.st_ino == l->ino)
+				unlink(l->path);
+		}
+		free(s->lenv);
+		s->lenv = NULL;
+	}
+}
+
 int
 cps_set_active(struct cps *p, bool active)
 {
@@ -790,9 +864,11 @@ cps_set_active(struct cps *p, bool active)
 	p->active = active;
 	if (!active) {
 		stop_stages(p);
+		release_listeners(p);
 		return 0;
 	}
 	event_del(p->kill_ev);
+	hold_listeners(p);
 	int rc = 0;
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		struct cps_stage *s = &p->st[i];
@@ -975,8 +1051,25 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 			return CATS_EXIT_FAIL;
 		}
 		s->ntls = k0 - 1;
-		for (size_t k = 0; k < c->nargs[i]; k++)
+		for (size_t k = 0; k < c->nargs[i]; k++) {
 			s->argv[k0 + k] = c->args[i][k];
+			const char *a = c->args[i][k];
+			struct cats_ep ep;
+			char name[300], err[512];
+			if (strncmp(a, "--listen=", 9) != 0 ||
+			    s->nls == CPS_MAX_LISTEN ||
+			    cats_ep_parse(a + 9, &ep, err, sizeof(err)) < 0)
+				continue;	/* the stage says why */
+			struct cps_listen *l = &s->ls[s->nls++];
+			l->fd = -1;
+			l->name = strdup(cats_ep_str(&ep, name, sizeof(name)));
+			l->path = ep.kind == CATS_EP_UNIX ? strdup(ep.path) :
+			    NULL;
+			if (l->name == NULL) {
+				cats_errorx("out of memory");
+				return CATS_EXIT_FAIL;
+			}
+		}
 		if (access(s->argv[0], X_OK) < 0) {
 			cats_errorx("stage %s: %s: %s", cps_stage_names[i],
 			    s->argv[0], strerror(errno));
@@ -1053,6 +1146,7 @@ cps_end(struct cps *p)
 void
 cps_free(struct cps *p)
 {
+	release_listeners(p);
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		struct cps_stage *s = &p->st[i];
 		if (s->pid != 0) {
@@ -1071,6 +1165,13 @@ cps_free(struct cps *p)
 		free(s->argv);
 		cats_dec_free(&s->dec);
 		cats_buf_free(&s->pending);
+		for (size_t k = 0; k < s->nls; k++) {
+			if (s->ls[k].fd >= 0)
+				close(s->ls[k].fd);
+			free(s->ls[k].name);
+			free(s->ls[k].path);
+		}
+		free(s->lenv);
 		free(s->kv);
 		free(s->names);
 	}

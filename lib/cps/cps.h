@@ -48,6 +48,7 @@ struct event;
 struct cats_stream;
 
 enum { CPS_SELECT, CPS_PCE, CPS_BIND, CPS_NSTAGE };
+#define CPS_MAX_LISTEN 8	/* listen endpoints of a stage held */
 
 /* The TLS keys of the service (tls-cert, tls-key, tls-ca, tls-crl). */
 enum { CPS_TLS_CERT, CPS_TLS_KEY, CPS_TLS_CA, CPS_TLS_CRL, CPS_NTLS };
@@ -119,6 +120,16 @@ struct cps_stage {
 	bool done;		/* ended after its input did: not restarted */
 	bool congested;		/* above its high-water mark */
 	struct cats_buf pending;	/* items waiting while it is down */
+	/* Its listen endpoints, held by the parent while active and handed
+	 * down (net/ep.h CATS_LISTEN_FDS): a restart refuses no connect. */
+	struct cps_listen {
+		char *name;	/* the endpoint, as cats_ep_str() writes it */
+		char *path;	/* unix: the socket file; NULL otherwise */
+		int fd;		/* -1: not held (the stage opens it) */
+		unsigned long ino;	/* the file's, when held */
+	} ls[CPS_MAX_LISTEN];
+	size_t nls;
+	char *lenv;		/* CATS_LISTEN_FDS for it; NULL: none held */
 	/* Its last stats record's counters, names "STAGE.NAME". */
 	struct cats_kv *kv;
 	size_t nkv;

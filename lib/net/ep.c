@@ -216,8 +216,86 @@ unix_addr(const struct cats_ep *ep, struct sockaddr_un *sun)
 	return 0;
 }
 
+/* The descriptors taken from CATS_LISTEN_FDS (cats_ep_inherited()). */
+static int inherited_fds[16];
+static size_t ninherited;
+
+/*
+ * The listening socket of endpoint name handed down in CATS_LISTEN_FDS
+ * ("FD=ENDPOINT", one a line), made close-on-exec again; -1: none.
+ */
+static int
+inherited(const char *name)
+{
+	const char *env = getenv(CATS_LISTEN_FDS);
+	size_t nl = strlen(name);
+	while (env != NULL && *env != '\0') {
+		char *end;
+		long fd = strtol(env, &end, 10);
+		const char *eol = strchr(env, '\n');
+		size_t len = eol ? (size_t)(eol - end) : strlen(end);
+		int type;
+		socklen_t tl = sizeof(type);
+		if (end != env && *end == '=' && len == nl + 1 &&
+		    memcmp(end + 1, name, nl) == 0 && fd > 2 && fd < 65536 &&
+		    getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0) {
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+			if (ninherited < CATS_ARRAY_LEN(inherited_fds))
+				inherited_fds[ninherited++] = (int)fd;
+			return (int)fd;
+		}
+		env = eol ? eol + 1 : NULL;
+	}
+	return -1;
+}
+
+bool
+cats_ep_inherited(int fd)
+{
+	for (size_t i = 0; i < ninherited; i++)
+		if (inherited_fds[i] == fd)
+			return true;
+	return false;
+}
+
 int
 cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
+{
+	int fd = -1;
+	char name[300];
+	cats_ep_str(ep, name, sizeof(name));
+	if ((fd = inherited(name)) >= 0) {
+		/* Held by the parent (cats-cps) across our restarts. */
+		if (ep->tls && !cats_tls_server_on()) {
+			snprintf(err, errlen, "%s: TLS needs --tls-cert and "
+			    "--tls-key", name);
+			return -1;
+		}
+		cats_tls_mark_listen(fd, ep->tls);
+		return fd;
+	}
+	if ((fd = cats_ep_bind(ep, err, errlen)) < 0)
+		return -1;
+	if (ep->kind == CATS_EP_UNIX) {
+		cats_tls_mark_listen(fd, false);	/* (a number used again) */
+		return fd;
+	}
+	if (ep->tls && !cats_tls_server_on()) {
+		snprintf(err, errlen, "%s: TLS needs --tls-cert and --tls-key",
+		    name);
+		close(fd);
+		return -1;
+	}
+	if (cats_tls_mark_listen(fd, ep->tls) < 0) {
+		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int
+cats_ep_bind(const struct cats_ep *ep, char *err, size_t errlen)
 {
 	int fd = -1;
 	char name[300];
@@ -238,31 +316,19 @@ cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		    0);
 		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-		    listen(fd, 128) < 0) {
+		    listen(fd, 1024) < 0) {
 			snprintf(err, errlen, "%s: %s", name, strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			return -1;
 		}
-		cats_tls_mark_listen(fd, false);	/* (a number used again) */
 		return fd;
 	}
 	if (ep->kind != CATS_EP_TCP && ep->kind != CATS_EP_UDP) {
 		snprintf(err, errlen, "%s: cannot listen on this endpoint", name);
 		return -1;
 	}
-	if (ep->tls && !cats_tls_server_on()) {
-		snprintf(err, errlen, "%s: TLS needs --tls-cert and --tls-key",
-		    name);
-		return -1;
-	}
-	if ((fd = inet_socket(ep, true, false, name, err, errlen)) >= 0 &&
-	    cats_tls_mark_listen(fd, ep->tls) < 0) {
-		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
-		close(fd);
-		fd = -1;
-	}
-	return fd;
+	return inet_socket(ep, true, false, name, err, errlen);
 }
 
 int

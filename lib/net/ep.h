@@ -53,6 +53,20 @@ bool cats_ep_is_dgram(const struct cats_ep *ep);
  */
 int cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen);
 /*
+ * A listening socket handed down: when the environment variable
+ * CATS_LISTEN_FDS names ep ("FD=ENDPOINT" lines, ENDPOINT as cats_ep_str()
+ * writes it), cats_ep_listen() takes that descriptor instead of opening one
+ * (TLS marked the same way), so that a parent (cats-cps) holds the socket
+ * across the tool's restarts: connections wait in its backlog, none is
+ * refused.  cats_ep_inherited(fd): fd came so (the tool must not unlink
+ * its unix socket file).
+ */
+#define CATS_LISTEN_FDS "CATS_LISTEN_FDS"
+bool cats_ep_inherited(int fd);
+/* The socket alone, listening (or bound, udp), no TLS marking and no
+ * inheritance: for the parent that hands it down.  -1 with err set. */
+int cats_ep_bind(const struct cats_ep *ep, char *err, size_t errlen);
+/*
  * Open for talking: stdin/stdout (for_write picks which), a file (read, or
  * write/create/truncate), or a connected socket (blocking connect, then
  * non-blocking).  A tls: endpoint is TLS over the connection (the TLS

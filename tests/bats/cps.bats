@@ -263,6 +263,76 @@ EOF
 	kill $s1 $s2
 }
 
+# The parent holds the stages' listen sockets: a stage killed does not
+# refuse a connect; its restart is counted and logged with its cause.
+@test "cats-cps: kill -9 of each stage while clients connect in a loop: no connect refused" {
+	local ps pb
+	ps=$(free_port); pb=$(free_port)
+	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
+	cat >"$T/cps.conf" <<EOF
+stats-to = file:$T/stats.cbor
+[select]
+no-auth =
+services = $EX/services.jsonl
+net = $T/nst.jsonl
+listen = tcp:127.0.0.1:$ps
+listen = unix:$T/select.sock
+[pce]
+t = $EX/topology.json
+[bind]
+commit = none
+listen = tcp:127.0.0.1:$pb
+EOF
+	cats-cps -c "$T/cps.conf" </dev/null >"$T/out.cbor" 2>"$T/err" &
+	echo $! >"$T/cps.pid"
+	wait_for 50 test -S "$T/select.sock"
+	wait_for 50 grep -q "stage bind started" "$T/err"
+	# Connects in a loop to both TCP listeners (bash's /dev/tcp: no fork
+	# per connect), each failure counted, until told to stop.
+	connects() {
+		local ok=0 bad=0
+		while [ ! -e "$T/stop" ]; do
+			for p in $ps $pb; do
+				if { exec 3<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null; then
+					exec 3>&-
+					ok=$((ok + 1))
+				else
+					bad=$((bad + 1))
+				fi
+			done
+		done
+		echo "$ok $bad" >"$T/connects"
+	}
+	connects &
+	local cpid=$!
+	for s in select bind pce; do
+		p=$(stage_pid $s)
+		kill -9 "$p"
+		wait_for 50 grep -q "stage $s (pid $p) killed by signal 9" "$T/err"
+		wait_for 50 sh -c "pgrep -P $(cat "$T/cps.pid") -x cats-$s | grep -vx $p"
+	done
+	# And a while after the last restart.
+	sleep 0.5
+	touch "$T/stop"
+	wait "$cpid"
+	read -r ok bad <"$T/connects"
+	echo "# connects: $ok made, $bad refused" >&3
+	[ "$ok" -gt 100 ] && [ "$bad" -eq 0 ]
+	# Counted with their causes (the log lines above), in the record.
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
+	    jq -e '.counters | .[\"select.restarts\"] == 1 and
+		.[\"bind.restarts\"] == 1 and .[\"pce.restarts\"] == 1 and
+		.[\"select.last_exit\"] == 137'"
+	# The restarted stages took the parent's sockets (no second bind).
+	! grep -q "Address already in use" "$T/err"
+	# A clean stop: the unix socket file removed with the service.
+	kill "$(cat "$T/cps.pid")"
+	wait "$(cat "$T/cps.pid")"
+	rm -f "$T/cps.pid"
+	[ ! -e "$T/select.sock" ]
+}
+
 # cats-bind's per-client binding limit is a key of its section.
 @test "cats-cps: [bind] limit = client-bindings=N: the client's next flow fails closed, limit-client" {
 	BIND_EXTRA="limit = client-bindings=2" start_live
