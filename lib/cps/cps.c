@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +139,12 @@ cps_conf_set(struct cps_conf *c, const char *key, const char *val, char *err,
 			c->stats_to = val;
 	} else if (strcmp(key, "textfile") == 0) {
 		c->textfile = val;
+	} else if (strcmp(key, "user") == 0) {
+		if (*val == '\0') {
+			snprintf(err, errlen, "a user name");
+			return -1;
+		}
+		c->user = val;
 	} else if (strcmp(key, "prometheus") == 0) {
 		c->prometheus = val;
 	} else if (strcmp(key, "stats-interval") == 0) {
@@ -214,6 +222,20 @@ int
 cps_conf_finish(struct cps_conf *c)
 {
 	bool tls = false;
+	if (c->user != NULL) {
+		struct passwd *pw = getpwnam(c->user);
+		if (pw == NULL) {
+			cats_errorx("user %s: no such user", c->user);
+			return CATS_EXIT_CONFIG;
+		}
+		c->uid = pw->pw_uid;
+		c->gid = pw->pw_gid;
+		if (geteuid() != 0 && geteuid() != c->uid) {
+			cats_errorx("user %s: the stages can change user only "
+			    "when cats-cps runs as root", c->user);
+			return CATS_EXIT_CONFIG;
+		}
+	}
 	for (int i = 0; i < CPS_NTLS; i++)
 		if (c->tls[i] != NULL) {
 			cats_tls_opt(tls_codes[i], c->tls[i]);
@@ -648,6 +670,17 @@ stage_start(struct cps_stage *s)
 			setenv(CATS_LISTEN_FDS, s->lenv, 1);
 		else
 			unsetenv(CATS_LISTEN_FDS);
+		/* Privilege separation: the sockets are open (held above);
+		 * the stage runs as user, with no way to gain privileges. */
+		if (p->c->user != NULL && geteuid() == 0 &&
+		    (setgroups(1, &p->c->gid) < 0 || setgid(p->c->gid) < 0 ||
+		    setuid(p->c->uid) < 0 || setuid(0) == 0)) {
+			fprintf(stderr, "cats-cps: stage %s: cannot become "
+			    "%s\n", name, p->c->user);
+			_exit(126);
+		}
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(126);
 		execv(s->argv[0], s->argv);
 		fprintf(stderr, "cats-cps: %s: %s\n", s->argv[0],
 		    strerror(errno));

@@ -66,6 +66,9 @@ struct cps_conf {
 	const char *tap;	/* a copy of pce's output; NULL: none */
 	const char *prometheus;	/* /metrics endpoint (net/metrics.h); NULL */
 	uint64_t stats_ms;	/* stats interval; 0: on SIGUSR1 only */
+	const char *user;	/* the stages run as this user; NULL: ours */
+	uid_t uid;		/* its ids (cps_conf_finish) */
+	gid_t gid;
 	/* The TLS files of every stage (net/tls.h), by CPS_TLS_*; NULL: none.
 	 * They come first in each stage's arguments: its section may
 	 * override them. */
@@ -84,12 +87,13 @@ int cps_conf_load(struct cps_conf *c, const char *path);
 int cps_conf_parse(struct cps_conf *c, const char *name, const char *text,
     size_t len, char *err, size_t errlen);
 /* One top-level key from the command line (id, bin, to, stats-to, tap,
- * textfile, stats-interval, prometheus, tls-cert, tls-key, tls-ca,
+ * textfile, stats-interval, prometheus, user, tls-cert, tls-key, tls-ca,
  * tls-crl): 0, or -1 with the reason in err. */
 int cps_conf_set(struct cps_conf *c, const char *key, const char *val,
     char *err, size_t errlen);
 /*
- * The bin directory found (the directory of /proc/self/exe); the TLS
+ * The bin directory found (the directory of /proc/self/exe); user's ids
+ * looked up (78 if unknown, or named without root while not ours); the TLS
  * files read for the parent's own listener (--prometheus https://) and
  * checked before any stage starts (77 if refused).
  */

@@ -333,6 +333,50 @@ EOF
 	[ ! -e "$T/select.sock" ]
 }
 
+# Privilege separation: the parent (root here) opens the listeners; the
+# stages run as the configured user, with no new privileges.
+@test "cats-cps: user = nobody: the stages run as nobody with no_new_privs, on the parent's sockets" {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	chmod 755 "$T"
+	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
+	chmod 644 "$T/nst.jsonl"
+	cat >"$T/cps.conf" <<EOF
+user = nobody
+[select]
+no-auth =
+services = $EX/services.jsonl
+net = $T/nst.jsonl
+listen = unix:$T/select.sock
+[pce]
+t = $EX/topology.json
+[bind]
+commit = none
+listen = unix:$T/bind.sock
+EOF
+	mkfifo "$T/in"
+	sleep 1000 >"$T/in" &
+	echo $! >"$T/hold.pid"
+	cats-cps -c "$T/cps.conf" <"$T/in" >"$T/out.cbor" 2>"$T/err" &
+	echo $! >"$T/cps.pid"
+	wait_for 50 grep -q "serving 1 listeners" "$T/err"
+	for s in select pce bind; do
+		wait_for 50 stage_pid $s
+		p=$(stage_pid $s)
+		[ "$(awk '/^Uid:/ {print $2 $3}' /proc/$p/status)" = 6553465534 ]
+		[ "$(awk '/^NoNewPrivs:/ {print $2}' /proc/$p/status)" = 1 ]
+	done
+	# Its socket files are the parent's (root's), and they serve.
+	[ "$(stat -c %U "$T/select.sock")" = root ]
+	metric >"$T/in"
+	request 1
+	wait_for 30 bound 1
+	# An unknown user: refused before any stage starts.
+	sed -i 's/^user = nobody$/user = no-such-user-cats/' "$T/cps.conf"
+	run cats-cps -c "$T/cps.conf" </dev/null
+	[ "$status" -eq 78 ]
+	[[ "$output" == *"user no-such-user-cats: no such user"* ]]
+}
+
 # cats-bind's per-client binding limit is a key of its section.
 @test "cats-cps: [bind] limit = client-bindings=N: the client's next flow fails closed, limit-client" {
 	BIND_EXTRA="limit = client-bindings=2" start_live
