@@ -260,6 +260,7 @@ EOF
 	    jq -e '.counters[\"pce.requests\"] == 19'"
 	last | jq -e '.counters | .["pce.request_rate"] > 0 and
 	    .["select.decision_rate"] > 0'
+	last | jq -r '.counters | "# 19 flows: activation p50/p99 \(.["bind.activation.p50_us"])/\(.["bind.activation.p99_us"]) us, control \(.["bind.control.p50_us"])/\(.["bind.control.p99_us"]) us, \(.["pce.request_rate"]) requests/s"' >&3
 	kill $s1 $s2
 }
 
