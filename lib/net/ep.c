@@ -261,35 +261,23 @@ cats_ep_inherited(int fd)
 int
 cats_ep_listen(const struct cats_ep *ep, char *err, size_t errlen)
 {
-	int fd = -1;
 	char name[300];
 	cats_ep_str(ep, name, sizeof(name));
-	if ((fd = inherited(name)) >= 0) {
-		/* Held by the parent (cats-cps) across our restarts. */
-		if (ep->tls && !cats_tls_server_on()) {
-			snprintf(err, errlen, "%s: TLS needs --tls-cert and "
-			    "--tls-key", name);
-			return -1;
-		}
-		cats_tls_mark_listen(fd, ep->tls);
-		return fd;
-	}
-	if ((fd = cats_ep_bind(ep, err, errlen)) < 0)
-		return -1;
-	if (ep->kind == CATS_EP_UNIX) {
-		cats_tls_mark_listen(fd, false);	/* (a number used again) */
-		return fd;
-	}
 	if (ep->tls && !cats_tls_server_on()) {
 		snprintf(err, errlen, "%s: TLS needs --tls-cert and --tls-key",
 		    name);
-		close(fd);
 		return -1;
 	}
+	/* Held by the parent (cats-cps) across our restarts, or our own. */
+	int fd = inherited(name);
+	if (fd < 0 && (fd = cats_ep_bind(ep, err, errlen)) < 0)
+		return -1;
+	/* (unix, plain tcp: unmarked, as a number may be used again) */
 	if (cats_tls_mark_listen(fd, ep->tls) < 0) {
 		snprintf(err, errlen, "%s: more than 32 TLS listeners", name);
-		close(fd);
-		fd = -1;
+		if (!cats_ep_inherited(fd))
+			close(fd);
+		return -1;
 	}
 	return fd;
 }

@@ -727,6 +727,20 @@ reach(struct bind_table *t, int state, uint64_t txn)
 	return 0;
 }
 
+/* A table with one flow (transaction txn, *id) in state; NULL, said,
+ * when it could not be reached. */
+static struct bind_table *
+table_in(int state, uint64_t txn, uint64_t *id)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	*id = reach(t, state, txn);
+	if (state_of(t, *id) == state)
+		return t;
+	printf("# could not reach %s\n", cats_flow_state_names[state]);
+	bind_free(t);
+	return NULL;
+}
+
 static void
 test_illegal(void)
 {
@@ -735,15 +749,11 @@ test_illegal(void)
 		for (int to = 0; to < 8; to++) {
 			if (bind_edge_ok(from, to))
 				continue;
-			struct bind_table *t = table(BIND_COMMIT_BOTH);
-			uint64_t id = reach(t, from, 900 + (uint64_t)(from * 8 +
-			    to));
-			if (state_of(t, id) != from) {
-				printf("# could not reach %s\n",
-				    cats_flow_state_names[from]);
-				bind_free(t);
+			uint64_t id;
+			struct bind_table *t = table_in(from, 900 +
+			    (uint64_t)(from * 8 + to), &id);
+			if (t == NULL)
 				continue;
-			}
 			uint64_t ill = bind_counters(t)->illegal;
 			tried++;
 			refused += bind_try(t, id, to, 100001) < 0 &&
@@ -793,14 +803,11 @@ test_status_matrix(void)
 	for (int from = PENDING; from <= RECONNECT; from++) {
 		for (size_t ev = 0; ev < CATS_ARRAY_LEN(events); ev++) {
 			for (size_t f = 0; f < 2; f++) {
-				struct bind_table *t = table(BIND_COMMIT_BOTH);
-				uint64_t id = reach(t, from, 500 + tried);
-				if (state_of(t, id) != from) {
-					printf("# could not reach %s\n",
-					    cats_flow_state_names[from]);
-					bind_free(t);
+				uint64_t id;
+				struct bind_table *t = table_in(from,
+				    500 + (uint64_t)tried, &id);
+				if (t == NULL)
 					continue;
-				}
 				uint64_t ill = bind_counters(t)->illegal;
 				feed(t, 100002, status(fwds[f], events[ev], id,
 				    100002));
