@@ -352,6 +352,7 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		"instance.failures", "epoch", "memory", "caps.updates",
 		"fallback.reported", "fallback.adopted", "fallback.ended",
 		"fallback.status", "net.downs", "net.repairs", "status.late",
+		"caps.reasks",
 	};
 	size_t total = CATS_ARRAY_LEN(fixed) + 7 + 8 + 2 * (BR__N - 1);
 	if (t->kv == NULL) {
@@ -396,7 +397,7 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		k->restored, k->restore_refused, k->instance_failures,
 		t->epoch, bind_mem(t), k->caps_updates, k->fallback_reported,
 		k->fallback_adopted, k->fallback_ended, k->fallback_status,
-		k->net_downs, k->net_repairs, k->late_status,
+		k->net_downs, k->net_repairs, k->late_status, k->caps_reasks,
 	};
 	size_t j = 0;
 	for (size_t i = 0; i < CATS_ARRAY_LEN(v); i++)

@@ -160,6 +160,8 @@ struct bind_counters {
 	uint64_t restored, restore_refused;
 	uint64_t instance_failures;
 	uint64_t caps_updates;	/* status refreshed, reason capabilities */
+	uint64_t caps_reasks;	/* paths asked again in a data plane the
+				 * egress has too */
 	uint64_t fallback_reported, fallback_adopted, fallback_ended,
 	    fallback_status;
 };

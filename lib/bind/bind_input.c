@@ -385,6 +385,38 @@ repair(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
 	return BR_OK;
 }
 
+static void ask_pce(struct bind_table *t, struct bent *e, int dp,
+    const struct cats_ip *unreachable, const struct cats_arr_text *dps,
+    uint64_t now);
+
+/*
+ * A path in a data plane the egress does not advertise, where the
+ * selection allowed others (the reply's dataplanes): the PCE is asked
+ * again, once, in the first that both ends advertise, within the
+ * transaction's deadline (cats-bind(1) Capabilities).  True when asked.
+ */
+static bool
+reask(struct bind_table *t, struct bent *e, const struct cats_path_rep *r,
+    uint64_t now)
+{
+	const struct bclass *c = cls(t, e);
+	if ((e->flags & F_REPAIR) || !CATS_HAS(r, PRP, dataplanes) ||
+	    c->k.egress == NULL)
+		return false;
+	int dp = CATS_HAS(r, PRP, dataplane) ? r->dataplane : CATS_DP_IP;
+	int nd = bt_caps_reask(t, c->k.ingress->s, c->k.egress->s, dp,
+	    r->endpoint_addr.af, &r->dataplanes);
+	struct bent *o = find_txn(t, e->txn);
+	if (nd < 0 || (o != NULL && o != e))
+		return false;
+	if (o == NULL)
+		bt_txn_index(t, e);
+	e->flags |= F_REPAIR;
+	ask_pce(t, e, nd, NULL, &r->dataplanes, now);
+	t->k.caps_reasks++;
+	return true;
+}
+
 int
 bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
     uint64_t now)
@@ -459,6 +491,8 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	uint32_t p = 0;
 	if (why == BR_OK)
 		why = bt_path_from_rep(t, r, &p);
+	if (why == BR_PATH_CAPABILITY && reask(t, e, r, now))
+		return BR_OK;
 	if (why == BR_OK)
 		why = limit_bindings(t, e);
 	if (why != BR_OK) {
@@ -469,6 +503,7 @@ bind_path_rep(struct bind_table *t, const struct cats_path_rep *r,
 	}
 	e->path = p;
 	e->version = 1;
+	e->flags &= (uint8_t)~F_REPAIR;	/* asked again, answered */
 	if (bt_transition(t, e, S_READY, BR_OK, now) < 0) {
 		bt_path_put(t, p);
 		e->path = 0;
@@ -521,6 +556,43 @@ bind_error(struct bind_table *t, const struct cats_error *x, uint64_t now)
 }
 
 /*
+ * A path-req for e (same transaction, headend, egress, decision and flow)
+ * in data plane dp, with the deadline e->t1: a repair's (unreachable, when
+ * a path-down named it) or a pending one's asked again (dps, the
+ * selection's data planes).
+ */
+static void
+ask_pce(struct bind_table *t, struct bent *e, int dp,
+    const struct cats_ip *unreachable, const struct cats_arr_text *dps,
+    uint64_t now)
+{
+	const struct bclass *c = cls(t, e);
+	struct cats_rec r;
+	cats_rec_init(&r, CATS_T_PATH_REQ);
+	struct cats_path_req *q = &r.u.preq;
+	q->txn = e->txn;
+	q->ts = now;
+	q->headend = c->k.ingress->s;
+	q->endpoint = c->k.egress->s;
+	q->dataplane = dp;
+	int msd = bt_caps_msd(t, c->k.ingress->s, q->dataplane);
+	if (msd > 0)
+		CATS_SET(q, PRQ, msd, (uint64_t)msd);
+	bt_decision_of(c, now, &q->decision);
+	bt_flow_of(t, e, &q->flow);
+	q->has |= UINT64_C(1) << CATS_PRQ_flow;
+	q->ingress = c->k.ingress->s;
+	CATS_SET(q, PRQ, deadline, e->t1);
+	if (unreachable != NULL)
+		q->unreachable = *unreachable;
+	if (dps != NULL) {
+		q->dataplanes = *dps;
+		q->has |= UINT64_C(1) << CATS_PRQ_dataplanes;
+	}
+	bt_send_rec(t, &r, NULL);
+}
+
+/*
  * Ask the PCE again for e's path (same headend, egress and decision);
  * unreachable, when a path-down named it, is the segment a router could
  * not reach: the PCE avoids it.
@@ -544,25 +616,7 @@ start_repair(struct bind_table *t, struct bent *e,
 	bt_txn_index(t, e);
 	e->t1 = now + t->c.repair_ms;
 	bt_wheel_link(t, e, ent_no(t, e));
-	struct cats_rec r;
-	cats_rec_init(&r, CATS_T_PATH_REQ);
-	struct cats_path_req *q = &r.u.preq;
-	q->txn = e->txn;
-	q->ts = now;
-	q->headend = c->k.ingress->s;
-	q->endpoint = c->k.egress->s;
-	q->dataplane = p ? p->encap : CATS_DP_IP;
-	int msd = bt_caps_msd(t, c->k.ingress->s, q->dataplane);
-	if (msd > 0)
-		CATS_SET(q, PRQ, msd, (uint64_t)msd);
-	bt_decision_of(c, now, &q->decision);
-	bt_flow_of(t, e, &q->flow);
-	q->has |= UINT64_C(1) << CATS_PRQ_flow;
-	q->ingress = c->k.ingress->s;
-	CATS_SET(q, PRQ, deadline, e->t1);
-	if (unreachable != NULL)
-		q->unreachable = *unreachable;
-	bt_send_rec(t, &r, NULL);
+	ask_pce(t, e, p ? p->encap : CATS_DP_IP, unreachable, NULL, now);
 	t->k.repair_requests++;
 }
 

@@ -400,6 +400,15 @@ void bt_path_put(struct bind_table *t, uint32_t handle);
 void bt_caps_set(struct bstr *f, const struct cats_arr_text *caps);
 /* The MSD fwd advertised for data plane dp, or -1 (none known). */
 int bt_caps_msd(const struct bind_table *t, const char *fwd, int dp);
+/*
+ * A path reply in data plane dp (IP-in-IP: outer family outer_af) that the
+ * egress does not advertise: the first of dps (the selection's choices,
+ * preferred first) other than dp that headend and egress both advertise,
+ * to ask again in; -1 when there is none or nothing is judged (a
+ * forwarder that advertised nothing, --dataplanes).
+ */
+int bt_caps_reask(const struct bind_table *t, const char *headend,
+    const char *egress, int dp, int outer_af, const struct cats_arr_text *dps);
 /* A node list as a path keeps it ("\0A\0B\0") in buf; its length, 0 for
  * none or one too long to keep. */
 uint16_t bt_nodes_join(const struct cats_arr_text *path, char *buf,

@@ -498,6 +498,25 @@ bt_caps_msd(const struct bind_table *t, const char *fwd, int dp)
 	    f->mpls_msd : -1;
 }
 
+int
+bt_caps_reask(const struct bind_table *t, const char *headend,
+    const char *egress, int dp, int outer_af, const struct cats_arr_text *dps)
+{
+	const struct bstr *h = headend ? bt_str_find(t, headend) : NULL;
+	const struct bstr *g = egress ? bt_str_find(t, egress) : NULL;
+	if (t->c.dataplanes != 0 || h == NULL || g == NULL ||
+	    !(h->caps & CAP_KNOWN) || !(g->caps & CAP_KNOWN) ||
+	    (g->caps & cap_bit(dp, outer_af)))
+		return -1;
+	for (size_t i = 0; i < dps->n; i++) {
+		int d = cats_enum_index(cats_dataplane_names, dps->v[i],
+		    strlen(dps->v[i]));
+		if (d >= 0 && d != dp && (h->caps & g->caps & cap_bit(d, 0)))
+			return d;
+	}
+	return -1;
+}
+
 /*
  * Can the path (data plane dp, nsegs segments, IP-in-IP outer family
  * outer_af) be realized by what its forwarders advertised?  The headend

@@ -425,6 +425,10 @@ cats_pce_reply_of(const struct cats_path_req *rq, uint64_t now,
 	o->ingress = rq->ingress;
 	if (CATS_HAS(rq, PRQ, deadline))
 		CATS_SET(o, PRP, deadline, rq->deadline);
+	if (CATS_HAS(rq, PRQ, dataplanes)) {
+		o->dataplanes = rq->dataplanes;
+		o->has |= UINT64_C(1) << CATS_PRP_dataplanes;
+	}
 }
 
 int

@@ -372,7 +372,8 @@ extern const char *const cats_steer_op_names[];
  X(PRQ, flow, MAP, struct cats_flow, CATS_OPT, 0, 0, &cats_schema_flow, NULL, "", "the client flow (passed through)") \
  X(PRQ, ingress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "ingress forwarder (passed through)") \
  X(PRQ, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "transaction deadline") \
- X(PRQ, unreachable, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "a repair: a segment a router reported unreachable (a path-down's); the path avoids its link, or its node")
+ X(PRQ, unreachable, ADDR, struct cats_ip, CATS_OPT, 0, 0, NULL, NULL, "", "a repair: a segment a router reported unreachable (a path-down's); the path avoids its link, or its node") \
+ X(PRQ, dataplanes, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 8, NULL, NULL, "", "the data planes the selection allows, preferred first (the request's, when neither its forwarder nor the service chose one; passed through): cats-bind asks again in the first that both ends advertise when the egress does not advertise dataplane")
 
 /* path-rep: the PCE's answer. */
 #define CATS_PRP_FIELDS(X) \
@@ -395,7 +396,8 @@ extern const char *const cats_steer_op_names[];
  X(PRP, decision, MAP, struct cats_decision, CATS_OPT, 0, 0, &cats_schema_decision, NULL, "", "the service decision (passed through)") \
  X(PRP, flow, MAP, struct cats_flow, CATS_OPT, 0, 0, &cats_schema_flow, NULL, "", "the client flow (passed through)") \
  X(PRP, ingress, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "ingress forwarder (passed through)") \
- X(PRP, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "transaction deadline")
+ X(PRP, deadline, U64, uint64_t, CATS_OPT, 0, CATS_U53, NULL, NULL, "ms", "transaction deadline") \
+ X(PRP, dataplanes, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 8, NULL, NULL, "", "the path-req's dataplanes (passed through)")
 
 /* binding: one logical steering binding, forward and reverse. */
 #define CATS_BND_FIELDS(X) \

@@ -1110,6 +1110,12 @@ decision(struct rctx *c, const struct cand *b, int dataplane, bool fallback)
 	p->ingress = rq->ingress;
 	if (CATS_HAS(rq, REQ, deadline))
 		CATS_SET(p, PRQ, deadline, rq->deadline);
+	/* Neither the forwarder (--dataplane) nor the service chose: the
+	 * binding manager may take another the egress has too. */
+	if (!CATS_HAS(svc, SVC, dataplane) && CATS_HAS(rq, REQ, dataplanes)) {
+		p->dataplanes = rq->dataplanes;
+		p->has |= BIT(PRQ, dataplanes);
+	}
 	struct cats_decision *d = &p->decision;
 	const struct cats_cst_entry *e = b->e;
 	d->cs_id = svc->cs_id;

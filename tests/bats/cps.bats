@@ -429,6 +429,45 @@ EOF
 	rm -f "$T/cps.pid"
 }
 
+# A request of transaction $1 for S1 asking for SRv6, with the data planes
+# its forwarder advertises ($2, a JSON array; "null": none, bound by its
+# --dataplane).
+dp_request() {
+	jq -nc --argjson now "$(date +%s%3N)" --argjson t "$1" --argjson d "$2" \
+	    '{type: "request", txn: $t, ingress: "IF-1", ts: $now, flow: {proto:
+	    6, src: "192.0.2.10", sport: (40000 + $t), dst: "203.0.113.100",
+	    dport: 80}, mode: "none", held: 1, dataplane: "srv6",
+	    deadline: ($now + 2000)} + (if $d then {dataplanes: $d} else {} end)' |
+	    select_client -t "unix:$T/select.sock" -w 50
+}
+
+@test "cats-cps: an SRv6 path to an egress that advertises no SRv6 is asked again in IP-in-IP, which both advertise; bound so; with --dataplane srv6 a path-capability naming the egress" {
+	start_live
+	bind_fwdsim -c "unix:$T/bind.sock" -n EF-1 -t 20 \
+		-C egress,af4,af6,ip,ipip6 >"$T/ef1.jsonl" &
+	s1=$!
+	bind_fwdsim -c "unix:$T/bind.sock" -n IF-1 -t 20 \
+		-C ingress,af4,af6,ip,ipip6,srv6,srv6-msd=16 >"$T/if1.jsonl" &
+	s2=$!
+	wait_for 30 grep -q "forwarder IF-1 connected" "$T/err"
+	wait_for 30 grep -q "forwarder EF-1 connected" "$T/err"
+	metric >"$T/in"
+	dp_request 1 '["srv6","ipip","ip"]'
+	# (commit none: the bindings and errors on the service's output)
+	wait_for 50 out_has 'select(.type == "binding" and .op == "install" and .txn == 1 and .fwd.encap == "ipip" and .fwd.tunnel_dst == "2001:db8:2::1")'
+	run out_has 'select(.type == "error" and .txn == 1)'
+	[ "$status" -ne 0 ]
+	# Bound by --dataplane (no dataplanes): a path failure naming the egress.
+	dp_request 2 null
+	wait_for 50 out_has 'select(.type == "error" and .txn == 2 and .code == "path-capability" and (.msg | contains("egress EF-1 does not advertise srv6")))'
+	kill -USR1 "$(cat "$T/cps.pid")"
+	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"bind.caps.reasks\"] == 1'"
+	# The request asked again went to cats-pce, not to the output.
+	run out_has 'select(.type == "path-req")'
+	[ "$status" -ne 0 ]
+	kill $s1 $s2
+}
+
 # examples/topology.json with a second way to EF-1: IF-1 ALT EF-1.
 two_paths() {
 	jq '.nodes += [{id: "ALT", name: "second core", router_id:

@@ -4,9 +4,11 @@
  * remove), prints every record it receives as a JSON line (but keepalives,
  * which it drops), and stops after -x records, at EOF, or after -t seconds.
  *
- *   bind_fwdsim -c ENDPOINT -n NAME [-e EPOCH] [-f] [-q] [-t SEC] [-x N]
- *               [-E ID] [-k KEY] [-P ID]
+ *   bind_fwdsim -c ENDPOINT -n NAME [-C CAPS] [-e EPOCH] [-f] [-q] [-t SEC]
+ *               [-x N] [-E ID] [-k KEY] [-P ID]
  *
+ * -C: the capabilities its hello advertises (comma-separated tokens,
+ * cats-fwd(1) CAPABILITIES; none without it).
  * -q: do not answer (a forwarder that never commits).  -E ID: after the
  * first binding, report binding ID expired.  -P ID: the same, path-down
  * (a path repair).  -k: sign (or MAC) what it sends.
@@ -25,6 +27,8 @@
 #include "rec/seq.h"
 
 static int fd = -1;
+static const char *caps_v[32];
+static size_t caps_n;
 static struct cats_key key;
 static bool have_key;
 
@@ -60,6 +64,11 @@ status(const char *name, int event, uint64_t id, uint64_t version,
 	CATS_SET(&r.u.status, STA, epoch, epoch);
 	if (event != CATS_EV_HELLO)
 		CATS_SET(&r.u.status, STA, version, version);
+	if (event == CATS_EV_HELLO && caps_n > 0) {
+		r.u.status.caps.v = caps_v;
+		r.u.status.caps.n = caps_n;
+		r.u.status.has |= UINT64_C(1) << CATS_STA_caps;
+	}
 	send_rec(&r);
 }
 
@@ -73,7 +82,7 @@ main(int argc, char **argv)
 	int ch;
 	char kerr[256];
 	cats_crypto_init();
-	while ((ch = getopt(argc, argv, "c:e:E:fk:n:P:qt:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "C:c:e:E:fk:n:P:qt:x:")) != -1) {
 		switch (ch) {
 		case 'k':
 			if (cats_key_load(&key, optarg, -1, kerr,
@@ -82,6 +91,11 @@ main(int argc, char **argv)
 				return 1;
 			}
 			have_key = true;
+			break;
+		case 'C':
+			for (char *w = strtok(optarg, ","); w != NULL &&
+			    caps_n < 32; w = strtok(NULL, ","))
+				caps_v[caps_n++] = w;
 			break;
 		case 'c': ep_s = optarg; break;
 		case 'e': epoch = strtoull(optarg, NULL, 10); break;
@@ -93,7 +107,7 @@ main(int argc, char **argv)
 		case 't': secs = strtol(optarg, NULL, 10); break;
 		case 'x': max = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: bind_fwdsim -c ep -n name [-e "
+			fprintf(stderr, "usage: bind_fwdsim -c ep -n name [-C caps] [-e "
 			    "epoch] [-f] [-q] [-t sec] [-x n] [-E id] [-P id]\n");
 			return 2;
 		}

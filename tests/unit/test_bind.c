@@ -70,6 +70,8 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 	} else if (r->type == CATS_T_PATH_REQ) {
 		s->txn = r->u.preq.txn;
 		s->msd = CATS_HAS(&r->u.preq, PRQ, msd) ? r->u.preq.msd : 0;
+		snprintf(s->reason, sizeof(s->reason), "%s",
+		    cats_dataplane_names[r->u.preq.dataplane]);
 		if (r->u.preq.unreachable.af != 0)
 			cats_ip_fmt(&r->u.preq.unreachable, s->unreach,
 			    sizeof(s->unreach));
@@ -1767,6 +1769,80 @@ caps_status(const char *fwd, const char *event, const char *caps,
 	    "", ts, caps);
 }
 
+/* A path reply in data plane dp (srv6: one SID; ipip: an IPv6 endpoint),
+ * the selection's data planes dps (a JSON array, or "" for none). */
+static struct cats_rec *
+rep_dp(uint64_t txn, unsigned sport, uint64_t ts, const char *dp,
+    const char *dps)
+{
+	bool srv6 = strcmp(dp, "srv6") == 0;
+	return J("{\"type\":\"path-rep\",\"txn\":%" PRIu64 ",\"ts\":%" PRIu64
+	    ",\"status\":\"ok\",\"headend\":\"IF-1\",\"endpoint\":\"EF-2\","
+	    "\"dataplane\":\"%s\",%s\"path\":[\"IF-1\",\"EF-2\"],"
+	    "\"decision\":{\"cs_id\":\"S1\",\"csci_id\":\"B\",\"locator\":"
+	    "\"198.51.100.21\",\"egress\":\"EF-2\",\"ts\":1000},"
+	    "\"flow\":{\"proto\":6,\"src\":\"192.0.2.10\",\"sport\":%u,"
+	    "\"dst\":\"192.0.2.100\",\"dport\":443},\"ingress\":\"IF-1\","
+	    "%s%s%s\"deadline\":%" PRIu64 "}", txn, ts, dp, srv6 ?
+	    "\"segments\":[{\"kind\":\"node\",\"node\":\"EF-2\",\"sid\":"
+	    "\"fc00:2::100\"}]," : strcmp(dp, "ipip") == 0 ?
+	    "\"endpoint_addr\":\"fc00:2::1\"," : "", sport,
+	    dps[0] ? "\"dataplanes\":" : "", dps, dps[0] ? "," : "", ts + 2000);
+}
+
+/*
+ * The egress in the data-plane choice: a path in a data plane the egress
+ * does not advertise, where the selection allowed others, is asked again
+ * once in the first both ends advertise; pinned (no dataplanes), or with
+ * none in common, it is a path failure naming the egress.
+ */
+static void
+test_caps_reask(void)
+{
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	const struct bind_counters *k = bind_counters(t);
+	uint64_t now = 1000;
+	feed(t, now, caps_status("IF-1", "hello", "\"ingress\",\"ip\","
+	    "\"ipip6\",\"srv6\"", now));
+	feed(t, now, caps_status("EF-2", "hello", "\"egress\",\"ip\","
+	    "\"ipip6\"", now));
+	size_t n0 = nsent;
+	T_OK(feed(t, now, rep_dp(1, 2001, now, "srv6", "[\"srv6\",\"srmpls\","
+	    "\"ipip\",\"ip\"]")) == BR_OK && k->caps_reasks == 1 &&
+	    k->fail[BR_PATH_CAPABILITY] == 0, "reask: an SRv6 path to an "
+	    "egress without SRv6 is asked again, not failed");
+	const struct sent *q = last_sent(CATS_T_PATH_REQ, "-");
+	T_OK(q != NULL && q > &sent[n0 - 1] && q->txn == 1 &&
+	    strcmp(q->reason, "ipip") == 0 && q->code[0] == 0,
+	    "reask: the path-req asks for ipip (the first both advertise; "
+	    "srmpls neither has)");
+	T_OK(last_sent(CATS_T_ERROR, "IF-1") == NULL ||
+	    last_sent(CATS_T_ERROR, "IF-1") < &sent[n0],
+	    "reask: the ingress is told nothing yet");
+	T_OK(feed(t, now + 5, rep_dp(1, 2001, now + 5, "ipip", "[\"srv6\","
+	    "\"srmpls\",\"ipip\",\"ip\"]")) == BR_OK && k->bound == 1,
+	    "reask: the IP-in-IP answer binds");
+	/* Pinned (no dataplanes in the reply): a path failure. */
+	T_OK(feed(t, now, rep_dp(2, 2002, now, "srv6", "")) ==
+	    BR_PATH_CAPABILITY && k->caps_reasks == 1,
+	    "reask: a pinned data plane is not asked again");
+	/* Asked again once: an answer in the same data plane fails. */
+	T_OK(feed(t, now, rep_dp(3, 2003, now, "srv6", "[\"srv6\",\"ipip\"]"))
+	    == BR_OK && k->caps_reasks == 2, "reask: asked again");
+	T_OK(feed(t, now, rep_dp(3, 2003, now, "srv6", "[\"srv6\",\"ipip\"]"))
+	    == BR_PATH_CAPABILITY && k->caps_reasks == 2,
+	    "reask: once only; the second refusal is a path failure");
+	const struct sent *e = last_sent(CATS_T_ERROR, "IF-1");
+	T_OK(e != NULL && e->txn == 3 && strcmp(e->code, "path-capability")
+	    == 0, "reask: the ingress is told path-capability");
+	/* Nothing in common among the choices: a path failure at once. */
+	T_OK(feed(t, now, rep_dp(4, 2004, now, "srv6", "[\"srv6\",\"srmpls\"]"))
+	    == BR_PATH_CAPABILITY && k->caps_reasks == 2,
+	    "reask: no data plane in common is a path failure");
+	check(t, "reask");
+	bind_free(t);
+}
+
 static void
 test_caps(void)
 {
@@ -1970,6 +2046,7 @@ main(void)
 	test_journal_blocks();
 	test_memory();
 	test_caps();
+	test_caps_reask();
 	test_fallback();
 	cats_dec_free(&dec);
 	cats_buf_free(&journal);
