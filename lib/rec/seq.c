@@ -240,6 +240,11 @@ struct cats_commit {
 	bool running;		/* inside begin or end (on the loop) */
 	bool flying;		/* a batch's work is on the worker */
 	bool again;		/* a batch was asked for while one flew */
+	/* Off the loop only while it pays: the last flight had the next
+	 * batch waiting behind it (pipelined); else a slow batch runs here
+	 * (no thread wakeup for a lone client) but every probe-th one. */
+	bool pipelined;
+	unsigned since_probe, probe;
 	/* The worker thread: the loop hands it a batch (job), it answers
 	 * (done, rc) under mu and tells the loop through efd. */
 	pthread_t thr;
@@ -789,6 +794,7 @@ worker_start(struct cats_commit *cm)
 static int
 commit_end(struct cats_commit *cm, int rc)
 {
+	bool flew = cm->flying;
 	cm->flying = false;
 	cm->running = true;
 	if (cm->ops.end != NULL)
@@ -802,6 +808,9 @@ commit_end(struct cats_commit *cm, int rc)
 	cm->running = false;
 	bool again = cm->again;
 	cm->again = false;
+	/* Held now: sent while it flew (or refused with it). */
+	if (flew)
+		cm->pipelined = again || cm->held > 0;
 	if (rc == 0 && (again || cm->held > 0))
 		event_active(cm->ev, 0, 0);
 	return rc < 0 ? -1 : 0;
@@ -834,8 +843,11 @@ commit_begin(struct cats_commit *cm, bool here)
 	}
 	if (cm->ops.work == NULL)
 		return commit_end(cm, 0);
-	if (b == 0 || here || worker_start(cm) < 0)
+	bool probe = ++cm->since_probe >= cm->probe;
+	if (b == 0 || here || (!cm->pipelined && !probe) ||
+	    worker_start(cm) < 0)
 		return commit_end(cm, cm->ops.work(cm->arg));
+	cm->since_probe = 0;
 	pthread_mutex_lock(&cm->mu);
 	cm->job = true;
 	cm->done = false;
@@ -918,7 +930,16 @@ cats_commit_new(struct event_base *base, const struct cats_commit_ops *ops,
 		cm->ops = *ops;
 	cm->arg = arg;
 	cm->max = max ? max : (1u << 20);
+	cm->probe = 8;
+	cm->since_probe = cm->probe - 1;	/* the first slow one probes */
 	return cm;
+}
+
+void
+cats_commit_probe(struct cats_commit *cm, unsigned every)
+{
+	cm->probe = every ? every : 1;
+	cm->since_probe = cm->probe - 1;
 }
 
 /* s leaves its commit point; its held output is dropped, never written. */

@@ -151,7 +151,11 @@ int cats_stream_push(struct cats_stream *s);
  *   loop touches meanwhile (begin hands it what it writes; end takes back
  *   its counters), and makes no libevent call (the worker tells the loop
  *   through an eventfd).  One batch is in flight at a time, so batches
- *   end, and are released, in the order they began.
+ *   end, and are released, in the order they began.  The worker is used
+ *   while it pays: as long as the next batch was held behind the last
+ *   one in flight; else a slow batch runs on the loop (a lone client pays
+ *   no thread wakeup), but every 8th (cats_commit_probe) on the worker,
+ *   to see whether others wait behind it again.
  * - A batch begins at the end of the loop turn in which an item was held
  *   or cats_commit_due() was called, or, while one is in flight, as soon
  *   as that one has ended well; at once when max bytes (0: 1 MiB) are held
@@ -202,6 +206,9 @@ int cats_commit_run(struct cats_commit *cm);
  * begins at the end of the turn.  0, or -1 when the batch's answer was.
  */
 int cats_commit_wait(struct cats_commit *cm);
+/* Every how many slow batches one probes the worker while it did not pay
+ * (8; 1: always the worker). */
+void cats_commit_probe(struct cats_commit *cm, unsigned every);
 /* A batch is in flight (its work runs on the worker thread). */
 bool cats_commit_busy(const struct cats_commit *cm);
 /*

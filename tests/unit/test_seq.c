@@ -742,6 +742,7 @@ test_commit_pipeline(void)
 	if (pipe(p.gate) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		abort();
 	struct cats_commit *cm = cats_commit_new(base, &PIPE_OPS, &p, 0);
+	cats_commit_probe(cm, 1);	/* the worker every time */
 	struct cats_stream *out = cats_stream_new(base, -1, sv[1], false,
 	    NULL, 0, &cbs, &c);
 	T_OK(cm != NULL && cats_stream_hold(out, cm) == 0, "a pipelined "
@@ -845,6 +846,7 @@ test_commit_pipeline(void)
 	pending(sv[0]);
 	p.nlog = 0;
 	cm = cats_commit_new(base, &PIPE_OPS, &p, 2 * a.len + b.len);
+	cats_commit_probe(cm, 1);
 	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
 	cats_stream_hold(out, cm);
 	cats_stream_send(out, a.p, a.len);
@@ -880,6 +882,38 @@ test_commit_pipeline(void)
 	    "freed in flight: the work waited for, no end (%s)", p.log);
 	cats_stream_send(out, a.p, a.len);
 	T_OK(pending(sv[0]) == la, "and the stream sends as before");
+
+	/* By default the worker only while the next batch waits behind the
+	 * one in flight: a lone client's batches run on the loop, but every
+	 * 8th probes the worker. */
+	cm = cats_commit_new(base, &PIPE_OPS, &p, 0);
+	cats_stream_hold(out, cm);
+	p.nlog = 0;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(cats_commit_busy(cm), "the first slow batch probes the worker");
+	p_land(&p, base, cm);
+	int here = 0;
+	p.gated = false;
+	for (int i = 0; i < 7; i++) {
+		cats_stream_send(out, a.p, a.len);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		here += !p.off_loop && !cats_commit_busy(cm);
+	}
+	T_OK(here == 7 && pending(sv[0]) == 8 * la, "nothing waited behind "
+	    "it: the next 7 on the loop, released in their turn (%d, %s)", here,
+	    p.log);
+	p.gated = true;
+	cats_stream_send(out, a.p, a.len);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(cats_commit_busy(cm), "the 8th probes the worker");
+	cats_stream_send(out, b.p, b.len);
+	p_land(&p, base, cm);
+	T_OK(cats_commit_busy(cm) && pending(sv[0]) == la, "b waited behind "
+	    "it: the next one on the worker too");
+	p_land(&p, base, cm);
+	T_OK(!cats_commit_busy(cm) && pending(sv[0]) == lb, "and released");
+	cats_commit_free(cm);
 	cats_stream_free(out);
 	close(sv[0]);
 	close(sv[1]);
