@@ -47,7 +47,10 @@ leftovers() {
 	setsid env --default-signal=INT bash "$TOP/examples/demo/demo.sh" \
 		>"$BATS_TEST_TMPDIR/out" 2>&1 &
 	pid=$!
-	wait_for 300 grep -q "^== 1\." "$BATS_TEST_TMPDIR/out"
+	# The start prints a line a step: slow on a loaded machine, stuck
+	# only when nothing new comes for 30 s.
+	wait_progress 300 "wc -c <'$BATS_TEST_TMPDIR/out'" \
+		grep -q "^== 1\." "$BATS_TEST_TMPDIR/out"
 	id=$(sed -n 's/.*namespaces lpc\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/out")
 	[ -n "$id" ]
 	[ "$(ip netns list | grep -c "$id\b")" = 8 ]
