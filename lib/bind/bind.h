@@ -211,9 +211,26 @@ int bind_net(struct bind_table *t, const struct cats_net *nr, uint64_t now);
 size_t bind_instance_down(struct bind_table *t, const char *cs_id,
     const char *csci_id, uint64_t now);
 
-/* A forwarder said hello: re-sync every binding naming it. */
+/*
+ * A forwarder said hello: re-sync every binding naming it, then the
+ * end-of-sync marker.  The re-sync goes in slices of BIND_RESYNC_SLICE
+ * bindings: the first here, the rest by bind_fwd_resync, so that the loop
+ * turns between them (what is held is committed and written, keepalives
+ * and other forwarders' records go out) and a table of any size never
+ * keeps a channel silent.  A binding that changes meanwhile is sent by
+ * its change as to any connected forwarder.
+ */
 int bind_fwd_hello(struct bind_table *t, const char *fwd, uint64_t fwd_epoch,
     uint64_t now);
+#define BIND_RESYNC_SLICE 256
+/*
+ * The next slice of every re-sync under way: up to max bindings sent to
+ * each such forwarder (about 8 times as many entries visited).  True while
+ * one is still under way (call it again on the loop's next turn).
+ */
+bool bind_fwd_resync(struct bind_table *t, size_t max, uint64_t now);
+/* A re-sync is under way. */
+bool bind_fwd_resync_pending(const struct bind_table *t);
 /*
  * Ids from 2^52 are the forwarders' own: the bindings an ingress made by
  * its configured fallback while the C-PS did not answer (cats-fwd(1)

@@ -254,6 +254,8 @@ commit_end(void *arg, int rc)
 static const struct cats_commit_ops COMMIT = { commit_begin, commit_work,
 	commit_end };
 
+static void resync_kick(struct bind_app *a);
+
 /* Hold an item on s; stdout above its high-water mark pauses the inputs. */
 static void
 send_held(struct bind_app *a, struct cats_stream *s, const uint8_t *p,
@@ -468,6 +470,7 @@ in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		cats_clock_observe(cats_rec_ts(&r));
 	uint64_t t0 = cats_clock_mono_ns();
 	int rc = bind_input(a->t, &r, cats_clock_now());
+	resync_kick(a);
 	if (r.type == CATS_T_PATH_REP)
 		cats_hist_observe(&a->h_install, (cats_clock_mono_ns() - t0) /
 		    1000);
@@ -631,6 +634,43 @@ hello(struct bind_app_conn *c, const struct cats_status *st, uint64_t index)
 }
 
 /*
+ * The re-syncs under way (bind_fwd_hello) go on a slice a turn: between
+ * two, the loop commits and writes what was held, sends keepalives and
+ * reads.  Replayed input (--replay) has no turns to keep: at once.
+ */
+/* A timer of 0, not event_active: libevent runs what a callback makes
+ * active in the same pass, before it polls again. */
+static void
+resync_next(struct bind_app *a)
+{
+	static const struct timeval now0 = { 0, 0 };
+	if (a->resync != NULL && !evtimer_pending(a->resync, NULL))
+		evtimer_add(a->resync, &now0);
+}
+
+static void
+on_resync(evutil_socket_t fd, short what, void *arg)
+{
+	struct bind_app *a = arg;
+	(void)fd;
+	(void)what;
+	if (bind_fwd_resync(a->t, BIND_RESYNC_SLICE, cats_clock_now()))
+		resync_next(a);
+}
+
+static void
+resync_kick(struct bind_app *a)
+{
+	if (cats_clock_replay()) {
+		while (bind_fwd_resync(a->t, SIZE_MAX, cats_clock_now()))
+			;
+		return;
+	}
+	if (bind_fwd_resync_pending(a->t))
+		resync_next(a);
+}
+
+/*
  * A binding record from a named forwarder: one it made by its fallback
  * (cats-fwd(1) FALLBACK), to adopt or end.  Signed by that forwarder's key
  * with --keys, as its status records are.
@@ -726,6 +766,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	cats_conn_touch(c->lc);
 	lat_status(a, c, st);
 	refused(c->fwd, index, bind_status(a->t, st, now));
+	resync_kick(a);
 }
 
 static void
@@ -806,7 +847,8 @@ bind_app_init(struct bind_app *a, const struct bind_conf *c)
 	struct bind_io io = { io_send, io_journal, io_trace, a };
 	a->cm = cats_commit_new(a->base, &COMMIT, a, HELD_FLUSH);
 	a->t = bind_new(c, &io);
-	if (a->cm == NULL || a->t == NULL) {
+	a->resync = evtimer_new(a->base, on_resync, a);
+	if (a->cm == NULL || a->t == NULL || a->resync == NULL) {
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
@@ -974,6 +1016,9 @@ bind_app_free(struct bind_app *a)
 	a->lst = NULL;
 	cats_stream_free(a->in);
 	cats_stream_free(a->out);
+	if (a->resync != NULL)
+		event_free(a->resync);
+	a->resync = NULL;
 	cats_commit_free(a->cm);
 	if (a->j != NULL)
 		bj_close(a->j);

@@ -81,6 +81,7 @@ struct bind_app {
 	struct bj *j;
 	struct cats_stream *in, *out;
 	struct cats_commit *cm;		/* output held until the journal commit */
+	struct event *resync;		/* the next slice of the re-syncs */
 	bool cm_j, cm_repl;		/* the batch in flight: journal, replica */
 	int cm_jrc, cm_rrc;		/* their work's answers */
 	struct cats_buf enc;		/* a record being encoded */

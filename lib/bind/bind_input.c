@@ -976,6 +976,94 @@ sync_marker(struct bind_table *t, struct bstr *fwd, uint64_t now)
 	bt_send_rec(t, &r, fwd);
 }
 
+/* Forwarder f leaves the list of re-syncs under way. */
+static void
+resync_unlink(struct bind_table *t, struct bstr *f)
+{
+	if (!f->rs_on)
+		return;
+	for (struct bstr **p = &t->resyncing; *p != NULL; p = &(*p)->rs_next)
+		if (*p == f) {
+			*p = f->rs_next;
+			break;
+		}
+	f->rs_next = NULL;
+	f->rs_on = false;
+}
+
+/* Entry i re-sent to (or settled for) forwarder f; true when sent. */
+static bool
+resync_one(struct bind_table *t, struct bstr *f, uint32_t i, uint64_t now)
+{
+	struct bent *e = ent(t, i);
+	if (e->state == S_ABSENT || e->cls == 0)
+		return false;
+	const struct bclass *c = cls(t, e);
+	int ro = role(c, f);
+	if (ro == 0)
+		return false;
+	switch (e->state) {
+	case S_READY:
+		forget_holder(e, ro);
+		bt_push(t, e, now);
+		t->k.resync_bindings++;
+		return true;
+	case S_ACTIVE:
+		bt_send_binding(t, e, CATS_BIND_INSTALL, f, now);
+		if (ro & 1)
+			e->flags |= F_SENT_ING;
+		if (ro & 2)
+			e->flags |= F_SENT_EGR;
+		t->k.resync_bindings++;
+		return true;
+	case S_DRAINING:
+	case S_FAILED:
+	case S_RECONNECT:
+		/* Not re-sent: the marker fences what it still has. */
+		forget_holder(e, ro);
+		if (!holds(e)) {
+			if (e->state == S_DRAINING)
+				t->k.drained++;
+			bt_cleanup(t, e, now);
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* A slice of f's re-sync: up to max bindings; the marker once all are. */
+static void
+resync_slice(struct bind_table *t, struct bstr *f, size_t max, uint64_t now)
+{
+	size_t sent = 0, seen = 0;
+	uint32_t end = f->rs_end < t->ents.top ? f->rs_end : t->ents.top;
+	while (f->rs_at < end && sent < max && seen < 8 * max) {
+		sent += resync_one(t, f, f->rs_at++, now);
+		seen++;
+	}
+	if (f->rs_at >= end) {
+		resync_unlink(t, f);
+		sync_marker(t, f, now);
+	}
+}
+
+bool
+bind_fwd_resync(struct bind_table *t, size_t max, uint64_t now)
+{
+	for (struct bstr *f = t->resyncing, *nx; f != NULL; f = nx) {
+		nx = f->rs_next;
+		resync_slice(t, f, max, now);
+	}
+	return t->resyncing != NULL;
+}
+
+bool
+bind_fwd_resync_pending(const struct bind_table *t)
+{
+	return t->resyncing != NULL;
+}
+
 int
 bind_fwd_hello(struct bind_table *t, const char *name, uint64_t fwd_epoch,
     uint64_t now)
@@ -991,44 +1079,18 @@ bind_fwd_hello(struct bind_table *t, const char *name, uint64_t fwd_epoch,
 	f->connected = true;
 	f->fwd_epoch = fwd_epoch;
 	t->k.resyncs++;
-	for (uint32_t i = 1; i < t->ents.top; i++) {
-		struct bent *e = ent(t, i);
-		if (e->state == S_ABSENT || e->cls == 0)
-			continue;
-		const struct bclass *c = cls(t, e);
-		int ro = role(c, f);
-		if (ro == 0)
-			continue;
-		switch (e->state) {
-		case S_READY:
-			forget_holder(e, ro);
-			bt_push(t, e, now);
-			t->k.resync_bindings++;
-			break;
-		case S_ACTIVE:
-			bt_send_binding(t, e, CATS_BIND_INSTALL, f, now);
-			if (ro & 1)
-				e->flags |= F_SENT_ING;
-			if (ro & 2)
-				e->flags |= F_SENT_EGR;
-			t->k.resync_bindings++;
-			break;
-		case S_DRAINING:
-		case S_FAILED:
-		case S_RECONNECT:
-			/* Not re-sent: the marker fences what it still has. */
-			forget_holder(e, ro);
-			if (!holds(e)) {
-				if (e->state == S_DRAINING)
-					t->k.drained++;
-				bt_cleanup(t, e, now);
-			}
-			break;
-		default:
-			break;
-		}
+	/*
+	 * The entries there now, from the first: one made after this is sent
+	 * by its own making.  A hello during a re-sync begins it again.
+	 */
+	f->rs_at = 1;
+	f->rs_end = t->ents.top;
+	if (!f->rs_on) {
+		f->rs_on = true;
+		f->rs_next = t->resyncing;
+		t->resyncing = f;
 	}
-	sync_marker(t, f, now);
+	resync_slice(t, f, BIND_RESYNC_SLICE, now);
 	return BR_OK;
 }
 
@@ -1038,6 +1100,7 @@ bind_fwd_gone(struct bind_table *t, const char *name)
 	struct bstr *f = bt_str_find(t, name);
 	if (f == NULL || !f->connected)
 		return;
+	resync_unlink(t, f);
 	f->connected = false;
 	bt_str_put(t, f);
 }

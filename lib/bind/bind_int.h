@@ -54,6 +54,12 @@ struct bstr {
 	uint32_t refs, len;
 	uint32_t npend, nbind;	/* as a tenant */
 	uint64_t fwd_epoch;	/* as a forwarder */
+	/* As a forwarder re-synced in slices (bind_fwd_resync): the entries
+	 * [rs_at, rs_end) are still to be visited; rs_next links the table's
+	 * list of those under way. */
+	struct bstr *rs_next;
+	uint32_t rs_at, rs_end;
+	bool rs_on;
 	uint32_t id;		/* handle, unique among live strings */
 	bool connected;
 	uint8_t caps;		/* as a forwarder: what it advertised (CAP_*) */
@@ -192,6 +198,7 @@ struct bind_table {
 	struct bs_slab ents, v6s;
 	struct bs_cidx by_id, by_flow, by_v6;
 	struct bs_ctab counts;
+	struct bstr *resyncing;	/* forwarders whose re-sync is under way */
 	uint32_t *wheel;
 	uint64_t wheel_at;	/* last tick */
 	bool ticking;

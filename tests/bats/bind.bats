@@ -257,6 +257,49 @@ all_whole() {
 	    .fwd.sids == ["fc00:2::1"] and .path_id == 0'
 }
 
+@test "cats-bind: a restart restoring 30k bindings: their re-sync leaves no channel silent" {
+	# The bench's restart restored ~18k and sent them all in the hello's
+	# turn: over a second of nothing on every other channel, a forwarder's
+	# --ctl-deadline closed it, its hello began the re-sync again.
+	now=$(date +%s%3N)
+	gen_reps 30000 "$now" | enc >"$W/reps"
+	cats-bind --journal "$W/j" --commit none <"$W/reps" >/dev/null 2>&1
+	cats-key gen -n cats-bind -o "$W/bind" >/dev/null
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --journal "$W/j" --key "$W/bind.key" \
+	    <"$W/fifo" >/dev/null 2>"$W/err" &
+	BIND_PIDS=$!
+	exec 7>"$W/fifo"
+	wait_for 100 test -S "$W/sock"
+	grep -q "restored 30000 bindings" "$W/err"
+	# A forwarder of none of them, on the socket first: it hears the
+	# keepalives, one a second, whatever the others' re-syncs.
+	bind_fwdsim -c "unix:$W/sock" -n EF-1 -g -q -t 6 >/dev/null \
+	    2>"$W/ef1.gap" &
+	p1=$!
+	wait_for 50 grep -q "EF-1 connected" "$W/err"
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -q -t 8 -x 30001 >"$W/if" &
+	p2=$!
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -g -q -t 8 -x 30001 \
+	    >"$W/ef2" 2>"$W/ef2.gap" &
+	p3=$!
+	wait "$p1" "$p2" "$p3"
+	cat "$W/ef1.gap" "$W/ef2.gap"
+	s1=$(sed -n 's/^silence \([0-9]*\) ms$/\1/p' "$W/ef1.gap")
+	s2=$(sed -n 's/^silence \([0-9]*\) ms$/\1/p' "$W/ef2.gap")
+	echo "# the longest silence: $s1 ms (EF-1), $s2 ms (EF-2)" >&3
+	# EF-1: a keepalive a second; EF-2: its re-sync flows from its hello
+	# (in one turn: EF-1 1418 ms, EF-2 1368 ms, the length of IF-1's).
+	[ "$s1" -lt 2000 ] && [ "$s2" -lt 1000 ]
+	# Each re-synced whole: every binding, then the marker.
+	for f in if ef2; do
+		[ "$(jq -c 'select(.type == "binding")' "$W/$f" | wc -l)" -eq 30000 ]
+		[ "$(tail -1 "$W/$f" | jq -r '.type + " " + .event')" = "status hello" ]
+	done
+	# None was closed or came again.
+	[ "$(grep -c "connected (epoch" "$W/err")" -eq 3 ]
+}
+
 @test "cats-bind: a failed install at the egress: the ingress never sees it" {
 	mkfifo "$W/fifo"
 	cats-bind --listen "unix:$W/sock" --trace "$W/trace" <"$W/fifo" \

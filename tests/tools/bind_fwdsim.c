@@ -4,14 +4,16 @@
  * remove), prints every record it receives as a JSON line (but keepalives,
  * which it drops), and stops after -x records, at EOF, or after -t seconds.
  *
- *   bind_fwdsim -c ENDPOINT -n NAME [-C CAPS] [-e EPOCH] [-f] [-q] [-t SEC]
- *               [-x N] [-E ID] [-k KEY] [-P ID]
+ *   bind_fwdsim -c ENDPOINT -n NAME [-C CAPS] [-e EPOCH] [-f] [-g] [-q]
+ *               [-t SEC] [-x N] [-E ID] [-k KEY] [-P ID]
  *
  * -C: the capabilities its hello advertises (comma-separated tokens,
  * cats-fwd(1) CAPABILITIES; none without it).
  * -q: do not answer (a forwarder that never commits).  -E ID: after the
  * first binding, report binding ID expired.  -P ID: the same, path-down
- * (a path repair).  -k: sign (or MAC) what it sends.
+ * (a path repair).  -k: sign (or MAC) what it sends.  -g: at the end, the
+ * longest silence of the channel on stderr ("silence N ms": the longest
+ * time from the hello to a record, or between two, keepalives too).
  */
 #include <errno.h>
 #include <poll.h>
@@ -78,11 +80,11 @@ main(int argc, char **argv)
 	const char *ep_s = NULL, *name = NULL;
 	uint64_t epoch = 1, expire = 0, down = 0;
 	long max = -1, secs = 10;
-	bool fail = false, quiet = false;
+	bool fail = false, quiet = false, gaps = false;
 	int ch;
 	char kerr[256];
 	cats_crypto_init();
-	while ((ch = getopt(argc, argv, "C:c:e:E:fk:n:P:qt:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "C:c:e:E:fgk:n:P:qt:x:")) != -1) {
 		switch (ch) {
 		case 'k':
 			if (cats_key_load(&key, optarg, -1, kerr,
@@ -101,6 +103,7 @@ main(int argc, char **argv)
 		case 'e': epoch = strtoull(optarg, NULL, 10); break;
 		case 'E': expire = strtoull(optarg, NULL, 10); break;
 		case 'f': fail = true; break;
+		case 'g': gaps = true; break;
 		case 'n': name = optarg; break;
 		case 'P': down = strtoull(optarg, NULL, 10); break;
 		case 'q': quiet = true; break;
@@ -108,7 +111,7 @@ main(int argc, char **argv)
 		case 'x': max = strtol(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: bind_fwdsim -c ep -n name [-C caps] [-e "
-			    "epoch] [-f] [-q] [-t sec] [-x n] [-E id] [-P id]\n");
+			    "epoch] [-f] [-g] [-q] [-t sec] [-x n] [-E id] [-P id]\n");
 			return 2;
 		}
 	}
@@ -129,6 +132,7 @@ main(int argc, char **argv)
 	cats_dec_init(&d, NULL);
 	uint64_t end = cats_clock_mono_ns() + (uint64_t)secs * 1000000000u;
 	long got = 0;
+	uint64_t last = cats_clock_mono_ns(), silence = 0;
 	bool expired = false, downed = false;
 	while (max < 0 || got < max) {
 		struct cats_rec r;
@@ -152,6 +156,10 @@ main(int argc, char **argv)
 				break;
 			continue;
 		}
+		uint64_t t = cats_clock_mono_ns();
+		if (t - last > silence)
+			silence = t - last;
+		last = t;
 		/* The channel's, as in cats-fwd: neither printed nor counted. */
 		if (r.type == CATS_T_STATUS &&
 		    r.u.status.event == CATS_EV_KEEPALIVE)
@@ -177,6 +185,9 @@ main(int argc, char **argv)
 			downed = true;
 		}
 	}
+	if (gaps)
+		fprintf(stderr, "silence %llu ms\n",
+		    (unsigned long long)(silence / 1000000));
 	cats_seq_reader_free(&rd);
 	cats_dec_free(&d);
 	close(fd);

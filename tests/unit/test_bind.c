@@ -1087,6 +1087,68 @@ test_lifetimes(void)
 
 /* ---- shared paths, duplicate flows, re-sync ---- */
 
+/* The markers (a hello status of the manager) sent to fwd. */
+static size_t
+markers_to(const char *fwd)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nsent; i++)
+		if (sent[i].type == CATS_T_STATUS && strcmp(sent[i].to, fwd) == 0)
+			n++;
+	return n;
+}
+
+/*
+ * A re-sync of a table of many bindings goes in slices, the loop turning
+ * between them (cats-bind: a restart restoring ~18k bindings sent them all
+ * in the hello's turn, over a second of silence on every other channel;
+ * a forwarder's --ctl-deadline closed it, and its re-sync began again).
+ */
+static void
+test_resync_slices(void)
+{
+	enum { N = 4 * BIND_RESYNC_SLICE + 10 };
+	struct bind_table *t = table(BIND_COMMIT_BOTH);
+	size_t made = 0;
+	for (unsigned i = 0; i < N; i++)
+		made += make_active(t, 20000 + i, 20000 + i, 1000) != 0;
+	T_OK(made == N, "%zu of %d bindings active", made, N);
+	bind_fwd_gone(t, "IF-1");
+	bind_fwd_gone(t, "EF-2");
+	bind_set_epoch(t, 2);
+	reset_io();
+	bind_fwd_hello(t, "IF-1", 3, 2000);
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") ==
+	    BIND_RESYNC_SLICE && markers_to("IF-1") == 0 &&
+	    bind_fwd_resync_pending(t), "the hello: one slice, no marker yet");
+	bind_fwd_hello(t, "EF-2", 3, 2000);
+	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") ==
+	    BIND_RESYNC_SLICE, "a second forwarder's hello: its own slice");
+	/* A binding made meanwhile is sent by its making, not again. */
+	uint64_t late = make_active(t, 30000, 30000, 2100);
+	size_t turns = 0;
+	while (bind_fwd_resync(t, BIND_RESYNC_SLICE, 2200))
+		turns++;
+	T_OK(turns == 3, "the rest in slices: %zu more turns", turns);
+	T_OK(late != 0 && count_sent(CATS_T_BINDING, CATS_BIND_INSTALL,
+	    "IF-1") == N + 1 && count_sent(CATS_T_BINDING, CATS_BIND_INSTALL,
+	    "EF-2") == N + 1, "every binding once to each, the new one too");
+	T_OK(markers_to("IF-1") == 1 && markers_to("EF-2") == 1 &&
+	    last_sent(CATS_T_STATUS, "IF-1") > last_sent(CATS_T_BINDING,
+	    "IF-1") && last_sent(CATS_T_STATUS, "EF-2") >
+	    last_sent(CATS_T_BINDING, "EF-2"), "then each one's marker "
+	    "(%zu, %zu)", markers_to("IF-1"), markers_to("EF-2"));
+	/* A forwarder gone during its re-sync: it stops there. */
+	bind_fwd_gone(t, "IF-1");
+	reset_io();
+	bind_fwd_hello(t, "IF-1", 4, 3000);
+	bind_fwd_gone(t, "IF-1");
+	T_OK(!bind_fwd_resync_pending(t) && !bind_fwd_resync(t, 1, 3000) &&
+	    markers_to("IF-1") == 0, "gone: its re-sync ends, no marker");
+	check(t, "resync_slices");
+	bind_free(t);
+}
+
 static void
 test_shared_and_resync(void)
 {
@@ -2039,6 +2101,7 @@ main(void)
 	test_limits();
 	test_lifetimes();
 	test_shared_and_resync();
+	test_resync_slices();
 	test_reused_flow();
 	test_restore();
 	test_journal_disk();
