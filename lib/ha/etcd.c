@@ -728,19 +728,28 @@ etcd_endpoint(const struct etcd *e)
 	return e->urls[e->cur];
 }
 
+/*
+ * n bytes of an answer added to body under the cap max: false past it (too_big
+ * set) or out of memory, and curl then aborts the transfer.
+ */
+static bool
+body_add(struct cats_buf *body, bool *too_big, size_t max, const char *p,
+    size_t n)
+{
+	if (body->len + n > max) {
+		*too_big = true;
+		return false;
+	}
+	return cats_buf_add(body, p, n) == 0;
+}
+
 /* The body as it arrives, under the cap (past it the transfer aborts). */
 static size_t
 on_data(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct etcd *e = arg;
 	size_t n = size * nmemb;
-	if (e->body.len + n > e->lim.max_body) {
-		e->too_big = true;
-		return 0;
-	}
-	if (cats_buf_add(&e->body, p, n) < 0)
-		return 0;
-	return n;
+	return body_add(&e->body, &e->too_big, e->lim.max_body, p, n) ? n : 0;
 }
 
 static size_t
@@ -748,13 +757,8 @@ on_xdata(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
-	if (x->body.len + n > x->e->lim.max_body) {
-		x->too_big = true;
-		return 0;
-	}
-	if (cats_buf_add(&x->body, p, n) < 0)
-		return 0;
-	return n;
+	return body_add(&x->body, &x->too_big, x->e->lim.max_body, p, n) ? n :
+	    0;
 }
 
 /* The options of every POST to url (the headers hd, the body req). */
@@ -873,11 +877,7 @@ on_wdata(char *p, size_t size, size_t nmemb, void *arg)
 	struct watch *w = arg;
 	struct etcd *e = w->e;
 	size_t n = size * nmemb;
-	if (e->body.len + n > e->lim.max_body) {
-		e->too_big = true;
-		return 0;
-	}
-	if (cats_buf_add(&e->body, p, n) < 0)
+	if (!body_add(&e->body, &e->too_big, e->lim.max_body, p, n))
 		return 0;
 	e->st.bytes_in += n;
 	size_t start = 0;
