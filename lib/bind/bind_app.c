@@ -449,36 +449,31 @@ bad_input(struct bind_app *a)
  * does not take is passed on unchanged, after it for a metric.
  */
 static void
-in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+in_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct bind_app *a = arg;
-	struct cats_rec r;
-	struct cats_err e;
+	struct cats_rec *r = it->rec;
 	(void)s;
-	(void)peer;
-	memset(&e, 0, sizeof(e));
 	a->in_records++;
-	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
-		char msg[400];
-		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
+	if (r == NULL) {
+		cats_errorx("%s", it->why);
 		bad_input(a);
 		return;
 	}
-	int kind = bind_input_kind(r.type);
+	int kind = bind_input_kind(r->type);
 	if (kind != BIND_IN_PASS && cats_clock_replay())
-		cats_clock_observe(cats_rec_ts(&r));
+		cats_clock_observe(cats_rec_ts(r));
 	uint64_t t0 = cats_clock_mono_ns();
-	int rc = bind_input(a->t, &r, cats_clock_now());
+	int rc = bind_input(a->t, r, cats_clock_now());
 	resync_kick(a);
-	if (r.type == CATS_T_PATH_REP)
+	if (r->type == CATS_T_PATH_REP)
 		cats_hist_observe(&a->h_install, (cats_clock_mono_ns() - t0) /
 		    1000);
 	if (kind != BIND_IN_TAKE) {
-		send_held(a, a->out, p, n);
+		send_held(a, a->out, it->p, it->n);
 		a->passed++;
 	}
-	refused("input", index, rc);
+	refused("input", it->index, rc);
 }
 
 static void
@@ -701,41 +696,37 @@ fwd_binding(struct bind_app_conn *c, struct cats_rec *r, uint64_t index)
 
 /* A status record from a forwarder: authenticated, then the table's. */
 static void
-conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct bind_app_conn *c = arg;
 	struct bind_app *a = c->a;
-	struct cats_rec r;
+	struct cats_rec *r = it->rec;
 	struct cats_err e;
+	uint64_t index = it->index;
 	(void)s;
-	(void)p;
-	(void)n;
-	(void)peer;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
-		char msg[400];
+	if (r == NULL) {
 		cats_errorx("forwarder %s: %s", c->fwd ? c->fwd : "?",
-		    cats_err_fmt(&e, index, msg, sizeof(msg)));
+		    it->why);
 		a->in_bad++;
 		return;
 	}
-	if (r.type == CATS_T_BINDING && c->fwd != NULL) {
-		fwd_binding(c, &r, index);
+	if (r->type == CATS_T_BINDING && c->fwd != NULL) {
+		fwd_binding(c, r, index);
 		return;
 	}
-	if (r.type != CATS_T_STATUS) {
+	if (r->type != CATS_T_STATUS) {
 		cats_warnx("forwarder %s: record %" PRIu64 ": a %s record, "
 		    "expected status%s", c->fwd ? c->fwd : "?", index,
-		    cats_type_name(r.type), c->fwd ? " or binding" : "");
+		    cats_type_name(r->type), c->fwd ? " or binding" : "");
 		a->in_bad++;
 		return;
 	}
-	const struct cats_status *st = &r.u.status;
+	const struct cats_status *st = &r->u.status;
 	if (a->keys.n > 0) {
 		/* Signed by the key of the forwarder it names. */
 		const struct cats_key *who = NULL;
-		if (cats_rec_verify(&r, &a->keys, &who, &e) < 0 ||
+		if (cats_rec_verify(r, &a->keys, &who, &e) < 0 ||
 		    strcmp(who->name, st->fwd) != 0) {
 			cats_audit("auth-refused", "fwd=%s reason=%s", st->fwd,
 			    who ? "key of another forwarder" : e.reason);
@@ -793,8 +784,8 @@ static int
 conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct bind_app *a = arg;
-	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		conn_eof, NULL };
+	static const struct cats_stream_cbs cbs = { .rec = conn_rec,
+		.bad = conn_bad, .eof = conn_eof };
 	struct bind_app_conn *c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -1;
@@ -892,8 +883,8 @@ bind_app_journal(struct bind_app *a, const char *dir, int fsync_policy,
 int
 bind_app_output(struct bind_app *a)
 {
-	static const struct cats_stream_cbs cbs = { NULL, NULL, out_eof,
-		out_drained };
+	static const struct cats_stream_cbs cbs = { .eof = out_eof,
+		.drained = out_drained };
 	a->out = cats_stream_new(a->base, -1, 1, false, NULL, 0, &cbs, a);
 	if (a->out == NULL || cats_stream_hold(a->out, a->cm) < 0) {
 		cats_tool_output_failed("output", errno);
@@ -905,8 +896,8 @@ bind_app_output(struct bind_app *a)
 int
 bind_app_input(struct bind_app *a)
 {
-	static const struct cats_stream_cbs cbs = { in_item, in_bad, in_eof,
-		NULL };
+	static const struct cats_stream_cbs cbs = { .rec = in_rec,
+		.bad = in_bad, .eof = in_eof };
 	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
 	if (a->in == NULL) {
 		cats_errorx("input: %s", strerror(errno));

@@ -36,30 +36,25 @@ cats_chan_send(struct cats_chan *c, struct cats_rec *r)
 
 /* A control record; the stream scanned it into the decoder's tokens. */
 static void
-on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct cats_chan *c = arg;
-	struct cats_rec r;
+	struct cats_rec *r = it->rec;
 	struct cats_err e;
+	uint64_t index = it->index;
 	(void)s;
-	(void)p;
-	(void)n;
-	(void)peer;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_from_toks(c->dec, &r, &e) < 0) {
-		char msg[400];
+	if (r == NULL) {
 		c->w->ctr[CATS_FC_ctl_bad]++;
-		cats_warnx("%s: %s", c->name, cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
+		cats_warnx("%s: %s", c->name, it->why);
 		return;
 	}
-	bool ka = r.type == CATS_T_STATUS &&
-	    r.u.status.event == CATS_EV_KEEPALIVE;
+	bool ka = r->type == CATS_T_STATUS &&
+	    r->u.status.event == CATS_EV_KEEPALIVE;
 	/* cats-select signs nothing: its keepalive carries no state. */
 	if (c->peers != NULL && (c->is_bind || !ka)) {
 		const struct cats_key *who;
-		if (cats_rec_verify(&r, c->peers, &who, &e) < 0) {
+		if (cats_rec_verify(r, c->peers, &who, &e) < 0) {
 			c->w->ctr[CATS_FC_ctl_auth_fail]++;
 			cats_audit("auth-fail", "channel=%s record=%" PRIu64
 			    " reason=\"%s\"", c->name, index, e.reason);
@@ -69,16 +64,16 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	uint64_t now = c->now();
 	/* An owner of an older epoch is alive, but fenced: not used. */
 	uint64_t hi = c->w->tab.epoch_max;
-	if (ka && c->is_bind && CATS_HAS(&r.u.status, STA, epoch) &&
-	    r.u.status.epoch < hi) {
+	if (ka && c->is_bind && CATS_HAS(&r->u.status, STA, epoch) &&
+	    r->u.status.epoch < hi) {
 		char eps[4400];
 		c->w->ctr[CATS_FC_ctl_fenced]++;
 		cats_warnx("%s: %s: a keepalive of epoch %" PRIu64 ", older "
 		    "than %" PRIu64 ": a fenced owner, left", c->name,
 		    cats_ep_str(&c->ep[c->rot.cur], eps, sizeof(eps)),
-		    r.u.status.epoch, hi);
+		    r->u.status.epoch, hi);
 		cats_audit("fenced", "channel=%s endpoint=%s epoch=%" PRIu64
-		    " highest=%" PRIu64, c->name, eps, r.u.status.epoch, hi);
+		    " highest=%" PRIu64, c->name, eps, r->u.status.epoch, hi);
 		chan_drop(c);
 		return;
 	}
@@ -90,7 +85,7 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 			chan_follow(c, c->follower, c->rot.cur);
 	}
 	if (!ka)
-		cats_fwdp_ctl(c->w, &r, c->is_bind, now);
+		cats_fwdp_ctl(c->w, r, c->is_bind, now);
 }
 
 static void
@@ -323,7 +318,7 @@ chan_up(struct cats_chan *c, int fd)
 	c->answered = false;
 	if (c->rot.switches != sw)
 		c->w->ctr[CATS_FC_ctl_switches]++;
-	static const struct cats_stream_cbs cbs = { .item = on_item,
+	static const struct cats_stream_cbs cbs = { .rec = on_rec,
 		.bad = on_bad, .eof = on_eof };
 	c->s = cats_stream_new(c->base, fd, fd, c->dgram, NULL, 0, &cbs, c);
 	if (c->s == NULL) {

@@ -31,33 +31,29 @@ struct steer_conn {
 };
 
 static void
-conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct steer_conn *c = arg;
 	struct cats_fsteer_in *in = c->in;
-	struct cats_rec r;
+	struct cats_rec *r = it->rec;
 	struct cats_err e;
 	const struct cats_key *who = NULL;
+	uint64_t index = it->index;
 	char msg[400];
 	(void)s;
-	(void)p;
-	(void)n;
-	(void)peer;
 	memset(&e, 0, sizeof(e));
-	if (cats_rec_from_toks(&in->dec, &r, &e) < 0) {
+	if (r == NULL) {
 		in->t->st.bad++;
-		cats_warnx("steer: %s", cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
+		cats_warnx("steer: %s", it->why);
 		return;
 	}
-	if (r.type != CATS_T_STEER) {
+	if (r->type != CATS_T_STEER) {
 		in->t->st.bad++;
 		cats_warnx("steer: record %" PRIu64 ": a %s record, not steer",
-		    index, cats_type_name(r.type));
+		    index, cats_type_name(r->type));
 		return;
 	}
-	if (cats_rec_verify(&r, in->kr, &who, &e) < 0) {
+	if (cats_rec_verify(r, in->kr, &who, &e) < 0) {
 		in->t->st.bad++;
 		cats_warnx("steer: record %" PRIu64 ": not verified: %s",
 		    index, e.reason);
@@ -67,7 +63,7 @@ conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 	}
 	cats_conn_auth(c->sc.lc);
 	cats_conn_touch(c->sc.lc);
-	const struct cats_steer *sr = &r.u.steer;
+	const struct cats_steer *sr = &r->u.steer;
 	if (cats_fsteer_apply(in->t, sr, who->name, in->now(), msg,
 	    sizeof(msg)) < 0) {
 		cats_warnx("steer: record %" PRIu64 " (%s %s seq %" PRIu64
@@ -103,8 +99,8 @@ conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
 static int
 conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
-	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		cats_sconn_eof, NULL };
+	static const struct cats_stream_cbs cbs = { .rec = conn_rec,
+		.bad = conn_bad, .eof = cats_sconn_eof };
 	struct cats_fsteer_in *in = arg;
 	struct steer_conn *c = cats_sconn_accept(in->base, lc, fd, sizeof(*c),
 	    &cbs, &in->dec);

@@ -282,6 +282,32 @@ unbusy(struct cats_stream *s)
 	return true;
 }
 
+/* One complete item to the rec callback, decoded, or to the item one. */
+static void
+give_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer)
+{
+	if (s->cbs.rec == NULL || s->dec == NULL) {
+		if (s->cbs.item)
+			s->cbs.item(s, p, n, index, peer, s->arg);
+		return;
+	}
+	struct cats_rec r;
+	struct cats_item it;
+	it.p = p;
+	it.n = n;
+	it.index = index;
+	it.peer = peer;
+	it.rec = &r;
+	it.why[0] = '\0';
+	memset(&it.err, 0, sizeof(it.err));
+	if (cats_rec_from_toks(s->dec, &r, &it.err) < 0) {
+		it.rec = NULL;
+		cats_err_fmt(&it.err, index, it.why, sizeof(it.why));
+	}
+	s->cbs.rec(s, &it, s->arg);
+}
+
 static void
 deliver(struct cats_stream *s)
 {
@@ -295,9 +321,7 @@ deliver(struct cats_stream *s)
 		    &e) : cats_seq_next(&s->rd, &p, &n, &e);
 		if (r == CATS_SEQ_ITEM) {
 			s->st.items++;
-			if (s->cbs.item)
-				s->cbs.item(s, p, n, s->rd.index - 1, NULL,
-				    s->arg);
+			give_item(s, p, n, s->rd.index - 1, NULL);
 		} else if (r == CATS_SEQ_BAD) {
 			s->st.bad++;
 			if (s->cbs.bad)
@@ -353,9 +377,8 @@ read_dgram(struct cats_stream *s)
 		}
 		if (r == CATS_SCAN_OK) {
 			s->st.items++;
-			if (s->cbs.item)
-				s->cbs.item(s, s->dgbuf, (size_t)n, index,
-				    peer.len ? &peer : NULL, s->arg);
+			give_item(s, s->dgbuf, (size_t)n, index,
+			    peer.len ? &peer : NULL);
 		} else {
 			s->st.bad++;
 			if (s->cbs.bad)

@@ -70,6 +70,21 @@ struct cats_peer {
 	socklen_t len;
 };
 
+/*
+ * An item decoded, as the rec callback gets it: its bytes, its index, its
+ * sender, and the record, or rec NULL with err and why (err formatted with
+ * the index by cats_err_fmt) when it is not a valid record.
+ */
+struct cats_item {
+	const uint8_t *p;
+	size_t n;
+	uint64_t index;
+	const struct cats_peer *peer;
+	struct cats_rec *rec;
+	struct cats_err err;
+	char why[400];
+};
+
 struct cats_stream_cbs {
 	/* A complete item; index counts items on this stream from 0. */
 	void (*item)(struct cats_stream *s, const uint8_t *p, size_t n,
@@ -81,6 +96,11 @@ struct cats_stream_cbs {
 	void (*eof)(struct cats_stream *s, int error, void *arg);
 	/* Output fell below the low-water mark after passing the high one. */
 	void (*drained)(struct cats_stream *s, void *arg);
+	/*
+	 * In place of item on a stream that decodes (cats_stream_decode_into):
+	 * the item decoded from the tokens the stream scanned it into.
+	 */
+	void (*rec)(struct cats_stream *s, struct cats_item *it, void *arg);
 };
 
 /*

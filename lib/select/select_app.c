@@ -576,27 +576,26 @@ handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
 
 /*
  * One item from stdin (c NULL: the trusted control stream) or from a
- * forwarder connection; its tokens are in a->dec (cats_stream_decode_into).
+ * forwarder connection, decoded by its stream from a->dec's tokens.
  */
 static void
-handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
+handle_item(struct cats_sel_app *a, struct cats_item *it,
     struct cats_sel_conn *c)
 {
-	struct cats_rec r;
-	struct cats_err e;
+	struct cats_rec *r = it->rec;
+	const uint8_t *p = it->p;
+	size_t n = it->n;
+	uint64_t index = it->index;
 	const char *where = c ? "forwarder" : "input";
 	cats_tool_hugepages();
-	memset(&e, 0, sizeof(e));
 	a->records++;
-	if (cats_rec_from_toks(&a->dec, &r, &e) < 0) {
-		char msg[400];
+	if (r == NULL) {
 		a->bad++;
-		cats_errorx("%s: %s", where, cats_err_fmt(&e, index, msg,
-		    sizeof(msg)));
+		cats_errorx("%s: %s", where, it->why);
 		bool has_txn;
 		uint64_t txn = 0;
 		if (peek_request(a, p, n, &has_txn, &txn) || c != NULL) {
-			cats_sel_malformed(a->sel, &e, index, has_txn, txn,
+			cats_sel_malformed(a->sel, &it->err, index, has_txn, txn,
 			    cats_clock_now(), &a->sout);
 			send_rec(a, a->out, &a->sout.rec);
 		}
@@ -604,43 +603,43 @@ handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
 			cats_sel_app_stop(a, CATS_EXIT_DATAERR);
 		return;
 	}
-	observe(a, &r);
+	observe(a, r);
 	uint64_t now = cats_clock_now();
-	if (c != NULL && c->lc != NULL && r.type == CATS_T_STATUS &&
-	    r.u.status.event == CATS_EV_HELLO) {
-		handle_hello(a, &r, c, now);
+	if (c != NULL && c->lc != NULL && r->type == CATS_T_STATUS &&
+	    r->u.status.event == CATS_EV_HELLO) {
+		handle_hello(a, r, c, now);
 		return;
 	}
-	if (c != NULL && r.type != CATS_T_REQUEST) {
+	if (c != NULL && r->type != CATS_T_REQUEST) {
 		/* Forwarders send requests; nothing else is theirs to say. */
 		a->fwd_dropped++;
 		cats_warnx("forwarder: record %" PRIu64 ": a %s record from a "
 		    "forwarder connection is dropped", index,
-		    cats_type_name(r.type));
+		    cats_type_name(r->type));
 		cats_audit("forwarder-record-dropped", "type=%s",
-		    cats_type_name(r.type));
+		    cats_type_name(r->type));
 		return;
 	}
-	switch (r.type) {
+	switch (r->type) {
 	case CATS_T_REQUEST:
-		handle_request(a, &r, c, now);
+		handle_request(a, r, c, now);
 		break;
 	case CATS_T_SERVICE:
-		apply_service(a, &r.u.service, index, where);
+		apply_service(a, &r->u.service, index, where);
 		break;
 	case CATS_T_METRIC:
-		apply_metric(a, &r.u.metric, now, index, where);
+		apply_metric(a, &r->u.metric, now, index, where);
 		break;
 	case CATS_T_NET:
 		/* Link and node records are the PCE's: passed on (and
 		 * applied to our copy of the TE database). */
-		if (r.u.net.scope == CATS_NET_PATH) {
-			apply_net(a, &r.u.net, now, index, where);
+		if (r->u.net.scope == CATS_NET_PATH) {
+			apply_net(a, &r->u.net, now, index, where);
 			break;
 		}
 		if (a->te != NULL) {
 			char why[256];
-			int rc = cats_te_apply_net(a->te, &r.u.net, why,
+			int rc = cats_te_apply_net(a->te, &r->u.net, why,
 			    sizeof(why));
 			if (rc == 0)
 				a->te_applied++;
@@ -665,22 +664,18 @@ handle_item(struct cats_sel_app *a, const uint8_t *p, size_t n, uint64_t index,
 }
 
 static void
-on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct cats_sel_conn *c = arg;
 	(void)s;
-	(void)peer;
-	handle_item(c->app, p, n, index, c);
+	handle_item(c->app, it, c);
 }
 
 static void
-on_in_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+on_in_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	(void)s;
-	(void)peer;
-	handle_item(arg, p, n, index, NULL);
+	handle_item(arg, it, NULL);
 }
 
 static void
@@ -771,7 +766,7 @@ on_in_eof(struct cats_stream *s, int error, void *arg)
 static struct cats_sel_conn *
 conn_new(struct cats_sel_app *a, int fd, bool dgram, bool listener)
 {
-	static const struct cats_stream_cbs cbs = { .item = on_item,
+	static const struct cats_stream_cbs cbs = { .rec = on_rec,
 		.bad = on_bad, .eof = on_eof };
 	struct cats_sel_conn *c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -1256,7 +1251,7 @@ cats_sel_app_output(struct cats_sel_app *a, int ofd, int sfd, int dfd)
 int
 cats_sel_app_input(struct cats_sel_app *a)
 {
-	static const struct cats_stream_cbs incbs = { .item = on_in_item,
+	static const struct cats_stream_cbs incbs = { .rec = on_in_rec,
 		.bad = on_in_bad, .eof = on_in_eof };
 	/*
 	 * A character device that is no terminal (/dev/null) cannot be

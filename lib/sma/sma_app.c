@@ -131,8 +131,8 @@ out_eof(struct cats_stream *s, int error, void *arg)
 int
 sma_app_output(struct sma_app *a, int fd)
 {
-	static const struct cats_stream_cbs cbs = { NULL, NULL, out_eof,
-		out_drained };
+	static const struct cats_stream_cbs cbs = { .eof = out_eof,
+		.drained = out_drained };
 	a->outs = cats_stream_new(a->base, -1, fd, cats_ep_is_dgram(&a->to),
 	    NULL, 0, &cbs, a);
 	if (a->outs == NULL) {
@@ -315,8 +315,7 @@ steer_attach(struct sma_app *a, int fd, bool dgram)
 {
 	/* The egress says nothing on it: what comes is dropped (no item
 	 * callbacks). */
-	static const struct cats_stream_cbs cbs = { NULL, NULL, steer_eof,
-		NULL };
+	static const struct cats_stream_cbs cbs = { .eof = steer_eof };
 	enum cats_ep_kind k = a->steer_ep.kind;
 	int rfd = k == CATS_EP_UNIX || k == CATS_EP_TCP ? fd : -1;
 	a->steer_out = cats_stream_new(a->base, rfd, fd, dgram, NULL, 0, &cbs,
@@ -615,44 +614,29 @@ report_line(const char *where, uint64_t index, const struct sma_result *res)
 }
 
 /*
- * Decode an item: a stream's item from the tokens the stream scanned it
- * into (every input stream scans into a->dec: cats_stream_decode_into),
- * rather than scanning it a second time.
- */
-static int
-decode_item(struct sma_app *a, struct cats_stream *s, const uint8_t *p,
-    size_t n, struct cats_rec *r, struct cats_err *e)
-{
-	if (s != NULL)
-		return cats_rec_from_toks(&a->dec, r, e);
-	return cats_rec_decode(&a->dec, p, n, r, e);
-}
-
-/*
  * One record of a stream: consume sci-report and sync, pass the rest.
  * True when it was an SCI report the core accepted: its sender proved
  * itself (token and freshness), as a hello does on other listeners.
  */
 static bool
-stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
-    size_t n, uint64_t index, const char *peer, struct cats_stream *reply)
+stream_item(struct sma_app *a, struct cats_item *it, const char *peer,
+    struct cats_stream *reply)
 {
-	struct cats_rec r;
-	struct cats_err e;
-	memset(&e, 0, sizeof(e));
-	if (decode_item(a, in, p, n, &r, &e) < 0) {
+	struct cats_rec *r = it->rec;
+	const uint8_t *p = it->p;
+	size_t n = it->n;
+	uint64_t index = it->index;
+	if (r == NULL) {
 		/* One path for a metric out of range, whichever layer caught
 		 * it (sma_undecoded): a rejection, not a malformed record. */
-		char msg[400];
 		struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = peer,
 			.index = index };
 		struct sma_result res;
 		/* A report refused by the decoder moves the replay clock as
 		 * one refused later would. */
-		if (in != NULL)
-			observe_ts(a, sma_toks_u64(&a->dec.toks, "ts"));
-		int range = sma_undecoded(a->core, in != NULL ? &a->dec.toks :
-		    NULL, &e, &src, cats_clock_now(), false, &res);
+		observe_ts(a, sma_toks_u64(&a->dec.toks, "ts"));
+		int range = sma_undecoded(a->core, &a->dec.toks, &it->err,
+		    &src, cats_clock_now(), false, &res);
 		if (range && reply == NULL) {
 			report_line("", index, &res);
 		} else if (range) {
@@ -664,23 +648,22 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 			cats_stream_send_rec(reply, &er);
 		} else {
 			a->malformed++;
-			cats_errorx("%s", cats_err_fmt(&e, index, msg,
-			    sizeof(msg)));
+			cats_errorx("%s", it->why);
 		}
 		if (a->strict)
 			sma_app_stop(a, CATS_EXIT_DATAERR);
 		return false;
 	}
-	observe(a, &r);
+	observe(a, r);
 	if (!a->started)
 		sma_app_start(a);
 	uint64_t now = cats_clock_now();
-	if (r.type == CATS_T_SYNC) {
+	if (r->type == CATS_T_SYNC) {
 		/* A C-PS asks for a full view. */
 		sma_uc_snapshot(a->uc, now, CATS_OP_FULL);
 		return false;
 	}
-	if (r.type == CATS_T_METRIC && a->sub_ing != NULL) {
+	if (r->type == CATS_T_METRIC && a->sub_ing != NULL) {
 		/* A subordinate C-SMA's advertisement (hierarchy). */
 		struct cats_buf ans = { 0 };
 		int st = cats_ingest_handle(a->sub_ing, CATS_ING_METRICS, p, n,
@@ -694,11 +677,11 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 		sma_app_arm(a);
 		return false;
 	}
-	if (r.type != CATS_T_SCI_REPORT) {
+	if (r->type != CATS_T_SCI_REPORT) {
 		if (a->outs == NULL) {
 			cats_warnx("%s: record %" PRIu64 ": a %s record has "
 			    "nowhere to go (the C-PS takes metric records)",
-			    peer, index, cats_type_name(r.type));
+			    peer, index, cats_type_name(r->type));
 		} else {
 			sent(a, cats_stream_send(a->outs, p, n));
 		}
@@ -707,7 +690,7 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 	struct sma_src src = { .kind = SMA_SRC_STREAM, .peer = peer,
 		.index = index };
 	struct sma_result res;
-	sma_report(a->core, &r, p, n, &src, now, &res);
+	sma_report(a->core, r, p, n, &src, now, &res);
 	if (reply == NULL)
 		report_line("", index, &res);
 	if (reply != NULL && res.verdict == SMA_REJECTED) {
@@ -727,11 +710,10 @@ stream_item(struct sma_app *a, struct cats_stream *in, const uint8_t *p,
 }
 
 static void
-stdin_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+stdin_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
-	(void)peer;
-	(void)stream_item(arg, s, p, n, index, "stdin", NULL);
+	(void)s;
+	(void)stream_item(arg, it, "stdin", NULL);
 }
 
 static void
@@ -796,13 +778,11 @@ pause_inputs(struct sma_app *a, bool pause)
 /* ---- CBOR stream listeners (unix:, tcp:) ---- */
 
 static void
-conn_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct sma_conn *c = arg;
-	(void)peer;
 	/* A peer whose report was accepted is out of the flood deadline. */
-	if (stream_item(c->app, s, p, n, index, c->peer, s))
+	if (stream_item(c->app, it, c->peer, s))
 		cats_conn_auth(c->sc.lc);
 }
 
@@ -832,8 +812,8 @@ static int
 conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct sma_app *a = arg;
-	static const struct cats_stream_cbs cbs = { conn_item, conn_bad,
-		cats_sconn_eof, NULL };
+	static const struct cats_stream_cbs cbs = { .rec = conn_rec,
+		.bad = conn_bad, .eof = cats_sconn_eof };
 	struct sma_conn *c = cats_sconn_accept(a->base, lc, fd, sizeof(*c),
 	    &cbs, &a->dec);
 	if (c == NULL)
@@ -869,8 +849,8 @@ sma_app_stream_listener(struct sma_app *a, int fd)
 int
 sma_app_stdin(struct sma_app *a)
 {
-	static const struct cats_stream_cbs cbs = { stdin_item, stdin_bad,
-		stdin_eof, NULL };
+	static const struct cats_stream_cbs cbs = { .rec = stdin_rec,
+		.bad = stdin_bad, .eof = stdin_eof };
 	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
 	if (a->in == NULL)
 		return -1;

@@ -134,7 +134,8 @@ test_stream(void)
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
 	struct ctx c = { 0 };
 	c.base = event_base_new();
-	struct cats_stream_cbs cbs = { on_item, on_bad, on_eof, on_drained };
+	struct cats_stream_cbs cbs = { .item = on_item, .bad = on_bad,
+		.eof = on_eof, .drained = on_drained };
 	c.in = cats_stream_new(c.base, sv[0], -1, false, NULL, 0, &cbs, &c);
 	c.out = cats_stream_new(c.base, -1, sv[1], false, NULL, 4096, &cbs, &c);
 	struct cats_buf b = { 0 };
@@ -170,7 +171,8 @@ test_stream_pause(void)
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
 	struct ctx c = { 0 };
 	c.base = event_base_new();
-	struct cats_stream_cbs cbs = { on_item, on_bad, on_eof, NULL };
+	struct cats_stream_cbs cbs = { .item = on_item, .bad = on_bad,
+		.eof = on_eof };
 	c.in = cats_stream_new(c.base, sv[0], -1, false, NULL, 0, &cbs, &c);
 	struct cats_buf b = { 0 };
 	for (int i = 0; i < 10; i++)
