@@ -406,7 +406,7 @@ main(int argc, char **argv)
 	if (trace != NULL) {
 		a->trace = fopen(trace, "a");
 		if (a->trace == NULL) {
-			cats_errorx("%s: %s", trace, strerror(errno));
+			cats_errorx("--trace: %s: %s", trace, strerror(errno));
 			return CATS_EXIT_NOINPUT;
 		}
 		setvbuf(a->trace, NULL, _IOLBF, 0);

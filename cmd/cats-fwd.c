@@ -147,25 +147,18 @@ fill_metrics(void *arg, struct cats_stats_list *st)
 	cats_fwdp_stats_list(&fw, st, cf.id, &names);
 }
 
-/* The stats record, one JSON line, to --stats (stderr by default). */
-static void
+/* The stats record, one JSON line, to --stats (stderr by default): 0, -1. */
+static int
 dump_stats(void)
 {
 	static struct cats_fwdp_names names;
 	struct cats_stats_list st;
 	cats_stats_init(&st, "cats-fwd", cf.id);
 	cats_fwdp_stats(&fw, &st, &names);
-	FILE *f = stderr;
-	if (stats_ep != NULL && strcmp(stats_ep, "-") == 0)
-		f = stdout;
-	else if (stats_ep != NULL && strncmp(stats_ep, "file:", 5) == 0)
-		f = fopen(stats_ep + 5, "a");
-	if (f != NULL) {
-		cats_stats_print(&st, f, cats_clock_now());
-		if (f != stderr && f != stdout)
-			fclose(f);
-	}
+	int rc = cats_stats_print_to(&st, "--stats", stats_ep,
+	    cats_clock_now());
 	cats_stats_free(&st);
+	return rc;
 }
 
 static void
@@ -176,7 +169,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	if (sig == SIGHUP)
 		cats_tls_reload();	/* as in every tool (cats(7)) */
 	else if (sig == SIGUSR1)
-		dump_stats();
+		(void)dump_stats();
 	else if (sig == SIGUSR2)
 		cats_fwdp_dump_bindings(&fw, stderr, cats_clock_now());
 	else
@@ -526,6 +519,8 @@ main(int argc, char **argv)
 	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
 		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
 		    "only; the core port must be af_packet");
+	if ((c = cats_stats_dest_check("--stats", stats_ep)) != 0)
+		return c;
 	cats_log_verbosity(verbose);
 	if ((c = cats_tls_setup()) != 0)
 		return c;
@@ -625,7 +620,7 @@ main(int argc, char **argv)
 	}
 	cats_info("%s: forwarding (epoch %" PRIu64 ")", cf.id, cf.epoch);
 	event_base_dispatch(base);
-	dump_stats();
+	int rc = dump_stats() < 0 ? CATS_EXIT_IOERR : CATS_EXIT_OK;
 	cats_chan_finish(&ch_bind);
 	cats_chan_finish(&ch_select);
 	for (int i = 0; i < 5; i++)
@@ -637,5 +632,5 @@ main(int argc, char **argv)
 	cats_fwdp_fast_stop(&fw);
 	cats_fwdp_free(&fw);
 	cats_dec_free(&ctl_dec);
-	return CATS_EXIT_OK;
+	return rc;
 }

@@ -3,10 +3,12 @@
  * records build the catalogue, the CST and the NST; forwarders' requests
  * become path requests carrying the decision, or errors.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/event.h>
 
@@ -226,8 +228,13 @@ run(struct cats_sel_app *a, int argc, char **argv)
 	cats_log_verbosity(o->verbose);
 	if (o->log != NULL && cats_log_open(o->log) < 0)
 		cats_opt_fail("--log", "stderr or syslog");
-	if (o->audit != NULL && cats_audit_open(o->audit) < 0)
-		cats_opt_fail("--audit", "cannot open %s", o->audit);
+	if (o->audit != NULL && cats_audit_open(o->audit) < 0) {
+		if (errno == EINVAL)
+			cats_opt_fail("--audit", "%s: expected stderr, syslog, "
+			    "file:PATH or none", o->audit);
+		cats_errorx("--audit: %s: %s", o->audit, strerror(errno));
+		return CATS_EXIT_IOERR;
+	}
 	if ((rc = cats_tls_setup()) != 0)
 		return rc;
 	if (o->replay)
@@ -261,10 +268,13 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	int ofd = 1, sfd = -1, dfd = -1;
-	if ((o->to != NULL && cats_ep_open_out(o->to, &ofd) < 0) ||
-	    (o->stats_to != NULL && cats_ep_open_out(o->stats_to, &sfd) < 0) ||
-	    (o->dump_to != NULL && cats_ep_open_out(o->dump_to, &dfd) < 0))
-		return CATS_EXIT_IOERR;
+	if ((o->to != NULL &&
+	    (rc = cats_ep_open_out("--to", o->to, &ofd)) != 0) ||
+	    (o->stats_to != NULL &&
+	    (rc = cats_ep_open_out("--stats-to", o->stats_to, &sfd)) != 0) ||
+	    (o->dump_to != NULL &&
+	    (rc = cats_ep_open_out("--dump-to", o->dump_to, &dfd)) != 0))
+		return rc;
 	if ((rc = cats_sel_app_output(a, ofd, sfd, dfd)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_input(a)) != CATS_EXIT_OK ||
 	    (rc = setup_listeners(a)) != CATS_EXIT_OK ||

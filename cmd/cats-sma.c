@@ -338,7 +338,8 @@ main(int argc, char **argv)
 		a->has_nbkey = true;
 	}
 	if (a->c->audit && cats_audit_open(a->c->audit) < 0) {
-		cats_errorx("audit %s: %s", a->c->audit, strerror(errno));
+		cats_errorx("%s: audit: %s: %s", a->conf_path, a->c->audit,
+		    strerror(errno));
 		return CATS_EXIT_CONFIG;
 	}
 	if (a->state_path != NULL) {

@@ -82,31 +82,25 @@ cats_log(int prio, const char *fmt, ...)
 int
 cats_audit_open(const char *spec)
 {
-	audit_off = audit_syslog = 0;
-	if (audit_file != NULL) {
-		fclose(audit_file);
-		audit_file = NULL;
-	}
-	if (strcmp(spec, "stderr") == 0)
-		return 0;
-	if (strcmp(spec, "none") == 0) {
-		audit_off = 1;
-		return 0;
-	}
-	if (strcmp(spec, "syslog") == 0) {
-		openlog(tool, LOG_PID, LOG_AUTH);
-		audit_syslog = 1;
-		return 0;
-	}
+	/* A sink refused leaves the one in use as it was (a reload). */
+	FILE *f = NULL;
 	if (strncmp(spec, "file:", 5) == 0) {
-		audit_file = fopen(spec + 5, "a");
-		if (audit_file == NULL)
+		if ((f = fopen(spec + 5, "a")) == NULL)
 			return -1;
-		setvbuf(audit_file, NULL, _IOLBF, 0);
-		return 0;
+		setvbuf(f, NULL, _IOLBF, 0);
+	} else if (strcmp(spec, "stderr") != 0 && strcmp(spec, "none") != 0 &&
+	    strcmp(spec, "syslog") != 0) {
+		errno = EINVAL;
+		return -1;
 	}
-	errno = EINVAL;
-	return -1;
+	if (audit_file != NULL)
+		fclose(audit_file);
+	audit_file = f;
+	audit_off = strcmp(spec, "none") == 0;
+	audit_syslog = strcmp(spec, "syslog") == 0;
+	if (audit_syslog)
+		openlog(tool, LOG_PID, LOG_AUTH);
+	return 0;
 }
 
 void

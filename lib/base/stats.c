@@ -116,6 +116,59 @@ cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now)
 	return rc;
 }
 
+/* The stream of a destination spec (opened for a file); NULL, errno. */
+static FILE *
+dest_open(const char *spec)
+{
+	if (spec == NULL || strcmp(spec, "stderr") == 0)
+		return stderr;
+	if (strcmp(spec, "-") == 0)
+		return stdout;
+	if (strncmp(spec, "file:", 5) == 0 && spec[5] != '\0')
+		return fopen(spec + 5, "a");
+	errno = EINVAL;
+	return NULL;
+}
+
+int
+cats_stats_dest_check(const char *what, const char *spec)
+{
+	FILE *f = dest_open(spec);
+	if (f == NULL && errno == EINVAL) {
+		cats_errorx("%s: %s: expected stderr, - or file:PATH", what,
+		    spec);
+		return CATS_EXIT_USAGE;
+	}
+	if (f == NULL) {
+		cats_errorx("%s: %s: %s", what, spec, strerror(errno));
+		return CATS_EXIT_IOERR;
+	}
+	if (f != stderr && f != stdout)
+		fclose(f);
+	return CATS_EXIT_OK;
+}
+
+int
+cats_stats_print_to(const struct cats_stats_list *st, const char *what,
+    const char *spec, uint64_t now)
+{
+	FILE *f = dest_open(spec);
+	if (f == NULL) {
+		cats_errorx("%s: %s: %s", what, spec, strerror(errno));
+		return -1;
+	}
+	int rc = cats_stats_print(st, f, now);
+	int e = errno;
+	if (f != stderr && f != stdout && fclose(f) != 0 && rc == 0) {
+		rc = -1;
+		e = errno;
+	}
+	if (rc < 0)
+		cats_errorx("%s: %s: write error: %s", what, spec ? spec :
+		    "stderr", strerror(e));
+	return rc;
+}
+
 /* s with every character outside [A-Za-z0-9_] as '_'. */
 static const char *
 metric_name(const char *s, char *buf, size_t len)

@@ -103,6 +103,17 @@ int cats_stats_emit(const struct cats_stats_list *st, struct cats_stream *s,
 /* Write the stats record as one JSON line to f and flush f: 0 or -1. */
 int cats_stats_print(const struct cats_stats_list *st, FILE *f, uint64_t now);
 /*
+ * A stats line's destination by its option (what, "--stats"): spec NULL or
+ * "stderr", "-" (stdout) or "file:PATH" (appended to at each record).
+ * cats_stats_dest_check(), at start: 0, or the exit code said in one line
+ * ("what: spec: reason"): 2 for another spec, 74 for a file that cannot be
+ * opened for appending.  cats_stats_print_to(): the record written there:
+ * 0, or -1 said in one line (a file gone since, a write that failed).
+ */
+int cats_stats_dest_check(const char *what, const char *spec);
+int cats_stats_print_to(const struct cats_stats_list *st, const char *what,
+    const char *spec, uint64_t now);
+/*
  * Append the Prometheus text exposition of the list to b: 0, or -1 out
  * of memory.  Each entry NAME of tool cats-x and instance ID is one
  * metric with its HELP and TYPE lines:

@@ -1109,12 +1109,14 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 			return CATS_EXIT_CONFIG;
 		}
 	}
-	int ofd = 1, sfd = -1, tfd = -1;
-	if ((c->to != NULL && cats_ep_open_out(c->to, &ofd) < 0) ||
+	int ofd = 1, sfd = -1, tfd = -1, rc;
+	if ((c->to != NULL &&
+	    (rc = cats_ep_open_out("--to", c->to, &ofd)) != 0) ||
 	    (c->stats_to != NULL &&
-	    cats_ep_open_out(c->stats_to, &sfd) < 0) ||
-	    (c->tap != NULL && cats_ep_open_out(c->tap, &tfd) < 0))
-		return CATS_EXIT_IOERR;
+	    (rc = cats_ep_open_out("--stats-to", c->stats_to, &sfd)) != 0) ||
+	    (c->tap != NULL &&
+	    (rc = cats_ep_open_out("--tap", c->tap, &tfd)) != 0))
+		return rc;
 	if (tfd >= 0) {
 		/* A copy for people: it never holds the service back. */
 		p->tap = cats_stream_new(base, -1, tfd, false,

@@ -380,14 +380,17 @@ cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
 }
 
 int
-cats_ep_open_out(const char *spec, int *fd)
+cats_ep_open_out(const char *what, const char *spec, int *fd)
 {
 	struct cats_ep ep;
 	char err[512];
-	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0 ||
-	    (*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
-		cats_errorx("%s", err);
-		return -1;
+	if (cats_ep_parse(spec, &ep, err, sizeof(err)) < 0) {
+		cats_errorx("%s: %s", what, err);
+		return CATS_EXIT_USAGE;
+	}
+	if ((*fd = cats_ep_open(&ep, true, err, sizeof(err))) < 0) {
+		cats_errorx("%s: %s", what, err);
+		return CATS_EXIT_IOERR;
 	}
 	return 0;
 }

@@ -81,8 +81,12 @@ int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
  * ended; SO_ERROR says how), or -1 with err set.
  */
 int cats_ep_connect_nb(const struct cats_ep *ep, char *err, size_t errlen);
-/* Parse spec and open it for writing into *fd: 0, or -1 said (cats_errorx). */
-int cats_ep_open_out(const char *spec, int *fd);
+/*
+ * Parse spec, the value of option what ("--stats-to"), and open it for
+ * writing into *fd: 0, or the exit code said in one line ("what: reason"):
+ * 2 for a spec that is no endpoint, 74 for one that cannot be opened.
+ */
+int cats_ep_open_out(const char *what, const char *spec, int *fd);
 /* The peer of a connected socket as "ADDR:PORT" ("local:0" otherwise). */
 const char *cats_ep_peer(int fd, char *buf, size_t len);
 

@@ -1505,8 +1505,10 @@ cats_pce_app_stats_to(struct cats_pce_app *a, const char *spec)
 		a->stats_out = a->out;
 		return CATS_EXIT_OK;
 	}
-	if (strcmp(spec, "-") != 0 && cats_ep_open_out(spec, &fd) < 0)
-		return CATS_EXIT_IOERR;
+	int rc;
+	if (strcmp(spec, "-") != 0 &&
+	    (rc = cats_ep_open_out("--stats-to", spec, &fd)) != 0)
+		return rc;
 	a->stats_out = cats_stream_new(a->base, -1, fd, false,
 	    &cats_limits_default, 0, &cbs, a);
 	if (a->stats_out == NULL) {

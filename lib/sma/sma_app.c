@@ -1231,8 +1231,8 @@ sma_app_reload(struct sma_app *a)
 		return;
 	}
 	if (c->audit && cats_audit_open(c->audit) < 0) {
-		cats_warnx("reload refused: audit %s: %s", c->audit,
-		    strerror(errno));
+		cats_warnx("reload refused: %s: audit: %s: %s", a->conf_path,
+		    c->audit, strerror(errno));
 		sma_conf_free(c);
 		free(c);
 		sma_keys_free(k);
