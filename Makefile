@@ -27,7 +27,7 @@ FUZZ_SECONDS ?= 20
 # benchmarks and the demo need.
 DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	libcbor-dev libsodium-dev libevent-dev libcurl4-openssl-dev \
-	libjansson-dev libssl-dev libigraph-dev bats jq curl iproute2 procps psmisc \
+	libjansson-dev libssl-dev zlib1g-dev libigraph-dev bats jq curl iproute2 procps psmisc \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
 	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
@@ -49,12 +49,12 @@ OPT = -O2 -g
 endif
 
 PKGS = libcbor libsodium libevent libevent_openssl openssl libcurl jansson \
-	libbpf libmosquitto
+	libbpf libmosquitto zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(PKG_LIBS),)
 PKG_LIBS = -lcbor -lsodium -levent -levent_openssl -lssl -lcrypto -lcurl \
-	-ljansson -lbpf -lmosquitto
+	-ljansson -lbpf -lmosquitto -lz
 endif
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

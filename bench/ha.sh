@@ -7,7 +7,9 @@
 #     restart on the journal; the goal is the lease TTL (2 s) + 0.5 s;
 #   - bindings lost by a failover (restored of N);
 #   - new bindings/s through the filter, etcd against the journal;
-#   - bytes written to etcd per new binding, against the journal's;
+#   - bytes written to etcd per new binding, against the journal's: the
+#     commits' (the log, deflated) and the fold's (one key a binding, off
+#     the commits' path, measured on the first failover round's owner);
 #   - a real cats-fwd given both instances: the owner frozen (SIGSTOP) ->
 #     the forwarder on the new owner (median of 3), against kill -9 of the
 #     owner -> the same (the frozen owner's connection stays open: it is
@@ -72,6 +74,7 @@ b_j=$(bindings_in "$W/tp.j")
 bytes_etcd=$(counter "$W/tp.etcd" ha.txn_bytes)
 txns=$(counter "$W/tp.etcd" ha.txns)
 bytes_j=$(counter "$W/tp.j" journal.bytes)
+raw_etcd=$(counter "$W/tp.etcd" ha.log_raw_bytes)
 
 # Failover, 3 rounds: an owner with N bindings, a standby with one new
 # flow waiting in its input; kill -9 of the owner; the standby's first
@@ -82,7 +85,7 @@ for r in 1 2 3; do
 	pre="/bench/fo$r/"
 	mkfifo "$W/a$r" "$W/b$r"
 	cats-bind --trace /dev/null --etcd "$E" --etcd-prefix "$pre" --commit none \
-	    --listen "unix:$W/s$r" <"$W/a$r" >/dev/null 2>"$W/a$r.err" &
+	    --stats --listen "unix:$W/s$r" <"$W/a$r" >"$W/a$r.out" 2>"$W/a$r.err" &
 	a=$!
 	exec 7>"$W/a$r"
 	until_ok grep -qs "owner of" "$W/a$r.err" || { cat "$W/a$r.err" >&2; exit 1; }
@@ -95,6 +98,14 @@ for r in 1 2 3; do
 	cat "$W/reps" >&7
 	written() { test "$(etcd_count "$pre")" = "$N"; }
 	until_ok written || { echo "ha.sh: the owner did not write $N bindings" >&2; tail -3 "$W/a$r.err" >&2; exit 1; }
+	if [ "$r" = 1 ]; then
+		# The fold's bytes, from the owner's stats record (SIGUSR1).
+		kill -USR1 "$a"
+		has_stats() { [ "$(counter "$W/a$r.out" ha.folded)" -ge "$N" ] 2>/dev/null; }
+		until_ok has_stats || true
+		fold_bytes=$(counter "$W/a$r.out" ha.fold_bytes)
+		folded=$(counter "$W/a$r.out" ha.folded)
+	fi
 	cat "$W/one" >&8
 	t0=$(ms)
 	kill -9 "$a"
@@ -203,12 +214,18 @@ echo "$fwd_row"
 
 awk -v n="$N" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="$1" \
     -v f2="$2" -v f3="$3" -v tr="$t_restart" -v lost="$lost" \
-    -v be="$bytes_etcd" -v bj="$bytes_j" -v tx="$txns" 'BEGIN {
+    -v be="$bytes_etcd" -v bj="$bytes_j" -v tx="$txns" -v raw="$raw_etcd" \
+    -v fb="${fold_bytes:-0}" -v fd="${folded:-0}" 'BEGIN {
 	printf "ha failover: kill -9 of the owner (%d bindings) -> first new binding by the standby, median of 3 (%d, %d, %d ms) | %.2f s | goal 2.50 s (lease 2 s + 0.5 s); journal restart %.2f s | %.2fx of the goal\n",
 	    n, f1, f2, f3, fo / 1000, tr / 1000, fo / 2500
 	printf "ha failover: bindings lost in 3 failovers | %d of %d | 0 | -\n", lost, 3 * n
 	printf "ha new bindings/s, etcd replication / local journal (fsync always) | %.0f/s | %.0f/s | %.2fx (goal >= 0.5x)\n",
 	    n / (te / 1000), n / (tj / 1000), tj / te
-	printf "ha bytes to etcd per new binding (%d txns for %d) | %.0f B | journal %.0f B | %.2fx\n",
-	    tx, n, be / n, bj / n, be / bj
+	printf "ha bytes to etcd per new binding, the commits (%d txns for %d; records %.0f B before deflate) | %.0f B | journal %.0f B | %.2fx\n",
+	    tx, n, raw / n, be / n, bj / n, be / bj
+	if (fd > 0)
+		printf "ha bytes to etcd per new binding, commits + fold (%d folded, off the commits path) | %.0f B | journal %.0f B | %.2fx\n",
+		    fd, be / n + fb / fd, bj / n, (be / n + fb / fd) / (bj / n)
+	else
+		printf "ha bytes to etcd per new binding, commits + fold | error: the fold not measured | journal %.0f B | -\n", bj / n
 }'

@@ -2,14 +2,26 @@
  * fuzz_etcd_resp.c - etcd's answers (untrusted: lib/ha/etcd.h): the first
  * byte picks the call they answer, the rest is the body; under small caps
  * too, so that every cap is reached.  A decoded answer is formatted, so
- * that every key and value it points to is read.
+ * that every key and value it points to is read.  A first byte with 0x40
+ * set makes the rest a value cats-bind wrote, a log entry (ha/ha_log.h):
+ * its header, its deflated records and each record decoded.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "ha/etcd.h"
+#include "ha/ha_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int
+each(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
+{
+	size_t *count = arg;
+	(void)r;
+	*count += n > 0;
+	return 0;
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,6 +32,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	if (size < 1)
 		return 0;
+	if (data[0] & 0x40) {
+		static struct cats_dec d;
+		static struct cats_buf raw;
+		static int init;
+		struct ha_log_hdr h;
+		struct cats_err e;
+		size_t count = 0;
+		if (!init) {
+			cats_dec_init(&d, NULL);
+			init = 1;
+		}
+		ha_log_decode(&d, data + 1, size - 1, &raw, &h, each, &count,
+		    &e);
+		return 0;
+	}
 	etcd_limits_default(&lim);
 	if (data[0] & 0x80) {
 		lim.max_kvs = 2;

@@ -2,6 +2,7 @@
  * ha.c - binding state in etcd under an owner's fence (ha.h).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,14 @@
 #include "base/htab.h"
 #include "base/log.h"
 #include "ha/ha.h"
+#include "ha/ha_log.h"
 
-/* etcd's --max-txn-ops is 128 by default: room for the next id. */
-#define TXN_OPS 120
+/* etcd's --max-txn-ops is 128 by default: a fold's txn holds this many
+ * puts, and its last the log's deleterange and the next id too. */
+#define TXN_OPS 118
 #define RANGE_PAGE 1000
+/* Log entries are up to HA_LOG_MAX_VALUE: a page of them fits the body. */
+#define LOG_PAGE 8
 /*
  * Tombstones live TOMB_MS before they are deleted; a standby whose last
  * sync is older than WARM_MS reads everything again, so it never misses
@@ -23,6 +28,13 @@
  */
 #define TOMB_MS 30000
 #define WARM_MS 10000
+/*
+ * The fold: once the commits have been quiet FOLD_IDLE_MS, or FOLD_HIGH
+ * records wait, up to FOLD_ROUND records (whole entries) a round.
+ */
+#define FOLD_IDLE_MS 50
+#define FOLD_HIGH 8192
+#define FOLD_ROUND (ETCD_PARALLEL * TXN_OPS)
 
 struct op {
 	uint64_t id;
@@ -31,16 +43,46 @@ struct op {
 	size_t off, len;	/* a tombstone's value in h->vals */
 };
 
-/* A binding as etcd holds it, in the standby's warm copy. */
+/* A binding as etcd holds it (its record and the entry it came from), in
+ * the standby's warm copy. */
 struct warm {
-	uint64_t id, gen;
+	uint64_t id, seq, gen;
 	size_t len;
 	uint8_t v[];
+};
+
+/* A log entry in etcd, not folded yet: the standby's copy, then the
+ * fold's queue. */
+struct lent {
+	uint64_t seq, next_id, gen;
+	size_t nrec, len;
+	uint8_t *v;
 };
 
 /* A tombstone written (or restored), deleted after TOMB_MS. */
 struct tomb {
 	uint64_t id, at;
+};
+
+/*
+ * The fold, a thread of the owner with its own etcd client: the log
+ * entries the commits wrote, folded into the per-binding keys (b/ID) off
+ * the commits' path, then deleted; and the tombstones' deletion.  The
+ * queue and the counters are under mu; the tombstones are the thread's.
+ */
+struct fold {
+	pthread_t th;
+	bool running, stop, fenced;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct lent *q;
+	size_t nq, capq, qrecs;
+	uint64_t last_in;
+	struct etcd *e;
+	struct etcd_resp r;
+	struct tomb *tombs;
+	size_t ntombs, captombs, tomb0;
+	uint64_t rounds, folded, txns, bytes, failures, tombs_deleted;
 };
 
 struct ha {
@@ -54,28 +96,37 @@ struct ha {
 	size_t nops, capops;
 	struct cats_buf vals;
 	uint64_t next_written;
+	uint64_t seq;		/* the next log entry's */
 	struct bind_table *t;	/* the live table, once restored */
 	struct etcd_resp r;
 	struct ha_stats st;
-	/* the standby's warm copy: bindings by id, at revision rev */
-	struct cats_htab warm;
-	uint64_t gen, synced_at;
+	struct cats_dec dec;
+	struct cats_buf raw;	/* an entry read, inflated */
+	/* the standby's warm copy: bindings by id, the log entries by seq,
+	 * at revision rev */
+	struct cats_htab warm, log;
+	uint64_t gen, synced_at, next_seen, seq_seen;
 	int64_t rev;
-	char nextv[24];
-	/* tombstones to delete, oldest first */
-	struct tomb *tombs;
-	size_t ntombs, captombs, tomb0;
-	/* the txns of a commit begun (ha_commit_begin) and not ended */
+	/* the txns of a commit begun (ha_commit_begin) and not ended, and
+	 * their entries */
 	json_t **fly_q;
+	struct lent *fly_e;
 	size_t fly_k, fly_n;
 	uint64_t fly_next;
 	char fly_err[512];
+	struct fold f;
 };
 
 static void
 key_of(const struct ha *h, const char *suffix, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s", h->prefix, suffix);
+}
+
+static void
+lkey_of(const struct ha *h, uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%sl/%016" PRIx64, h->prefix, seq);
 }
 
 struct ha *
@@ -92,6 +143,11 @@ ha_new(const struct ha_conf *c, char *err, size_t errlen)
 	ha_own_init(&h->own, h->c.lease_ms);
 	if (h->c.timeout_ms == 0)
 		h->c.timeout_ms = h->own.ttl_ms / 4;
+	pthread_mutex_init(&h->f.mu, NULL);
+	pthread_cond_init(&h->f.cv, NULL);
+	etcd_resp_init(&h->r);
+	etcd_resp_init(&h->f.r);
+	cats_dec_init(&h->dec, NULL);
 	h->prefix = strdup(c->prefix ? c->prefix : "/cats/cps/");
 	h->name = strdup(c->name);
 	if (h->prefix == NULL || h->name == NULL) {
@@ -103,10 +159,13 @@ ha_new(const struct ha_conf *c, char *err, size_t errlen)
 		    "bytes");
 		goto fail;
 	}
-	h->e = etcd_new(c->urls, h->c.timeout_ms, NULL, err, errlen);
+	struct etcd_limits lim;
+	etcd_limits_default(&lim);
+	lim.max_value = HA_LOG_MAX_VALUE;
+	lim.max_body = (size_t)16 << 20;
+	h->e = etcd_new(c->urls, h->c.timeout_ms, &lim, err, errlen);
 	if (h->e == NULL)
 		goto fail;
-	etcd_resp_init(&h->r);
 	return h;
 fail:
 	ha_free(h);
@@ -123,6 +182,37 @@ warm_clear(struct ha *h)
 			free(h->warm.s[i].item);
 	cats_htab_free(&h->warm);
 	memset(&h->warm, 0, sizeof(h->warm));
+	for (size_t i = 0; i < h->log.cap; i++)
+		if (h->log.s[i].h) {
+			struct lent *l = h->log.s[i].item;
+			free(l->v);
+			free(l);
+		}
+	cats_htab_free(&h->log);
+	memset(&h->log, 0, sizeof(h->log));
+}
+
+static void
+fold_stop(struct ha *h)
+{
+	struct fold *f = &h->f;
+	if (f->running) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = true;
+		pthread_cond_signal(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->th, NULL);
+		f->running = false;
+	}
+	for (size_t i = 0; i < f->nq; i++)
+		free(f->q[i].v);
+	free(f->q);
+	f->q = NULL;
+	f->nq = f->capq = 0;
+	free(f->tombs);
+	f->tombs = NULL;
+	etcd_free(f->e);
+	f->e = NULL;
 }
 
 void
@@ -130,6 +220,8 @@ ha_free(struct ha *h)
 {
 	if (h == NULL)
 		return;
+	/* The fold first: what it has not folded stays in the log. */
+	fold_stop(h);
 	if (h->e != NULL && h->own.state == HA_OWNER) {
 		char err[256];
 		json_t *q = json_pack("{s:o}", "ID", etcd_j_int(h->own.lease));
@@ -141,10 +233,14 @@ ha_free(struct ha *h)
 	fly_free(h);
 	etcd_free(h->e);
 	etcd_resp_free(&h->r);
+	etcd_resp_free(&h->f.r);
+	cats_dec_free(&h->dec);
+	cats_buf_free(&h->raw);
 	warm_clear(h);
-	free(h->tombs);
 	free(h->ops);
 	cats_buf_free(&h->vals);
+	pthread_mutex_destroy(&h->f.mu);
+	pthread_cond_destroy(&h->f.cv);
 	free(h->prefix);
 	free(h->name);
 	free(h);
@@ -169,8 +265,17 @@ ha_own(struct ha *h)
 }
 
 const struct ha_stats *
-ha_stats(const struct ha *h)
+ha_stats(struct ha *h)
 {
+	pthread_mutex_lock(&h->f.mu);
+	h->st.folds = h->f.rounds;
+	h->st.folded = h->f.folded;
+	h->st.fold_txns = h->f.txns;
+	h->st.fold_bytes = h->f.bytes;
+	h->st.fold_failures = h->f.failures;
+	h->st.tombs_deleted = h->f.tombs_deleted;
+	h->st.log_backlog = h->f.qrecs;
+	pthread_mutex_unlock(&h->f.mu);
 	return &h->st;
 }
 
@@ -182,16 +287,23 @@ ha_etcd_stats(const struct ha *h)
 
 /* A call whose error answer is a failure too. */
 static int
-call(struct ha *h, int kind, json_t *q, char *err, size_t errlen)
+call_on(struct etcd *e, struct etcd_resp *r, int kind, json_t *q, char *err,
+    size_t errlen)
 {
-	int rc = etcd_call(h->e, kind, q, &h->r, err, errlen);
+	int rc = etcd_call(e, kind, q, r, err, errlen);
 	json_decref(q);
-	if (rc == 0 && h->r.error) {
+	if (rc == 0 && r->error) {
 		snprintf(err, errlen, "etcd %s: %s (code %d)",
-		    etcd_kind_names[kind], h->r.message, h->r.code);
+		    etcd_kind_names[kind], r->message, r->code);
 		return -1;
 	}
 	return rc;
+}
+
+static int
+call(struct ha *h, int kind, json_t *q, char *err, size_t errlen)
+{
+	return call_on(h->e, &h->r, kind, q, err, errlen);
 }
 
 /* The owner as an answer's kvs show it (none: ""). */
@@ -276,19 +388,25 @@ warm_eq(const void *item, const void *key)
 	return ((const struct warm *)item)->id == *(const uint64_t *)key;
 }
 
+static bool
+lent_eq(const void *item, const void *key)
+{
+	return ((const struct lent *)item)->seq == *(const uint64_t *)key;
+}
+
 static uint64_t
 id_hash(uint64_t id)
 {
 	return cats_hash(&id, sizeof(id));
 }
 
-/* The binding id of key k (P b/ID, ID 16 hex digits), 0 if none. */
+/* The number of key k (P S/N, N 16 hex digits), 0 if none. */
 static uint64_t
-id_of_key(const struct ha *h, const uint8_t *k, size_t n)
+num_of_key(const struct ha *h, const char *sub, const uint8_t *k, size_t n)
 {
 	size_t pl = strlen(h->prefix);
 	if (n != pl + 2 + 16 || memcmp(k, h->prefix, pl) != 0 ||
-	    memcmp(k + pl, "b/", 2) != 0)
+	    memcmp(k + pl, sub, 2) != 0)
 		return 0;
 	uint64_t id = 0;
 	for (size_t i = pl + 2; i < n; i++) {
@@ -303,39 +421,48 @@ id_of_key(const struct ha *h, const uint8_t *k, size_t n)
 }
 
 static void
-tomb_add(struct ha *h, uint64_t id, uint64_t at)
+tomb_add(struct fold *f, uint64_t id, uint64_t at)
 {
-	if (h->ntombs == h->captombs) {
+	if (f->ntombs == f->captombs) {
 		/* Drop what was deleted before growing. */
-		if (h->tomb0 > 0) {
-			memmove(h->tombs, h->tombs + h->tomb0, (h->ntombs -
-			    h->tomb0) * sizeof(*h->tombs));
-			h->ntombs -= h->tomb0;
-			h->tomb0 = 0;
+		if (f->tomb0 > 0) {
+			memmove(f->tombs, f->tombs + f->tomb0, (f->ntombs -
+			    f->tomb0) * sizeof(*f->tombs));
+			f->ntombs -= f->tomb0;
+			f->tomb0 = 0;
 		}
-		if (h->ntombs == h->captombs) {
-			size_t cap = h->captombs ? h->captombs * 2 : 256;
-			struct tomb *v = realloc(h->tombs, cap * sizeof(*v));
+		if (f->ntombs == f->captombs) {
+			size_t cap = f->captombs ? f->captombs * 2 : 256;
+			struct tomb *v = realloc(f->tombs, cap * sizeof(*v));
 			if (v == NULL)
 				return;	/* it stays in etcd: harmless */
-			h->tombs = v;
-			h->captombs = cap;
+			f->tombs = v;
+			f->captombs = cap;
 		}
 	}
-	h->tombs[h->ntombs].id = id;
-	h->tombs[h->ntombs].at = at;
-	h->ntombs++;
+	f->tombs[f->ntombs].id = id;
+	f->tombs[f->ntombs].at = at;
+	f->ntombs++;
 }
 
-/* Binding id's value v[0..n) into the warm copy (replacing it): 0 or -1. */
+/*
+ * Binding id's record v[0..n), from entry seq, into the warm copy, unless
+ * it holds a later state (a fold of older entries seen after the log):
+ * 0 or -1.
+ */
 static int
-warm_put(struct ha *h, uint64_t id, const uint8_t *v, size_t n)
+warm_put(struct ha *h, uint64_t id, uint64_t seq, const uint8_t *v, size_t n)
 {
-	struct warm *w = cats_htab_del(&h->warm, id_hash(id), warm_eq, &id);
-	free(w);
+	struct warm *w = cats_htab_get(&h->warm, id_hash(id), warm_eq, &id);
+	if (w != NULL && w->seq > seq) {
+		w->gen = h->gen;
+		return 0;
+	}
+	free(cats_htab_del(&h->warm, id_hash(id), warm_eq, &id));
 	if ((w = malloc(sizeof(*w) + n)) == NULL)
 		return -1;
 	w->id = id;
+	w->seq = seq;
 	w->gen = h->gen;
 	w->len = n;
 	memcpy(w->v, v, n);
@@ -347,55 +474,133 @@ warm_put(struct ha *h, uint64_t id, const uint8_t *v, size_t n)
 }
 
 static void
-next_set(struct ha *h, const uint8_t *v, size_t vlen)
+next_see(struct ha *h, uint64_t next)
 {
-	size_t n = vlen < sizeof(h->nextv) - 1 ? vlen : sizeof(h->nextv) - 1;
-	memcpy(h->nextv, v, n);
-	h->nextv[n] = '\0';
+	if (next <= CATS_U53 && next > h->next_seen)
+		h->next_seen = next;
+}
+
+/* An entry's records into the warm copy. */
+struct wput {
+	struct ha *h;
+	uint64_t seq;
+	int oom;
+};
+
+static int
+on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
+{
+	struct wput *p = arg;
+	if (r->type != CATS_T_BINDING || r->u.binding.id == 0) {
+		p->h->st.restore_refused++;
+		return 0;
+	}
+	if (warm_put(p->h, r->u.binding.id, p->seq, v, n) < 0) {
+		p->oom = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /*
- * Bring the warm copy up to etcd: everything (full, or when the last sync
- * is older than WARM_MS), else the keys changed since the last revision;
- * all pages at the first page's revision.  A tombstone (a remove record)
- * drops its binding.  0, or -1 with err.
+ * The value v[0..n) of key k into the warm copy: a binding's (P b/ID, a
+ * one-record entry) or a log entry's (P l/SEQ, kept too: a new owner
+ * folds it); anything else is not ours.  A value that is not an entry is
+ * counted and left out.  0, or -1 out of memory.
  */
 static int
-warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
+warm_value(struct ha *h, const uint8_t *k, size_t kl, const uint8_t *v,
+    size_t n)
 {
-	char key[512], next[512];
-	uint8_t end[512];
-	bool full = h->rev == 0 || now - h->synced_at > WARM_MS;
-	key_of(h, "b/", key, sizeof(key));
-	size_t kl = strlen(key);
-	size_t el = etcd_prefix_end(key, kl, end);
-	int64_t rev = 0;
-	memcpy(next, key, kl + 1);
-	size_t nl = kl;
-	h->gen++;
+	uint64_t id = num_of_key(h, "b/", k, kl);
+	uint64_t seq = id ? 0 : num_of_key(h, "l/", k, kl);
+	if (id == 0 && seq == 0)
+		return 0;
+	struct ha_log_hdr hd;
+	struct cats_err e;
+	size_t used;
+	/* The header first: a binding's holds one record, an entry's seq is
+	 * its key's. */
+	if (ha_log_header(v, n, &hd, &used, &e) < 0 || (id != 0 && hd.n != 1) ||
+	    (seq != 0 && hd.seq != seq)) {
+		h->st.restore_refused++;
+		return 0;
+	}
+	struct wput p = { h, hd.seq, 0 };
+	if (hd.seq > h->seq_seen)
+		h->seq_seen = hd.seq;
+	if (ha_log_decode(&h->dec, v, n, &h->raw, &hd, on_rec, &p, &e) != 0) {
+		if (p.oom)
+			return -1;
+		h->st.restore_refused++;
+		return 0;
+	}
+	next_see(h, hd.next_id);
+	if (seq == 0)
+		return 0;
+	struct lent *l = cats_htab_get(&h->log, id_hash(seq), lent_eq, &seq);
+	if (l != NULL) {
+		l->gen = h->gen;
+		return 0;
+	}
+	if ((l = calloc(1, sizeof(*l))) == NULL || (l->v = malloc(n)) == NULL) {
+		free(l);
+		return -1;
+	}
+	memcpy(l->v, v, n);
+	l->seq = seq;
+	l->next_id = hd.next_id;
+	l->nrec = hd.n;
+	l->len = n;
+	l->gen = h->gen;
+	if (cats_htab_put(&h->log, id_hash(seq), l) < 0) {
+		free(l->v);
+		free(l);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+log_drop(struct ha *h, uint64_t seq)
+{
+	struct lent *l = cats_htab_del(&h->log, id_hash(seq), lent_eq, &seq);
+	if (l != NULL) {
+		free(l->v);
+		free(l);
+	}
+}
+
+/*
+ * Range [key, end) at revision *rev (0: the first page's), changed after
+ * min (0: all), page by page, each value into the warm copy: 0 or -1.
+ */
+static int
+warm_range(struct ha *h, const char *key, const uint8_t *end, size_t el,
+    int64_t limit, int64_t min, int64_t *rev, char *err, size_t errlen)
+{
+	char next[512];
+	size_t nl = strlen(key);
+	memcpy(next, key, nl + 1);
 	for (;;) {
-		json_t *q = etcd_op_range(next, nl, end, el, RANGE_PAGE, rev);
-		if (!full)
+		json_t *q = etcd_op_range(next, nl, end, el, limit, *rev);
+		if (min != 0)
 			json_object_set_new(q, "min_mod_revision",
-			    etcd_j_int(h->rev + 1));
+			    etcd_j_int(min));
 		if (call(h, ETCD_RANGE, q, err, errlen) < 0)
 			return -1;
-		if (rev == 0)
-			rev = h->r.revision;
+		if (*rev == 0)
+			*rev = h->r.revision;
 		for (size_t i = 0; i < h->r.nkvs; i++) {
 			const struct etcd_kv *kv = &h->r.kvs[i];
-			uint64_t id = id_of_key(h, kv->key, kv->klen);
-			if (id == 0 || kv->vlen == 0) {
-				h->st.restore_refused++;
-				continue;
-			}
-			if (warm_put(h, id, kv->value, kv->vlen) < 0) {
+			if (warm_value(h, kv->key, kv->klen, kv->value,
+			    kv->vlen) < 0) {
 				snprintf(err, errlen, "out of memory");
 				return -1;
 			}
 		}
 		if (!h->r.more || h->r.nkvs == 0)
-			break;
+			return 0;
 		const struct etcd_kv *last = &h->r.kvs[h->r.nkvs - 1];
 		if (last->klen + 1 >= sizeof(next)) {
 			snprintf(err, errlen, "a key longer than %zu bytes",
@@ -407,26 +612,58 @@ warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 		next[last->klen] = '\0';
 		nl = last->klen + 1;
 	}
-	if (full) {
-		/* What a full read did not see is gone. */
-		for (size_t i = 0; i < h->warm.cap;) {
-			struct warm *w = h->warm.s[i].item;
-			if (h->warm.s[i].h && w->gen != h->gen) {
-				cats_htab_del(&h->warm, h->warm.s[i].h, warm_eq,
-				    &w->id);
-				free(w);
-				continue;	/* the slot was refilled */
-			}
-			i++;
+}
+
+/*
+ * Bring the warm copy up to etcd, at one revision: the bindings (all when
+ * full, or when the last sync is older than WARM_MS, else those changed
+ * since the last revision), the log whole (an entry folded meanwhile is
+ * gone from it, its effect in the bindings) and the next id.  A record
+ * holds its binding's state as of its entry: the latest wins, whatever
+ * the order they are read in.  0, or -1 with err.
+ */
+static int
+warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
+{
+	char key[512];
+	uint8_t end[512];
+	bool full = h->rev == 0 || now - h->synced_at > WARM_MS;
+	int64_t rev = 0;
+	h->gen++;
+	key_of(h, "b/", key, sizeof(key));
+	size_t el = etcd_prefix_end(key, strlen(key), end);
+	if (warm_range(h, key, end, el, RANGE_PAGE, full ? 0 : h->rev + 1,
+	    &rev, err, errlen) < 0)
+		return -1;
+	key_of(h, "l/", key, sizeof(key));
+	el = etcd_prefix_end(key, strlen(key), end);
+	if (warm_range(h, key, end, el, LOG_PAGE, 0, &rev, err, errlen) < 0)
+		return -1;
+	/* What a full read did not see is gone; the log is read whole. */
+	for (size_t i = 0; full && i < h->warm.cap;) {
+		struct warm *w = h->warm.s[i].item;
+		if (h->warm.s[i].h && w->gen != h->gen) {
+			cats_htab_del(&h->warm, h->warm.s[i].h, warm_eq, &w->id);
+			free(w);
+			continue;	/* the slot was refilled */
 		}
+		i++;
+	}
+	for (size_t i = 0; i < h->log.cap;) {
+		struct lent *l = h->log.s[i].item;
+		if (h->log.s[i].h && l->gen != h->gen) {
+			log_drop(h, l->seq);
+			continue;
+		}
+		i++;
 	}
 	key_of(h, "next", key, sizeof(key));
 	if (call(h, ETCD_RANGE, etcd_op_range(key, strlen(key), NULL, 0, 0,
 	    rev), err, errlen) < 0)
 		return -1;
-	h->nextv[0] = '\0';
 	if (h->r.nkvs > 0)
-		next_set(h, h->r.kvs[0].value, h->r.kvs[0].vlen);
+		next_see(h, strtoull((const char *)h->r.kvs[0].value, NULL,
+		    10));
 	h->rev = rev;
 	h->synced_at = now;
 	h->st.syncs++;
@@ -444,7 +681,8 @@ struct wctx {
 	size_t errlen;
 };
 
-/* One message of the standby's watch into the warm copy. */
+/* One message of the standby's watch into the warm copy, in revision
+ * order: the log entries as the owner wrote them, the folds after. */
 static int
 on_watch(void *arg, const struct etcd_resp *r)
 {
@@ -473,18 +711,22 @@ on_watch(void *arg, const struct etcd_resp *r)
 		}
 		if (kv->klen == w->nl && memcmp(kv->key, w->nkey, w->nl) == 0) {
 			if (!kv->deleted)
-				next_set(h, kv->value, kv->vlen);
+				next_see(h, strtoull((const char *)kv->value,
+				    NULL, 10));
 			continue;
 		}
-		uint64_t id = id_of_key(h, kv->key, kv->klen);
-		if (id == 0)
-			continue;	/* not ours (b/ID/... or another) */
 		if (kv->deleted) {
-			free(cats_htab_del(&h->warm, id_hash(id), warm_eq,
-			    &id));
-		} else if (kv->vlen == 0) {
-			h->st.restore_refused++;
-		} else if (warm_put(h, id, kv->value, kv->vlen) < 0) {
+			uint64_t id = num_of_key(h, "b/", kv->key, kv->klen);
+			uint64_t seq = num_of_key(h, "l/", kv->key, kv->klen);
+			/* A tombstone deleted; an entry folded. */
+			if (id != 0)
+				free(cats_htab_del(&h->warm, id_hash(id),
+				    warm_eq, &id));
+			if (seq != 0)
+				log_drop(h, seq);
+			continue;
+		}
+		if (warm_value(h, kv->key, kv->klen, kv->value, kv->vlen) < 0) {
 			snprintf(w->err, w->errlen, "out of memory");
 			w->rc = -1;
 			return 1;
@@ -514,17 +756,20 @@ ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen)
 	size_t pl = strlen(h->prefix);
 	size_t el = etcd_prefix_end(h->prefix, pl, end);
 	/* Every change after the warm copy's revision, the prefix whole:
-	 * the owner key, the next id, the bindings. */
+	 * the owner key, the next id, the log, the bindings. */
 	json_t *q = json_pack("{s:{s:o,s:o,s:o}}", "create_request", "key",
 	    etcd_j_bytes(h->prefix, pl), "range_end", etcd_j_bytes(end, el),
 	    "start_revision", etcd_j_int(h->rev + 1));
 	h->st.watches++;
 	int rc = etcd_watch(h->e, q, ms, on_watch, &w, &h->r, err, errlen);
 	json_decref(q);
+	/* A failed watch (a message past a cap among them) is not made
+	 * again from the same revision: everything is read again, a page
+	 * at a time. */
+	if (rc < 0 || w.rc < 0 || w.restart)
+		h->rev = 0;
 	if (rc < 0 || w.rc < 0)
 		return -1;
-	if (w.restart)
-		h->rev = 0;
 	return w.owner_gone ? 1 : 0;
 }
 
@@ -536,6 +781,14 @@ cmp_warm(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int
+cmp_lent(const void *a, const void *b)
+{
+	uint64_t x = (*(struct lent *const *)a)->seq;
+	uint64_t y = (*(struct lent *const *)b)->seq;
+	return x < y ? -1 : x > y;
+}
+
 static bool
 keep_all(const void *item, void *arg)
 {
@@ -544,6 +797,8 @@ keep_all(const void *item, void *arg)
 	return true;
 }
 
+static void *fold_run(void *arg);
+
 int
 ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
     size_t errlen)
@@ -551,9 +806,12 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 	/* The last changes (or everything, for a cold standby). */
 	if (warm_sync(h, now, err, errlen) < 0)
 		return -1;
-	size_t n;
+	size_t n, nl;
 	void **v = cats_htab_select(&h->warm, keep_all, NULL, &n);
-	if (v == NULL && n > 0) {
+	void **lv = cats_htab_select(&h->log, keep_all, NULL, &nl);
+	if ((v == NULL && n > 0) || (lv == NULL && nl > 0)) {
+		free(v);
+		free(lv);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -571,7 +829,7 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 		if (ok == 0 && rec.type == CATS_T_BINDING &&
 		    rec.u.binding.op == CATS_BIND_REMOVE) {
 			/* A tombstone: deleted in its time by this owner. */
-			tomb_add(h, w->id, now);
+			tomb_add(&h->f, w->id, now);
 			continue;
 		}
 		if (ok < 0 || rec.type != CATS_T_BINDING ||
@@ -582,13 +840,36 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 	}
 	cats_dec_free(&d);
 	free(v);
+	/* The log not folded yet is ours to fold, in its order. */
+	if (nl > 1)
+		qsort(lv, nl, sizeof(*lv), cmp_lent);
+	h->f.q = nl ? calloc(nl, sizeof(*h->f.q)) : NULL;
+	for (size_t i = 0; h->f.q != NULL && i < nl; i++) {
+		struct lent *l = lv[i];
+		h->f.q[h->f.nq++] = *l;
+		h->f.qrecs += l->nrec;
+		l->v = NULL;
+	}
+	h->f.capq = h->f.nq;
+	free(lv);
 	warm_clear(h);
-	uint64_t id = strtoull(h->nextv, NULL, 10);
-	if (id > 0 && id <= CATS_U53)
-		bind_set_next_id(t, id);
+	if (h->next_seen > 0)
+		bind_set_next_id(t, h->next_seen);
 	h->next_written = bind_next_id(t);
+	h->seq = h->seq_seen + 1;
 	bind_set_epoch(t, h->own.epoch);
 	h->t = t;
+	struct etcd_limits lim;
+	etcd_limits_default(&lim);
+	h->f.e = etcd_new(h->c.urls, h->c.timeout_ms, &lim, err, errlen);
+	if (h->f.e == NULL)
+		return -1;
+	h->f.last_in = h->c.clock();
+	if (pthread_create(&h->f.th, NULL, fold_run, h) != 0) {
+		snprintf(err, errlen, "cannot start the fold thread");
+		return -1;
+	}
+	h->f.running = true;
 	return 0;
 }
 
@@ -675,91 +956,191 @@ coalesce(struct ha *h)
 	return out;
 }
 
-/* The txn of ops[0..n) (and the next id, when given), under the fence. */
+/* The txn of the operations succ under the fence. */
 static json_t *
-build_txn(struct ha *h, const struct op *ops, size_t n, uint64_t next_id,
-    uint64_t now)
+fenced_txn(const struct ha *h, json_t *succ)
 {
-	char key[512], okey[512], v[24];
-	struct cats_buf val = { 0 };
+	char okey[512];
 	key_of(h, "owner", okey, sizeof(okey));
-	json_t *succ = json_array();
-	for (size_t i = 0; i < n; i++) {
-		const struct op *o = &ops[i];
-		struct bind_info bi;
-		struct cats_rec rec;
-		snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix, o->id);
-		size_t kl = strlen(key);
-		if (o->kind == HA_OP_DELETE) {
-			json_array_append_new(succ, etcd_op_put(key, kl,
-			    h->vals.p + o->off, o->len, 0));
-			tomb_add(h, o->id, now);
-			h->st.deletes++;
-			continue;
-		}
-		/* The binding as it is now; an active one's time is the
-		 * start of its lifetime (as in a journal snapshot). */
-		if (h->t == NULL || bind_get(h->t, o->id, &bi) < 0 ||
-		    bind_record(h->t, o->id, CATS_BIND_INSTALL,
-		    bi.state == CATS_FS_ACTIVE ? bi.t_start : now, &rec) < 0)
-			continue;
-		val.len = 0;
-		if (cats_rec_encode(&rec, &val, false) < 0)
-			continue;
-		json_array_append_new(succ, etcd_op_put(key, kl, val.p, val.len,
-		    0));
-		h->st.puts++;
-	}
-	cats_buf_free(&val);
-	if (next_id != 0) {
-		key_of(h, "next", key, sizeof(key));
-		snprintf(v, sizeof(v), "%" PRIu64, next_id);
-		json_array_append_new(succ, etcd_op_put(key, strlen(key), v,
-		    strlen(v), 0));
-	}
 	return json_pack("{s:[o],s:o}", "compare",
 	    etcd_cmp_create(okey, strlen(okey), (int64_t)h->own.epoch),
 	    "success", succ);
 }
 
+/* The records in b (a slice of the commit) as its next entry. */
+static int
+fly_add(struct ha *h, struct cats_buf *b, uint64_t n, uint64_t next_id,
+    size_t cap)
+{
+	if (h->fly_k == cap)
+		return -1;
+	struct lent *l = &h->fly_e[h->fly_k++];
+	l->seq = h->seq++;
+	l->next_id = next_id;
+	l->nrec = n;
+	l->len = b->len;
+	l->v = b->p;
+	*b = (struct cats_buf){ 0 };
+	return 0;
+}
+
 /*
- * The txns of ops[0..n) (the first carries the next id), built on the
- * loop from the table as it is now: h->fly_q.  0, or -1 out of memory.
+ * The entries of ops[0..n), built on the loop from the table as it is
+ * now: the records in slices of up to HA_LOG_TARGET bytes (h->fly_e; the
+ * txns are made from them by ha_commit_work()); every entry says the
+ * next id.  0, or -1 out of memory.
  */
 static int
 build_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now)
 {
-	size_t k = n == 0 ? 1 : (n + TXN_OPS - 1) / TXN_OPS;
-	h->fly_q = calloc(k, sizeof(*h->fly_q));
-	if (h->fly_q == NULL)
-		return -1;
-	h->fly_k = k;
+	struct cats_buf val = { 0 }, ent = { 0 };
+	uint64_t nrec = 0;
+	/* At least a record an entry, or one empty entry. */
+	size_t cap = n + 1;
+	int rc = -1;
+	h->fly_e = calloc(cap, sizeof(*h->fly_e));
+	if (h->fly_e == NULL)
+		goto out;
 	h->fly_n = n;
 	h->fly_next = next_id;
-	for (size_t i = 0; i < k; i++) {
-		size_t m = n - i * TXN_OPS < TXN_OPS ? n - i * TXN_OPS : TXN_OPS;
-		h->fly_q[i] = build_txn(h, h->ops + i * TXN_OPS, m, i == 0 &&
-		    next_id != h->next_written ? next_id : 0, now);
-		if (h->fly_q[i] == NULL)
-			return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct op *o = &h->ops[i];
+		const uint8_t *p;
+		size_t len;
+		if (o->kind == HA_OP_DELETE) {
+			p = h->vals.p + o->off;
+			len = o->len;
+			h->st.deletes++;
+		} else {
+			/* The binding as it is now; an active one's time is
+			 * the start of its lifetime (as in a journal
+			 * snapshot). */
+			struct bind_info bi;
+			struct cats_rec rec;
+			if (h->t == NULL || bind_get(h->t, o->id, &bi) < 0 ||
+			    bind_record(h->t, o->id, CATS_BIND_INSTALL,
+			    bi.state == CATS_FS_ACTIVE ? bi.t_start : now,
+			    &rec) < 0)
+				continue;
+			val.len = 0;
+			if (cats_rec_encode(&rec, &val, false) < 0)
+				continue;
+			p = val.p;
+			len = val.len;
+			h->st.puts++;
+		}
+		if (cats_buf_add(&ent, p, len) < 0)
+			goto out;
+		if (++nrec == HA_LOG_MAX_RECS || ent.len >= HA_LOG_TARGET) {
+			if (fly_add(h, &ent, nrec, next_id, cap) < 0)
+				goto out;
+			nrec = 0;
+		}
+	}
+	/* The last entry; an empty one when only the next id moved. */
+	if ((nrec > 0 || h->fly_k == 0) && fly_add(h, &ent, nrec, next_id,
+	    cap) < 0)
+		goto out;
+	rc = 0;
+out:
+	cats_buf_free(&val);
+	cats_buf_free(&ent);
+	return rc;
+}
+
+/*
+ * The txns of the entries built (on the commit's thread): each sealed
+ * (deflated) in place, one put under the fence.  0, or -1.
+ */
+static int
+seal_txns(struct ha *h, char *err, size_t errlen)
+{
+	char key[512];
+	struct cats_buf out = { 0 };
+	if ((h->fly_q = calloc(h->fly_k, sizeof(*h->fly_q))) == NULL)
+		goto fail;
+	for (size_t i = 0; i < h->fly_k; i++) {
+		struct lent *l = &h->fly_e[i];
+		if (ha_log_seal(&out, l->seq, l->next_id, l->nrec, l->v, l->len,
+		    true) < 0)
+			goto fail;
+		h->st.log_raw_bytes += l->len;
+		free(l->v);
+		l->v = out.p;
+		l->len = out.len;
+		out = (struct cats_buf){ 0 };
+		lkey_of(h, l->seq, key, sizeof(key));
+		if ((h->fly_q[i] = fenced_txn(h, json_pack("[o]",
+		    etcd_op_put(key, strlen(key), l->v, l->len, 0)))) == NULL)
+			goto fail;
 	}
 	return 0;
+fail:
+	cats_buf_free(&out);
+	snprintf(err, errlen, "cannot encode the txn");
+	return -1;
 }
 
 static void
 fly_free(struct ha *h)
 {
-	for (size_t i = 0; h->fly_q != NULL && i < h->fly_k; i++)
-		json_decref(h->fly_q[i]);
+	for (size_t i = 0; i < h->fly_k; i++) {
+		if (h->fly_q != NULL)
+			json_decref(h->fly_q[i]);
+		free(h->fly_e[i].v);
+	}
 	free(h->fly_q);
+	free(h->fly_e);
 	h->fly_q = NULL;
+	h->fly_e = NULL;
 	h->fly_k = h->fly_n = 0;
 }
 
+/* Was the fold fenced?  Then so are we (on the caller's thread). */
+static bool
+fold_fenced(struct ha *h, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&h->f.mu);
+	bool f = h->f.fenced;
+	pthread_mutex_unlock(&h->f.mu);
+	if (!f)
+		return false;
+	if (h->own.state == HA_OWNER) {
+		h->st.fenced++;
+		ha_own_fenced(&h->own);
+	}
+	snprintf(err, errlen, "%s (epoch %" PRIu64 ")", h->own.why,
+	    h->own.epoch);
+	return true;
+}
+
 /*
- * The txns built at once (they name distinct keys, so their order does
- * not matter).  0, or -1 with err: one got no answer, an error answer,
- * or failed its compare (fenced).
+ * The answers rs[0..k) of fenced txns: 0, or -1 with err (an error answer,
+ * or a failed compare: *fenced).
+ */
+static int
+check_txns(const struct etcd_resp *rs, size_t k, bool *fenced, char *err,
+    size_t errlen)
+{
+	for (size_t i = 0; i < k; i++) {
+		if (rs[i].error) {
+			snprintf(err, errlen, "etcd txn: %s (code %d)",
+			    rs[i].message, rs[i].code);
+			return -1;
+		}
+		if (!rs[i].succeeded) {
+			*fenced = true;
+			snprintf(err, errlen, "fenced");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The txns built at once (distinct keys: their order does not matter).
+ * 0, or -1 with err: one got no answer, an error answer, or failed its
+ * compare (fenced).
  */
 static int
 write_txns(struct ha *h, char *err, size_t errlen)
@@ -767,6 +1148,7 @@ write_txns(struct ha *h, char *err, size_t errlen)
 	size_t k = h->fly_k;
 	struct etcd_resp *rs = calloc(k, sizeof(*rs));
 	int rc = -1;
+	bool fenced = false;
 	if (rs == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -776,24 +1158,16 @@ write_txns(struct ha *h, char *err, size_t errlen)
 	    errlen);
 	h->st.txn_bytes += etcd_stats(h->e)->bytes_out - before;
 	h->st.txns += k;
-	if (crc < 0) {
-		h->st.write_failures++;
-		goto out;
-	}
-	for (size_t i = 0; i < k; i++) {
-		if (rs[i].error) {
-			h->st.write_failures++;
-			snprintf(err, errlen, "etcd txn: %s (code %d)",
-			    rs[i].message, rs[i].code);
-			goto out;
-		}
-		if (!rs[i].succeeded) {
+	if (crc < 0 || check_txns(rs, k, &fenced, err, errlen) < 0) {
+		if (fenced) {
 			h->st.fenced++;
 			ha_own_fenced(&h->own);
 			snprintf(err, errlen, "%s (epoch %" PRIu64 ")",
 			    h->own.why, h->own.epoch);
-			goto out;
+		} else {
+			h->st.write_failures++;
 		}
+		goto out;
 	}
 	h->next_written = h->fly_next;
 	h->st.ops += h->fly_n;
@@ -834,6 +1208,8 @@ ha_commit_begin(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 		    h->own.why : ha_state_names[h->own.state]);
 		return -1;
 	}
+	if (fold_fenced(h, err, errlen))
+		return -1;
 	if (h->nops == 0 && next_id == h->next_written)
 		return 0;
 	size_t n = coalesce(h);
@@ -856,6 +1232,8 @@ ha_commit_work(struct ha *h)
 	char *err = h->fly_err;
 	size_t errlen = sizeof(h->fly_err);
 	int rc;
+	if (h->fly_q == NULL && seal_txns(h, err, errlen) < 0)
+		return -1;
 	/*
 	 * etcd between leaders (an election, a member gone) answers late or
 	 * not at all: the same txns again (they are idempotent puts under
@@ -883,9 +1261,34 @@ ha_commit_work(struct ha *h)
 	return rc;
 }
 
+/* The entries of a commit written, to the fold's queue. */
+static void
+fold_enqueue(struct ha *h)
+{
+	struct fold *f = &h->f;
+	pthread_mutex_lock(&f->mu);
+	if (f->nq + h->fly_k > f->capq && cats_grow((void **)&f->q, &f->capq,
+	    f->nq + h->fly_k, sizeof(*f->q), 64) < 0) {
+		/* Left in the log: folded by the next owner. */
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	for (size_t i = 0; i < h->fly_k; i++) {
+		f->q[f->nq++] = h->fly_e[i];
+		f->qrecs += h->fly_e[i].nrec;
+		h->fly_e[i].v = NULL;
+	}
+	f->last_in = h->c.clock();
+	if (f->qrecs >= FOLD_HIGH)
+		pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
 int
 ha_commit_end(struct ha *h, int rc, char *err, size_t errlen)
 {
+	if (rc >= 0 && h->f.running)
+		fold_enqueue(h);
 	fly_free(h);
 	if (rc < 0)
 		snprintf(err, errlen, "%s", h->fly_err[0] ? h->fly_err :
@@ -902,47 +1305,266 @@ ha_commit(struct ha *h, uint64_t next_id, char *err, size_t errlen)
 	return ha_commit_end(h, ha_commit_work(h), err, errlen);
 }
 
+/* ---- the fold (its own thread) ---- */
+
+/* A record of the entries folded: the latest per binding id wins. */
+struct fop {
+	uint64_t id, seq;
+	size_t off, len;	/* in fctx's recs */
+	bool rm;
+};
+
+struct fctx {
+	struct fop *v;
+	size_t n, cap;
+	uint64_t seq;
+	bool oom;
+	struct cats_buf recs, raw;
+};
+
+static int
+fold_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
+{
+	struct fctx *c = arg;
+	if (r->type != CATS_T_BINDING || r->u.binding.id == 0)
+		return 0;
+	if ((c->n == c->cap && cats_grow((void **)&c->v, &c->cap, c->n + 1,
+	    sizeof(*c->v), 1024) < 0) || cats_buf_add(&c->recs, v, n) < 0) {
+		c->oom = true;
+		return 1;
+	}
+	c->v[c->n++] = (struct fop){ r->u.binding.id, c->seq,
+		c->recs.len - n, n, r->u.binding.op == CATS_BIND_REMOVE };
+	return 0;
+}
+
+static int
+cmp_fop(const void *a, const void *b)
+{
+	const struct fop *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 /*
- * Delete the tombstones older than TOMB_MS, up to a txn's worth, under
- * the fence (a failed compare ends the ownership like any write).
+ * Fold the entries e[0..k) (the queue's head, in seq order): each binding
+ * they name put once, as its latest record (a one-record entry under its
+ * seq: a tombstone for a removed one), in txns under the fence; the last
+ * txn also deletes the entries and writes the next id.  A fold cut short
+ * leaves the entries, whose replay gives the same state.  0; -1 etcd did
+ * not take it (again later); -2 fenced.
  */
 static int
-tomb_gc(struct ha *h, char *err, size_t errlen)
+fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 {
+	struct fold *f = &h->f;
+	struct fctx c = { 0 };
+	uint64_t next = 0;
+	char key[512], end[512], err[512];
+	int rc = -1;
+	for (size_t i = 0; i < k; i++) {
+		struct ha_log_hdr hd;
+		struct cats_err ce;
+		c.seq = e[i].seq;
+		/* Checked when it was read (or ours): one that does not
+		 * decode now is deleted with the others, unfolded. */
+		if (ha_log_decode(d, e[i].v, e[i].len, &c.raw, &hd, fold_rec,
+		    &c, &ce) != 0) {
+			if (c.oom)
+				goto out;
+			continue;
+		}
+		if (hd.next_id > next)
+			next = hd.next_id;
+	}
+	if (c.n > 1)
+		qsort(c.v, c.n, sizeof(*c.v), cmp_fop);
+	size_t m = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		if (i + 1 < c.n && c.v[i + 1].id == c.v[i].id)
+			continue;
+		c.v[m++] = c.v[i];
+	}
+	size_t ntx = m == 0 ? 1 : (m + TXN_OPS - 1) / TXN_OPS;
+	json_t **q = calloc(ntx, sizeof(*q));
+	struct etcd_resp *rs = calloc(ntx, sizeof(*rs));
+	struct cats_buf val = { 0 };
+	if (q == NULL || rs == NULL)
+		goto done;
+	for (size_t t = 0; t < ntx; t++) {
+		json_t *succ = json_array();
+		for (size_t i = t * TXN_OPS; i < m && i < (t + 1) * TXN_OPS;
+		    i++) {
+			snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
+			    c.v[i].id);
+			if (ha_log_seal(&val, c.v[i].seq, 0, 1, c.recs.p +
+			    c.v[i].off, c.v[i].len, false) < 0) {
+				json_decref(succ);
+				goto done;
+			}
+			json_array_append_new(succ, etcd_op_put(key, strlen(key),
+			    val.p, val.len, 0));
+		}
+		if (t == ntx - 1) {
+			lkey_of(h, e[0].seq, key, sizeof(key));
+			lkey_of(h, e[k - 1].seq + 1, end, sizeof(end));
+			json_array_append_new(succ, etcd_op_delete(key,
+			    strlen(key), end, strlen(end)));
+			if (next != 0) {
+				char v[24];
+				key_of(h, "next", key, sizeof(key));
+				snprintf(v, sizeof(v), "%" PRIu64, next);
+				json_array_append_new(succ, etcd_op_put(key,
+				    strlen(key), v, strlen(v), 0));
+			}
+		}
+		q[t] = fenced_txn(h, succ);
+	}
+	uint64_t before = etcd_stats(f->e)->bytes_out;
+	bool fenced = false;
+	/* The bindings first (in parallel), the log's deletion last. */
+	if (ntx > 1 && (etcd_call_many(f->e, ETCD_TXN, q, ntx - 1, rs, err,
+	    sizeof(err)) < 0 || check_txns(rs, ntx - 1, &fenced, err,
+	    sizeof(err)) < 0))
+		goto sent;
+	if (etcd_call(f->e, ETCD_TXN, q[ntx - 1], &rs[ntx - 1], err,
+	    sizeof(err)) < 0 || check_txns(&rs[ntx - 1], 1, &fenced, err,
+	    sizeof(err)) < 0)
+		goto sent;
+	rc = 0;
+sent:
+	if (fenced)
+		rc = -2;
+	pthread_mutex_lock(&f->mu);
+	f->bytes += etcd_stats(f->e)->bytes_out - before;
+	f->txns += ntx;
+	if (rc == 0) {
+		f->rounds++;
+		f->folded += m;
+	} else {
+		f->failures++;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (rc == 0) {
+		uint64_t now = h->c.clock();
+		for (size_t i = 0; i < m; i++)
+			if (c.v[i].rm)
+				tomb_add(f, c.v[i].id, now);
+	}
+done:
+	for (size_t t = 0; q != NULL && t < ntx; t++)
+		json_decref(q[t]);
+	for (size_t t = 0; rs != NULL && t < ntx; t++)
+		etcd_resp_free(&rs[t]);
+	free(q);
+	free(rs);
+	cats_buf_free(&val);
+out:
+	free(c.v);
+	cats_buf_free(&c.recs);
+	cats_buf_free(&c.raw);
+	return rc;
+}
+
+/*
+ * Delete the tombstones older than TOMB_MS, up to a txn's worth, under
+ * the fence: 0 (done, or tried again later), -2 fenced.
+ */
+static int
+tomb_gc(struct ha *h)
+{
+	struct fold *f = &h->f;
 	uint64_t now = h->c.clock();
-	char key[512], okey[512];
+	char key[512], err[256];
 	size_t n = 0;
-	if (h->tomb0 == h->ntombs || now - h->tombs[h->tomb0].at < TOMB_MS)
+	if (f->tomb0 == f->ntombs || now - f->tombs[f->tomb0].at < TOMB_MS)
 		return 0;
 	json_t *succ = json_array();
-	while (h->tomb0 + n < h->ntombs && n < TXN_OPS &&
-	    now - h->tombs[h->tomb0 + n].at >= TOMB_MS) {
+	while (f->tomb0 + n < f->ntombs && n < TXN_OPS &&
+	    now - f->tombs[f->tomb0 + n].at >= TOMB_MS) {
 		snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
-		    h->tombs[h->tomb0 + n].id);
+		    f->tombs[f->tomb0 + n].id);
 		json_array_append_new(succ, etcd_op_delete(key, strlen(key),
 		    NULL, 0));
 		n++;
 	}
-	key_of(h, "owner", okey, sizeof(okey));
-	json_t *q = json_pack("{s:[o],s:o}", "compare",
-	    etcd_cmp_create(okey, strlen(okey), (int64_t)h->own.epoch),
-	    "success", succ);
-	char e2[256];
-	if (call(h, ETCD_TXN, q, e2, sizeof(e2)) < 0) {
-		/* Tried again at the next tick. */
-		h->st.write_failures++;
+	if (call_on(f->e, &f->r, ETCD_TXN, fenced_txn(h, succ), err,
+	    sizeof(err)) < 0) {
+		pthread_mutex_lock(&f->mu);
+		f->failures++;
+		pthread_mutex_unlock(&f->mu);
 		return 0;
 	}
-	if (!h->r.succeeded) {
-		h->st.fenced++;
-		ha_own_fenced(&h->own);
-		snprintf(err, errlen, "%s (epoch %" PRIu64 ")", h->own.why,
-		    h->own.epoch);
-		return -1;
-	}
-	h->tomb0 += n;
-	h->st.tombs_deleted += n;
+	if (!f->r.succeeded)
+		return -2;
+	f->tomb0 += n;
+	pthread_mutex_lock(&f->mu);
+	f->tombs_deleted += n;
+	pthread_mutex_unlock(&f->mu);
 	return 0;
+}
+
+/*
+ * The fold's loop: a round when the commits have been quiet a moment or
+ * the queue is long, the tombstones' deletion when due, until stopped or
+ * fenced (then ha_commit_begin() and ha_tick() end the ownership).
+ */
+static void *
+fold_run(void *arg)
+{
+	struct ha *h = arg;
+	struct fold *f = &h->f;
+	struct cats_dec d;
+	uint64_t retry_at = 0;
+	cats_dec_init(&d, NULL);
+	pthread_mutex_lock(&f->mu);
+	while (!f->stop && !f->fenced) {
+		uint64_t now = h->c.clock();
+		size_t k = 0, recs = 0;
+		if (f->nq > 0 && now >= retry_at && (f->qrecs >= FOLD_HIGH ||
+		    now - f->last_in >= FOLD_IDLE_MS))
+			while (k < f->nq && (k == 0 || recs + f->q[k].nrec <=
+			    FOLD_ROUND))
+				recs += f->q[k++].nrec;
+		/* The head is the fold's alone: the loop appends. */
+		struct lent *head = k ? malloc(k * sizeof(*head)) : NULL;
+		if (head != NULL)
+			memcpy(head, f->q, k * sizeof(*head));
+		pthread_mutex_unlock(&f->mu);
+		int rc = head != NULL ? fold_write(h, &d, head, k) : 0;
+		if (rc == 0 && tomb_gc(h) == -2)
+			rc = -2;
+		pthread_mutex_lock(&f->mu);
+		if (head != NULL && rc == 0) {
+			for (size_t i = 0; i < k; i++)
+				free(f->q[i].v);
+			memmove(f->q, f->q + k, (f->nq - k) * sizeof(*f->q));
+			f->nq -= k;
+			f->qrecs -= recs;
+		}
+		free(head);
+		if (rc == -2) {
+			f->fenced = true;
+			break;
+		}
+		if (rc == -1)
+			retry_at = h->c.clock() + 100;
+		if (rc == 0 && head != NULL)
+			continue;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += FOLD_IDLE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!f->stop)
+			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	}
+	pthread_mutex_unlock(&f->mu);
+	cats_dec_free(&d);
+	return NULL;
 }
 
 int
@@ -954,5 +1576,5 @@ ha_tick(struct ha *h, char *err, size_t errlen)
 		    h->own.why : ha_state_names[h->own.state], h->own.epoch);
 		return -1;
 	}
-	return tomb_gc(h, err, errlen);
+	return fold_fenced(h, err, errlen) ? -1 : 0;
 }

@@ -6,25 +6,35 @@
  *
  *   P owner                   the owner's name, bound to its lease; the
  *                             ownership epoch is this key's create_revision
- *   P next                    the next binding id (decimal)
- *   P b/ID                    a binding, whole, in its current state (the
- *                             record a journal snapshot holds: CBOR), or
- *                             its tombstone (its remove record) for 30 s
+ *   P l/SEQ                   a log entry (ha_log.h): the bindings one
+ *                             commit changed, each as the table held it
+ *                             then (or its remove record), in one value
+ *   P b/ID                    a binding folded from the log, whole, in its
+ *                             latest state (a one-record entry), or its
+ *                             tombstone (its remove record) for 30 s
+ *   P next                    the next binding id (decimal), as folded
  *
- * ID is 16 hex digits.  The journal records of one commit (bind_journal.h)
- * name the bindings it changed; each is written as the table holds it
- * then, so a takeover restores through bind_restore() what a journal
- * replay would.  Tombstones let a standby's warm copy follow removals
- * from the keys changed since its last revision (min_mod_revision); the
- * owner deletes them 30 s later, and a standby whose last sync is older
- * than 10 s reads everything again.
+ * ID and SEQ are 16 hex digits.  A commit is one txn per log entry of up
+ * to HA_LOG_TARGET bytes (a few hundred bindings): one key whatever the
+ * number of bindings, where etcd's cost is per key (a single member takes
+ * some 4,300 puts a second).  The owner's fold thread, off the commits'
+ * path, puts each binding the entries name as its latest record (under
+ * the entry's SEQ) and deletes the entries in the same fenced txns, once
+ * the commits have been quiet 50 ms or 8,192 records wait.  A restore is
+ * the bindings and then the log in SEQ order; since every record carries
+ * the SEQ it is as of, the latest wins in whatever order a standby sees
+ * them (the log by its watch, a fold after it).  Tombstones let a
+ * standby's warm copy follow removals from the keys changed since its
+ * last revision (min_mod_revision); the fold deletes them 30 s later,
+ * and a standby whose last sync is older than 10 s reads everything
+ * again.  A new owner folds the log its predecessor left.
  *
- * Every write is one txn (several above 120 operations) whose compare is
- * "create_revision(P owner) == epoch": a write of a fenced owner fails at
- * the store.  The epoch is the table's epoch, so every binding the owner
- * sends carries it and the forwarders refuse an older one: fenced at the
- * data plane too.  Writes of one commit are coalesced per binding (etcd
- * refuses a txn that names a key twice): one put each.
+ * Every write is a txn whose compare is "create_revision(P owner) ==
+ * epoch": a write of a fenced owner fails at the store (its fold too).
+ * The epoch is the table's epoch, so every binding the owner sends
+ * carries it and the forwarders refuse an older one: fenced at the data
+ * plane too.  Writes of one commit are coalesced per binding: one record
+ * each.
  *
  * The calls block, each bounded by the etcd timeout; the clock is the
  * caller's (conf.clock), read around calls to know when they were sent.
@@ -48,16 +58,22 @@ struct ha_conf {
 struct ha_stats {
 	uint64_t campaigns, takeovers, txns, ops, puts, deletes, coalesced;
 	uint64_t txn_bytes;	/* request bytes of state writes */
+	uint64_t log_raw_bytes;	/* their records' bytes, before deflate */
 	uint64_t fenced, write_failures, restored, restore_refused;
 	uint64_t ignored;	/* journal records with no state (hellos) */
 	uint64_t syncs, tombs_deleted, write_retries;
 	uint64_t watches, watch_events;	/* a standby's */
+	/* the fold: rounds, bindings put, txns, request bytes, failures,
+	 * records waiting */
+	uint64_t folds, folded, fold_txns, fold_bytes, fold_failures;
+	uint64_t log_backlog;
 };
 
 struct ha;
 
 struct ha *ha_new(const struct ha_conf *c, char *err, size_t errlen);
-/* Free; an owner revokes its lease first (a clean handover). */
+/* Free; an owner stops its fold (what it has not folded stays in the
+ * log) and revokes its lease (a clean handover). */
 void ha_free(struct ha *h);
 
 /*
@@ -68,7 +84,8 @@ int ha_campaign(struct ha *h, char *err, size_t errlen);
 const char *ha_owner(const struct ha *h);
 uint64_t ha_epoch(const struct ha *h);
 struct ha_own *ha_own(struct ha *h);
-const struct ha_stats *ha_stats(const struct ha *h);
+/* The counters, the fold's as of now. */
+const struct ha_stats *ha_stats(struct ha *h);
 const struct etcd_stats *ha_etcd_stats(const struct ha *h);
 
 /*

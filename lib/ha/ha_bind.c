@@ -49,10 +49,16 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "ha.ops", s->ops);
 	cats_stats_add(st, "ha.coalesced", s->coalesced);
 	cats_stats_add(st, "ha.txn_bytes", s->txn_bytes);
+	cats_stats_add(st, "ha.log_raw_bytes", s->log_raw_bytes);
 	cats_stats_add(st, "ha.fenced", s->fenced);
 	cats_stats_add(st, "ha.write_failures", s->write_failures);
 	cats_stats_add(st, "ha.write_retries", s->write_retries);
 	cats_stats_add(st, "ha.restored", s->restored);
+	cats_stats_add(st, "ha.folds", s->folds);
+	cats_stats_add(st, "ha.folded", s->folded);
+	cats_stats_add(st, "ha.fold_bytes", s->fold_bytes);
+	cats_stats_add(st, "ha.fold_failures", s->fold_failures);
+	cats_stats_gauge(st, "ha.log_backlog", s->log_backlog);
 	cats_stats_add(st, "ha.renewals", ha_own(arg)->renewals);
 	cats_stats_add(st, "ha.renew_failures", ha_own(arg)->renew_failures);
 	cats_stats_add(st, "etcd.calls", e->calls);

@@ -2,7 +2,8 @@
  * test_ha.c - the etcd answer decoder on answers recorded from etcd 3.4
  * (tests/data/ha: NAME.json decoded must print NAME.out; the kind is the
  * name's first word), its caps on malformed answers, and the ownership
- * logic of ha_own.h with time passed in.
+ * logic of ha_own.h with time passed in, and the log entries of ha_log.h
+ * (sealed and decoded, deflated or not; every cap refused).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "ha/etcd.h"
 #include "ha/ha.h"
+#include "ha/ha_log.h"
 #include "ha/ha_own.h"
 #include "t.h"
 
@@ -297,6 +299,102 @@ test_ops(void)
 	    "a hello: the epoch is the owner key's");
 }
 
+/* What an entry's records were. */
+struct seen {
+	size_t n;
+	uint64_t ids[8];
+	int ops[8];
+};
+
+static int
+seen_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
+{
+	struct seen *s = arg;
+	(void)v;
+	(void)n;
+	if (s->n < 8 && r->type == CATS_T_BINDING) {
+		s->ids[s->n] = r->u.binding.id;
+		s->ops[s->n] = r->u.binding.op;
+	}
+	s->n++;
+	return 0;
+}
+
+static int
+log_dec(const struct cats_buf *b, struct ha_log_hdr *h, struct seen *s)
+{
+	struct cats_dec d;
+	struct cats_buf raw = { 0 };
+	struct cats_err e;
+	cats_dec_init(&d, NULL);
+	memset(s, 0, sizeof(*s));
+	int rc = ha_log_decode(&d, b->p, b->len, &raw, h, seen_rec, s, &e);
+	cats_dec_free(&d);
+	cats_buf_free(&raw);
+	return rc;
+}
+
+static void
+test_log(void)
+{
+	size_t len;
+	char *recs = slurp("tests/data/ha/log_records.cbor", &len);
+	struct cats_buf b = { 0 }, big = { 0 };
+	struct ha_log_hdr h;
+	struct seen s;
+	T_OK(recs != NULL, "tests/data/ha/log_records.cbor read");
+	if (recs == NULL)
+		return;
+	for (int z = 0; z < 2; z++) {
+		T_OK(ha_log_seal(&b, 77, 12, 4, (uint8_t *)recs, len, z) == 0,
+		    "sealed (deflate %d)", z);
+		T_OK(log_dec(&b, &h, &s) == 0 && h.seq == 77 &&
+		    h.next_id == 12 && h.n == 4 && s.n == 4 && s.ids[0] == 1 &&
+		    s.ids[2] == 3 && s.ops[3] == CATS_BIND_REMOVE,
+		    "decoded: seq, next id, the 4 records in order");
+		T_OK(z == 0 ? h.rawlen == 0 : h.rawlen == len,
+		    "rawlen %llu", (unsigned long long)h.rawlen);
+	}
+	/* Deflated records are only smaller with more of them. */
+	for (int i = 0; i < 64; i++)
+		cats_buf_add(&big, recs, len);
+	T_OK(ha_log_seal(&b, 1, 0, 256, big.p, big.len, true) == 0 &&
+	    b.len * 4 < big.len && log_dec(&b, &h, &s) == 0 && s.n == 256,
+	    "64 copies deflate to %zu of %zu bytes and decode", b.len, big.len);
+	/* Broken: each refused, nothing handed on past the break. */
+	ha_log_seal(&b, 5, 0, 4, (uint8_t *)recs, len, false);
+	b.p[1] = 2;
+	T_OK(log_dec(&b, &h, &s) < 0, "another version refused");
+	ha_log_seal(&b, 5, 0, 5, (uint8_t *)recs, len, false);
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 4, "a count past the records");
+	ha_log_seal(&b, 5, 0, 3, (uint8_t *)recs, len, false);
+	T_OK(log_dec(&b, &h, &s) < 0, "bytes after the records");
+	ha_log_seal(&b, 5, 0, 4, (uint8_t *)recs, len - 1, false);
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 3, "a record cut short");
+	ha_log_seal(&b, 5, 0, 9000, (uint8_t *)recs, len, false);
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 0, "a count past the cap");
+	T_OK(ha_log_seal(&b, 5, 0, 1, big.p, HA_LOG_MAX_RAW + 1, false) < 0,
+	    "records past the cap are not sealed");
+	ha_log_seal(&b, 5, 0, 4, (uint8_t *)recs, len, true);
+	b.p[b.len - 3] ^= 0x55;
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 0, "a corrupt deflate stream");
+	ha_log_seal(&b, 5, 0, 4, (uint8_t *)recs, len, true);
+	/* rawlen (the header's last uint, big-endian) one more: short. */
+	b.p[37]++;
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 0, "inflates short of rawlen");
+	b.p[37] -= 2;
+	T_OK(log_dec(&b, &h, &s) < 0 && s.n == 0, "inflates past rawlen");
+	b.p[37]++;
+	b.p[30] = 0x7f;
+	T_OK(log_dec(&b, &h, &s) < 0, "rawlen past the cap");
+	cats_buf_reset(&b);
+	cats_buf_add(&b, "\x84\x01\x01\x00\x00", 5);
+	T_OK(log_dec(&b, &h, &s) < 0, "a header of 4");
+	cats_buf_free(&b);
+	cats_buf_free(&big);
+	free(recs);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -307,5 +405,6 @@ main(int argc, char **argv)
 	test_prefix_end();
 	test_own();
 	test_ops();
+	test_log();
 	return t_done();
 }
