@@ -155,7 +155,9 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 		/* No journal: an epoch that still grows across restarts. */
 		bind_set_epoch(a->t, replay ? 1 : cats_clock_now() / 1000);
 	}
-	if (fsync_policy != BJ_FSYNC_INTERVAL)
+	/* The timer syncs under interval, and under always what no output
+	 * waited for (bj_commit_begin); never has none. */
+	if (fsync_policy == BJ_FSYNC_NEVER)
 		a->fsync_ms = 0;
 	tick_ev = event_new(a->base, -1, EV_PERSIST, on_tick, a);
 	struct timeval tv = { 0, 50000 };

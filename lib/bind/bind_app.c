@@ -169,7 +169,8 @@ commit_begin(void *arg)
 	a->cm_j = a->cm_repl = false;
 	a->cm_jrc = a->cm_rrc = 0;
 	if (a->j != NULL) {
-		int b = bj_commit_begin(a->j);
+		/* Synced only when output waits for it (bj_commit_begin). */
+		int b = bj_commit_begin(a->j, cats_commit_held(a->cm) > 0);
 		if (b < 0) {
 			bj_commit_end(a->j, -1);
 			cats_errorx("journal: %s: refusing to send what it does "
@@ -945,7 +946,8 @@ bind_app_tick(struct bind_app *a)
 	if (!cats_clock_replay())
 		bind_tick(a->t, now);
 	if (a->j != NULL && a->fsync_ms && now - a->last_fsync >= a->fsync_ms) {
-		/* --fsync interval: the next batch syncs, off the loop. */
+		/* --fsync interval (under always: what no output waited
+		 * for): the next batch syncs, off the loop. */
 		bj_want_sync(a->j);
 		cats_commit_due(a->cm);
 		a->last_fsync = now;

@@ -569,7 +569,7 @@ bj_queued(const struct bj *j)
  * drops.
  */
 int
-bj_commit_begin(struct bj *j)
+bj_commit_begin(struct bj *j, bool covers)
 {
 	if (j->fly.len == 0) {
 		struct cats_buf t = j->fly;
@@ -582,8 +582,8 @@ bj_commit_begin(struct bj *j)
 	j->out.len = 0;
 	j->busy = true;
 	j->fly_err = 0;
-	j->fly_sync = (j->policy == BJ_FSYNC_ALWAYS || j->want_sync) &&
-	    (j->fly.len > 0 || j->dirty);
+	j->fly_sync = ((j->policy == BJ_FSYNC_ALWAYS && covers) ||
+	    j->want_sync) && (j->fly.len > 0 || j->dirty);
 	j->want_sync = false;
 	/* A sync is slow (the worker's); a write to the page cache is not. */
 	return j->fly_sync;
@@ -633,7 +633,7 @@ bj_commit_end(struct bj *j, int rc)
 int
 bj_commit(struct bj *j)
 {
-	if (bj_commit_begin(j) < 0) {
+	if (bj_commit_begin(j, true) < 0) {
 		j->busy = false;
 		return -1;
 	}

@@ -1525,6 +1525,72 @@ test_journal_disk(void)
 	rm_dir();
 }
 
+/*
+ * Under --fsync always a batch is synced when output waits for it, and
+ * with it every record written before; a batch no output waits for (a
+ * forwarder's status) is written, not synced, until then or the timer's
+ * bj_want_sync.  Never syncs neither.
+ */
+static void
+test_journal_sync_rule(void)
+{
+	char err[256];
+	snprintf(dir, sizeof(dir), "/tmp/test_bind.%d", (int)getpid());
+	rm_dir();
+	struct bind_conf c;
+	bind_conf_default(&c);
+	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL };
+	for (int pol = 0; pol < 2; pol++) {
+		jr = bj_open(dir, false, pol ? BJ_FSYNC_NEVER : BJ_FSYNC_ALWAYS,
+		    err, sizeof(err));
+		T_OK(jr != NULL, "open %s (%s)", dir, jr ? "" : err);
+		if (jr == NULL)
+			return;
+		struct bind_table *t = bind_new(&c, &dio);
+		bj_restore(jr, t, 1000, err, sizeof(err));
+		bj_start(jr, t, 1000, err, sizeof(err));
+		uint64_t s0 = bj_stats(jr)->fsyncs;
+		make_active(t, 7000, 7000, 1000);
+		/* No output waits: written, not synced. */
+		int b = bj_commit_begin(jr, false);
+		T_OK(b == 0 && bj_commit_end(jr, bj_commit_work(jr)) == 0 &&
+		    bj_stats(jr)->fsyncs == s0 && bj_queued(jr) == 0,
+		    "%s: a batch no output waits for is written, not synced "
+		    "(begin %d, fsyncs %" PRIu64 ")", pol ? "never" : "always",
+		    b, bj_stats(jr)->fsyncs - s0);
+		/* Output waits, nothing new queued: what was written is. */
+		b = bj_commit_begin(jr, true);
+		bj_commit_end(jr, bj_commit_work(jr));
+		T_OK(b == !pol && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 1),
+		    "%s: a batch output waits for (synced under always, with "
+		    "what was written before it: begin %d, fsyncs %" PRIu64 ")",
+		    pol ? "never" : "always", b, bj_stats(jr)->fsyncs - s0);
+		b = bj_commit_begin(jr, true);
+		bj_commit_end(jr, bj_commit_work(jr));
+		T_OK(b == 0 && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 1),
+		    "%s: nothing written since: no sync", pol ? "never" :
+		    "always");
+		make_active(t, 7001, 7001, 1000);
+		bj_commit(jr);	/* as bj_commit_begin(jr, true) */
+		make_active(t, 7002, 7002, 1000);
+		b = bj_commit_begin(jr, false);
+		bj_commit_end(jr, bj_commit_work(jr));
+		T_OK(b == 0 && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 2),
+		    "%s: after a synced batch, one no output waits for is "
+		    "written only", pol ? "never" : "always");
+		bj_want_sync(jr);
+		b = bj_commit_begin(jr, false);
+		bj_commit_end(jr, bj_commit_work(jr));
+		T_OK(b == !pol && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 3),
+		    "%s: the timer's want_sync (synced under always: begin %d, "
+		    "fsyncs %" PRIu64 ")", pol ? "never" :
+		    "always", b, bj_stats(jr)->fsyncs - s0);
+		bj_close(jr);
+		bind_free(t);
+		rm_dir();
+	}
+}
+
 /* ---- clients, indexes and the journal read in blocks ---- */
 
 /* An ok reply for a flow from src (either family) of tenant ("" none). */
@@ -2105,6 +2171,7 @@ main(void)
 	test_reused_flow();
 	test_restore();
 	test_journal_disk();
+	test_journal_sync_rule();
 	test_clients();
 	test_journal_blocks();
 	test_memory();
