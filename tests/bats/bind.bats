@@ -278,9 +278,11 @@ all_whole() {
 	    2>"$W/ef1.gap" &
 	p1=$!
 	wait_for 50 grep -q "EF-1 connected" "$W/err"
-	bind_fwdsim -c "unix:$W/sock" -n IF-1 -q -t 8 -x 30001 >"$W/if" &
+	# Each stops at its re-sync's last record (-x); -t only ends a hang
+	# (the old 8 s was a budget a loaded machine overran, at load 12).
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -q -t 120 -x 30001 >"$W/if" &
 	p2=$!
-	bind_fwdsim -c "unix:$W/sock" -n EF-2 -g -q -t 8 -x 30001 \
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -g -q -t 120 -x 30001 \
 	    >"$W/ef2" 2>"$W/ef2.gap" &
 	p3=$!
 	wait "$p1" "$p2" "$p3"
