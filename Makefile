@@ -31,7 +31,8 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	python3 python3-scapy tshark tcpdump socat nftables iperf3 \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
 	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
-	dpkg-dev fakeroot gnuplot-nox etcd-server etcd-client
+	dpkg-dev fakeroot gnuplot-nox etcd-server etcd-client \
+	qemu-system-x86 busybox-static
 
 # The builds inside check, fuzz, bench and demo use every core (JOBS=1: one).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -7,7 +7,8 @@
 # established flows; what comes labelled is popped in user space); tshark
 # decodes every packet on the core without a malformed one.  With the Linux
 # kernel's MPLS (mpls_router, mpls_iptunnel) as the core and as the egress,
-# both ways, where the kernel has it.
+# both ways, in a VM running Debian 12's kernel (vm.bash; see the section
+# below).
 #
 # The bindings come from a static binding manager: a socket that sends
 # every forwarder that connects the same records (cats-cbor encode), then
@@ -197,90 +198,137 @@ tcount() {
 }
 
 # ---- the Linux kernel's MPLS ----
+#
+# In a VM (vm.bash): this machine's kernel has no MPLS routing (no
+# CONFIG_MPLS_ROUTING, no modules), Debian 12's has mpls_router and
+# mpls_iptunnel.  The VM runs Debian's kernel with a busybox initramfs
+# under qemu (KVM where the CPU has it, else TCG), its NICs on taps that
+# stand where the kernel's namespace was.  The first run on a machine
+# downloads the kernel package (apt-get download, not installed) into
+# /var/cache/cats-test.  Alone, as root:
+#   BATS_FILTER=fwd_mpls make check
+# or, after make, with the PATH tests/run.sh sets:
+#   bats -f 'the Linux kernel' tests/bats/fwd_mpls.bats
 
-kernel_mpls() {
-	modprobe mpls_router 2>/dev/null
-	modprobe mpls_iptunnel 2>/dev/null
-	ip netns add "mplsprobe$$" || return 1
-	ip netns exec "mplsprobe$$" sysctl -qw net.mpls.platform_labels=1 2>/dev/null
-	local r=$?
-	ip netns del "mplsprobe$$"
-	return $r
+vm_or_skip() {
+	load vm
+	local why
+	why=$(vm_prepare) || skip "no VM for the kernel's MPLS: $why"
 }
 
-@test "fwd mpls: the Linux kernel as the SR-MPLS core, both ways (mpls_router)" {
-	kernel_mpls || skip "this kernel has no MPLS routing (CONFIG_MPLS_ROUTING, mpls_router)"
-	# ingress I --i1/r0-- kernel LSR R --r1/e1-- egress E, instead of i1/e1.
-	NR=fwdr$FWD_ID
-	ip netns add "$NR"
-	ip netns exec "$NR" ip link set lo up
+@test "fwd mpls: the Linux kernel as the SR-MPLS core, both ways (mpls_router, in a VM)" {
+	vm_or_skip
+	# ingress I --i1/r0-- kernel LSR (the VM) --r1/e1-- egress E,
+	# instead of the veth i1/e1.
 	xi ip link del i1
-	ip link add i1 netns "$NI" type veth peer name r0 netns "$NR"
-	ip link add r1 netns "$NR" type veth peer name e1 netns "$NE"
+	VM_NICS="r0=$NI:i1 r1=$NE:e1"
+	# 16100 is the LSR's own node SID: popped, the next label forwarded;
+	# 16002 toward the egress swapped to itself, 16001 back to the ingress
+	# the same way; 16003 popped before the egress (penultimate hop
+	# popping): the egress gets plain IP packets of the bound flow.
+	cat >"$FWD_DIR/lsr.sh" <<-EOF
+	ip addr add 10.98.1.2/24 dev r0
+	ip addr add 10.98.2.1/24 dev r1
+	ip neigh replace 10.98.1.1 lladdr $(vm_tap_mac r0) dev r0
+	ip neigh replace 10.98.2.2 lladdr $(vm_tap_mac r1) dev r1
+	ip -f mpls route add 16100 via inet 10.98.2.2 dev r1
+	ip -f mpls route add 16002 as 16002 via inet 10.98.2.2 dev r1
+	ip -f mpls route add 16003 via inet 10.98.2.2 dev r1
+	ip -f mpls route add 16001 as 16001 via inet 10.98.1.1 dev r0
+	EOF
+	vm_start "$NI" "$FWD_DIR/lsr.sh"
+	echo "# VM ready in $VM_BOOT s" >&3
 	xi ip addr add 10.98.1.1/24 dev i1
 	xe ip addr add 10.98.2.2/24 dev e1
-	ip netns exec "$NR" ip addr add 10.98.1.2/24 dev r0
-	ip netns exec "$NR" ip addr add 10.98.2.1/24 dev r1
-	for x in "$NI i1" "$NR r0" "$NR r1" "$NE e1"; do
-		set -- $x
-		ip netns exec "$1" ip link set "$2" up
-	done
-	ip netns exec "$NR" sysctl -qw net.mpls.platform_labels=20000
-	ip netns exec "$NR" sysctl -qw net.mpls.conf.r0.input=1
-	ip netns exec "$NR" sysctl -qw net.mpls.conf.r1.input=1
-	# 16100 is R's own node SID: popped, the next label forwarded;
-	# 16002 toward the egress swapped to itself, 16001 back to the
-	# ingress the same way.
-	ip netns exec "$NR" ip -f mpls route add 16100 via inet 10.98.2.2 dev r1
-	ip netns exec "$NR" ip -f mpls route add 16002 as 16002 via inet 10.98.2.2 dev r1
-	ip netns exec "$NR" ip -f mpls route add 16001 as 16001 via inet 10.98.1.1 dev r0
-	# TCP with a stack of two (R pops its 16100, forwards 16002), UDP
-	# with 16002 alone (R swaps it, then pops it).
-	{ binding 1 6 80 '[16100,16002]'; binding 2 17 7300 '[16002]'; } | static_bind
-	start_web
+	# TCP with a stack of two (the LSR pops its 16100, forwards 16002),
+	# UDP with 16002 alone (swapped, then popped by the egress), UDP
+	# 7301 with 16003 (popped by the LSR).
+	{ binding 1 6 80 '[16100,16002]'; binding 2 17 7300 '[16002]'
+	  binding 3 17 7301 '[16003]'; } | static_bind
+	# 1 MB: the LSR is an emulated CPU on a loaded machine.
+	BIG_SIZE=1000000 start_web
 	bg echo7300 "$NS" socat UDP4-RECVFROM:7300,bind=198.51.100.11,fork EXEC:cat
+	bg echo7301 "$NS" socat UDP4-RECVFROM:7301,bind=198.51.100.11,fork EXEC:cat
 	bg egress "$NE" cats-fwd --id EF-2 -v \
-		--core "af_packet:e1,peer=$(mac_of "$NR" r1)" \
+		--core "af_packet:e1,peer=$(vm_mac r1)" \
 		--site "af_packet:e2,peer=$(mac_of "$NS" s0)" \
 		--src6 2001:db8:2::100 --sid 2001:db8:2::100 --label 16002 \
 		--return IF-1=mpls:16001 --owns 198.51.100.0/24 \
 		--bind "unix:$FWD_DIR/bind.sock" --stats "file:$FWD_DIR/egress.stats"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
-	mpls_ingress_via "$(mac_of "$NR" r0)"
-	run xc curl -s -m 5 http://203.0.113.100/
+	mpls_ingress_via "$(vm_mac r0)"
+	cap_start
+	run xc curl -s -m 10 http://203.0.113.100/
+	[ "$status" -eq 0 ]
 	[ "$output" = "instance 198.51.100.11" ]
 	xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
 	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
-	run xc sh -c 'echo via-lsr | socat -t 2 - UDP4:203.0.113.100:7300'
+	run xc sh -c 'echo via-lsr | socat -t 5 - UDP4:203.0.113.100:7300'
 	[ "$output" = via-lsr ]
-	# The hop before the egress popping its label (penultimate hop
-	# popping): the egress gets plain IP packets of the bound flow.
+	cap_stop
+	# What the LSR sent on: to the egress its 16100 popped and 16002
+	# below, the UDP's 16002 swapped (TTL 64 less one); back to the
+	# ingress 16001; every packet labelled and decoded cleanly.
+	[ "$(tcount 'mpls.label == 16002 && mpls.bottom == 1 && tcp')" -ge 10 ]
+	[ "$(tcount 'mpls.label == 16100')" -eq 0 ]
+	[ "$(tcount 'mpls.label == 16002 && mpls.ttl == 63 && udp.port == 7300')" -ge 1 ]
+	[ "$(tcount 'mpls.label == 16001 && mpls.bottom == 1 && tcp')" -ge 10 ]
+	[ "$(tcount 'mpls.label == 16001 && udp.port == 7300')" -ge 1 ]
+	[ "$(tcount '(ip.dst == 198.51.100.11 || ip.src == 198.51.100.11) && !mpls')" -eq 0 ]
+	[ "$(tcount '_ws.malformed')" -eq 0 ]
+	[ "$(tcount '_ws.expert.severity >= 0x00800000')" -eq 0 ]
+	# Penultimate hop popping.
 	p0=$(counter egress eg_fwd_pkts)
-	ip netns exec "$NR" ip -f mpls route change 16002 via inet 10.98.2.2 dev r1
-	run xc sh -c 'echo php | socat -t 2 - UDP4:203.0.113.100:7300'
+	run xc sh -c 'echo php | socat -t 5 - UDP4:203.0.113.100:7301'
 	[ "$output" = php ]
 	[ "$(counter egress eg_fwd_pkts)" -gt "$p0" ]
 	[ "$(counter egress drop_not_tunnel)" = 0 ]
+	[ "$(counter egress drop_bad_mpls)" = 0 ]
+	[ "$(counter ingress drop_not_ours)" = 0 ]
 }
 
-@test "fwd mpls: the Linux kernel as the SR-MPLS egress, both ways (mpls_iptunnel)" {
-	kernel_mpls || skip "this kernel has no MPLS routing (CONFIG_MPLS_ROUTING, mpls_router)"
-	# The egress namespace's kernel pops 16002 and delivers to the
-	# instance; its replies go back with label 16001 (encap mpls).
-	xe sysctl -qw net.ipv4.ip_forward=1
-	xe sysctl -qw net.mpls.platform_labels=20000
-	xe sysctl -qw net.mpls.conf.e1.input=1
-	xe ip addr add 10.98.2.2/24 dev e1
+@test "fwd mpls: the Linux kernel as the SR-MPLS egress, both ways (mpls_iptunnel, in a VM)" {
+	vm_or_skip
+	# ingress I --i1/e1-- kernel egress (the VM) --e2/s0-- server S,
+	# instead of the egress namespace: the VM pops 16002 and delivers to
+	# the instance; its replies go back with label 16001 (encap mpls).
+	xi ip link del i1
+	xs ip link del s0
+	VM_NICS="e1=$NI:i1 e2=$NS:s0"
+	# Both directions of the core, as the VM's NIC sees them (qemu's).
+	VM_DUMP=e1
+	cat >"$FWD_DIR/egress.sh" <<-EOF
+	ip addr add 10.98.2.2/24 dev e1
+	ip addr add 198.51.100.1/24 dev e2
+	ip neigh replace 10.98.2.1 lladdr $(vm_tap_mac e1) dev e1
+	ip -f mpls route add 16002 via inet 198.51.100.11 dev e2
+	ip route add 192.0.2.0/24 encap mpls 16001 via inet 10.98.2.1 dev e1
+	EOF
+	vm_start "$NI" "$FWD_DIR/egress.sh"
+	echo "# VM ready in $VM_BOOT s" >&3
 	xi ip addr add 10.98.2.1/24 dev i1
-	xe ip -f mpls route add 16002 via inet 198.51.100.11 dev e2
-	xe ip route add 192.0.2.0/24 encap mpls 16001 via inet 10.98.2.1 dev e1
-	xe ip neigh replace 10.98.2.1 lladdr "$(mac_of "$NI" i1)" dev e1
-	binding 1 6 80 '[16002]' | static_bind
-	start_web
-	start_ingress --label 16001
-	run xc curl -s -m 5 http://203.0.113.100/
+	xs ip addr add 198.51.100.11/24 dev s0
+	xs ip addr add 198.51.100.21/24 dev s0
+	xs ip route add default via 198.51.100.1
+	{ binding 1 6 80 '[16002]'; binding 2 17 7300 '[16002]'; } | static_bind
+	BIG_SIZE=1000000 start_web
+	bg echo7300 "$NS" socat UDP4-RECVFROM:7300,bind=198.51.100.11,fork EXEC:cat
+	mpls_ingress_via "$(vm_mac e1)"
+	run xc curl -s -m 10 http://203.0.113.100/
+	[ "$status" -eq 0 ]
 	[ "$output" = "instance 198.51.100.11" ]
 	xc curl -s --speed-limit 1 --speed-time 30 -o "$FWD_DIR/big" http://203.0.113.100/big
 	cmp "$FWD_DIR/big" "$FWD_DIR/www11/big"
+	run xc sh -c 'echo kernel-egress | socat -t 5 - UDP4:203.0.113.100:7300'
+	[ "$output" = kernel-egress ]
 	[ "$(counter ingress rev_pkts)" -ge 10 ]
+	[ "$(counter ingress drop_not_ours)" = 0 ]
+	# Ours toward the VM with 16002, the kernel's back with 16001 (its
+	# TTL from the IP header the kernel forwarded: 63), all decoded.
+	[ "$(tcount 'mpls.label == 16002 && mpls.bottom == 1 && tcp')" -ge 10 ]
+	[ "$(tcount 'mpls.label == 16001 && mpls.bottom == 1 && tcp')" -ge 10 ]
+	[ "$(tcount 'mpls.label == 16001 && udp.port == 7300')" -ge 1 ]
+	[ "$(tcount '(ip.dst == 198.51.100.11 || ip.src == 198.51.100.11) && !mpls')" -eq 0 ]
+	[ "$(tcount '_ws.malformed')" -eq 0 ]
+	[ "$(tcount '_ws.expert.severity >= 0x00800000')" -eq 0 ]
 }
