@@ -546,6 +546,39 @@ nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * One TLS record for what is written together.  libevent's OpenSSL
+ * bufferevent calls SSL_write once per chain of its output buffer, so an
+ * evhttp answer (its head, then the body buffer moved in whole) left in
+ * two records, each its own encryption and its own write(2), and an SSE
+ * chunk in three.  A callback on the output keeps the first record's worth
+ * (16 KiB, what the bufferevent writes in one go) contiguous as bytes are
+ * added; the write runs on the next loop turn, so it finds them in one
+ * chain.  The copy is of at most 16 KiB, and none once the front chain
+ * holds that much.
+ */
+#define REC_MAX 16384
+
+static void
+coalesce_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	(void)arg;
+	if (info->n_added == 0)
+		return;
+	size_t len = evbuffer_get_length(out);
+	size_t want = len < REC_MAX ? len : REC_MAX;
+	if (evbuffer_get_contiguous_space(out) < want)
+		(void)evbuffer_pullup(out, (ev_ssize_t)want);
+}
+
+/* Write what is added to a TLS bufferevent's output in whole records. */
+static void
+coalesce(struct bufferevent *bev)
+{
+	(void)evbuffer_add_cb(bufferevent_get_output(bev), coalesce_cb, NULL);
+}
+
 /* ---- record streams, server side: a proxy on the loop ---- */
 
 /*
@@ -823,6 +856,7 @@ cats_tls_accept(struct event_base *base, int fd, const char *peer)
 	if (p->net == NULL)
 		goto fail;
 	bufferevent_openssl_set_allow_dirty_shutdown(p->net, 1);
+	coalesce(p->net);
 	g_byfd[sp[1]] = p;
 	bufferevent_setcb(p->net, net_read, net_write, net_event, p);
 	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
@@ -848,8 +882,10 @@ cats_tls_bev(struct event_base *base)
 		return NULL;
 	struct bufferevent *b = bufferevent_openssl_socket_new(base, -1, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-	if (b != NULL)
+	if (b != NULL) {
 		bufferevent_openssl_set_allow_dirty_shutdown(b, 1);
+		coalesce(b);
+	}
 	return b;
 }
 
@@ -1211,6 +1247,7 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 	    (p->deadline = evtimer_new(base, client_deadline, p)) == NULL)
 		goto fail;
 	bufferevent_openssl_set_allow_dirty_shutdown(p->net, 1);
+	coalesce(p->net);
 	bufferevent_setcb(p->net, net_read, net_write, net_event, p);
 	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
 	bufferevent_enable(p->net, EV_READ | EV_WRITE);
