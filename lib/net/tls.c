@@ -51,6 +51,9 @@ struct hs {
 	char why[200];		/* the verification error or alert sent */
 	char peer[80];		/* the peer's address, taken while it is known */
 	bool audited, done;
+	bool uris_known;	/* uris and nuris hold the certificate's */
+	int nuris;		/* its SAN URIs, or -1: no certificate */
+	char *uris;		/* each NUL-terminated */
 };
 
 /*
@@ -367,7 +370,10 @@ static void
 hs_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
     void *argp)
 {
-	free(ptr);
+	struct hs *h = ptr;
+	if (h != NULL)
+		free(h->uris);
+	free(h);
 }
 
 /* A new SSL of the server context, with its audit state (peer: the
@@ -937,13 +943,13 @@ cats_tls_bev_name(struct bufferevent *bev, char *buf, size_t len)
 	return r;
 }
 
-int
-cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
-    const char **v, size_t max)
+/*
+ * Every SAN URI of x into buf, each NUL-terminated, v[0..] at them: the
+ * count, or -2 (over max entries or len bytes, or a control character).
+ */
+static int
+san_uris(X509 *x, char *buf, size_t len, const char **v, size_t max)
 {
-	X509 *x = bev_cert(bev);
-	if (x == NULL)
-		return -1;
 	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
 	    NULL);
 	int n = 0;
@@ -968,8 +974,70 @@ cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
 		used += k + 1;
 	}
 	GENERAL_NAMES_free(g);
-	X509_free(x);
 	return n;
+}
+
+/*
+ * The URIs of a connection's certificate are read once, after its
+ * handshake (the push and ingest handlers ask on every request, and
+ * decoding the extension was a per-request cost of mutual TLS): kept in
+ * the connection's audit state, up to URI_MAX of them in URI_LEN bytes
+ * (more are read from the certificate each time).  The certificate of a
+ * connection cannot change: renegotiation is off, and so is TLS 1.3
+ * post-handshake authentication.
+ */
+#define URI_MAX 32
+#define URI_LEN 4096
+
+static void
+uris_cache(struct hs *h, const SSL *ssl)
+{
+	X509 *x = SSL_get0_peer_certificate(ssl);
+	char tmp[URI_LEN];
+	const char *tv[URI_MAX];
+	int n = x != NULL ? san_uris(x, tmp, sizeof(tmp), tv, URI_MAX) : -1;
+	if (n == -2)
+		return;		/* not kept: asked of the certificate */
+	size_t used = n > 0 ? (size_t)(tv[n - 1] - tmp) + strlen(tv[n - 1]) +
+	    1 : 0;
+	if (used > 0 && (h->uris = malloc(used)) == NULL)
+		return;
+	if (used > 0)
+		memcpy(h->uris, tmp, used);
+	h->nuris = n;
+	h->uris_known = true;
+}
+
+int
+cats_tls_bev_uris(struct bufferevent *bev, char *buf, size_t len,
+    const char **v, size_t max)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	struct hs *h = ssl ? SSL_get_ex_data(ssl, g_exidx) : NULL;
+	if (h != NULL && h->done && !h->uris_known)
+		uris_cache(h, ssl);
+	if (h == NULL || !h->uris_known) {
+		X509 *x = bev_cert(bev);
+		if (x == NULL)
+			return -1;
+		int n = san_uris(x, buf, len, v, max);
+		X509_free(x);
+		return n;
+	}
+	if (h->nuris < 0)
+		return h->nuris;
+	const char *p = h->uris;
+	size_t used = 0;
+	for (int i = 0; i < h->nuris; i++) {
+		size_t k = strlen(p);
+		if ((size_t)i >= max || k + 1 > len - used)
+			return -2;
+		memcpy(buf + used, p, k + 1);
+		v[i] = buf + used;
+		used += k + 1;
+		p += k + 1;
+	}
+	return h->nuris;
 }
 
 /* ---- clients ---- */

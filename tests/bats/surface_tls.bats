@@ -374,6 +374,23 @@ start_sma() {
 	grep -q 'event=auth-fail .*field=cert reason="the client certificate names two CSCI-IDs"' "$W/sma.err"
 	# A certificate without cats:cs: is not limited by it.
 	[[ "$(push cli S2 5)" == *" 200" ]]
+	# On one kept-alive connection (a certificate's names are read once a
+	# connection) every request is held to them, not only the first.
+	args=()
+	seq=6
+	for cs in S1 S2 S3; do
+		printf '{"type":"sci-report","csci_id":"10.0.0.1:80","cs_id":"%s","seq":%d,"ts":%d,"health":"HEALTHY","gas":10}\n' \
+		    "$cs" "$seq" "$(date +%s%3N)" | enc >"$W/k$cs.cbor"
+		[ "$cs" = S1 ] || args+=(--next)
+		args+=(--cacert "$K/ca.crt" --cert "$K/sci1.crt" --key "$K/sci1.key"
+		    -o /dev/null -w '%{http_code} %{num_connects}\n' -X POST
+		    -H 'Content-Type: application/cbor-seq'
+		    --data-binary @"$W/k$cs.cbor" "https://127.0.0.1:$pp/reports")
+		seq=$((seq + 1))
+	done
+	out=$(curl -sS --max-time 5 "${args[@]}")
+	echo "$out"
+	[ "$out" = $'200 1\n403 0\n200 0' ]
 	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" \
 	    "https://127.0.0.1:$ap/stats" | jq -e '.counters.cert_refused == 1'
 }
