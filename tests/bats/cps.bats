@@ -149,11 +149,11 @@ EOF
 @test "cats-cps --standby starts no stage; SIGTERM ends it with 0" {
 	cats-cps --standby </dev/null 2>"$T/err" &
 	p=$!
-	sleep 0.3
+	# Up and serving (the event), and no stage under it.
+	wait_on $p grep -q "serving as cps (standby)" "$T/err"
 	! pgrep -P $p >/dev/null
 	kill $p
 	wait $p
-	grep -q "serving as cps (standby)" "$T/err"
 }
 
 # cats-select --state alone: a fresh entry survives a restart fresh, one
@@ -289,7 +289,8 @@ EOF
 	wait_for 50 test -S "$T/select.sock"
 	wait_for 50 grep -q "stage bind started" "$T/err"
 	# Connects in a loop to both TCP listeners (bash's /dev/tcp: no fork
-	# per connect), each failure counted, until told to stop.
+	# per connect), each failure counted, until told to stop; the count so
+	# far in connects.now after each round.
 	connects() {
 		local ok=0 bad=0
 		while [ ! -e "$T/stop" ]; do
@@ -301,6 +302,7 @@ EOF
 					bad=$((bad + 1))
 				fi
 			done
+			echo "$ok $bad" >"$T/connects.now"
 		done
 		echo "$ok $bad" >"$T/connects"
 	}
@@ -312,8 +314,9 @@ EOF
 		wait_for 50 grep -q "stage $s (pid $p) killed by signal 9" "$T/err"
 		wait_for 50 sh -c "pgrep -P $(cat "$T/cps.pid") -x cats-$s | grep -vx $p"
 	done
-	# And a while after the last restart.
-	sleep 0.5
+	# And 20 rounds after the last restart.
+	n=$(cut -d' ' -f1 "$T/connects.now")
+	wait_on "$cpid" sh -c "[ \$(cut -d' ' -f1 '$T/connects.now') -ge $((n + 40)) ]"
 	touch "$T/stop"
 	wait "$cpid"
 	read -r ok bad <"$T/connects"

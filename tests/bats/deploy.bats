@@ -48,8 +48,9 @@ teardown() {
 # helpers below; its output is the test's.
 in_root() {
 	{
-		declare -f wait_progress wait_for start_units sci_serve cron_run cps_table
-		echo "B=$BUILD U=$DU FU=$DFU"
+		declare -f wait_progress wait_for runs wait_on dump_whole start_units \
+			unit_pid sci_serve cron_run cps_table
+		echo "B=$BUILD U=$DU FU=$DFU CBOR=$BUILD/bin/cats-cbor"
 		echo 'trap '"'"'echo "in_root: line $LINENO: $BASH_COMMAND: exit $?" >&2'"'"' ERR'
 		cat
 	} >"$T/script"
@@ -57,7 +58,9 @@ in_root() {
 }
 
 # Start the units named, as systemd would start them (unit-run); what
-# they write on standard error (the journal) is in /run/log/UNIT.err.
+# they write on standard error (the journal) is in /run/log/UNIT.err,
+# unit-run's output (the main process's pid first) in /run/log/UNIT.out
+# (for wait_on: unit_pid UNIT).
 start_units() {
 	local u
 	mkdir -p /run/log
@@ -66,9 +69,10 @@ start_units() {
 		*@*) unit-run "/etc/systemd/system/${u%%@*}@.${u##*.}" \
 			"$(echo "${u#*@}" | sed 's/\.[a-z]*$//')" ;;
 		*) unit-run "/etc/systemd/system/$u" ;;
-		esac >/dev/null 2>>"/run/log/$u.err"
+		esac >"/run/log/$u.out" 2>>"/run/log/$u.err"
 	done
 }
+unit_pid() { sed -n 1p "/run/log/$1.out"; }
 
 # The demo's SCIs 198.51.100.11 and .12 serving their reports for pulls,
 # with the keys and tokens of make-keys.sh (the SCIs' hosts are not part
@@ -81,7 +85,7 @@ sci_serve() {
 			-I 60s -l "http://$a:8500/" "$@" 2>>/tmp/sci.err &
 	done
 	for a in 198.51.100.11 198.51.100.12; do
-		wait_for 50 curl -sf -o /dev/null "http://$a:8500/report"
+		wait_on cats-sci curl -sf -o /dev/null "http://$a:8500/report"
 	done
 }
 
@@ -98,13 +102,12 @@ cron_run() {
 }
 
 # The C-PS's table: cats-select writes it to its --dump-to file on
-# SIGUSR2 (the unit's /run/cats/select.stats).
+# SIGUSR2 (the unit's /run/cats/select.stats), read once it is whole.
 cps_table() {
 	local f=/run/cats/select.stats n0
 	n0=$(stat -c %s "$f")
 	pkill -USR2 -x cats-select
-	wait_for 100 sh -c "[ \$(stat -c %s $f) -gt $n0 ]"
-	sleep 0.2
+	dump_whole cats-select "$f" "$n0"
 	tail -c +$((n0 + 1)) "$f" | "$B/bin/cats-cbor" decode |
 		jq -c 'select(.type == "metric") | .entries[]?'
 }
@@ -146,9 +149,9 @@ cps_table() {
 @test "deploy: the C-PS units, the cron site agent and a forwarder's request, as their users" {
 	run in_root <<'EOF'
 start_units cats-cps.service
-wait_for 50 test -S /run/cats/select.sock
-wait_for 50 test -S /run/cats/bind.sock
-wait_for 50 curl -s -o /dev/null http://cps.example:8401/
+wait_on "$(unit_pid cats-cps.service)" test -S /run/cats/select.sock
+wait_on "$(unit_pid cats-cps.service)" test -S /run/cats/bind.sock
+wait_on "$(unit_pid cats-cps.service)" curl -s -o /dev/null http://cps.example:8401/
 ps -o user= -C cats-select,cats-pce,cats-bind | sort -u | grep -qx "$U"
 sci_serve
 # Every minute, by cron: the first run syncs fully, the next goes on.
@@ -163,13 +166,16 @@ cron_run
 cps_table | jq -se 'any(.[]; .csci_id == "198.51.100.11:80" and .state == "HEALTHY")'
 grep -q 'incremental sync' /var/log/cats/sma-cron.log
 # A forwarder (user cats-fwd, group cats) asks the C-PS's socket with its
-# PSK; the decision goes through cats-pce and cats-bind to a binding.
+# PSK; the decision goes through cats-pce and cats-bind to a binding.  It
+# stays connected until the binding is there (not for a fixed while).
 install -m 0600 -o "$FU" /etc/cats/keys/IF-1.psk /tmp/if1.psk
 now=$(date +%s%3N)
 printf '{"type":"request","txn":7,"ingress":"IF-1","ts":%s,"gen":1,"flow":{"proto":6,"src":"192.0.2.10","sport":40001,"dst":"203.0.113.100","dport":80},"mode":"none","held":1,"dataplane":"srv6","deadline":%s}\n' "$now" $((now + 5000)) |
 	setpriv --reuid="$FU" --regid="$FU" --init-groups \
-	"$B/tests/tools/select_client" -k /tmp/if1.psk -t unix:/run/cats/select.sock -w 300
-wait_for 50 test -s /var/log/cats/bind.cbor
+	"$B/tests/tools/select_client" -k /tmp/if1.psk -t unix:/run/cats/select.sock -w 600000 &
+client=$!
+wait_on "$(unit_pid cats-cps.service)" test -s /var/log/cats/bind.cbor
+kill "$client"
 "$B/bin/cats-cbor" decode /var/log/cats/bind.cbor |
 	jq -e -c 'select(.type == "binding") | {op, txn, csci_id, sids: .fwd.sids}'
 test "$(stat -c %U /var/lib/cats/bind)" = "$U"
@@ -182,7 +188,7 @@ EOF
 @test "deploy: the site agent as a daemon and by its timer, as its user" {
 	run in_root <<'EOF'
 start_units cats-cps.service
-wait_for 50 curl -s -o /dev/null http://cps.example:8401/
+wait_on "$(unit_pid cats-cps.service)" curl -s -o /dev/null http://cps.example:8401/
 # cats-sma-once.service (the timer's): one pull of every SCI, then exit 0.
 sci_serve
 unit-run -w /etc/systemd/system/cats-sma-once.service >/dev/null
@@ -191,9 +197,9 @@ cps_table | jq -se 'length == 2'
 pkill -x cats-sci
 # cats-sma.service: SCIs push to it (the state of the timer's run kept).
 start_units cats-sma.service
-wait_for 50 curl -s -o /dev/null http://sma.example:8400/
+wait_on "$(unit_pid cats-sma.service)" curl -s -o /dev/null http://sma.example:8400/
 ps -o user= -C cats-sma | grep -qx "$U"
-wait_for 50 test -S /run/cats-sma/admin.sock
+wait_on "$(unit_pid cats-sma.service)" test -S /run/cats-sma/admin.sock
 a=198.51.100.11 k=/etc/cats/keys
 /usr/local/bin/cats-sci -s "$a:80" -c S1 -K "$k/sci-${a}_80.token" \
 	-k "$k/sci-${a}_80.key" --locator "$a" --port 80 -g 2 -C 40 -n 1 \
@@ -201,7 +207,7 @@ a=198.51.100.11 k=/etc/cats/keys
 pushed() {
 	cps_table | jq -se 'any(.[]; .csci_id == "198.51.100.11:80" and .comp_time_ms == 40)'
 }
-wait_for 100 pushed
+wait_on "$(unit_pid cats-sma.service)" pushed
 EOF
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -238,7 +244,7 @@ echo "CATS_FWD_ARGS=\"--core af_packet:e1,peer=$(mac i1) --site af_packet:e2,pee
 # its TTL ran out, though site1-b is not there in this test.
 rm -f /var/lib/cats/sma.state /var/lib/cats/select.state
 start_units cats-cps.service
-wait_for 50 curl -s -o /dev/null http://cps.example:8401/
+wait_on "$(unit_pid cats-cps.service)" curl -s -o /dev/null http://cps.example:8401/
 # Only site1-a reports: it is the one instance the C-PS may choose.
 sci_serve
 pkill -f 'cats-sci -s 198.51.100.12:80'
@@ -247,16 +253,16 @@ pkill -f 'cats-sci -s 198.51.100.12:80'
 cron_run
 cron_run
 start_units cats-fwd@IF-1.service cats-fwd@EF-1.service
-wait_for 50 sh -c '[ "$(pgrep -c -x cats-fwd)" = 2 ]'
+wait_on cats-fwd sh -c '[ "$(pgrep -c -x cats-fwd)" = 2 ]'
 test "$(ps -o user= -C cats-fwd | sort -u)" = "$FU"
 for p in $(pgrep -x cats-fwd); do grep -q '^CapAmb:.*3000$' "/proc/$p/status"; done
 # A client's flow to S1: its first packet becomes the ingress's request,
 # the C-PS's decision a binding both forwarders commit, and the flow is
 # steered to site1-a and back.
-wait_for 50 grep -q 'forwarder IF-1 connected' /run/log/cats-cps.service.err
-wait_for 50 grep -q 'forwarder EF-1 connected' /run/log/cats-cps.service.err
+wait_on "$(unit_pid cats-cps.service)" grep -q 'forwarder IF-1 connected' /run/log/cats-cps.service.err
+wait_on "$(unit_pid cats-cps.service)" grep -q 'forwarder EF-1 connected' /run/log/cats-cps.service.err
 steered() { ip netns exec cl curl -sf -m 2 -o /tmp/answer http://203.0.113.100/; }
-wait_for 100 steered || { cat /run/log/*.err; false; }
+wait_on cats-fwd steered || { cat /run/log/*.err; false; }
 cat /tmp/answer
 "$B/bin/cats-cbor" decode /var/log/cats/bind.cbor |
 	jq -c 'select(.type == "binding" and .op == "install") | {ingress, egress, csci_id}' | sort -u

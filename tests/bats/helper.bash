@@ -55,6 +55,66 @@ wait_for() {
 	wait_progress "$n" "" "$@"
 }
 
+# Wait until a command succeeds while process PROC runs (a pid, or a name
+# for pgrep -x where a PID namespace holds the test's processes alone), for
+# an event only that process brings (its socket, its log line, its answer):
+#   wait_on PROC CMD...
+# It fails as soon as PROC has ended and CMD is still false, not after a
+# budget: a loaded machine makes the process slow, not wrong.  A name is
+# waited for to appear first (a process that has not yet exec'd its
+# program).  A guard of WAIT_ON_GUARD tries (3000, each at least 0.1 s)
+# ends a wait on a process that hangs.
+runs() {
+	case $1 in
+	*[!0-9]*) pgrep -x "$1" >/dev/null ;;
+	*) kill -0 "$1" 2>/dev/null ;;
+	esac
+}
+wait_on() {
+	local proc=$1 n=${WAIT_ON_GUARD:-3000} seen=
+	shift
+	case $proc in *[!0-9]*) ;; *) seen=1 ;; esac
+	until "$@" >/dev/null 2>&1; do
+		if runs "$proc"; then
+			seen=1
+		elif [ -n "$seen" ]; then
+			"$@" >/dev/null 2>&1 && return 0
+			echo "wait_on: $proc has ended, and $* is false" >&2
+			return 1
+		fi
+		if [ "$n" -le 0 ]; then
+			echo "wait_on: $* still false after ${WAIT_ON_GUARD:-3000}" \
+			    "tries while $proc runs" >&2
+			return 1
+		fi
+		n=$((n - 1))
+		sleep 0.1
+	done
+}
+
+# Wait until what a process appends to FILE after its first SIZE bytes
+# (a dump on a signal, written record by record) is whole: it decodes as
+# CBOR ($CBOR, or cats-cbor on PATH) and FILE has stopped growing (the
+# same size at three tries in a row), while PROC (as for wait_on) runs.
+#   dump_whole PROC FILE SIZE
+dump_whole() {
+	local proc=$1 f=$2 n0=$3 last= same=0 now
+	wait_on "$proc" sh -c "[ \$(stat -c %s '$f') -gt $n0 ]" || return 1
+	while [ "$same" -lt 3 ]; do
+		now=$(stat -c %s "$f")
+		if [ "$now" = "$last" ] &&
+		    tail -c +$((n0 + 1)) "$f" | "${CBOR:-cats-cbor}" decode \
+		    >/dev/null 2>&1; then
+			same=$((same + 1))
+		else
+			same=0
+		fi
+		last=$now
+		runs "$proc" || { echo "dump_whole: $proc has ended" >&2; return 1; }
+		sleep 0.1
+	done
+}
+
 # The SYNOPSIS section of man page $1 as text: requests dropped but the
 # words of .B and .I kept, font changes removed, \- as -.
 man_synopsis() {

@@ -109,8 +109,7 @@ cps_table() {
 	local n0
 	n0=$(stat -c %s "$T/cps.out" 2>/dev/null || echo 0)
 	kill -USR2 "$CPS_PID"
-	wait_for 100 sh -c "[ \$(stat -c %s '$T/cps.out') -gt $n0 ]"
-	sleep 0.2
+	dump_whole "$CPS_PID" "$T/cps.out" "$n0"
 	tail -c +$((n0 + 1)) "$T/cps.out" | cats-cbor decode |
 		jq -c 'select(.type == "metric") | .entries[]?'
 }

@@ -74,8 +74,7 @@ cps_table() {
 	local before
 	before=$(stat -c %s "$W/cps.out" 2>/dev/null || echo 0)
 	kill -USR2 "$CPS"
-	wait_for 30 sh -c "[ \$(stat -c %s $W/cps.out) -gt $before ]"
-	sleep 0.2
+	dump_whole "$CPS" "$W/cps.out" "$before"
 	tail -c +$((before + 1)) "$W/cps.out" | dec |
 	    jq -c "select(.type == \"metric\") | .entries[] | $FIELDS" | sort
 }
@@ -454,9 +453,9 @@ cpost() { # file [resource] -> HTTP status
 	    .site == "site-a" and .egress == "EF-a" and .cs_id == "VRS"'
 	# The C-PS gets them with their own egress (selection needs it).
 	wait_for 80 sh -c "curl -s --unix-socket $W/dom.sock http://x/stats | jq -e '.counters.sync_queued == 0 and .counters.sync_state == 0'"
+	before=$(stat -c %s "$W/cps.out" 2>/dev/null || echo 0)
 	kill -USR2 "$CPS"
-	wait_for 30 test -s "$W/cps.out"
-	sleep 0.3
+	dump_whole "$CPS" "$W/cps.out" "$before"
 	dec < "$W/cps.out" | jq -c 'select(.type == "metric")' > table
 	jq -e -s '[.[] | select(.egress == "EF-b") | .entries[].csci_id] == ["10.1.0.1:80"]' table
 	jq -e -s '[.[] | select(.egress == "EF-a") | .entries[].csci_id] | sort == ["10.0.0.1:80", "10.0.0.2:80"]' table
