@@ -57,6 +57,13 @@ request() { s1_request "unix:$T/select.sock" "$1"; }
 out_has() { cats-cbor decode "$T/out.cbor" 2>/dev/null | jq -se "[.[] | $1] | length > 0" >/dev/null; }
 bound() { out_has "select(.type == \"binding\" and .op == \"install\" and .txn == $1)"; }
 stage_pid() { pgrep -P "$(cat "$T/cps.pid")" -x "cats-$1"; }
+# The last stats record of the service satisfies jq filter $1; false while
+# there is none (jq -e alone exits 0 on no input: a check of an empty
+# file passed).
+stats_has() {
+	cats-cbor decode "$T/stats.cbor" 2>/dev/null |
+	    jq -se "length > 0 and (last | $1)" >/dev/null
+}
 
 @test "cats-cps --help prints the synopsis of the man page" {
 	check_synopsis cats-cps
@@ -123,8 +130,7 @@ EOF
 	wait_for 30 grep -q 'select_restarts_total{cps_id="cps-test"} 1' "$T/cps.prom"
 	grep -q 'pce_restarts_total{cps_id="cps-test"} 1' "$T/cps.prom"
 	grep -q 'pce_last_exit{cps_id="cps-test"} 137' "$T/cps.prom"
-	cats-cbor decode "$T/stats.cbor" | tail -1 |
-	    jq -e '.tool == "cats-cps" and .counters["bind.restarts"] == 1 and
+	stats_has '.tool == "cats-cps" and .counters["bind.restarts"] == 1 and
 		.counters["bind.in.records"] >= 1'
 	# SIGTERM: every stage stopped, exit 0.
 	kill "$(cat "$T/cps.pid")"
@@ -225,10 +231,9 @@ EOF
 	wait_for 30 bound 3
 	last() { cats-cbor decode "$T/stats.cbor" | tail -1; }
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
-	    jq -e '.counters[\"pce.requests\"] == 3 and
-		.counters[\"bind.activated\"] == 3'"
-	last | jq -e '.tool == "cats-cps" and (.counters |
+	wait_for 30 stats_has '.counters["pce.requests"] == 3 and
+		.counters["bind.activated"] == 3'
+	stats_has '.tool == "cats-cps" and (.counters |
 	    .["select.decisions"] == 3 and has("select.decision_rate") and
 	    has("pce.request_rate") and .["pce.ok"] == 3 and
 	    .["bind.activation.p50_us"] > 0 and
@@ -256,9 +261,8 @@ EOF
 	done | select_client -t "unix:$T/select.sock" -w 50
 	wait_for 30 bound 19
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
-	    jq -e '.counters[\"pce.requests\"] == 19'"
-	last | jq -e '.counters | .["pce.request_rate"] > 0 and
+	wait_for 30 stats_has '.counters["pce.requests"] == 19'
+	stats_has '.counters | .["pce.request_rate"] > 0 and
 	    .["select.decision_rate"] > 0'
 	last | jq -r '.counters | "# 19 flows: activation p50/p99 \(.["bind.activation.p50_us"])/\(.["bind.activation.p99_us"]) us, control \(.["bind.control.p50_us"])/\(.["bind.control.p99_us"]) us, \(.["pce.request_rate"]) requests/s"' >&3
 	kill $s1 $s2
@@ -324,10 +328,9 @@ EOF
 	[ "$ok" -gt 100 ] && [ "$bad" -eq 0 ]
 	# Counted with their causes (the log lines above), in the record.
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 |
-	    jq -e '.counters | .[\"select.restarts\"] == 1 and
-		.[\"bind.restarts\"] == 1 and .[\"pce.restarts\"] == 1 and
-		.[\"select.last_exit\"] == 137'"
+	wait_for 30 stats_has '.counters | .["select.restarts"] == 1 and
+		.["bind.restarts"] == 1 and .["pce.restarts"] == 1 and
+		.["select.last_exit"] == 137'
 	# The restarted stages took the parent's sockets (no second bind).
 	! grep -q "Address already in use" "$T/err"
 	# A clean stop: the unix socket file removed with the service.
@@ -422,8 +425,8 @@ EOF
 	jq -se '[.[] | select(.type == "binding" and .id == 1)] |
 	    (map(.csci_id) | unique | length) == 1' "$T/if1.jsonl"
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"repairs.routed\"] == 1'"
-	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters["bind.repaired"] == 1'
+	wait_for 30 stats_has '.counters["repairs.routed"] == 1'
+	stats_has '.counters["bind.repaired"] == 1'
 	# No path request left on the service's output.
 	! cats-cbor decode "$T/out.cbor" | jq -e 'select(.type == "path-req")'
 	kill $s1 $s2
@@ -464,7 +467,7 @@ dp_request() {
 	dp_request 2 null
 	wait_for 50 out_has 'select(.type == "error" and .txn == 2 and .code == "path-capability" and (.msg | contains("egress EF-1 does not advertise srv6")))'
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"bind.caps.reasks\"] == 1'"
+	wait_for 30 stats_has '.counters["bind.caps.reasks"] == 1'
 	# The request asked again went to cats-pce, not to the output.
 	run out_has 'select(.type == "path-req")'
 	[ "$status" -ne 0 ]
@@ -507,8 +510,8 @@ link_down() {
 	wait_for 50 out_has 'select(.type == "error" and .txn == 1 and .code ==
 	    "repair-failed")'
 	kill -USR1 "$(cat "$T/cps.pid")"
-	wait_for 30 sh -c "cats-cbor decode '$T/stats.cbor' | tail -1 | jq -e '.counters[\"repairs.routed\"] == 2'"
-	cats-cbor decode "$T/stats.cbor" | tail -1 | jq -e '.counters |
+	wait_for 30 stats_has '.counters["repairs.routed"] == 2'
+	stats_has '.counters |
 	    .["bind.repaired"] == 1 and .["bind.net.repairs"] == 2 and
 	    .["bind.fail.repair-failed"] == 1'
 	! out_has 'select(.type == "path-req")'
