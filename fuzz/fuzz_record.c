@@ -1,7 +1,10 @@
 /*
  * fuzz_record.c - record decoding: never a crash, and whatever decodes
  * re-encodes to bytes that decode to the same encoding again.  The same
- * input is also fed to a stream reader in small pieces.
+ * input is also fed to a stream reader in small pieces, and framed
+ * (cats_frame()): the framer must give the scanner's size, and its type,
+ * for every item the scanner accepts; a framing reader (wrapped items)
+ * is fed too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cats_buf_free(&a);
 		cats_buf_free(&b);
 	}
+	/* The framer agrees with the scanner. */
+	static struct cats_toks toks;
+	static struct cats_arena arena;
+	size_t su = 0, fu = 0, tn = 0;
+	const uint8_t *tp = NULL;
+	cats_arena_reset(&arena);
+	if (cats_scan(data, size, true, NULL, &toks, &arena, &su, NULL, &e) ==
+	    CATS_SCAN_OK) {
+		if (cats_frame(data, size, true, NULL, &tp, &tn, &fu, NULL, &e) !=
+		    CATS_SCAN_OK || fu != su)
+			abort();
+		/* A definite "type" key (the scanner counts indefinite ones
+		 * too) with a definite text value: the same text. */
+		const struct cats_tok *v = &toks.t[toks.type_val];
+		const struct cats_tok *k = v - 1;
+		if (toks.ntype == 1 && v->kind == CATS_TK_TEXT &&
+		    k->v.p >= data && k->v.p < data + size &&
+		    v->v.p >= data && v->v.p < data + size &&
+		    (tp != v->v.p || tn != v->n))
+			abort();
+	}
 	/* Stream reader, fed in pieces of 7 bytes. */
 	struct cats_seq_reader rd;
 	cats_seq_reader_init(&rd, NULL);
@@ -50,6 +74,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int s;
 		while ((s = cats_seq_next_rec(&rd, &d2, &r2, &e)) != CATS_SEQ_NEED)
 			;
+		if (rd.eof)
+			break;
+	}
+	cats_seq_reader_free(&rd);
+	/* A framing reader (cats-cps's, wrapped items or bare), the same way:
+	 * every item it hands out lies within the input. */
+	cats_seq_reader_init(&rd, NULL);
+	rd.frame = true;
+	for (size_t off = 0; off <= size; off += 7) {
+		size_t n = size - off < 7 ? size - off : 7;
+		cats_seq_feed(&rd, data + off, n);
+		if (off + n == size)
+			rd.eof = true;
+		const uint8_t *p;
+		size_t len;
+		int s;
+		while ((s = cats_seq_next(&rd, &p, &len, &e)) != CATS_SEQ_NEED)
+			if (s == CATS_SEQ_ITEM && (len == 0 || p < rd.buf.p ||
+			    p + len > rd.buf.p + rd.buf.len))
+				abort();
 		if (rd.eof)
 			break;
 	}

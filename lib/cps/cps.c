@@ -329,26 +329,15 @@ to_output(struct cps *p, const uint8_t *b, size_t n)
 		cats_stream_pause(p->st[CPS_BIND].s);
 }
 
-/* The type of the item just scanned into d (no decoding), -1: none. */
-static int
-item_type(const struct cats_dec *d)
-{
-	const struct cats_toks *t = &d->toks;
-	if (t->ntype != 1 || t->n == 0 || t->t[0].kind != CATS_TK_MAP)
-		return -1;
-	const struct cats_tok *v = &t->t[t->type_val];
-	if (v->kind != CATS_TK_TEXT)
-		return -1;
-	return cats_type_from_name((const char *)v->v.p, v->n);
-}
-
-/* A stage's stats record: its counters kept as "STAGE.NAME". */
+/* A stage's stats record: its counters kept as "STAGE.NAME".  The one
+ * kind of record the parent decodes: it is for the parent alone. */
 static void
-keep_stats(struct cps_stage *s)
+keep_stats(struct cps_stage *s, const uint8_t *b, size_t n)
 {
 	struct cats_rec r;
 	struct cats_err e;
-	if (cats_rec_from_toks(&s->dec, &r, &e) < 0) {
+	if (cats_rec_decode(&s->dec, b, n, &r, &e) < 0 ||
+	    r.type != CATS_T_STATS) {
 		s->bad++;
 		return;
 	}
@@ -389,9 +378,11 @@ on_stage_item(struct cats_stream *str, const uint8_t *b, size_t n,
 	(void)index;
 	(void)peer;
 	s->items_in++;
-	int type = item_type(&s->dec);
+	/* Framed, not scanned: the type routes it; the stage it goes to
+	 * decodes it, once. */
+	int type = cats_stream_item_type(str);
 	if (type == CATS_T_STATS) {
-		keep_stats(s);
+		keep_stats(s, b, n);
 		return;
 	}
 	switch (s->which) {
@@ -568,6 +559,17 @@ fatal_code(int code)
 	    code == 126 || code == 127;
 }
 
+/* Of a stage's output, the items that came bare (walked) so far. */
+static uint64_t
+stream_walked(const struct cats_stream *str)
+{
+	struct cats_stream_stats st;
+	if (str == NULL)
+		return 0;
+	cats_stream_stats(str, &st);
+	return st.walked;
+}
+
 /* The process reaped and its output read to the end: restart, or done. */
 static void
 stage_finish(struct cps_stage *s)
@@ -575,6 +577,7 @@ stage_finish(struct cps_stage *s)
 	struct cps *p = s->p;
 	if (s->pid != 0 || s->s == NULL || !s->closed)
 		return;
+	s->walked += stream_walked(s->s);
 	cats_stream_free(s->s);
 	s->s = NULL;
 	close(s->fd);
@@ -670,6 +673,8 @@ stage_start(struct cps_stage *s)
 			setenv(CATS_LISTEN_FDS, s->lenv, 1);
 		else
 			unsetenv(CATS_LISTEN_FDS);
+		/* Its records come wrapped: framed here by one head. */
+		setenv(CATS_WRAP_FD, "1", 1);
 		/* Privilege separation: the sockets are open (held above);
 		 * the stage runs as user, with no way to gain privileges. */
 		if (p->c->user != NULL && geteuid() == 0 &&
@@ -697,7 +702,7 @@ stage_start(struct cps_stage *s)
 		s->pid = pid;
 		return;
 	}
-	cats_stream_decode_into(s->s, &s->dec);
+	cats_stream_frame(s->s);
 	cats_stream_batch(s->s, 0);
 	s->pid = pid;
 	s->starts++;
@@ -924,15 +929,17 @@ own_stats(struct cps *p, struct cats_stats_list *st)
 	cats_stats_add(st, "out.records", p->out_items);
 	cats_stats_add(st, "out.lost", p->out_lost);
 	cats_stats_add(st, "repairs.routed", p->routed_repairs);
-	static const char *const k[CPS_NSTAGE][8] = {
+	static const char *const k[CPS_NSTAGE][9] = {
 		{ "select.running", "select.starts", "select.restarts",
 		  "select.records", "select.lost", "select.bad",
-		  "select.last_exit", "select.waiting_bytes" },
+		  "select.last_exit", "select.waiting_bytes",
+		  "select.records_walked" },
 		{ "pce.running", "pce.starts", "pce.restarts", "pce.records",
-		  "pce.lost", "pce.bad", "pce.last_exit", "pce.waiting_bytes" },
+		  "pce.lost", "pce.bad", "pce.last_exit", "pce.waiting_bytes",
+		  "pce.records_walked" },
 		{ "bind.running", "bind.starts", "bind.restarts",
 		  "bind.records", "bind.lost", "bind.bad", "bind.last_exit",
-		  "bind.waiting_bytes" },
+		  "bind.waiting_bytes", "bind.records_walked" },
 	};
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		const struct cps_stage *s = &p->st[i];
@@ -947,6 +954,9 @@ own_stats(struct cps *p, struct cats_stats_list *st)
 		 * socket: the parent's buffer. */
 		cats_stats_gauge(st, k[i][7], s->pending.len +
 		    (s->s != NULL ? cats_stream_queued(s->s) : 0));
+		/* Of its records, those framed by a walk: 0 while it wraps
+		 * them as it should (seq.h CATS_WRAP_FD). */
+		cats_stats_add(st, k[i][8], s->walked + stream_walked(s->s));
 	}
 }
 
@@ -1145,12 +1155,11 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 	 * no terminal (/dev/null). */
 	struct stat sb;
 	if (fstat(0, &sb) == 0 && !(S_ISCHR(sb.st_mode) && !isatty(0))) {
-		cats_dec_init(&p->in_dec, &cats_limits_default);
 		p->in = cats_stream_new(base, 0, -1, false, &cats_limits_default,
 		    0, &in_cbs, p);
 		if (p->in == NULL)
 			return CATS_EXIT_FAIL;
-		cats_stream_decode_into(p->in, &p->in_dec);
+		cats_stream_frame(p->in);	/* cats-select reads it */
 	} else {
 		p->in_eof = true;
 	}
@@ -1210,10 +1219,8 @@ cps_free(struct cps *p)
 		free(s->kv);
 		free(s->names);
 	}
-	if (p->in != NULL) {
+	if (p->in != NULL)
 		cats_stream_free(p->in);
-		cats_dec_free(&p->in_dec);
-	}
 	if (p->out != NULL)
 		cats_stream_free(p->out);
 	if (p->stats != NULL)

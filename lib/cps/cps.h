@@ -112,11 +112,13 @@ struct cps_stage {
 	pid_t pid;		/* 0: not running */
 	int fd;			/* the parent's end of the socketpair */
 	struct cats_stream *s;
-	struct cats_dec dec;
+	struct cats_dec dec;	/* its stats records */
 	struct event *timer;	/* restart after the backoff */
 	uint64_t started_ms;	/* monotonic ms of the last start */
 	uint64_t backoff_ms;
 	uint64_t starts, restarts, items_in, items_out, lost, bad;
+	uint64_t walked;	/* of items_in, those that came bare: framed
+				   by a walk, not by their wrapper's head */
 	int last_exit;		/* exit code, or 128 + signal */
 	bool eof;		/* its input is to be shut (the end passed on) */
 	bool shut;		/* and was */
@@ -145,7 +147,6 @@ struct cps {
 	struct event_base *base;	/* the main's */
 	struct cps_stage st[CPS_NSTAGE];
 	struct cats_stream *in, *out, *stats, *tap;
-	struct cats_dec in_dec;
 	struct event *tick, *stats_ev, *kill_ev;
 	bool active, stopping, in_eof;
 	int rc;

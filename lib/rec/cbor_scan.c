@@ -801,3 +801,211 @@ stop:
 		return CATS_SCAN_BAD;
 	}
 }
+
+/* One open container of cats_frame(): an array, a map, a tag, or the
+ * chunks of an indefinite-length string (major 2 or 3 in str). */
+struct fframe {
+	uint64_t left;		/* items still expected (definite) */
+	uint32_t items;		/* items seen (indefinite) */
+	uint8_t str;		/* indefinite string: its major type; else 0 */
+	bool indef, map;
+	size_t total;		/* indefinite string: its bytes so far */
+};
+
+int
+cats_frame(const uint8_t *buf, size_t len, bool final,
+    const struct cats_limits *lim, const uint8_t **type, size_t *type_len,
+    size_t *used, size_t *need, struct cats_err *err)
+{
+	if (lim == NULL)
+		lim = &cats_limits_default;
+	/* Containers up to max_depth (at most 64), and a string's chunks. */
+	struct fframe stack[65];
+	unsigned depth = 0, max_depth = lim->max_depth;
+	if (max_depth > CATS_ARRAY_LEN(stack) - 1)
+		max_depth = CATS_ARRAY_LEN(stack) - 1;
+	size_t pos = 0, ntok = 0, ntype = 0, tlen = 0;
+	const uint8_t *tval = NULL;
+	bool type_next = false;	/* the item at pos is a "type" key's value */
+	size_t want = 0;	/* bytes needed at pos, when short */
+	if (need)
+		*need = 0;
+	for (;;) {
+		if (pos >= len) {
+			want = 1;
+			goto short_;
+		}
+		size_t here = pos;
+		unsigned ib = buf[pos], major = ib >> 5, ai = ib & 31;
+		struct fframe *top = depth ? &stack[depth - 1] : NULL;
+		bool value_here = type_next;
+		type_next = false;
+		if (ib == 0xFF) {
+			if (top == NULL || !top->indef) {
+				cats_err_set(err, NULL, "unexpected break (0xff)");
+				goto bad;
+			}
+			if (top->map && (top->items & 1)) {
+				cats_err_set(err, NULL,
+				    "indefinite map ends after a key");
+				goto bad;
+			}
+			pos++;
+			depth--;
+			goto finished;
+		}
+		if (top != NULL && top->str != 0 && (major != top->str ||
+		    ai == 31 || ai > 27)) {
+			cats_err_set(err, NULL,
+			    "bad chunk in an indefinite-length string");
+			goto bad;
+		}
+		if (ai >= 28 && ai <= 30) {
+			cats_err_set(err, NULL,
+			    "reserved additional information %u at offset %zu",
+			    ai, here);
+			goto bad;
+		}
+		if (ai == 31 && (major <= 1 || major >= 6)) {
+			cats_err_set(err, NULL,
+			    "indefinite length not allowed for major type %u",
+			    major);
+			goto bad;
+		}
+		size_t hl = ai < 24 || ai == 31 ? 1 : 1 + ((size_t)1 << (ai - 24));
+		if (hl > len - pos) {
+			want = hl;
+			goto short_;
+		}
+		uint64_t arg = ai < 24 ? ai : 0;
+		for (size_t x = 1; x < hl; x++)
+			arg = arg << 8 | buf[pos + x];
+		/* Chunks are not data items of their own. */
+		if ((top == NULL || top->str == 0) && ++ntok > lim->max_tokens) {
+			cats_err_set(err, NULL, "more than %zu data items in one "
+			    "record", lim->max_tokens);
+			goto bad;
+		}
+		size_t after = pos + hl;
+		size_t room = final ? len - after : lim->max_record > after ?
+		    lim->max_record - after : 0;
+		bool complete = true;
+		if ((major == 2 || major == 3) && ai != 31) {
+			if (arg > lim->max_string || (top != NULL &&
+			    top->str != 0 && arg > lim->max_string - top->total)) {
+				cats_err_set(err, NULL, "string of %llu bytes "
+				    "exceeds the %zu-byte limit",
+				    (unsigned long long)arg, lim->max_string);
+				goto bad;
+			}
+			if (arg > room) {
+				if (final)
+					cats_err_set(err, NULL, "declared length "
+					    "%llu exceeds the %zu bytes left",
+					    (unsigned long long)arg, len - after);
+				else
+					cats_err_set(err, NULL, "item exceeds "
+					    "the %zu-byte record limit",
+					    lim->max_record);
+				goto bad;
+			}
+			if (arg > len - after) {
+				pos = after;
+				want = (size_t)arg;
+				goto short_;
+			}
+			if (top != NULL && top->str != 0)
+				top->total += (size_t)arg;
+			if (major == 3 && arg == 4 && depth == 1 && top->map &&
+			    !((top->indef ? top->items : top->left) & 1) &&
+			    memcmp(buf + after, "type", 4) == 0) {
+				ntype++;
+				type_next = true;
+			} else if (value_here && major == 3 && ntype == 1) {
+				tval = buf + after;
+				tlen = (size_t)arg;
+			}
+			pos = after + (size_t)arg;
+		} else if (major >= 2 && major <= 6) {
+			if (major >= 4 && depth >= max_depth) {
+				cats_err_set(err, NULL, "nesting deeper than %u",
+				    max_depth);
+				goto bad;
+			}
+			uint64_t items = major == 5 ? arg * 2 : major == 4 ? arg
+			    : 1;
+			if (ai != 31 && (major == 4 || major == 5) &&
+			    (arg > lim->max_count ||
+			    (major == 5 && arg > UINT64_MAX / 2))) {
+				cats_err_set(err, NULL, "%s of %llu elements "
+				    "exceeds the limit of %zu", major == 4 ?
+				    "array" : "map", (unsigned long long)arg,
+				    lim->max_count);
+				goto bad;
+			}
+			if (ai != 31 && major != 6 && items > room) {
+				cats_err_set(err, NULL, "declared %s of %llu "
+				    "elements cannot fit in the bytes left",
+				    major == 4 ? "array" : "map",
+				    (unsigned long long)arg);
+				goto bad;
+			}
+			pos = after;
+			if (ai == 31 || items != 0) {
+				stack[depth++] = (struct fframe){
+					.left = items, .indef = ai == 31,
+					.map = major == 5,
+					.str = major <= 3 ? (uint8_t)major : 0,
+				};
+				complete = false;
+			}
+		} else if (major == 7 && ai == 24 && arg < 32) {
+			cats_err_set(err, NULL,
+			    "two-byte simple value %llu below 32",
+			    (unsigned long long)arg);
+			goto bad;
+		} else {
+			pos = after;	/* an integer, a simple value, a float */
+		}
+		if (!complete)
+			continue;
+finished:
+		/* An item ended: count it in its parents, closing them. */
+		while (depth > 0) {
+			struct fframe *f = &stack[depth - 1];
+			if (f->indef) {
+				f->items++;
+				break;
+			}
+			if (--f->left > 0)
+				break;
+			depth--;
+		}
+		if (depth == 0) {
+			*used = pos;
+			if (type != NULL)
+				*type = ntype == 1 ? tval : NULL;
+			if (type_len != NULL)
+				*type_len = ntype == 1 && tval ? tlen : 0;
+			return CATS_SCAN_OK;
+		}
+	}
+short_:
+	if (final) {
+		cats_err_set(err, NULL, "truncated item: %zu bytes needed, %zu "
+		    "left", want, len - pos);
+		goto bad;
+	}
+	if (want > (lim->max_record > pos ? lim->max_record - pos : 0)) {
+		cats_err_set(err, NULL, "item exceeds the %zu-byte record limit",
+		    lim->max_record);
+		goto bad;
+	}
+	if (need)
+		*need = pos + want;
+	return CATS_SCAN_MORE;
+bad:
+	if (err)
+		err->offset = pos;
+	return CATS_SCAN_BAD;
+}

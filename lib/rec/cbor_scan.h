@@ -97,6 +97,22 @@ int cats_scan(const uint8_t *buf, size_t len, bool final,
     struct cats_arena *arena, size_t *used, size_t *need,
     struct cats_err *err);
 
+/*
+ * Frame the item at the start of buf without scanning it into tokens, for
+ * a relay that passes items on unread (cats-cps between its stages): the
+ * heads are walked under cats_scan's caps (record size, nesting, counts,
+ * string lengths, data items), so *used is the size cats_scan gives for
+ * every item it accepts; text is not checked for UTF-8 and no value is
+ * read (the reader the item goes to does that, once).  *type and *type_len
+ * (either may be NULL) give the text of a top-level map's "type" key when
+ * there is exactly one and its value is a definite text string, else NULL
+ * and 0.  Returns CATS_SCAN_OK, CATS_SCAN_MORE (*need as cats_scan gives
+ * it) or CATS_SCAN_BAD with err set.
+ */
+int cats_frame(const uint8_t *buf, size_t len, bool final,
+    const struct cats_limits *lim, const uint8_t **type, size_t *type_len,
+    size_t *used, size_t *need, struct cats_err *err);
+
 void cats_toks_free(struct cats_toks *toks);
 
 /* True if s[0..n) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -83,6 +84,98 @@ skip_to_map(struct cats_seq_reader *r)
 	r->need = 0;
 }
 
+/* The record type an item names when "type" is its first key, as the
+ * encoder writes it (rec.h): -1 when it is not, or names no type. */
+static int
+peek_type(const uint8_t *b, size_t n)
+{
+	size_t off;
+	if (n < 1 || (b[0] >> 5) != 5)
+		return -1;
+	off = (b[0] & 31) < 24 ? 1 : (b[0] & 31) == 24 ? 2 :
+	    (b[0] & 31) == 25 ? 3 : 0;
+	if (off == 0 || n < off + 6 || memcmp(b + off, "\x64type", 5) != 0)
+		return -1;
+	off += 5;
+	size_t tl = b[off] & 31, hl = 1;
+	if ((b[off] >> 5) != 3 || tl > 24)
+		return -1;
+	if (tl == 24) {
+		if (n < off + 2)
+			return -1;
+		tl = b[off + 1];
+		hl = 2;
+	}
+	if (n - off - hl < tl)
+		return -1;
+	return cats_type_from_name((const char *)b + off + hl, tl);
+}
+
+/*
+ * One item of a framing reader at b[0..len) (r->frame): an item its sender
+ * wrapped (CATS_WRAP_FD: tag 24 around a byte string) is framed by its
+ * head and is the string's content, *skip the wrapper's bytes before it;
+ * a bare one is framed by a walk (cats_frame()).  r->type is set from the
+ * item's first key, else from the walk.  CATS_SCAN_* as cats_scan, *used
+ * and *need counting the wrapper.
+ */
+static int
+frame_one(struct cats_seq_reader *r, const uint8_t *b, size_t len, bool final,
+    size_t *used, size_t *skip, size_t *need, struct cats_err *e)
+{
+	const uint8_t *tp;
+	size_t tn, hl = 0, want = 3;
+	uint64_t arg = 0;
+	*skip = 0;
+	r->type = -1;
+	if (len == 0 || b[0] != 0xd8 || (len >= 2 && b[1] != 0x18) ||
+	    (len >= 3 && ((b[2] >> 5) != 2 || (b[2] & 31) > 27))) {
+		int st = cats_frame(b, len, final, &r->lim, &tp, &tn, used,
+		    need, e);
+		if (st == CATS_SCAN_OK)
+			r->walked++;
+		if (st == CATS_SCAN_OK && tp != NULL)
+			r->type = cats_type_from_name((const char *)tp, tn);
+		return st;
+	}
+	if (len >= 3) {
+		hl = (b[2] & 31) < 24 ? 1 : 1 + ((size_t)1 << ((b[2] & 31) - 24));
+		want = 2 + hl;
+	}
+	if (len >= want) {
+		arg = (b[2] & 31) < 24 ? (b[2] & 31) : 0;
+		for (size_t x = 3; x < 2 + hl; x++)
+			arg = arg << 8 | b[x];
+		if (arg > r->lim.max_record)
+			return cats_err_set(e, NULL, "wrapped item of %llu bytes "
+			    "exceeds the %zu-byte record limit",
+			    (unsigned long long)arg, r->lim.max_record);
+		want = 2 + hl + (size_t)arg;
+	}
+	if (len < want) {
+		if (final)
+			return cats_err_set(e, NULL, "truncated wrapped item: "
+			    "%zu bytes needed, %zu left", want, len);
+		*need = want;
+		return CATS_SCAN_MORE;
+	}
+	*skip = 2 + hl;
+	*used = want;
+	const uint8_t *item = b + *skip;
+	size_t n = (size_t)arg, in_used = 0;
+	if ((r->type = peek_type(item, n)) >= 0)
+		return CATS_SCAN_OK;
+	if (cats_frame(item, n, true, &r->lim, &tp, &tn, &in_used, NULL,
+	    e) != CATS_SCAN_OK)
+		return CATS_SCAN_BAD;
+	if (in_used != n)
+		return cats_err_set(e, NULL, "%zu bytes after the item in its "
+		    "wrapper", n - in_used);
+	if (tp != NULL)
+		r->type = cats_type_from_name((const char *)tp, tn);
+	return CATS_SCAN_OK;
+}
+
 static int
 next_item(struct cats_seq_reader *r, struct cats_toks *toks,
     struct cats_arena *arena, const uint8_t **p, size_t *n,
@@ -103,15 +196,18 @@ next_item(struct cats_seq_reader *r, struct cats_toks *toks,
 			cats_arena_reset(arena);
 		struct cats_err e;
 		memset(&e, 0, sizeof(e));
-		int s = cats_scan(r->buf.p + r->start, avail, r->eof, &r->lim,
-		    toks, arena, &used, &need, &e);
+		size_t skip = 0;
+		int s = r->frame ? frame_one(r, r->buf.p + r->start, avail,
+		    r->eof, &used, &skip, &need, &e) : cats_scan(r->buf.p +
+		    r->start, avail, r->eof, &r->lim, toks, arena, &used, &need,
+		    &e);
 		if (s == CATS_SCAN_OK) {
 			r->need = 0;
 			r->resync = false;
 			r->consume = used;
 			r->index++;
-			*p = r->buf.p + r->start;
-			*n = used;
+			*p = r->buf.p + r->start + skip;
+			*n = used - skip;
 			return CATS_SEQ_ITEM;
 		}
 		if (s == CATS_SCAN_MORE) {
@@ -226,6 +322,8 @@ struct cats_stream {
 	struct cats_stream_cbs cbs;
 	void *arg;
 	struct cats_dec *dec;	/* items are scanned into it (or NULL) */
+	bool wrap;		/* items sent go wrapped (CATS_WRAP_FD) */
+	struct cats_buf wbuf;	/* the wrapped item being sent */
 	struct cats_stream_stats st;
 	int rflags, wflags;	/* file status flags to restore, or -1 */
 };
@@ -356,7 +454,7 @@ read_dgram(struct cats_stream *s)
 		uint64_t index = s->rd.index++;
 		struct cats_err e;
 		memset(&e, 0, sizeof(e));
-		size_t used = 0;
+		size_t used = 0, skip = 0;
 		int r;
 		if ((size_t)n > s->rd.lim.max_record) {
 			cats_err_set(&e, NULL, "datagram exceeds the %zu-byte "
@@ -366,9 +464,15 @@ read_dgram(struct cats_stream *s)
 			struct cats_dec *d = s->dec;
 			if (d != NULL)
 				cats_arena_reset(&d->arena);
-			r = cats_scan(s->dgbuf, (size_t)n, true,
-			    d ? &d->lim : &s->rd.lim, d ? &d->toks : &s->rd.toks,
-			    d ? &d->arena : NULL, &used, NULL, &e);
+			if (s->rd.frame) {
+				r = frame_one(&s->rd, s->dgbuf, (size_t)n, true,
+				    &used, &skip, NULL, &e);
+			} else {
+				r = cats_scan(s->dgbuf, (size_t)n, true,
+				    d ? &d->lim : &s->rd.lim,
+				    d ? &d->toks : &s->rd.toks,
+				    d ? &d->arena : NULL, &used, NULL, &e);
+			}
 			if (r == CATS_SCAN_OK && used != (size_t)n) {
 				cats_err_set(&e, NULL, "%zu bytes after the "
 				    "record in the datagram", (size_t)n - used);
@@ -377,7 +481,7 @@ read_dgram(struct cats_stream *s)
 		}
 		if (r == CATS_SCAN_OK) {
 			s->st.items++;
-			give_item(s, s->dgbuf, (size_t)n, index,
+			give_item(s, s->dgbuf + skip, (size_t)n - skip, index,
 			    peer.len ? &peer : NULL);
 		} else {
 			s->st.bad++;
@@ -579,6 +683,21 @@ is_regular(int fd)
 	return S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) && !isatty(fd));
 }
 
+/* The descriptor CATS_WRAP_FD names, read once; -1: none. */
+static int
+wrap_fd(void)
+{
+	static int fd = -2;
+	if (fd == -2) {
+		const char *v = getenv(CATS_WRAP_FD);
+		char *end;
+		long l = v != NULL ? strtol(v, &end, 10) : -1;
+		fd = v != NULL && *v != '\0' && *end == '\0' && l >= 0 &&
+		    l < INT_MAX ? (int)l : -1;
+	}
+	return fd;
+}
+
 struct cats_stream *
 cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
     const struct cats_limits *lim, size_t out_high,
@@ -598,6 +717,7 @@ cats_stream_new(struct event_base *base, int rfd, int wfd, bool dgram,
 		s->cbs = *cbs;
 	s->arg = arg;
 	cats_seq_reader_init(&s->rd, lim);
+	s->wrap = !dgram && wfd >= 0 && wfd == wrap_fd();
 	s->kick = event_new(base, -1, 0, on_kick, s);
 	if (s->kick == NULL)
 		goto fail;
@@ -639,6 +759,25 @@ void
 cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d)
 {
 	s->dec = d;
+}
+
+void
+cats_stream_wrap(struct cats_stream *s)
+{
+	s->wrap = !s->dgram && s->wfd >= 0;
+}
+
+void
+cats_stream_frame(struct cats_stream *s)
+{
+	s->dec = NULL;
+	s->rd.frame = true;
+}
+
+int
+cats_stream_item_type(const struct cats_stream *s)
+{
+	return s->rd.frame ? s->rd.type : -1;
 }
 
 void
@@ -1148,6 +1287,28 @@ cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 			s->st.bytes_out += n;
 		return 0;
 	}
+	if (s->wrap) {
+		/* Tag 24, then a byte string's head, then the item: every
+		 * path below copies it before anything runs that may send. */
+		uint8_t h[11] = { 0xd8, 0x18 };
+		size_t hl = 2;
+		if (n < 24) {
+			h[hl++] = (uint8_t)(0x40 | n);
+		} else {
+			unsigned k = n <= 0xff ? 1 : n <= 0xffff ? 2 :
+			    n <= 0xffffffffu ? 4 : 8;
+			h[hl++] = (uint8_t)(0x40 | (k == 1 ? 24 : k == 2 ? 25 :
+			    k == 4 ? 26 : 27));
+			for (unsigned i = k; i-- > 0;)
+				h[hl++] = (uint8_t)((uint64_t)n >> (8 * i));
+		}
+		s->wbuf.len = 0;
+		if (cats_buf_add(&s->wbuf, h, hl) < 0 ||
+		    cats_buf_add(&s->wbuf, p, n) < 0)
+			return -1;
+		p = s->wbuf.p;
+		n = s->wbuf.len;
+	}
 	if (s->cm != NULL)
 		return send_held(s, p, n);
 	if (s->batch_max > 0)
@@ -1287,6 +1448,7 @@ stream_destroy(struct cats_stream *s)
 	}
 	cats_seq_reader_free(&s->rd);
 	cats_buf_free(&s->out);
+	cats_buf_free(&s->wbuf);
 	free(s->dgbuf);
 	free(s);
 }
@@ -1314,4 +1476,5 @@ void
 cats_stream_stats(const struct cats_stream *s, struct cats_stream_stats *st)
 {
 	*st = s->st;
+	st->walked = s->rd.walked;
 }

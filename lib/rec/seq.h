@@ -31,6 +31,12 @@ struct cats_seq_reader {
 	uint64_t index;		/* items handed out (good and bad) */
 	bool resync;		/* skipping after a malformed item */
 	bool eof;
+	/* Items framed (cbor_scan.h cats_frame()), not scanned into toks:
+	 * type is the record type of the item handed out last (CATS_T_*, or
+	 * -1 when it names none). */
+	bool frame;
+	int type;
+	uint64_t walked;	/* items framed by a walk (bare) */
 	struct cats_toks toks;	/* used by cats_seq_next() */
 };
 
@@ -119,6 +125,27 @@ void cats_stream_own(struct cats_stream *s);
  * scan (cats_rec_decode would scan it again).  d must outlive the stream.
  */
 void cats_stream_decode_into(struct cats_stream *s, struct cats_dec *d);
+/*
+ * The environment variable that names a descriptor (a number) whose
+ * record streams wrap every item they send as an encoded CBOR data item
+ * (tag 24 around a byte string, RFC 8949 3.4.5.1): cats-cps sets it to 1
+ * for its stages, so that it frames their output by one head, not a walk
+ * of every item (cats_stream_frame()).  cats_stream_wrap() does it for
+ * one stream.  Datagram streams never wrap.
+ */
+#define CATS_WRAP_FD "CATS_WRAP_FD"
+void cats_stream_wrap(struct cats_stream *s);
+/*
+ * Frame items, not scan them (for a relay that passes them on unread):
+ * a wrapped item (CATS_WRAP_FD) by its wrapper's head, given to the item
+ * callback unwrapped; a bare one as far as cats_frame() checks it.
+ * During an item callback cats_stream_item_type() says which record type
+ * it names (CATS_T_*, -1 for none), read from its first key when that is
+ * "type" (as cats_rec_encode() writes it).  Not with
+ * cats_stream_decode_into().
+ */
+void cats_stream_frame(struct cats_stream *s);
+int cats_stream_item_type(const struct cats_stream *s);
 /*
  * Queue one item: 0, 1 if the queue is now above the high-water mark
  * (pause inputs until drained), -1 if the stream is broken.
@@ -280,10 +307,11 @@ void cats_sconn_free(void *obj);
 void cats_sconn_closed(struct cats_conn *lc, int why, void *arg);
 /*
  * Counters: items read, bad items, bytes written, datagrams dropped, items
- * of batches whose write failed at the end of a turn.
+ * of batches whose write failed at the end of a turn; on a framing stream
+ * (cats_stream_frame()), the items that came bare and were walked.
  */
 struct cats_stream_stats {
-	uint64_t items, bad, bytes_out, dropped, lost;
+	uint64_t items, bad, bytes_out, dropped, lost, walked;
 };
 void cats_stream_stats(const struct cats_stream *s,
     struct cats_stream_stats *st);

@@ -241,6 +241,12 @@ EOF
 	    .["bind.control.p50_us"] > 0 and .["bind.pending"] == 0 and
 	    .["bind.repaired"] == 0 and .["bind.fail.repair-failed"] == 0 and
 	    .["pce.waiting_bytes"] == 0)'
+	# Every record from a stage came wrapped, framed by one head: none
+	# walked (and none decoded: the stages decode them, once).
+	stats_has '.counters | .["select.records"] > 0 and
+	    .["pce.records"] > 0 and .["bind.records"] > 0 and
+	    .["select.records_walked"] == 0 and .["pce.records_walked"] == 0 and
+	    .["bind.records_walked"] == 0'
 	# The textfile is the text of /metrics: the stages' values untyped.
 	wait_for 30 grep -q '^cats_cps_pce_requests{cps_id="cps-test"} 3$' \
 	    "$T/cps.prom"

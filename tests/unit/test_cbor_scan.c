@@ -253,6 +253,131 @@ test_no_big_allocation(void)
 	cats_dec_free(&d);
 }
 
+/* cats_frame() on hex: its answer, *used and the type text ("" none). */
+static int
+frame_hex(const char *hex, bool final, size_t *used, size_t *need,
+    char *type, size_t tcap, struct cats_err *e)
+{
+	static uint8_t buf[4096];
+	size_t n = unhex(hex, buf, sizeof(buf)), tn = 0;
+	const uint8_t *tp = NULL;
+	memset(e, 0, sizeof(*e));
+	*used = 0;
+	int r = cats_frame(buf, n, final, NULL, &tp, &tn, used, need, e);
+	snprintf(type, tcap, "%.*s", tp ? (int)tn : 0, tp ? (const char *)tp : "");
+	return r;
+}
+
+/* A record's deterministic encoding, from JSON. */
+static size_t
+rec_bytes(const char *json, uint8_t *out, size_t cap)
+{
+	json_error_t je;
+	json_t *j = json_loads(json, 0, &je);
+	struct cats_buf b = { 0 };
+	struct cats_err e;
+	size_t n = 0;
+	if (j != NULL && cats_json_to_cbor(j, &b, &e) == 0 && b.len <= cap) {
+		memcpy(out, b.p, b.len);
+		n = b.len;
+	}
+	json_decref(j);
+	cats_buf_free(&b);
+	return n;
+}
+
+/*
+ * The framer: the size cats_scan gives for every item it accepts (the RFC
+ * vectors: indefinite items, tags, floats), every item scan refuses for
+ * its structure or a cap refused too, the type of a record, a short item
+ * on a stream asking for what it needs.
+ */
+static void
+test_frame(void)
+{
+	struct cats_err e;
+	size_t used, need;
+	char type[64];
+	for (size_t i = 0; i < CATS_ARRAY_LEN(vectors); i++) {
+		uint8_t buf[256];
+		size_t n = unhex(vectors[i].hex, buf, sizeof(buf));
+		int r = frame_hex(vectors[i].hex, true, &used, &need, type,
+		    sizeof(type), &e);
+		T_OK(r == CATS_SCAN_OK && used == n, "frame %s: %zu bytes (%s)",
+		    vectors[i].hex, n, r == CATS_SCAN_OK ? "ok" : e.reason);
+	}
+	size_t refused = 0, nbad = 0;
+	for (size_t i = 0; i < CATS_ARRAY_LEN(bad); i++) {
+		if (strstr(bad[i].why, "UTF-8") != NULL)
+			continue;	/* text is the reader's to check */
+		nbad++;
+		refused += frame_hex(bad[i].hex, true, &used, &need, type,
+		    sizeof(type), &e) == CATS_SCAN_BAD && e.reason[0];
+	}
+	T_OK(refused == nbad, "frame refuses the %zu malformed items and bombs "
+	    "(%zu)", nbad, refused);
+	T_OK(frame_hex("61ff", true, &used, &need, type, sizeof(type), &e) ==
+	    CATS_SCAN_OK && used == 2, "frame leaves UTF-8 to the reader");
+	/* Caps. */
+	uint8_t deep[3001];
+	memset(deep, 0x81, 3000);
+	deep[3000] = 0;
+	const uint8_t *tp;
+	size_t tn;
+	T_OK(cats_frame(deep, sizeof(deep), true, NULL, &tp, &tn, &used, NULL,
+	    &e) == CATS_SCAN_BAD && strstr(e.reason, "nesting"),
+	    "frame: 3000-deep nesting refused: %s", e.reason);
+	T_OK(cats_frame(deep + 3000 - 15, 16, true, NULL, &tp, &tn, &used, NULL,
+	    &e) == CATS_SCAN_OK && used == 16, "frame: 16 levels accepted");
+	struct cats_limits lim = cats_limits_default;
+	lim.max_tokens = 4;
+	uint8_t many[] = { 0x85, 1, 2, 3, 4, 5 };
+	T_OK(cats_frame(many, sizeof(many), true, &lim, &tp, &tn, &used, NULL,
+	    &e) == CATS_SCAN_BAD && strstr(e.reason, "data items"),
+	    "frame: token cap: %s", e.reason);
+	uint8_t big[] = { 0x5a, 0x00, 0x10, 0x00, 0x00 };
+	T_OK(cats_frame(big, sizeof(big), false, NULL, &tp, &tn, &used, &need,
+	    &e) == CATS_SCAN_BAD, "frame: 1 MiB string on a stream refused at "
+	    "once: %s", e.reason);
+	/* A record: its type, wherever the key is, once. */
+	uint8_t rec[1024];
+	size_t n = rec_bytes("{\"type\":\"path-req\",\"txn\":7,\"flow\":"
+	    "{\"type\":\"x\",\"proto\":6},\"msg\":\"\u00e9t\u00e9\"}", rec,
+	    sizeof(rec));
+	T_OK(n > 0 && cats_frame(rec, n, true, NULL, &tp, &tn, &used, NULL,
+	    &e) == CATS_SCAN_OK && used == n && tp != NULL && tn == 8 &&
+	    memcmp(tp, "path-req", 8) == 0, "frame: a record's type path-req");
+	static const struct {
+		const char *hex, *type;
+	} types[] = {
+		{ "a2617801647479706563737461", "sta" },	/* not first */
+		{ "a2647479706561616474797065616262", "" },	/* twice */
+		{ "a164747970650c", "" },			/* a number */
+		{ "a1617aa16474797065616b", "" },		/* nested */
+		{ "bf64747970656174616101ff", "t" },		/* indefinite map */
+		{ "a164747970657f6174ff", "" },		/* indefinite text */
+		{ "81a16474797065617a", "" },			/* not a map */
+	};
+	for (size_t i = 0; i < CATS_ARRAY_LEN(types); i++) {
+		int r = frame_hex(types[i].hex, true, &used, &need, type,
+		    sizeof(type), &e);
+		T_OK(r == CATS_SCAN_OK && strcmp(type, types[i].type) == 0,
+		    "frame %s: type \"%s\" (got %s \"%s\")", types[i].hex,
+		    types[i].type, r == CATS_SCAN_OK ? "ok" : e.reason, type);
+	}
+	/* Every prefix on a stream asks for more, never past the item. */
+	bool more = true;
+	for (size_t k = 0; k < n && more; k++) {
+		need = 0;
+		more = cats_frame(rec, k, false, NULL, &tp, &tn, &used, &need,
+		    &e) == CATS_SCAN_MORE && need > k && need <= n &&
+		    cats_frame(rec, k, true, NULL, &tp, &tn, &used, NULL, &e) ==
+		    CATS_SCAN_BAD;
+	}
+	T_OK(more, "frame: each of the %zu prefixes asks for more (and is "
+	    "truncated when final)", n);
+}
+
 int
 main(void)
 {
@@ -260,6 +385,7 @@ main(void)
 	test_bad();
 	test_depth();
 	test_stream_mode();
+	test_frame();
 	test_no_big_allocation();
 	return t_done();
 }

@@ -926,6 +926,98 @@ test_commit_pipeline(void)
 	cats_buf_free(&b);
 }
 
+/* What a framing reader was given: the items' bytes and their types. */
+struct fctx {
+	struct event_base *base;
+	int items, bad, types[16];
+	struct cats_buf got;
+};
+
+static void
+on_fitem(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct fctx *c = arg;
+	if (c->items < 16)
+		c->types[c->items] = cats_stream_item_type(s);
+	c->items++;
+	cats_buf_add(&c->got, p, n);
+}
+
+static void
+on_fbad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
+    void *arg)
+{
+	((struct fctx *)arg)->bad++;
+}
+
+/*
+ * Wrapped items (cats_stream_wrap, as cats-cps's stages send) framed by a
+ * reader (cats_stream_frame, as cats-cps reads them): each given back
+ * whole and unwrapped with its type, heads of 1, 2 and 3 bytes; a bare
+ * item among them framed by a walk; a wrapper over the record cap refused
+ * alone, the next item read again.
+ */
+static void
+test_stream_wrap(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	struct fctx c = { 0 };
+	c.base = event_base_new();
+	struct cats_stream_cbs cbs = { .item = on_fitem, .bad = on_fbad };
+	struct cats_stream *in = cats_stream_new(c.base, sv[0], -1, false,
+	    NULL, 0, &cbs, &c);
+	struct cats_stream *out = cats_stream_new(c.base, -1, sv[1], false,
+	    NULL, 0, &cbs, &c);
+	cats_stream_frame(in);
+	cats_stream_wrap(out);
+	char msg[400], big[1000];
+	memset(msg, 'm', 300);
+	msg[300] = '\0';
+	snprintf(big, sizeof(big), "{\"type\":\"error\",\"code\":\"x\","
+	    "\"msg\":\"%s\"}", msg);
+	struct cats_buf r[5] = { { 0 } }, want = { 0 };
+	encode_json("{\"type\":\"stats\"}", &r[0]);	/* under 24 bytes */
+	encode_json("{\"type\":\"path-req\",\"txn\":1,\"msg\":"
+	    "\"0123456789012345678901234567890\"}", &r[1]);
+	encode_json(big, &r[2]);			/* over 255 */
+	encode_json("{\"txn\":2,\"type\":\"binding\"}", &r[3]);	/* bare */
+	encode_json("{\"type\":\"status\"}", &r[4]);
+	for (int i = 0; i < 3; i++)
+		cats_stream_send(out, r[i].p, r[i].len);
+	cats_stream_flush(out);
+	T_OK(write(sv[1], r[3].p, r[3].len) == (ssize_t)r[3].len, "bare item");
+	static const uint8_t over[] = { 0xd8, 0x18, 0x5a, 0x00, 0x10, 0, 0 };
+	T_OK(write(sv[1], over, sizeof(over)) == sizeof(over), "1 MiB wrapper");
+	cats_stream_send(out, r[4].p, r[4].len);
+	cats_stream_flush(out);
+	for (int i = 0; i < 5; i++)
+		cats_buf_add(&want, r[i].p, r[i].len);
+	while (c.items + c.bad < 6)
+		event_base_loop(c.base, EVLOOP_ONCE);
+	T_OK(c.items == 5 && c.bad == 1, "5 items and the oversized wrapper "
+	    "(%d, %d)", c.items, c.bad);
+	T_OK(c.got.len == want.len && memcmp(c.got.p, want.p, want.len) == 0,
+	    "the items arrive unwrapped, byte for byte");
+	T_OK(c.types[0] == CATS_T_STATS && c.types[1] == CATS_T_PATH_REQ &&
+	    c.types[2] == CATS_T_ERROR && c.types[3] == CATS_T_BINDING &&
+	    c.types[4] == CATS_T_STATUS, "each with its type");
+	struct cats_stream_stats st;
+	cats_stream_stats(out, &st);
+	T_OK(st.bytes_out == r[0].len + 3 + r[1].len + 4 + r[2].len + 5 +
+	    r[4].len + 3, "the wrappers: tag 24 and a head of 1, 2, 3 bytes");
+	cats_stream_free(out);
+	cats_stream_free(in);
+	close(sv[0]);
+	close(sv[1]);
+	event_base_free(c.base);
+	for (int i = 0; i < 5; i++)
+		cats_buf_free(&r[i]);
+	cats_buf_free(&want);
+	cats_buf_free(&c.got);
+}
+
 int
 main(void)
 {
@@ -935,6 +1027,7 @@ main(void)
 	test_stream();
 	test_stream_pause();
 	test_stream_decode_into();
+	test_stream_wrap();
 	test_stream_batch();
 	test_stream_hold();
 	test_commit_pipeline();
