@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -191,6 +192,10 @@ inet_socket(const struct cats_ep *ep, bool passive, bool nb, const char *name,
 		}
 		if (passive)
 			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+			    sizeof(one));
+		else if (ep->kind != CATS_EP_UDP)
+			/* No Nagle (a batch a turn: listener.c tcp_opts). */
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			    sizeof(one));
 		if (passive ? bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
 		    (ep->kind == CATS_EP_UDP || listen(fd, 1024) == 0) :

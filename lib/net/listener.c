@@ -297,12 +297,18 @@ cats_listener_hold(struct cats_listener *l, bool hold)
 	accept_events(l);
 }
 
+/*
+ * A TCP connection's options: keep-alives, and no Nagle: a record stream
+ * writes a batch a loop turn, and without TCP_NODELAY a batch written
+ * while the last is unacknowledged waits for the peer's delayed ACK.
+ */
 static void
-keepalive(int fd, const struct sockaddr_storage *ss)
+tcp_opts(int fd, const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6)
 		return;
 	int one = 1, idle = 60, intvl = 10, cnt = 3;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
@@ -352,7 +358,7 @@ take(struct cats_listener *l, int fd, const struct lfd *lf,
 	l->st.open++;
 	l->st.unauth++;
 	g_open += c->fds;
-	keepalive(fd, ss);
+	tcp_opts(fd, ss);
 	if (lf->tls) {
 		/* The owner gets the plain side; the handshake runs on. */
 		char peer[64];

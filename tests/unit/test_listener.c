@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -147,6 +149,21 @@ main(void)
 	char peer[64];
 	cats_conn_peer(nth(l, 0), peer, sizeof(peer));
 	T_OK(strncmp(peer, "127.0.0.1:", 10) == 0, "peer %s", peer);
+	/* Both ends of a tcp: record stream without Nagle (a batch a turn
+	 * waited for the peer's delayed ACK behind an unacknowledged one). */
+	{
+		int on_c = 0, on_s = 0;
+		socklen_t ol = sizeof(on_c);
+		struct cats_conn *cn = nth(l, 2);
+		struct obj *ob = cn ? cats_conn_data(cn) : NULL;
+		getsockopt(cl[4], IPPROTO_TCP, TCP_NODELAY, &on_c, &ol);
+		ol = sizeof(on_s);
+		if (ob != NULL)
+			getsockopt(ob->fd, IPPROTO_TCP, TCP_NODELAY, &on_s,
+			    &ol);
+		T_OK(on_c && on_s, "TCP_NODELAY on the connecting (%d) and the "
+		    "accepted (%d) socket", on_c, on_s);
+	}
 
 	/* Authenticate the oldest left (cl[2]); the deadline passes for the
 	 * other two. */
