@@ -32,6 +32,8 @@ struct cats_fwd_fast {
 	int ports[FP_MAXPORTS];
 	size_t nports;
 	bool old_decap;		/* Linux before 6.3 */
+	int ncpu;		/* possible CPUs: copies of each action */
+	struct cats_fp_act *per;	/* ncpu of them, for put and get */
 };
 
 /*
@@ -59,12 +61,21 @@ cats_fwd_fast_open(size_t max_keys, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	f->ncpu = libbpf_num_possible_cpus();
+	if (f->ncpu <= 0 || f->ncpu > UINT16_MAX ||
+	    (f->per = calloc((size_t)f->ncpu, sizeof(*f->per))) == NULL) {
+		snprintf(err, errlen, "CPUs: %s", f->ncpu <= 0 ?
+		    strerror(-f->ncpu) : "out of memory");
+		free(f);
+		return NULL;
+	}
 	libbpf_set_print(fp_print);
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "cats_fwd_fast");
 	f->obj = bpf_object__open_mem(cats_fp_obj,
 	    (size_t)(cats_fp_obj_end - cats_fp_obj), &oo);
 	if (f->obj == NULL) {
 		snprintf(err, errlen, "BPF object: %s", strerror(errno));
+		free(f->per);
 		free(f);
 		return NULL;
 	}
@@ -101,6 +112,7 @@ cats_fwd_fast_open(size_t max_keys, char *err, size_t errlen)
 	return f;
 fail:
 	bpf_object__close(f->obj);
+	free(f->per);
 	free(f);
 	return NULL;
 }
@@ -122,6 +134,7 @@ cats_fwd_fast_close(struct cats_fwd_fast *f)
 	for (size_t i = 0; i < f->nports; i++)
 		fp_detach(f->ports[i]);
 	bpf_object__close(f->obj);
+	free(f->per);
 	free(f);
 }
 
@@ -181,17 +194,33 @@ int
 cats_fwd_fast_put(struct cats_fwd_fast *f, const struct cats_fp_key *k,
     const struct cats_fp_act *a)
 {
-	struct cats_fp_act put = *a;
-	if (f->old_decap)
-		put.flags |= CATS_FP_F_OLD_DECAP;
-	return bpf_map_update_elem(f->flows, k, &put, BPF_ANY);
+	/* The same action for every CPU, its counters from 0. */
+	for (int c = 0; c < f->ncpu; c++) {
+		struct cats_fp_act *p = &f->per[c];
+		*p = *a;
+		if (f->old_decap)
+			p->flags |= CATS_FP_F_OLD_DECAP;
+		p->ncpu = (__u16)f->ncpu;
+		p->pkts = p->bytes = p->last_ns = 0;
+	}
+	return bpf_map_update_elem(f->flows, k, f->per, BPF_ANY);
 }
 
 int
 cats_fwd_fast_get(struct cats_fwd_fast *f, const struct cats_fp_key *k,
     struct cats_fp_act *a)
 {
-	return bpf_map_lookup_elem(f->flows, k, a);
+	if (bpf_map_lookup_elem(f->flows, k, f->per) < 0)
+		return -1;
+	*a = f->per[0];
+	for (int c = 1; c < f->ncpu; c++) {
+		const struct cats_fp_act *p = &f->per[c];
+		a->pkts += p->pkts;
+		a->bytes += p->bytes;
+		if (p->last_ns > a->last_ns)
+			a->last_ns = p->last_ns;
+	}
+	return 0;
 }
 
 int

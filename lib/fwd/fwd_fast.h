@@ -49,10 +49,12 @@ struct cats_fp_act {
 	__u8 flags;		/* CATS_FP_F_* */
 	__u8 addr[16];		/* the new address */
 	__u8 l2[14];		/* the output link header */
-	__u8 pad2[2];
+	__u16 ncpu;		/* possible CPUs (set by cats_fwd_fast_put) */
 	__u8 enc[CATS_FP_ENC_MAX];	/* outer headers (lengths patched) */
+	/* Counters: each CPU's own in the kernel's per-CPU map (the outer
+	 * IPv4 id is pkts * ncpu + the CPU), summed by cats_fwd_fast_get. */
 	__u64 pkts, bytes;	/* inner IP bytes */
-	__u64 last_ns;		/* CLOCK_MONOTONIC of the last packet */
+	__u64 last_ns;		/* CLOCK_MONOTONIC of the last packet (latest) */
 };
 
 /*
@@ -97,7 +99,8 @@ enum {
 struct cats_fwd_fast;
 
 /*
- * Load the program and its maps (room for max_keys actions).  Returns NULL
+ * Load the program and its maps (room for max_keys actions, each held once
+ * per possible CPU, memory as keys come).  Returns NULL
  * with a message in err when the kernel or the privileges do not allow it.
  */
 struct cats_fwd_fast *cats_fwd_fast_open(size_t max_keys, char *err,
@@ -119,7 +122,8 @@ int cats_fwd_fast_sid(struct cats_fwd_fast *f, uint8_t af, const uint8_t *a);
  * (tests run the older kernels' way on a newer one).
  */
 bool cats_fwd_fast_old_decap(struct cats_fwd_fast *f, int on);
-/* Install, read back (counters) and remove one action. */
+/* Install, read back (counters summed over the CPUs, last_ns the latest)
+ * and remove one action. */
 int cats_fwd_fast_put(struct cats_fwd_fast *f, const struct cats_fp_key *k,
     const struct cats_fp_act *a);
 int cats_fwd_fast_get(struct cats_fwd_fast *f, const struct cats_fp_key *k,

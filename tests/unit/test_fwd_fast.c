@@ -7,11 +7,13 @@
  */
 #include <arpa/inet.h>
 #include <linux/pkt_cls.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "test_fwd_cases.h"
 #include "fwd/fwd_fast.h"
@@ -20,6 +22,30 @@
 #include "t.h"
 
 #define HR CATS_PKT_HEADROOM
+
+/* The CPU the test runs the program on (pinned) and the possible CPUs:
+ * the program's outer IPv4 id is its CPU's packet count times ncpu plus
+ * the CPU. */
+static int cpu, ncpu = 1;
+
+static uint16_t
+ipid_of(uint64_t pkts_here)
+{
+	return (uint16_t)(pkts_here * (uint64_t)ncpu + (uint64_t)cpu);
+}
+
+/* Run on CPU c from now on; -1 when not allowed. */
+static int
+pin(int c)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(c, &s);
+	if (sched_setaffinity(0, sizeof(s), &s) < 0)
+		return -1;
+	cpu = c;
+	return 0;
+}
 
 static const uint8_t mac_out[14] = { 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1,
 	0x08, 0x00 };
@@ -337,7 +363,7 @@ test_case(struct cats_fwd_fast *f, const char *name, const char *what)
 		    "%s%s: left to user space, unchanged (ret %d)", name, what,
 		    r);
 	} else {
-		size_t elen = fx_lib(&x, x.fr, x.n, exp, 0);
+		size_t elen = fx_lib(&x, x.fr, x.n, exp, ipid_of(0));
 		bool same = outn == elen && memcmp(out, exp, elen) == 0;
 		T_OK(same, "%s%s: redirected, the bytes lib/fwd writes (%u "
 		    "bytes, lib/fwd %zu)", name, what, outn, elen);
@@ -435,7 +461,7 @@ test_mutations(struct cats_fwd_fast *f, const char *name, unsigned iters)
 			passed++;
 			continue;
 		}
-		size_t elen = fx_lib(&x, fr, n, exp, (uint16_t)pkts);
+		size_t elen = fx_lib(&x, fr, n, exp, ipid_of(pkts));
 		if (r == TC_ACT_REDIRECT && elen == outn &&
 		    memcmp(out, exp, elen) == 0) {
 			redirected++;
@@ -453,6 +479,59 @@ test_mutations(struct cats_fwd_fast *f, const char *name, unsigned iters)
 	    "%s: %u mutations: %u redirected as lib/fwd would send them, "
 	    "%u left to it, %u wrong (%u too short to run)", name, iters,
 	    redirected, passed, bad, untested);
+	fx_done(f, &x);
+}
+
+/*
+ * The same flow forwarded on two CPUs: each CPU counts in its own copy of
+ * the action (no shared write), the counts come back summed, and the
+ * outer IPv4 ids of the two CPUs differ (pkts * ncpu + CPU), each what
+ * lib/fwd writes with that id.  Needs two CPUs the test may run on.
+ */
+static void
+test_percpu(struct cats_fwd_fast *f)
+{
+	static struct fx x;
+	static uint8_t out[2][FC_PKT + 14], exp[FC_PKT + 14];
+	int was = cpu, other = -1;
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	if (sched_getaffinity(0, sizeof(s), &s) == 0)
+		for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+			if (c != was && CPU_ISSET(c, &s))
+				other = c;
+	/* Pinned to one CPU, the affinity lists that one only: ask again. */
+	for (int c = 0; c < ncpu && c < CPU_SETSIZE && other < 0; c++)
+		if (c != was && pin(c) == 0)
+			other = c;
+	pin(was);
+	if (other < 0) {
+		printf("ok %d - per-CPU counters # SKIP one CPU\n", ++t_count);
+		return;
+	}
+	if (fx_setup(f, &x, "in_udp4_ipip4") < 0) {
+		T_OK(0, "per-CPU: fixture set up");
+		fx_done(f, &x);
+		return;
+	}
+	uint32_t outn[2];
+	int cpus[2] = { was, other };
+	bool ok = true;
+	for (int i = 0; i < 2; i++) {
+		pin(cpus[i]);
+		ok &= run(f, x.fr, x.n, out[i], &outn[i]) == TC_ACT_REDIRECT;
+		size_t elen = fx_lib(&x, x.fr, x.n, exp, ipid_of(0));
+		ok &= elen == outn[i] && memcmp(out[i], exp, elen) == 0;
+	}
+	pin(was);
+	T_OK(ok, "per-CPU: CPUs %d and %d both redirect what lib/fwd writes "
+	    "with their ids", was, other);
+	uint16_t id0 = (uint16_t)(out[0][14 + 4] << 8 | out[0][14 + 5]);
+	uint16_t id1 = (uint16_t)(out[1][14 + 4] << 8 | out[1][14 + 5]);
+	T_OK(id0 != id1, "per-CPU: the outer ids differ (%u, %u)", id0, id1);
+	uint64_t bytes, pkts = fx_counted(f, &x, &bytes);
+	T_OK(pkts == 2, "per-CPU: both counted, summed (%llu)",
+	    (unsigned long long)pkts);
 	fx_done(f, &x);
 }
 
@@ -648,6 +727,10 @@ main(int argc, char **argv)
 		    geteuid() ? "not root" : err);
 		return t_done();
 	}
+	/* One CPU for the runs: the counters (and ids) are per CPU. */
+	ncpu = libbpf_num_possible_cpus();
+	if (sched_getcpu() < 0 || pin(sched_getcpu()) < 0)
+		T_OK(0, "pinned to a CPU");
 	/* The SIDs of both forwarders of the fixtures. */
 	const char *sids[] = { "2001:db8:1::1", "2001:db8:2::100" };
 	const char *sids4[] = { "10.99.0.1", "10.99.0.2" };
@@ -666,6 +749,7 @@ main(int argc, char **argv)
 	T_OK(redirected >= 20, "%d of %d fixtures taken by the fast path",
 	    redirected, n);
 	test_pass(f);
+	test_percpu(f);
 	if (cats_fwd_fast_old_decap(f, -1))
 		printf("# this kernel has no DECAP flags (before Linux 6.3)\n");
 	test_old_decap(f, names, n);
