@@ -12,7 +12,13 @@
 # latencies and delays smaller is better).  Timings are never asserted.
 # A measurement that failed is an "error: ... did not measure: WHY" cell
 # and the ratio "error", never a number.  FWD_BENCH_SECONDS (3) sets each
-# measurement's length.  Needs root.  The one setting of the machine it
+# measurement's length.  FWD_BENCH_PATHS (default "kernel cats fast")
+# picks the paths measured and FWD_BENCH_ROWS (default "tcp pps latency
+# flows ppsr") the measures: tcp (-P1, -P4), pps (one 5-tuple, and for cats
+# at nice -10), latency (RTT), flows (new flows: burst, paced, offered),
+# ppsr (random source ports); rows of what was not measured are left out,
+# e.g. FWD_BENCH_PATHS="kernel fast" FWD_BENCH_ROWS="tcp pps" for the fast
+# path's ratios alone.  Needs root.  The one setting of the machine it
 # needs, net.netfilter.nf_hooks_lwtunnel=1, it sets itself and puts back
 # on exit (the kernel may refuse to turn it off again: then it says so).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -271,14 +277,24 @@ fields() {
 	esac
 }
 
-declare -A K C
+PATHS=${FWD_BENCH_PATHS:-kernel cats fast}
+ROWS=${FWD_BENCH_ROWS:-tcp pps latency flows ppsr}
+# want WORD LIST: is WORD one of LIST's words?
+want() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+KEYS="tcp1 tcp4 pps1 pps1n ppsr lat50 lat99 lost flows fp50 fp99 span
+    pflows pfp50 pfp99 pspan $(for r in $OFFERED; do echo of$r ofspan$r; done)"
+declare -A K C F
+# Every cell starts as "skip" (not selected): its rows are left out.
+for k in $KEYS; do K[$k]=skip C[$k]=skip F[$k]=skip; done
 measure() {
 	local -n R=$1
 	case $1 in K) WHO=kernel ;; C) WHO=cats ;; F) WHO=fast ;; esac
-	R[tcp1]=$(tcp_gbps 1)
-	R[tcp4]=$(tcp_gbps 4)
-	R[pps1]=$(udp_pps 4242)
-	if [ "$1" = C ]; then
+	if want tcp "$ROWS"; then
+		R[tcp1]=$(tcp_gbps 1)
+		R[tcp4]=$(tcp_gbps 4)
+	fi
+	want pps "$ROWS" && R[pps1]=$(udp_pps 4242)
+	if [ "$1" = C ] && want pps "$ROWS"; then
 		# The forwarders share the CPUs with the load generator, whereas
 		# the kernel forwards in softirq, ahead of every process: the
 		# same flow with cats-fwd ahead of the generator (nice -10).
@@ -288,42 +304,50 @@ measure() {
 		renice 0 -p "$(cat "$FWD_DIR/ingress.pid")" \
 		    "$(cat "$FWD_DIR/egress.pid")" >/dev/null
 	fi
-	fields R "$(latency)" lat50 lat99 lost
-	fields R "$(new_flows)" flows fp50 fp99 span
-	fields R "$(paced_flows)" pflows pfp50 pfp99 pspan
-	offered_flows R
+	want latency "$ROWS" && fields R "$(latency)" lat50 lat99 lost
+	if want flows "$ROWS"; then
+		fields R "$(new_flows)" flows fp50 fp99 span
+		fields R "$(paced_flows)" pflows pfp50 pfp99 pspan
+		offered_flows R
+	fi
 	# Last: random source ports fill the pending pool (new flows).
-	R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
+	want ppsr "$ROWS" && R[ppsr]=$(udp_pps 'drnd(1024, 65535)')
+	return 0
 }
 
-declare -A F
-if [ -z "$KERNEL_WHY" ]; then
+if ! want kernel "$PATHS"; then
+	:
+elif [ -z "$KERNEL_WHY" ]; then
 	kernel_up
 	measure K
 	kernel_down
 else
 	echo "fwd: the kernel path is not measured: $KERNEL_WHY" >&2
-	for k in tcp1 tcp4 pps1 ppsr lat50 lat99 lost flows fp50 fp99 span \
-	    pflows pfp50 pfp99 pspan $(for r in $OFFERED; do echo of$r ofspan$r; done); do
-		K[$k]="error: $KERNEL_WHY"
-	done
+	# (a row whose cats-fwd cells were not selected stays out)
+	for k in $KEYS; do K[$k]="error: $KERNEL_WHY"; done
 fi
-cats_up
-measure C
-counter ingress rx_pkts >/dev/null
-cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}" 2>/dev/null
-cats_down
+if want cats "$PATHS"; then
+	cats_up
+	measure C
+	counter ingress rx_pkts >/dev/null
+	cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}" 2>/dev/null
+	cats_down
+fi
 # The same with established flows forwarded by cats-fwd's tc programs.
-cats_up --fast-path
-measure F
-counter ingress rx_pkts >/dev/null
-cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
-cats_down
+if want fast "$PATHS"; then
+	cats_up --fast-path
+	measure F
+	counter ingress rx_pkts >/dev/null
+	cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
+	cats_down
+fi
 
 # row NAME WHAT VALUE BASELINE: a value or baseline that did not measure
-# says so (WHAT names the measure), and then the ratio is "error".
+# says so (WHAT names the measure), and then the ratio is "error"; a row
+# of a path or measure not selected is left out.
 row() {
 	local name=$1 what=$2 v=$3 b=$4 who=cats-fwd ratio
+	[ "$v" = skip ] || [ "$b" = skip ] && return 0
 	case $name in *--fast-path*) who="cats-fwd --fast-path" ;; esac
 	case $v in error:*) v="error: $who $what did not measure: ${v#error: }" ;; esac
 	case $b in error:*) b="error: kernel $what baseline did not measure: ${b#error: }" ;; esac
@@ -336,12 +360,14 @@ row() {
 }
 # Flows over seconds, or the error of either.
 rate() {
+	case $1$2 in *skip*) echo skip; return ;; esac
 	case $1 in error:*) echo "$1"; return ;; esac
 	case $2 in error:*) echo "$2"; return ;; esac
 	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%d", n / s; else print "error: the flows took no time" }'
 }
 # RTT minus the kernel's, or why not.
 added() {
+	case $1$2 in *skip*) echo skip; return ;; esac
 	case $1 in error:*) echo "$1"; return ;; esac
 	case $2 in error:*) echo "error: no kernel RTT to subtract: ${2#error: }"; return ;; esac
 	echo $(($1 - $2))

@@ -15,7 +15,11 @@
 #
 # Rows: "name | value | baseline | ratio"; timings are never asserted; a
 # measurement that failed is an "error: ..." cell and the ratio "error".
-# FWD_BENCH_SECONDS (3) sets each measurement's length.  Needs root.
+# FWD_BENCH_SECONDS (3) sets each measurement's length; FWD_BENCH_ROWS
+# (default "user fast freed mpls") the rows measured: user (tracking on
+# against off in user space), fast (the same with --fast-path), freed
+# (bindings freed per second), mpls (SR-MPLS against SRv6); the rows of
+# the others are left out.  Needs root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 . "$(dirname "$0")/lib/bench.sh"
@@ -130,31 +134,46 @@ for s in socks:
 	stop listen
 }
 
+ROWS=${FWD_BENCH_ROWS:-user fast freed mpls}
+# want WORD: is WORD one of the selected rows?
+want() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
 declare -A R
-fwds_cps --tcp-state on
-R[tcp1on]=$(tcp_gbps 1) R[tcp4on]=$(tcp_gbps 4) R[udpon]=$(udp_pps)
-fwds_down
-fwds_cps --tcp-state off
-R[tcp1off]=$(tcp_gbps 1) R[tcp4off]=$(tcp_gbps 4) R[udpoff]=$(udp_pps)
-fwds_down
-fwds_cps --fast-path --tcp-state on
-R[ftcp1on]=$(tcp_gbps 1) R[ftcp4on]=$(tcp_gbps 4) R[fudpon]=$(udp_pps)
-fwds_down
-fwds_cps --fast-path --tcp-state off
-R[ftcp1off]=$(tcp_gbps 1) R[ftcp4off]=$(tcp_gbps 4) R[fudpoff]=$(udp_pps)
-fwds_down
-fwds_cps --tcp-timeout time-wait=1s
-R[freed]=$(freed_per_s)
-fwds_down
-fwds_static srv6
-R[srv6]=$(udp_pps)
-fwds_down
-fwds_static srmpls
-R[mpls]=$(udp_pps)
-fwds_down
+# Every cell starts as "skip" (not selected): its row is left out.
+for k in tcp1on tcp4on udpon tcp1off tcp4off udpoff ftcp1on ftcp4on fudpon \
+    ftcp1off ftcp4off fudpoff freed srv6 mpls; do R[$k]=skip; done
+if want user; then
+	fwds_cps --tcp-state on
+	R[tcp1on]=$(tcp_gbps 1) R[tcp4on]=$(tcp_gbps 4) R[udpon]=$(udp_pps)
+	fwds_down
+	fwds_cps --tcp-state off
+	R[tcp1off]=$(tcp_gbps 1) R[tcp4off]=$(tcp_gbps 4) R[udpoff]=$(udp_pps)
+	fwds_down
+fi
+if want fast; then
+	fwds_cps --fast-path --tcp-state on
+	R[ftcp1on]=$(tcp_gbps 1) R[ftcp4on]=$(tcp_gbps 4) R[fudpon]=$(udp_pps)
+	fwds_down
+	fwds_cps --fast-path --tcp-state off
+	R[ftcp1off]=$(tcp_gbps 1) R[ftcp4off]=$(tcp_gbps 4) R[fudpoff]=$(udp_pps)
+	fwds_down
+fi
+if want freed; then
+	fwds_cps --tcp-timeout time-wait=1s
+	R[freed]=$(freed_per_s)
+	fwds_down
+fi
+if want mpls; then
+	fwds_static srv6
+	R[srv6]=$(udp_pps)
+	fwds_down
+	fwds_static srmpls
+	R[mpls]=$(udp_pps)
+	fwds_down
+fi
 
 row() {
 	local name=$1 v=$2 b=$3 ratio
+	[ "$v" = skip ] || [ "$b" = skip ] && return 0
 	v=${v//|//} b=${b//|//}
 	case "$v$b" in
 	*error:*) ratio=error ;;
