@@ -596,6 +596,7 @@ static struct bufferevent *
 new_bev(struct event_base *base, void *arg)
 {
 	struct httpd *h = arg;
+	cats_evguard_accepted(h->guard);
 	struct bufferevent *bev = h->tls ? cats_tls_bev(base) :
 	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)

@@ -660,10 +660,13 @@ cats_conn_touch(struct cats_conn *c)
 struct cats_evguard {
 	struct cats_evguard *next;
 	struct evconnlistener *lev;
-	struct event *resume;
+	struct event *resume, *turn;
 	const char *name;
 	uint64_t *exhausted;
 	struct ratelog log;
+	unsigned taken;		/* accepted since the last turn */
+	bool paused;		/* for want of descriptors */
+	bool full;		/* this turn's accepts taken */
 };
 
 static struct cats_evguard *g_guards;
@@ -674,7 +677,41 @@ evguard_resume(evutil_socket_t fd, short what, void *arg)
 	struct cats_evguard *g = arg;
 	(void)fd;
 	(void)what;
-	evconnlistener_enable(g->lev);
+	g->paused = false;
+	if (!g->full)
+		evconnlistener_enable(g->lev);
+}
+
+/* The next turn of the loop: accepting again. */
+static void
+evguard_turn(evutil_socket_t fd, short what, void *arg)
+{
+	struct cats_evguard *g = arg;
+	(void)fd;
+	(void)what;
+	g->taken = 0;
+	if (g->full) {
+		g->full = false;
+		if (!g->paused)
+			evconnlistener_enable(g->lev);
+	}
+}
+
+void
+cats_evguard_accepted(struct cats_evguard *g)
+{
+	if (g == NULL)
+		return;
+	if (g->taken++ == 0) {
+		/* (a 0 s timer runs after the reads of the next turn;
+		 * event_active would run in this one) */
+		struct timeval tv = { 0, 0 };
+		evtimer_add(g->turn, &tv);
+	}
+	if (g->taken >= ACCEPTS_PER_TURN && !g->full) {
+		g->full = true;
+		evconnlistener_disable(g->lev);
+	}
 }
 
 static void
@@ -695,6 +732,7 @@ evguard_error(struct evconnlistener *lev, void *arg)
 	    " times so far); pausing %u ms", g->name, strerror(e),
 	    *g->exhausted, PAUSE_MS);
 	evconnlistener_disable(lev);
+	g->paused = true;
 	struct timeval tv = { 0, PAUSE_MS * 1000 };
 	evtimer_add(g->resume, &tv);
 }
@@ -711,7 +749,10 @@ cats_evguard_new(struct event_base *base, struct evconnlistener *lev,
 	g->name = name;
 	g->exhausted = exhausted;
 	g->resume = evtimer_new(base, evguard_resume, g);
-	if (g->resume == NULL) {
+	g->turn = evtimer_new(base, evguard_turn, g);
+	if (g->resume == NULL || g->turn == NULL) {
+		if (g->resume)
+			event_free(g->resume);
 		free(g);
 		return NULL;
 	}
@@ -732,6 +773,7 @@ cats_evguard_free(struct cats_evguard *g)
 	if (*pp)
 		*pp = g->next;
 	event_free(g->resume);
+	event_free(g->turn);
 	free(g);
 }
 

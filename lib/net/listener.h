@@ -165,5 +165,13 @@ struct cats_evguard;
 struct cats_evguard *cats_evguard_new(struct event_base *base,
     struct evconnlistener *lev, const char *name, uint64_t *exhausted);
 void cats_evguard_free(struct cats_evguard *g);
+/*
+ * One connection accepted on the guard's listener (its owner's accept or
+ * bufferevent callback says so): as cats_listener's, at most 64 a turn of
+ * the loop, so that a flood of new connections does not keep the loop in
+ * accept(2) while those already open wait (libevent's evconnlistener
+ * accepts until the queue is empty).  NULL: nothing.
+ */
+void cats_evguard_accepted(struct cats_evguard *g);
 
 #endif
