@@ -487,3 +487,59 @@ PY
 	[[ "$output" == *"--tls-cert and --tls-key go together"* ]]
 	[[ "$output" != *"stage"* ]]
 }
+
+@test "tls: cats-sci's https server under a flood: 500 mute connections held and 300 plaintext ones closed on their first bytes, all counted, their audit lines rate-limited; a valid client served meanwhile" {
+	port=$(free_port)
+	mp=$(free_port)
+	bg cats-sci -c S1 -s 10.0.0.1:80 --listen "https://127.0.0.1:$port/" \
+	    --prometheus "http://127.0.0.1:$mp/" "${TLS[@]}" 2>"$W/err"
+	wait_for 50 port_open "$port"
+	# 500 connections that never start a handshake, held until killed.
+	python3 - "$port" >"$W/mute" <<'PY' &
+import resource, socket, sys, time
+port = int(sys.argv[1])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1024), hard))
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(500)]
+print("held %d" % len(held), flush=True)
+time.sleep(600)
+PY
+	MUTE=$!
+	PIDS+=($MUTE)
+	wait_for 100 grep -q "held 500" "$W/mute"
+	# 300 that send a plaintext request: each is closed on its first bytes
+	# (an end of file, not the 10 s idle timeout nor a hang).
+	python3 - "$port" >"$W/garbage" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+closed = 0
+for i in range(300):
+    g = socket.create_connection(("127.0.0.1", port), timeout=30)
+    g.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        while g.recv(4096):
+            pass
+        closed += 1
+    except OSError:
+        pass
+    g.close()
+print("closed %d" % closed)
+PY
+	cat "$W/garbage"
+	grep -qx "closed 300" "$W/garbage"
+	# The mute ones are still held, and a valid client is served.
+	kill -0 "$MUTE"
+	"${CURL[@]}" --cert "$K/cli.crt" --key "$K/cli.key" \
+	    "https://127.0.0.1:$port/report" | dec | jq -e '.csci_id == "10.0.0.1:80"'
+	curl -sf "http://127.0.0.1:$mp/metrics" >"$W/m"
+	refused=$(awk '/^cats_sci_tls_refused_total/ { print $2 }' "$W/m")
+	echo "refused $refused"
+	[ "$refused" -ge 300 ]
+	# Fewer lines than refusals; a later one says how many it left out.
+	lines=$(grep -c 'event=tls-refused .*reason="http request"' "$W/err")
+	echo "lines $lines"
+	[ "$lines" -lt 300 ]
+	wait_for 50 sh -c "curl -s --max-time 5 http://127.0.0.1:$port/ >/dev/null;
+	    grep -q 'event=tls-refused .* unlogged=[1-9]' '$W/err'"
+	kill -0 "$LAST"
+}
