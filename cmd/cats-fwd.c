@@ -23,6 +23,7 @@
 #include "fwd/opt.h"
 #include "fwd/path.h"
 #include "fwd/steer.h"
+#include "net/listener.h"
 #include "net/metrics.h"
 #include "net/tls.h"
 #include "rec/json.h"
@@ -221,7 +222,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
 	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL,
-	O_STEER, O_STEERKEYS };
+	O_STEER, O_STEERKEYS, O_HELLO };
 
 static const struct option longopts[] = {
 	{ "affinity", required_argument, NULL, O_AFFINITY },
@@ -237,6 +238,7 @@ static const struct option longopts[] = {
 	{ "fallback-ttl", required_argument, NULL, O_FBTTL },
 	{ "fast-path", no_argument, NULL, O_FAST },
 	{ "flow-label", required_argument, NULL, O_FLOWLABEL },
+	{ "hello-timeout", required_argument, NULL, O_HELLO },
 	{ "help", no_argument, NULL, 'h' },
 	{ "icmp-unreach", no_argument, NULL, O_ICMP },
 	{ "id", required_argument, NULL, O_ID },
@@ -289,6 +291,7 @@ main(int argc, char **argv)
 	const char *client = NULL, *core = NULL, *site = NULL;
 	const char *keyfile = NULL, *peerfile = NULL, *select_ep = NULL;
 	const char *steerkeys = NULL;
+	uint64_t hello_ms = 0;
 	int verbose = 1, c;
 	char err[256];
 	bool fast = false;
@@ -429,6 +432,12 @@ main(int argc, char **argv)
 			break;
 		case O_SYNCTO:
 			sync_ms = cats_opt_ms("--sync-timeout", optarg);
+			break;
+		case O_HELLO:
+			if (cats_parse_hello_ms(optarg, &hello_ms, err,
+			    sizeof(err)) < 0)
+				cats_opt_fail("--hello-timeout", "%s", err);
+			ch_select.hello_ms = ch_bind.hello_ms = hello_ms;
 			break;
 		case O_CTLDL:
 			ch_select.deadline_ms = ch_bind.deadline_ms =
@@ -597,7 +606,8 @@ main(int argc, char **argv)
 		cats_fsteer_init(&steer, cf.id);
 		cats_fwdp_steer(&fw, &steer);
 		if ((steer_in = cats_fsteer_listen(base, steer_ep, &steer,
-		    &steer_keys, cats_clock_now, err, sizeof(err))) == NULL) {
+		    &steer_keys, cats_clock_now, hello_ms, err,
+		    sizeof(err))) == NULL) {
 			cats_errorx("--steer: %s", err);
 			return CATS_EXIT_FAIL;
 		}

@@ -17,6 +17,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/ep.h"
+#include "net/listener.h"
 #include "net/metrics.h"
 #include "net/tls.h"
 #include "pce/pce_app.h"
@@ -189,6 +190,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "cache", required_argument, NULL, 'C' },
 		{ "check", no_argument, NULL, 'c' },
+		{ "hello-timeout", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "insecure", no_argument, NULL, 'I' },
 		{ "key", required_argument, NULL, 'K' },
@@ -250,6 +252,11 @@ main(int argc, char **argv)
 			break;
 		case 'c':
 			check = true;
+			break;
+		case 'H':
+			if (cats_parse_hello_ms(optarg, &a->hello_ms, perr,
+			    sizeof(perr)) < 0)
+				cats_opt_fail("--hello-timeout", "%s", perr);
 			break;
 		case 'h':
 			cats_tool_help(usage_text);
@@ -322,6 +329,8 @@ main(int argc, char **argv)
 		cats_usage_fail("--listen and --to exclude each other");
 	if (nallow > 0 && pcep_ep == NULL)
 		cats_usage_fail("--pcep-allow needs --pcep");
+	if (a->hello_ms && listen_ep == NULL)
+		cats_usage_fail("--hello-timeout needs --listen");
 	if (a->pce_timeout && pce_ep == NULL)
 		cats_usage_fail("--pce-timeout needs --pce");
 	if (md5_path && pce_ep == NULL && pcep_ep == NULL)

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/opt.h"
 #include "base/tool.h"
+#include "net/listener.h"
 #include "net/metrics.h"
 #include "net/tls.h"
 #include "sma/sma_app.h"
@@ -163,6 +164,7 @@ main(int argc, char **argv)
 		{ "admin", required_argument, NULL, 'a' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "epoch", required_argument, NULL, 'E' },
+		{ "hello-timeout", required_argument, NULL, 'H' | 0x100 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "now", required_argument, NULL, 'N' },
@@ -208,6 +210,13 @@ main(int argc, char **argv)
 			epoch_opt = cats_opt_u64("--epoch", optarg, 0,
 			    CATS_U53);
 			break;
+		case 'H' | 0x100: {
+			char herr[200];
+			if (cats_parse_hello_ms(optarg, &a->hello_ms, herr,
+			    sizeof(herr)) < 0)
+				cats_opt_fail("--hello-timeout", "%s", herr);
+			break;
+		}
 		case 'h':
 			cats_tool_help(usage_text);
 		case 'i':

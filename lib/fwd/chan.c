@@ -412,8 +412,8 @@ chan_connect(struct cats_chan *c)
 	int fd;
 	if (ep->tls) {
 		/* The handshake runs on the loop: never a wait here. */
-		if ((fd = cats_tls_open(c->base, ep, on_tls, c, err,
-		    sizeof(err))) >= 0) {
+		if ((fd = cats_tls_open(c->base, ep, c->hello_ms, on_tls, c,
+		    err, sizeof(err))) >= 0) {
 			c->tls_fd = fd;
 			return;
 		}

@@ -142,6 +142,8 @@ struct cats_chan {
 	int tls_fd;			/* a tls: handshake under way, or -1 */
 	bool dgram;
 	uint64_t deadline_ms;		/* the caller's: --ctl-deadline */
+	uint64_t hello_ms;		/* --hello-timeout: a tls: handshake's
+					 * (0: CATS_TLS_OPEN_S) */
 	struct cats_chan_live live;
 	struct event *check;		/* the deadline, looked at every 100 ms */
 	uint64_t last_check;		/* when it was last looked at */

@@ -107,13 +107,16 @@ const struct cats_fsteer_ent *cats_fsteer_rev(struct cats_fsteer *t,
  * signed by a key of kr (--steer-keys; cats_rec_verify) whose identity is its sma_id;
  * one that is not, or that the table refuses, is one line (steer: ...),
  * counted (steer_bad, steer_refused).  now is the wall clock (ms).
+ * A connection is authenticated by its first verified record; hello_ms
+ * (--hello-timeout) closes one that has sent none by then, 0 only under
+ * a flood (more than 8 of 16 unauthenticated), after 10 s.
  */
 struct event_base;
 struct cats_keyring;
 struct cats_fsteer_in;
 struct cats_fsteer_in *cats_fsteer_listen(struct event_base *base,
     const char *spec, struct cats_fsteer *t, const struct cats_keyring *kr,
-    uint64_t (*now)(void), char *err, size_t errlen);
+    uint64_t (*now)(void), uint64_t hello_ms, char *err, size_t errlen);
 void cats_fsteer_in_free(struct cats_fsteer_in *in);
 
 #endif

@@ -113,15 +113,16 @@ conn_accept(struct cats_conn *lc, int fd, void *arg)
 struct cats_fsteer_in *
 cats_fsteer_listen(struct event_base *base, const char *spec,
     struct cats_fsteer *t, const struct cats_keyring *kr,
-    uint64_t (*now)(void), char *err, size_t errlen)
+    uint64_t (*now)(void), uint64_t hello_ms, char *err, size_t errlen)
 {
 	static const struct cats_listener_cbs cbs = { conn_accept,
 		cats_sconn_closed };
 	/* A C-SMA connects and says nothing until it steers: no hello
-	 * deadline but under a flood; a connection counts as
-	 * authenticated from its first verified record. */
+	 * deadline but under a flood, unless one is given; a connection
+	 * counts as authenticated from its first verified record. */
 	struct cats_listener_opts o = { .name = "steer", .max_conns = 16,
-		.max_unauth = 16, .hello_when_crowded = true };
+		.max_unauth = 16, .hello_ms = hello_ms,
+		.hello_when_crowded = hello_ms == 0 };
 	struct cats_ep ep;
 	if (cats_ep_parse(spec, &ep, err, errlen) < 0)
 		return NULL;

@@ -59,9 +59,13 @@ enum {
 extern const char *const cats_conn_why_names[];
 
 /*
- * The hello deadline of the daemons whose forwarders say hello
- * (cats-select, cats-bind): --hello-timeout DURATION, 5 s unless given,
- * 100 ms to 5 min (a value parsed by cats_parse_ms; 0, or -1 with err).
+ * The one parser of every tool's --hello-timeout DURATION, the deadline of
+ * a connection not yet authenticated: 100 ms to 5 min (a value parsed by
+ * cats_parse_ms; 0, or -1 with err).  cats-select and cats-bind, whose
+ * forwarders say hello, hold it always (5 s unless given); cats-pce,
+ * cats-sma and cats-fwd's steer listener, whose peers may say nothing for
+ * long, only when given (hello_ms, hello_when_crowded off); cats-fwd's
+ * tls: control channels hold their handshake to it (cats_tls_open).
  */
 #define CATS_HELLO_MS 5000
 int cats_parse_hello_ms(const char *s, uint64_t *ms, char *err,

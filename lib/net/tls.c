@@ -629,6 +629,7 @@ struct proxy {
 	char *id;		/* the peer's identity, after the handshake */
 	/* A client's (cats_tls_open): its handshake deadline and outcome. */
 	struct event *deadline;
+	uint64_t deadline_ms;
 	void (*done)(void *, const char *);
 	void *done_arg;
 	char *host;
@@ -1296,8 +1297,10 @@ client_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (p->up)
 		return;
+	uint64_t ms = p->deadline_ms;
 	snprintf(why, sizeof(why), "TLS handshake with %s: no answer within "
-	    "%d s", p->host, CATS_TLS_OPEN_S);
+	    "%" PRIu64 " %s", p->host, ms % 1000 ? ms : ms / 1000,
+	    ms % 1000 ? "ms" : "s");
 	client_done(p, why);
 	p->net_done = p->net_err = true;
 	bufferevent_disable(p->net, EV_READ | EV_WRITE);
@@ -1306,7 +1309,8 @@ client_deadline(evutil_socket_t fd, short what, void *arg)
 
 int
 cats_tls_open(struct event_base *base, const struct cats_ep *ep,
-    void (*done)(void *, const char *), void *arg, char *err, size_t errlen)
+    uint64_t ms, void (*done)(void *, const char *), void *arg, char *err,
+    size_t errlen)
 {
 	int sp[2] = { -1, -1 };
 	SSL *ssl = NULL;
@@ -1327,6 +1331,7 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 	p->toolfd = -1;		/* not in g_byfd: the server side's map */
 	p->done = done;
 	p->done_arg = arg;
+	p->deadline_ms = ms ? ms : CATS_TLS_OPEN_S * 1000;
 	if ((ssl = SSL_new(g_cli)) == NULL || socketpair(AF_UNIX, SOCK_STREAM |
 	    SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
 		goto fail;
@@ -1349,7 +1354,8 @@ cats_tls_open(struct event_base *base, const struct cats_ep *ep,
 	bufferevent_setcb(p->app, app_read, app_write, app_event, p);
 	bufferevent_enable(p->net, EV_READ | EV_WRITE);
 	bufferevent_enable(p->app, EV_READ | EV_WRITE);
-	struct timeval tv = { CATS_TLS_OPEN_S, 0 };
+	struct timeval tv = { (time_t)(p->deadline_ms / 1000),
+		(suseconds_t)(p->deadline_ms % 1000) * 1000 };
 	evtimer_add(p->deadline, &tv);
 	p->cfd = sp[1];
 	return sp[1];

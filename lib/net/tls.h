@@ -149,15 +149,16 @@ int cats_tls_connect(int fd, const char *host, char *err, size_t errlen);
  * blocking (its name resolved first), the handshake run on base, and the
  * plain descriptor returned at once.  done(arg, NULL) is called when the
  * server is verified (bytes written before wait for it), done(arg, why)
- * when the connect or the handshake failed or did not end within
- * CATS_TLS_OPEN_S seconds ("TLS handshake with HOST: reason"; the
+ * when the connect or the handshake failed or did not end within ms
+ * (0: CATS_TLS_OPEN_S seconds; "TLS handshake with HOST: reason"; the
  * descriptor then reads end of file).  Closing the descriptor before
  * done was called ends the attempt without a call.  -1 with err when no
  * attempt could start (the name, or a connect refused at once).
  */
 #define CATS_TLS_OPEN_S 5
 int cats_tls_open(struct event_base *base, const struct cats_ep *ep,
-    void (*done)(void *, const char *), void *arg, char *err, size_t errlen);
+    uint64_t ms, void (*done)(void *, const char *), void *arg, char *err,
+    size_t errlen);
 /*
  * At exit, run base until the connection of cats_tls_open whose
  * descriptor fd the caller shut for writing has sent what was written to

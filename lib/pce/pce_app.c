@@ -472,7 +472,8 @@ cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 		static const struct cats_listener_cbs cbs = { session_accept,
 			session_closed };
 		struct cats_listener_opts o = { .name = "session",
-			.hello_when_crowded = true };
+			.hello_ms = a->hello_ms,
+			.hello_when_crowded = a->hello_ms == 0 };
 		if (a->lst == NULL)
 			a->lst = cats_listener_new(a->base, &o, &cbs, a);
 		if (a->lst == NULL || cats_listener_add(a->lst, fd, 0) < 0) {

@@ -50,6 +50,9 @@ struct cats_pce_app {
 	const struct cats_prefix *pcep_allow;	/* --pcep-allow */
 	size_t pcep_nallow;
 	uint64_t pce_timeout;		/* --pce-timeout (ms; 0: 5 s) */
+	/* --hello-timeout (ms): a session not authenticated by then is
+	 * closed; 0: only under a flood, after 10 s */
+	uint64_t hello_ms;
 	uint8_t md5[80];		/* --tcp-md5 (md5_len 0: none) */
 	size_t md5_len;
 	/* the module's */

@@ -836,7 +836,8 @@ sma_app_stream_listener(struct sma_app *a, int fd)
 	static const struct cats_listener_cbs cbs = { conn_accept,
 		cats_sconn_closed };
 	struct cats_listener_opts o = { .name = "stream", .max_conns = 1024,
-		.max_unauth = 1024, .hello_when_crowded = true };
+		.max_unauth = 1024, .hello_ms = a->hello_ms,
+		.hello_when_crowded = a->hello_ms == 0 };
 	if (a->streams == NULL)
 		a->streams = cats_listener_new(a->base, &o, &cbs, a);
 	if (a->streams == NULL || cats_listener_add(a->streams, fd, 0) < 0) {

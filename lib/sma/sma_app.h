@@ -105,6 +105,9 @@ struct sma_app {
 	struct cats_stream *in;
 	bool in_eof;
 	size_t nlisten;			/* main */
+	/* --hello-timeout (ms): a stream connection without an accepted
+	 * report by then is closed; 0: only under a flood, after 10 s */
+	uint64_t hello_ms;		/* main */
 	struct httpd *push[SMA_MAX_LISTEN];
 	struct cats_listener *streams;	/* unix:, tcp:, tls: record streams */
 	struct httpd *admin;

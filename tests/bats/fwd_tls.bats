@@ -71,7 +71,7 @@ start_fwd() {
 	    --service S1=192.0.2.100:443/tcp --tenant t1 \
 	    --select "$1" --bind "tls:127.0.0.1:$BP" \
 	    --tls-cert "$K/IF-1.crt" --tls-key "$K/IF-1.key" \
-	    --tls-ca "$W/ca.crt" --stats "file:$W/fwd.stats" \
+	    --tls-ca "$W/ca.crt" --stats "file:$W/fwd.stats" "${@:2}" \
 	    >"$W/fwd.out" 2>"$W/fwd.err"
 	FWD=$LAST
 	wait_for 50 grep -q forwarding "$W/fwd.err"
@@ -113,7 +113,7 @@ fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
 	[ "$(cats-cbor decode <"$W/bind.out" | jq -r 'select(.type == "binding") | .fwd.match.dport')" = 443 ]
 }
 
-@test "fwd tls: a tls: server that never answers the handshake holds nothing: the other channel syncs; it is given up after 5 s, counted, retried" {
+@test "fwd tls: a tls: server that never answers the handshake holds nothing: the other channel syncs; it is given up after --hello-timeout, counted, retried" {
 	start_cps
 	cp "$K/ca.crt" "$W/ca.crt"
 	# A listener that takes connections (the kernel's backlog) and never
@@ -123,11 +123,11 @@ fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
 time.sleep(120)' "$MP"
 	wait_for 50 xn bash -c "exec 3<>/dev/tcp/127.0.0.1/$MP"
-	start_fwd "tls:127.0.0.1:$MP"
+	start_fwd "tls:127.0.0.1:$MP" --hello-timeout 2s
 	# The bind channel does not wait for the mute select server.
 	wait_for 30 grep -q "bindings fetched again; forwarding" "$W/fwd.err"
 	! grep -q "no answer" "$W/fwd.err"
-	wait_for 100 grep -q "^cats-fwd: select: TLS handshake with 127.0.0.1: no answer within 5 s (retrying)$" "$W/fwd.err"
+	wait_for 100 grep -q "^cats-fwd: select: TLS handshake with 127.0.0.1: no answer within 2 s (retrying)$" "$W/fwd.err"
 	[ "$(fwd_counter ctl_tls_fail)" -ge 1 ]
 	! grep -q "bind: TLS handshake" "$W/fwd.err"
 	# The forwarder answered its stats at once all along.

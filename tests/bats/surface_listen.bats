@@ -40,6 +40,7 @@ EOF
 }
 
 teardown() {
+	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null
 	for p in $PIDS; do
 		kill "$p" 2>/dev/null || true
 	done
@@ -63,6 +64,36 @@ quiet_cpu() {
 	t1=$(ticks "$1")
 	echo "cpu ticks in 2 s: $((t1 - t0))"
 	[ $((t1 - t0)) -lt 100 ]
+}
+
+# hold ADDR FILE: to ADDR (tcp:PORT or unix:PATH) a working connection
+# that sends FILE first and a mute one; once the mute one is closed (the
+# deadline passed), whether the working one is still open.
+hold() {
+	python3 - "$@" <<'EOF'
+import socket, sys
+addr, data = sys.argv[1], open(sys.argv[2], "rb").read()
+def conn():
+    if addr.startswith("unix:"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(addr[5:])
+    else:
+        s = socket.create_connection(("127.0.0.1", int(addr[4:])))
+    return s
+work = conn()
+work.sendall(data)
+mute = conn()
+mute.settimeout(60)	# (a hang guard, not a measure)
+print("mute closed" if mute.recv(1) == b"" else "mute got bytes", flush=True)
+work.settimeout(0.5)
+try:
+    while True:
+        if work.recv(65536) == b"":
+            print("working closed")
+            break
+except (socket.timeout, TimeoutError):
+    print("working open")
+EOF
 }
 
 keys() {
@@ -275,4 +306,58 @@ select_stats() {
 	cat "$W/stats"
 	jq -e '.counters.hello_refused == 3 and .counters.hello_replayed == 1
 	    and .counters.hellos == 1' "$W/stats"
+}
+
+@test "surface: --hello-timeout on cats-pce's and cats-sma's stream listeners and cats-fwd's steer listener: a quiet connection is closed at the deadline, a working one is not" {
+	# cats-pce: the working session sends a path request.
+	port=$(free_port)
+	printf '{"type":"path-req","txn":1,"ts":1000,"headend":"IF-1","endpoint":"EF-2","dataplane":"srmpls","constraints":{},"decision":{"cs_id":"S1","csci_id":"c1","locator":"198.51.100.21","egress":"EF-2","ts":1000}}\n' |
+	    cats-cbor encode >"$W/req.cbor"
+	cats-pce -t "$DATA/pce/lab.json" --insecure --listen "tcp:127.0.0.1:$port" \
+	    --hello-timeout 1500ms 2>"$W/pce.err" &
+	PIDS="$PIDS $!"
+	wait_for 50 socat -u /dev/null "TCP:127.0.0.1:$port"
+	hold "tcp:$port" "$W/req.cbor" >"$W/pce.out"
+	cat "$W/pce.out"
+	grep -qx "mute closed" "$W/pce.out"
+	grep -qx "working open" "$W/pce.out"
+	grep -q "session connection from 127.0.0.1:[0-9]*: not authenticated within 1500 ms, closed" "$W/pce.err"
+	# cats-sma: the working connection sends an SCI report.
+	port=$(free_port)
+	printf 'id = s\naudit = none\n[auth]\nmode = none\nskew = 0\n' >"$W/sma.conf"
+	cats-sci -1 -c S1 -s 10.0.0.1:80 >"$W/rep.cbor"
+	cats-sma -c "$W/sma.conf" -l "tcp:127.0.0.1:$port" -t file:/dev/null \
+	    --hello-timeout 1s 2>"$W/sma.err" &
+	PIDS="$PIDS $!"
+	wait_for 50 socat -u /dev/null "TCP:127.0.0.1:$port"
+	hold "tcp:$port" "$W/rep.cbor" >"$W/sma.out"
+	cat "$W/sma.out"
+	grep -qx "mute closed" "$W/sma.out"
+	grep -qx "working open" "$W/sma.out"
+	grep -q "stream connection from 127.0.0.1:[0-9]*: not authenticated within 1000 ms, closed" "$W/sma.err"
+	# Bad values are refused by the one parser, as cats-select's.
+	run cats-pce -t "$DATA/pce/lab.json" --insecure \
+	    --listen "tcp:127.0.0.1:$port" --hello-timeout 50ms
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--hello-timeout"*"100ms to 5m"* ]]
+	# cats-fwd (in a namespace of its own, its ports TUN devices): the
+	# working connection sends a signed steer record.
+	need_root
+	NS=cats-hello-$$
+	ip netns add "$NS"
+	cats-key psk -n SMA-1 -o "$W/sma.psk" >/dev/null
+	chmod 600 "$W/sma.psk"
+	printf '{"type":"steer","op":"end","sma_id":"SMA-1","epoch":7,"seq":1,"ts":%s,"egress":"EF-2","cs_id":"S1","from":"A","from_locator":"198.51.100.11","reason":"recovered"}\n' \
+	    "$(date +%s%3N)" | cats-cbor encode | pce-sign -k "$W/sma.psk" >"$W/steer.cbor"
+	ip netns exec "$NS" cats-fwd --id EF-2 --core tun:hc0 --site tun:hs0 \
+	    --steer "unix:$W/steer.sock" --steer-keys "$W/sma.psk" \
+	    --hello-timeout 1s 2>"$W/fwd.err" &
+	PIDS="$PIDS $!"
+	wait_for 50 test -S "$W/steer.sock"
+	hold "unix:$W/steer.sock" "$W/steer.cbor" >"$W/fwd.out"
+	cat "$W/fwd.out"
+	grep -qx "mute closed" "$W/fwd.out"
+	grep -qx "working open" "$W/fwd.out"
+	grep -q "steer connection from local: not authenticated within 1000 ms, closed" "$W/fwd.err"
+	grep -q "event=steer-end sma=SMA-1 epoch=7 seq=1" "$W/fwd.err"
 }

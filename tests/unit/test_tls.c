@@ -249,7 +249,7 @@ open_to(const char *ip, unsigned port, struct res *r, char *err,
 	snprintf(spec, sizeof(spec), "tls:%s:%u", ip, port);
 	if (cats_ep_parse(spec, &ep, err, errlen) < 0)
 		return -1;
-	return cats_tls_open(base, &ep, on_done, r, err, errlen);
+	return cats_tls_open(base, &ep, 0, on_done, r, err, errlen);
 }
 
 int
