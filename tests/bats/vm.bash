@@ -171,12 +171,14 @@ vm_initramfs() {
 	for l in $(/bin/busybox --list | grep -vx busybox); do
 		ln -s busybox "$root/bin/$l"
 	done
-	# iproute2's ip (busybox's has no MPLS) with its shared libraries.
+	# iproute2's ip (busybox's has no MPLS) with its shared libraries
+	# (and busybox's, should it be Debian's dynamic one).
 	# Debian's busybox sh runs its own applet for a bare "ip" whatever
 	# is in PATH: /init and the test's script call it by a function.
 	mkdir -p "$root/usr/sbin"
 	cp "$(command -v ip)" "$root/usr/sbin/ip"
-	for l in $(ldd "$(command -v ip)" | grep -o '/[^ ]*'); do
+	for l in $(ldd "$(command -v ip)" /bin/busybox 2>/dev/null |
+	    awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && NF == 2 { print $1 }' | sort -u); do
 		mkdir -p "$root$(dirname "$l")"
 		cp -L "$l" "$root$l"
 	done
@@ -228,9 +230,10 @@ vm_start() {
 		echo "$(vm_mac "$guest") $guest" >>"$FWD_DIR/vmrd/etc/cats-vm/nics"
 		# No offloads, no virtio header on the tap (qemu's capture would
 		# begin with it): what the guest sends is whole (checksums
-		# included), as a real NIC puts it on the wire.
+		# included), as a real NIC puts it on the wire.  No iPXE ROM
+		# (SeaBIOS ran each NIC's, seconds under TCG).
 		args="$args -netdev tap,id=n$i,ifname=$tap,script=no,downscript=no,vnet_hdr=off"
-		args="$args -device virtio-net-pci,netdev=n$i,mac=$(vm_mac "$guest"),csum=off,guest_csum=off,gso=off,guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off"
+		args="$args -device virtio-net-pci,netdev=n$i,mac=$(vm_mac "$guest"),csum=off,guest_csum=off,gso=off,guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,romfile="
 		case " ${VM_DUMP:-} " in
 		*" $guest "*)
 			args="$args -object filter-dump,id=d$i,netdev=n$i,file=$FWD_DIR/core_vm_$guest.pcap" ;;
