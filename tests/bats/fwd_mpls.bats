@@ -252,7 +252,6 @@ vm_or_skip() {
 	ip -f mpls route add 16001 as 16001 via inet 10.98.1.1 dev r0
 	EOF
 	vm_start "$NI" "$FWD_DIR/lsr.sh"
-	echo "# VM ready in $VM_BOOT s" >&3
 	xi ip addr add 10.98.1.1/24 dev i1
 	xe ip addr add 10.98.2.2/24 dev e1
 	# TCP with a stack of two (the LSR pops its 16100, forwards 16002),
@@ -272,6 +271,8 @@ vm_or_skip() {
 		--bind "unix:$FWD_DIR/bind.sock" --stats "file:$FWD_DIR/egress.stats"
 	wait_for 50 grep -q "forwarding" "$FWD_DIR/egress.err"
 	mpls_ingress_via "$(vm_mac r0)"
+	vm_wait
+	echo "# VM ready in $VM_BOOT s" >&3
 	cap_start
 	run xc curl -s -m 10 http://203.0.113.100/
 	[ "$status" -eq 0 ]
@@ -328,7 +329,6 @@ vm_or_skip() {
 	ip route add 192.0.2.0/24 encap mpls 16001 via inet 10.98.2.1 dev e1
 	EOF
 	vm_start "$NI" "$FWD_DIR/egress.sh"
-	echo "# VM ready in $VM_BOOT s" >&3
 	xi ip addr add 10.98.2.1/24 dev i1
 	xs ip addr add 198.51.100.11/24 dev s0
 	xs ip addr add 198.51.100.21/24 dev s0
@@ -337,6 +337,8 @@ vm_or_skip() {
 	BIG_SIZE=1000000 start_web
 	bg echo7300 "$NS" socat UDP4-RECVFROM:7300,bind=198.51.100.11,fork EXEC:cat
 	mpls_ingress_via "$(vm_mac e1)"
+	vm_wait
+	echo "# VM ready in $VM_BOOT s" >&3
 	run xc curl -s -m 10 http://203.0.113.100/
 	[ "$status" -eq 0 ]
 	[ "$output" = "instance 198.51.100.11" ]

@@ -6,14 +6,16 @@
 #   VM_NICS="r0=$NI:i1 r1=$NE:e1"   # guest name = namespace:host tap
 #   VM_DUMP="r0"                     # optional: NICs qemu captures
 #   vm_start NS SCRIPT               # qemu in NS; SCRIPT: guest commands
+#   ... the test's side of the taps ...
+#   vm_wait                          # the guest's ready line
 #
 # Each NIC is a virtio-net on a tap created in NS (qemu's namespace) and,
-# once the guest is up, moved to its own namespace under its host name, so
+# once qemu holds it, moved to its own namespace under its host name, so
 # that the host side looks like the veth it stands in for.  The guest's
 # /init loads the modules, renames the NICs by MAC, brings them up, turns
 # on IPv4 forwarding and MPLS (platform_labels, input on every NIC), runs
 # SCRIPT with sh -e (addresses, routes), and prints "cats-vm: ready" on
-# the serial console ($FWD_DIR/vm.console), which vm_start waits for while
+# the serial console ($FWD_DIR/vm.console), which vm_wait waits for while
 # the console grows (a boot under TCG takes its time, a stuck one fails).
 # qemu is a bg daemon of fwd_net's: fwd_down stops it by pid.  qemu
 # writes what passes a NIC of VM_DUMP, both ways, to
@@ -210,8 +212,8 @@ vm_settled() {
 		! kill -0 "$(cat "$FWD_DIR/vm.pid")" 2>/dev/null
 }
 
-# Start the VM: qemu in namespace $1, guest commands in file $2; wait for
-# its ready line, then move each tap to its namespace and bring it up.
+# Start the VM: qemu in namespace $1, guest commands in file $2; once qemu
+# holds the taps, each moved to its namespace and brought up.
 vm_start() {
 	local ns=$1 script=$2 n guest hostns tap args="" i=0 accel kernel
 	vm_prepare >"$FWD_DIR/vm.prepare" || {
@@ -265,6 +267,27 @@ vm_start() {
 		-kernel "$kernel" -initrd "$FWD_DIR/vm.initrd" \
 		-append "console=ttyS0 panic=-1 quiet mitigations=off no_timer_check" -no-reboot \
 		-serial "file:$FWD_DIR/vm.console" -monitor none $args
+	# The taps move as soon as qemu holds them (a tap's carrier is on
+	# once a queue is attached): the test sets up its side while the
+	# guest boots, then waits for it with vm_wait.
+	for n in $VM_NICS; do
+		hostns=${n#*=}
+		hostns=${hostns%%:*} tap=${n##*:}
+		wait_on "$(cat "$FWD_DIR/vm.pid")" \
+			ip netns exec "$ns" grep -qx 1 "/sys/class/net/$tap/carrier" || {
+			echo "vm: qemu did not open tap $tap"
+			cat "$FWD_DIR/vm.err"
+			return 1
+		}
+		[ "$hostns" = "$ns" ] && continue
+		ip netns exec "$ns" ip link set "$tap" netns "$hostns"
+		ip netns exec "$hostns" ip link set "$tap" up
+	done
+}
+
+# Wait for the guest's ready line (its script run); VM_BOOT: seconds from
+# the start of qemu.
+vm_wait() {
 	# quiet: the serial console costs a TCG boot seconds; the kernel is
 	# silent until /init, 60 s without a line is a stuck boot.
 	wait_progress 600 "stat -c %s $FWD_DIR/vm.console" vm_settled
@@ -275,11 +298,4 @@ vm_start() {
 		return 1
 	}
 	VM_BOOT=$(awk -v t0="$VM_T0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }')
-	for n in $VM_NICS; do
-		hostns=${n#*=}
-		hostns=${hostns%%:*} tap=${n##*:}
-		[ "$hostns" = "$ns" ] && continue
-		ip netns exec "$ns" ip link set "$tap" netns "$hostns"
-		ip netns exec "$hostns" ip link set "$tap" up
-	done
 }
