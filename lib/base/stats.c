@@ -33,9 +33,15 @@ put(struct cats_stats_list *st, const char *name, uint64_t v,
 	    64) < 0 || cats_grow((void **)&st->kind, &st->cap, st->n,
 	    sizeof(*st->kind), 64) < 0)
 		return;
+	if ((k == CATS_STAT_GAUGE || k == CATS_STAT_TIME) &&
+	    cats_grow((void **)&st->gname, &st->gcap, st->ng,
+	    sizeof(*st->gname), 16) < 0)
+		return;
 	st->kv[st->n].k = name;
 	st->kv[st->n].v = v;
 	st->kind[st->n++] = (unsigned char)k;
+	if (k == CATS_STAT_GAUGE || k == CATS_STAT_TIME)
+		st->gname[st->ng++] = name;
 }
 
 void
@@ -94,6 +100,27 @@ cats_stats_record(const struct cats_stats_list *st, struct cats_rec *r,
     uint64_t now)
 {
 	cats_stats_rec(r, st->tool, st->id, st->kv, st->n, now);
+	r->u.stats.gauges.v = st->gname;
+	r->u.stats.gauges.n = st->ng;
+	r->u.stats.has |= UINT64_C(1) << CATS_STS_gauges;
+}
+
+enum cats_stat_kind
+cats_stats_rec_kind(const struct cats_stats *r, size_t i)
+{
+	if (!(r->has & (UINT64_C(1) << CATS_STS_gauges)))
+		return CATS_STAT_UNTYPED;
+	for (size_t j = 0; j < r->gauges.n; j++)
+		if (strcmp(r->gauges.v[j], r->counters.v[i].k) == 0)
+			return CATS_STAT_GAUGE;
+	return CATS_STAT_COUNTER;
+}
+
+void
+cats_stats_put(struct cats_stats_list *st, const char *name, uint64_t v,
+    enum cats_stat_kind k)
+{
+	put(st, name, v, k);
 }
 
 int
@@ -396,6 +423,7 @@ void
 cats_stats_reset(struct cats_stats_list *st)
 {
 	st->n = 0;
+	st->ng = 0;
 	st->nh = 0;
 }
 
@@ -404,6 +432,9 @@ cats_stats_free(struct cats_stats_list *st)
 {
 	free(st->kv);
 	free(st->kind);
+	free(st->gname);
+	st->gname = NULL;
+	st->ng = st->gcap = 0;
 	free(st->hname);
 	free(st->hist);
 	st->kv = NULL;

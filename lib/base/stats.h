@@ -10,8 +10,9 @@
  *   keep the order they were added in; an entry that cannot be stored
  *   (out of memory) is left out and the rest is still written.
  * - A counter only grows; a gauge goes both ways (states, sizes); a time
- *   is a gauge in ms since the epoch.  The record does not tell them
- *   apart; the textfile does (see cats_stats_textfile()).
+ *   is a gauge in ms since the epoch.  The record names its gauges and
+ *   times (gauges), so that a tool that relays another's counters
+ *   (cats-cps) types them as the textfile does (cats_stats_textfile()).
  * - A histogram (struct cats_hist, a latency in fixed buckets) is kept by
  *   its module and added by pointer; it is in the Prometheus text, not in
  *   the record (which has no place for one).
@@ -61,6 +62,8 @@ struct cats_stats_list {
 	struct cats_kv *kv;	/* name and value, in the order added */
 	unsigned char *kind;	/* enum cats_stat_kind of each */
 	size_t n, cap;
+	const char **gname;	/* the gauges' and times' names, in order */
+	size_t ng, gcap;
 	const char **hname;	/* histograms: names */
 	const struct cats_hist **hist;	/* and the histograms (not copied) */
 	size_t nh, hcap;
@@ -94,7 +97,17 @@ void cats_stats_add_kv_gauges(struct cats_stats_list *st,
  */
 void cats_stats_hist(struct cats_stats_list *st, const char *name,
     const struct cats_hist *h);
-/* r becomes the stats record at now; it points into st (keep st). */
+/*
+ * For a tool that relays another's counters (cats-cps): the kind of
+ * counter i of stats record r, as r says (a gauge if named in its gauges,
+ * else a counter; untyped when r has no gauges), and a value added with
+ * its kind.
+ */
+enum cats_stat_kind cats_stats_rec_kind(const struct cats_stats *r, size_t i);
+void cats_stats_put(struct cats_stats_list *st, const char *name,
+    uint64_t v, enum cats_stat_kind k);
+/* r becomes the stats record at now, its gauges named; it points into st
+ * (keep st). */
 void cats_stats_record(const struct cats_stats_list *st, struct cats_rec *r,
     uint64_t now);
 /* Send the stats record on a stream: what cats_stream_send() returns. */

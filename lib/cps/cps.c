@@ -348,9 +348,11 @@ keep_stats(struct cps_stage *s, const uint8_t *b, size_t n)
 		bytes += strlen(name) + 1 + strlen(c->v[i].k) + 1;
 	char *names = malloc(bytes ? bytes : 1);
 	struct cats_kv *kv = calloc(c->n ? c->n : 1, sizeof(*kv));
-	if (names == NULL || kv == NULL) {
+	unsigned char *kind = malloc(c->n ? c->n : 1);
+	if (names == NULL || kv == NULL || kind == NULL) {
 		free(names);
 		free(kv);
+		free(kind);
 		return;
 	}
 	char *q = names;
@@ -358,12 +360,15 @@ keep_stats(struct cps_stage *s, const uint8_t *b, size_t n)
 		int w = sprintf(q, "%s.%s", name, c->v[i].k);
 		kv[i].k = q;
 		kv[i].v = c->v[i].v;
+		kind[i] = (unsigned char)cats_stats_rec_kind(&r.u.stats, i);
 		q += w + 1;
 	}
 	free(s->names);
 	free(s->kv);
+	free(s->kind);
 	s->names = names;
 	s->kv = kv;
+	s->kind = kind;
 	s->nkv = c->n;
 	s->p->stats_records++;
 }
@@ -965,11 +970,11 @@ cps_stats_fill(void *arg, struct cats_stats_list *st)
 {
 	struct cps *p = arg;
 	own_stats(p, st);
-	/* The stages' last records: their kinds are not in a record. */
+	/* The stages' last records, typed as they said. */
 	for (int i = 0; i < CPS_NSTAGE; i++)
 		for (size_t j = 0; j < p->st[i].nkv; j++)
-			cats_stats_untyped(st, p->st[i].kv[j].k,
-			    p->st[i].kv[j].v);
+			cats_stats_put(st, p->st[i].kv[j].k, p->st[i].kv[j].v,
+			    (enum cats_stat_kind)p->st[i].kind[j]);
 }
 
 void
@@ -1217,6 +1222,7 @@ cps_free(struct cps *p)
 		}
 		free(s->lenv);
 		free(s->kv);
+		free(s->kind);
 		free(s->names);
 	}
 	if (p->in != NULL)

@@ -136,8 +136,10 @@ struct cps_stage {
 	} ls[CPS_MAX_LISTEN];
 	size_t nls;
 	char *lenv;		/* CATS_LISTEN_FDS for it; NULL: none held */
-	/* Its last stats record's counters, names "STAGE.NAME". */
+	/* Its last stats record's counters, names "STAGE.NAME", and their
+	 * kinds (enum cats_stat_kind) as the record said them. */
 	struct cats_kv *kv;
+	unsigned char *kind;
 	size_t nkv;
 	char *names;
 };
@@ -177,10 +179,10 @@ void cps_stop(struct cps *p, int rc);
 void cps_stats(struct cps *p);
 /*
  * The stats record's list into st (net/metrics.h's fill function; arg:
- * the service): its own counters, then the stages' last ones, untyped
- * (a record does not say which are gauges).  The stages' typed counters
- * and their histograms are on each stage's own endpoint (prometheus =
- * ENDPOINT in its section).
+ * the service): its own counters, then the stages' last ones, typed as
+ * their records say (gauges named; untyped from a stage that does not
+ * say).  The stages' histograms are on each stage's own endpoint
+ * (prometheus = ENDPOINT in its section).
  */
 void cps_stats_fill(void *arg, struct cats_stats_list *st);
 /* After the loop: output flushed; the exit code. */

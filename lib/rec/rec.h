@@ -478,7 +478,8 @@ extern const char *const cats_steer_op_names[];
  X(STS, tool, TEXT, const char *, CATS_REQ, 1, CATS_ID, NULL, NULL, "", "tool") \
  X(STS, ts, U64, uint64_t, CATS_REQ, 0, CATS_U53, NULL, NULL, "ms", "time") \
  X(STS, id, TEXT, const char *, CATS_OPT, 0, CATS_ID, NULL, NULL, "", "instance identity") \
- X(STS, counters, KV, struct cats_arr_kv, CATS_OPT, 0, 1024, NULL, NULL, "", "counter name to value")
+ X(STS, counters, KV, struct cats_arr_kv, CATS_OPT, 0, 1024, NULL, NULL, "", "counter name to value") \
+ X(STS, gauges, ARR_TEXT, struct cats_arr_text, CATS_OPT, 0, 1024, NULL, NULL, "", "the counters that are gauges (states, sizes, quantiles, times), the others only grow; absent: not said")
 
 /* ---- generated structs and field indexes ---- */
 

@@ -92,7 +92,7 @@ static const struct row bind_state[] = {
 static const struct row cps_rates[] = {
 	{ "in_records_total", "records in" },
 	{ "out_records_total", "records out" },
-	{ "select_decisions", "decisions (select)" },
+	{ "select_decisions_total", "decisions (select)" },
 	{ "select_restarts_total", "select restarts" },
 	{ "pce_restarts_total", "pce restarts" },
 	{ "bind_restarts_total", "bind restarts" },

@@ -247,14 +247,18 @@ EOF
 	    .["pce.records"] > 0 and .["bind.records"] > 0 and
 	    .["select.records_walked"] == 0 and .["pce.records_walked"] == 0 and
 	    .["bind.records_walked"] == 0'
-	# The textfile is the text of /metrics: the stages' values untyped.
-	wait_for 30 grep -q '^cats_cps_pce_requests{cps_id="cps-test"} 3$' \
+	# The textfile is the text of /metrics: the stages' values typed as
+	# their records say, every family with its HELP and TYPE.
+	wait_for 30 grep -q '^cats_cps_pce_requests_total{cps_id="cps-test"} 3$' \
 	    "$T/cps.prom"
-	grep -q '^# TYPE cats_cps_bind_activation_p99_seconds untyped$' \
+	grep -q '^# TYPE cats_cps_bind_activation_p99_seconds gauge$' \
 	    "$T/cps.prom"
-	if command -v promtool >/dev/null; then
-		promtool check metrics <"$T/cps.prom"
-	fi
+	grep -q '^# TYPE cats_cps_bind_pending gauge$' "$T/cps.prom"
+	grep -q '^# TYPE cats_cps_select_decisions_total counter$' "$T/cps.prom"
+	run grep -c ' untyped$' "$T/cps.prom"
+	[ "$output" = 0 ]
+	[ "$(grep -c '^# HELP ' "$T/cps.prom")" = "$(grep -c '^# TYPE ' "$T/cps.prom")" ]
+	promtool check metrics <"$T/cps.prom"
 	# The rates are per second over the interval between records (whole
 	# ones: 16 requests in one connection, so that a loaded machine
 	# still makes one a second).

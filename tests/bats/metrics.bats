@@ -248,10 +248,15 @@ CONF
 	grep -Eq '^cats_pce_computation_seconds_count(\{.*\})? 1$' \
 	    "$W/pce.prom"
 	grep -Eq '^cats_select_decisions_total(\{.*\})? 1$' "$W/select.prom"
-	# The stages' last records, relayed untyped by the parent.
+	# The stages' last records, relayed by the parent typed as they say
+	# (check: promtool, and no untyped family).
 	kill -USR1 "${PIDS[0]}"
 	wait_for 50 sh -c "curl -sf http://127.0.0.1:$m0/metrics |
-	    grep -q '^# TYPE cats_cps_select_decisions untyped'"
+	    grep -q '^# TYPE cats_cps_select_decisions_total counter'"
+	curl -sf "http://127.0.0.1:$m0/metrics" >"$W/cps3.prom"
+	grep -q '^# TYPE cats_cps_bind_bindings gauge$' "$W/cps3.prom"
+	run grep -c ' untyped$' "$W/cps3.prom"
+	[ "$output" = 0 ]
 	grep -q '^cats_cps_select_bad_total{cps_id="cps-m"} 0$' "$W/cps.prom"
 	scrape "127.0.0.1:$m0" cps2
 	check cps2

@@ -59,7 +59,8 @@ test_record(void)
 	fclose(f);
 	T_OK(strcmp(text, "{\"type\":\"stats\",\"tool\":\"cats-x\",\"ts\":99,"
 	    "\"id\":\"x-1\",\"counters\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4,"
-	    "\"e\":5}}\n") == 0, "one JSON line");
+	    "\"e\":5},\"gauges\":[\"b\",\"c\"]}\n") == 0, "one JSON line, "
+	    "its gauges named");
 	free(text);
 	/* On a stream: the record, CBOR. */
 	int sv[2];
@@ -255,11 +256,59 @@ test_render(void)
 	cats_stats_free(&st);
 }
 
+/*
+ * The record names its gauges and times; a relay reads each counter's
+ * kind back from the decoded record (cats-cps), untyped from a record
+ * that does not say.
+ */
+static void
+test_record_kinds(void)
+{
+	struct cats_stats_list st;
+	cats_stats_init(&st, "cats-x", "x1");
+	cats_stats_add(&st, "requests", 7);
+	cats_stats_gauge(&st, "pending", 2);
+	cats_stats_time(&st, "last_ms", 1000);
+	cats_stats_add(&st, "bad", 0);
+	struct cats_rec r, back;
+	cats_stats_record(&st, &r, 5);
+	struct cats_buf b = { 0 };
+	struct cats_dec d;
+	struct cats_err e;
+	cats_dec_init(&d, NULL);
+	T_OK(cats_rec_encode(&r, &b, false) == 0 &&
+	    cats_rec_decode(&d, b.p, b.len, &back, &e) == 0 &&
+	    back.type == CATS_T_STATS, "the stats record round-trips");
+	const struct cats_stats *x = &back.u.stats;
+	T_OK(x->gauges.n == 2 && strcmp(x->gauges.v[0], "pending") == 0 &&
+	    strcmp(x->gauges.v[1], "last_ms") == 0, "its gauges: the gauge "
+	    "and the time");
+	T_OK(x->counters.n == 4 &&
+	    cats_stats_rec_kind(x, 0) == CATS_STAT_COUNTER &&
+	    cats_stats_rec_kind(x, 1) == CATS_STAT_GAUGE &&
+	    cats_stats_rec_kind(x, 2) == CATS_STAT_GAUGE &&
+	    cats_stats_rec_kind(x, 3) == CATS_STAT_COUNTER,
+	    "each counter's kind read back");
+	back.u.stats.has &= ~(UINT64_C(1) << CATS_STS_gauges);
+	T_OK(cats_stats_rec_kind(x, 1) == CATS_STAT_UNTYPED,
+	    "a record that does not say: untyped");
+	cats_stats_reset(&st);
+	cats_stats_add(&st, "requests", 8);
+	cats_stats_record(&st, &r, 6);
+	T_OK(r.u.stats.gauges.n == 0 && (r.u.stats.has &
+	    (UINT64_C(1) << CATS_STS_gauges)), "after a reset: no gauge, "
+	    "and said so");
+	cats_dec_free(&d);
+	cats_buf_free(&b);
+	cats_stats_free(&st);
+}
+
 int
 main(void)
 {
 	test_record();
 	test_textfile();
 	test_render();
+	test_record_kinds();
 	return t_done();
 }
