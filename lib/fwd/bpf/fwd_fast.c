@@ -171,8 +171,10 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 	if (off > 14 + 40 + 8 + 255 * 8)
 		return NULL;
 	p->l3 = off;
+	/* Not encapsulated: h holds the IP header already (one helper call
+	 * less a packet, in both programs). */
 	if (inner == 4) {
-		if (bpf_skb_load_bytes(skb, off, h, 20) < 0)
+		if (p->outer && bpf_skb_load_bytes(skb, off, h, 20) < 0)
 			return NULL;
 		if (h[0] != 0x45 || (h[6] & 0x3f) || h[7])
 			return NULL;	/* options, fragments */
@@ -185,7 +187,7 @@ fp_classify(struct __sk_buff *skb, struct fp_pkt *p)
 		__builtin_memcpy(k.dst, h + 16, 4);
 		p->l4 = off + 20;
 	} else {
-		if (bpf_skb_load_bytes(skb, off, h, 40) < 0)
+		if (p->outer && bpf_skb_load_bytes(skb, off, h, 40) < 0)
 			return NULL;
 		if ((h[0] >> 4) != 6)
 			return NULL;
