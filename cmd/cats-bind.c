@@ -178,16 +178,10 @@ run(struct bind_app *a, const struct bind_conf *conf, const char *journal,
 	}
 	if ((rc = bind_app_input(a)) != CATS_EXIT_OK)
 		return rc;
-	struct cats_metrics *prom = NULL;
-	if (prom_ep != NULL) {
-		char err[512];
-		prom = cats_metrics_new(a->base, prom_ep, bind_app_stats_fill,
-		    a, err, sizeof(err));
-		if (prom == NULL) {
-			cats_errorx("--prometheus: %s", err);
-			return CATS_EXIT_FAIL;
-		}
-	}
+	struct cats_metrics *prom;
+	if ((rc = cats_metrics_open(&prom, a->base, prom_ep,
+	    bind_app_stats_fill, a)) != 0)
+		return rc;
 
 	event_base_dispatch(a->base);
 

@@ -134,12 +134,10 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		if (sev[i] != NULL)
 			event_add(sev[i], NULL);
 	}
-	struct cats_metrics *prom = NULL;
-	if (c->prometheus != NULL && (prom = cats_metrics_new(base,
-	    c->prometheus, cps_stats_fill, p, err, sizeof(err))) == NULL) {
-		cats_errorx("--prometheus: %s", err);
+	struct cats_metrics *prom;
+	if (cats_metrics_open(&prom, base, c->prometheus, cps_stats_fill,
+	    p) != 0)
 		return CATS_EXIT_FAIL;
-	}
 	/* On etcd, the election makes an instance active, not the operator. */
 	bool etcd = cps_conf_etcd(c);
 	if (!standby || etcd)

@@ -595,12 +595,9 @@ main(int argc, char **argv)
 		cats_errorx("--fast-path: %s", err);
 		return CATS_EXIT_FAIL;
 	}
-	struct cats_metrics *prom = NULL;
-	if (prom_ep != NULL && (prom = cats_metrics_new(base, prom_ep,
-	    fill_metrics, NULL, err, sizeof(err))) == NULL) {
-		cats_errorx("--prometheus: %s", err);
+	struct cats_metrics *prom;
+	if (cats_metrics_open(&prom, base, prom_ep, fill_metrics, NULL) != 0)
 		return CATS_EXIT_FAIL;
-	}
 	struct cats_fsteer_in *steer_in = NULL;
 	if (steer_ep != NULL) {
 		cats_fsteer_init(&steer, cf.id);

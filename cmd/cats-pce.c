@@ -377,12 +377,10 @@ main(int argc, char **argv)
 	    (rc = cats_pce_app_stats_to(a, stats_ep)) != CATS_EXIT_OK)
 		return rc;
 	a->last_stats_ts = cats_clock_now();
-	struct cats_metrics *prom = NULL;
-	if (prom_ep != NULL && (prom = cats_metrics_new(a->base, prom_ep,
-	    cats_pce_app_stats_fill, a, perr, sizeof(perr))) == NULL) {
-		cats_errorx("--prometheus: %s", perr);
-		return CATS_EXIT_FAIL;
-	}
+	struct cats_metrics *prom;
+	if ((rc = cats_metrics_open(&prom, a->base, prom_ep,
+	    cats_pce_app_stats_fill, a)) != 0)
+		return rc;
 
 	event_base_dispatch(a->base);
 

@@ -75,12 +75,9 @@ do_daemon(struct sci_reporter *s)
 		}
 		sci_serve(s);
 	}
-	struct cats_metrics *prom = NULL;
-	if (prom_ep != NULL && (prom = cats_metrics_new(s->base, prom_ep,
-	    sci_stats_fill, s, err, sizeof(err))) == NULL) {
-		cats_errorx("--prometheus: %s", err);
+	struct cats_metrics *prom;
+	if (cats_metrics_open(&prom, s->base, prom_ep, sci_stats_fill, s) != 0)
 		return CATS_EXIT_FAIL;
-	}
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	for (size_t i = 0; i < CATS_ARRAY_LEN(sigs); i++) {
 		evsignal_add(evsignal_new(s->base, sigs[i], on_signal, s),

@@ -280,12 +280,9 @@ run(struct cats_sel_app *a, int argc, char **argv)
 	    (rc = setup_listeners(a)) != CATS_EXIT_OK ||
 	    (rc = cats_sel_app_ingest(a)) != CATS_EXIT_OK)
 		return rc;
-	if (o->prometheus != NULL && (prom = cats_metrics_new(a->base,
-	    o->prometheus, cats_sel_app_stats_fill, a, err,
-	    sizeof(err))) == NULL) {
-		cats_errorx("--prometheus: %s", err);
-		return CATS_EXIT_FAIL;
-	}
+	if ((rc = cats_metrics_open(&prom, a->base, o->prometheus,
+	    cats_sel_app_stats_fill, a)) != 0)
+		return rc;
 	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 	for (size_t i = 0; i < 5; i++) {
 		sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);

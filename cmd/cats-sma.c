@@ -395,16 +395,10 @@ main(int argc, char **argv)
 		return CATS_EXIT_FAIL;
 	}
 	open_listeners(a, listen, admin_ep);
-	struct cats_metrics *metrics = NULL;
-	if (prom_ep != NULL) {
-		char err[400];
-		metrics = cats_metrics_new(a->base, prom_ep,
-		    sma_app_stats_fill, a, err, sizeof(err));
-		if (metrics == NULL) {
-			cats_errorx("--prometheus: %s", err);
-			return CATS_EXIT_FAIL;
-		}
-	}
+	struct cats_metrics *metrics;
+	if ((code = cats_metrics_open(&metrics, a->base, prom_ep,
+	    sma_app_stats_fill, a)) != 0)
+		return code;
 	if ((code = sma_app_mqtt(a)) != 0)
 		return code;
 	if (a->c->nb.prometheus != NULL && !a->replay && !a->once) {

@@ -791,7 +791,12 @@ httpd_new(struct event_base *base, const char *endpoint,
 	lep.tls = false;	/* TLS by the bufferevents, not the listener */
 	int fd = cats_ep_listen(&lep, why, sizeof(why));
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", endpoint, why);
+		/* why names what was listened on: the URL's authority, or
+		 * the endpoint itself (not said twice). */
+		if (lep.kind == ep.kind)
+			snprintf(err, errlen, "%s", why);
+		else
+			snprintf(err, errlen, "%s: %s", endpoint, why);
 		httpd_free(h);
 		return NULL;
 	}

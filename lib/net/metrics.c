@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "net/httpd.h"
 #include "net/metrics.h"
 #include "net/tls.h"
@@ -70,6 +71,22 @@ cats_metrics_new(struct event_base *base, const char *endpoint,
 	m->arg = arg;
 	m->start_ms = cats_clock_now();
 	return m;
+}
+
+int
+cats_metrics_open(struct cats_metrics **m, struct event_base *base,
+    const char *endpoint, cats_metrics_fill_fn fill, void *arg)
+{
+	char err[600];
+	*m = NULL;
+	if (endpoint == NULL)
+		return CATS_EXIT_OK;
+	if ((*m = cats_metrics_new(base, endpoint, fill, arg, err,
+	    sizeof(err))) == NULL) {
+		cats_errorx("--prometheus: %s", err);
+		return CATS_EXIT_FAIL;
+	}
+	return CATS_EXIT_OK;
 }
 
 int

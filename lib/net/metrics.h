@@ -42,6 +42,12 @@ typedef void (*cats_metrics_fill_fn)(void *arg, struct cats_stats_list *st);
 struct cats_metrics *cats_metrics_new(struct event_base *base,
     const char *endpoint, cats_metrics_fill_fn fill, void *arg, char *err,
     size_t errlen);
+/*
+ * A tool's --prometheus: *m serves /metrics on endpoint (NULL: none, *m
+ * NULL); 0, or 1 (CATS_EXIT_FAIL) said in one line, "--prometheus: reason".
+ */
+int cats_metrics_open(struct cats_metrics **m, struct event_base *base,
+    const char *endpoint, cats_metrics_fill_fn fill, void *arg);
 /* The TCP port listened on (after port 0), 0 for a unix socket. */
 int cats_metrics_port(const struct cats_metrics *m);
 void cats_metrics_free(struct cats_metrics *m);
