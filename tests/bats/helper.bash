@@ -97,6 +97,7 @@ wait_on() {
 # CBOR ($CBOR, or cats-cbor on PATH) and FILE has stopped growing (the
 # same size at three tries in a row), while PROC (as for wait_on) runs.
 #   dump_whole PROC FILE SIZE
+# A dump that may be empty (an empty table) gives no event: not for it.
 dump_whole() {
 	local proc=$1 f=$2 n0=$3 last= same=0 now
 	wait_on "$proc" sh -c "[ \$(stat -c %s '$f') -gt $n0 ]" || return 1

@@ -74,7 +74,9 @@ cps_table() {
 	local before
 	before=$(stat -c %s "$W/cps.out" 2>/dev/null || echo 0)
 	kill -USR2 "$CPS"
-	dump_whole "$CPS" "$W/cps.out" "$before"
+	# An empty table dumps nothing: no event to wait on (see dump_whole).
+	wait_for 30 sh -c "[ \$(stat -c %s $W/cps.out) -gt $before ]"
+	sleep 0.2
 	tail -c +$((before + 1)) "$W/cps.out" | dec |
 	    jq -c "select(.type == \"metric\") | .entries[] | $FIELDS" | sort
 }
