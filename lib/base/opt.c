@@ -66,32 +66,22 @@ cats_opt_u64(const char *opt, const char *v, uint64_t min, uint64_t max)
 	return x;
 }
 
-uint64_t
-cats_opt_ms(const char *opt, const char *v)
-{
-	uint64_t x;
-	char why[128];
-	if (cats_parse_ms(v, &x, why, sizeof(why)) < 0)
-		cats_opt_fail(opt, "%s", why);
-	return x;
+/*
+ * cats_opt_NAME(opt, v): the value of v as cats_parse_NAME() of conf.h
+ * reads it, or exit 2 with its reason (cats_opt_fail).  One body for the
+ * parsers that take no range.
+ */
+#define OPT_PARSE(name, type)						\
+type									\
+cats_opt_##name(const char *opt, const char *v)			\
+{									\
+	type x;								\
+	char why[128];							\
+	if (cats_parse_##name(v, &x, why, sizeof(why)) < 0)		\
+		cats_opt_fail(opt, "%s", why);				\
+	return x;							\
 }
 
-uint64_t
-cats_opt_size(const char *opt, const char *v)
-{
-	uint64_t x;
-	char why[128];
-	if (cats_parse_size(v, &x, why, sizeof(why)) < 0)
-		cats_opt_fail(opt, "%s", why);
-	return x;
-}
-
-bool
-cats_opt_bool(const char *opt, const char *v)
-{
-	bool x;
-	char why[128];
-	if (cats_parse_bool(v, &x, why, sizeof(why)) < 0)
-		cats_opt_fail(opt, "%s", why);
-	return x;
-}
+OPT_PARSE(ms, uint64_t)
+OPT_PARSE(size, uint64_t)
+OPT_PARSE(bool, bool)

@@ -170,10 +170,8 @@ bt_flow_of(const struct bind_table *t, const struct bent *e,
 	f->proto = c->k.proto;
 	src_of(t, e, &f->src);
 	f->dst = c->k.dst;
-	if (e->flags & F_SPORT)
-		CATS_SET(f, FLOW, sport, e->sport);
-	if (c->k.has & K_DPORT)
-		CATS_SET(f, FLOW, dport, c->k.dport);
+	CATS_SET_IF(e->flags & F_SPORT, f, FLOW, sport, e->sport);
+	CATS_SET_IF(c->k.has & K_DPORT, f, FLOW, dport, c->k.dport);
 	f->tenant = str_text(c->k.tenant);
 }
 
@@ -186,14 +184,10 @@ bt_decision_of(const struct bclass *c, uint64_t now, struct cats_decision *d)
 	d->locator = c->k.locator;
 	d->egress = c->k.egress->s;
 	d->ts = now;
-	if (c->k.has & K_PORT)
-		CATS_SET(d, DEC, port, c->k.port);
-	if (c->k.has & K_CST)
-		CATS_SET(d, DEC, cst_gen, c->k.cst_gen);
-	if (c->k.has & K_NST)
-		CATS_SET(d, DEC, nst_gen, c->k.nst_gen);
-	if (c->k.has & K_ONFAIL)
-		CATS_SET(d, DEC, on_failure, c->k.on_failure);
+	CATS_SET_IF(c->k.has & K_PORT, d, DEC, port, c->k.port);
+	CATS_SET_IF(c->k.has & K_CST, d, DEC, cst_gen, c->k.cst_gen);
+	CATS_SET_IF(c->k.has & K_NST, d, DEC, nst_gen, c->k.nst_gen);
+	CATS_SET_IF(c->k.has & K_ONFAIL, d, DEC, on_failure, c->k.on_failure);
 	CATS_SET(d, DEC, idle_ms, c->k.idle_ms);
 	CATS_SET(d, DEC, hard_ms, c->k.hard_ms);
 }
@@ -227,8 +221,7 @@ bt_make_binding(const struct bind_table *t, const struct bent *e, int op,
 		b->has |= UINT64_C(1) << CATS_BND_rev;
 		bt_flow_of(t, e, &f->match);
 		f->locator = c->k.locator;
-		if (c->k.has & K_PORT)
-			CATS_SET(f, BFW, port, c->k.port);
+		CATS_SET_IF(c->k.has & K_PORT, f, BFW, port, c->k.port);
 		f->encap = p->encap;
 		if (p->sids != NULL) {
 			f->sids.v = p->sids;
@@ -248,29 +241,23 @@ bt_make_binding(const struct bind_table *t, const struct bent *e, int op,
 			CATS_SET(&v->match, FLOW, sport, c->k.port);
 		else if (c->k.has & K_DPORT)
 			CATS_SET(&v->match, FLOW, sport, c->k.dport);
-		if (e->flags & F_SPORT)
-			CATS_SET(&v->match, FLOW, dport, e->sport);
+		CATS_SET_IF(e->flags & F_SPORT, &v->match, FLOW, dport,
+		    e->sport);
 		v->match.tenant = f->match.tenant;
 		v->restore_src = c->k.dst;
-		if (c->k.has & K_DPORT)
-			CATS_SET(v, BRV, restore_port, c->k.dport);
+		CATS_SET_IF(c->k.has & K_DPORT, v, BRV, restore_port,
+		    c->k.dport);
 		v->owner = c->k.ingress->s;
-		if (c->k.idle_ms)
-			CATS_SET(b, BND, idle_ms, c->k.idle_ms);
-		if (c->k.hard_ms)
-			CATS_SET(b, BND, hard_ms, c->k.hard_ms);
-		if (c->k.has & K_CST)
-			CATS_SET(b, BND, cst_gen, c->k.cst_gen);
-		if (c->k.has & K_NST)
-			CATS_SET(b, BND, nst_gen, c->k.nst_gen);
-		if (p->has & P_GEN)
-			CATS_SET(b, BND, path_gen, p->gen);
-		if (p->has & P_PID)
-			CATS_SET(b, BND, path_id, p->path_id);
+		CATS_SET_IF(c->k.idle_ms, b, BND, idle_ms, c->k.idle_ms);
+		CATS_SET_IF(c->k.hard_ms, b, BND, hard_ms, c->k.hard_ms);
+		CATS_SET_IF(c->k.has & K_CST, b, BND, cst_gen, c->k.cst_gen);
+		CATS_SET_IF(c->k.has & K_NST, b, BND, nst_gen, c->k.nst_gen);
+		CATS_SET_IF(p->has & P_GEN, b, BND, path_gen, p->gen);
+		CATS_SET_IF(p->has & P_PID, b, BND, path_id, p->path_id);
 		b->path.v = p->names;
 		b->path.n = p->nn;
-		if (c->k.has & K_ONFAIL)
-			CATS_SET(b, BND, on_failure, c->k.on_failure);
+		CATS_SET_IF(c->k.has & K_ONFAIL, b, BND, on_failure,
+		    c->k.on_failure);
 	}
 }
 

@@ -576,8 +576,7 @@ ask_pce(struct bind_table *t, struct bent *e, int dp,
 	q->endpoint = c->k.egress->s;
 	q->dataplane = dp;
 	int msd = bt_caps_msd(t, c->k.ingress->s, q->dataplane);
-	if (msd > 0)
-		CATS_SET(q, PRQ, msd, (uint64_t)msd);
+	CATS_SET_IF(msd > 0, q, PRQ, msd, (uint64_t)msd);
 	bt_decision_of(c, now, &q->decision);
 	bt_flow_of(t, e, &q->flow);
 	q->has |= UINT64_C(1) << CATS_PRQ_flow;
@@ -1190,8 +1189,7 @@ fallback_end(struct bind_table *t, struct bstr *ing,
 	    UINT64_C(1) << CATS_BND_epoch | UINT64_C(1) << CATS_BND_op |
 	    UINT64_C(1) << CATS_BND_ts | UINT64_C(1) << CATS_BND_ingress |
 	    UINT64_C(1) << CATS_BND_reason;
-	if (CATS_HAS(b, BND, txn))
-		CATS_SET(x, BND, txn, b->txn);
+	CATS_SET_IF(CATS_HAS(b, BND, txn), x, BND, txn, b->txn);
 	bt_send_rec(t, &r, ing);
 	t->k.sent_remove++;
 	t->k.fallback_ended++;
@@ -1255,10 +1253,9 @@ bind_fwd_binding(struct bind_table *t, const char *fwd,
 	if (known != NULL) {
 		p->path.v = known->names;
 		p->path.n = known->nn;
-		if (known->has & P_PID)
-			CATS_SET(p, PRP, path_id, known->path_id);
-		if (known->has & P_GEN)
-			CATS_SET(p, PRP, gen, known->gen);
+		CATS_SET_IF(known->has & P_PID, p, PRP, path_id,
+		    known->path_id);
+		CATS_SET_IF(known->has & P_GEN, p, PRP, gen, known->gen);
 	}
 	struct cats_decision *d = &p->decision;
 	d->cs_id = b->cs_id;
@@ -1266,13 +1263,10 @@ bind_fwd_binding(struct bind_table *t, const char *fwd,
 	d->locator = f->locator;
 	d->egress = egress;
 	d->ts = now;
-	if (port)
-		CATS_SET(d, DEC, port, port);
+	CATS_SET_IF(port, d, DEC, port, port);
 	CATS_SET(d, DEC, fallback, true);
-	if (CATS_HAS(b, BND, idle_ms))
-		CATS_SET(d, DEC, idle_ms, b->idle_ms);
-	if (CATS_HAS(b, BND, hard_ms))
-		CATS_SET(d, DEC, hard_ms, b->hard_ms);
+	CATS_SET_IF(CATS_HAS(b, BND, idle_ms), d, DEC, idle_ms, b->idle_ms);
+	CATS_SET_IF(CATS_HAS(b, BND, hard_ms), d, DEC, hard_ms, b->hard_ms);
 	p->flow = f->match;
 	p->has |= UINT64_C(1) << CATS_PRP_decision |
 	    UINT64_C(1) << CATS_PRP_flow;

@@ -46,14 +46,11 @@ restore_binding(struct bind_table *t, const struct cats_binding *b,
 	d.csci_id = b->csci_id;
 	d.locator = f->locator;
 	d.egress = egress;
-	if (CATS_HAS(f, BFW, port))
-		CATS_SET(&d, DEC, port, f->port);
-	if (CATS_HAS(b, BND, cst_gen))
-		CATS_SET(&d, DEC, cst_gen, b->cst_gen);
-	if (CATS_HAS(b, BND, nst_gen))
-		CATS_SET(&d, DEC, nst_gen, b->nst_gen);
-	if (CATS_HAS(b, BND, on_failure))
-		CATS_SET(&d, DEC, on_failure, b->on_failure);
+	CATS_SET_IF(CATS_HAS(f, BFW, port), &d, DEC, port, f->port);
+	CATS_SET_IF(CATS_HAS(b, BND, cst_gen), &d, DEC, cst_gen, b->cst_gen);
+	CATS_SET_IF(CATS_HAS(b, BND, nst_gen), &d, DEC, nst_gen, b->nst_gen);
+	CATS_SET_IF(CATS_HAS(b, BND, on_failure), &d, DEC, on_failure,
+	    b->on_failure);
 	CATS_SET(&d, DEC, idle_ms, CATS_HAS(b, BND, idle_ms) ? b->idle_ms : 0);
 	CATS_SET(&d, DEC, hard_ms, CATS_HAS(b, BND, hard_ms) ? b->hard_ms : 0);
 	struct pkey pk;

@@ -176,10 +176,8 @@ cats_fkey_to_flow(const struct cats_fkey *k, struct cats_flow *f,
 	memcpy(f->dst.a, k->dst, al);
 	f->has = UINT64_C(1) << CATS_FLOW_proto | UINT64_C(1) << CATS_FLOW_src |
 	    UINT64_C(1) << CATS_FLOW_dst;
-	if (!(k->wild & CATS_WILD_SPORT))
-		CATS_SET(f, FLOW, sport, k->sport);
-	if (!(k->wild & CATS_WILD_DPORT))
-		CATS_SET(f, FLOW, dport, k->dport);
+	CATS_SET_IF(!(k->wild & CATS_WILD_SPORT), f, FLOW, sport, k->sport);
+	CATS_SET_IF(!(k->wild & CATS_WILD_DPORT), f, FLOW, dport, k->dport);
 	if (tenant != NULL && tenant[0]) {
 		f->tenant = tenant;
 		f->has |= UINT64_C(1) << CATS_FLOW_tenant;
@@ -928,8 +926,7 @@ cats_fwd_status(const struct cats_fwd *t, const struct cats_fbind *b,
 	    UINT64_C(1) << CATS_STA_ts;
 	if (b != NULL) {
 		CATS_SET(s, STA, id, b->id);
-		if (b->txn)
-			CATS_SET(s, STA, txn, b->txn);
+		CATS_SET_IF(b->txn, s, STA, txn, b->txn);
 		CATS_SET(s, STA, epoch, b->epoch);
 		CATS_SET(s, STA, version, b->version);
 		CATS_SET(s, STA, pkts, b->pkts);

@@ -232,12 +232,10 @@ send_status_at(struct cats_fwdp *w, const struct cats_fbind *b, int ev,
 	cats_fwd_status(&w->tab, b, ev, reason, now, &r);
 	if (unreachable != NULL)
 		r.u.status.unreachable = *unreachable;
-	if (b == NULL && id)
-		CATS_SET(&r.u.status, STA, id, id);
-	if (b == NULL && ev != CATS_EV_HELLO && epoch)
-		CATS_SET(&r.u.status, STA, epoch, epoch);
-	if (ev == CATS_EV_HELLO)
-		CATS_SET(&r.u.status, STA, epoch, w->cf.epoch);
+	CATS_SET_IF(b == NULL && id, &r.u.status, STA, id, id);
+	CATS_SET_IF(b == NULL && ev != CATS_EV_HELLO && epoch, &r.u.status, STA,
+	    epoch, epoch);
+	CATS_SET_IF(ev == CATS_EV_HELLO, &r.u.status, STA, epoch, w->cf.epoch);
 	w->ctr[CATS_FC_status_sent]++;
 	if (w->emit != NULL)
 		w->emit(w->hook_arg, CATS_FWDP_BIND, &r);
@@ -286,18 +284,18 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	}
 	if (m->present) {
 		struct cats_constraints *c = &q->constraints;
-		if (m->has & (1u << CATS_TLV_MAX_DELAY))
-			CATS_SET(c, CON, max_delay_us, m->max_delay_us);
-		if (m->has & (1u << CATS_TLV_MAX_COMP))
-			CATS_SET(c, CON, max_comp_ms, m->max_comp_ms);
-		if (m->has & (1u << CATS_TLV_MAX_PRICE))
-			CATS_SET(c, CON, max_price, m->max_price);
-		if (m->has & (1u << CATS_TLV_MIN_BW))
-			CATS_SET(c, CON, min_bw, m->min_bw);
-		if (m->has & (1u << CATS_TLV_MIN_SECURITY))
-			CATS_SET(c, CON, min_security, m->min_security);
-		if (m->has & (1u << CATS_TLV_MIN_REPUTATION))
-			CATS_SET(c, CON, min_reputation, m->min_reputation);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MAX_DELAY), c, CON,
+		    max_delay_us, m->max_delay_us);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MAX_COMP), c, CON,
+		    max_comp_ms, m->max_comp_ms);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MAX_PRICE), c, CON,
+		    max_price, m->max_price);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MIN_BW), c, CON, min_bw,
+		    m->min_bw);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MIN_SECURITY), c, CON,
+		    min_security, m->min_security);
+		CATS_SET_IF(m->has & (1u << CATS_TLV_MIN_REPUTATION), c, CON,
+		    min_reputation, m->min_reputation);
 		if (c->has)
 			q->has |= UINT64_C(1) << CATS_REQ_constraints;
 	}
@@ -305,8 +303,7 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 	    m->present ? CATS_MODE_B : CATS_MODE_NONE);
 	CATS_SET(q, REQ, held, p->npkts);
 	int dp = cats_fwdp_dataplane(w);
-	if (dp >= 0)
-		CATS_SET(q, REQ, dataplane, dp);
+	CATS_SET_IF(dp >= 0, q, REQ, dataplane, dp);
 	/* Not bound by --dataplane: every one it advertises, so that the
 	 * C-PS can take a service's own where this forwarder has it. */
 	const char *dps[4];
@@ -321,8 +318,8 @@ send_request(struct cats_fwdp *w, struct cats_pend *p,
 		if (q->dataplanes.n > 0)
 			q->has |= UINT64_C(1) << CATS_REQ_dataplanes;
 	}
-	if (dp == CATS_DP_SRV6 || dp == CATS_DP_SRMPLS)
-		CATS_SET(q, REQ, msd, w->tab.c.msd);
+	CATS_SET_IF(dp == CATS_DP_SRV6 || dp == CATS_DP_SRMPLS, q, REQ, msd,
+	    w->tab.c.msd);
 	CATS_SET(q, REQ, deadline, p->deadline);
 	p->sent = true;
 	if (w->clock_us != NULL && p->head != NULL)
@@ -555,12 +552,9 @@ fb_record(struct cats_fwdp *w, const struct cats_fbind *b,
 		bd->has |= UINT64_C(1) << CATS_BND_egress;
 	else
 		bd->egress = NULL;
-	if (b->txn)
-		CATS_SET(bd, BND, txn, b->txn);
-	if (b->idle_ms)
-		CATS_SET(bd, BND, idle_ms, b->idle_ms);
-	if (b->hard_ms)
-		CATS_SET(bd, BND, hard_ms, b->hard_ms);
+	CATS_SET_IF(b->txn, bd, BND, txn, b->txn);
+	CATS_SET_IF(b->idle_ms, bd, BND, idle_ms, b->idle_ms);
+	CATS_SET_IF(b->hard_ms, bd, BND, hard_ms, b->hard_ms);
 	struct cats_bind_fwd *f = &bd->fwd;
 	cats_fkey_to_flow(k, &f->match, w->cf.tenant);
 	f->locator.af = b->af;
@@ -568,8 +562,7 @@ fb_record(struct cats_fwdp *w, const struct cats_fbind *b,
 	f->encap = b->fkind;
 	f->has = UINT64_C(1) << CATS_BFW_match | UINT64_C(1) << CATS_BFW_locator |
 	    UINT64_C(1) << CATS_BFW_encap;
-	if (b->port)
-		CATS_SET(f, BFW, port, b->port);
+	CATS_SET_IF(b->port, f, BFW, port, b->port);
 	if (b->enc.kind == CATS_ENC_SRV6) {
 		for (unsigned i = 0; i < b->enc.nsids; i++) {
 			sids[i].af = 6;
@@ -600,10 +593,9 @@ fb_record(struct cats_fwdp *w, const struct cats_fbind *b,
 	v->owner = w->cf.id;
 	v->has = UINT64_C(1) << CATS_BRV_match |
 	    UINT64_C(1) << CATS_BRV_restore_src | UINT64_C(1) << CATS_BRV_owner;
-	if (!(k->wild & CATS_WILD_DPORT))
-		CATS_SET(v, BRV, restore_port, k->dport);
-	if (b->rkind != b->fkind)
-		CATS_SET(v, BRV, encap, b->rkind);
+	CATS_SET_IF(!(k->wild & CATS_WILD_DPORT), v, BRV, restore_port,
+	    k->dport);
+	CATS_SET_IF(b->rkind != b->fkind, v, BRV, encap, b->rkind);
 }
 
 /*

@@ -423,8 +423,8 @@ cats_pce_reply_of(const struct cats_path_req *rq, uint64_t now,
 		o->has |= UINT64_C(1) << CATS_PRP_flow;
 	}
 	o->ingress = rq->ingress;
-	if (CATS_HAS(rq, PRQ, deadline))
-		CATS_SET(o, PRP, deadline, rq->deadline);
+	CATS_SET_IF(CATS_HAS(rq, PRQ, deadline), o, PRP, deadline,
+	    rq->deadline);
 	if (CATS_HAS(rq, PRQ, dataplanes)) {
 		o->dataplanes = rq->dataplanes;
 		o->has |= UINT64_C(1) << CATS_PRP_dataplanes;
@@ -440,8 +440,7 @@ cats_pce_answer(struct cats_pce *p, const struct cats_path_req *rq,
 	struct cats_path_rep *o = &rep->u.prep;
 	cats_pce_reply_of(rq, now, o);
 	p->c.requests++;
-	if (te != NULL)
-		CATS_SET(o, PRP, gen, cats_te_gen(te));
+	CATS_SET_IF(te != NULL, o, PRP, gen, cats_te_gen(te));
 	if (CATS_HAS(rq, PRQ, deadline) && rq->deadline <= now) {
 		o->status = CATS_PATH_ERROR;
 		o->reason = "deadline";

@@ -370,16 +370,16 @@ cats_pcep_to_path_req(const struct cats_pcep_req *r, const struct cats_te *te,
 			    m->type == CATS_PCEP_MT_HOPS ? CATS_METRIC_HOPS :
 			    m->type == CATS_PCEP_MT_DELAY ? CATS_METRIC_DELAY :
 			    -1;
-			if (mt >= 0 && !CATS_HAS(k, CON, metric))
-				CATS_SET(k, CON, metric, mt);
+			CATS_SET_IF(mt >= 0 && !CATS_HAS(k, CON, metric), k,
+			    CON, metric, mt);
 			continue;	/* other objectives: the default */
 		}
 		/* A bound is a hard constraint: a zero-width one included. */
 		double f = floor((double)m->value);
 		if (m->type == CATS_PCEP_MT_HOPS) {
 			uint64_t h = f > 4096 ? 4096 : (uint64_t)f;
-			if (!CATS_HAS(k, CON, max_hops) || h < k->max_hops)
-				CATS_SET(k, CON, max_hops, h);
+			CATS_SET_IF(!CATS_HAS(k, CON, max_hops) ||
+			    h < k->max_hops, k, CON, max_hops, h);
 		} else if (m->type == CATS_PCEP_MT_DELAY) {
 			uint64_t d = f > (double)CATS_U53 ? CATS_U53 :
 			    (uint64_t)f;
@@ -397,8 +397,8 @@ cats_pcep_to_path_req(const struct cats_pcep_req *r, const struct cats_te *te,
 				return -1;
 			}
 			uint64_t d = f > 255 ? 255 : (uint64_t)f;
-			if (!CATS_HAS(out, PRQ, msd) || d < out->msd)
-				CATS_SET(out, PRQ, msd, d);
+			CATS_SET_IF(!CATS_HAS(out, PRQ, msd) || d < out->msd,
+			    out, PRQ, msd, d);
 		} else {
 			cats_pcep_st(st, CATS_PCEP_ST_PCERR,
 			    CATS_PCEP_ET_UNSUPP_OBJ, CATS_PCEP_EV_PARAM,
@@ -418,16 +418,15 @@ cats_pcep_to_path_req(const struct cats_pcep_req *r, const struct cats_te *te,
 		double bits = ceil((double)at->bw * 8);
 		uint64_t b = bits >= (double)CATS_U53 ? CATS_U53 :
 		    (uint64_t)bits;
-		if (b > 0)
-			CATS_SET(k, CON, min_bw, b);
+		CATS_SET_IF(b > 0, k, CON, min_bw, b);
 	}
 	if (at->has_lspa) {
-		if (at->lspa.exclude_any)
-			CATS_SET(k, CON, exclude_any, at->lspa.exclude_any);
-		if (at->lspa.include_any)
-			CATS_SET(k, CON, include_any, at->lspa.include_any);
-		if (at->lspa.include_all)
-			CATS_SET(k, CON, include_all, at->lspa.include_all);
+		CATS_SET_IF(at->lspa.exclude_any, k, CON, exclude_any,
+		    at->lspa.exclude_any);
+		CATS_SET_IF(at->lspa.include_any, k, CON, include_any,
+		    at->lspa.include_any);
+		CATS_SET_IF(at->lspa.include_all, k, CON, include_all,
+		    at->lspa.include_all);
 	}
 	if (at->has_xro && at->xro.n > 0) {
 		size_t nx = at->xro.n;
@@ -1086,10 +1085,10 @@ cats_pcep_to_path_rep(const struct cats_pcep_rep *r,
 		uint64_t v;
 		if (m->bound || !f2u(m->value, CATS_U53, &v))
 			continue;
-		if (m->type == obj && !CATS_HAS(o, PRP, cost))
-			CATS_SET(o, PRP, cost, v);
-		if (m->type == CATS_PCEP_MT_HOPS && !CATS_HAS(o, PRP, hops))
-			CATS_SET(o, PRP, hops, v > 4096 ? 4096 : v);
+		CATS_SET_IF(m->type == obj && !CATS_HAS(o, PRP, cost), o, PRP,
+		    cost, v);
+		CATS_SET_IF(m->type == CATS_PCEP_MT_HOPS &&
+		    !CATS_HAS(o, PRP, hops), o, PRP, hops, v > 4096 ? 4096 : v);
 		if (m->type == CATS_PCEP_MT_DELAY &&
 		    !CATS_HAS(o, PRP, delay_us))
 			CATS_SET(o, PRP, delay_us, v);

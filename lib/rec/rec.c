@@ -668,8 +668,7 @@ cats_rec_error_init(struct cats_rec *r, const char *code, const char *stage,
 	e->code = code;
 	e->stage = stage;
 	CATS_SET(e, ERR, ts, ts);
-	if (txn != 0)
-		CATS_SET(e, ERR, txn, txn);
+	CATS_SET_IF(txn != 0, e, ERR, txn, txn);
 	e->msg = msg != NULL && msg[0] != '\0' ? msg : NULL;
 }
 

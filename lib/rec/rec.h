@@ -522,6 +522,16 @@ CATS_DEFINE(cats_steer, STR)
 /* Set an optional field and mark it present: CATS_SET(&r, SCI, gas, 400). */
 #define CATS_SET(s, P, name, val) \
 	((s)->name = (val), (s)->has |= UINT64_C(1) << CATS_##P##_##name)
+/*
+ * The same when cond holds (val is evaluated only then), for a record
+ * filled field by field from a source whose own flags say what it has:
+ * CATS_SET_IF(e->has & X_GAS, &r, SCI, gas, e->gas).
+ */
+#define CATS_SET_IF(cond, s, P, name, val) \
+	do { \
+		if (cond) \
+			CATS_SET(s, P, name, val); \
+	} while (0)
 /* Is an optional field present: CATS_HAS(&r, SCI, gas). */
 #define CATS_HAS(s, P, name) (((s)->has >> CATS_##P##_##name) & 1)
 

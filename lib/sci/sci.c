@@ -188,24 +188,17 @@ sci_report(struct sci_reporter *s, struct cats_buf *out)
 	if (s->fixed_ts)
 		s->ts += s->interval_ms;
 	p->health = s->m.health;
-	if (s->m.has_gas)
-		CATS_SET(p, SCI, gas, s->m.gas);
-	if (s->m.has_ct)
-		CATS_SET(p, SCI, comp_time_ms, s->m.ct);
-	if (s->m.has_price)
-		CATS_SET(p, SCI, price, s->m.price);
-	if (s->m.has_rep)
-		CATS_SET(p, SCI, reputation, s->m.rep);
-	if (s->m.has_sec)
-		CATS_SET(p, SCI, security_level, s->m.sec);
-	if (s->m.has_inst)
-		CATS_SET(p, SCI, instances, s->m.inst);
+	CATS_SET_IF(s->m.has_gas, p, SCI, gas, s->m.gas);
+	CATS_SET_IF(s->m.has_ct, p, SCI, comp_time_ms, s->m.ct);
+	CATS_SET_IF(s->m.has_price, p, SCI, price, s->m.price);
+	CATS_SET_IF(s->m.has_rep, p, SCI, reputation, s->m.rep);
+	CATS_SET_IF(s->m.has_sec, p, SCI, security_level, s->m.sec);
+	CATS_SET_IF(s->m.has_inst, p, SCI, instances, s->m.inst);
 	p->ext.v = s->m.ext;
 	p->ext.n = s->m.next;
 	CATS_SET(p, SCI, interval_ms, s->interval_ms);
 	p->locator = s->locator;
-	if (s->has_port)
-		CATS_SET(p, SCI, port, s->port);
+	CATS_SET_IF(s->has_port, p, SCI, port, s->port);
 	if (s->token.len > 0) {
 		p->token.p = s->token.p;
 		p->token.n = s->token.len;

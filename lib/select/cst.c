@@ -1069,8 +1069,7 @@ fill_entry(struct cats_entry *o, const struct cats_cst_entry *e, uint64_t now)
 	o->flags.v = (const char **)e->flags;
 	o->flags.n = e->nflags;
 	bool fresh = cats_cst_fresh(e, now);
-	if (!fresh)
-		CATS_SET(o, ENT, state, CATS_SCI_STALE);
+	CATS_SET_IF(!fresh, o, ENT, state, CATS_SCI_STALE);
 	CATS_SET(o, ENT, ttl_ms, fresh ? e->expires - now : 0);
 	/* The decoder caps the lifetime at 2^32-1 ms. */
 	if (o->ttl_ms > CATS_U32)

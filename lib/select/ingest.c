@@ -223,8 +223,7 @@ add_answer(struct cats_ingest *g, const struct answer *a, uint64_t now,
 	s->ts = now;
 	s->sma_id = a->sma_id;
 	s->ps_id = g->c.ps_id;
-	if (known)
-		CATS_SET(s, SYNC, epoch, pos.epoch);
+	CATS_SET_IF(known, s, SYNC, epoch, pos.epoch);
 	uint64_t t = now * 1000;
 	g->nonce = t > g->nonce ? t : g->nonce + 1;
 	CATS_SET(s, SYNC, nonce, g->nonce);

@@ -402,19 +402,14 @@ rec_dump(const void *ctx, uint64_t now,
 		m->src = p->src;
 		m->dst = p->dst;
 		m->source = p->source;
-		if (p->has_gen)
-			CATS_SET(m, NET, gen, p->gen);
+		CATS_SET_IF(p->has_gen, m, NET, gen, p->gen);
 		/* Remaining lifetime, as the CST dump does. */
 		uint64_t left = now < p->expires ? p->expires - now : 0;
 		CATS_SET(m, NET, ttl_ms, left > CATS_U32 ? CATS_U32 : left);
-		if (p->has_delay)
-			CATS_SET(m, NET, delay_us, p->delay_us);
-		if (p->has_bw)
-			CATS_SET(m, NET, avail_bw, p->avail_bw);
-		if (p->has_max_bw)
-			CATS_SET(m, NET, max_bw, p->max_bw);
-		if (p->has_hops)
-			CATS_SET(m, NET, hops, p->hops);
+		CATS_SET_IF(p->has_delay, m, NET, delay_us, p->delay_us);
+		CATS_SET_IF(p->has_bw, m, NET, avail_bw, p->avail_bw);
+		CATS_SET_IF(p->has_max_bw, m, NET, max_bw, p->max_bw);
+		CATS_SET_IF(p->has_hops, m, NET, hops, p->hops);
 		CATS_SET(m, NET, up, p->up && now < p->expires);
 		rc = fn(&rec, arg);
 	}

@@ -1108,8 +1108,8 @@ decision(struct rctx *c, const struct cand *b, int dataplane, bool fallback)
 	p->flow = rq->flow;
 	p->has |= BIT(PRQ, flow);
 	p->ingress = rq->ingress;
-	if (CATS_HAS(rq, REQ, deadline))
-		CATS_SET(p, PRQ, deadline, rq->deadline);
+	CATS_SET_IF(CATS_HAS(rq, REQ, deadline), p, PRQ, deadline,
+	    rq->deadline);
 	/* Neither the forwarder (--dataplane) nor the service chose: the
 	 * binding manager may take another the egress has too. */
 	if (!CATS_HAS(svc, SVC, dataplane) && CATS_HAS(rq, REQ, dataplanes)) {
@@ -1128,24 +1128,21 @@ decision(struct rctx *c, const struct cand *b, int dataplane, bool fallback)
 	d->egress = e->egress;
 	d->site = e->site;
 	d->policy = cats_policy_names[c->policy];
-	if (CATS_HAS(svc, SVC, policy_version))
-		CATS_SET(d, DEC, policy_version, svc->policy_version);
+	CATS_SET_IF(CATS_HAS(svc, SVC, policy_version), d, DEC, policy_version,
+	    svc->policy_version);
 	CATS_SET(d, DEC, service_version, svc->version);
 	CATS_SET(d, DEC, cst_gen, cats_cst_gen(s->cst));
 	CATS_SET(d, DEC, nst_gen, cats_nst_gen(s->nst));
 	d->ts = c->now;
-	if (b->lat_us != UINT64_MAX && b->lat_us <= CATS_U53)
-		CATS_SET(d, DEC, cost_us, b->lat_us);
-	if (fallback)
-		CATS_SET(d, DEC, fallback, true);
-	if (CATS_HAS(svc, SVC, on_failure))
-		CATS_SET(d, DEC, on_failure, svc->on_failure);
-	if (CATS_HAS(svc, SVC, idle_ms))
-		CATS_SET(d, DEC, idle_ms, svc->idle_ms);
-	if (CATS_HAS(svc, SVC, hard_ms))
-		CATS_SET(d, DEC, hard_ms, svc->hard_ms);
-	if (CATS_HAS(svc, SVC, affinity))
-		CATS_SET(d, DEC, affinity, svc->affinity);
+	CATS_SET_IF(b->lat_us != UINT64_MAX && b->lat_us <= CATS_U53, d, DEC,
+	    cost_us, b->lat_us);
+	CATS_SET_IF(fallback, d, DEC, fallback, true);
+	CATS_SET_IF(CATS_HAS(svc, SVC, on_failure), d, DEC, on_failure,
+	    svc->on_failure);
+	CATS_SET_IF(CATS_HAS(svc, SVC, idle_ms), d, DEC, idle_ms, svc->idle_ms);
+	CATS_SET_IF(CATS_HAS(svc, SVC, hard_ms), d, DEC, hard_ms, svc->hard_ms);
+	CATS_SET_IF(CATS_HAS(svc, SVC, affinity), d, DEC, affinity,
+	    svc->affinity);
 	s->c.decisions++;
 }
 

@@ -466,8 +466,7 @@ sma_metric_head(const struct sma_conf *c, uint64_t epoch, uint64_t seq,
 	m->ts = now;
 	m->site = c->site;
 	m->egress = c->egress;
-	if (c->advert_ttl_ms)
-		CATS_SET(m, MET, ttl_ms, c->advert_ttl_ms);
+	CATS_SET_IF(c->advert_ttl_ms, m, MET, ttl_ms, c->advert_ttl_ms);
 }
 
 void
@@ -481,10 +480,8 @@ sma_withdrawal_entry(const struct cats_entry *e, struct cats_entry *w)
 	CATS_SET(w, ENT, health, CATS_HAS(e, ENT, health) ? e->health
 	    : CATS_UNKNOWN);
 	CATS_SET(w, ENT, gas, 0);
-	if (CATS_HAS(e, ENT, gen))
-		CATS_SET(w, ENT, gen, e->gen);
-	if (CATS_HAS(e, ENT, ts))
-		CATS_SET(w, ENT, ts, e->ts);
+	CATS_SET_IF(CATS_HAS(e, ENT, gen), w, ENT, gen, e->gen);
+	CATS_SET_IF(CATS_HAS(e, ENT, ts), w, ENT, ts, e->ts);
 }
 
 void
@@ -2142,25 +2139,21 @@ sma_entry_view(const struct sma_entry *e, struct cats_entry *o,
 	CATS_SET(o, ENT, health, e->health);
 	CATS_SET(o, ENT, state, e->state);
 	if (e->state != CATS_SCI_FAILED) {
-		if (e->has & SMA_HAS_GAS)
-			CATS_SET(o, ENT, gas, flagbuf == NULL ? e->gas :
-			    entry_contributes(e) ? e->gas : 0);
-		if (e->has & SMA_HAS_CT)
-			CATS_SET(o, ENT, comp_time_ms, e->ct);
-		if (e->has & SMA_HAS_PRICE)
-			CATS_SET(o, ENT, price, e->price);
-		if (e->has & SMA_HAS_REPUTATION)
-			CATS_SET(o, ENT, reputation, e->rep);
-		if (e->has & SMA_HAS_SECURITY)
-			CATS_SET(o, ENT, security_level, e->sec);
+		CATS_SET_IF(e->has & SMA_HAS_GAS, o, ENT, gas, flagbuf == NULL ?
+		    e->gas : entry_contributes(e) ? e->gas : 0);
+		CATS_SET_IF(e->has & SMA_HAS_CT, o, ENT, comp_time_ms, e->ct);
+		CATS_SET_IF(e->has & SMA_HAS_PRICE, o, ENT, price, e->price);
+		CATS_SET_IF(e->has & SMA_HAS_REPUTATION, o, ENT, reputation,
+		    e->rep);
+		CATS_SET_IF(e->has & SMA_HAS_SECURITY, o, ENT, security_level,
+		    e->sec);
 		o->ext.v = e->ext;
 		o->ext.n = e->next_n;
 	} else {
 		CATS_SET(o, ENT, gas, 0);
 	}
 	o->locator = e->locator;
-	if (e->has & SMA_HAS_PORT)
-		CATS_SET(o, ENT, port, e->port);
+	CATS_SET_IF(e->has & SMA_HAS_PORT, o, ENT, port, e->port);
 	CATS_SET(o, ENT, gen, e->seq);
 	CATS_SET(o, ENT, ts, e->updated);
 	CATS_SET(o, ENT, ttl_ms, e->ttl_ms);
@@ -2190,8 +2183,7 @@ sma_site_view(const struct sma_svc *v, struct cats_site *o)
 	memset(o, 0, sizeof(*o));
 	o->cs_id = v->cs_id;
 	CATS_SET(o, SITE, gas, v->view.gas);
-	if (v->view.has_ct)
-		CATS_SET(o, SITE, comp_time_ms, v->view.ct);
+	CATS_SET_IF(v->view.has_ct, o, SITE, comp_time_ms, v->view.ct);
 	CATS_SET(o, SITE, health, v->view.health);
 	CATS_SET(o, SITE, healthy, v->view.healthy);
 	CATS_SET(o, SITE, total, v->view.total);

@@ -343,8 +343,8 @@ write_full(struct sma_out *o, const struct sma *s, uint64_t now, bool state,
 			r.u.metric.seq = --o->seq;	/* not an advertisement */
 		CATS_SET(&r.u.metric, MET, part, p + 1);
 		CATS_SET(&r.u.metric, MET, parts, parts);
-		if (state && o->last_full)
-			CATS_SET(&r.u.metric, MET, last_full, o->last_full);
+		CATS_SET_IF(state && o->last_full, &r.u.metric, MET, last_full,
+		    o->last_full);
 		size_t eo = p * PART;
 		if (eo < ne) {
 			r.u.metric.entries.v = ents + eo;

@@ -148,13 +148,11 @@ fill(const struct sma_steer *st, const struct redir *r, int op,
 	s->cs_id = r->cs_id;
 	s->from = r->from;
 	s->from_locator = r->from_loc;
-	if (r->has_from_port)
-		CATS_SET(s, STR, from_port, r->from_port);
+	CATS_SET_IF(r->has_from_port, s, STR, from_port, r->from_port);
 	if (op == CATS_STEER_REDIRECT) {
 		s->to = r->to;
 		s->locator = r->loc;
-		if (r->has_port)
-			CATS_SET(s, STR, port, r->port);
+		CATS_SET_IF(r->has_port, s, STR, port, r->port);
 		CATS_SET(s, STR, until, st->since + st->c->steer.max_ms);
 	}
 	s->reason = reason;

@@ -791,16 +791,11 @@ build_entry(struct sma_uc *u, const struct item *it, bool from_adv,
 	CATS_SET(o, ENT, health, v->health);
 	CATS_SET(o, ENT, state, v->state);
 	if (v->state != CATS_SCI_FAILED) {
-		if (v->has & VH_GAS)
-			CATS_SET(o, ENT, gas, v->gas);
-		if (v->has & VH_CT)
-			CATS_SET(o, ENT, comp_time_ms, v->ct);
-		if (v->has & VH_PRICE)
-			CATS_SET(o, ENT, price, v->price);
-		if (v->has & VH_REP)
-			CATS_SET(o, ENT, reputation, v->rep);
-		if (v->has & VH_SEC)
-			CATS_SET(o, ENT, security_level, v->sec);
+		CATS_SET_IF(v->has & VH_GAS, o, ENT, gas, v->gas);
+		CATS_SET_IF(v->has & VH_CT, o, ENT, comp_time_ms, v->ct);
+		CATS_SET_IF(v->has & VH_PRICE, o, ENT, price, v->price);
+		CATS_SET_IF(v->has & VH_REP, o, ENT, reputation, v->rep);
+		CATS_SET_IF(v->has & VH_SEC, o, ENT, security_level, v->sec);
 		if (from_adv) {
 			o->ext.v = it->adv_ext;
 			o->ext.n = it->adv_next;
@@ -816,8 +811,7 @@ build_entry(struct sma_uc *u, const struct item *it, bool from_adv,
 		CATS_SET(o, ENT, gas, 0);
 	}
 	o->locator = v->loc;
-	if (v->has & VH_PORT)
-		CATS_SET(o, ENT, port, v->port);
+	CATS_SET_IF(v->has & VH_PORT, o, ENT, port, v->port);
 	CATS_SET(o, ENT, gen, v->gen);
 	CATS_SET(o, ENT, ts, v->ts);
 	CATS_SET(o, ENT, ttl_ms, v->ttl);
@@ -875,8 +869,7 @@ site_map(const struct site *s, const struct sma_site_view *v,
 	memset(o, 0, sizeof(*o));
 	o->cs_id = s->cs_id;
 	CATS_SET(o, SITE, gas, v->gas);
-	if (v->has_ct)
-		CATS_SET(o, SITE, comp_time_ms, v->ct);
+	CATS_SET_IF(v->has_ct, o, SITE, comp_time_ms, v->ct);
 	CATS_SET(o, SITE, health, v->health);
 	CATS_SET(o, SITE, healthy, v->healthy);
 	CATS_SET(o, SITE, total, v->total);
