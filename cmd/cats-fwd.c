@@ -511,23 +511,7 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		cats_usage_fail("unexpected operand %s", argv[optind]);
-	if (cf.id == NULL || core == NULL || (client == NULL && site == NULL))
-		cats_usage_fail("needs %s", cf.id == NULL ? "--id ID"
-		    : core == NULL ? "--core PORT" : "--client or --site PORT");
-	/* The data plane the requests ask for must be one the forwarder does. */
-	if (cf.dataplane >= 0 && cf.fc.encaps != 0 &&
-	    !(cf.fc.encaps & (1u << cf.dataplane)))
-		cats_usage_fail("--dataplane %s: not among --encaps",
-		    cats_dataplane_names[cf.dataplane]);
-	if (steer_ep != NULL && (site == NULL || steerkeys == NULL))
-		cats_usage_fail("--steer: %s", site == NULL ? "the egress's "
-		    "(needs --site PORT)" : "needs --steer-keys FILE (the keys "
-		    "of the C-SMAs whose steer records it applies)");
-	if (steerkeys != NULL && steer_ep == NULL)
-		cats_usage_fail("--steer-keys: only with --steer");
-	if (cf.dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
-		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
-		    "only; the core port must be af_packet");
+	cats_fwdp_opt_check(&cf, core, client, site, steer_ep, steerkeys);
 	if ((c = cats_stats_dest_check("--stats", stats_ep)) != 0)
 		return c;
 	cats_log_verbosity(verbose);

@@ -13,6 +13,30 @@
 #include "fwd/opt.h"
 
 void
+cats_fwdp_opt_check(const struct cats_fwdp_conf *cf, const char *core,
+    const char *client, const char *site, const char *steer,
+    const char *steerkeys)
+{
+	if (cf->id == NULL || core == NULL || (client == NULL && site == NULL))
+		cats_usage_fail("needs %s", cf->id == NULL ? "--id ID"
+		    : core == NULL ? "--core PORT" : "--client or --site PORT");
+	/* The data plane the requests ask for must be one the forwarder does. */
+	if (cf->dataplane >= 0 && cf->fc.encaps != 0 &&
+	    !(cf->fc.encaps & (1u << cf->dataplane)))
+		cats_usage_fail("--dataplane %s: not among --encaps",
+		    cats_dataplane_names[cf->dataplane]);
+	if (steer != NULL && (site == NULL || steerkeys == NULL))
+		cats_usage_fail("--steer: %s", site == NULL ? "the egress's "
+		    "(needs --site PORT)" : "needs --steer-keys FILE (the keys "
+		    "of the C-SMAs whose steer records it applies)");
+	if (steerkeys != NULL && steer == NULL)
+		cats_usage_fail("--steer-keys: only with --steer");
+	if (cf->dataplane == CATS_DP_SRMPLS && strncmp(core, "tun:", 4) == 0)
+		cats_usage_fail("--dataplane srmpls: a TUN device carries IP "
+		    "only; the core port must be af_packet");
+}
+
+void
 cats_fwdp_opt_ip(const char *s, struct cats_ip *ip, const char *what)
 {
 	if (cats_ip_parse(s, strlen(s), ip) < 0) {

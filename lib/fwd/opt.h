@@ -12,6 +12,15 @@
 
 #include "fwd/path.h"
 
+/*
+ * The options that go together, once all are read: --id, the core port
+ * and a client or site port; a --dataplane among --encaps, and srmpls on
+ * an af_packet core; --steer with --site and --steer-keys, and those keys
+ * only with --steer.  A usage error (exit 2) naming the option otherwise.
+ */
+void cats_fwdp_opt_check(const struct cats_fwdp_conf *cf, const char *core,
+    const char *client, const char *site, const char *steer,
+    const char *steerkeys);
 /* Parse s, an address called what in the error, into ip, or exit. */
 void cats_fwdp_opt_ip(const char *s, struct cats_ip *ip, const char *what);
 /* --src4 or --src6 (af 4 or 6): the source of encapsulated packets. */
