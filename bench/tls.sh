@@ -195,6 +195,12 @@ echo "TLS record channel answers/s (cats-pce --listen tls:, one connection, $N p
 # each) to cats-sci, alone, then while an attacker holds 500 connections
 # that never start a handshake and keeps opening connections that send
 # plaintext garbage.  p99 of each, and their ratio (goal: at most 10).
+# The quiet figure (~45-65 ms) is mostly one delayed ACK: the client
+# (Python's ssl, no TCP_NODELAY) holds its request behind its unacknowledged
+# Finished, and the server, which sends no session tickets, has nothing to
+# carry the ACK for 40 ms (with TCP_NODELAY on the client, p50 7 ms).  The
+# attacker runs on the same two cores: an attacked run also measures the
+# machine (the attack aimed at a second cats-sci instead: p99 ~90 ms).
 lat() { # PORT: the p99 in ms of 300 requests, or why not
 	python3 - "$1" "$K" <<'PY' || echo "error: the client failed"
 import socket, ssl, sys, time
