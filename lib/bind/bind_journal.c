@@ -582,8 +582,12 @@ bj_commit_begin(struct bj *j, bool covers)
 	j->out.len = 0;
 	j->busy = true;
 	j->fly_err = 0;
-	j->fly_sync = ((j->policy == BJ_FSYNC_ALWAYS && covers) ||
-	    j->want_sync) && (j->fly.len > 0 || j->dirty);
+	/* A covering batch syncs what it writes (and all before it); one
+	 * that writes nothing syncs nothing: what covered its output was
+	 * synced by its own batch, and a status's record is not worth a
+	 * sync in a flow's way. */
+	j->fly_sync = (j->policy == BJ_FSYNC_ALWAYS && covers &&
+	    j->fly.len > 0) || (j->want_sync && (j->fly.len > 0 || j->dirty));
 	j->want_sync = false;
 	/* A sync is slow (the worker's); a write to the page cache is not. */
 	return j->fly_sync;

@@ -82,9 +82,10 @@ int bj_commit(struct bj *j);
  * another thread: until end, the caller calls nothing of j but
  * bj_append() and bj_queued(); end gets work's answer (errno set on -1).
  * covers: output waits for this batch.  Under BJ_FSYNC_ALWAYS such a
- * batch is synced, and with it all written before; one that no output
- * waits for (a forwarder's status) is written only, and synced
- * by the next that covers output or by bj_want_sync's timer.
+ * batch that writes records is synced, and with it all written before;
+ * one that no output waits for (a forwarder's status) is written only,
+ * and synced by the next covering one that writes or by bj_want_sync's
+ * timer.
  */
 int bj_commit_begin(struct bj *j, bool covers);
 int bj_commit_work(struct bj *j);

@@ -1558,19 +1558,30 @@ test_journal_sync_rule(void)
 		    "%s: a batch no output waits for is written, not synced "
 		    "(begin %d, fsyncs %" PRIu64 ")", pol ? "never" : "always",
 		    b, bj_stats(jr)->fsyncs - s0);
-		/* Output waits, nothing new queued: what was written is. */
+		/* Output waits, nothing new queued: no sync in its way (what
+		 * covered it was synced with its own batch). */
+		b = bj_commit_begin(jr, true);
+		bj_commit_end(jr, bj_commit_work(jr));
+		T_OK(b == 0 && bj_stats(jr)->fsyncs == s0,
+		    "%s: a covering batch that writes nothing does not sync "
+		    "(begin %d, fsyncs %" PRIu64 ")", pol ? "never" : "always",
+		    b, bj_stats(jr)->fsyncs - s0);
+		/* Output waits, a record queued: synced, with what was
+		 * written before it. */
+		make_active(t, 7001, 7001, 1000);
 		b = bj_commit_begin(jr, true);
 		bj_commit_end(jr, bj_commit_work(jr));
 		T_OK(b == !pol && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 1),
-		    "%s: a batch output waits for (synced under always, with "
-		    "what was written before it: begin %d, fsyncs %" PRIu64 ")",
-		    pol ? "never" : "always", b, bj_stats(jr)->fsyncs - s0);
+		    "%s: a covering batch that writes (synced under always, "
+		    "with what was written before it: begin %d, fsyncs %"
+		    PRIu64 ")", pol ? "never" : "always", b,
+		    bj_stats(jr)->fsyncs - s0);
 		b = bj_commit_begin(jr, true);
 		bj_commit_end(jr, bj_commit_work(jr));
 		T_OK(b == 0 && bj_stats(jr)->fsyncs == s0 + (pol ? 0 : 1),
 		    "%s: nothing written since: no sync", pol ? "never" :
 		    "always");
-		make_active(t, 7001, 7001, 1000);
+		make_active(t, 7003, 7003, 1000);
 		bj_commit(jr);	/* as bj_commit_begin(jr, true) */
 		make_active(t, 7002, 7002, 1000);
 		b = bj_commit_begin(jr, false);
