@@ -185,6 +185,12 @@ bind_set_epoch(struct bind_table *t, uint64_t epoch)
 	t->epoch = epoch;
 }
 
+void
+bind_set_journal_pending(struct bind_table *t, bool on)
+{
+	t->journal_pending = on;
+}
+
 const char *
 bind_self(const struct bind_table *t)
 {
@@ -352,7 +358,7 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		"instance.failures", "epoch", "memory", "caps.updates",
 		"fallback.reported", "fallback.adopted", "fallback.ended",
 		"fallback.status", "net.downs", "net.repairs", "status.late",
-		"caps.reasks",
+		"caps.reasks", "pending.reasked",
 	};
 	size_t total = CATS_ARRAY_LEN(fixed) + 7 + 8 + 2 * (BR__N - 1);
 	if (t->kv == NULL) {
@@ -398,6 +404,7 @@ bind_counters_kv(const struct bind_table *t0, size_t *n)
 		t->epoch, bind_mem(t), k->caps_updates, k->fallback_reported,
 		k->fallback_adopted, k->fallback_ended, k->fallback_status,
 		k->net_downs, k->net_repairs, k->late_status, k->caps_reasks,
+		k->pending_reasked,
 	};
 	size_t j = 0;
 	for (size_t i = 0; i < CATS_ARRAY_LEN(v); i++)

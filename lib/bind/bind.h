@@ -160,6 +160,8 @@ struct bind_counters {
 	uint64_t restored, restore_refused;
 	uint64_t instance_failures;
 	uint64_t caps_updates;	/* status refreshed, reason capabilities */
+	uint64_t pending_reasked;	/* replicated pending requests a new
+					 * owner asked its PCE again */
 	uint64_t caps_reasks;	/* paths asked again in a data plane the
 				 * egress has too */
 	uint64_t fallback_reported, fallback_adopted, fallback_ended,
@@ -177,6 +179,21 @@ struct cats_kv *bind_counters_kv(const struct bind_table *t, size_t *n);
 /* The ownership epoch; the journal sets it, one higher on every restart. */
 uint64_t bind_epoch(const struct bind_table *t);
 void bind_set_epoch(struct bind_table *t, uint64_t epoch);
+/*
+ * Journal the path-req of each transaction it takes while it waits for
+ * its path (a pending request, as the selection decided it), so that a
+ * replica holds pending requests too (cats-bind(1), REDUNDANCY).
+ */
+void bind_set_journal_pending(struct bind_table *t, bool on);
+/*
+ * A pending request of a previous owner (its path-req, replicated): its
+ * transaction taken again, waiting for its path, and the path asked of
+ * the PCE again (the path-req on the output, under its deadline).  A
+ * cats(7)-style reason: BR_OK, or why it was refused (its deadline
+ * passed, a duplicate ...).
+ */
+int bind_pending_again(struct bind_table *t, const struct cats_path_req *r,
+    uint64_t now);
 uint64_t bind_next_id(const struct bind_table *t);
 /* The manager's own identity (conf.self), named in its journal records. */
 const char *bind_self(const struct bind_table *t);

@@ -333,8 +333,16 @@ bind_path_req(struct bind_table *t, const struct cats_path_req *r,
 		return refuse(t, BR_DUP_TXN);
 	uint64_t dl = txn_deadline(t, CATS_HAS(r, PRQ, deadline), r->deadline,
 	    r->decision.ts);
-	return txn_with_decision(t, r->txn, ingress, f, &r->decision, true,
+	int rc = txn_with_decision(t, r->txn, ingress, f, &r->decision, true,
 	    dl, now, &e);
+	/* A request waiting for its path, replicated as it was decided. */
+	if (rc == BR_OK && e != NULL && e->state == S_DS && t->journal_pending) {
+		struct cats_rec rec;
+		cats_rec_init(&rec, CATS_T_PATH_REQ);
+		rec.u.preq = *r;
+		bt_journal_rec(t, &rec);
+	}
+	return rc;
 }
 
 /* ACTIVE -- path repair --> ACTIVE: a new path to the same instance. */
@@ -589,6 +597,20 @@ ask_pce(struct bind_table *t, struct bent *e, int dp,
 		q->has |= UINT64_C(1) << CATS_PRQ_dataplanes;
 	}
 	bt_send_rec(t, &r, NULL);
+}
+
+int
+bind_pending_again(struct bind_table *t, const struct cats_path_req *r,
+    uint64_t now)
+{
+	int rc = bind_path_req(t, r, now);
+	struct bent *e = find_txn(t, r->txn);
+	if (rc != BR_OK || e == NULL || e->state != S_DS)
+		return rc != BR_OK ? rc : BR_DUP_TXN;
+	ask_pce(t, e, r->dataplane, NULL, CATS_HAS(r, PRQ, dataplanes) ?
+	    &r->dataplanes : NULL, now);
+	t->k.pending_reasked++;
+	return BR_OK;
 }
 
 /*

@@ -193,6 +193,7 @@ struct bind_table {
 	struct bind_io io;
 	struct bind_counters k;
 	uint64_t epoch, next_id;
+	bool journal_pending;
 	struct cats_htab strs, classes, paths, txns, closed;
 	struct bs_hvec hstr, hclass, hpath;
 	struct bs_slab ents, v6s;

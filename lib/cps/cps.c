@@ -392,6 +392,14 @@ on_stage_item(struct cats_stream *str, const uint8_t *b, size_t n,
 	}
 	switch (s->which) {
 	case CPS_SELECT:
+		/* On etcd the binding stage replicates each request admitted
+		 * as it leaves the selection, so that a new owner completes
+		 * it (cats-bind(1), REDUNDANCY): a copy, ahead of the PCE's
+		 * reply. */
+		if (p->etcd && type == CATS_T_PATH_REQ) {
+			p->routed_pending++;
+			to_stage(p, CPS_BIND, b, n);
+		}
 		to_stage(p, CPS_PCE, b, n);
 		break;
 	case CPS_PCE:
@@ -934,6 +942,7 @@ own_stats(struct cps *p, struct cats_stats_list *st)
 	cats_stats_add(st, "out.records", p->out_items);
 	cats_stats_add(st, "out.lost", p->out_lost);
 	cats_stats_add(st, "repairs.routed", p->routed_repairs);
+	cats_stats_add(st, "pending.routed", p->routed_pending);
 	static const char *const k[CPS_NSTAGE][9] = {
 		{ "select.running", "select.starts", "select.restarts",
 		  "select.records", "select.lost", "select.bad",
@@ -1062,6 +1071,7 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 	memset(p, 0, sizeof(*p));
 	p->c = c;
 	p->base = base;
+	p->etcd = cps_conf_etcd(c);
 	p->started_ms = mono_ms();
 	for (int i = 0; i < CPS_NSTAGE; i++) {
 		struct cps_stage *s = &p->st[i];

@@ -155,6 +155,8 @@ struct cps {
 	uint64_t started_ms;
 	uint64_t in_items, in_bad, out_items, out_lost, routed_repairs,
 	    stats_records, fatal;
+	uint64_t routed_pending;	/* path-reqs copied to bind (etcd) */
+	bool etcd;		/* the binding stage is on etcd */
 };
 
 /* The streams of the service (its input, output, stats) and the timers;

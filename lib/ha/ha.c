@@ -35,6 +35,10 @@
 #define FOLD_IDLE_MS 50
 #define FOLD_HIGH 8192
 #define FOLD_ROUND (ETCD_PARALLEL * TXN_OPS)
+/* Entries a round deletes, one operation each, in its last txn. */
+#define FOLD_ENTRIES 100
+/* A pending request's op is keyed by its transaction, apart. */
+#define PEND_BIT (UINT64_C(1) << 63)
 
 struct op {
 	uint64_t id;
@@ -47,6 +51,7 @@ struct op {
  * the standby's warm copy. */
 struct warm {
 	uint64_t id, seq, gen;
+	uint64_t dl;		/* a pending request's deadline */
 	size_t len;
 	uint8_t v[];
 };
@@ -57,6 +62,12 @@ struct lent {
 	uint64_t seq, next_id, gen;
 	size_t nrec, len;
 	uint8_t *v;
+};
+
+/* A pending request carried by the fold (its entry's). */
+struct pin {
+	uint64_t seq, txn, dl;
+	bool done;
 };
 
 /* A tombstone written (or restored), deleted after TOMB_MS. */
@@ -82,7 +93,12 @@ struct fold {
 	struct etcd_resp r;
 	struct tomb *tombs;
 	size_t ntombs, captombs, tomb0;
+	/* entries the fold wrote of the pending requests it carried: each
+	 * deleted once they are all bound or past their deadline */
+	struct pin *pins;
+	size_t npins;
 	uint64_t rounds, folded, txns, bytes, failures, tombs_deleted;
+	uint64_t carried;
 };
 
 struct ha {
@@ -104,7 +120,10 @@ struct ha {
 	struct cats_buf raw;	/* an entry read, inflated */
 	/* the standby's warm copy: bindings by id, the log entries by seq,
 	 * at revision rev */
-	struct cats_htab warm, log;
+	struct cats_htab warm, log, pend;
+	/* the pending requests a restore found (path-reqs) */
+	struct cats_buf *live;
+	size_t nlive;
 	uint64_t gen, synced_at, next_seen, seq_seen;
 	int64_t rev;
 	/* the txns of a commit begun (ha_commit_begin) and not ended, and
@@ -190,6 +209,11 @@ warm_clear(struct ha *h)
 		}
 	cats_htab_free(&h->log);
 	memset(&h->log, 0, sizeof(h->log));
+	for (size_t i = 0; i < h->pend.cap; i++)
+		if (h->pend.s[i].h)
+			free(h->pend.s[i].item);
+	cats_htab_free(&h->pend);
+	memset(&h->pend, 0, sizeof(h->pend));
 }
 
 static void
@@ -211,6 +235,9 @@ fold_stop(struct ha *h)
 	f->nq = f->capq = 0;
 	free(f->tombs);
 	f->tombs = NULL;
+	free(f->pins);
+	f->pins = NULL;
+	f->npins = 0;
 	etcd_free(f->e);
 	f->e = NULL;
 }
@@ -236,6 +263,7 @@ ha_free(struct ha *h)
 	etcd_resp_free(&h->f.r);
 	cats_dec_free(&h->dec);
 	cats_buf_free(&h->raw);
+	ha_pending_clear(h);
 	warm_clear(h);
 	free(h->ops);
 	cats_buf_free(&h->vals);
@@ -275,6 +303,7 @@ ha_stats(struct ha *h)
 	h->st.fold_failures = h->f.failures;
 	h->st.tombs_deleted = h->f.tombs_deleted;
 	h->st.log_backlog = h->f.qrecs;
+	h->st.pending_carried = h->f.carried;
 	pthread_mutex_unlock(&h->f.mu);
 	return &h->st;
 }
@@ -451,26 +480,59 @@ tomb_add(struct fold *f, uint64_t id, uint64_t at)
  * 0 or -1.
  */
 static int
-warm_put(struct ha *h, uint64_t id, uint64_t seq, const uint8_t *v, size_t n)
+tab_put(struct ha *h, struct cats_htab *tab, uint64_t id, uint64_t seq,
+    uint64_t dl, const uint8_t *v, size_t n)
 {
-	struct warm *w = cats_htab_get(&h->warm, id_hash(id), warm_eq, &id);
+	struct warm *w = cats_htab_get(tab, id_hash(id), warm_eq, &id);
 	if (w != NULL && w->seq > seq) {
 		w->gen = h->gen;
 		return 0;
 	}
-	free(cats_htab_del(&h->warm, id_hash(id), warm_eq, &id));
+	free(cats_htab_del(tab, id_hash(id), warm_eq, &id));
 	if ((w = malloc(sizeof(*w) + n)) == NULL)
 		return -1;
 	w->id = id;
 	w->seq = seq;
 	w->gen = h->gen;
+	w->dl = dl;
 	w->len = n;
 	memcpy(w->v, v, n);
-	if (cats_htab_put(&h->warm, id_hash(id), w) < 0) {
+	if (cats_htab_put(tab, id_hash(id), w) < 0) {
 		free(w);
 		return -1;
 	}
 	return 0;
+}
+
+static int
+warm_put(struct ha *h, uint64_t id, uint64_t seq, const uint8_t *v, size_t n)
+{
+	return tab_put(h, &h->warm, id, seq, 0, v, n);
+}
+
+/* A pending request's deadline (its decision's time + 2 s without one). */
+static uint64_t
+pend_dl(const struct cats_path_req *q)
+{
+	return CATS_HAS(q, PRQ, deadline) ? q->deadline : q->decision.ts +
+	    2000;
+}
+
+/* Drop the pending requests of the warm copy past their deadline, or
+ * (gen != 0) not seen by the sync of that generation. */
+static void
+pend_prune(struct ha *h, uint64_t now, uint64_t gen)
+{
+	for (size_t i = 0; i < h->pend.cap;) {
+		struct warm *w = h->pend.s[i].item;
+		if (h->pend.s[i].h && (w->dl <= now || (gen != 0 &&
+		    w->gen != gen))) {
+			cats_htab_del(&h->pend, h->pend.s[i].h, warm_eq, &w->id);
+			free(w);
+			continue;
+		}
+		i++;
+	}
 }
 
 static void
@@ -491,14 +553,26 @@ static int
 on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 {
 	struct wput *p = arg;
-	if (r->type != CATS_T_BINDING || r->u.binding.id == 0) {
-		p->h->st.restore_refused++;
+	struct ha *h = p->h;
+	if (r->type == CATS_T_PATH_REQ) {
+		/* A pending request, until its binding is seen. */
+		if (tab_put(h, &h->pend, r->u.preq.txn, p->seq,
+		    pend_dl(&r->u.preq), v, n) < 0) {
+			p->oom = 1;
+			return 1;
+		}
 		return 0;
 	}
-	if (warm_put(p->h, r->u.binding.id, p->seq, v, n) < 0) {
+	if (r->type != CATS_T_BINDING || r->u.binding.id == 0) {
+		h->st.restore_refused++;
+		return 0;
+	}
+	if (warm_put(h, r->u.binding.id, p->seq, v, n) < 0) {
 		p->oom = 1;
 		return 1;
 	}
+	uint64_t txn = r->u.binding.txn;
+	free(cats_htab_del(&h->pend, id_hash(txn), warm_eq, &txn));
 	return 0;
 }
 
@@ -657,6 +731,8 @@ warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 		}
 		i++;
 	}
+	/* Pending requests are in the log only: read whole too. */
+	pend_prune(h, now, h->gen);
 	key_of(h, "next", key, sizeof(key));
 	if (call(h, ETCD_RANGE, etcd_op_range(key, strlen(key), NULL, 0, 0,
 	    rev), err, errlen) < 0)
@@ -747,6 +823,7 @@ ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen)
 	if ((h->rev == 0 || now - h->synced_at > WARM_MS) &&
 	    warm_sync(h, now, err, errlen) < 0)
 		return -1;
+	pend_prune(h, now, 0);
 	struct wctx w = { .h = h, .err = err, .errlen = errlen };
 	uint8_t end[512];
 	key_of(h, "owner", w.okey, sizeof(w.okey));
@@ -799,6 +876,62 @@ keep_all(const void *item, void *arg)
 
 static void *fold_run(void *arg);
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+size_t
+ha_pending_count(const struct ha *h)
+{
+	return h->nlive;
+}
+
+const uint8_t *
+ha_pending_at(const struct ha *h, size_t i, size_t *len)
+{
+	*len = h->live[i].len;
+	return h->live[i].p;
+}
+
+void
+ha_pending_clear(struct ha *h)
+{
+	for (size_t i = 0; i < h->nlive; i++)
+		cats_buf_free(&h->live[i]);
+	free(h->live);
+	h->live = NULL;
+	h->nlive = 0;
+}
+
+/*
+ * The pending requests of the warm copy that are still pending: not bound
+ * (no binding of their transaction among txns[0..n), sorted) and before
+ * their deadline, into h->live.
+ */
+static void
+pend_live(struct ha *h, const uint64_t *txns, size_t n, uint64_t now)
+{
+	size_t np;
+	void **v = cats_htab_select(&h->pend, keep_all, NULL, &np);
+	h->live = np ? calloc(np, sizeof(*h->live)) : NULL;
+	for (size_t i = 0; h->live != NULL && i < np; i++) {
+		const struct warm *w = v[i];
+		if (w->dl <= now || (n > 0 && bsearch(&w->id, txns, n,
+		    sizeof(*txns), cmp_u64) != NULL)) {
+			h->st.pending_dropped++;
+			continue;
+		}
+		if (cats_buf_add(&h->live[h->nlive], w->v, w->len) == 0) {
+			h->nlive++;
+			h->st.pending_restored++;
+		}
+	}
+	free(v);
+}
+
 int
 ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
     size_t errlen)
@@ -821,11 +954,15 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 	struct cats_dec d;
 	cats_dec_init(&d, NULL);
 	bind_reserve(t, n);
+	uint64_t *txns = n ? malloc(n * sizeof(*txns)) : NULL;
+	size_t ntx = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct warm *w = v[i];
 		struct cats_rec rec;
 		struct cats_err e;
 		int ok = cats_rec_decode(&d, w->v, w->len, &rec, &e);
+		if (ok == 0 && rec.type == CATS_T_BINDING && txns != NULL)
+			txns[ntx++] = rec.u.binding.txn;
 		if (ok == 0 && rec.type == CATS_T_BINDING &&
 		    rec.u.binding.op == CATS_BIND_REMOVE) {
 			/* A tombstone: deleted in its time by this owner. */
@@ -840,6 +977,10 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 	}
 	cats_dec_free(&d);
 	free(v);
+	if (ntx > 1)
+		qsort(txns, ntx, sizeof(*txns), cmp_u64);
+	pend_live(h, txns, ntx, now);
+	free(txns);
 	/* The log not folded yet is ours to fold, in its order. */
 	if (nl > 1)
 		qsort(lv, nl, sizeof(*lv), cmp_lent);
@@ -882,6 +1023,10 @@ ha_op_of(const struct cats_rec *r, const char *self, uint64_t *id)
 		return r->u.binding.op == CATS_BIND_REMOVE ? HA_OP_DELETE :
 		    HA_OP_PUT;
 	}
+	if (r->type == CATS_T_PATH_REQ) {
+		*id = r->u.preq.txn;
+		return HA_OP_PENDING;
+	}
 	if (r->type == CATS_T_STATUS && r->u.status.event ==
 	    CATS_EV_INSTALLED && CATS_HAS(&r->u.status, STA, id) &&
 	    self != NULL && strcmp(r->u.status.fwd, self) == 0) {
@@ -910,13 +1055,14 @@ ha_append(struct ha *h, const struct cats_rec *r)
 		h->capops = cap;
 	}
 	struct op *o = &h->ops[h->nops];
-	o->id = id;
+	o->id = kind == HA_OP_PENDING ? id | PEND_BIT : id;
 	o->seq = (uint32_t)h->nops;
 	o->kind = (uint8_t)kind;
 	o->off = h->vals.len;
 	/* A removed binding's tombstone is its remove record; the others'
 	 * values are read from the table at the commit. */
-	if (kind == HA_OP_DELETE && cats_rec_encode(r, &h->vals, false) < 0)
+	if ((kind == HA_OP_DELETE || kind == HA_OP_PENDING) &&
+	    cats_rec_encode(r, &h->vals, false) < 0)
 		return -1;
 	o->len = h->vals.len - o->off;
 	h->nops++;
@@ -975,7 +1121,7 @@ fly_add(struct ha *h, struct cats_buf *b, uint64_t n, uint64_t next_id,
 	if (h->fly_k == cap)
 		return -1;
 	struct lent *l = &h->fly_e[h->fly_k++];
-	l->seq = h->seq++;
+	l->seq = __atomic_fetch_add(&h->seq, 1, __ATOMIC_RELAXED);
 	l->next_id = next_id;
 	l->nrec = n;
 	l->len = b->len;
@@ -1011,6 +1157,17 @@ build_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now)
 			p = h->vals.p + o->off;
 			len = o->len;
 			h->st.deletes++;
+		} else if (o->kind == HA_OP_PENDING) {
+			/* Still waiting for its path (else its binding, or
+			 * its end, is what counts). */
+			struct bind_info bi;
+			if (h->t == NULL || bind_get_txn(h->t, o->id & ~PEND_BIT,
+			    &bi) < 0 || (bi.state != CATS_FS_PENDING &&
+			    bi.state != CATS_FS_DESTINATION_SELECTED))
+				continue;
+			p = h->vals.p + o->off;
+			len = o->len;
+			h->st.pending_written++;
 		} else {
 			/* The binding as it is now; an active one's time is
 			 * the start of its lifetime (as in a journal
@@ -1267,13 +1424,11 @@ fold_enqueue(struct ha *h)
 {
 	struct fold *f = &h->f;
 	pthread_mutex_lock(&f->mu);
-	if (f->nq + h->fly_k > f->capq && cats_grow((void **)&f->q, &f->capq,
-	    f->nq + h->fly_k, sizeof(*f->q), 64) < 0) {
-		/* Left in the log: folded by the next owner. */
-		pthread_mutex_unlock(&f->mu);
-		return;
-	}
 	for (size_t i = 0; i < h->fly_k; i++) {
+		/* Out of memory: left in the log, folded by the next owner. */
+		if (cats_grow((void **)&f->q, &f->capq, f->nq, sizeof(*f->q),
+		    64) < 0)
+			break;
 		f->q[f->nq++] = h->fly_e[i];
 		f->qrecs += h->fly_e[i].nrec;
 		h->fly_e[i].v = NULL;
@@ -1314,9 +1469,19 @@ struct fop {
 	bool rm;
 };
 
+/* A pending request of the entries folded. */
+struct fpend {
+	uint64_t txn, dl;
+	size_t off, len;	/* in fctx's recs */
+};
+
 struct fctx {
 	struct fop *v;
 	size_t n, cap;
+	struct fpend *p;
+	size_t np, capp;
+	uint64_t *btxn;		/* the transactions of the bindings */
+	size_t nbt, capbt;
 	uint64_t seq;
 	bool oom;
 	struct cats_buf recs, raw;
@@ -1326,15 +1491,28 @@ static int
 fold_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 {
 	struct fctx *c = arg;
+	if (r->type == CATS_T_PATH_REQ) {
+		if (cats_grow((void **)&c->p, &c->capp, c->np, sizeof(*c->p),
+		    64) < 0 ||
+		    cats_buf_add(&c->recs, v, n) < 0) {
+			c->oom = true;
+			return 1;
+		}
+		c->p[c->np++] = (struct fpend){ r->u.preq.txn,
+			pend_dl(&r->u.preq), c->recs.len - n, n };
+		return 0;
+	}
 	if (r->type != CATS_T_BINDING || r->u.binding.id == 0)
 		return 0;
-	if ((c->n == c->cap && cats_grow((void **)&c->v, &c->cap, c->n + 1,
-	    sizeof(*c->v), 1024) < 0) || cats_buf_add(&c->recs, v, n) < 0) {
+	if (cats_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v), 1024) < 0 ||
+	    cats_grow((void **)&c->btxn, &c->capbt, c->nbt, sizeof(*c->btxn),
+	    1024) < 0 || cats_buf_add(&c->recs, v, n) < 0) {
 		c->oom = true;
 		return 1;
 	}
 	c->v[c->n++] = (struct fop){ r->u.binding.id, c->seq,
 		c->recs.len - n, n, r->u.binding.op == CATS_BIND_REMOVE };
+	c->btxn[c->nbt++] = r->u.binding.txn;
 	return 0;
 }
 
@@ -1347,21 +1525,33 @@ cmp_fop(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Is pending request txn (deadline dl) over: bound in this round, or
+ * past its deadline? */
+static bool
+pend_over(const struct fctx *c, uint64_t txn, uint64_t dl, uint64_t now)
+{
+	return dl <= now || (c->nbt > 0 && bsearch(&txn, c->btxn, c->nbt,
+	    sizeof(*c->btxn), cmp_u64) != NULL);
+}
+
 /*
- * Fold the entries e[0..k) (the queue's head, in seq order): each binding
- * they name put once, as its latest record (a one-record entry under its
- * seq: a tombstone for a removed one), in txns under the fence; the last
- * txn also deletes the entries and writes the next id.  A fold cut short
- * leaves the entries, whose replay gives the same state.  0; -1 etcd did
- * not take it (again later); -2 fenced.
+ * Fold the entries e[0..k) (the queue's head): each binding they name put
+ * once, as its latest record (a one-record entry under its seq: a
+ * tombstone for a removed one), in txns under the fence; the last txn
+ * also deletes the entries, writes the next id, carries the pending
+ * requests still waiting into an entry of their own (pinned: deleted by a
+ * later round once they are all bound or past their deadline) and
+ * deletes the pinned entries that are over.  A fold cut short leaves the
+ * entries, whose replay gives the same state.  0; -1 etcd did not take it
+ * (again later); -2 fenced.
  */
 static int
 fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 {
 	struct fold *f = &h->f;
 	struct fctx c = { 0 };
-	uint64_t next = 0;
-	char key[512], end[512], err[512];
+	uint64_t next = 0, now = h->c.clock(), cseq = 0;
+	char key[512], err[512];
 	int rc = -1;
 	for (size_t i = 0; i < k; i++) {
 		struct ha_log_hdr hd;
@@ -1380,20 +1570,53 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 	}
 	if (c.n > 1)
 		qsort(c.v, c.n, sizeof(*c.v), cmp_fop);
+	if (c.nbt > 1)
+		qsort(c.btxn, c.nbt, sizeof(*c.btxn), cmp_u64);
 	size_t m = 0;
 	for (size_t i = 0; i < c.n; i++) {
 		if (i + 1 < c.n && c.v[i + 1].id == c.v[i].id)
 			continue;
 		c.v[m++] = c.v[i];
 	}
-	size_t ntx = m == 0 ? 1 : (m + TXN_OPS - 1) / TXN_OPS;
+	/* The pinned entries' requests over now; this round's to carry. */
+	for (size_t i = 0; i < f->npins; i++)
+		if (!f->pins[i].done && pend_over(&c, f->pins[i].txn,
+		    f->pins[i].dl, now))
+			f->pins[i].done = true;
+	struct cats_buf carry = { 0 }, cval = { 0 };
+	size_t ncarry = 0;
+	for (size_t i = 0; i < c.np; i++) {
+		if (pend_over(&c, c.p[i].txn, c.p[i].dl, now))
+			continue;
+		if (cats_buf_add(&carry, c.recs.p + c.p[i].off, c.p[i].len) < 0)
+			goto out;
+		c.p[ncarry++] = c.p[i];
+	}
+	/*
+	 * The last txn: the entries' deletion, the pinned entries over, the
+	 * next id, the carried; with the last of the bindings when they fit
+	 * (a small fold is then one txn, all or nothing).
+	 */
+	size_t nfin = k + (next != 0) + (ncarry > 0);
+	for (size_t i = 0; i < f->npins; i++) {
+		bool all = true;
+		size_t j = i;
+		for (; j < f->npins && f->pins[j].seq == f->pins[i].seq; j++)
+			all = all && f->pins[j].done;
+		nfin += all;
+		i = j - 1;
+	}
+	size_t nch = (m + TXN_OPS - 1) / TXN_OPS;
+	bool merge = m > 0 && m - (nch - 1) * TXN_OPS + nfin <= 126;
+	size_t ntx = m == 0 ? 1 : nch + !merge;
 	json_t **q = calloc(ntx, sizeof(*q));
 	struct etcd_resp *rs = calloc(ntx, sizeof(*rs));
 	struct cats_buf val = { 0 };
+	json_t *succ = NULL;
 	if (q == NULL || rs == NULL)
 		goto done;
-	for (size_t t = 0; t < ntx; t++) {
-		json_t *succ = json_array();
+	for (size_t t = 0; t < nch; t++) {
+		succ = json_array();
 		for (size_t i = t * TXN_OPS; i < m && i < (t + 1) * TXN_OPS;
 		    i++) {
 			snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
@@ -1406,21 +1629,52 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 			json_array_append_new(succ, etcd_op_put(key, strlen(key),
 			    val.p, val.len, 0));
 		}
-		if (t == ntx - 1) {
-			lkey_of(h, e[0].seq, key, sizeof(key));
-			lkey_of(h, e[k - 1].seq + 1, end, sizeof(end));
-			json_array_append_new(succ, etcd_op_delete(key,
-			    strlen(key), end, strlen(end)));
-			if (next != 0) {
-				char v[24];
-				key_of(h, "next", key, sizeof(key));
-				snprintf(v, sizeof(v), "%" PRIu64, next);
-				json_array_append_new(succ, etcd_op_put(key,
-				    strlen(key), v, strlen(v), 0));
-			}
-		}
-		q[t] = fenced_txn(h, succ);
+		if (t + 1 < ntx)
+			q[t] = fenced_txn(h, succ);
 	}
+	if (ntx > nch || m == 0)
+		succ = json_array();
+	for (size_t i = 0; i < k; i++) {
+		lkey_of(h, e[i].seq, key, sizeof(key));
+		json_array_append_new(succ, etcd_op_delete(key, strlen(key),
+		    NULL, 0));
+	}
+	for (size_t i = 0; i < f->npins; i++) {
+		bool all = true;
+		size_t j = i;
+		for (; j < f->npins && f->pins[j].seq == f->pins[i].seq; j++)
+			all = all && f->pins[j].done;
+		if (all) {
+			lkey_of(h, f->pins[i].seq, key, sizeof(key));
+			json_array_append_new(succ, etcd_op_delete(key,
+			    strlen(key), NULL, 0));
+		}
+		i = j - 1;
+	}
+	if (next != 0) {
+		char v[24];
+		key_of(h, "next", key, sizeof(key));
+		snprintf(v, sizeof(v), "%" PRIu64, next);
+		json_array_append_new(succ, etcd_op_put(key, strlen(key), v,
+		    strlen(v), 0));
+	}
+	if (ncarry > 0) {
+		cseq = __atomic_fetch_add(&h->seq, 1, __ATOMIC_RELAXED);
+		if (ha_log_seal(&cval, cseq, 0, ncarry, carry.p, carry.len,
+		    true) < 0) {
+			json_decref(succ);
+			goto done;
+		}
+		lkey_of(h, cseq, key, sizeof(key));
+		json_array_append_new(succ, etcd_op_put(key, strlen(key),
+		    cval.p, cval.len, 0));
+	}
+	if (json_array_size(succ) == 0) {
+		json_decref(succ);
+		rc = 0;
+		goto done;
+	}
+	q[ntx - 1] = fenced_txn(h, succ);
 	uint64_t before = etcd_stats(f->e)->bytes_out;
 	bool fenced = false;
 	/* The bindings first (in parallel), the log's deletion last. */
@@ -1442,15 +1696,36 @@ sent:
 	if (rc == 0) {
 		f->rounds++;
 		f->folded += m;
+		f->carried += ncarry;
 	} else {
 		f->failures++;
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (rc == 0) {
-		uint64_t now = h->c.clock();
 		for (size_t i = 0; i < m; i++)
 			if (c.v[i].rm)
 				tomb_add(f, c.v[i].id, now);
+		/* The pins deleted go; the carried come. */
+		size_t o = 0;
+		for (size_t i = 0; i < f->npins;) {
+			bool all = true;
+			size_t j = i;
+			for (; j < f->npins && f->pins[j].seq == f->pins[i].seq;
+			    j++)
+				all = all && f->pins[j].done;
+			for (; !all && i < j; i++)
+				f->pins[o++] = f->pins[i];
+			i = j;
+		}
+		f->npins = o;
+		struct pin *pv = ncarry ? realloc(f->pins, (o + ncarry) *
+		    sizeof(*pv)) : f->pins;
+		if (pv != NULL) {
+			f->pins = pv;
+			for (size_t i = 0; i < ncarry; i++)
+				f->pins[f->npins++] = (struct pin){ cseq,
+					c.p[i].txn, c.p[i].dl, false };
+		}
 	}
 done:
 	for (size_t t = 0; q != NULL && t < ntx; t++)
@@ -1460,11 +1735,25 @@ done:
 	free(q);
 	free(rs);
 	cats_buf_free(&val);
+	cats_buf_free(&cval);
+	cats_buf_free(&carry);
 out:
 	free(c.v);
+	free(c.p);
+	free(c.btxn);
 	cats_buf_free(&c.recs);
 	cats_buf_free(&c.raw);
 	return rc;
+}
+
+/* Has a pinned entry's request passed its deadline (a round to do)? */
+static bool
+pins_due(const struct fold *f, uint64_t now)
+{
+	for (size_t i = 0; i < f->npins; i++)
+		if (!f->pins[i].done && f->pins[i].dl <= now)
+			return true;
+	return false;
 }
 
 /*
@@ -1524,15 +1813,17 @@ fold_run(void *arg)
 		size_t k = 0, recs = 0;
 		if (f->nq > 0 && now >= retry_at && (f->qrecs >= FOLD_HIGH ||
 		    now - f->last_in >= FOLD_IDLE_MS))
-			while (k < f->nq && (k == 0 || recs + f->q[k].nrec <=
-			    FOLD_ROUND))
+			while (k < f->nq && k < FOLD_ENTRIES && (k == 0 ||
+			    recs + f->q[k].nrec <= FOLD_ROUND))
 				recs += f->q[k++].nrec;
 		/* The head is the fold's alone: the loop appends. */
 		struct lent *head = k ? malloc(k * sizeof(*head)) : NULL;
 		if (head != NULL)
 			memcpy(head, f->q, k * sizeof(*head));
+		bool pins = k == 0 && now >= retry_at && pins_due(f, now);
 		pthread_mutex_unlock(&f->mu);
-		int rc = head != NULL ? fold_write(h, &d, head, k) : 0;
+		int rc = head != NULL || pins ? fold_write(h, &d, head,
+		    head != NULL ? k : 0) : 0;
 		if (rc == 0 && tomb_gc(h) == -2)
 			rc = -2;
 		pthread_mutex_lock(&f->mu);

@@ -8,7 +8,10 @@
  *                             ownership epoch is this key's create_revision
  *   P l/SEQ                   a log entry (ha_log.h): the bindings one
  *                             commit changed, each as the table held it
- *                             then (or its remove record), in one value
+ *                             then (or its remove record), and the
+ *                             pending requests it took (their path-reqs),
+ *                             in one value; or the pending requests a
+ *                             fold carried, not bound yet
  *   P b/ID                    a binding folded from the log, whole, in its
  *                             latest state (a one-record entry), or its
  *                             tombstone (its remove record) for 30 s
@@ -67,6 +70,10 @@ struct ha_stats {
 	 * records waiting */
 	uint64_t folds, folded, fold_txns, fold_bytes, fold_failures;
 	uint64_t log_backlog;
+	/* pending requests: written, restored (to take again), restored
+	 * past their deadline or bound, carried by the fold */
+	uint64_t pending_written, pending_restored, pending_dropped;
+	uint64_t pending_carried;
 };
 
 struct ha;
@@ -103,6 +110,15 @@ int ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen);
 int ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
     size_t errlen);
 
+/*
+ * The pending requests of the previous owners a restore found (their
+ * path-reqs: not bound, their deadline not passed), for the new owner to
+ * take again (bind_pending_again()); cleared by ha_pending_clear().
+ */
+size_t ha_pending_count(const struct ha *h);
+const uint8_t *ha_pending_at(const struct ha *h, size_t i, size_t *len);
+void ha_pending_clear(struct ha *h);
+
 /* Queue a journal record (the table's journal callback). */
 int ha_append(struct ha *h, const struct cats_rec *r);
 /*
@@ -134,8 +150,10 @@ int ha_tick(struct ha *h, char *err, size_t errlen);
 /* ---- pure helpers (tests) ---- */
 
 /* The state operation of a journal record on binding *id: a put (the
- * binding, or its commit by self), a tombstone, or none (hello, stats). */
-enum { HA_OP_NONE, HA_OP_PUT, HA_OP_PUT_COMMIT, HA_OP_DELETE };
+ * binding, or its commit by self), a tombstone, a pending request (a
+ * path-req: *id is its transaction), or none (hello, stats). */
+enum { HA_OP_NONE, HA_OP_PUT, HA_OP_PUT_COMMIT, HA_OP_DELETE,
+	HA_OP_PENDING };
 int ha_op_of(const struct cats_rec *r, const char *self, uint64_t *id);
 
 #endif

@@ -5,6 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/event.h>
+
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "ha/ha_bind.h"
@@ -54,6 +57,10 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "ha.write_failures", s->write_failures);
 	cats_stats_add(st, "ha.write_retries", s->write_retries);
 	cats_stats_add(st, "ha.restored", s->restored);
+	cats_stats_add(st, "ha.pending_written", s->pending_written);
+	cats_stats_add(st, "ha.pending_restored", s->pending_restored);
+	cats_stats_add(st, "ha.pending_dropped", s->pending_dropped);
+	cats_stats_add(st, "ha.pending_carried", s->pending_carried);
 	cats_stats_add(st, "ha.folds", s->folds);
 	cats_stats_add(st, "ha.folded", s->folded);
 	cats_stats_add(st, "ha.fold_bytes", s->fold_bytes);
@@ -71,6 +78,41 @@ repl_stats(void *arg, struct cats_stats_list *st)
 
 static struct bind_replica REPL = { repl_append, repl_begin, repl_work,
 	repl_end, repl_tick, repl_stats, NULL };
+
+/*
+ * The loop's first turn (the output and the forwarders' listener open):
+ * each pending request a restore found taken again, its path asked of
+ * the PCE again (under cats-cps the binding stage's path-reqs go to the
+ * PCE); its binding, or its error at the deadline, then goes to its
+ * ingress as any other's: none is left pending.
+ */
+static void
+pending_again(evutil_socket_t fd, short what, void *arg)
+{
+	struct bind_app *a = arg;
+	struct ha *h = REPL.arg;
+	struct cats_dec d;
+	size_t again = 0, n = h ? ha_pending_count(h) : 0;
+	(void)fd;
+	(void)what;
+	cats_dec_init(&d, NULL);
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		const uint8_t *v = ha_pending_at(h, i, &len);
+		struct cats_rec r;
+		struct cats_err e;
+		if (cats_rec_decode(&d, v, len, &r, &e) == 0 &&
+		    r.type == CATS_T_PATH_REQ && bind_pending_again(a->t,
+		    &r.u.preq, cats_clock_now()) == BR_OK)
+			again++;
+	}
+	cats_dec_free(&d);
+	if (n > 0)
+		cats_info("etcd: %zu pending requests of the last owner taken "
+		    "again (%zu asked of the PCE again)", n, again);
+	if (h)
+		ha_pending_clear(h);
+}
 
 /*
  * A standby until it owns the prefix: a campaign (no lease is held
@@ -130,6 +172,9 @@ ha_bind_start(struct bind_app *a, struct ha_conf *hc)
 	}
 	REPL.arg = h;
 	a->repl = &REPL;
+	bind_set_journal_pending(a->t, true);
+	struct timeval tv0 = { 0, 0 };
+	event_base_once(a->base, -1, EV_TIMEOUT, pending_again, a, &tv0);
 	cats_info("owner of %s, epoch %" PRIu64 " (after %" PRIu64 " ms as "
 	    "a standby); restored %zu bindings from etcd in %" PRIu64 " ms",
 	    hc->prefix, ha_epoch(h), now - t0, bind_count(a->t),

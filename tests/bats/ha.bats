@@ -242,6 +242,7 @@ start_service() {
 	    "$TOP/examples/topology.json" IF-1 EF-1 EF-2 >"$W/nst.jsonl"
 	cat >"$W/$n.conf" <<CONF
 id = cps-$n
+stats-to = file:$W/$n.stats
 [select]
 no-auth =
 services = $TOP/examples/services.jsonl
@@ -302,6 +303,66 @@ bound_by() {
 	wait_for 50 bound_by b 2
 	cats-cbor decode "$W/b.out" | jq -e "select(.type == \"binding\" and
 	    .txn == 2) | .epoch == $e2 and .id == 2"
+}
+
+# The pending requests (path-reqs) in the log entries under $P (l/SEQ),
+# their records inflated (lib/ha/ha_log.h).
+etcd_pending() {
+	ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}l/" -w json |
+	    python3 -c 'import base64, json, sys, zlib
+n = 0
+for kv in json.load(sys.stdin).get("kvs", []):
+    v = base64.b64decode(kv["value"])
+    raw = int.from_bytes(v[30:38], "big")
+    recs = zlib.decompress(v[43:]) if raw else v[38:]
+    n += recs.count(b"path-req")
+print(n)'
+}
+pending_in_etcd() { [ "$(etcd_pending)" -ge 1 ]; }
+
+@test "ha: a request pending when the owner dies (its cats-pce stopped) is replicated, taken again by the standby, asked of its PCE and bound" {
+	start_service a
+	exec 7>"$W/a.ctl"
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_service b --standby
+	exec 8>"$W/b.ctl"
+	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
+	s1_metric >&7
+	s1_metric >&8
+	wait_for 50 test -S "$W/select-a.sock"
+	wait_for 50 test -S "$W/select-b.sock"
+	request a 1
+	wait_for 50 bound_by a 1
+	# The owner's PCE stops: the next request waits inside the owner.
+	pce_a=$(pgrep -P "$cps_a" -f cats-pce)
+	[ -n "$pce_a" ]
+	PIDS="$PIDS $pce_a"
+	kill -STOP "$pce_a"
+	jq -nc --argjson now "$(date +%s%3N)" '{type: "request", txn: 2,
+	    ingress: "IF-1", ts: $now, gen: 1, flow: {proto: 6, src:
+	    "192.0.2.10", sport: 40002, dst: "203.0.113.100", dport: 80}, mode:
+	    "none", held: 1, dataplane: "srv6", deadline: ($now + 30000)}' |
+	    select_client -t "unix:$W/select-a.sock" -w 50 >/dev/null
+	# Replicated while it waits: its path-req in the log in etcd.
+	wait_for 100 pending_in_etcd
+	! bound_by a 2
+	kill -9 "$cps_a"
+	wait_for 50 grep -q "owner of $P" "$W/b.err"
+	# The standby takes it again and asks its own PCE: bound there.
+	wait_for 100 bound_by b 2
+	grep -q "etcd: 1 pending requests of the last owner taken again (1 asked of the PCE again)" "$W/b.err"
+	cats-cbor decode "$W/b.out" | jq -e 'select(.type == "binding" and
+	    .txn == 2) | .op == "install"'
+	# Counted by the binding stage (its stats record, through the parent).
+	reasked() {
+		kill -USR1 "$cps_b"
+		cats-cbor decode "$W/b.stats" 2>/dev/null | tail -1 |
+		    jq -e '.counters["bind.pending.reasked"] == 1' >/dev/null
+	}
+	wait_for 50 reasked
+	# Nothing of it is left pending in etcd once it is bound.
+	no_pending() { [ "$(etcd_pending)" -eq 0 ]; }
+	wait_for 100 no_pending
 }
 
 @test "ha: three etcd members: the leader killed, the owner goes on; quorum lost, it stops at its renew deadline" {

@@ -297,6 +297,10 @@ test_ops(void)
 	r.u.status.event = CATS_EV_HELLO;
 	T_OK(ha_op_of(&r, "m", &id) == HA_OP_NONE,
 	    "a hello: the epoch is the owner key's");
+	cats_rec_init(&r, CATS_T_PATH_REQ);
+	r.u.preq.txn = 7;
+	T_OK(ha_op_of(&r, "m", &id) == HA_OP_PENDING && id == 7,
+	    "a path-req: a pending request, by its transaction");
 }
 
 /* What an entry's records were. */
