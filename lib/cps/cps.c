@@ -25,6 +25,7 @@
 #include "base/stats.h"
 #include "cps/cps.h"
 #include "net/ep.h"
+#include "net/httpd.h"
 #include "net/tls.h"
 #include "rec/seq.h"
 
@@ -1112,12 +1113,20 @@ cps_init(struct cps *p, struct cps_conf *c, struct event_base *base)
 		for (size_t k = 0; k < c->nargs[i]; k++) {
 			s->argv[k0 + k] = c->args[i][k];
 			const char *a = c->args[i][k];
-			struct cats_ep ep;
+			struct cats_ep ep, lep;
 			char name[300], err[512];
-			if (strncmp(a, "--listen=", 9) != 0 ||
+			/* Its record listeners; its HTTP servers (the C-SMA
+			 * ingest, /metrics) at their listen endpoints. */
+			bool http = strncmp(a, "--prometheus=", 13) == 0 ||
+			    (i == CPS_SELECT && strncmp(a, "--ingest=", 9) == 0);
+			const char *v = strchr(a, '=');
+			if ((!http && strncmp(a, "--listen=", 9) != 0) ||
 			    s->nls == CPS_MAX_LISTEN ||
-			    cats_ep_parse(a + 9, &ep, err, sizeof(err)) < 0)
+			    cats_ep_parse(v + 1, &ep, err, sizeof(err)) < 0 ||
+			    (http && httpd_listen_ep(&ep, &lep) < 0))
 				continue;	/* the stage says why */
+			if (http)
+				ep = lep;
 			struct cps_listen *l = &s->ls[s->nls++];
 			l->fd = -1;
 			l->name = strdup(cats_ep_str(&ep, name, sizeof(name)));

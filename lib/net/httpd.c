@@ -717,6 +717,37 @@ dispatch(struct evhttp_request *req, void *arg)
 	httpd_error(req, 404, "no such resource");
 }
 
+int
+httpd_listen_ep(const struct cats_ep *ep, struct cats_ep *lep)
+{
+	*lep = *ep;
+	if (ep->kind == CATS_EP_HTTP || ep->kind == CATS_EP_HTTPS) {
+		/* The endpoint keeps the URL; its authority is where to
+		 * listen. */
+		struct evhttp_uri *u = evhttp_uri_parse(ep->path);
+		const char *host = u ? evhttp_uri_get_host(u) : NULL;
+		if (host == NULL || host[0] == '\0') {
+			if (u)
+				evhttp_uri_free(u);
+			return -1;
+		}
+		size_t hl = strlen(host);
+		if (host[0] == '[' && hl > 2 && host[hl - 1] == ']')
+			snprintf(lep->host, sizeof(lep->host), "%.*s",
+			    (int)(hl - 2), host + 1);
+		else
+			cats_strlcpy(lep->host, host, sizeof(lep->host));
+		int port = evhttp_uri_get_port(u);
+		snprintf(lep->port, sizeof(lep->port), "%u",
+		    (unsigned)(port > 0 && port < 65536 ? port :
+		    ep->kind == CATS_EP_HTTPS ? 443 : 80));
+		evhttp_uri_free(u);
+		lep->kind = CATS_EP_TCP;
+	}
+	lep->tls = false;	/* TLS by the bufferevents, not the listener */
+	return 0;
+}
+
 struct httpd *
 httpd_new(struct event_base *base, const char *endpoint,
     const struct httpd_opts *o, char *err, size_t errlen)
@@ -762,33 +793,12 @@ httpd_new(struct event_base *base, const char *endpoint,
 	    EVHTTP_REQ_HEAD);
 	evhttp_set_default_content_type(h->http, "text/plain");
 	evhttp_set_gencb(h->http, dispatch, h);
-	struct cats_ep lep = ep;
-	if (ep.kind == CATS_EP_HTTP || ep.kind == CATS_EP_HTTPS) {
-		/* The endpoint keeps the URL; its authority is where to
-		 * listen. */
-		struct evhttp_uri *u = evhttp_uri_parse(ep.path);
-		const char *host = u ? evhttp_uri_get_host(u) : NULL;
-		if (host == NULL || host[0] == '\0') {
-			if (u)
-				evhttp_uri_free(u);
-			snprintf(err, errlen, "%s: no host in the URL", endpoint);
-			httpd_free(h);
-			return NULL;
-		}
-		size_t hl = strlen(host);
-		if (host[0] == '[' && hl > 2 && host[hl - 1] == ']')
-			snprintf(lep.host, sizeof(lep.host), "%.*s",
-			    (int)(hl - 2), host + 1);
-		else
-			cats_strlcpy(lep.host, host, sizeof(lep.host));
-		int port = evhttp_uri_get_port(u);
-		snprintf(lep.port, sizeof(lep.port), "%u",
-		    (unsigned)(port > 0 && port < 65536 ? port : tls ? 443 :
-		    80));
-		evhttp_uri_free(u);
-		lep.kind = CATS_EP_TCP;
+	struct cats_ep lep;
+	if (httpd_listen_ep(&ep, &lep) < 0) {
+		snprintf(err, errlen, "%s: no host in the URL", endpoint);
+		httpd_free(h);
+		return NULL;
 	}
-	lep.tls = false;	/* TLS by the bufferevents, not the listener */
 	int fd = cats_ep_listen(&lep, why, sizeof(why));
 	if (fd < 0) {
 		/* why names what was listened on: the URL's authority, or

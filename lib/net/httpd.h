@@ -59,6 +59,14 @@ typedef void (*httpd_fn)(struct evhttp_request *req, void *arg);
 
 struct httpd;
 
+struct cats_ep;
+/*
+ * The endpoint an HTTP server on ep listens on (what httpd_new() gives
+ * cats_ep_listen(): for http:// and https://, tcp: at the URL's host and
+ * port; TLS, if any, by the server, not the listener): 0, or -1 when the
+ * URL has no host.  cats-cps holds a stage's by this name.
+ */
+int httpd_listen_ep(const struct cats_ep *ep, struct cats_ep *lep);
 /* Listen on an endpoint; NULL with the reason in err. */
 struct httpd *httpd_new(struct event_base *base, const char *endpoint,
     const struct httpd_opts *o, char *err, size_t errlen);

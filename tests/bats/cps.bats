@@ -283,8 +283,9 @@ EOF
 # The parent holds the stages' listen sockets: a stage killed does not
 # refuse a connect; its restart is counted and logged with its cause.
 @test "cats-cps: kill -9 of each stage while clients connect in a loop: no connect refused" {
-	local ps pb
-	ps=$(free_port); pb=$(free_port)
+	local ps pb pi pm
+	ps=$(free_port); pb=$(free_port); pi=$(free_port); pm=$(free_port)
+	cats-key psk -n SMA-1 -o "$T/sma.psk" >/dev/null
 	sh "$EX/nst-from-tedb.sh" "$EX/topology.json" IF-1 EF-1 EF-2 >"$T/nst.jsonl"
 	cat >"$T/cps.conf" <<EOF
 stats-to = file:$T/stats.cbor
@@ -294,8 +295,11 @@ services = $EX/services.jsonl
 net = $T/nst.jsonl
 listen = tcp:127.0.0.1:$ps
 listen = unix:$T/select.sock
+ingest = http://127.0.0.1:$pi/
+ingest-keys = $T/sma.psk
 [pce]
 t = $EX/topology.json
+prometheus = tcp:127.0.0.1:$pm
 [bind]
 commit = none
 listen = tcp:127.0.0.1:$pb
@@ -304,13 +308,15 @@ EOF
 	echo $! >"$T/cps.pid"
 	wait_for 50 test -S "$T/select.sock"
 	wait_for 50 grep -q "stage bind started" "$T/err"
-	# Connects in a loop to both TCP listeners (bash's /dev/tcp: no fork
+	# Connects in a loop to the TCP listeners - the forwarders' of
+	# cats-select and cats-bind, the C-SMA ingest, cats-pce's /metrics
+	# (bash's /dev/tcp: no fork
 	# per connect), each failure counted, until told to stop; the count so
 	# far in connects.now after each round.
 	connects() {
 		local ok=0 bad=0
 		while [ ! -e "$T/stop" ]; do
-			for p in $ps $pb; do
+			for p in $ps $pb $pi $pm; do
 				if { exec 3<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null; then
 					exec 3>&-
 					ok=$((ok + 1))
@@ -332,7 +338,7 @@ EOF
 	done
 	# And 20 rounds after the last restart.
 	n=$(cut -d' ' -f1 "$T/connects.now")
-	wait_on "$cpid" sh -c "[ \$(cut -d' ' -f1 '$T/connects.now') -ge $((n + 40)) ]"
+	wait_on "$cpid" sh -c "[ \$(cut -d' ' -f1 '$T/connects.now') -ge $((n + 80)) ]"
 	touch "$T/stop"
 	wait "$cpid"
 	read -r ok bad <"$T/connects"
