@@ -997,18 +997,6 @@ req_bev(struct evhttp_request *req)
 	return c ? evhttp_connection_get_bufferevent(c) : NULL;
 }
 
-const char *
-httpd_peer_cert(struct evhttp_request *req, char *buf, size_t len)
-{
-	return cats_tls_bev_peer(req_bev(req), buf, len);
-}
-
-const char *
-httpd_peer_name(struct evhttp_request *req, char *buf, size_t len)
-{
-	return cats_tls_bev_name(req_bev(req), buf, len);
-}
-
 int
 httpd_peer_uris(struct evhttp_request *req, char *buf, size_t len,
     const char **v, size_t max)

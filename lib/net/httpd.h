@@ -100,15 +100,6 @@ const char *httpd_ctype(struct evhttp_request *req, char *buf, size_t len);
 const char *httpd_header(struct evhttp_request *req, const char *name);
 /* The peer as "ADDR:PORT". */
 const char *httpd_peer(struct evhttp_request *req, char *buf, size_t len);
-/*
- * The client's certificate on an https:// server (net/tls.h): its
- * subject and SAN entries ("CN=...;SAN=DNS:...,URI:..."), or its name
- * (the first SAN URI, else the common name); NULL without a certificate.
- */
-const char *httpd_peer_cert(struct evhttp_request *req, char *buf,
-    size_t len);
-const char *httpd_peer_name(struct evhttp_request *req, char *buf,
-    size_t len);
 /* The client certificate's SAN URIs (net/tls.h cats_tls_bev_uris). */
 int httpd_peer_uris(struct evhttp_request *req, char *buf, size_t len,
     const char **v, size_t max);

@@ -936,43 +936,6 @@ cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n)
 	return k == (int)n ? 0 : -1;
 }
 
-const char *
-cats_tls_bev_peer(struct bufferevent *bev, char *buf, size_t len)
-{
-	X509 *x = bev_cert(bev);
-	if (x == NULL)
-		return NULL;
-	cert_id(x, buf, len);
-	X509_free(x);
-	return buf;
-}
-
-const char *
-cats_tls_bev_name(struct bufferevent *bev, char *buf, size_t len)
-{
-	X509 *x = bev_cert(bev);
-	if (x == NULL)
-		return NULL;
-	const char *r = NULL;
-	GENERAL_NAMES *g = X509_get_ext_d2i(x, NID_subject_alt_name, NULL,
-	    NULL);
-	for (int i = 0; g != NULL && i < sk_GENERAL_NAME_num(g); i++) {
-		const GENERAL_NAME *e = sk_GENERAL_NAME_value(g, i);
-		if (e->type == GEN_URI) {
-			snprintf(buf, len, "%.*s", e->d.ia5->length,
-			    e->d.ia5->data);
-			r = buf;
-			break;
-		}
-	}
-	GENERAL_NAMES_free(g);
-	if (r == NULL && X509_NAME_get_text_by_NID(X509_get_subject_name(x),
-	    NID_commonName, buf, (int)len) > 0)
-		r = buf;
-	X509_free(x);
-	return r;
-}
-
 /*
  * Every SAN URI of x into buf, each NUL-terminated, v[0..] at them: the
  * count, or -2 (over max entries or len bytes, or a control character).

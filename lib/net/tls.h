@@ -111,21 +111,11 @@ bool cats_tls_fd_up(int fd);
 /* An OpenSSL bufferevent for evhttp (evhttp_set_bevcb), or NULL. */
 struct bufferevent *cats_tls_bev(struct event_base *base);
 /*
- * The peer's identity on such a bufferevent into buf: "CN=...;SAN=..."
- * (NULL when the connection is not TLS or the peer sent no certificate).
- */
-const char *cats_tls_bev_peer(struct bufferevent *bev, char *buf,
-    size_t len);
-/*
  * Write a short answer on such a bufferevent now, around its buffers
  * (evhttp has its writing off while it reads): what send(MSG_DONTWAIT)
  * is to a plain socket.  -1 if the TLS connection did not take it whole.
  */
 int cats_tls_bev_send(struct bufferevent *bev, const void *p, size_t n);
-/* The peer's certificate's common name, or its first SAN URI, into buf. */
-const char *cats_tls_bev_name(struct bufferevent *bev, char *buf,
-    size_t len);
-
 /*
  * Every SAN URI of the peer's certificate on such a bufferevent, each
  * NUL-terminated in buf and pointed at by v[0..]: the count, -1 when the
