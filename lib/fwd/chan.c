@@ -12,7 +12,7 @@
 
 /* A check this late after the one before: the forwarder stalled. */
 #define CHECK_STALL_MS 1000
-/* A tcp: connect not answered in this long is given up (one SYN resent). */
+/* A connect not answered in this long is given up (one SYN resent). */
 #define CONNECT_MS 2000
 
 static void chan_connect(struct cats_chan *c);
@@ -280,7 +280,7 @@ chan_follow(struct cats_chan *c, struct cats_chan *f, unsigned i)
 	char eps[4400];
 	if (f->rot.pin == i || f->retry == NULL)
 		return;
-	if (f->tls_fd >= 0 || f->conn_fd >= 0) {
+	if (f->conn_fd >= 0) {
 		/* A connect under way: followed once it ends (connect_done). */
 		f->follow_to = i;
 		f->lead = c;
@@ -315,6 +315,7 @@ chan_up(struct cats_chan *c, int fd)
 	bool again = c->rot.last_up != c->rot.n;
 	cats_chan_rot_up(&c->rot);
 	cats_chan_live_up(&c->live, c->now());
+	c->warned = 0;
 	c->answered = false;
 	if (c->rot.switches != sw)
 		c->w->ctr[CATS_FC_ctl_switches]++;
@@ -340,13 +341,31 @@ chan_up(struct cats_chan *c, int fd)
 }
 
 /*
- * A tls: endpoint's handshake ended (cats_tls_open): up, or refused (the
- * server's certificate, a plaintext server, no answer) and tried again as
- * a failed connect is.
+ * A connect failed: counted each time, said once per endpoint and outage
+ * (a peer that stays down is not a line a second), and tried again.
  */
 static void
-connect_done(struct cats_chan *c, int fd, const char *why, bool tls)
+connect_failed(struct cats_chan *c, const char *why)
 {
+	uint32_t bit = UINT32_C(1) << c->rot.cur;
+	c->w->ctr[CATS_FC_ctl_connect_fail]++;
+	if (!(c->warned & bit))
+		cats_warnx("%s: %s (retrying%s)", c->name, why,
+		    c->nep > 1 ? " the next endpoint" : "");
+	c->warned |= bit;
+	retry_later(c);
+}
+
+/*
+ * A connect ended (cats_ep_connect): up, or failed (refused, a full
+ * backlog, no answer within CONNECT_MS, a refused TLS handshake) and
+ * tried again as any failed connect is.
+ */
+static void
+connect_done(void *arg, int fd, const char *why)
+{
+	struct cats_chan *c = arg;
+	c->conn_fd = -1;
 	if (c->follow_to < c->nep) {
 		/* Followed meanwhile: kept if it is the one, else left. */
 		unsigned i = c->follow_to;
@@ -355,7 +374,8 @@ connect_done(struct cats_chan *c, int fd, const char *why, bool tls)
 			cats_chan_rot_pin(&c->rot, i);
 			chan_up(c, fd);
 		} else {
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			chan_follow(c->lead, c, i);
 		}
 		return;
@@ -364,83 +384,28 @@ connect_done(struct cats_chan *c, int fd, const char *why, bool tls)
 		chan_up(c, fd);
 		return;
 	}
-	close(fd);
-	if (tls)
+	if (c->ep[c->rot.cur].tls)
 		c->w->ctr[CATS_FC_ctl_tls_fail]++;
-	cats_warnx("%s: %s (retrying%s)", c->name, why,
-	    c->nep > 1 ? " the next endpoint" : "");
-	retry_later(c);
+	connect_failed(c, why);
 }
 
-static void
-on_tls(void *arg, const char *why)
-{
-	struct cats_chan *c = arg;
-	int fd = c->tls_fd;
-	c->tls_fd = -1;
-	connect_done(c, fd, why, true);
-}
-
-/* A tcp: connect ended, or did not within CONNECT_MS (a partition). */
-static void
-on_connect(evutil_socket_t fd, short what, void *arg)
-{
-	struct cats_chan *c = arg;
-	char why[400], eps[300];
-	int e = 0;
-	socklen_t len = sizeof(e);
-	c->conn_fd = -1;
-	cats_ep_str(&c->ep[c->rot.cur], eps, sizeof(eps));
-	if (!(what & EV_WRITE))
-		snprintf(why, sizeof(why), "%s: no answer to the connect in "
-		    "%d ms", eps, CONNECT_MS);
-	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e)
-		snprintf(why, sizeof(why), "%s: %s", eps, strerror(e ? e :
-		    errno));
-	else {
-		connect_done(c, fd, NULL, false);
-		return;
-	}
-	connect_done(c, fd, why, false);
-}
-
+/*
+ * Connect to the current endpoint on the loop, never waiting there: a
+ * partitioned tcp: peer would hold it for the kernel's SYN retries (two
+ * minutes), a unix: listener with a full backlog until it accepts.
+ */
 static void
 chan_connect(struct cats_chan *c)
 {
-	char err[256];
+	char err[400];
 	const struct cats_ep *ep = &c->ep[c->rot.cur];
-	int fd;
-	if (ep->tls) {
-		/* The handshake runs on the loop: never a wait here. */
-		if ((fd = cats_tls_open(c->base, ep, c->hello_ms, on_tls, c,
-		    err, sizeof(err))) >= 0) {
-			c->tls_fd = fd;
-			return;
-		}
-	} else if (ep->kind == CATS_EP_TCP) {
-		/* Neither: a partitioned peer would hold the loop for the
-		 * kernel's SYN retries (two minutes). */
-		struct timeval tv = { CONNECT_MS / 1000,
-			(CONNECT_MS % 1000) * 1000 };
-		if ((fd = cats_ep_connect_nb(ep, err, sizeof(err))) >= 0) {
-			if (event_base_once(c->base, fd, EV_WRITE, on_connect,
-			    c, &tv) == 0) {
-				c->conn_fd = fd;
-				return;
-			}
-			close(fd);
-			fd = -1;
-			snprintf(err, sizeof(err), "out of memory");
-		}
-	} else
-		fd = cats_ep_open(ep, true, err, sizeof(err));
-	if (fd < 0) {
-		cats_warnx("%s: %s (retrying%s)", c->name, err,
-		    c->nep > 1 ? " the next endpoint" : "");
-		retry_later(c);
+	/* A tls: endpoint's deadline covers its handshake (--hello-timeout,
+	 * 0: 5 s). */
+	c->conn_fd = cats_ep_connect(c->base, ep, ep->tls ? c->hello_ms :
+	    CONNECT_MS, connect_done, c, err, sizeof(err));
+	if (c->conn_fd >= 0)
 		return;
-	}
-	chan_up(c, fd);
+	connect_failed(c, err);
 }
 
 int
@@ -488,7 +453,8 @@ void
 cats_chan_start(struct cats_chan *c)
 {
 	cats_chan_rot_init(&c->rot, c->nep);
-	c->tls_fd = c->conn_fd = -1;
+	c->conn_fd = -1;
+	c->warned = 0;
 	c->follow_to = CATS_CHAN_EPS;
 	/* Several endpoints are cats-bind or cats-select instances, which
 	 * send keepalives: held to the deadline from the start. */

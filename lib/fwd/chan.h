@@ -8,9 +8,10 @@
  * name not the endpoint's, no answer in 5 s) is one line, counted
  * (ctl_tls_fail), and tried again as a failed connect is.
  *
- * A tcp: connect runs on the loop, as a tls: handshake does: one not
- * answered within 2 s (a partitioned peer) is a failed connect, never a
- * wait of the packet path for the kernel's SYN retries.
+ * Every connect runs on the loop (cats_ep_connect), as a tls: handshake
+ * does: a tcp: one not answered within 2 s (a partitioned peer) and a
+ * unix: one to a listener whose backlog is full (a stalled or overloaded
+ * C-PS stage) are failed connects, never a wait of the packet path.
  *
  * Several endpoints are the instances of a redundant C-PS, of which only the
  * owner listens (cats-bind(1), REDUNDANCY): the channel connects to the
@@ -139,7 +140,6 @@ struct cats_chan {
 	struct cats_stream *s;		/* NULL while down */
 	int fd;				/* its descriptor */
 	struct event *retry;
-	int tls_fd;			/* a tls: handshake under way, or -1 */
 	bool dgram;
 	uint64_t deadline_ms;		/* the caller's: --ctl-deadline */
 	uint64_t hello_ms;		/* --hello-timeout: a tls: handshake's
@@ -151,7 +151,9 @@ struct cats_chan {
 	struct cats_chan *follower;	/* moves with this one (cats_chan_follow) */
 	struct cats_chan *lead;		/* the one this follows */
 	unsigned follow_to;		/* to follow once a connect ends */
-	int conn_fd;			/* a tcp: connect under way, or -1 */
+	int conn_fd;			/* a connect under way, or -1 */
+	uint32_t warned;		/* endpoints whose failed connect was said
+					 * this outage (bit i: ep[i]) */
 };
 
 /*

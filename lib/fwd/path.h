@@ -49,7 +49,7 @@
 	X(bindings_installed) X(bindings_refreshed) X(bindings_removed) \
 	X(bindings_expired) X(bindings_refused) X(ctl_bad) X(ctl_auth_fail) \
 	X(errors_received) X(status_sent) X(bind_connects) X(ctl_switches) \
-	X(ctl_tls_fail) X(ctl_silent) X(ctl_fenced) X(rx_ring_drops) \
+	X(ctl_tls_fail) X(ctl_connect_fail) X(ctl_silent) X(ctl_fenced) X(rx_ring_drops) \
 	X(rx_copies) X(fast_pkts) X(path_errors) X(path_down_sent) \
 	X(tcp_reopened) X(fallback_bound) X(fallback_refused) \
 	X(fallback_reported) X(reverse_learned) X(requests_resent)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <event2/event.h>
 
 #include "base/cats.h"
 #include "base/log.h"
@@ -334,6 +335,110 @@ cats_ep_connect_nb(const struct cats_ep *ep, char *err, size_t errlen)
 		return -1;
 	}
 	return inet_socket(ep, false, true, name, err, errlen);
+}
+
+/* A connect under way (cats_ep_connect). */
+struct ep_conn {
+	cats_ep_done_fn *done;
+	void *arg;
+	int fd;			/* the tool's descriptor (tls:) */
+	unsigned ms;
+	char name[300];
+};
+
+/* A unix:, tcp: or udp: connect ended, or not within its deadline. */
+static void
+conn_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct ep_conn *k = arg;
+	char why[400];
+	int e = 0;
+	socklen_t len = sizeof(e);
+	if (!(what & EV_WRITE))
+		snprintf(why, sizeof(why), "%s: no answer to the connect in "
+		    "%u ms", k->name, k->ms);
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e)
+		snprintf(why, sizeof(why), "%s: %s", k->name,
+		    strerror(e ? e : errno));
+	else {
+		k->done(k->arg, fd, NULL);
+		free(k);
+		return;
+	}
+	close(fd);
+	k->done(k->arg, -1, why);
+	free(k);
+}
+
+/* A tls: endpoint's handshake ended (cats_tls_open). */
+static void
+conn_tls(void *arg, const char *why)
+{
+	struct ep_conn *k = arg;
+	if (why != NULL)
+		close(k->fd);
+	k->done(k->arg, why == NULL ? k->fd : -1, why);
+	free(k);
+}
+
+int
+cats_ep_connect(struct event_base *base, const struct cats_ep *ep,
+    unsigned ms, cats_ep_done_fn *done, void *arg, char *err, size_t errlen)
+{
+	struct ep_conn *k = calloc(1, sizeof(*k));
+	if (k == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	k->done = done;
+	k->arg = arg;
+	k->ms = ms;
+	cats_ep_str(ep, k->name, sizeof(k->name));
+	int fd = -1;
+	if (ep->kind == CATS_EP_TCP && ep->tls) {
+		if ((fd = cats_tls_open(base, ep, ms, conn_tls, k, err,
+		    errlen)) < 0)
+			free(k);
+		else
+			k->fd = fd;
+		return fd;
+	}
+	if (ep->kind == CATS_EP_UNIX) {
+		struct sockaddr_un sun;
+		unix_addr(ep, &sun);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+		if (fd < 0 || (connect(fd, (struct sockaddr *)&sun,
+		    sizeof(sun)) < 0 && errno != EINPROGRESS)) {
+			/* EAGAIN: the listener's backlog is full (a stalled
+			 * or overloaded peer); tried again as a refusal. */
+			snprintf(err, errlen, "%s: %s%s", k->name,
+			    strerror(errno), errno == EAGAIN ? " (its "
+			    "listener's backlog is full)" : "");
+			if (fd >= 0)
+				close(fd);
+			free(k);
+			return -1;
+		}
+	} else if (ep->kind == CATS_EP_TCP || ep->kind == CATS_EP_UDP) {
+		if ((fd = inet_socket(ep, false, true, k->name, err,
+		    errlen)) < 0) {
+			free(k);
+			return -1;
+		}
+	} else {
+		snprintf(err, errlen, "%s: not a socket endpoint", k->name);
+		free(k);
+		return -1;
+	}
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	if (event_base_once(base, fd, EV_WRITE, conn_end, k, &tv) < 0) {
+		snprintf(err, errlen, "%s: out of memory", k->name);
+		close(fd);
+		free(k);
+		return -1;
+	}
+	return fd;
 }
 
 int

@@ -82,6 +82,25 @@ int cats_ep_open(const struct cats_ep *ep, bool for_write, char *err,
  */
 int cats_ep_connect_nb(const struct cats_ep *ep, char *err, size_t errlen);
 /*
+ * Connect to a unix:, tcp:, tls: or udp: endpoint on the running loop
+ * base without ever waiting: every outgoing record connection of a tool
+ * whose loop must go on (a forwarder's control channels, cats-sma's
+ * [steer] to) goes through here.  The socket is non-blocking from the
+ * start; a tcp: connect ends on EV_WRITE with SO_ERROR or fails when it
+ * has not ended within ms (a peer whose SYNs are dropped), a unix:
+ * listener with a full backlog fails at once (EAGAIN) instead of holding
+ * the loop until it accepts, and a tls: endpoint's handshake runs on the
+ * loop (cats_tls_open: ms covers connect and handshake, 0 there meaning
+ * CATS_TLS_OPEN_S).  Returns the descriptor under
+ * way, not to be used before done, or -1 with err set (done is not
+ * called).  done(arg, fd, why) is called once, from the loop, never from
+ * here: fd connected and non-blocking (the caller's), or -1 and why.
+ */
+struct event_base;
+typedef void cats_ep_done_fn(void *arg, int fd, const char *why);
+int cats_ep_connect(struct event_base *base, const struct cats_ep *ep,
+    unsigned ms, cats_ep_done_fn *done, void *arg, char *err, size_t errlen);
+/*
  * Parse spec, the value of option what ("--stats-to"), and open it for
  * writing into *fd: 0, or the exit code said in one line ("what: reason"):
  * 2 for a spec that is no endpoint, 74 for one that cannot be opened.

@@ -257,6 +257,9 @@ sub_hook(void *arg, int what, const struct cats_cst_entry *ce)
 
 /* ---- site-local steering (000 §10.3) ---- */
 
+/* A [steer] to connect not answered in this long is tried again. */
+#define STEER_CONNECT_MS 2000
+
 static void steer_lost(struct sma_app *a, int error);
 
 /* A steer record to its stream (signed with the [northbound] key). */
@@ -336,29 +339,29 @@ steer_retry_later(struct sma_app *a)
 	evtimer_add(a->steer_retry, &tv);
 }
 
+/* A failed connect to [steer] to, said once per outage. */
+static void
+steer_connect_failed(struct sma_app *a, const char *why)
+{
+	if (!a->steer_warned)
+		cats_warnx("[steer] to: %s (connecting in the background, "
+		    "100 ms growing to 1 s apart)", why);
+	a->steer_warned = true;
+	steer_retry_later(a);
+}
+
 /*
- * Connect to [steer] to (again); on it, the redirects in force, also those
- * decided while there was no connection.  A failed attempt is said once
- * per outage.
+ * The connect to [steer] to ended (cats_ep_connect); on it, the redirects
+ * in force, also those decided while there was no connection.
  */
 static void
-on_steer_retry(evutil_socket_t fd0, short what, void *arg)
+steer_connected(void *arg, int fd, const char *why)
 {
 	struct sma_app *a = arg;
-	char err[300];
-	(void)fd0;
-	(void)what;
-	int fd = cats_ep_open(&a->steer_ep, true, err, sizeof(err));
 	if (fd < 0 || steer_attach(a, fd, false) < 0) {
-		if (fd >= 0) {
+		if (fd >= 0)
 			close(fd);
-			snprintf(err, sizeof(err), "out of memory");
-		}
-		if (!a->steer_warned)
-			cats_warnx("[steer] to: %s (connecting in the "
-			    "background, 100 ms growing to 1 s apart)", err);
-		a->steer_warned = true;
-		steer_retry_later(a);
+		steer_connect_failed(a, why != NULL ? why : "out of memory");
 		return;
 	}
 	bool again = a->steer_connected;
@@ -373,6 +376,23 @@ on_steer_retry(evutil_socket_t fd0, short what, void *arg)
 	cats_audit(again ? "steer-reconnect" : "steer-connect", "redirects=%"
 	    PRIu64, n);
 	sma_steer_view(a->steer, steer_resend, a);
+}
+
+/*
+ * Connect to [steer] to (again) on the loop, never waiting there: an
+ * egress whose SYNs are dropped, or whose unix: backlog is full, would
+ * hold every other stream and timer of cats-sma.
+ */
+static void
+on_steer_retry(evutil_socket_t fd0, short what, void *arg)
+{
+	struct sma_app *a = arg;
+	char err[400];
+	(void)fd0;
+	(void)what;
+	if (cats_ep_connect(a->base, &a->steer_ep, STEER_CONNECT_MS,
+	    steer_connected, a, err, sizeof(err)) < 0)
+		steer_connect_failed(a, err);
 }
 
 /*

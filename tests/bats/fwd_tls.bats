@@ -85,7 +85,7 @@ fwd_counter_is() { [ "$(fwd_counter "$1")" "$2" "$3" ]; }
 	start_cps
 	cp "$W/other/ca.crt" "$W/ca.crt"
 	start_fwd "tls:127.0.0.1:$SP"
-	# Both servers refused by the forwarder, one line each try, counted;
+	# Both servers refused by the forwarder, one line each, each try counted;
 	# the servers see the forwarder's alert.
 	wait_for 50 grep -q "^cats-fwd: select: TLS handshake with 127.0.0.1: .* (retrying)$" "$W/fwd.err"
 	wait_for 50 grep -q "^cats-fwd: bind: TLS handshake with 127.0.0.1: .* (retrying)$" "$W/fwd.err"

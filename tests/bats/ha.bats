@@ -675,6 +675,57 @@ stage_pid() { sed -n "s/.*stage $2 started (pid \([0-9]*\)).*/\1/p" "$W/$1.err" 
 }
 
 
+@test "ha: a real cats-fwd: a unix: C-PS listener whose backlog is full (it accepts nothing) holds nothing: the other channel is served, stats answered, one warning; it connects once the listener accepts" {
+	mkfifo "$W/c.in" "$W/full.go"
+	cats-bind --commit none --listen "unix:$W/c.sock" <"$W/c.in" \
+	    >"$W/c.out" 2>"$W/c.err" &
+	PIDS="$PIDS $!"
+	exec 7>"$W/c.in"
+	wait_for 50 test -S "$W/c.sock"
+	# A selector that listens with a backlog of 0 and has filled it
+	# itself: a blocking connect would wait there until it accepts.
+	python3 -c 'import socket, sys
+p = sys.argv[1]
+l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(0)
+fill = []
+while True:
+    c = socket.socket(socket.AF_UNIX); c.setblocking(False)
+    try: c.connect(p)
+    except BlockingIOError: break
+    fill.append(c)
+print("full", len(fill), flush=True)
+open(sys.argv[2]).read()
+# Room again: the fillers leave (EOF, nothing sent); the first connection
+# that sends something is the forwarder.
+for c in fill: c.close()
+while True:
+    a, _ = l.accept()
+    b = a.recv(4096)
+    if b:
+        print("forwarder connected, sent", len(b), flush=True)
+        fill.append(a)
+        open(sys.argv[2]).read()
+        break' "$W/full.sock" "$W/full.go" >"$W/full.out" 2>&1 &
+	PIDS="$PIDS $!"
+	wait_for 50 grep -q "^full [1-9]" "$W/full.out"
+	FWD_ARGS=1 start_fwd --select "unix:$W/full.sock" --bind "unix:$W/c.sock"
+	wait_for 80 grep -q "forwarding" "$W/fwd.err"
+	wait_for 50 grep -q "select: unix:$W/full.sock: Resource temporarily unavailable (its listener's backlog is full) (retrying)" "$W/fwd.err"
+	# The bind channel is served and the stats answered meanwhile.
+	wait_for 50 grep -q "bindings fetched again; forwarding" "$W/fwd.err"
+	[ "$(fwd_counter ctl_bad)" -eq 0 ]
+	# The retries (100 ms growing to 1 s apart) go on, counted, said once.
+	wait_for 80 fwd_counter_is ctl_connect_fail -ge 3
+	[ "$(grep -c "backlog is full" "$W/fwd.err")" -eq 1 ]
+	! grep -q "forwarder connected" "$W/full.out"
+	# The listener accepts again: the forwarder connects and says hello.
+	echo go >"$W/full.go"
+	wait_for 80 grep -q "forwarder connected, sent [1-9]" "$W/full.out"
+	kill -0 "$pid_f"
+	echo go >"$W/full.go"
+	stop_fwd
+}
+
 @test "ha: both cats-cps killed at once (parents and binding stages, kill -9) and started again: the state in etcd restores every established flow, none removed at the forwarder" {
 	start_two
 	for p in 42001 42002 42003; do new_flow "$p"; done

@@ -1,11 +1,17 @@
 /*
  * test_misc.c - configuration syntax, value parsers, endpoints, hash table,
- * arena, clock, the heap reserve.
+ * arena, clock, the heap reserve, connects on a running loop.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "base/clock.h"
 #include "base/conf.h"
@@ -250,6 +256,133 @@ test_reserve(void)
 #endif
 }
 
+/* What cats_ep_connect's callback said. */
+struct conn_seen {
+	int calls, fd;
+	char why[400];
+};
+
+static void
+conn_done(void *arg, int fd, const char *why)
+{
+	struct conn_seen *r = arg;
+	r->calls++;
+	r->fd = fd;
+	snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
+}
+
+/* Run base until the callback came (a guard of 100 turns of 100 ms). */
+static void
+conn_wait(struct event_base *base, const struct conn_seen *r)
+{
+	struct timeval tv = { 0, 100000 };
+	for (int i = 0; i < 100 && r->calls == 0; i++) {
+		event_base_loopexit(base, &tv);
+		event_base_dispatch(base);
+	}
+}
+
+/*
+ * cats_ep_connect: a unix: listener whose backlog is full, and a tcp:
+ * one whose accept queue is full (the kernel drops the SYNs), never hold
+ * the caller; each connects once there is room again.
+ */
+static void
+test_connect(void)
+{
+	struct event_base *base = event_base_new();
+	struct cats_ep ep;
+	char err[400];
+	struct conn_seen r;
+	T_OK(base != NULL, "an event base");
+	char path[64], spec0[80];
+	snprintf(path, sizeof(path), "/tmp/cats-test-conn.%d.sock",
+	    (int)getpid());
+	snprintf(spec0, sizeof(spec0), "unix:%s", path);
+	unlink(path);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	T_OK(l >= 0 && bind(l, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+	    listen(l, 0) == 0, "a unix listener of backlog 0");
+	/* Fill its backlog: a non-blocking connect says EAGAIN once full. */
+	int fill[8], nfill = 0;
+	while (nfill < 8) {
+		int f = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (connect(f, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+			T_OK(errno == EAGAIN, "the backlog fills (%s)",
+			    strerror(errno));
+			close(f);
+			break;
+		}
+		fill[nfill++] = f;
+	}
+	T_OK(nfill >= 1 && nfill < 8, "%d connects fill it", nfill);
+	cats_ep_parse(spec0, &ep, err, sizeof(err));
+	memset(&r, 0, sizeof(r));
+	int fd = cats_ep_connect(base, &ep, 200, conn_done, &r, err,
+	    sizeof(err));
+	T_OK(fd < 0 && strstr(err, "backlog is full") != NULL && r.calls == 0,
+	    "a full backlog fails at once: %s", err);
+	/* Room again: connected, said from the loop, not from the call. */
+	int a = accept(l, NULL, NULL);
+	T_OK(a >= 0, "one accepted");
+	close(a);
+	fd = cats_ep_connect(base, &ep, 200, conn_done, &r, err, sizeof(err));
+	T_OK(fd >= 0 && r.calls == 0, "room again: under way (%s)",
+	    fd < 0 ? err : "");
+	conn_wait(base, &r);
+	T_OK(r.calls == 1 && r.fd == fd && r.why[0] == '\0',
+	    "connected, from the loop (%s)", r.why);
+	if (r.fd >= 0)
+		close(r.fd);
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(l);
+	unlink(path);
+	memset(&r, 0, sizeof(r));
+	fd = cats_ep_connect(base, &ep, 200, conn_done, &r, err, sizeof(err));
+	T_OK(fd < 0 && r.calls == 0, "nobody listening: at once: %s", err);
+
+	/* tcp: an accept queue of one, full: the next SYN is dropped. */
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	T_OK(l >= 0 && bind(l, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    listen(l, 0) == 0 && getsockname(l, (struct sockaddr *)&sin,
+	    &sl) == 0, "a tcp listener of backlog 0");
+	int f = socket(AF_INET, SOCK_STREAM, 0);
+	T_OK(connect(f, (struct sockaddr *)&sin, sizeof(sin)) == 0,
+	    "its queue filled");
+	char spec[64];
+	snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%u", ntohs(sin.sin_port));
+	cats_ep_parse(spec, &ep, err, sizeof(err));
+	memset(&r, 0, sizeof(r));
+	fd = cats_ep_connect(base, &ep, 200, conn_done, &r, err, sizeof(err));
+	T_OK(fd >= 0 && r.calls == 0, "a tcp: connect under way (%s)",
+	    fd < 0 ? err : "");
+	conn_wait(base, &r);
+	T_OK(r.calls == 1 && r.fd < 0 && strstr(r.why, "no answer to the "
+	    "connect in 200 ms") != NULL, "given up at its deadline: %s",
+	    r.why);
+	/* Room again: the next try connects. */
+	a = accept(l, NULL, NULL);
+	close(a);
+	close(f);
+	memset(&r, 0, sizeof(r));
+	fd = cats_ep_connect(base, &ep, 2000, conn_done, &r, err, sizeof(err));
+	conn_wait(base, &r);
+	T_OK(r.calls == 1 && r.fd >= 0, "room again: connected (%s)", r.why);
+	if (r.fd >= 0)
+		close(r.fd);
+	close(l);
+	cats_ep_parse("file:/tmp/x", &ep, err, sizeof(err));
+	T_OK(cats_ep_connect(base, &ep, 200, conn_done, &r, err,
+	    sizeof(err)) < 0, "a file: is no socket: %s", err);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -259,5 +392,6 @@ main(void)
 	test_htab();
 	test_arena_clock();
 	test_reserve();
+	test_connect();
 	return t_done();
 }
