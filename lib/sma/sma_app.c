@@ -300,14 +300,6 @@ steer_poll(struct sma_app *a, uint64_t now)
 
 static void steer_eof(struct cats_stream *s, int error, void *arg);
 
-/* A redirect in force, said again on a new connection. */
-static void
-steer_resend(void *arg, const struct cats_rec *r)
-{
-	struct sma_app *a = arg;
-	(void)steer_emit(a, r);
-}
-
 /*
  * The steer stream on fd, owned by it.  A unix: or tcp: connection is
  * read too, only so that the egress's close is seen at once (a restart),
@@ -352,7 +344,8 @@ steer_connect_failed(struct sma_app *a, const char *why)
 
 /*
  * The connect to [steer] to ended (cats_ep_connect); on it, the redirects
- * in force, also those decided while there was no connection.
+ * in force, also those decided while there was no connection, and the
+ * ends decided meanwhile, in seq order (sma_steer_resend).
  */
 static void
 steer_connected(void *arg, int fd, const char *why)
@@ -371,11 +364,12 @@ steer_connected(void *arg, int fd, const char *why)
 	uint64_t n = sma_steer_stats(a->steer)->active;
 	if (again)
 		a->steer_reconnects++;
+	size_t ends = sma_steer_resend(a->steer);
 	cats_info("[steer] to: connected%s; %" PRIu64 " redirect%s in force "
-	    "sent", again ? " again" : "", n, n == 1 ? "" : "s");
+	    "and %zu end%s decided meanwhile sent", again ? " again" : "", n,
+	    n == 1 ? "" : "s", ends, ends == 1 ? "" : "s");
 	cats_audit(again ? "steer-reconnect" : "steer-connect", "redirects=%"
-	    PRIu64, n);
-	sma_steer_view(a->steer, steer_resend, a);
+	    PRIu64 " ends=%zu", n, ends);
 }
 
 /*

@@ -27,6 +27,11 @@ struct sma_steer {
 	void *arg;
 	struct redir *v;
 	size_t n, cap;
+	/* Ends that did not leave (no connection to the egress), each as the
+	 * instance it ended (to NULL, why its reason), said on the next one:
+	 * one per instance, the latest. */
+	struct redir *ends;
+	size_t nends, capends;
 	bool in_partition, expired, healing, want_full, dirty, bound_said;
 	uint64_t since;
 	struct sma_steer_stats st;
@@ -61,7 +66,10 @@ sma_steer_free(struct sma_steer *st)
 		return;
 	for (size_t i = 0; i < st->n; i++)
 		redir_free(&st->v[i]);
+	for (size_t i = 0; i < st->nends; i++)
+		redir_free(&st->ends[i]);
 	free(st->v);
+	free(st->ends);
 	free(st);
 }
 
@@ -158,6 +166,51 @@ fill(const struct sma_steer *st, const struct redir *r, int op,
 	s->reason = reason;
 }
 
+/* The ends kept to say again that end r's instance: the latest alone. */
+static void
+unsent_forget(struct sma_steer *st, const struct redir *r)
+{
+	for (size_t i = 0; i < st->nends; i++) {
+		struct redir *e = &st->ends[i];
+		if (strcmp(e->from, r->from) != 0 ||
+		    strcmp(e->cs_id, r->cs_id) != 0)
+			continue;
+		redir_free(e);
+		st->ends[i] = st->ends[--st->nends];
+		return;
+	}
+}
+
+/*
+ * An end of r that did not leave: kept, to be said on the next connection
+ * (sma_steer_resend), or the egress would keep steering the instance
+ * until the redirect's until.  At most max_redirects of them (one per
+ * instance); beyond, the end is lost (counted in failures already).
+ */
+static void
+unsent_end(struct sma_steer *st, const struct redir *r, const char *reason,
+    uint64_t now)
+{
+	unsent_forget(st, r);
+	if (st->nends >= st->c->steer.max_redirects ||
+	    cats_grow((void **)&st->ends, &st->capends, st->nends,
+	    sizeof(*st->ends), 16) < 0)
+		return;
+	struct redir *e = &st->ends[st->nends];
+	*e = *r;
+	e->to = NULL;
+	e->cs_id = strdup(r->cs_id);
+	e->from = strdup(r->from);
+	if (e->cs_id == NULL || e->from == NULL) {
+		redir_free(e);
+		return;
+	}
+	e->why = reason;
+	e->seq = st->seq;
+	e->at = now;
+	st->nends++;
+}
+
 static int
 record(struct sma_steer *st, const struct redir *r, int op,
     const char *reason, uint64_t now)
@@ -167,8 +220,11 @@ record(struct sma_steer *st, const struct redir *r, int op,
 	rec.u.steer.seq = ++st->seq;
 	if (st->emit(st->arg, &rec) < 0) {
 		st->st.failures++;
+		if (op == CATS_STEER_END)
+			unsent_end(st, r, reason, now);
 		return -1;
 	}
+	unsent_forget(st, r);	/* said since: what was kept is older */
 	return 0;
 }
 
@@ -440,6 +496,50 @@ sma_steer_view(const struct sma_steer *st,
 		fn(arg, &rec);
 	}
 	free(o);
+}
+
+size_t
+sma_steer_resend(struct sma_steer *st)
+{
+	size_t all = st->n + st->nends, n = 0, sent = 0;
+	const struct redir **o = all ? malloc(all * sizeof(*o)) : NULL;
+	bool *left = st->nends ? calloc(st->nends, sizeof(*left)) : NULL;
+	if (o == NULL || (st->nends > 0 && left == NULL)) {
+		free(o);
+		free(left);
+		return 0;
+	}
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].to != NULL)
+			o[n++] = &st->v[i];
+	for (size_t i = 0; i < st->nends; i++)
+		o[n++] = &st->ends[i];
+	qsort(o, n, sizeof(*o), by_seq);
+	for (size_t i = 0; i < n; i++) {
+		const struct redir *r = o[i];
+		struct cats_rec rec;
+		fill(st, r, r->to != NULL ? CATS_STEER_REDIRECT :
+		    CATS_STEER_END, r->why, r->at, &rec);
+		rec.u.steer.seq = r->seq;
+		if (st->emit(st->arg, &rec) < 0)
+			break;		/* gone again: the rest next time */
+		if (r->to == NULL) {
+			left[r - st->ends] = true;
+			sent++;
+		}
+	}
+	free(o);
+	/* The ends that left are forgotten (from the last: the swap with
+	 * the last entry keeps the marks of those not looked at yet). */
+	for (size_t i = st->nends; i-- > 0;) {
+		if (!left[i])
+			continue;
+		redir_free(&st->ends[i]);
+		st->ends[i] = st->ends[--st->nends];
+		left[i] = left[st->nends];
+	}
+	free(left);
+	return sent;
 }
 
 bool

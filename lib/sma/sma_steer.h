@@ -58,6 +58,14 @@ uint64_t sma_steer_next_deadline(const struct sma_steer *st);
  * order (the admin's GET /steer; said again on a new connection). */
 void sma_steer_view(const struct sma_steer *st,
     void (*fn)(void *arg, const struct cats_rec *r), void *arg);
+/*
+ * A new connection to the egress: the redirects in force and the ends that
+ * did not leave while there was none (sma_steer_emit_fn said -1), all in
+ * seq order (an egress refuses a seq below one it has taken), each with
+ * its own seq, through emit.  The ends that leave are forgotten; the
+ * count of them.
+ */
+size_t sma_steer_resend(struct sma_steer *st);
 /* It steered in this partition: the heal must be a full sync (once). */
 bool sma_steer_wants_full(struct sma_steer *st);
 

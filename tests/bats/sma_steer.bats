@@ -134,6 +134,42 @@ steers_are() { [ "$(dec "$W/steer.cbor" 2>/dev/null | wc -l)" -eq "$1" ]; }
 	[ "$(grep -c 'connecting in the background' sma.err)" = 1 ]
 }
 
+@test "sma_steer: an end decided while the egress is gone is sent once it is back, in seq order with the redirects in force" {
+	sed -i "s|^to = file:.*|to = unix:$W/steer.sock|" sma.conf
+	bg socat -u "UNIX-LISTEN:$W/steer.sock" "OPEN:$W/steer.cbor,creat"
+	EGRESS=$LAST
+	start_cps
+	start_sma
+	wait_for 50 grep -q 'event=steer-connect redirects=0 ends=0' sma.audit
+	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
+	[ "$(report b ARS HEALTHY 300 192.0.2.2)" = 200 ]
+	[ "$(report c ARS HEALTHY 50 192.0.2.3)" = 200 ]
+	wait_for 50 synced
+	kill -9 "$CPS"
+	wait "$CPS" 2>/dev/null || true
+	# a to b (seq 1) reaches the egress.
+	[ "$(report a ARS UNHEALTHY 100 192.0.2.1)" = 200 ]
+	wait_for 50 partitioned
+	wait_for 50 steers_are 1
+	# The egress goes; meanwhile a recovers (its end: seq 2) and c
+	# fails (c to b: seq 3).
+	kill "$EGRESS"
+	wait_for 50 grep -q '\[steer\] to: .*connecting again' sma.err
+	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
+	wait_for 50 counter_is steer_ends 1
+	[ "$(report c ARS UNHEALTHY 50 192.0.2.3)" = 200 ]
+	wait_for 50 counter_is steer_redirects 2
+	[ "$(counter steer_failures)" = 2 ]
+	# The egress back: the end, then the redirect in force.
+	mv "$W/steer.cbor" "$W/steer1.cbor"
+	bg socat -u "UNIX-LISTEN:$W/steer.sock" "OPEN:$W/steer.cbor,creat"
+	wait_for 50 grep -q 'event=steer-reconnect redirects=1 ends=1' sma.audit
+	wait_for 50 steers_are 2
+	[ "$(dec "$W/steer.cbor" | jq -c '[.seq, .op, .from, .reason]' | tr -d '\n')" = '[2,"end","a","recovered"][3,"redirect","c","unhealthy"]' ]
+	cats-cbor check -q "$W/steer.cbor"
+	[ "$(counter steer_reconnects)" = 1 ]
+}
+
 @test "sma_steer: bad [steer] input is one line and exit 78; without a C-PS too; a reload that moves 'to' is refused and counted" {
 	printf '[steer]\nmax = 10\n' >> sma.conf
 	run cats-sma -c sma.conf -t "http://127.0.0.1:$PS/" < /dev/null
