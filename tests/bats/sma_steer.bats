@@ -170,6 +170,37 @@ steers_are() { [ "$(dec "$W/steer.cbor" 2>/dev/null | wc -l)" -eq "$1" ]; }
 	[ "$(counter steer_reconnects)" = 1 ]
 }
 
+@test "sma_steer: a tcp: [steer] to whose SYNs go unanswered (its accept queue full) holds nothing: reports taken, stats answered, one warning; it connects once the egress accepts" {
+	EP=$(free_port)
+	mkfifo "$W/eg.go"
+	# An egress that listens with a backlog of 0 and has filled it
+	# itself: the kernel drops the next SYNs.  A blocking connect would
+	# hold cats-sma for the kernel's SYN retries.
+	bg python3 -c 'import socket, sys
+l = socket.socket(); l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(0)
+f = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("full", flush=True)
+open(sys.argv[2]).read()
+l.accept()[0].close(); f.close()
+a, _ = l.accept()
+print("accepted", flush=True)
+open(sys.argv[2]).read()' "$EP" "$W/eg.go" >"$W/eg.out"
+	wait_for 50 grep -q full "$W/eg.out"
+	sed -i "s|^to = file:.*|to = tcp:127.0.0.1:$EP|" sma.conf
+	start_cps
+	start_sma
+	wait_for 80 grep -q "\\[steer\\] to: tcp:127.0.0.1:$EP: no answer to the connect in 2000 ms (connecting in the background" sma.err
+	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
+	wait_for 50 synced
+	[ "$(counter steer_active)" = 0 ]
+	! grep -q 'event=steer-connect' sma.audit
+	[ "$(grep -c 'no answer to the connect' sma.err)" = 1 ]
+	echo go >"$W/eg.go"
+	wait_for 80 grep -q 'event=steer-connect redirects=0 ends=0' sma.audit
+	grep -q accepted "$W/eg.out"
+	echo go >"$W/eg.go"
+}
+
 @test "sma_steer: bad [steer] input is one line and exit 78; without a C-PS too; a reload that moves 'to' is refused and counted" {
 	printf '[steer]\nmax = 10\n' >> sma.conf
 	run cats-sma -c sma.conf -t "http://127.0.0.1:$PS/" < /dev/null
