@@ -477,17 +477,6 @@ in_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 	refused("input", it->index, rc);
 }
 
-static void
-in_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct bind_app *a = arg;
-	char msg[400];
-	(void)s;
-	cats_errorx("%s", cats_err_fmt(e, index, msg, sizeof(msg)));
-	a->in_records++;
-	bad_input(a);
-}
 
 static void
 in_eof(struct cats_stream *s, int error, void *arg)
@@ -761,17 +750,6 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 	resync_kick(a);
 }
 
-static void
-conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct bind_app_conn *c = arg;
-	char msg[400];
-	(void)s;
-	cats_errorx("forwarder %s: %s", c->fwd ? c->fwd : "?",
-	    cats_err_fmt(e, index, msg, sizeof(msg)));
-	c->a->in_bad++;
-}
 
 static void
 conn_eof(struct cats_stream *s, int error, void *arg)
@@ -786,7 +764,7 @@ conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	struct bind_app *a = arg;
 	static const struct cats_stream_cbs cbs = { .rec = conn_rec,
-		.bad = conn_bad, .eof = conn_eof };
+		.eof = conn_eof };
 	struct bind_app_conn *c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -1;
@@ -898,7 +876,7 @@ int
 bind_app_input(struct bind_app *a)
 {
 	static const struct cats_stream_cbs cbs = { .rec = in_rec,
-		.bad = in_bad, .eof = in_eof };
+		.eof = in_eof };
 	a->in = cats_stream_new(a->base, 0, -1, false, NULL, 0, &cbs, a);
 	if (a->in == NULL) {
 		cats_errorx("input: %s", strerror(errno));

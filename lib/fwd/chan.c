@@ -88,16 +88,6 @@ on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		cats_fwdp_ctl(c->w, r, c->is_bind, now);
 }
 
-static void
-on_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct cats_chan *c = arg;
-	char msg[400];
-	(void)s;
-	c->w->ctr[CATS_FC_ctl_bad]++;
-	cats_warnx("%s: %s", c->name, cats_err_fmt(e, index, msg, sizeof(msg)));
-}
 
 void
 cats_chan_rot_init(struct cats_chan_rot *r, unsigned n)
@@ -320,7 +310,7 @@ chan_up(struct cats_chan *c, int fd)
 	if (c->rot.switches != sw)
 		c->w->ctr[CATS_FC_ctl_switches]++;
 	static const struct cats_stream_cbs cbs = { .rec = on_rec,
-		.bad = on_bad, .eof = on_eof };
+		.eof = on_eof };
 	c->s = cats_stream_new(c->base, fd, fd, c->dgram, NULL, 0, &cbs, c);
 	if (c->s == NULL) {
 		close(fd);

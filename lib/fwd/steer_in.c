@@ -85,22 +85,12 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		    sr->reason : "-");
 }
 
-static void
-conn_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e,
-    void *arg)
-{
-	struct steer_conn *c = arg;
-	char msg[400];
-	(void)s;
-	c->in->t->st.bad++;
-	cats_warnx("steer: %s", cats_err_fmt(e, index, msg, sizeof(msg)));
-}
 
 static int
 conn_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	static const struct cats_stream_cbs cbs = { .rec = conn_rec,
-		.bad = conn_bad, .eof = cats_sconn_eof };
+		.eof = cats_sconn_eof };
 	struct cats_fsteer_in *in = arg;
 	struct steer_conn *c = cats_sconn_accept(in->base, lc, fd, sizeof(*c),
 	    &cbs, &in->dec);

@@ -380,6 +380,24 @@ unbusy(struct cats_stream *s)
 	return true;
 }
 
+/* A malformed item to the bad callback, or else to the rec one (rec NULL). */
+static void
+give_bad(struct cats_stream *s, uint64_t index, const struct cats_err *e)
+{
+	if (s->cbs.bad) {
+		s->cbs.bad(s, index, e, s->arg);
+		return;
+	}
+	if (s->cbs.rec == NULL || s->dec == NULL)
+		return;
+	struct cats_item it;
+	memset(&it, 0, sizeof(it));
+	it.index = index;
+	it.err = *e;
+	cats_err_fmt(&it.err, index, it.why, sizeof(it.why));
+	s->cbs.rec(s, &it, s->arg);
+}
+
 /* One complete item to the rec callback, decoded, or to the item one. */
 static void
 give_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
@@ -422,8 +440,7 @@ deliver(struct cats_stream *s)
 			give_item(s, p, n, s->rd.index - 1, NULL);
 		} else if (r == CATS_SEQ_BAD) {
 			s->st.bad++;
-			if (s->cbs.bad)
-				s->cbs.bad(s, s->rd.index - 1, &e, s->arg);
+			give_bad(s, s->rd.index - 1, &e);
 		} else {
 			if (s->rd.eof && !s->eof_told &&
 			    s->rd.buf.len == s->rd.start) {
@@ -485,8 +502,7 @@ read_dgram(struct cats_stream *s)
 			    peer.len ? &peer : NULL);
 		} else {
 			s->st.bad++;
-			if (s->cbs.bad)
-				s->cbs.bad(s, index, &e, s->arg);
+			give_bad(s, index, &e);
 		}
 	}
 	unbusy(s);

@@ -104,7 +104,9 @@ struct cats_stream_cbs {
 	void (*drained)(struct cats_stream *s, void *arg);
 	/*
 	 * In place of item on a stream that decodes (cats_stream_decode_into):
-	 * the item decoded from the tokens the stream scanned it into.
+	 * the item decoded from the tokens the stream scanned it into.  With
+	 * no bad callback a malformed item comes here too (rec NULL, p NULL,
+	 * n 0), as one that is no valid record does.
 	 */
 	void (*rec)(struct cats_stream *s, struct cats_item *it, void *arg);
 };
