@@ -989,8 +989,13 @@ commit_end(struct cats_commit *cm, int rc)
 	/* Held now: sent while it flew (or refused with it). */
 	if (flew)
 		cm->pipelined = again || cm->held > 0;
+	/* The next batch after the loop has polled its descriptors (a 0 s
+	 * timer): activated here, in a callback, it would run in this same
+	 * pass, and an end that sends again (the contract allows it) would
+	 * chain batches with no read between them. */
+	static const struct timeval zero = { 0, 0 };
 	if (rc == 0 && (again || cm->held > 0))
-		event_active(cm->ev, 0, 0);
+		event_add(cm->ev, &zero);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -1018,6 +1018,78 @@ test_stream_wrap(void)
 	cats_buf_free(&c.got);
 }
 
+/* A commit whose end sends one more item (held for the next batch), as
+ * the contract allows, n times; reads seen meanwhile. */
+struct chain {
+	struct cats_stream *out;
+	struct cats_buf item;
+	int wfd;	/* the reader's peer: written at the 5th end */
+	int ends, max, reads, ends_at_first_read;
+};
+
+static int
+chain_end(void *arg, int rc)
+{
+	struct chain *c = arg;
+	if (++c->ends == 5 &&
+	    write(c->wfd, c->item.p, c->item.len) != (ssize_t)c->item.len)
+		return -1;
+	if (c->ends < c->max)
+		cats_stream_send(c->out, c->item.p, c->item.len);
+	return 0;
+}
+
+static void
+chain_read(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
+    const struct cats_peer *peer, void *arg)
+{
+	struct chain *c = arg;
+	if (c->reads++ == 0)
+		c->ends_at_first_read = c->ends;
+}
+
+static const struct cats_commit_ops CHAIN_OPS = { NULL, NULL, chain_end };
+
+/*
+ * The next batch begins after the loop has looked at its descriptors: a
+ * commit whose end sends again (the next batch's item) does not keep the
+ * loop from reading.  Before, the next batch was activated in the same
+ * pass, and such a chain ran all of its 1,000 batches before the read of
+ * an item that came at its 5th.
+ */
+static void
+test_commit_chain(void)
+{
+	int sv[2], sr[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sr);
+	struct event_base *base = event_base_new();
+	struct chain c = { .max = 1000 };
+	encode_json("{\"type\":\"error\",\"code\":\"c\"}", &c.item);
+	struct cats_stream_cbs rcbs = { .item = chain_read };
+	struct cats_stream *in = cats_stream_new(base, sr[0], -1, false, NULL,
+	    0, &rcbs, &c);
+	c.out = cats_stream_new(base, -1, sv[1], false, NULL, 0, NULL, NULL);
+	struct cats_commit *cm = cats_commit_new(base, &CHAIN_OPS, &c, 0);
+	cats_stream_hold(c.out, cm);
+	c.wfd = sr[1];
+	cats_stream_send(c.out, c.item.p, c.item.len);
+	while (c.ends < c.max)
+		event_base_loop(base, EVLOOP_ONCE);
+	T_OK(c.reads == 1 && c.ends_at_first_read < 10,
+	    "an item that came during the chain was read within a few "
+	    "batches (after %d of %d)", c.ends_at_first_read, c.max);
+	cats_commit_free(cm);
+	cats_stream_free(c.out);
+	cats_stream_free(in);
+	close(sv[0]);
+	close(sv[1]);
+	close(sr[0]);
+	close(sr[1]);
+	event_base_free(base);
+	cats_buf_free(&c.item);
+}
+
 int
 main(void)
 {
@@ -1031,5 +1103,6 @@ main(void)
 	test_stream_batch();
 	test_stream_hold();
 	test_commit_pipeline();
+	test_commit_chain();
 	return t_done();
 }
