@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bucket.h"
 #include "base/cats.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -103,27 +104,82 @@ cats_audit_open(const char *spec)
 	return 0;
 }
 
-void
-cats_audit(const char *event, const char *fmt, ...)
+/* Write one audit line: body from fmt, then more (may be ""). */
+static void
+vaudit(const char *event, const char *more, const char *fmt, va_list ap)
 {
 	char body[768];
-	va_list ap;
 	audit_lines++;
 	if (audit_off)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(body, sizeof(body), fmt, ap);
-	va_end(ap);
 	for (char *p = body; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
 	if (audit_syslog) {
-		syslog(LOG_NOTICE, "audit event=%s %s", event, body);
+		syslog(LOG_NOTICE, "audit event=%s %s%s", event, body, more);
 		return;
 	}
 	FILE *f = audit_file ? audit_file : stderr;
-	fprintf(f, "%s: audit ts=%llu event=%s %s\n", tool,
-	    (unsigned long long)cats_clock_now(), event, body);
+	fprintf(f, "%s: audit ts=%llu event=%s %s%s\n", tool,
+	    (unsigned long long)cats_clock_now(), event, body, more);
+}
+
+void
+cats_audit(const char *event, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vaudit(event, "", fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The limiter of cats_audit_limited(): a bucket per event, found by name
+ * in a small table (the events are a handful of constants); kinds beyond
+ * the table share its last slot.
+ */
+#define LIMIT_KINDS 16
+static struct limit_kind {
+	char event[32];
+	struct cats_bucket b;
+	uint64_t unlogged;	/* left out since the last line written */
+} limits[LIMIT_KINDS];
+static size_t nlimits;
+
+static struct limit_kind *
+limit_find(const char *event, uint64_t now)
+{
+	for (size_t i = 0; i < nlimits; i++)
+		if (strcmp(limits[i].event, event) == 0)
+			return &limits[i];
+	if (nlimits == LIMIT_KINDS)
+		return &limits[LIMIT_KINDS - 1];
+	struct limit_kind *k = &limits[nlimits++];
+	snprintf(k->event, sizeof(k->event), "%s", event);
+	cats_bucket_init(&k->b, CATS_AUDIT_LIMIT_RATE, CATS_AUDIT_LIMIT_BURST,
+	    now);
+	return k;
+}
+
+void
+cats_audit_limited(const char *event, const char *fmt, ...)
+{
+	uint64_t now = cats_clock_now();
+	struct limit_kind *k = limit_find(event, now);
+	if (!cats_bucket_take(&k->b, 1, now)) {
+		k->unlogged++;
+		return;
+	}
+	char more[40] = "";
+	if (k->unlogged)
+		snprintf(more, sizeof(more), " unlogged=%llu",
+		    (unsigned long long)k->unlogged);
+	k->unlogged = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vaudit(event, more, fmt, ap);
+	va_end(ap);
 }
 
 uint64_t

@@ -33,7 +33,20 @@ int cats_audit_open(const char *spec);
 /* One audit line; fmt gives the "key=value ..." part. */
 void cats_audit(const char *event, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Audit lines written so far. */
+/*
+ * An audit line for a refusal of unauthenticated input (a bad handshake,
+ * framing, hello or record: what a flood can make at line rate): written
+ * as cats_audit() does while the event's bucket has tokens, a burst of
+ * CATS_AUDIT_LIMIT_BURST then CATS_AUDIT_LIMIT_RATE a second per event
+ * for the process; the lines left out are not written, and the next one
+ * of that event written ends with unlogged=N (how many since).  The
+ * caller counts every refusal in its own counter all the same.
+ */
+#define CATS_AUDIT_LIMIT_BURST 32
+#define CATS_AUDIT_LIMIT_RATE 10
+void cats_audit_limited(const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Audit lines written so far (those left out by the limiter are not). */
 uint64_t cats_audit_count(void);
 
 /* Copy text for an audit or log line: controls, spaces, quotes as '?'. */

@@ -578,7 +578,8 @@ hello_fresh(struct bind_app *a, const struct cats_status *st)
 	int rc = cats_hello_check(a->hellos, st->fwd, st->ts, why, sizeof(why));
 	if (rc == CATS_REPLAY_NONCE) {
 		a->hello_replayed++;
-		cats_audit("auth-refused", "fwd=%s reason=\"%s\"", st->fwd, why);
+		cats_audit_limited("auth-refused", "fwd=%s reason=\"%s\"",
+		    st->fwd, why);
 	}
 	return rc == CATS_REPLAY_OK;
 }
@@ -671,8 +672,8 @@ fwd_binding(struct bind_app_conn *c, struct cats_rec *r, uint64_t index)
 		const struct cats_key *who = NULL;
 		if (cats_rec_verify(r, &a->keys, &who, &e) < 0 ||
 		    strcmp(who->name, c->fwd) != 0) {
-			cats_audit("auth-refused", "fwd=%s reason=%s", c->fwd,
-			    who ? "key of another forwarder" : e.reason);
+			cats_audit_limited("auth-refused", "fwd=%s reason=%s",
+			    c->fwd, who ? "key of another forwarder" : e.reason);
 			auth_refused(c);
 			return;
 		}
@@ -718,8 +719,8 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		const struct cats_key *who = NULL;
 		if (cats_rec_verify(r, &a->keys, &who, &e) < 0 ||
 		    strcmp(who->name, st->fwd) != 0) {
-			cats_audit("auth-refused", "fwd=%s reason=%s", st->fwd,
-			    who ? "key of another forwarder" : e.reason);
+			cats_audit_limited("auth-refused", "fwd=%s reason=%s",
+			    st->fwd, who ? "key of another forwarder" : e.reason);
 			auth_refused(c);
 			return;
 		}
@@ -730,8 +731,9 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 	/* Authenticated channels: a recorded session replayed later is stale. */
 	if (a->keys.n > 0 && !cats_clock_replay() &&
 	    !cats_replay_in_window(st->ts, now, AUTH_WINDOW_MS)) {
-		cats_audit("auth-refused", "fwd=%s reason=timestamp %" PRIu64
-		    " outside now +/- %d ms", st->fwd, st->ts, AUTH_WINDOW_MS);
+		cats_audit_limited("auth-refused", "fwd=%s reason=timestamp "
+		    "%" PRIu64 " outside now +/- %d ms", st->fwd, st->ts,
+		    AUTH_WINDOW_MS);
 		auth_refused(c);
 		return;
 	}

@@ -56,7 +56,8 @@ on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		const struct cats_key *who;
 		if (cats_rec_verify(r, c->peers, &who, &e) < 0) {
 			c->w->ctr[CATS_FC_ctl_auth_fail]++;
-			cats_audit("auth-fail", "channel=%s record=%" PRIu64
+			cats_audit_limited("auth-fail", "channel=%s record=%"
+			    PRIu64
 			    " reason=\"%s\"", c->name, index, e.reason);
 			return;
 		}

@@ -57,7 +57,8 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		in->t->st.bad++;
 		cats_warnx("steer: record %" PRIu64 ": not verified: %s",
 		    index, e.reason);
-		cats_audit("auth-fail", "channel=steer record=%" PRIu64
+		cats_audit_limited("auth-fail", "channel=steer "
+		    "record=%" PRIu64
 		    " reason=\"%s\"", index, e.reason);
 		return;
 	}

@@ -523,8 +523,9 @@ watch_refuse(struct watch *w, struct evbuffer *in, int code, const char *why)
 		    HTTPD_HEAD_MAX);
 	else
 		snprintf(line, sizeof(line), "%s", why ? why : "bad request");
-	cats_audit("reject", "src=%s index=0 status=%d reason=\"%s\"", peer,
-	    code, line);
+	/* Rate-limited: a flood of bad requests writes no line per request. */
+	cats_audit_limited("reject", "src=%s index=0 status=%d reason=\"%s\"",
+	    peer, code, line);
 	w->f.st = W_DISCARD;
 	w->discarded = evbuffer_get_length(in);
 	evbuffer_drain(in, w->discarded);
@@ -701,8 +702,8 @@ dispatch(struct evhttp_request *req, void *arg)
 	int rc = t != NULL ? target_path(t, path, sizeof(path), &why) : -1;
 	if (rc < 0) {
 		h->st.bad++;
-		cats_audit("reject", "src=%s index=0 status=400 reason=\"%s\"",
-		    httpd_peer(req, peer, sizeof(peer)), why);
+		cats_audit_limited("reject", "src=%s index=0 status=400 "
+		    "reason=\"%s\"", httpd_peer(req, peer, sizeof(peer)), why);
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");
 		httpd_error(req, 400, "%s", why);

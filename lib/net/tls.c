@@ -29,9 +29,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
-#include "base/bucket.h"
 #include "base/cats.h"
-#include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "net/ep.h"
@@ -321,18 +319,6 @@ cert_id(X509 *x, char *buf, size_t len)
 	return buf;
 }
 
-/*
- * tls-refused lines: a burst of REFUSED_BURST, then REFUSED_RATE a second
- * (a flood of plaintext or mute peers writes a line for each otherwise);
- * the next line written says how many were left out (unlogged=N).  The
- * counter (tls.refused) counts them all.
- */
-#define REFUSED_BURST 32
-#define REFUSED_RATE 10
-static struct cats_bucket g_refused_log;
-static bool g_refused_log_on;
-static uint64_t g_unlogged;
-
 /* The handshake of a server-side connection, audited once. */
 static void
 info_cb(const SSL *ssl, int where, int ret)
@@ -375,23 +361,9 @@ info_cb(const SSL *ssl, int where, int ret)
 		snprintf(why, sizeof(why), "%s%s%s", h->why, h->why[0] && r ?
 		    "; " : "", r ? r : h->why[0] ? "" : "closed in the "
 		    "handshake");
-		uint64_t now = cats_clock_mono_ns() / 1000000;
-		if (!g_refused_log_on) {
-			cats_bucket_init(&g_refused_log, REFUSED_RATE,
-			    REFUSED_BURST, now);
-			g_refused_log_on = true;
-		}
-		if (!cats_bucket_take(&g_refused_log, 1, now)) {
-			g_unlogged++;
-			return;
-		}
-		char more[40] = "";
-		if (g_unlogged)
-			snprintf(more, sizeof(more), " unlogged=%" PRIu64,
-			    g_unlogged);
-		g_unlogged = 0;
-		cats_audit("tls-refused", "src=%s reason=\"%s\"%s", peer,
-		    cats_quote(why, q3, sizeof(q3)), more);
+		/* Rate-limited: a flood of plaintext or mute peers. */
+		cats_audit_limited("tls-refused", "src=%s reason=\"%s\"", peer,
+		    cats_quote(why, q3, sizeof(q3)));
 	}
 }
 
@@ -651,8 +623,9 @@ proxy_free(struct proxy *p)
 		/* Closed by the tool (a deadline) before the handshake. */
 		h->audited = true;
 		g_st.refused++;
-		cats_audit("tls-refused", "src=%s reason=\"closed before the "
-		    "handshake finished\"", hs_peer(h, bufferevent_getfd(p->net)));
+		cats_audit_limited("tls-refused", "src=%s reason=\"closed "
+		    "before the handshake finished\"",
+		    hs_peer(h, bufferevent_getfd(p->net)));
 	}
 	if (p->toolfd >= 0 && (size_t)p->toolfd < g_nbyfd &&
 	    g_byfd[p->toolfd] == p)

@@ -20,9 +20,9 @@
  * the SAN entries, version, cipher) or tls-refused (src, reason: the alert
  * sent, the verification error, or what the client sent instead of a
  * handshake: a plaintext client on a TLS port is refused and closed).
- * tls-refused lines are rate-limited (32 at once, then 10 a second, for
- * the process); the next one written has unlogged=N, the refusals left
- * out since; the tls.refused counter has them all.
+ * tls-refused lines are rate-limited (cats_audit_limited(): 32 at once,
+ * then 10 a second, for the process); the next one written has
+ * unlogged=N, the refusals left out since; tls.refused counts them all.
  *
  * Reload.  cats_tls_reload() (the tools call it on SIGHUP) reads every
  * file again into a new context: new connections use it (a new CRL, a

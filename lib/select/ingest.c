@@ -419,7 +419,8 @@ cats_ingest_handle_cert(struct cats_ingest *g, int op, const uint8_t *p,
 			refuse(&a, 401, CATS_ACK_UNAUTHORIZED, "record %zu: %s",
 			    index, g->c.keys ? e.reason : "no C-SMA keys");
 			g->st.unauthenticated++;
-			cats_audit("ingest-refused", "sma=%s peer=%s status=401 "
+			cats_audit_limited("ingest-refused", "sma=%s peer=%s "
+			    "status=401 "
 			    "reason=\"%s\"", cats_safe(sma_id, q, sizeof(q)), peer,
 			    a.reason);
 			break;
@@ -582,7 +583,8 @@ cats_ingest_handle_cert(struct cats_ingest *g, int op, const uint8_t *p,
 		 * they are decided). */
 		char q4[CATS_ID + 1];
 		g->st.bad++;
-		cats_audit("ingest-refused", "sma=%s peer=%s status=400 "
+		cats_audit_limited("ingest-refused", "sma=%s peer=%s "
+		    "status=400 "
 		    "reason=\"%s\"", a.sma_id[0] ? cats_safe(a.sma_id, q4,
 		    sizeof(q4)) : "-", peer, a.reason);
 	}
@@ -625,7 +627,8 @@ cats_ingest_serve(struct cats_ingest *g, struct evhttp_request *req,
 		g->st.requests++;
 		g->st.unauthorized++;
 		g->st.cert_refused++;
-		cats_audit("ingest-refused", "sma=- peer=%s status=403 "
+		cats_audit_limited("ingest-refused", "sma=- peer=%s "
+		    "status=403 "
 		    "reason=\"the client certificate names more than %d "
 		    "identities of a kind, or too long ones\"", peer,
 		    CATS_INGEST_CERT_MAX);

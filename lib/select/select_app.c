@@ -563,7 +563,8 @@ handle_hello(struct cats_sel_app *a, const struct cats_rec *r,
 		char peer[64];
 		a->hello_refused++;
 		cats_warnx("forwarder %s: hello refused: %s", st->fwd, why);
-		cats_audit("hello-refused", "fwd=%s peer=%s reason=\"%s\"",
+		cats_audit_limited("hello-refused", "fwd=%s peer=%s "
+		    "reason=\"%s\"",
 		    st->fwd, cats_conn_peer(c->lc, peer, sizeof(peer)), why);
 		conn_free(c);
 		return;

@@ -967,13 +967,14 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 {
 	const struct sma_stats *s = sma_stats(a->core);
 	const struct sma_uc_stats *u = sma_uc_stats(a->uc);
-	/* Requests refused by the HTTP layer (413, 408: lib/net/httpd.h). */
+	/* Requests refused by the HTTP layer (413, 408, 400: lib/net/httpd.h). */
 	struct httpd_stats hs = { 0 };
 	for (size_t i = 0; i <= a->nlisten; i++) {
 		struct httpd *h = i < a->nlisten ? a->push[i] : a->admin;
 		if (h != NULL) {
 			hs.too_large += httpd_stats(h)->too_large;
 			hs.too_slow += httpd_stats(h)->too_slow;
+			hs.bad += httpd_stats(h)->bad;
 		}
 	}
 	/* The sync status (000 §9): what the sender says. */
@@ -992,6 +993,7 @@ stats_list(struct sma_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "malformed", a->malformed);
 	cats_stats_add(st, "http_too_large", hs.too_large);
 	cats_stats_add(st, "http_too_slow", hs.too_slow);
+	cats_stats_add(st, "http_bad", hs.bad);
 	cats_stats_add(st, "tokens_verified", s->tok_verified);
 	cats_stats_add(st, "tokens_cached", s->tok_cached);
 	cats_stats_add(st, "signatures_verified", s->sig_verified);

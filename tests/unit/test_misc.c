@@ -1,8 +1,10 @@
 /*
  * test_misc.c - configuration syntax, value parsers, endpoints, hash table,
- * arena, clock, the heap reserve, connects on a running loop.
+ * arena, clock, the rate-limited audit line, the heap reserve, connects on
+ * a running loop.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +19,7 @@
 #include "base/conf.h"
 #include "net/ep.h"
 #include "base/htab.h"
+#include "base/log.h"
 #include "t.h"
 #include "base/tool.h"
 
@@ -211,6 +214,58 @@ test_arena_clock(void)
 	T_OK(cats_clock_now() > 1700000000000ull, "real clock in ms");
 }
 
+/* Count the lines of path that contain needle. */
+static int
+lines_with(const char *path, const char *needle)
+{
+	char line[1024];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * cats_audit_limited(): a burst, then the rate; the lines left out are
+ * said by the next line written; another event has its own bucket.
+ */
+static void
+test_audit_limited(void)
+{
+	char path[] = "/tmp/cats-test-audit-XXXXXX", spec[64];
+	int fd = mkstemp(path);
+	T_OK(fd >= 0, "audit file");
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	T_OK(cats_audit_open(spec) == 0, "audit to a file");
+	cats_clock_set_mode(CATS_CLOCK_REPLAY);
+	cats_clock_set(1000000);
+	uint64_t c0 = cats_audit_count();
+	for (int i = 0; i < 100; i++)
+		cats_audit_limited("t-refused", "i=%d", i);
+	cats_audit_limited("t-other", "i=0");
+	T_OK(cats_audit_count() - c0 == CATS_AUDIT_LIMIT_BURST + 1,
+	    "a burst of %d written, then none; another event its own",
+	    CATS_AUDIT_LIMIT_BURST);
+	cats_clock_set(1000000 + 1000 / CATS_AUDIT_LIMIT_RATE);
+	cats_audit_limited("t-refused", "i=100");
+	cats_audit_limited("t-refused", "i=101");
+	cats_audit_limited("t-other", "i=1");
+	cats_audit_open("stderr");
+	cats_clock_set_mode(CATS_CLOCK_REAL);
+	T_OK(lines_with(path, "event=t-refused") == CATS_AUDIT_LIMIT_BURST + 1,
+	    "a token a tenth of a second later: one more line");
+	T_OK(lines_with(path, "event=t-refused i=100 unlogged=68") == 1,
+	    "which says the 68 left out");
+	T_OK(lines_with(path, "unlogged") == 1, "and no other line does");
+	T_OK(lines_with(path, "event=t-other") == 2, "t-other not limited");
+	unlink(path);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 #define T_ASAN 1
 #elif defined(__has_feature)
@@ -391,6 +446,7 @@ main(void)
 	test_endpoints();
 	test_htab();
 	test_arena_clock();
+	test_audit_limited();
 	test_reserve();
 	test_connect();
 	return t_done();
