@@ -160,8 +160,8 @@ binding_pkts_ge() {
 	xi tc filter show dev i0 ingress | grep -q 'fp_tc'
 	xi tc filter show dev i1 ingress | grep -q 'fp_tc'
 	stop ingress
-	! xi tc filter show dev i0 ingress | grep -q 'fp_tc'
-	! xi tc filter show dev i1 ingress | grep -q 'fp_tc'
+	! xi tc filter show dev i0 ingress | grep -q 'fp_tc' || false
+	! xi tc filter show dev i1 ingress | grep -q 'fp_tc' || false
 	# Without the right to load BPF, as an unprivileged user
 	# (packet sockets allowed, BPF not), a clear error and exit 1.
 	run ip netns exec "$NI" setpriv --reuid=65534 --regid=65534 --clear-groups \

@@ -59,7 +59,7 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 	pkt modea S1 2001:db8:100::200 7000 2001:db8:c1::11 S1b
 	wait_for 100 grep -q "modea S2" "$FWD_DIR/got6_21"
 	wait_for 100 grep -q "modea S1b" "$FWD_DIR/got6_11"
-	! grep -q "modea S2" "$FWD_DIR/got6_11"
+	! grep -q "modea S2" "$FWD_DIR/got6_11" || false
 	# The request carried the CS-ID, the constraint and the mode.
 	grep '"type":"request"' "$FWD_DIR/cps.log" | grep '"cs_id":"S2"' |
 		jq -e '.mode == "a" and .constraints.max_delay_us == 15000 and .flow.dst == "2001:db8:100::200"'
@@ -79,7 +79,7 @@ pkt() { xc $PY "$TOP/tests/tools/fwd_pkt.py" "$@"; }
 	wait_counter ingress drop_csid_mismatch -ge $((before + 1))
 	[ "$(counter ingress drop_csid_mismatch)" -eq $((before + 1)) ]
 	[ "$(grep -c '"type":"request"' "$FWD_DIR/cps.log")" -eq "$n0" ]
-	! grep -q MISMATCH "$FWD_DIR/got6_11" "$FWD_DIR/got6_21"
+	! grep -q MISMATCH "$FWD_DIR/got6_11" "$FWD_DIR/got6_21" || false
 	grep -q "event=csid-mismatch" "$FWD_DIR/ingress.err"
 	# The same CS-ID as the address's service is accepted.
 	pkt modea S1 2001:db8:100::100 7000 2001:db8:c1::14 AGREE

@@ -345,7 +345,7 @@ pending_in_etcd() { [ "$(etcd_pending)" -ge 1 ]; }
 	    select_client -t "unix:$W/select-a.sock" -w 50 >/dev/null
 	# Replicated while it waits: its path-req in the log in etcd.
 	wait_for 100 pending_in_etcd
-	! bound_by a 2
+	! bound_by a 2 || false
 	kill -9 "$cps_a"
 	wait_for 50 grep -q "owner of $P" "$W/b.err"
 	# The standby takes it again and asks its own PCE: bound there.
@@ -415,7 +415,7 @@ for e in json.load(sys.stdin):
 	gen_reps 3 4 | enc >&7
 	wait_for 80 out_bindings_are "$W/a.out" 6 || { grep -v "txn=" "$W/a.err"; false; }
 	kill -0 "$pid_a"
-	! grep -q "renew deadline passed" "$W/a.err"
+	! grep -q "renew deadline passed" "$W/a.err" || false
 	# One more goes: no quorum.  The owner stops before its lease could
 	# run out, having sent nothing etcd does not hold.
 	for i in 1 2 3; do
@@ -717,7 +717,7 @@ while True:
 	# The retries (100 ms growing to 1 s apart) go on, counted, said once.
 	wait_for 80 fwd_counter_is ctl_connect_fail -ge 3
 	[ "$(grep -c "backlog is full" "$W/fwd.err")" -eq 1 ]
-	! grep -q "forwarder connected" "$W/full.out"
+	! grep -q "forwarder connected" "$W/full.out" || false
 	# The listener accepts again: the forwarder connects and says hello.
 	echo go >"$W/full.go"
 	wait_for 80 grep -q "forwarder connected, sent [1-9]" "$W/full.out"

@@ -23,7 +23,7 @@ teardown() { rm -rf "$T"; }
 	cats-key psk -n sma-1 -o a.psk
 	cats-key psk -n sma-1 -o b.psk
 	[ "$(stat -c %a a.psk)" = 600 ]
-	! cmp -s a.psk b.psk
+	! cmp -s a.psk b.psk || false
 }
 
 @test "key: a token verifies and prints its claims" {

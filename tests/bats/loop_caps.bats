@@ -52,7 +52,7 @@ binding_of_port() {
 	# No path failure for it.
 	[ -z "$(capability_error_of "$LOOP_PORT")" ]
 	[ "$(loop_counter IF-1 bindings_installed)" -ge 1 ]
-	! grep -q unsupported-encap "$LOOP_DIR/log/IF-1.err"
+	! grep -q unsupported-encap "$LOOP_DIR/log/IF-1.err" || false
 	loop_stop IF-1
 	loop_ingress_start
 	loop_curl http://203.0.113.100/ || { echo "curl: $LOOP_ERR"; false; }

@@ -356,7 +356,7 @@ EOP
 	enc "$T/q.jsonl" | cats-pce -t "$LAB" --tcp-md5 "$T/md5" \
 	    --pce "tcp:127.0.0.1:$PORT" 2>"$T/good.err" | dec >"$T/good.jsonl"
 	[ "$(jq -r .status "$T/good.jsonl")" = ok ]
-	! grep -q 'session up' "$T/bad.err"
+	! grep -q 'session up' "$T/bad.err" || false
 }
 
 # ---- FRR's pathd as the PCC (root; Debian 12 frr 8.4.4) ----
@@ -471,7 +471,7 @@ vty() {
 	grep -q 'PCReq' "$FRR/summary"
 	grep -q 'PCRep' "$FRR/summary"
 	tshark -r "$FRR/pcep.pcap" -V 2>/dev/null >"$FRR/full"
-	! grep -qi 'malformed\|Expert Info (Warn\|Expert Info (Error' "$FRR/full"
+	! grep -qi 'malformed\|Expert Info (Warn\|Expert Info (Error' "$FRR/full" || false
 	grep -q 'Type: SUBOBJECT SR (36)' "$FRR/full"
 	grep -q 'NAI Type: IPv4 Node ID (1)' "$FRR/full"
 	grep -q 'Label: 16002' "$FRR/full"

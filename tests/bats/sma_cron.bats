@@ -74,7 +74,7 @@ run_once() { # now, then the reports on stdin
 	rep B 2 $((T + 15000)) 5000 700 | run_once $((T + 15000)) > out2
 	jq -e -s 'length == 1 and .[0].op == "delta" and
 	    .[0].entries[0].gas == 0 and .[0].entries[0].gen == 2' out2
-	! grep -q withdraw out2
+	! grep -q withdraw out2 || false
 }
 
 @test "sma_cron: a replayed report is refused across runs" {

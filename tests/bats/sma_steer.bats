@@ -73,7 +73,7 @@ steers() {
 	grep -q 'event=steer-redirect sma=sma-a cs=ARS from=a from_locator=192.0.2.1 to=b locator=192.0.2.2 reason=unhealthy' sma.audit
 	# The admin's view: the redirect in force, the record that made it.
 	diff <(admin /steer | jq -cS 'del(.auth)') <(dec "$W/steer.cbor" | jq -cS 'del(.auth)')
-	! grep -q 'event=steer-.* cs=VRS' sma.audit
+	! grep -q 'event=steer-.* cs=VRS' sma.audit || false
 	[ "$(counter steer_steering)" = 1 ]
 	# The target fails too: no candidate left, the redirect ends.
 	[ "$(report b ARS HEALTHY 0 192.0.2.2)" = 200 ]
@@ -193,7 +193,7 @@ open(sys.argv[2]).read()' "$EP" "$W/eg.go" >"$W/eg.out"
 	[ "$(report a ARS HEALTHY 100 192.0.2.1)" = 200 ]
 	wait_for 50 synced
 	[ "$(counter steer_active)" = 0 ]
-	! grep -q 'event=steer-connect' sma.audit
+	! grep -q 'event=steer-connect' sma.audit || false
 	[ "$(grep -c 'no answer to the connect' sma.err)" = 1 ]
 	echo go >"$W/eg.go"
 	wait_for 80 grep -q 'event=steer-connect redirects=0 ends=0' sma.audit

@@ -64,7 +64,7 @@ send() {
 refused() {
 	head -1 ans | grep -q "^HTTP/1.1 $1 " || { cat ans; return 1; }
 	grep -qi '^Connection: close' ans
-	! grep -qi '<html' ans
+	! grep -qi '<html' ans || false
 	[ "$(sed '1,/^\r$/d' ans | wc -l)" -eq 1 ]
 	sed '1,/^\r$/d' ans | grep -q -- "$2" || { cat ans; return 1; }
 	grep -q "event=reject src=127.0.0.1:[0-9]* index=0 status=$1 reason=\".*$2" sma.err

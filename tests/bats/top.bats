@@ -59,7 +59,7 @@ request() { s1_request "unix:$W/sel.sock" "$1"; }
 	[ ! -s "$W/top.err" ]
 	# Two screens, plain text (no terminal codes), a blank line between.
 	[ "$(grep -c '^cats-select ' "$W/top")" -eq 2 ]
-	! grep -q $'\033' "$W/top"
+	! grep -q $'\033' "$W/top" || false
 	grep -Eq '^  decisions \(new flows\) +[0-9.]+ +2$' "$W/top"
 	grep -Eq '^  requests +[0-9.]+ +2$' "$W/top"
 	# The second screen's rate is over its interval: nothing moved.
