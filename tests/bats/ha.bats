@@ -272,22 +272,27 @@ bound_by() {
 	    jq -e "select(.type == \"binding\" and .txn == $2)" >/dev/null
 }
 
-@test "ha: two cats-cps on etcd, one --standby: the owner's parent killed, the other's binding stage takes over with every binding" {
+# cps-a the owner, cps-b its --standby on etcd (every stage runs, the
+# election decides), the agents advertising to both (fds 7 and 8), and
+# request 1 bound by the owner.
+start_owner_and_standby() {
 	start_service a
 	exec 7>"$W/a.ctl"
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
-	# --standby on etcd: every stage runs, the election decides.
 	start_service b --standby
 	exec 8>"$W/b.ctl"
 	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
-	grep -q "serving as cps-b (etcd elects the owner)" "$W/b.err"
-	# The agents advertise to both instances.
 	s1_metric >&7
 	s1_metric >&8
 	wait_for 50 test -S "$W/select-a.sock"
 	wait_for 50 test -S "$W/select-b.sock"
 	request a 1
 	wait_for 50 bound_by a 1
+}
+
+@test "ha: two cats-cps on etcd, one --standby: the owner's parent killed, the other's binding stage takes over with every binding" {
+	start_owner_and_standby
+	grep -q "serving as cps-b (etcd elects the owner)" "$W/b.err"
 	e1=$(epoch_of "$W/a.err")
 	# The owner's parent dies: its binding stage leaves (SIGTERM) and
 	# hands over at once.
@@ -321,18 +326,7 @@ print(n)'
 pending_in_etcd() { [ "$(etcd_pending)" -ge 1 ]; }
 
 @test "ha: a request pending when the owner dies (its cats-pce stopped) is replicated, taken again by the standby, asked of its PCE and bound" {
-	start_service a
-	exec 7>"$W/a.ctl"
-	wait_for 50 grep -q "owner of $P" "$W/a.err"
-	start_service b --standby
-	exec 8>"$W/b.ctl"
-	wait_for 50 grep -q "standby: .* owns $P" "$W/b.err"
-	s1_metric >&7
-	s1_metric >&8
-	wait_for 50 test -S "$W/select-a.sock"
-	wait_for 50 test -S "$W/select-b.sock"
-	request a 1
-	wait_for 50 bound_by a 1
+	start_owner_and_standby
 	# The owner's PCE stops: the next request waits inside the owner.
 	pce_a=$(pgrep -P "$cps_a" -f cats-pce)
 	[ -n "$pce_a" ]
