@@ -46,6 +46,17 @@ shake() {
 	    -CAfile "$K/ca.crt" "$@" >"$W/shake.out" 2>&1 || true
 }
 
+# The last shake's handshake was taken: the certificate verified and no
+# alert from the server (a refusal of a client certificate comes as one,
+# under TLS 1.3 after the handshake).  OpenSSL 3's "unexpected eof while
+# reading", when the server closes after s_client's empty input without
+# a close_notify, is no refusal and is not counted.
+shake_taken() {
+	grep -q 'Verify return code: 0 (ok)' "$W/shake.out" &&
+	    ! grep -v 'unexpected eof while reading' "$W/shake.out" |
+	    grep -qE 'alert|error:'
+}
+
 # The battery every listener passes: a valid certificate taken (its
 # subject audited); none, another CA's, an expired one, TLS 1.1 refused,
 # each audited (tls-refused, with the client's address) in the server's
@@ -54,7 +65,7 @@ battery() {
 	local port=$1 err=$2
 	expired
 	shake "$port" -cert "$K/cli.crt" -key "$K/cli.key"
-	! grep -qE 'alert|error:' "$W/shake.out" || false
+	shake_taken
 	wait_for 50 grep -q 'event=tls-peer .*subject="CN=cli"' "$err"
 	shake "$port"
 	wait_for 50 grep -q 'event=tls-refused .*certificate required' "$err"
@@ -346,7 +357,7 @@ start_sma() {
 		wait_for 50 sh -c "[ \$(grep -c 'event=tls-refused .*certificate revoked' '$W/$2.err') -gt $n ]"
 		# A certificate not revoked is still taken.
 		shake "$1" -cert "$K/cli.crt" -key "$K/cli.key"
-		! grep -qE 'alert|error:' "$W/shake.out" || false
+		shake_taken
 	done
 	exec 7>&-
 }
@@ -453,7 +464,7 @@ PY
 	for port in "$sp" "$bp"; do
 		: >"$W/cps.err"
 		shake "$port" -cert "$K/cli2.crt" -key "$K/cli2.key"
-		! grep -qE 'alert|error:' "$W/shake.out" || false
+		shake_taken
 		wait_for 50 grep -q 'event=tls-peer .*subject="CN=cli2"' "$W/cps.err"
 		shake "$port"
 		wait_for 50 grep -q 'event=tls-refused .*certificate required' "$W/cps.err"
