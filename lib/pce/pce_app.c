@@ -257,57 +257,56 @@ answer(struct cats_pce_app *a, const struct cats_path_req *rq, uint64_t now,
 	return rc;
 }
 
-/* A path-req answered; a net record applied to the database. */
+/*
+ * A path-req answered; a net record applied to the database.  The stream
+ * decodes the item from the tokens it scanned it into (a->dec): one scan.
+ */
 static void
-on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
-    const struct cats_peer *peer, void *arg)
+on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 {
 	struct cats_pce_app *a = ((struct cats_pce_sess *)arg)->a;
-	struct cats_rec r;
-	struct cats_err e;
-	char msg[400];
+	const struct cats_peer *peer = it->peer;
+	const uint8_t *p = it->p;
+	size_t n = it->n;
+	uint64_t index = it->index;
 	a->records++;
-	memset(&e, 0, sizeof(e));
-	if (cats_rec_decode(&a->dec, p, n, &r, &e) < 0) {
-		/* Which type was it meant to be? */
-		size_t used = 0;
-		struct cats_err e2;
-		int type = -1;
-		if (cats_scan(p, n, true, &a->dec.lim, &a->toks, NULL, &used,
-		    NULL, &e2) == CATS_SCAN_OK)
-			type = peek_type(a->toks.t);
-		cats_errorx("%s", cats_err_fmt(&e, index, msg, sizeof(msg)));
+	if (it->rec == NULL) {
+		/* Which type was it meant to be?  Its tokens are still in
+		 * a->dec: it scanned, it did not validate. */
+		int type = peek_type(a->dec.toks.t);
+		cats_errorx("%s", it->why);
 		count_bad(a, s);
 		if (type == CATS_T_PATH_REQ)
-			bad_request(a, s, peer, a->toks.t, index, &e);
+			bad_request(a, s, peer, a->dec.toks.t, index, &it->err);
 		else if (type >= 0)
 			reply(a, s, peer, p, n);	/* not ours to judge */
 		return;
 	}
+	struct cats_rec *r = it->rec;
 	if (cats_clock_replay()) {
 		uint64_t ts = 0;
-		if (r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
-			ts = cats_rec_ts(&r);
+		if (r->type == CATS_T_PATH_REQ || r->type == CATS_T_NET)
+			ts = cats_rec_ts(r);
 		cats_clock_observe(ts);
 	}
-	if (a->keys.n > 0 && (r.type == CATS_T_PATH_REQ ||
-	    r.type == CATS_T_NET) && !authentic(a, s, peer, &r, index)) {
+	if (a->keys.n > 0 && (r->type == CATS_T_PATH_REQ ||
+	    r->type == CATS_T_NET) && !authentic(a, s, peer, r, index)) {
 		/* An unauthenticated net record is not applied; it is not
 		 * ours to drop either. */
-		if (r.type == CATS_T_NET)
+		if (r->type == CATS_T_NET)
 			reply(a, s, peer, p, n);
 		return;
 	}
-	if (a->keys.n == 0 || r.type == CATS_T_PATH_REQ || r.type == CATS_T_NET)
+	if (a->keys.n == 0 || r->type == CATS_T_PATH_REQ || r->type == CATS_T_NET)
 		sess_good(arg);
-	if (r.type == CATS_T_PATH_REQ && a->pcc != NULL) {
-		pcc_submit(a, s, peer, arg, p, n, &r.u.preq, NULL, 0);
+	if (r->type == CATS_T_PATH_REQ && a->pcc != NULL) {
+		pcc_submit(a, s, peer, arg, p, n, &r->u.preq, NULL, 0);
 		return;
 	}
-	if (r.type == CATS_T_PATH_REQ) {
+	if (r->type == CATS_T_PATH_REQ) {
 		struct cats_rec rep;
 		cats_arena_reset(&a->arena);
-		if (answer(a, &r.u.preq, cats_clock_now(), &rep,
+		if (answer(a, &r->u.preq, cats_clock_now(), &rep,
 		    &a->arena) < 0) {
 			cats_errorx("record %" PRIu64 ": out of memory", index);
 			struct cats_err oom;
@@ -318,9 +317,9 @@ on_item(struct cats_stream *s, const uint8_t *p, size_t n, uint64_t index,
 		reply_rec(a, s, peer, &rep);
 		return;
 	}
-	if (r.type == CATS_T_NET) {
+	if (r->type == CATS_T_NET) {
 		char err[300];
-		int rc = cats_te_apply_net(a->pce.te, &r.u.net, err, sizeof(err));
+		int rc = cats_te_apply_net(a->pce.te, &r->u.net, err, sizeof(err));
 		if (rc < 0) {
 			cats_warnx("record %" PRIu64 ": net: %s", index, err);
 			a->net_refused++;
@@ -395,7 +394,7 @@ int
 cats_pce_app_stdio(struct cats_pce_app *a, int ofd)
 {
 	static const struct cats_stream_cbs incbs = {
-		.item = on_item, .bad = on_bad, .eof = on_stdin_eof,
+		.rec = on_rec, .bad = on_bad, .eof = on_stdin_eof,
 	};
 	static const struct cats_stream_cbs outcbs = {
 		.eof = on_out_eof, .drained = on_out_drained,
@@ -413,6 +412,7 @@ cats_pce_app_stdio(struct cats_pce_app *a, int ofd)
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
+	cats_stream_decode_into(a->in, &a->dec);
 	a->stdio->sc.st = a->in;
 	return CATS_EXIT_OK;
 }
@@ -441,12 +441,12 @@ static int
 session_accept(struct cats_conn *lc, int fd, void *arg)
 {
 	static const struct cats_stream_cbs cbs = {
-		.item = on_item, .bad = on_bad, .eof = session_eof,
+		.rec = on_rec, .bad = on_bad, .eof = session_eof,
 		.drained = session_drained,
 	};
 	struct cats_pce_app *a = arg;
 	struct cats_pce_sess *ss = cats_sconn_accept(a->base, lc, fd,
-	    sizeof(*ss), &cbs, NULL);
+	    sizeof(*ss), &cbs, &a->dec);
 	if (ss == NULL)
 		return -1;
 	ss->a = a;
@@ -483,7 +483,7 @@ cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 		return CATS_EXIT_OK;
 	}
 	static const struct cats_stream_cbs dcbs = {
-		.item = on_item, .bad = on_bad,
+		.rec = on_rec, .bad = on_bad,
 	};
 	struct cats_pce_sess *ss = calloc(1, sizeof(*ss));
 	if (ss != NULL) {
@@ -496,6 +496,7 @@ cats_pce_app_listener(struct cats_pce_app *a, int fd, bool dgram)
 		cats_errorx("out of memory");
 		return CATS_EXIT_FAIL;
 	}
+	cats_stream_decode_into(ss->sc.st, &a->dec);
 	return CATS_EXIT_OK;
 }
 
@@ -1581,7 +1582,6 @@ cats_pce_app_free(struct cats_pce_app *a)
 	cats_keyring_free(&a->keys);
 	cats_dec_free(&a->dec);
 	cats_arena_free(&a->arena);
-	cats_toks_free(&a->toks);
 	a->in = a->out = NULL;
 	a->stdio = NULL;
 	a->lst = NULL;

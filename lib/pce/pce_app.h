@@ -80,7 +80,6 @@ struct cats_pce_app {
 	bool in_done;			/* stdin ended (stdio mode) */
 	struct cats_dec dec;
 	struct cats_arena arena;
-	struct cats_toks toks;
 	uint64_t records, bad, passed, net_applied, net_refused, reloads,
 	    reload_failed, sessions, unauthorized;
 	int exit_code;
