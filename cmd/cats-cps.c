@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/opt.h"
+#include "base/stats.h"
 #include "base/tool.h"
 #include "cps/cps.h"
 #include "net/metrics.h"
@@ -116,6 +117,9 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 			return CATS_EXIT_USAGE;
 		}
 	if ((rc = cps_conf_finish(c)) != CATS_EXIT_OK)
+		return rc;
+	if (c->textfile != NULL && (rc = cats_stats_textfile_check("--textfile",
+	    c->textfile)) != CATS_EXIT_OK)
 		return rc;
 
 	p->base = event_base_new();

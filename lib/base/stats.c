@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "base/log.h"
 #include "base/stats.h"
@@ -417,6 +418,31 @@ cats_stats_textfile(const struct cats_stats_list *st, const char *path,
 		return -1;
 	}
 	return 0;
+}
+
+int
+cats_stats_textfile_check(const char *what, const char *path)
+{
+	char tmp[4200];
+	struct stat sb;
+	int e = 0;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		e = ENAMETOOLONG;
+	else if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		e = EISDIR;
+	else {
+		FILE *f = fopen(tmp, "we");
+		if (f == NULL)
+			e = errno;
+		else {
+			fclose(f);
+			unlink(tmp);
+		}
+	}
+	if (e == 0)
+		return CATS_EXIT_OK;
+	cats_errorx("%s: %s: %s", what, path, strerror(e));
+	return CATS_EXIT_IOERR;
 }
 
 void

@@ -158,6 +158,13 @@ int cats_stats_render(const struct cats_stats_list *st, struct cats_buf *b);
  */
 int cats_stats_textfile(const struct cats_stats_list *st, const char *path,
     char *err, size_t errlen);
+/*
+ * At start, for the option what ("--textfile"): whether the textfile at
+ * path can be written as cats_stats_textfile() writes it (PATH.tmp created
+ * and removed; path no directory).  0, or 74 said in one line ("what: path:
+ * reason").
+ */
+int cats_stats_textfile_check(const char *what, const char *path);
 /* Empty the list for the next report, keeping its memory. */
 void cats_stats_reset(struct cats_stats_list *st);
 void cats_stats_free(struct cats_stats_list *st);
