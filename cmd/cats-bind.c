@@ -403,7 +403,7 @@ main(int argc, char **argv)
 		a->trace = fopen(trace, "a");
 		if (a->trace == NULL) {
 			cats_errorx("--trace: %s: %s", trace, strerror(errno));
-			return CATS_EXIT_NOINPUT;
+			return CATS_EXIT_IOERR;
 		}
 		setvbuf(a->trace, NULL, _IOLBF, 0);
 	}
