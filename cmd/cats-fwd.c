@@ -1,12 +1,11 @@
 /*
  * cats-fwd - ingress and egress CATS-Forwarder on TUN devices and AF_PACKET
  * (TPACKET_V2 rings), steered by bindings from cats-bind (001 §8).  The
- * packet path is lib/fwd (path.h, port.h, chan.h); this is its options, its
- * endpoints and its event loop.
+ * packet path is lib/fwd (path.h, port.h, chan.h), run on the event loop by
+ * loop.h; this is its options, its endpoints and its exit codes.
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "fwd/chan.h"
+#include "fwd/loop.h"
 #include "fwd/opt.h"
 #include "fwd/path.h"
 #include "fwd/steer.h"
@@ -32,11 +32,10 @@
 /* usage_text: the SYNOPSIS and OPTIONS of cats-fwd(1). */
 #include "cats-fwd.help.h"
 
-
 static struct cats_fwdp_conf cf;
 static struct cats_fwdp fw;
 static struct event_base *base;
-static struct event *tx_flush_ev;
+static struct cats_fwdl loop;
 static struct cats_chan ch_select = { .name = "select",
 	.deadline_ms = CATS_CHAN_DEADLINE_MS }, ch_bind = { .name = "bind",
 	.is_bind = true, .deadline_ms = CATS_CHAN_DEADLINE_MS };
@@ -47,97 +46,8 @@ static bool has_key, has_peers;
 static const char *stats_ep, *prom_ep, *steer_ep;
 static struct cats_fsteer steer;
 static struct cats_keyring steer_keys;
-static uint64_t poll_us;
 
-/* ---- the hooks of the packet path ---- */
-
-static int
-emit(void *arg, int chan, struct cats_rec *r)
-{
-	(void)arg;
-	return cats_chan_send(chan == CATS_FWDP_BIND ? &ch_bind : &ch_select,
-	    r);
-}
-
-/*
- * Frames queued outside a receive batch (held packets released by the
- * bindings of one read): one kick per port once the callbacks that were
- * ready have run.
- */
-static void
-flush_later(void *arg)
-{
-	(void)arg;
-	event_active(tx_flush_ev, EV_TIMEOUT, 0);
-}
-
-static void
-on_tx_flush(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	cats_fwdp_tx_flush(&fw);
-}
-
-/* ---- packet I/O ---- */
-
-/*
- * Bounded polling: after a batch, watch the receive rings for up to
- * --poll-us, yielding the CPU to any other task, before going back to
- * sleep in the event loop.  While packets keep coming the forwarder is not
- * woken for each (a wakeup and a context switch cost more than a packet);
- * when they stop, it sleeps after the bound.
- */
-static void
-poll_rings(void)
-{
-	uint64_t until = cats_clock_mono_ns() + poll_us * 1000;
-	for (;;) {
-		for (int i = 0; i < fw.nports; i++) {
-			if (cats_port_ring_ready(&fw.ports[i])) {
-				event_active(fw.ports[i].ev, EV_READ, 0);
-				return;
-			}
-		}
-		/* Whoever else wants this CPU gets it first. */
-		sched_yield();
-		if (cats_clock_mono_ns() >= until)
-			return;
-	}
-}
-
-static void
-on_port(evutil_socket_t fd, short what, void *arg)
-{
-	struct cats_port *pt = arg;
-	(void)fd;
-	(void)what;
-	uint64_t now = cats_clock_now();
-	unsigned n = cats_fwdp_rx(&fw, pt, now);
-	if (pt->kind != CATS_PORT_PACKET)
-		return;
-	cats_fwdp_fast_offer_queued(&fw, now, false);
-	if (n > 0 && n <= CATS_PORT_RX_BATCH && poll_us > 0)
-		poll_rings();
-}
-
-/* ---- timers, signals, stats ---- */
-
-static void
-on_tick(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	cats_fwdp_tick(&fw, cats_clock_now(), ch_bind.s != NULL);
-}
-
-static uint64_t
-mono_us(void)
-{
-	return cats_clock_mono_ns() / 1000;
-}
+/* ---- stats, signals ---- */
 
 /* The /metrics of --prometheus: the stats record's counters. */
 static void
@@ -297,10 +207,10 @@ main(int argc, char **argv)
 	bool fast = false;
 	uint64_t sync_ms = 3000;
 	unsigned ring_frames = 0, reserve_flows = 8192;
+	uint64_t poll_us = 0;
 	cats_tool_init(argv[0]);
 	cf.dataplane = -1;
 	cf.path_down = true;
-	poll_us = 0;
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -543,12 +453,10 @@ main(int argc, char **argv)
 	    cats_fwd_flow_bytes()) < 0)
 		cats_warnx("--reserve-flows %u: out of memory; not reserved",
 		    reserve_flows);
-	if (cats_fwdp_init(&fw, &cf) < 0)
+	if (cats_fwdp_init(&fw, &cf) < 0 || (base = event_base_new()) == NULL ||
+	    cats_fwdl_init(&loop, &fw, base, &ch_select, &ch_bind, poll_us) < 0)
 		return CATS_EXIT_FAIL;
 	fw.verbosity = verbose;
-	fw.emit = emit;
-	fw.flush_later = flush_later;
-	fw.clock_us = mono_us;
 	cats_dec_init(&ctl_dec, NULL);
 
 	if (client != NULL)
@@ -561,19 +469,9 @@ main(int argc, char **argv)
 		cats_usage_fail("--encaps: no data plane left to ask for "
 		    "(srv6 and ipip6 need --src6, ipip4 --src4, srmpls an "
 		    "af_packet core port)");
-	base = event_base_new();
-	if (base == NULL)
-		return CATS_EXIT_FAIL;
-	tx_flush_ev = event_new(base, -1, 0, on_tx_flush, NULL);
 	if (cats_fwdp_open_ports(&fw, ring_frames, err, sizeof(err)) < 0) {
 		cats_errorx("%s", err);
 		return CATS_EXIT_FAIL;
-	}
-	for (int i = 0; i < fw.nports; i++) {
-		struct cats_port *pt = &fw.ports[i];
-		pt->ev = event_new(base, pt->rxfd, EV_READ | EV_PERSIST, on_port,
-		    pt);
-		event_add(pt->ev, NULL);
 	}
 	if (fast && cats_fwdp_fast_start(&fw, err, sizeof(err)) < 0) {
 		cats_errorx("--fast-path: %s", err);
@@ -599,10 +497,8 @@ main(int argc, char **argv)
 		need_chan(&ch_select);
 	if (cf.bind_ep != NULL)
 		need_chan(&ch_bind);
-
-	struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
-	struct timeval tv = { 0, 100000 };
-	event_add(tick, &tv);
+	if (cats_fwdl_start(&loop) < 0)
+		return CATS_EXIT_FAIL;
 	int sigs[] = { SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP };
 	struct event *sev[5];
 	for (int i = 0; i < 5; i++) {
@@ -616,7 +512,7 @@ main(int argc, char **argv)
 	cats_chan_finish(&ch_select);
 	for (int i = 0; i < 5; i++)
 		event_free(sev[i]);
-	event_free(tick);
+	cats_fwdl_free(&loop);
 	cats_metrics_free(prom);
 	cats_fsteer_in_free(steer_in);
 	cats_keyring_free(&steer_keys);
