@@ -366,27 +366,17 @@ main(int argc, char **argv)
 		case O_TRACE:
 			trace = optarg;
 			break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'q':
 			verbosity = 0;
 			break;
 		case 's':
 			a->strict = true;
 			break;
-		case 'v':
-			verbosity++;
-			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &verbosity);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	cats_log_verbosity(verbosity);
 	if ((rc = cats_tls_setup()) != 0)
 		return rc;

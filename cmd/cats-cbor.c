@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "rec/json.h"
+#include "rec/schema.h"
 #include "base/log.h"
 #include "base/opt.h"
 #include "rec/seq.h"
@@ -445,82 +446,6 @@ do_check(const struct opts *o, int fd)
 	return tally.bad ? CATS_EXIT_DATAERR : CATS_EXIT_OK;
 }
 
-static const char *
-kind_text(const struct cats_field *f)
-{
-	switch (f->kind) {
-	case CATS_F_U64: return "uint";
-	case CATS_F_BOOL: return "bool";
-	case CATS_F_TEXT: return "text";
-	case CATS_F_BYTES: return "bytes";
-	case CATS_F_ENUM: return "enum";
-	case CATS_F_ADDR: return "address";
-	case CATS_F_MAP: return "map";
-	case CATS_F_ARR_U64: return "[uint]";
-	case CATS_F_ARR_TEXT: return "[text]";
-	case CATS_F_ARR_ADDR: return "[address]";
-	case CATS_F_ARR_MAP: return "[map]";
-	default: return "{text:uint}";
-	}
-}
-
-static void
-print_schema(const struct cats_schema *s, bool top)
-{
-	printf("%s %s: %s\n", top ? "record" : "map", s->name, s->doc);
-	for (size_t i = 0; i < s->nfields; i++) {
-		const struct cats_field *f = &s->fields[i];
-		printf("  %-15s %-11s %s", f->name, kind_text(f),
-		    f->required ? "required" : "optional");
-		if (f->kind == CATS_F_U64)
-			printf(" %" PRIu64 "..%" PRIu64, f->min, f->max);
-		else if (f->kind == CATS_F_TEXT || f->kind == CATS_F_BYTES ||
-		    f->kind >= CATS_F_ARR_U64)
-			printf(" max %" PRIu64, f->max);
-		if (f->unit && f->unit[0])
-			printf(" %s", f->unit);
-		if (f->sub)
-			printf(" (%s)", f->sub->name);
-		if (f->enums) {
-			printf(" (");
-			for (size_t k = 0; f->enums[k]; k++)
-				printf("%s%s", k ? "|" : "", f->enums[k]);
-			printf(")");
-		}
-		printf(" - %s\n", f->doc);
-	}
-}
-
-static int
-do_schema(const char *type)
-{
-	static const struct cats_schema *const maps[] = {
-		&cats_schema_address, &cats_schema_bind_fwd,
-		&cats_schema_bind_rev, &cats_schema_constraints,
-		&cats_schema_decision, &cats_schema_entry, &cats_schema_flow,
-		&cats_schema_segment, &cats_schema_site,
-	};
-	bool found = false;
-	for (int t = 0; t < CATS_T__N; t++) {
-		const struct cats_schema *s = cats_type_schema(t);
-		if (type == NULL || strcmp(type, s->name) == 0) {
-			print_schema(s, true);
-			found = true;
-		}
-	}
-	for (size_t i = 0; i < CATS_ARRAY_LEN(maps); i++) {
-		if (type == NULL || strcmp(type, maps[i]->name) == 0) {
-			print_schema(maps[i], false);
-			found = true;
-		}
-	}
-	if (!found) {
-		cats_errorx("unknown record type or map \"%s\"", type);
-		return CATS_EXIT_USAGE;
-	}
-	return CATS_EXIT_OK;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -541,8 +466,6 @@ main(int argc, char **argv)
 	cats_tool_init(argv[0]);
 	while ((ch = getopt_long(argc, argv, ":hjm:qst:V", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'j':
 			o.json = true;
 			break;
@@ -569,25 +492,20 @@ main(int argc, char **argv)
 				return CATS_EXIT_USAGE;
 			}
 			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		default:
-			cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, NULL);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1)
-		cats_usage_fail("needs a command: decode, encode, check or "
-		    "schema");
-	const char *cmd = argv[0];
+	const char *cmd = cats_opt_command(&argc, &argv,
+	    "decode, encode, check or schema");
 	if (argc > 2)
 		cats_usage_fail("%s: unexpected operand %s", cmd, argv[2]);
-	int rc;
-	if (strcmp(cmd, "schema") == 0)
-		rc = do_schema(argc == 2 ? argv[1] : NULL);
-	else if (strcmp(cmd, "decode") == 0)
+	int rc = CATS_EXIT_OK;
+	if (strcmp(cmd, "schema") == 0) {
+		if (cats_schema_print(stdout, argv[1]) < 0)
+			cats_usage_fail("unknown record type or map \"%s\"",
+			    argv[1]);
+	} else if (strcmp(cmd, "decode") == 0)
 		rc = do_decode(&o, open_input(argv[1]));
 	else if (strcmp(cmd, "encode") == 0)
 		rc = do_encode(&o, open_input(argv[1]));

@@ -68,8 +68,6 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		case 'b': key = "bin"; break;
 		case 'c': config = optarg; break;
 		case 'G': log = optarg; break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'I': key = "id"; break;
 		case 'i': key = "stats-interval"; break;
 		case 'O': key = "stats-to"; break;
@@ -79,17 +77,13 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 		case 'S': standby = true; break;
 		case 'a': key = "tap"; break;
 		case 'T': key = "textfile"; break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
-		case 'v': verbose++; break;
 		/* The stages' TLS files (and the parent's --prometheus). */
 		case CATS_TLS_OPT_CA: key = "tls-ca"; break;
 		case CATS_TLS_OPT_CERT: key = "tls-cert"; break;
 		case CATS_TLS_OPT_CRL: key = "tls-crl"; break;
 		case CATS_TLS_OPT_KEY: key = "tls-key"; break;
 		default:
-			cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &verbose);
 		}
 		if (key != NULL && nset == CATS_ARRAY_LEN(set))
 			cats_usage_fail("more than %zu options to hand on: "
@@ -100,8 +94,7 @@ run(struct cps *p, struct cps_conf *c, int argc, char **argv)
 			set[nset++][1] = optarg;
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	cats_log_verbosity(verbose);
 	if (log != NULL && cats_log_open(log) < 0) {
 		cats_errorx("--log: stderr or syslog");

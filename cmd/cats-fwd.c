@@ -129,7 +129,7 @@ enum { O_CLIENT = 256, O_CORE, O_SITE, O_SELECT, O_BIND, O_KEY, O_PEERS,
 	O_SRC4, O_SRC6, O_SID, O_OWNS, O_SERVICE, O_INTERCEPT, O_AFFINITY,
 	O_MODEB, O_PREC, O_TENANT, O_DP, O_MTU, O_PFLOW, O_PPKTS, O_PFLOWS,
 	O_PCLIENT, O_PTIME, O_ICMP, O_SYNCTO, O_EPOCH, O_RING, O_STATS, O_LOG,
-	O_ID, O_VERSION, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
+	O_ID, O_JUMBO, O_POLL, O_RETURN, O_FAST, O_RESERVE,
 	O_PATHDOWN, O_NOPATHDOWN, O_TCPSTATE, O_TCPTIME, O_FLOWLABEL, O_LABEL, O_XNULL,
 	O_FALLBACK, O_FBTTL, O_LEARNREV, O_ENCAPS, O_PROM, O_MSD, O_CTLDL,
 	O_STEER, O_STEERKEYS, O_HELLO };
@@ -191,7 +191,7 @@ static const struct option longopts[] = {
 	{ "tenant", required_argument, NULL, O_TENANT },
 	CATS_TLS_LONGOPTS,
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "version", no_argument, NULL, O_VERSION },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -214,15 +214,6 @@ main(int argc, char **argv)
 	cf.epoch = 0;
 	while ((c = getopt_long(argc, argv, ":hvV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			cats_tool_help(usage_text);
-		case 'v':
-			verbose++;
-			break;
-		case 'V':
-		case O_VERSION:
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		case O_ID:
 			if (strlen(optarg) == 0 || strlen(optarg) > CATS_ID)
 				cats_opt_fail("--id", "1 to %d bytes", CATS_ID);
@@ -415,12 +406,10 @@ main(int argc, char **argv)
 				    "syslog", optarg);
 			break;
 		default:
-			if (!cats_tls_opt(c, optarg))
-				cats_opt_refused(c, argv);
+			cats_opt_common(c, argv, usage_text, &verbose);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	cats_fwdp_opt_check(&cf, core, client, site, steer_ep, steerkeys);
 	if ((c = cats_stats_dest_check("--stats", stats_ep)) != 0)
 		return c;

@@ -362,8 +362,6 @@ main(int argc, char **argv)
 		case 'e':
 			o.lifetime_ms = cats_opt_ms("--lifetime", optarg);
 			break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'i':
 			o.issuer = optarg;
 			break;
@@ -391,19 +389,12 @@ main(int argc, char **argv)
 		case 'T':
 			o.now_ms = cats_opt_u64("--now", optarg, 1, CATS_U53);
 			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		default:
-			cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, NULL);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1)
-		cats_usage_fail("needs a command: gen, psk, pub, token or "
-		    "verify");
-	const char *cmd = argv[0];
+	const char *cmd = cats_opt_command(&argc, &argv,
+	    "gen, psk, pub, token or verify");
 	if (strcmp(cmd, "verify") == 0 && argc <= 2)
 		return do_verify(&o, argv[1]);
 	if (strcmp(cmd, "gen") != 0 && strcmp(cmd, "psk") != 0 &&

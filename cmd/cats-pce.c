@@ -258,8 +258,6 @@ main(int argc, char **argv)
 			    sizeof(perr)) < 0)
 				cats_opt_fail("--hello-timeout", "%s", perr);
 			break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'I':
 			insecure = true;
 			break;
@@ -305,24 +303,16 @@ main(int argc, char **argv)
 		case 't':
 			a->tedb = optarg;
 			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		case 'w':
 			a->window = cats_opt_ms("--window", optarg);
 			if (a->window == 0)
 				cats_opt_fail("--window", "must be positive");
 			break;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &verbose);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	if (a->tedb == NULL)
 		cats_usage_fail("needs -t file (the TE database)");
 	if (listen_ep && to_ep)

@@ -172,8 +172,6 @@ main(int argc, char **argv)
 				return CATS_EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'I':
 			s.interval_ms = cats_opt_ms("--interval", optarg);
 			if (s.interval_ms == 0 || s.interval_ms > CATS_U32)
@@ -236,12 +234,6 @@ main(int argc, char **argv)
 		case 't':
 			s.to = optarg;
 			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
-		case 'v':
-			verbosity++;
-			break;
 		case 'x': {
 			char *eq = strchr(optarg, '=');
 			if (eq == NULL || eq == optarg ||
@@ -288,12 +280,10 @@ main(int argc, char **argv)
 			s.port = cats_opt_u64("--port", optarg, 0, 65535);
 			break;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &verbosity);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	struct cats_ep ep;
 	if (s.to != NULL && !sci_mqtt_is_url(s.to)) {
 		if (cats_ep_parse(s.to, &ep, err, sizeof(err)) < 0)

@@ -162,8 +162,6 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'd': key = "domain"; break;
 		case 'G': key = "log"; break;
 		case 'H': key = "hello-timeout"; break;
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'I': key = "id"; break;
 		case 'g': key = "ingest"; break;
 		case 'K': key = "ingest-key"; break;
@@ -199,10 +197,6 @@ run(struct cats_sel_app *a, int argc, char **argv)
 		case 'F': key = "services"; break;
 		case 'T': key = "metric-ttl"; break;
 		case 'U': o->dump_at_end = true; break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
-		case 'v': o->verbose++; break;
 		case 'w': key = "window"; break;
 		case 'Z': o->stats_at_end = true; break;
 		case 'a':
@@ -210,8 +204,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			o->set_insecure = true;
 			break;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &o->verbose);
 		}
 		/* The file's setter; a refusal said as opt.h says it. */
 		if (key != NULL && cats_sel_opts_set(o, key, optarg, false, err,
@@ -221,8 +214,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 			cats_opt_fail(opt, "%s", err);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	if (o->config != NULL && (rc = load_config(o, &a->cf)) != CATS_EXIT_OK)
 		return rc;
 	cats_log_verbosity(o->verbose);

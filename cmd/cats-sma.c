@@ -217,8 +217,6 @@ main(int argc, char **argv)
 				cats_opt_fail("--hello-timeout", "%s", herr);
 			break;
 		}
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'i':
 			force_stdin = true;
 			break;
@@ -287,19 +285,11 @@ main(int argc, char **argv)
 		case 'u':
 			a->until = optarg;
 			break;
-		case 'v':
-			verbosity++;
-			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, &verbosity);
 		}
 	}
-	if (optind != argc)
-		cats_usage_fail("unexpected operand %s", argv[optind]);
+	cats_opt_no_operands(argc, argv);
 	if (a->conf_path == NULL)
 		cats_usage_fail("needs -c config");
 	cats_log_verbosity(verbosity);

@@ -194,8 +194,6 @@ main(int argc, char **argv)
 			delay_ms = (uint64_t)(d * 1000 + 0.5);
 			break;
 		}
-		case 'h':
-			cats_tool_help(usage_text);
 		case 'M':
 			f.max_body = cats_opt_size("--max-body", optarg);
 			if (f.max_body == 0 || f.max_body > CATS_PROM_MAX_TEXT)
@@ -205,12 +203,8 @@ main(int argc, char **argv)
 		case 'n':
 			count = cats_opt_u64("--count", optarg, 1, UINT32_MAX);
 			break;
-		case 'V':
-			cats_tool_version();
-			return CATS_EXIT_OK;
 		default:
-			if (!cats_tls_opt(ch, optarg))
-				cats_opt_refused(ch, argv);
+			cats_opt_common(ch, argv, usage_text, NULL);
 		}
 	}
 	if (optind + 1 != argc)

@@ -11,6 +11,8 @@
 #include "base/conf.h"
 #include "base/log.h"
 #include "base/opt.h"
+#include "base/tool.h"
+#include "net/tls.h"
 
 void
 cats_opt_fail(const char *opt, const char *fmt, ...)
@@ -54,6 +56,41 @@ cats_opt_refused(int ch, char *const argv[])
 	if (is_long && optopt != 0 && strchr(arg, '=') != NULL)
 		cats_opt_fail(name, "takes no value");
 	cats_opt_fail(name, "unknown option");
+}
+
+void
+cats_opt_common(int ch, char *const argv[], const char *usage,
+    int *verbosity)
+{
+	if (ch == 'h')
+		cats_tool_help(usage);
+	if (ch == 'v' && verbosity != NULL) {
+		(*verbosity)++;
+		return;
+	}
+	if (ch == 'V') {
+		cats_tool_version();
+		exit(CATS_EXIT_OK);
+	}
+	if (!cats_tls_opt(ch, optarg))
+		cats_opt_refused(ch, argv);
+}
+
+void
+cats_opt_no_operands(int argc, char *const argv[])
+{
+	if (optind != argc)
+		cats_usage_fail("unexpected operand %s", argv[optind]);
+}
+
+const char *
+cats_opt_command(int *argc, char ***argv, const char *list)
+{
+	*argc -= optind;
+	*argv += optind;
+	if (*argc < 1)
+		cats_usage_fail("needs a command: %s", list);
+	return (*argv)[0];
 }
 
 uint64_t

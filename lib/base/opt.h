@@ -47,5 +47,23 @@ void cats_usage_fail(const char *fmt, ...)
  */
 void cats_opt_refused(int ch, char *const argv[])
     __attribute__((noreturn));
+/*
+ * The default case of every tool's option switch, for the options all
+ * tools take alike (cats(7)): -h/--help (usage, the tool's usage_text, and
+ * exit 0), -v/--verbose (one more in *verbosity; NULL: a tool without -v),
+ * -V/--version (exit 0 after the version), the TLS options of
+ * CATS_TLS_LONGOPTS (net/tls.h: taken, and the case returns); anything else
+ * is refused as cats_opt_refused() says (exit 2).
+ */
+void cats_opt_common(int ch, char *const argv[], const char *usage,
+    int *verbosity);
+/* After the options of a tool that takes no operands: the first refused. */
+void cats_opt_no_operands(int argc, char *const argv[]);
+/*
+ * After the options of a tool that takes a command (cats-cbor, cats-key):
+ * the command (argv[optind]), *argc and *argv left at it; none is "needs a
+ * command: LIST" (exit 2).
+ */
+const char *cats_opt_command(int *argc, char ***argv, const char *list);
 
 #endif
