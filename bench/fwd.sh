@@ -24,21 +24,8 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 . "$(dirname "$0")/lib/bench.sh"
-BATS_TEST_DIRNAME=$TOP/tests/bats
-. "$TOP/tests/bats/helper.bash"
-FWD_ID=b$$
-FWD_RING=	# the forwarders' default receive rings
-. "$TOP/tests/bats/fwd_net.bash"
-DUR=${FWD_BENCH_SECONDS:-3}
+bench_fwd_net fwd b$$ iperf3 trafgen nft
 UDP="$TOP/bench/fwd_udp.py"
-
-if [ "$(id -u)" != 0 ]; then
-	echo "fwd: needs root (network namespaces); skipped" >&2
-	exit 0
-fi
-for t in iperf3 trafgen nft; do
-	command -v $t >/dev/null || { echo "fwd: no $t; skipped" >&2; exit 0; }
-done
 
 # Sysctls of the machine set for the benchmark, and their values before.
 SYSCTL_WHO=fwd

@@ -24,21 +24,8 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 . "$(dirname "$0")/lib/bench.sh"
-BATS_TEST_DIRNAME=$TOP/tests/bats
-. "$TOP/tests/bats/helper.bash"
-FWD_ID=x$$
-FWD_RING=
-. "$TOP/tests/bats/fwd_net.bash"
-DUR=${FWD_BENCH_SECONDS:-3}
+bench_fwd_net fwd_features x$$ iperf3 trafgen nft socat
 NCONN=${FWD_BENCH_CONNS:-400}
-
-if [ "$(id -u)" != 0 ]; then
-	echo "fwd_features: needs root (network namespaces); skipped" >&2
-	exit 0
-fi
-for t in iperf3 trafgen nft socat; do
-	command -v $t >/dev/null || { echo "fwd_features: no $t; skipped" >&2; exit 0; }
-done
 trap 'fwd_down; rm -rf "${FWD_DIR:-/nonexistent}"' EXIT
 fwd_up >/dev/null 2>&1 || { echo "fwd_features: namespaces: failed" >&2; exit 1; }
 xs iperf3 -s -D -B 198.51.100.11 >/dev/null 2>&1

@@ -10,6 +10,11 @@
 #   tcp_gbps N: iperf3 to the server through the client's namespace (xc of
 #   tests/bats/fwd_net.bash), N streams for DUR seconds, in Gbit/s, or
 #   "error: ..." when it did not measure.
+#   bench_fwd_net NAME ID TOOL...: for a bash benchmark of cats-fwd, the
+#   namespaces of tests/bats/fwd_net.bash (its helpers sourced, the
+#   forwarders' names made of ID, their default receive rings), DUR from
+#   FWD_BENCH_SECONDS (3); "NAME: ... skipped" and exit 0 when not root or
+#   a TOOL is missing.
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
@@ -29,6 +34,23 @@ bench_workdir() {
 
 port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+bench_fwd_net() {
+	_name=$1 FWD_ID=$2 FWD_RING=
+	shift 2
+	BATS_TEST_DIRNAME=$TOP/tests/bats
+	. "$TOP/tests/bats/helper.bash"
+	. "$TOP/tests/bats/fwd_net.bash"
+	DUR=${FWD_BENCH_SECONDS:-3}
+	if [ "$(id -u)" != 0 ]; then
+		echo "$_name: needs root (network namespaces); skipped" >&2
+		exit 0
+	fi
+	for _t in "$@"; do
+		command -v "$_t" >/dev/null ||
+			{ echo "$_name: no $_t; skipped" >&2; exit 0; }
+	done
 }
 
 tcp_gbps() {
