@@ -32,6 +32,20 @@ command -v gnuplot >/dev/null || { echo "plot: no gnuplot (gnuplot-nox)" >&2; ex
 rc=0
 # png W,H: the terminal line of a plot.
 png() { echo "set terminal pngcairo size $1 font 'sans,10'"; }
+# loglog W,H TITLE XLABEL YLABEL: the head of a plot of lines on log-log
+# axes into $OUT/$PLOT.png, its key top left.
+loglog() {
+	png "$1"
+	cat <<EOF
+set output "$OUT/$PLOT.png"
+set title "$2" noenhanced
+set logscale xy
+set xlabel "$3"
+set ylabel "$4"
+set grid
+set key top left
+EOF
+}
 # gp: gnuplot on the script on stdin, read as a file (an error stops it
 # and fails the plot).
 gp() {
@@ -154,14 +168,8 @@ if have "$F.rows.tsv" && grep -q '^fwd new flows/s delivered at ' "$F.rows.tsv";
 		done
 	} >"$OUT/$PLOT.tsv"
 	gp <<EOF
-$(png 900,540)
-set output "$OUT/$PLOT.png"
-set title "New flows through the forwarders, fake-cps as the C-PS (bench/fwd.sh)" noenhanced
-set logscale xy
-set xlabel "offered (new flows/s, one packet each)"
-set ylabel "delivered (new flows/s)"
-set grid
-set key top left
+$(loglog 900,540 "New flows through the forwarders, fake-cps as the C-PS (bench/fwd.sh)" \
+	"offered (new flows/s, one packet each)" "delivered (new flows/s)")
 plot "$OUT/$PLOT.tsv" using 1:2 with linespoints title "cats-fwd", \
 	"" using 1:4 with linespoints title "cats-fwd --fast-path", \
 	"" using 1:3 with linespoints title "kernel path", \
@@ -226,16 +234,10 @@ if have "$P"; then
 		done
 	} >"$OUT/$PLOT.tsv"
 	gp <<EOF
-$(png 800,480)
-set output "$OUT/$PLOT.png"
-set title "Path computation time by graph size (bench_pce, synthetic carrier graphs)" noenhanced
-set logscale xy
+$(loglog 800,480 "Path computation time by graph size (bench_pce, synthetic carrier graphs)" \
+	"nodes" "us per path")
 set format x "10^{%L}"
 set format y "10^{%L}"
-set xlabel "nodes"
-set ylabel "us per path"
-set grid
-set key top left
 plot "$OUT/$PLOT.tsv" using 1:2 with linespoints title "igraph Dijkstra (baseline)", \
 	"" using 1:3 with linespoints title "cats SPF", \
 	"" using 1:4 with linespoints title "cats CSPF (delay bound, bandwidth, affinity)"
