@@ -19,8 +19,6 @@ up() { # wait until a port answers
 	done
 	return 1
 }
-# The ratio of two figures; "error" when either did not measure (a
-# failure is never printed as a number).
 # Requests per CPU second, or why not.
 per_cpu() { # requests ticks
 	awk -v r="$1" -v t="$2" -v hz="$hz" 'BEGIN {
@@ -54,33 +52,35 @@ CONF
 # own CPU time per request is reported too.
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
+# push_load PID PORT: httpload's push load on the server PID, once it
+# answers at PORT: out (httpload's line), rate (req/s, or why not), nreq
+# (requests answered) and ticks (the server's CPU time meanwhile).
+push_load() {
+	up "$2"
+	_c0=$(cpu "$1")
+	out=$(httpload push "http://127.0.0.1:$2/reports" -c 16 -d "$SECS" \
+	    -n 1000 -k "$W/iss.key")
+	ticks=$(($(cpu "$1") - _c0))
+	rate=$(req_rate "$(echo "$out" | awk '{ print $2 }')")
+	nreq=$(echo "$out" | awk '{ print $4 + $6 }')
+}
 P=$(port)
 cats-sma -c "$W/sma.conf" -q -l "http://127.0.0.1:$P/" -t file:/dev/null &
 spid=$!
 PIDS="$PIDS $spid"
-up "$P"
-c0=$(cpu "$spid")
-out=$(httpload push "http://127.0.0.1:$P/reports" -c 16 -d "$SECS" -n 1000 \
-    -k "$W/iss.key")
-c1=$(cpu "$spid")
-sma=$(req_rate "$(echo "$out" | awk '{ print $2 }')")
-sreq=$(echo "$out" | awk '{ print $4 + $6 }')
+push_load "$spid" "$P"
+sma=$rate sreq=$nreq sticks=$ticks
 [ "$(echo "$out" | awk '{ print $6 }')" = 0 ] ||
 	echo "# cats-sma answered with errors: $out"
 Q=$(port)
 httpload serve "$Q" &
 npid=$!
 PIDS="$PIDS $npid"
-up "$Q"
-c2=$(cpu "$npid")
-out=$(httpload push "http://127.0.0.1:$Q/reports" -c 16 -d "$SECS" -n 1000 \
-    -k "$W/iss.key")
-c3=$(cpu "$npid")
-base=$(req_rate "$(echo "$out" | awk '{ print $2 }')")
-nreq=$(echo "$out" | awk '{ print $4 + $6 }')
+push_load "$npid" "$Q"
+base=$rate
 echo "sma HTTP push requests/s (16 conns, tokens) | $(cell "$sma" req/s cats-sma) | $(cell "$base" "req/s do-nothing evhttp" "the do-nothing evhttp baseline") | $(ratio "$sma" "$base")"
-scpu=$(per_cpu "$sreq" $((c1 - c0)))
-ncpu=$(per_cpu "$nreq" $((c3 - c2)))
+scpu=$(per_cpu "$sreq" "$sticks")
+ncpu=$(per_cpu "$nreq" "$ticks")
 echo "sma HTTP push requests per server CPU second | $(cell "$scpu" req/cpu-s cats-sma) | $(cell "$ncpu" "req/cpu-s do-nothing evhttp" "the do-nothing evhttp baseline") | $(ratio "$scpu" "$ncpu")"
 
 # MQTT against HTTP push, the same run of cats-sma, the same SCIs and
