@@ -186,6 +186,21 @@ rm_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* The bytes per binding of n bindings, a client per flow (IPv4 or IPv6). */
+static void
+client_per_flow(uint64_t n, bool ipv6)
+{
+	char label[128];
+	v6 = ipv6;
+	struct bind_table *t = new_table(NULL);
+	fill(t, n, 1);
+	snprintf(label, sizeof(label), "bind bytes/binding at %" PRIu64
+	    " active, a client per flow%s (vs goal)", n, ipv6 ? ", IPv6" : "");
+	row(label, (double)bind_mem(t) / (double)n, 128, "B");
+	bind_free(t);
+	v6 = false;
+}
+
 int
 main(void)
 {
@@ -221,22 +236,8 @@ main(void)
 	if (getenv("BENCH_BIND_ONLY_INSTALL"))
 		return 0;
 
-	t = new_table(NULL);
-	fill(t, n, 1);
-	per = (double)bind_mem(t) / (double)n;
-	snprintf(label, sizeof(label), "bind bytes/binding at %" PRIu64
-	    " active, a client per flow (vs goal)", n);
-	row(label, per, 128, "B");
-	bind_free(t);
-	v6 = true;
-	t = new_table(NULL);
-	fill(t, n, 1);
-	per = (double)bind_mem(t) / (double)n;
-	snprintf(label, sizeof(label), "bind bytes/binding at %" PRIu64
-	    " active, a client per flow, IPv6 (vs goal)", n);
-	row(label, per, 128, "B");
-	bind_free(t);
-	v6 = false;
+	client_per_flow(n, false);
+	client_per_flow(n, true);
 
 	/* Installs with every binding encoded as its journal record. */
 	struct bind_io io = { NULL, to_buffer, NULL, NULL };
