@@ -28,7 +28,9 @@ need_root() {
 wait_progress() {
 	local stall=$1 probe=$2 n=$1 last now
 	shift 2
-	last=$(eval "$probe" 2>/dev/null)
+	# A probe that fails (its file not there yet) is read for what it printed:
+	# under errexit a failed assignment would end the test.
+	last=$(eval "$probe" 2>/dev/null || :)
 	until "$@" >/dev/null 2>&1; do
 		if [ "$n" -le 0 ]; then
 			echo "wait_progress: $* still false after $((stall / 10)) s" \
@@ -36,7 +38,8 @@ wait_progress() {
 			return 1
 		fi
 		sleep 0.1
-		[ -n "$probe" ] && now=$(eval "$probe" 2>/dev/null)
+		now=
+		[ -z "$probe" ] || now=$(eval "$probe" 2>/dev/null || :)
 		if [ -n "$probe" ] && [ "$now" != "$last" ]; then
 			last=$now
 			n=$stall

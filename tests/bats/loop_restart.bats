@@ -237,7 +237,7 @@ none_pending() { [ "$(loop_counter IF-1 pending)" = 0 ]; }
 	lx "$LC" curl -s --speed-limit 1 --speed-time 30 -o "$LOOP_DIR/dl4" "http://203.0.113.100/big?mb=4" &
 	dl=$!
 	under_way "$LOOP_DIR/dl4"
-	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")
+	r0=$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err" || true)
 	loop_stop IF-1
 	loop_ingress_start
 	[ "$(grep -c "forwarder IF-1 connected" "$LOOP_DIR/log/bind.err")" -gt "$r0" ]

@@ -484,7 +484,7 @@ snapshot_has() {
 	kill -9 "$SMA"
 	wait "$SMA" || true
 	wait "$PUSHER" || true
-	pushed=$(grep -c '^200 20 accepted' posts.log)
+	pushed=$(grep -c '^200 20 accepted' posts.log || true)
 	[ "$pushed" -lt 300 ]
 	# The file is whole (never torn): a full snapshot that decodes.
 	dec < state | jq -e -s 'length >= 1 and all(.op == "full")'

@@ -547,7 +547,7 @@ PY
 	echo "refused $refused"
 	[ "$refused" -ge 300 ]
 	# Fewer lines than refusals; a later one says how many it left out.
-	lines=$(grep -c 'event=tls-refused .*reason="http request"' "$W/err")
+	lines=$(grep -c 'event=tls-refused .*reason="http request"' "$W/err" || true)
 	echo "lines $lines"
 	[ "$lines" -lt 300 ]
 	wait_for 50 sh -c "curl -s --max-time 5 http://127.0.0.1:$port/ >/dev/null;

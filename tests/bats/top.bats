@@ -143,7 +143,7 @@ request() { s1_request "unix:$W/sel.sock" "$1"; }
 	wait_for 50 grep -q '^RATES' "$W/out"
 	kill -HUP "${PIDS[0]}"
 	# Alive after the HUP: two more screens come.
-	n=$(grep -c '^RATES' "$W/out")
+	n=$(grep -c '^RATES' "$W/out" || true)
 	wait_for 50 sh -c "[ \$(grep -c '^RATES' $W/out) -ge $((n + 2)) ]"
 	kill -TERM "${PIDS[0]}"
 	wait "${PIDS[0]}" || st=$?
