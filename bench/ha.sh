@@ -9,8 +9,11 @@
 #   - new bindings/s through the filter, etcd against the journal (20,000
 #     flows, BENCH_HA_TP_FLOWS, three rounds in turn: the medians);
 #   - bytes written to etcd per new binding, against the journal's: the
-#     commits' (the log, deflated) and the fold's (one key a binding, off
-#     the commits' path, measured on the first failover round's owner);
+#     commits' (the log, deflated) and the fold's (chunks of 256 ids a key,
+#     off the commits' path, measured on the first failover round's owner);
+#   - the fold under sustained load: the records it folded a second during
+#     the throughput runs against the commits' new bindings a second, and
+#     the backlog (ha.log_backlog) each run left (medians);
 #   - a real cats-fwd given both instances: the owner frozen (SIGSTOP) ->
 #     the forwarder on the new owner (median of 3), against kill -9 of the
 #     owner -> the same (the frozen owner's connection stays open: it is
@@ -51,11 +54,13 @@ reps $((N + 1)) 1 >"$W/one"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 counter() { cats-cbor decode <"$1" | jq -r "select(.type == \"stats\") | .counters[\"$2\"] // 0" | tail -1; }
 bindings_in() { cats-cbor decode <"$1" | jq -c 'select(.type == "binding")' | wc -l; }
-# The binding keys under prefix $1 (P b/ID), by the gateway's count_only.
+# The bindings the chunks under prefix $1 hold (P c/LO, each a range of
+# ids: tests/tools/ha_chunks.py reads them).
 etcd_count() {
-	curl -s -m 2 "$E/v3/kv/range" -d "{\"key\":\"$(printf %s "$1b/" | base64 -w0)\",
-	    \"range_end\":\"$(printf %s "$1b0" | base64 -w0)\",\"count_only\":true}" |
-	    jq -r '.count // "0"'
+	curl -s -m 5 "$E/v3/kv/range" -d "{\"key\":\"$(printf %s "$1c/" | base64 -w0)\",
+	    \"range_end\":\"$(printf %s "$1c0" | base64 -w0)\"}" |
+	    python3 tests/tools/ha_chunks.py "$1" records | cats-cbor decode |
+	    jq -c 'select(.type == "binding")' | wc -l
 }
 # Wait until a command succeeds (up to 30 s).
 until_ok() { for _ in $(seq 3000); do "$@" && return 0; sleep 0.01; done; return 1; }
@@ -65,12 +70,16 @@ until_ok() { for _ in $(seq 3000); do "$@" && return 0; sleep 0.01; done; return
 # machine one pair swings 0.4-1.2x).
 TP=${BENCH_HA_TP_FLOWS:-20000}
 reps 1 "$TP" >"$W/reps.tp"
-te_all="" tj_all=""
+te_all="" tj_all="" fr_all="" bl_all=""
 for r in 1 2 3; do
 	t0=$(ms)
 	cats-bind -q --etcd "$E" --etcd-prefix "/bench/tp$r/" --commit none --stats \
 	    <"$W/reps.tp" >"$W/tp.etcd" 2>"$W/tp.etcd.err" || { cat "$W/tp.etcd.err" >&2; exit 1; }
-	te_all="$te_all $(( $(ms) - t0 ))"
+	te=$(( $(ms) - t0 ))
+	te_all="$te_all $te"
+	# The fold's rate during the run (records a second) and what it left.
+	fr_all="$fr_all $(( $(counter "$W/tp.etcd" ha.folded) * 1000 / te ))"
+	bl_all="$bl_all $(counter "$W/tp.etcd" ha.log_backlog)"
 	t0=$(ms)
 	cats-bind -q --journal "$W/j.tp$r" --fsync always --commit none --stats \
 	    <"$W/reps.tp" >"$W/tp.j" 2>"$W/tp.j.err" || { cat "$W/tp.j.err" >&2; exit 1; }
@@ -87,6 +96,10 @@ bytes_etcd=$(counter "$W/tp.etcd" ha.txn_bytes)
 txns=$(counter "$W/tp.etcd" ha.txns)
 bytes_j=$(counter "$W/tp.j" journal.bytes)
 raw_etcd=$(counter "$W/tp.etcd" ha.log_raw_bytes)
+# shellcheck disable=SC2086
+fr=$(printf '%s\n' $fr_all | sort -n | sed -n 2p)
+# shellcheck disable=SC2086
+bl=$(printf '%s\n' $bl_all | sort -n | sed -n 2p)
 
 # Failover, 3 rounds: an owner with N bindings, a standby with one new
 # flow waiting in its input; kill -9 of the owner; the standby's first
@@ -228,7 +241,8 @@ awk -v n="$N" -v tp="$TP" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="$1
     -v tea="$(echo $te_all)" -v tja="$(echo $tj_all)" \
     -v f2="$2" -v f3="$3" -v tr="$t_restart" -v lost="$lost" \
     -v be="$bytes_etcd" -v bj="$bytes_j" -v tx="$txns" -v raw="$raw_etcd" \
-    -v fb="${fold_bytes:-0}" -v fd="${folded:-0}" 'BEGIN {
+    -v fb="${fold_bytes:-0}" -v fd="${folded:-0}" -v fr="$fr" -v bl="$bl" \
+    -v fra="$(echo $fr_all)" -v bla="$(echo $bl_all)" 'BEGIN {
 	printf "ha failover: kill -9 of the owner (%d bindings) -> first new binding by the standby, median of 3 (%d, %d, %d ms) | %.2f s | goal 2.50 s (lease 2 s + 0.5 s); journal restart %.2f s | %.2fx of the goal\n",
 	    n, f1, f2, f3, fo / 1000, tr / 1000, fo / 2500
 	printf "ha failover: bindings lost in 3 failovers | %d of %d | 0 | -\n", lost, 3 * n
@@ -241,4 +255,6 @@ awk -v n="$N" -v tp="$TP" -v te="$t_etcd" -v tj="$t_j" -v fo="$fo_med" -v f1="$1
 		    fd, be / tp + fb / fd, bj / tp, (be / tp + fb / fd) / (bj / tp)
 	else
 		printf "ha bytes to etcd per new binding, commits + fold | error: the fold not measured | journal %.0f B | -\n", bj / tp
+	printf "ha fold under sustained load, %d flows: records folded/s during the run, median of 3 (%s/s; backlog left %s) | %.0f/s | commits %.0f/s, backlog left %d records | %.2fx\n",
+	    tp, fra, bla, fr, tp / (te / 1000), bl, fr / (tp / (te / 1000))
 }'

@@ -4,12 +4,15 @@
  * too, so that every cap is reached.  A decoded answer is formatted, so
  * that every key and value it points to is read.  A first byte with 0x40
  * set makes the rest a value cats-bind wrote, a log entry (ha/ha_log.h):
- * its header, its deflated records and each record decoded.
+ * its header, its deflated records and each record decoded; with 0x20 set
+ * too, a chunk: decoded, then merged into a set of buckets (ha/ha_fold.h)
+ * holding a binding of its range from a later entry.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "ha/etcd.h"
+#include "ha/ha_fold.h"
 #include "ha/ha_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,8 +46,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cats_dec_init(&d, NULL);
 			init = 1;
 		}
-		ha_log_decode(&d, data + 1, size - 1, &raw, &h, each, &count,
-		    &e);
+		if (!(data[0] & 0x20)) {
+			ha_log_decode(&d, data + 1, size - 1, &raw, &h, each,
+			    &count, &e);
+			return 0;
+		}
+		struct ha_chunk_hdr ch;
+		if (ha_chunk_decode(&d, data + 1, size - 1, &raw, &ch, each,
+		    &count, &e) != 0)
+			return 0;
+		struct ha_fold_set s = { 0 };
+		uint8_t v = 0xf6;
+		ha_fold_put(&s, ch.lo, ch.seq + 1, false, &v, 1);
+		ha_fold_chunk(&s, &d, data + 1, size - 1, ch.lo, &raw, &ch, &e);
+		ha_fold_free(&s);
 		return 0;
 	}
 	etcd_limits_default(&lim);

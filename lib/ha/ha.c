@@ -13,30 +13,35 @@
 #include "base/htab.h"
 #include "base/log.h"
 #include "ha/ha.h"
+#include "ha/ha_fold.h"
 #include "ha/ha_log.h"
 
-/* etcd's --max-txn-ops is 128 by default: a fold's txn holds this many
- * puts, and its last the log's deleterange and the next id too. */
+/* etcd's --max-txn-ops is 128 by default: a txn holds this many
+ * operations; and a fold's txn this many bytes of values (its request,
+ * in base64, stays under --max-request-bytes, 1.5 MiB by default). */
 #define TXN_OPS 118
+#define TXN_MAX_OPS 126
+#define TXN_BYTES ((size_t)768 << 10)
 #define RANGE_PAGE 1000
 /* Log entries are up to HA_LOG_MAX_VALUE: a page of them fits the body. */
 #define LOG_PAGE 8
 /*
- * Tombstones live TOMB_MS before they are deleted; a standby whose last
- * sync is older than WARM_MS reads everything again, so it never misses
- * one (both are durations, each on its own clock).
+ * An empty bucket's chunk lives TOMB_MS before it is deleted; a standby
+ * whose last sync is older than WARM_MS reads everything again, so it
+ * never misses one (both are durations, each on its own clock).
  */
 #define TOMB_MS 30000
 #define WARM_MS 10000
 /*
  * The fold: once the commits have been quiet FOLD_IDLE_MS, or FOLD_HIGH
- * records wait, up to FOLD_ROUND records (whole entries) a round.
+ * records wait, up to FOLD_ROUND records (whole entries) a round: a few
+ * buckets' chunks rewritten for thousands of records.
  */
 #define FOLD_IDLE_MS 50
 #define FOLD_HIGH 8192
-#define FOLD_ROUND (ETCD_PARALLEL * TXN_OPS)
+#define FOLD_ROUND 4096
 /* Entries a round deletes, one operation each, in its last txn. */
-#define FOLD_ENTRIES 100
+#define FOLD_ENTRIES 64
 /* A pending request's op is keyed by its transaction, apart. */
 #define PEND_BIT (UINT64_C(1) << 63)
 
@@ -47,8 +52,8 @@ struct op {
 	size_t off, len;	/* a tombstone's value in h->vals */
 };
 
-/* A binding as etcd holds it (its record and the entry it came from), in
- * the standby's warm copy. */
+/* A pending request as the log holds it (its record and the entry it
+ * came from), in the standby's warm copy. */
 struct warm {
 	uint64_t id, seq, gen;
 	uint64_t dl;		/* a pending request's deadline */
@@ -70,16 +75,19 @@ struct pin {
 	bool done;
 };
 
-/* A tombstone written (or restored), deleted after TOMB_MS. */
+/* A bucket written empty, its chunk deleted after TOMB_MS. */
 struct tomb {
 	uint64_t id, at;
 };
 
 /*
  * The fold, a thread of the owner with its own etcd client: the log
- * entries the commits wrote, folded into the per-binding keys (b/ID) off
- * the commits' path, then deleted; and the tombstones' deletion.  The
- * queue and the counters are under mu; the tombstones are the thread's.
+ * entries the commits wrote, folded into the chunks (c/LO) off the
+ * commits' path, then deleted; and the empty chunks' deletion.  The queue
+ * and the counters are under mu; the buckets (set: every binding, as the
+ * chunks and the log hold it), the empty ones and through (the highest
+ * seq folded) are the thread's; migrate says the old per-binding keys
+ * (b/ID) are to be folded into chunks and deleted.
  */
 struct fold {
 	pthread_t th;
@@ -97,8 +105,11 @@ struct fold {
 	 * deleted once they are all bound or past their deadline */
 	struct pin *pins;
 	size_t npins;
+	struct ha_fold_set set;
+	uint64_t through;
+	bool migrate;
 	uint64_t rounds, folded, txns, bytes, failures, tombs_deleted;
-	uint64_t carried;
+	uint64_t carried, chunks;
 };
 
 struct ha {
@@ -118,9 +129,12 @@ struct ha {
 	struct ha_stats st;
 	struct cats_dec dec;
 	struct cats_buf raw;	/* an entry read, inflated */
-	/* the standby's warm copy: bindings by id, the log entries by seq,
-	 * at revision rev */
-	struct cats_htab warm, log, pend;
+	/* the standby's warm copy: the bindings (chunks and log merged), the
+	 * log entries by seq, the pending requests, at revision rev; old_keys
+	 * counts the per-binding keys (b/ID) of an older cats-bind seen */
+	struct ha_fold_set wset;
+	struct cats_htab log, pend;
+	uint64_t old_keys;
 	/* the pending requests a restore found (path-reqs) */
 	struct cats_buf *live;
 	size_t nlive;
@@ -196,11 +210,7 @@ static void fly_free(struct ha *h);
 static void
 warm_clear(struct ha *h)
 {
-	for (size_t i = 0; i < h->warm.cap; i++)
-		if (h->warm.s[i].h)
-			free(h->warm.s[i].item);
-	cats_htab_free(&h->warm);
-	memset(&h->warm, 0, sizeof(h->warm));
+	ha_fold_free(&h->wset);
 	for (size_t i = 0; i < h->log.cap; i++)
 		if (h->log.s[i].h) {
 			struct lent *l = h->log.s[i].item;
@@ -238,6 +248,7 @@ fold_stop(struct ha *h)
 	free(f->pins);
 	f->pins = NULL;
 	f->npins = 0;
+	ha_fold_free(&f->set);
 	etcd_free(f->e);
 	f->e = NULL;
 }
@@ -304,6 +315,7 @@ ha_stats(struct ha *h)
 	h->st.tombs_deleted = h->f.tombs_deleted;
 	h->st.log_backlog = h->f.qrecs;
 	h->st.pending_carried = h->f.carried;
+	h->st.fold_chunks = h->f.chunks;
 	pthread_mutex_unlock(&h->f.mu);
 	return &h->st;
 }
@@ -504,12 +516,6 @@ tab_put(struct ha *h, struct cats_htab *tab, uint64_t id, uint64_t seq,
 	return 0;
 }
 
-static int
-warm_put(struct ha *h, uint64_t id, uint64_t seq, const uint8_t *v, size_t n)
-{
-	return tab_put(h, &h->warm, id, seq, 0, v, n);
-}
-
 /* A pending request's deadline (its decision's time + 2 s without one). */
 static uint64_t
 pend_dl(const struct cats_path_req *q)
@@ -567,7 +573,8 @@ on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 		h->st.restore_refused++;
 		return 0;
 	}
-	if (warm_put(h, r->u.binding.id, p->seq, v, n) < 0) {
+	if (ha_fold_put(&h->wset, r->u.binding.id, p->seq, r->u.binding.op ==
+	    CATS_BIND_REMOVE, v, n) < 0) {
 		p->oom = 1;
 		return 1;
 	}
@@ -577,19 +584,35 @@ on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 }
 
 /*
- * The value v[0..n) of key k into the warm copy: a binding's (P b/ID, a
- * one-record entry) or a log entry's (P l/SEQ, kept too: a new owner
- * folds it); anything else is not ours.  A value that is not an entry is
+ * The value v[0..n) of key k into the warm copy: a chunk's (P c/LO), a
+ * log entry's (P l/SEQ, kept too: a new owner folds it) or an older
+ * cats-bind's binding (P b/ID, a one-record entry: a new owner folds it
+ * into its chunk); anything else is not ours.  A value that is not one is
  * counted and left out.  0, or -1 out of memory.
  */
 static int
 warm_value(struct ha *h, const uint8_t *k, size_t kl, const uint8_t *v,
     size_t n)
 {
+	uint64_t lo = num_of_key(h, "c/", k, kl);
+	if (lo != 0) {
+		struct ha_chunk_hdr ch;
+		struct cats_err e;
+		int rc = ha_fold_chunk(&h->wset, &h->dec, v, n, lo, &h->raw,
+		    &ch, &e);
+		if (rc == -2)
+			return -1;
+		if (rc < 0)
+			h->st.restore_refused++;
+		else if (ch.seq > h->seq_seen)
+			h->seq_seen = ch.seq;
+		return 0;
+	}
 	uint64_t id = num_of_key(h, "b/", k, kl);
 	uint64_t seq = id ? 0 : num_of_key(h, "l/", k, kl);
 	if (id == 0 && seq == 0)
 		return 0;
+	h->old_keys += id != 0;
 	struct ha_log_hdr hd;
 	struct cats_err e;
 	size_t used;
@@ -689,12 +712,12 @@ warm_range(struct ha *h, const char *key, const uint8_t *end, size_t el,
 }
 
 /*
- * Bring the warm copy up to etcd, at one revision: the bindings (all when
- * full, or when the last sync is older than WARM_MS, else those changed
- * since the last revision), the log whole (an entry folded meanwhile is
- * gone from it, its effect in the bindings) and the next id.  A record
- * holds its binding's state as of its entry: the latest wins, whatever
- * the order they are read in.  0, or -1 with err.
+ * Bring the warm copy up to etcd, at one revision: the chunks and an
+ * older cats-bind's per-binding keys (all when full, or when the last
+ * sync is older than WARM_MS, else those changed since the last
+ * revision), the log whole (an entry folded meanwhile is gone from it,
+ * its effect in the chunks) and the next id.  The rules of ha_fold.h
+ * merge them whatever the order they are read in.  0, or -1 with err.
  */
 static int
 warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
@@ -704,25 +727,25 @@ warm_sync(struct ha *h, uint64_t now, char *err, size_t errlen)
 	bool full = h->rev == 0 || now - h->synced_at > WARM_MS;
 	int64_t rev = 0;
 	h->gen++;
-	key_of(h, "b/", key, sizeof(key));
-	size_t el = etcd_prefix_end(key, strlen(key), end);
-	if (warm_range(h, key, end, el, RANGE_PAGE, full ? 0 : h->rev + 1,
-	    &rev, err, errlen) < 0)
-		return -1;
+	/* A full read starts again from nothing (again if it fails). */
+	if (full) {
+		ha_fold_free(&h->wset);
+		h->rev = 0;
+	}
+	static const char *const keyed[] = { "b/", "c/" };
+	for (size_t i = 0; i < 2; i++) {
+		key_of(h, keyed[i], key, sizeof(key));
+		size_t el = etcd_prefix_end(key, strlen(key), end);
+		/* Chunks are up to HA_LOG_MAX_VALUE: a page of them fits. */
+		if (warm_range(h, key, end, el, i ? LOG_PAGE : RANGE_PAGE,
+		    full ? 0 : h->rev + 1, &rev, err, errlen) < 0)
+			return -1;
+	}
 	key_of(h, "l/", key, sizeof(key));
-	el = etcd_prefix_end(key, strlen(key), end);
+	size_t el = etcd_prefix_end(key, strlen(key), end);
 	if (warm_range(h, key, end, el, LOG_PAGE, 0, &rev, err, errlen) < 0)
 		return -1;
-	/* What a full read did not see is gone; the log is read whole. */
-	for (size_t i = 0; full && i < h->warm.cap;) {
-		struct warm *w = h->warm.s[i].item;
-		if (h->warm.s[i].h && w->gen != h->gen) {
-			cats_htab_del(&h->warm, h->warm.s[i].h, warm_eq, &w->id);
-			free(w);
-			continue;	/* the slot was refilled */
-		}
-		i++;
-	}
+	/* An entry a full read did not see is gone; the log is read whole. */
 	for (size_t i = 0; i < h->log.cap;) {
 		struct lent *l = h->log.s[i].item;
 		if (h->log.s[i].h && l->gen != h->gen) {
@@ -758,7 +781,8 @@ struct wctx {
 };
 
 /* One message of the standby's watch into the warm copy, in revision
- * order: the log entries as the owner wrote them, the folds after. */
+ * order: the log entries as the owner wrote them, the folds' chunks
+ * after. */
 static int
 on_watch(void *arg, const struct etcd_resp *r)
 {
@@ -792,12 +816,18 @@ on_watch(void *arg, const struct etcd_resp *r)
 			continue;
 		}
 		if (kv->deleted) {
-			uint64_t id = num_of_key(h, "b/", kv->key, kv->klen);
+			uint64_t lo = num_of_key(h, "c/", kv->key, kv->klen);
 			uint64_t seq = num_of_key(h, "l/", kv->key, kv->klen);
-			/* A tombstone deleted; an entry folded. */
-			if (id != 0)
-				free(cats_htab_del(&h->warm, id_hash(id),
-				    warm_eq, &id));
+			/*
+			 * An entry folded.  A chunk deleted is an empty
+			 * bucket's (what it dropped went when it was written)
+			 * or one a bucket's new chunks cover; a per-binding
+			 * key deleted is one folded into its chunk.
+			 */
+			struct ha_bucket *b = lo ? ha_fold_bucket(&h->wset,
+			    ha_bucket_of(lo)) : NULL;
+			if (b != NULL && b->n == 0)
+				ha_fold_drop(&h->wset, b->b);
 			if (seq != 0)
 				log_drop(h, seq);
 			continue;
@@ -848,14 +878,6 @@ ha_standby_watch(struct ha *h, uint64_t ms, char *err, size_t errlen)
 	if (rc < 0 || w.rc < 0)
 		return -1;
 	return w.owner_gone ? 1 : 0;
-}
-
-static int
-cmp_warm(const void *a, const void *b)
-{
-	uint64_t x = (*(struct warm *const *)a)->id;
-	uint64_t y = (*(struct warm *const *)b)->id;
-	return x < y ? -1 : x > y;
 }
 
 static int
@@ -939,44 +961,55 @@ ha_restore(struct ha *h, struct bind_table *t, uint64_t now, char *err,
 	/* The last changes (or everything, for a cold standby). */
 	if (warm_sync(h, now, err, errlen) < 0)
 		return -1;
-	size_t n, nl;
-	void **v = cats_htab_select(&h->warm, keep_all, NULL, &n);
+	size_t nb, nl, n = 0;
+	struct ha_bucket **v = ha_fold_buckets(&h->wset, false, &nb);
 	void **lv = cats_htab_select(&h->log, keep_all, NULL, &nl);
-	if ((v == NULL && n > 0) || (lv == NULL && nl > 0)) {
+	if ((v == NULL && nb > 0) || (lv == NULL && nl > 0)) {
 		free(v);
 		free(lv);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	for (size_t i = 0; i < nb; i++)
+		n += v[i]->n;
 	/* In id order, as the journal would replay them. */
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_warm);
 	struct cats_dec d;
 	cats_dec_init(&d, NULL);
-	bind_reserve(t, n);
+	bind_reserve(t, h->wset.live);
 	uint64_t *txns = n ? malloc(n * sizeof(*txns)) : NULL;
 	size_t ntx = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct warm *w = v[i];
-		struct cats_rec rec;
-		struct cats_err e;
-		int ok = cats_rec_decode(&d, w->v, w->len, &rec, &e);
-		if (ok == 0 && rec.type == CATS_T_BINDING && txns != NULL)
-			txns[ntx++] = rec.u.binding.txn;
-		if (ok == 0 && rec.type == CATS_T_BINDING &&
-		    rec.u.binding.op == CATS_BIND_REMOVE) {
-			/* A tombstone: deleted in its time by this owner. */
-			tomb_add(&h->f, w->id, now);
-			continue;
+	for (size_t i = 0; i < nb; i++) {
+		struct ha_bucket *b = v[i];
+		for (size_t j = 0; j < b->n; j++) {
+			const struct ha_fent *w = &b->e[j];
+			struct cats_rec rec;
+			struct cats_err e;
+			int ok = cats_rec_decode(&d, w->v, w->len, &rec, &e);
+			if (ok == 0 && rec.type == CATS_T_BINDING &&
+			    txns != NULL)
+				txns[ntx++] = rec.u.binding.txn;
+			/* A removed binding is kept in the set only to keep
+			 * its older records out. */
+			if (ok == 0 && w->rm)
+				continue;
+			if (ok < 0 || rec.type != CATS_T_BINDING ||
+			    bind_restore(t, &rec, now) != BR_OK)
+				h->st.restore_refused++;
+			else
+				h->st.restored++;
 		}
-		if (ok < 0 || rec.type != CATS_T_BINDING ||
-		    bind_restore(t, &rec, now) != BR_OK)
-			h->st.restore_refused++;
-		else
-			h->st.restored++;
+		/* An empty bucket's chunk goes in its time; the old keys'
+		 * buckets are folded into chunks by the first round. */
+		if (b->live == 0)
+			tomb_add(&h->f, b->b, now);
+		b->dirty = h->old_keys > 0;
 	}
 	cats_dec_free(&d);
 	free(v);
+	h->f.migrate = h->old_keys > 0;
+	h->f.set = h->wset;
+	memset(&h->wset, 0, sizeof(h->wset));
+	h->f.through = h->seq_seen;
 	if (ntx > 1)
 		qsort(txns, ntx, sizeof(*txns), cmp_u64);
 	pend_live(h, txns, ntx, now);
@@ -1516,15 +1549,6 @@ fold_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 	return 0;
 }
 
-static int
-cmp_fop(const void *a, const void *b)
-{
-	const struct fop *x = a, *y = b;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* Is pending request txn (deadline dl) over: bound in this round, or
  * past its deadline? */
 static bool
@@ -1534,29 +1558,113 @@ pend_over(const struct fctx *c, uint64_t txn, uint64_t dl, uint64_t now)
 	    sizeof(*c->btxn), cmp_u64) != NULL);
 }
 
+/* The key of the chunk starting at id lo. */
+static size_t
+ckey_of(const struct ha *h, uint64_t lo, char *buf, size_t len)
+{
+	return (size_t)snprintf(buf, len, "%sc/%016" PRIx64, h->prefix, lo);
+}
+
+/* A fold's operations, in groups that go into one txn together (a
+ * bucket's chunks), packed into txns of TXN_MAX_OPS and TXN_BYTES. */
+struct fpack {
+	json_t **q;		/* the txns' success arrays */
+	size_t nq, capq, bytes;
+};
+
+/* A new txn when ops more operations (and bytes) would not fit the last:
+ * 0 or -1. */
+static int
+pack_room(struct fpack *p, size_t ops, size_t bytes)
+{
+	if (p->nq > 0 && json_array_size(p->q[p->nq - 1]) + ops <=
+	    TXN_MAX_OPS && p->bytes + bytes <= TXN_BYTES) {
+		p->bytes += bytes;
+		return 0;
+	}
+	if (cats_grow((void **)&p->q, &p->capq, p->nq, sizeof(*p->q), 4) < 0 ||
+	    (p->q[p->nq] = json_array()) == NULL)
+		return -1;
+	p->nq++;
+	p->bytes = bytes;
+	return 0;
+}
+
+static void
+pack_add(struct fpack *p, json_t *op)
+{
+	json_array_append_new(p->q[p->nq - 1], op);
+}
+
 /*
- * Fold the entries e[0..k) (the queue's head): each binding they name put
- * once, as its latest record (a one-record entry under its seq: a
- * tombstone for a removed one), in txns under the fence; the last txn
+ * Bucket b's chunks as of seq into p, one group: a put of each, and the
+ * deletion of the chunks it had that these do not replace (the keys
+ * between them and up to the bucket's end), unless it was and is one
+ * chunk.  The number of chunks, or -1.
+ */
+static long
+pack_bucket(struct ha *h, struct fpack *p, const struct ha_bucket *b,
+    uint64_t seq)
+{
+	struct ha_part *parts;
+	size_t np, bytes = 0;
+	char key[512], end[512];
+	if (ha_fold_seal(b, seq, &parts, &np) < 0)
+		return -1;
+	bool gaps = b->nparts != 1 || np != 1;
+	for (size_t i = 0; i < np; i++)
+		bytes += parts[i].v.len;
+	if (pack_room(p, np * (1 + gaps), bytes) < 0) {
+		ha_parts_free(parts, np);
+		return -1;
+	}
+	for (size_t i = 0; i < np; i++) {
+		size_t kl = ckey_of(h, parts[i].lo, key, sizeof(key));
+		pack_add(p, etcd_op_put(key, kl, parts[i].v.p, parts[i].v.len,
+		    0));
+		if (!gaps)
+			continue;
+		/* The keys after this chunk's, before the next one's. */
+		size_t el = ckey_of(h, parts[i].hi, end, sizeof(end));
+		key[kl++] = '\0';
+		pack_add(p, etcd_op_delete(key, kl, end, el));
+	}
+	ha_parts_free(parts, np);
+	return (long)np;
+}
+
+/*
+ * Fold the entries e[0..k) (the queue's head) into the buckets, and write
+ * the chunks of each bucket they changed, as of the head's last seq (or,
+ * with no entries, of the last folded), under the fence; the last txn
  * also deletes the entries, writes the next id, carries the pending
  * requests still waiting into an entry of their own (pinned: deleted by a
- * later round once they are all bound or past their deadline) and
- * deletes the pinned entries that are over.  A fold cut short leaves the
- * entries, whose replay gives the same state.  0; -1 etcd did not take it
- * (again later); -2 fenced.
+ * later round once they are all bound or past their deadline), deletes
+ * the pinned entries that are over and, when migrating, an older
+ * cats-bind's per-binding keys.  A round is one txn unless its chunks
+ * pass TXN_MAX_OPS or TXN_BYTES: then those txns go first, the last
+ * after.  A fold cut short leaves the entries, whose replay gives the
+ * same state.  0; -1 etcd did not take it (again later); -2 fenced.
  */
 static int
 fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 {
 	struct fold *f = &h->f;
 	struct fctx c = { 0 };
+	struct fpack pk = { 0 };
 	uint64_t next = 0, now = h->c.clock(), cseq = 0;
+	uint64_t seq = k > 0 ? e[k - 1].seq : f->through;
 	char key[512], err[512];
 	int rc = -1;
+	size_t applied = 0, nb = 0, nch = 0;
+	struct ha_bucket **bs = NULL;
+	long *nparts = NULL;
 	for (size_t i = 0; i < k; i++) {
 		struct ha_log_hdr hd;
 		struct cats_err ce;
 		c.seq = e[i].seq;
+		if (e[i].seq > seq)
+			seq = e[i].seq;
 		/* Checked when it was read (or ours): one that does not
 		 * decode now is deleted with the others, unfolded. */
 		if (ha_log_decode(d, e[i].v, e[i].len, &c.raw, &hd, fold_rec,
@@ -1568,15 +1676,15 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 		if (hd.next_id > next)
 			next = hd.next_id;
 	}
-	if (c.n > 1)
-		qsort(c.v, c.n, sizeof(*c.v), cmp_fop);
 	if (c.nbt > 1)
 		qsort(c.btxn, c.nbt, sizeof(*c.btxn), cmp_u64);
-	size_t m = 0;
+	/* Into the buckets, each binding's latest record kept. */
 	for (size_t i = 0; i < c.n; i++) {
-		if (i + 1 < c.n && c.v[i + 1].id == c.v[i].id)
-			continue;
-		c.v[m++] = c.v[i];
+		int r = ha_fold_put(&f->set, c.v[i].id, c.v[i].seq, c.v[i].rm,
+		    c.recs.p + c.v[i].off, c.v[i].len);
+		if (r < 0)
+			goto out;
+		applied += (size_t)r;
 	}
 	/* The pinned entries' requests over now; this round's to carry. */
 	for (size_t i = 0; i < f->npins; i++)
@@ -1585,19 +1693,32 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 			f->pins[i].done = true;
 	struct cats_buf carry = { 0 }, cval = { 0 };
 	size_t ncarry = 0;
+	json_t **q = NULL;
+	struct etcd_resp *rs = NULL;
 	for (size_t i = 0; i < c.np; i++) {
 		if (pend_over(&c, c.p[i].txn, c.p[i].dl, now))
 			continue;
 		if (cats_buf_add(&carry, c.recs.p + c.p[i].off, c.p[i].len) < 0)
-			goto out;
+			goto done;
 		c.p[ncarry++] = c.p[i];
+	}
+	/* The chunks of the buckets changed, each bucket's in one txn. */
+	bs = ha_fold_buckets(&f->set, true, &nb);
+	nparts = nb ? calloc(nb, sizeof(*nparts)) : NULL;
+	if ((bs == NULL || nparts == NULL) && nb > 0)
+		goto done;
+	for (size_t i = 0; i < nb; i++) {
+		uint64_t bseq = bs[i]->seq > seq ? bs[i]->seq : seq;
+		if ((nparts[i] = pack_bucket(h, &pk, bs[i], bseq)) < 0)
+			goto done;
+		nch += (size_t)nparts[i];
 	}
 	/*
 	 * The last txn: the entries' deletion, the pinned entries over, the
-	 * next id, the carried; with the last of the bindings when they fit
-	 * (a small fold is then one txn, all or nothing).
+	 * next id, the carried, the old keys; with the last of the chunks
+	 * when they fit (a fold is then one txn, all or nothing).
 	 */
-	size_t nfin = k + (next != 0) + (ncarry > 0);
+	size_t nfin = k + (next != 0) + (ncarry > 0) + f->migrate;
 	for (size_t i = 0; i < f->npins; i++) {
 		bool all = true;
 		size_t j = i;
@@ -1606,38 +1727,11 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 		nfin += all;
 		i = j - 1;
 	}
-	size_t nch = (m + TXN_OPS - 1) / TXN_OPS;
-	bool merge = m > 0 && m - (nch - 1) * TXN_OPS + nfin <= 126;
-	size_t ntx = m == 0 ? 1 : nch + !merge;
-	json_t **q = calloc(ntx, sizeof(*q));
-	struct etcd_resp *rs = calloc(ntx, sizeof(*rs));
-	struct cats_buf val = { 0 };
-	json_t *succ = NULL;
-	if (q == NULL || rs == NULL)
+	if (nfin > 0 && pack_room(&pk, nfin, 0) < 0)
 		goto done;
-	for (size_t t = 0; t < nch; t++) {
-		succ = json_array();
-		for (size_t i = t * TXN_OPS; i < m && i < (t + 1) * TXN_OPS;
-		    i++) {
-			snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
-			    c.v[i].id);
-			if (ha_log_seal(&val, c.v[i].seq, 0, 1, c.recs.p +
-			    c.v[i].off, c.v[i].len, false) < 0) {
-				json_decref(succ);
-				goto done;
-			}
-			json_array_append_new(succ, etcd_op_put(key, strlen(key),
-			    val.p, val.len, 0));
-		}
-		if (t + 1 < ntx)
-			q[t] = fenced_txn(h, succ);
-	}
-	if (ntx > nch || m == 0)
-		succ = json_array();
 	for (size_t i = 0; i < k; i++) {
 		lkey_of(h, e[i].seq, key, sizeof(key));
-		json_array_append_new(succ, etcd_op_delete(key, strlen(key),
-		    NULL, 0));
+		pack_add(&pk, etcd_op_delete(key, strlen(key), NULL, 0));
 	}
 	for (size_t i = 0; i < f->npins; i++) {
 		bool all = true;
@@ -1646,8 +1740,7 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 			all = all && f->pins[j].done;
 		if (all) {
 			lkey_of(h, f->pins[i].seq, key, sizeof(key));
-			json_array_append_new(succ, etcd_op_delete(key,
-			    strlen(key), NULL, 0));
+			pack_add(&pk, etcd_op_delete(key, strlen(key), NULL, 0));
 		}
 		i = j - 1;
 	}
@@ -1655,29 +1748,39 @@ fold_write(struct ha *h, struct cats_dec *d, const struct lent *e, size_t k)
 		char v[24];
 		key_of(h, "next", key, sizeof(key));
 		snprintf(v, sizeof(v), "%" PRIu64, next);
-		json_array_append_new(succ, etcd_op_put(key, strlen(key), v,
-		    strlen(v), 0));
+		pack_add(&pk, etcd_op_put(key, strlen(key), v, strlen(v), 0));
 	}
 	if (ncarry > 0) {
 		cseq = __atomic_fetch_add(&h->seq, 1, __ATOMIC_RELAXED);
 		if (ha_log_seal(&cval, cseq, 0, ncarry, carry.p, carry.len,
-		    true) < 0) {
-			json_decref(succ);
+		    true) < 0)
 			goto done;
-		}
 		lkey_of(h, cseq, key, sizeof(key));
-		json_array_append_new(succ, etcd_op_put(key, strlen(key),
-		    cval.p, cval.len, 0));
+		pack_add(&pk, etcd_op_put(key, strlen(key), cval.p, cval.len,
+		    0));
 	}
-	if (json_array_size(succ) == 0) {
-		json_decref(succ);
+	if (f->migrate) {
+		uint8_t end[512];
+		key_of(h, "b/", key, sizeof(key));
+		size_t el = etcd_prefix_end(key, strlen(key), end);
+		pack_add(&pk, etcd_op_delete(key, strlen(key), end, el));
+	}
+	if (pk.nq == 0) {
 		rc = 0;
 		goto done;
 	}
-	q[ntx - 1] = fenced_txn(h, succ);
+	size_t ntx = pk.nq;
+	q = calloc(ntx, sizeof(*q));
+	rs = calloc(ntx, sizeof(*rs));
+	if (q == NULL || rs == NULL)
+		goto done;
+	for (size_t t = 0; t < ntx; t++) {
+		q[t] = fenced_txn(h, pk.q[t]);
+		pk.q[t] = NULL;
+	}
 	uint64_t before = etcd_stats(f->e)->bytes_out;
 	bool fenced = false;
-	/* The bindings first (in parallel), the log's deletion last. */
+	/* The chunks first (in parallel), the log's deletion last. */
 	if (ntx > 1 && (etcd_call_many(f->e, ETCD_TXN, q, ntx - 1, rs, err,
 	    sizeof(err)) < 0 || check_txns(rs, ntx - 1, &fenced, err,
 	    sizeof(err)) < 0))
@@ -1695,16 +1798,24 @@ sent:
 	f->txns += ntx;
 	if (rc == 0) {
 		f->rounds++;
-		f->folded += m;
+		f->folded += applied;
 		f->carried += ncarry;
+		f->chunks += nch;
 	} else {
 		f->failures++;
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (rc == 0) {
-		for (size_t i = 0; i < m; i++)
-			if (c.v[i].rm)
-				tomb_add(f, c.v[i].id, now);
+		if (seq > f->through)
+			f->through = seq;
+		f->migrate = false;
+		for (size_t i = 0; i < nb; i++) {
+			uint64_t bseq = bs[i]->seq > seq ? bs[i]->seq : seq;
+			ha_fold_written(&f->set, bs[i], bseq,
+			    (uint32_t)nparts[i]);
+			if (bs[i]->live == 0)
+				tomb_add(f, bs[i]->b, now);
+		}
 		/* The pins deleted go; the carried come. */
 		size_t o = 0;
 		for (size_t i = 0; i < f->npins;) {
@@ -1728,13 +1839,17 @@ sent:
 		}
 	}
 done:
-	for (size_t t = 0; q != NULL && t < ntx; t++)
+	for (size_t t = 0; q != NULL && t < pk.nq; t++)
 		json_decref(q[t]);
-	for (size_t t = 0; rs != NULL && t < ntx; t++)
+	for (size_t t = 0; t < pk.nq; t++)
+		json_decref(pk.q[t]);
+	for (size_t t = 0; rs != NULL && t < pk.nq; t++)
 		etcd_resp_free(&rs[t]);
+	free(pk.q);
 	free(q);
 	free(rs);
-	cats_buf_free(&val);
+	free(bs);
+	free(nparts);
 	cats_buf_free(&cval);
 	cats_buf_free(&carry);
 out:
@@ -1757,39 +1872,63 @@ pins_due(const struct fold *f, uint64_t now)
 }
 
 /*
- * Delete the tombstones older than TOMB_MS, up to a txn's worth, under
- * the fence: 0 (done, or tried again later), -2 fenced.
+ * Delete the chunks of the buckets written empty TOMB_MS ago and empty
+ * still, up to a txn's worth, under the fence; the buckets go from the
+ * set (what they held up to their chunk's seq is folded: nothing older
+ * comes).  0 (done, or tried again later), -2 fenced.
  */
 static int
 tomb_gc(struct ha *h)
 {
 	struct fold *f = &h->f;
 	uint64_t now = h->c.clock();
-	char key[512], err[256];
+	char key[512], end[512], err[256];
 	size_t n = 0;
 	if (f->tomb0 == f->ntombs || now - f->tombs[f->tomb0].at < TOMB_MS)
 		return 0;
 	json_t *succ = json_array();
+	uint64_t *gone = calloc(TXN_OPS, sizeof(*gone));
+	size_t ng = 0;
+	if (gone == NULL) {
+		json_decref(succ);
+		return 0;
+	}
 	while (f->tomb0 + n < f->ntombs && n < TXN_OPS &&
 	    now - f->tombs[f->tomb0 + n].at >= TOMB_MS) {
-		snprintf(key, sizeof(key), "%sb/%016" PRIx64, h->prefix,
-		    f->tombs[f->tomb0 + n].id);
-		json_array_append_new(succ, etcd_op_delete(key, strlen(key),
-		    NULL, 0));
+		uint64_t b = f->tombs[f->tomb0 + n].id;
+		const struct ha_bucket *k = ha_fold_bucket(&f->set, b);
 		n++;
+		if (k == NULL || k->live > 0 || k->dirty)
+			continue;
+		size_t kl = ckey_of(h, ha_bucket_lo(b), key, sizeof(key));
+		size_t el = ckey_of(h, ha_bucket_hi(b), end, sizeof(end));
+		json_array_append_new(succ, etcd_op_delete(key, kl, end, el));
+		gone[ng++] = b;
+	}
+	if (ng == 0) {
+		json_decref(succ);
+		free(gone);
+		f->tomb0 += n;
+		return 0;
 	}
 	if (call_on(f->e, &f->r, ETCD_TXN, fenced_txn(h, succ), err,
 	    sizeof(err)) < 0) {
+		free(gone);
 		pthread_mutex_lock(&f->mu);
 		f->failures++;
 		pthread_mutex_unlock(&f->mu);
 		return 0;
 	}
-	if (!f->r.succeeded)
+	if (!f->r.succeeded) {
+		free(gone);
 		return -2;
+	}
+	for (size_t i = 0; i < ng; i++)
+		ha_fold_drop(&f->set, gone[i]);
+	free(gone);
 	f->tomb0 += n;
 	pthread_mutex_lock(&f->mu);
-	f->tombs_deleted += n;
+	f->tombs_deleted += ng;
 	pthread_mutex_unlock(&f->mu);
 	return 0;
 }
@@ -1820,7 +1959,10 @@ fold_run(void *arg)
 		struct lent *head = k ? malloc(k * sizeof(*head)) : NULL;
 		if (head != NULL)
 			memcpy(head, f->q, k * sizeof(*head));
-		bool pins = k == 0 && now >= retry_at && pins_due(f, now);
+		/* A round of no entries: pinned requests over, or the old
+		 * keys to fold into chunks. */
+		bool pins = k == 0 && now >= retry_at && (pins_due(f, now) ||
+		    f->migrate);
 		pthread_mutex_unlock(&f->mu);
 		int rc = head != NULL || pins ? fold_write(h, &d, head,
 		    head != NULL ? k : 0) : 0;

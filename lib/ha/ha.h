@@ -12,25 +12,30 @@
  *                             pending requests it took (their path-reqs),
  *                             in one value; or the pending requests a
  *                             fold carried, not bound yet
- *   P b/ID                    a binding folded from the log, whole, in its
- *                             latest state (a one-record entry), or its
- *                             tombstone (its remove record) for 30 s
+ *   P c/LO                    a chunk (ha_log.h): the bindings of ids LO
+ *                             up to the end of LO's range of
+ *                             HA_CHUNK_IDS (or up to the next chunk of
+ *                             the range), whole, in their latest state,
+ *                             as of the entry SEQ it names
  *   P next                    the next binding id (decimal), as folded
+ *   P b/ID                    an older cats-bind's binding: read, folded
+ *                             into its chunk by a new owner and deleted
  *
- * ID and SEQ are 16 hex digits.  A commit is one txn per log entry of up
- * to HA_LOG_TARGET bytes (a few hundred bindings): one key whatever the
- * number of bindings, where etcd's cost is per key (a single member takes
- * some 4,300 puts a second).  The owner's fold thread, off the commits'
- * path, puts each binding the entries name as its latest record (under
- * the entry's SEQ) and deletes the entries in the same fenced txns, once
- * the commits have been quiet 50 ms or 8,192 records wait.  A restore is
- * the bindings and then the log in SEQ order; since every record carries
- * the SEQ it is as of, the latest wins in whatever order a standby sees
- * them (the log by its watch, a fold after it).  Tombstones let a
- * standby's warm copy follow removals from the keys changed since its
- * last revision (min_mod_revision); the fold deletes them 30 s later,
- * and a standby whose last sync is older than 10 s reads everything
- * again.  A new owner folds the log its predecessor left.
+ * ID, SEQ and LO are 16 hex digits.  A commit is one txn per log entry of
+ * up to HA_LOG_TARGET bytes (a few hundred bindings): one key whatever
+ * the number of bindings, where etcd's cost is per key (a single member
+ * takes some 4,300 puts a second).  The owner's fold thread, off the
+ * commits' path, merges the entries into the buckets it holds (every
+ * binding, ha_fold.h) and rewrites the chunks of the buckets they changed
+ * (a removed binding left out, an empty bucket one empty chunk, deleted
+ * 30 s later), deleting the entries in the same fenced txn, once the
+ * commits have been quiet 50 ms or 8,192 records wait: a few keys for
+ * thousands of bindings, so the fold keeps up with the commits.  A
+ * restore is the chunks and then the log in SEQ order; every record and
+ * chunk carries the SEQ it is as of, so ha_fold.h's rules give the same
+ * state in whatever order a standby sees them (the log by its watch, a
+ * fold after it); a standby whose last sync is older than 10 s reads
+ * everything again.  A new owner folds the log its predecessor left.
  *
  * Every write is a txn whose compare is "create_revision(P owner) ==
  * epoch": a write of a fenced owner fails at the store (its fold too).
@@ -66,9 +71,10 @@ struct ha_stats {
 	uint64_t ignored;	/* journal records with no state (hellos) */
 	uint64_t syncs, tombs_deleted, write_retries;
 	uint64_t watches, watch_events;	/* a standby's */
-	/* the fold: rounds, bindings put, txns, request bytes, failures,
-	 * records waiting */
+	/* the fold: rounds, binding records merged, txns, request bytes,
+	 * failures, chunks written, records waiting */
 	uint64_t folds, folded, fold_txns, fold_bytes, fold_failures;
+	uint64_t fold_chunks;
 	uint64_t log_backlog;
 	/* pending requests: written, restored (to take again), restored
 	 * past their deadline or bound, carried by the fold */

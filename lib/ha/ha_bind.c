@@ -65,6 +65,7 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "ha.folded", s->folded);
 	cats_stats_add(st, "ha.fold_bytes", s->fold_bytes);
 	cats_stats_add(st, "ha.fold_failures", s->fold_failures);
+	cats_stats_add(st, "ha.fold_chunks", s->fold_chunks);
 	cats_stats_gauge(st, "ha.log_backlog", s->log_backlog);
 	cats_stats_add(st, "ha.renewals", ha_own(arg)->renewals);
 	cats_stats_add(st, "ha.renew_failures", ha_own(arg)->renew_failures);

@@ -1,7 +1,7 @@
 /*
  * ha_log.h - the values cats-bind writes to etcd (ha.h): one log entry a
- * slice of a commit, and the one-record entries the fold writes per
- * binding.
+ * slice of a commit, and the chunks the fold writes, each the bindings of
+ * a range of HA_CHUNK_IDS ids.
  *
  * An entry is a CBOR sequence (RFC 8742): a header, the array
  * [version 1, seq, next_id, n, rawlen], then its n binding records
@@ -12,6 +12,14 @@
  * the highest it saw); next_id is the next binding id when it was written
  * (0: not said).  Deflated, a log entry is some 5 to 15 times smaller:
  * the records of a commit repeat their keys, services and paths.
+ *
+ * A chunk is the same but for its header, [version 1, seq, lo, hi, n,
+ * rawlen]: the n bindings (install records, no removes) of ids in
+ * [lo, hi), in increasing id order, as they were once every entry up to
+ * seq was folded; [lo, hi) lies within one range of HA_CHUNK_IDS ids
+ * (ids k * HA_CHUNK_IDS to (k + 1) * HA_CHUNK_IDS - 1, id 0 is none),
+ * which is one chunk or, when its records pass HA_LOG_TARGET bytes,
+ * several consecutive ones.  A chunk's records are always deflated.
  *
  * A value read from etcd is untrusted: its size, the count, rawlen and
  * every record are checked against the caps below (and
@@ -33,8 +41,15 @@
 #define HA_LOG_MAX_RAW ((size_t)1 << 20)
 #define HA_LOG_MAX_RECS 8192
 
+/* The ids of a chunk's range (a power of two). */
+#define HA_CHUNK_IDS 256
+
 struct ha_log_hdr {
 	uint64_t seq, next_id, n, rawlen;
+};
+
+struct ha_chunk_hdr {
+	uint64_t seq, lo, hi, n, rawlen;
 };
 
 /*
@@ -61,6 +76,25 @@ int ha_log_header(const uint8_t *p, size_t n, struct ha_log_hdr *h,
  */
 int ha_log_decode(struct cats_dec *d, const uint8_t *p, size_t n,
     struct cats_buf *raw, struct ha_log_hdr *h, int (*cb)(void *,
+    const struct cats_rec *, const uint8_t *, size_t), void *arg,
+    struct cats_err *err);
+
+/*
+ * The chunk of h (seq, lo, hi, n; rawlen is the seal's) holding the n
+ * records raw[0..len) into out (emptied), deflated.  0, or -1 (out of
+ * memory, or past a cap).
+ */
+int ha_chunk_seal(struct cats_buf *out, const struct ha_chunk_hdr *h,
+    const uint8_t *raw, size_t len);
+/*
+ * Decode the chunk p[0..n) as ha_log_decode() does an entry, its header
+ * into *h; besides the caps of an entry, its range must lie within one
+ * range of HA_CHUNK_IDS ids, n at most the range's ids, and each record a
+ * binding of the range in increasing id order.  0, cb's non-zero, or -1
+ * with err.
+ */
+int ha_chunk_decode(struct cats_dec *d, const uint8_t *p, size_t n,
+    struct cats_buf *raw, struct ha_chunk_hdr *h, int (*cb)(void *,
     const struct cats_rec *, const uint8_t *, size_t), void *arg,
     struct cats_err *err);
 

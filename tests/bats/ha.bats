@@ -71,11 +71,15 @@ start_cps() {
 	eval "exec $fd>\"$W/$n.in\""
 }
 
-# The binding keys in etcd (b/ID, not the commits b/ID/i).
-etcd_bindings() {
-	ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}b/" \
-	    --keys-only | grep -c '^/.*/b/[0-9a-f]*$' || true
+# The keys under the prefix, as JSON; the binding records the chunks
+# (c/LO) hold, as JSON Lines; how many; the keys of each kind.
+etcd_json() { ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "$P" -w json; }
+etcd_chunked() {
+	etcd_json | python3 "$TOP/tests/tools/ha_chunks.py" "$P" records |
+	    cats-cbor decode | jq -c 'select(.type == "binding")'
 }
+etcd_bindings() { etcd_chunked | wc -l; }
+etcd_keys() { etcd_json | python3 "$TOP/tests/tools/ha_chunks.py" "$P" keys; }
 
 # wait_for runs its command again, not its arguments: these count anew.
 etcd_has() { [ "$(etcd_bindings)" -eq "$1" ]; }
@@ -209,27 +213,48 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	grep -q "etcd keepalive: .*timed out\|etcd keepalive: .*Timeout" "$W/b.err"
 }
 
-@test "ha: removals reach the standby's warm copy as tombstones; it restores none of them" {
+@test "ha: removals are folded: the chunks lose them, the standby's warm copy too; it restores none of them" {
 	# Hard lifetime 1 s, removals 100 ms later: the 5 bindings come and go.
 	start_cps a 7 --hard 1s --drain-timeout 100ms
 	wait_for 50 grep -q "owner of $P" "$W/a.err"
 	start_cps b 8 --hard 1s --drain-timeout 100ms
 	wait_for 50 grep -q "standby:" "$W/b.err"
 	gen_reps 5 1 | enc >&7
-	# The standby's warm copy saw them (by its watch) ...
 	wait_for 50 etcd_has 5
-	# ... and their tombstones (remove records under the same keys).
-	tombs() { [ "$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}b/" \
-	    --print-value-only | grep -ac remove)" -eq 5 ]; }
-	wait_for 50 tombs
+	# Their removes folded: bucket 0's chunk holds none, the log is
+	# empty, and no key is left per binding.
+	folded_away() { [ "$(etcd_keys)" = "chunks 1 log 0 old 0 other 2" ]; }
+	wait_for 50 etcd_has 0
+	wait_for 50 folded_away
 	gen_reps 1 6 | enc >&7
 	wait_for 50 grep -q "txn=6 id=6 .*-> ACTIVE" "$W/a.err"
-	# Binding 6 in etcd (a sixth key beside the five tombstones) before
-	# the owner dies: what the sleep of 0.6 s stood for.
-	wait_for 50 etcd_has 6
+	# Binding 6 in its chunk before the owner dies.
+	wait_for 50 etcd_has 1
 	kill -9 "$pid_a"
 	wait_for 60 grep -q "owner of $P" "$W/b.err"
 	grep -q "restored [01] bindings from etcd" "$W/b.err"
+}
+
+@test "ha: 3,000 bindings folded into chunks (a key per 256 ids, not per binding); kill -9 of the owner: the standby restores every one" {
+	start_cps a 7
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	start_cps b 8
+	wait_for 50 grep -q "standby: cps@.* owns $P" "$W/b.err"
+	gen_reps 3000 1 | enc >&7
+	wait_for 200 etcd_has 3000
+	# Ids 1..3000: 12 ranges of 256 ids, a chunk each; the log folded;
+	# the owner key and the next id beside them.
+	all_folded() { [ "$(etcd_keys)" = "chunks 12 log 0 old 0 other 2" ]; }
+	wait_for 100 all_folded
+	diff <(etcd_chunked | jq -r .id) <(seq 1 3000)
+	kill -9 "$pid_a"
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored 3000 bindings from etcd" "$W/b.err"
+	# Every one of them re-sent to a forwarder by the new owner.
+	wait_for 50 test -S "$W/sock"
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -e 2 -t 10 -x 3001 >"$W/f2"
+	diff <(jq -r 'select(.type == "binding") | .id' "$W/f2" | sort -n) \
+	    <(seq 1 3000)
 }
 
 # A cats-cps instance NAME (a or b): its own selector socket, the shared

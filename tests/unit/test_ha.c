@@ -2,8 +2,10 @@
  * test_ha.c - the etcd answer decoder on answers recorded from etcd 3.4
  * (tests/data/ha: NAME.json decoded must print NAME.out; the kind is the
  * name's first word), its caps on malformed answers, and the ownership
- * logic of ha_own.h with time passed in, and the log entries of ha_log.h
- * (sealed and decoded, deflated or not; every cap refused).
+ * logic of ha_own.h with time passed in, the log entries and chunks of
+ * ha_log.h (sealed and decoded, deflated or not; every cap refused), and
+ * the buckets of ha_fold.h (removes folded; a restore, chunks and log in
+ * either order, the same).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "ha/etcd.h"
 #include "ha/ha.h"
+#include "ha/ha_fold.h"
 #include "ha/ha_log.h"
 #include "ha/ha_own.h"
 #include "t.h"
@@ -399,6 +402,323 @@ test_log(void)
 	free(recs);
 }
 
+/* Binding id's record into out (emptied): the first of the fixture's
+ * records (an install) or, when rm, its last (a remove), id changed. */
+static void
+bind_rec(uint64_t id, bool rm, struct cats_buf *out)
+{
+	static struct cats_dec d;
+	static struct cats_buf recs;
+	static size_t off[4], len[4];
+	static int init;
+	if (!init) {
+		size_t n;
+		char *p = slurp("tests/data/ha/log_records.cbor", &n);
+		struct cats_err e;
+		cats_dec_init(&d, NULL);
+		cats_buf_add(&recs, p, n);
+		free(p);
+		size_t o = 0;
+		for (int i = 0; i < 4; i++) {
+			struct cats_toks t = { 0 };
+			size_t used = 0;
+			cats_scan(recs.p + o, recs.len - o, true, &d.lim, &t,
+			    NULL, &used, NULL, &e);
+			cats_toks_free(&t);
+			off[i] = o;
+			len[i] = used;
+			o += used;
+		}
+		init = 1;
+	}
+	struct cats_rec r;
+	struct cats_err e;
+	int i = rm ? 3 : 0;
+	out->len = 0;
+	if (cats_rec_decode(&d, recs.p + off[i], len[i], &r, &e) < 0)
+		return;
+	r.u.binding.id = id;
+	cats_rec_encode(&r, out, false);
+}
+
+/* What a chunk's records were: their ids. */
+struct cseen {
+	size_t n;
+	uint64_t ids[300];
+};
+
+static int
+cseen_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
+{
+	struct cseen *s = arg;
+	(void)v;
+	(void)n;
+	if (s->n < 300)
+		s->ids[s->n] = r->u.binding.id;
+	s->n++;
+	return 0;
+}
+
+static int
+chunk_dec(const struct cats_buf *b, struct ha_chunk_hdr *h, struct cseen *s)
+{
+	struct cats_dec d;
+	struct cats_buf raw = { 0 };
+	struct cats_err e;
+	cats_dec_init(&d, NULL);
+	memset(s, 0, sizeof(*s));
+	int rc = ha_chunk_decode(&d, b->p, b->len, &raw, h, cseen_rec, s, &e);
+	cats_dec_free(&d);
+	cats_buf_free(&raw);
+	return rc;
+}
+
+/* The chunk of the records of ids[0..n) (rm: the remove's record), as
+ * h says, into out. */
+static int
+chunk_of(const uint64_t *ids, size_t n, bool rm, struct ha_chunk_hdr h,
+    struct cats_buf *out)
+{
+	struct cats_buf raw = { 0 }, r = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		bind_rec(ids[i], rm, &r);
+		cats_buf_add(&raw, r.p, r.len);
+	}
+	h.n = n;
+	int rc = ha_chunk_seal(out, &h, raw.p, raw.len);
+	cats_buf_free(&raw);
+	cats_buf_free(&r);
+	return rc;
+}
+
+static void
+test_chunk(void)
+{
+	struct cats_buf b = { 0 };
+	struct ha_chunk_hdr h;
+	struct cseen s;
+	uint64_t ids[256];
+	for (size_t i = 0; i < 256; i++)
+		ids[i] = 256 + i;
+	int sealed = chunk_of(ids, 256, false, (struct ha_chunk_hdr){ 9, 256,
+	    512, 0, 0 }, &b);
+	T_OK(sealed == 0, "a chunk of 256 bindings sealed in %zu bytes", b.len);
+	T_OK(chunk_dec(&b, &h, &s) == 0 && h.seq == 9 && h.lo == 256 &&
+	    h.hi == 512 && h.n == 256 && h.rawlen > b.len && s.n == 256 &&
+	    s.ids[0] == 256 && s.ids[255] == 511, "decoded: seq, range, the "
+	    "256 in order, deflated (%llu bytes inflated)",
+	    (unsigned long long)h.rawlen);
+	T_OK(chunk_of(NULL, 0, false, (struct ha_chunk_hdr){ 3, 1, 256, 0, 0 },
+	    &b) == 0 && chunk_dec(&b, &h, &s) == 0 && h.n == 0 && h.lo == 1,
+	    "an empty chunk (bucket 0 starts at id 1)");
+	/* Refused, each: nothing handed on past the break. */
+	T_OK(chunk_of(ids, 1, false, (struct ha_chunk_hdr){ 1, 256, 513, 0,
+	    0 }, &b) < 0, "a range past 256 ids is not sealed");
+	static const struct {
+		uint64_t lo, hi;
+		size_t first, n;
+		bool rm;
+		const char *why;
+	} bad[] = {
+		{ 0, 256, 0, 1, false, "a range from id 0" },
+		{ 300, 600, 0, 1, false, "a range across two buckets" },
+		{ 300, 520, 0, 1, false, "a range past its bucket" },
+		{ 256, 300, 0, 45, false, "bindings past the range" },
+		{ 300, 512, 0, 1, false, "a binding before the range" },
+		{ 256, 512, 0, 1, true, "a remove record" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ha_chunk_hdr hh = { 1, bad[i].lo, bad[i].hi, 0, 0 };
+		struct cats_buf raw = { 0 }, r = { 0 };
+		for (size_t j = 0; j < bad[i].n; j++) {
+			bind_rec(ids[bad[i].first + j], bad[i].rm, &r);
+			cats_buf_add(&raw, r.p, r.len);
+		}
+		/* Sealed by hand past ha_chunk_seal's own checks. */
+		hh.n = bad[i].n;
+		uint64_t lo = hh.lo, hi = hh.hi;
+		if (lo == 0 || hi - lo > HA_CHUNK_IDS) {
+			hh.lo = 256;
+			hh.hi = 257;
+		}
+		ha_chunk_seal(&b, &hh, raw.p, raw.len);
+		/* lo and hi are the header's items 3 and 4 (9 bytes each,
+		 * big-endian, from byte 11). */
+		for (int k = 0; k < 8; k++) {
+			b.p[12 + k] = (uint8_t)(lo >> (56 - 8 * k));
+			b.p[21 + k] = (uint8_t)(hi >> (56 - 8 * k));
+		}
+		T_OK(chunk_dec(&b, &h, &s) < 0 && s.n == 0, "refused: %s",
+		    bad[i].why);
+		cats_buf_free(&raw);
+		cats_buf_free(&r);
+	}
+	uint64_t twice[] = { 260, 260 }, back[] = { 261, 260 };
+	chunk_of(twice, 2, false, (struct ha_chunk_hdr){ 1, 256, 512, 0, 0 },
+	    &b);
+	T_OK(chunk_dec(&b, &h, &s) < 0 && s.n == 1, "refused: a binding twice");
+	chunk_of(back, 2, false, (struct ha_chunk_hdr){ 1, 256, 512, 0, 0 },
+	    &b);
+	T_OK(chunk_dec(&b, &h, &s) < 0 && s.n == 1, "refused: out of order");
+	chunk_of(ids, 3, false, (struct ha_chunk_hdr){ 1, 256, 512, 0, 0 },
+	    &b);
+	b.p[37]++;	/* n, the header's item 5, one more than its records */
+	T_OK(chunk_dec(&b, &h, &s) < 0, "refused: a count past its records");
+	b.p[36] = 1;	/* 257 */
+	b.p[37] = 1;
+	T_OK(chunk_dec(&b, &h, &s) < 0 && s.n == 0, "refused: a count past "
+	    "the range's ids");
+	chunk_of(ids, 3, false, (struct ha_chunk_hdr){ 1, 256, 512, 0, 0 },
+	    &b);
+	b.p[0] = 0x85;
+	T_OK(chunk_dec(&b, &h, &s) < 0, "refused: a log entry's header");
+	b.p[0] = 0x86;
+	b.p[b.len - 2] ^= 0x5a;
+	T_OK(chunk_dec(&b, &h, &s) < 0 && s.n == 0, "refused: a corrupt "
+	    "deflate stream");
+	cats_buf_free(&b);
+}
+
+/* Does s hold binding id, not removed? */
+static bool
+holds(struct ha_fold_set *s, uint64_t id)
+{
+	struct ha_bucket *b = ha_fold_bucket(s, ha_bucket_of(id));
+	for (size_t i = 0; b != NULL && i < b->n; i++)
+		if (b->e[i].id == id)
+			return !b->e[i].rm;
+	return false;
+}
+
+/* Bucket b of s sealed as of seq, its first chunk into out (nparts in
+ * *np), and written. */
+static void
+seal_one(struct ha_fold_set *s, uint64_t b, uint64_t seq, struct cats_buf *out,
+    size_t *np)
+{
+	struct ha_bucket *k = ha_fold_bucket(s, b);
+	struct ha_part *parts = NULL;
+	*np = 0;
+	out->len = 0;
+	if (k == NULL || ha_fold_seal(k, seq, &parts, np) < 0)
+		return;
+	cats_buf_add(out, parts[0].v.p, parts[0].v.len);
+	ha_fold_written(s, k, seq, (uint32_t)*np);
+	ha_parts_free(parts, *np);
+}
+
+static void
+test_fold(void)
+{
+	struct ha_fold_set f = { 0 }, w = { 0 };
+	struct cats_buf r = { 0 }, c = { 0 }, raw = { 0 };
+	struct cats_dec d;
+	struct cats_err e;
+	struct ha_chunk_hdr h;
+	struct cseen s;
+	size_t np;
+	cats_dec_init(&d, NULL);
+	/* Entry 1: bindings 1, 2, 3 and 300; entry 2 removes 2. */
+	for (uint64_t id = 1; id <= 3; id++) {
+		bind_rec(id, false, &r);
+		ha_fold_put(&f, id, 1, false, r.p, r.len);
+	}
+	bind_rec(300, false, &r);
+	ha_fold_put(&f, 300, 1, false, r.p, r.len);
+	bind_rec(2, true, &r);
+	T_OK(ha_fold_put(&f, 2, 2, true, r.p, r.len) == 1 && f.live == 3,
+	    "a remove folded: 3 bindings live");
+	size_t nb;
+	struct ha_bucket **bs = ha_fold_buckets(&f, true, &nb);
+	T_OK(nb == 2 && bs[0]->b == 0 && bs[1]->b == 1, "two buckets dirty");
+	free(bs);
+	seal_one(&f, 0, 2, &c, &np);
+	T_OK(np == 1 && chunk_dec(&c, &h, &s) == 0 && s.n == 2 &&
+	    s.ids[0] == 1 && s.ids[1] == 3 && h.seq == 2, "bucket 0's chunk "
+	    "as of 2: bindings 1 and 3, not the removed 2");
+	struct ha_bucket *b0 = ha_fold_bucket(&f, 0);
+	T_OK(b0->n == 2 && !b0->dirty, "written: the remove record dropped");
+	bind_rec(2, false, &r);
+	T_OK(ha_fold_put(&f, 2, 1, false, r.p, r.len) == 0 && !holds(&f, 2),
+	    "entry 1 folded again (a fold cut short): 2 stays removed");
+	bind_rec(3, true, &r);
+	ha_fold_put(&f, 3, 3, true, r.p, r.len);
+	bind_rec(1, true, &r);
+	ha_fold_put(&f, 1, 3, true, r.p, r.len);
+	struct cats_buf empty = { 0 };
+	seal_one(&f, 0, 3, &empty, &np);
+	T_OK(np == 1 && chunk_dec(&empty, &h, &s) == 0 && h.n == 0 &&
+	    ha_fold_bucket(&f, 0)->live == 0, "every binding of bucket 0 "
+	    "removed: one empty chunk as of 3");
+	struct cats_buf c300 = { 0 };
+	seal_one(&f, 1, 3, &c300, &np);
+
+	/*
+	 * A standby: the log entry 4 (binding 5) seen by its watch first,
+	 * then bucket 0's chunks as of 2 (1 and 3) and of 3 (empty): 5 is
+	 * of a later entry and stays; the removed go.  Then entry 2 read
+	 * again (a full read: the log is read after the chunks): older than
+	 * the chunk, 2 does not come back.
+	 */
+	bind_rec(5, false, &r);
+	ha_fold_put(&w, 5, 4, false, r.p, r.len);
+	T_OK(ha_fold_chunk(&w, &d, c.p, c.len, 1, &raw, &h, &e) == 0 &&
+	    holds(&w, 1) && holds(&w, 3) && holds(&w, 5), "chunk as of 2: "
+	    "1, 3 and the later 5");
+	T_OK(ha_fold_chunk(&w, &d, c300.p, c300.len, 256, &raw, &h, &e) == 0 &&
+	    holds(&w, 300), "bucket 1's chunk: 300");
+	bind_rec(2, false, &r);
+	T_OK(ha_fold_put(&w, 2, 1, false, r.p, r.len) == 0 && !holds(&w, 2),
+	    "entry 1 after the chunk: 2 not brought back");
+	T_OK(ha_fold_chunk(&w, &d, empty.p, empty.len, 1, &raw, &h, &e) == 0 &&
+	    !holds(&w, 1) && !holds(&w, 3) && holds(&w, 5) && w.live == 2,
+	    "the empty chunk as of 3: 1 and 3 gone, 5 and 300 restored");
+	T_OK(ha_fold_chunk(&w, &d, empty.p, empty.len, 256, &raw, &h, &e) ==
+	    -1 && holds(&w, 300), "a chunk at another range's key: refused, "
+	    "nothing changed");
+	/* The other order: the chunks first, then the log. */
+	struct ha_fold_set w2 = { 0 };
+	ha_fold_chunk(&w2, &d, c.p, c.len, 1, &raw, &h, &e);
+	ha_fold_chunk(&w2, &d, empty.p, empty.len, 1, &raw, &h, &e);
+	ha_fold_chunk(&w2, &d, c300.p, c300.len, 256, &raw, &h, &e);
+	bind_rec(5, false, &r);
+	ha_fold_put(&w2, 5, 4, false, r.p, r.len);
+	bind_rec(3, false, &r);
+	ha_fold_put(&w2, 3, 1, false, r.p, r.len);
+	T_OK(w2.live == 2 && holds(&w2, 5) && holds(&w2, 300) &&
+	    !holds(&w2, 3), "chunks then the log: the same 2 bindings");
+	/* A bucket past HA_LOG_TARGET bytes of records: several chunks. */
+	struct ha_fold_set big = { 0 };
+	for (uint64_t id = 512; id < 768; id++) {
+		bind_rec(id, false, &r);
+		/* Records padded past 2 KiB (sealing does not decode them):
+		 * 256 of them pass 512 KiB. */
+		ha_fold_put(&big, id, 7, false, r.p, r.len);
+		struct ha_bucket *k = ha_fold_bucket(&big, 2);
+		struct ha_fent *en = &k->e[k->n - 1];
+		uint8_t *v = realloc(en->v, en->len + 2100);
+		memset(v + en->len, 0xf6, 2100);	/* CBOR null, trailing */
+		en->v = v;
+		en->len += 2100;
+	}
+	struct ha_part *parts;
+	int split = ha_fold_seal(ha_fold_bucket(&big, 2), 7, &parts, &np);
+	T_OK(split == 0 && np >= 2 && parts[0].lo == 512 && parts[np - 1].hi == 768 &&
+	    parts[0].hi == parts[1].lo, "a bucket of %zu KiB of records: %zu "
+	    "chunks, consecutive", (size_t)256 * (r.len + 2100) >> 10, np);
+	ha_parts_free(parts, np);
+	ha_fold_free(&big);
+	ha_fold_free(&f);
+	ha_fold_free(&w);
+	ha_fold_free(&w2);
+	cats_buf_free(&r);
+	cats_buf_free(&c);
+	cats_buf_free(&c300);
+	cats_buf_free(&empty);
+	cats_buf_free(&raw);
+	cats_dec_free(&d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -410,5 +730,7 @@ main(int argc, char **argv)
 	test_own();
 	test_ops();
 	test_log();
+	test_chunk();
+	test_fold();
 	return t_done();
 }
