@@ -257,6 +257,25 @@ epoch_of() { sed -n 's/.*owner of .*, epoch \([0-9]*\) .*/\1/p' "$1"; }
 	    <(seq 1 3000)
 }
 
+@test "ha: a store of an older cats-bind (a key per binding, b/ID) restores, and the new owner folds it into chunks" {
+	start_cps a 7
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	gen_reps 300 1 | enc >&7
+	two_chunks() { [ "$(etcd_keys)" = "chunks 2 log 0 old 0 other 2" ]; }
+	wait_for 100 two_chunks
+	[ "$(etcd_bindings)" -eq 300 ]
+	kill -9 "$pid_a"
+	# The same 300 bindings as the older layout held them, then no chunk.
+	etcd_json | python3 "$TOP/tests/tools/ha_chunks.py" "$P" to-old "$ETCD"
+	etcd_keys | grep -q "^chunks 0 log 0 old 300 "
+	start_cps b 8
+	wait_for 60 grep -q "owner of $P" "$W/b.err"
+	grep -q "restored 300 bindings from etcd" "$W/b.err"
+	# Folded into chunks by its first fold, the old keys deleted.
+	wait_for 100 two_chunks
+	diff <(etcd_chunked | jq -r .id) <(seq 1 300)
+}
+
 # A cats-cps instance NAME (a or b): its own selector socket, the shared
 # binding socket (SVC_BIND=bind-NAME: one of its own), the binding stage on
 # etcd (commit SVC_COMMIT, none by default); control input on a fifo;
