@@ -435,12 +435,6 @@ lent_eq(const void *item, const void *key)
 	return ((const struct lent *)item)->seq == *(const uint64_t *)key;
 }
 
-static uint64_t
-id_hash(uint64_t id)
-{
-	return cats_hash(&id, sizeof(id));
-}
-
 /* The number of key k (P S/N, N 16 hex digits), 0 if none. */
 static uint64_t
 num_of_key(const struct ha *h, const char *sub, const uint8_t *k, size_t n)
@@ -495,12 +489,12 @@ static int
 tab_put(struct ha *h, struct cats_htab *tab, uint64_t id, uint64_t seq,
     uint64_t dl, const uint8_t *v, size_t n)
 {
-	struct warm *w = cats_htab_get(tab, id_hash(id), warm_eq, &id);
+	struct warm *w = cats_htab_get(tab, ha_num_hash(id), warm_eq, &id);
 	if (w != NULL && w->seq > seq) {
 		w->gen = h->gen;
 		return 0;
 	}
-	free(cats_htab_del(tab, id_hash(id), warm_eq, &id));
+	free(cats_htab_del(tab, ha_num_hash(id), warm_eq, &id));
 	if ((w = malloc(sizeof(*w) + n)) == NULL)
 		return -1;
 	w->id = id;
@@ -509,7 +503,7 @@ tab_put(struct ha *h, struct cats_htab *tab, uint64_t id, uint64_t seq,
 	w->dl = dl;
 	w->len = n;
 	memcpy(w->v, v, n);
-	if (cats_htab_put(tab, id_hash(id), w) < 0) {
+	if (cats_htab_put(tab, ha_num_hash(id), w) < 0) {
 		free(w);
 		return -1;
 	}
@@ -579,7 +573,7 @@ on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 		return 1;
 	}
 	uint64_t txn = r->u.binding.txn;
-	free(cats_htab_del(&h->pend, id_hash(txn), warm_eq, &txn));
+	free(cats_htab_del(&h->pend, ha_num_hash(txn), warm_eq, &txn));
 	return 0;
 }
 
@@ -635,7 +629,7 @@ warm_value(struct ha *h, const uint8_t *k, size_t kl, const uint8_t *v,
 	next_see(h, hd.next_id);
 	if (seq == 0)
 		return 0;
-	struct lent *l = cats_htab_get(&h->log, id_hash(seq), lent_eq, &seq);
+	struct lent *l = cats_htab_get(&h->log, ha_num_hash(seq), lent_eq, &seq);
 	if (l != NULL) {
 		l->gen = h->gen;
 		return 0;
@@ -650,7 +644,7 @@ warm_value(struct ha *h, const uint8_t *k, size_t kl, const uint8_t *v,
 	l->nrec = hd.n;
 	l->len = n;
 	l->gen = h->gen;
-	if (cats_htab_put(&h->log, id_hash(seq), l) < 0) {
+	if (cats_htab_put(&h->log, ha_num_hash(seq), l) < 0) {
 		free(l->v);
 		free(l);
 		return -1;
@@ -661,7 +655,7 @@ warm_value(struct ha *h, const uint8_t *k, size_t kl, const uint8_t *v,
 static void
 log_drop(struct ha *h, uint64_t seq)
 {
-	struct lent *l = cats_htab_del(&h->log, id_hash(seq), lent_eq, &seq);
+	struct lent *l = cats_htab_del(&h->log, ha_num_hash(seq), lent_eq, &seq);
 	if (l != NULL) {
 		free(l->v);
 		free(l);

@@ -30,10 +30,10 @@ bucket_eq(const void *item, const void *key)
 	return ((const struct ha_bucket *)item)->b == *(const uint64_t *)key;
 }
 
-static uint64_t
-b_hash(uint64_t b)
+uint64_t
+ha_num_hash(uint64_t v)
 {
-	return cats_hash(&b, sizeof(b));
+	return cats_hash(&v, sizeof(v));
 }
 
 static void
@@ -58,13 +58,13 @@ ha_fold_free(struct ha_fold_set *s)
 struct ha_bucket *
 ha_fold_bucket(struct ha_fold_set *s, uint64_t b)
 {
-	return cats_htab_get(&s->tab, b_hash(b), bucket_eq, &b);
+	return cats_htab_get(&s->tab, ha_num_hash(b), bucket_eq, &b);
 }
 
 void
 ha_fold_drop(struct ha_fold_set *s, uint64_t b)
 {
-	struct ha_bucket *k = cats_htab_del(&s->tab, b_hash(b), bucket_eq, &b);
+	struct ha_bucket *k = cats_htab_del(&s->tab, ha_num_hash(b), bucket_eq, &b);
 	if (k != NULL) {
 		s->live -= k->live;
 		bucket_free(k);
@@ -80,7 +80,7 @@ bucket_get(struct ha_fold_set *s, uint64_t b)
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return NULL;
 	k->b = b;
-	if (cats_htab_put(&s->tab, b_hash(b), k) < 0) {
+	if (cats_htab_put(&s->tab, ha_num_hash(b), k) < 0) {
 		free(k);
 		return NULL;
 	}

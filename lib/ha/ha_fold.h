@@ -47,6 +47,8 @@ struct ha_part {
 	struct cats_buf v;
 };
 
+/* The hash of a number (an id, a bucket, a seq) for cats_htab. */
+uint64_t ha_num_hash(uint64_t v);
 /* The bucket of binding id, the first id of bucket b (id 0 is none) and
  * the end of its range. */
 uint64_t ha_bucket_of(uint64_t id);

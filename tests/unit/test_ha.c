@@ -306,11 +306,11 @@ test_ops(void)
 	    "a path-req: a pending request, by its transaction");
 }
 
-/* What an entry's records were. */
+/* What an entry's or a chunk's records were. */
 struct seen {
 	size_t n;
-	uint64_t ids[8];
-	int ops[8];
+	uint64_t ids[300];
+	int ops[300];
 };
 
 static int
@@ -319,7 +319,7 @@ seen_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 	struct seen *s = arg;
 	(void)v;
 	(void)n;
-	if (s->n < 8 && r->type == CATS_T_BINDING) {
+	if (s->n < 300 && r->type == CATS_T_BINDING) {
 		s->ids[s->n] = r->u.binding.id;
 		s->ops[s->n] = r->u.binding.op;
 	}
@@ -327,18 +327,33 @@ seen_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 	return 0;
 }
 
+/* The entry (h) or the chunk (ch) b decoded, its records into s. */
 static int
-log_dec(const struct cats_buf *b, struct ha_log_hdr *h, struct seen *s)
+value_dec(const struct cats_buf *b, struct ha_log_hdr *h,
+    struct ha_chunk_hdr *ch, struct seen *s)
 {
 	struct cats_dec d;
 	struct cats_buf raw = { 0 };
 	struct cats_err e;
 	cats_dec_init(&d, NULL);
 	memset(s, 0, sizeof(*s));
-	int rc = ha_log_decode(&d, b->p, b->len, &raw, h, seen_rec, s, &e);
+	int rc = h ? ha_log_decode(&d, b->p, b->len, &raw, h, seen_rec, s,
+	    &e) : ha_chunk_decode(&d, b->p, b->len, &raw, ch, seen_rec, s, &e);
 	cats_dec_free(&d);
 	cats_buf_free(&raw);
 	return rc;
+}
+
+static int
+log_dec(const struct cats_buf *b, struct ha_log_hdr *h, struct seen *s)
+{
+	return value_dec(b, h, NULL, s);
+}
+
+static int
+chunk_dec(const struct cats_buf *b, struct ha_chunk_hdr *h, struct seen *s)
+{
+	return value_dec(b, NULL, h, s);
 }
 
 static void
@@ -441,38 +456,6 @@ bind_rec(uint64_t id, bool rm, struct cats_buf *out)
 	cats_rec_encode(&r, out, false);
 }
 
-/* What a chunk's records were: their ids. */
-struct cseen {
-	size_t n;
-	uint64_t ids[300];
-};
-
-static int
-cseen_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
-{
-	struct cseen *s = arg;
-	(void)v;
-	(void)n;
-	if (s->n < 300)
-		s->ids[s->n] = r->u.binding.id;
-	s->n++;
-	return 0;
-}
-
-static int
-chunk_dec(const struct cats_buf *b, struct ha_chunk_hdr *h, struct cseen *s)
-{
-	struct cats_dec d;
-	struct cats_buf raw = { 0 };
-	struct cats_err e;
-	cats_dec_init(&d, NULL);
-	memset(s, 0, sizeof(*s));
-	int rc = ha_chunk_decode(&d, b->p, b->len, &raw, h, cseen_rec, s, &e);
-	cats_dec_free(&d);
-	cats_buf_free(&raw);
-	return rc;
-}
-
 /* The chunk of the records of ids[0..n) (rm: the remove's record), as
  * h says, into out. */
 static int
@@ -496,7 +479,7 @@ test_chunk(void)
 {
 	struct cats_buf b = { 0 };
 	struct ha_chunk_hdr h;
-	struct cseen s;
+	struct seen s;
 	uint64_t ids[256];
 	for (size_t i = 0; i < 256; i++)
 		ids[i] = 256 + i;
@@ -615,7 +598,7 @@ test_fold(void)
 	struct cats_dec d;
 	struct cats_err e;
 	struct ha_chunk_hdr h;
-	struct cseen s;
+	struct seen s;
 	size_t np;
 	cats_dec_init(&d, NULL);
 	/* Entry 1: bindings 1, 2, 3 and 300; entry 2 removes 2. */
