@@ -32,7 +32,7 @@ DEB_PACKAGES = build-essential pkg-config clang lld llvm libclang-rt-14-dev \
 	netsniff-ng valgrind kmod openssl libbpf-dev ethtool frr \
 	libmosquitto-dev mosquitto prometheus debhelper devscripts lintian \
 	dpkg-dev fakeroot gnuplot-nox etcd-server etcd-client \
-	qemu-system-x86 busybox-static
+	qemu-system-x86 busybox-static conntrack
 
 # The builds inside check, fuzz, bench and demo use every core (JOBS=1: one).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

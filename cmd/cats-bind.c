@@ -72,26 +72,15 @@ lifetime(const char *opt, const char *s)
 }
 
 /* The keys of --key (to sign with) and --keys (forwarders'). */
-static int
+static void
 load_keys(struct bind_app *a, const char *keyfile, const char *keysfile)
 {
-	char err[512];
 	if (keyfile != NULL) {
-		if (cats_key_load(&a->key, keyfile, -1, err, sizeof(err)) < 0 ||
-		    a->key.kind == CATS_KEY_ED25519_PUBLIC) {
-			cats_errorx("--key %s: %s", keyfile, a->key.kind ==
-			    CATS_KEY_ED25519_PUBLIC ? "a public key cannot sign"
-			    : err);
-			return CATS_EXIT_NOPERM;
-		}
+		cats_opt_key("--key", keyfile, -1, &a->key);
 		a->have_key = true;
 	}
-	if (keysfile != NULL && cats_keyring_load(&a->keys, keysfile, err,
-	    sizeof(err)) < 0) {
-		cats_errorx("--keys %s: %s", keysfile, err);
-		return CATS_EXIT_NOPERM;
-	}
-	return CATS_EXIT_OK;
+	if (keysfile != NULL)
+		cats_opt_keyring("--keys", keysfile, &a->keys);
 }
 
 /* The listening socket of --listen (unix: or tcp:); *path a unix one's. */
@@ -407,8 +396,7 @@ main(int argc, char **argv)
 	snprintf(name, sizeof(name), "%s@%s:%ld", conf.self ? conf.self :
 	    "cats-bind", host, (long)getpid());
 	hc.name = name;
-	if ((rc = load_keys(a, keyfile, keysfile)) != CATS_EXIT_OK)
-		return rc;
+	load_keys(a, keyfile, keysfile);
 	rc = run(a, &conf, journal, fsync_policy, snap_min, listen_ep, replay,
 	    &hc);
 	if (a->trace)

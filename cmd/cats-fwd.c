@@ -417,25 +417,15 @@ main(int argc, char **argv)
 	if ((c = cats_tls_setup()) != 0)
 		return c;
 	if (keyfile != NULL) {
-		if (cats_key_load(&key, keyfile, -1, err, sizeof(err)) < 0 ||
-		    key.kind == CATS_KEY_ED25519_PUBLIC) {
-			cats_errorx("%s", keyfile ? err : "bad key");
-			return CATS_EXIT_NOPERM;
-		}
+		cats_opt_key("--key", keyfile, -1, &key);
 		has_key = true;
 	}
 	if (peerfile != NULL) {
-		if (cats_keyring_load(&peers, peerfile, err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			return CATS_EXIT_NOPERM;
-		}
+		cats_opt_keyring("--peer-keys", peerfile, &peers);
 		has_peers = true;
 	}
-	if (steerkeys != NULL && cats_keyring_load(&steer_keys, steerkeys,
-	    err, sizeof(err)) < 0) {
-		cats_errorx("--steer-keys: %s", err);
-		return CATS_EXIT_NOPERM;
-	}
+	if (steerkeys != NULL)
+		cats_opt_keyring("--steer-keys", steerkeys, &steer_keys);
 	if (cf.epoch == 0)
 		cf.epoch = cats_clock_now();
 	if (cats_tool_reserve((size_t)reserve_flows *

@@ -76,13 +76,6 @@ struct opts {
 };
 
 static int
-refuse_key(const char *err)
-{
-	cats_errorx("%s", err);
-	return CATS_EXIT_NOPERM;
-}
-
-static int
 do_gen(const struct opts *o)
 {
 	struct cats_key sk, pk;
@@ -129,12 +122,10 @@ static int
 do_pub(const struct opts *o)
 {
 	struct cats_key sk, pk;
-	char err[512], b64[64];
+	char b64[64];
 	if (o->key == NULL)
 		needs("pub", "-k key");
-	if (cats_key_load(&sk, o->key, CATS_KEY_ED25519_SECRET, err,
-	    sizeof(err)) < 0)
-		return refuse_key(err);
+	cats_opt_key("--key", o->key, CATS_KEY_ED25519_SECRET, &sk);
 	cats_key_public(&sk, &pk);
 	cats_b64url_encode(pk.pk, 32, b64, sizeof(b64));
 	printf("cats-key v1 ed25519-public %s%s%s\n", b64, pk.name[0] ? " " : "",
@@ -165,13 +156,10 @@ do_token(const struct opts *o)
 	struct cats_key issuer;
 	struct cats_token c;
 	struct cats_buf b = { 0 };
-	char err[512];
 	if (o->key == NULL || o->csci == NULL || o->ncs == 0 || o->out == NULL)
 		needs("token", o->key == NULL ? "-k issuer.key" : o->csci == NULL
 		    ? "-s csci-id" : o->ncs == 0 ? "-c cs-id" : "-o file");
-	if (cats_key_load(&issuer, o->key, CATS_KEY_ED25519_SECRET, err,
-	    sizeof(err)) < 0)
-		return refuse_key(err);
+	cats_opt_key("--key", o->key, CATS_KEY_ED25519_SECRET, &issuer);
 	memset(&c, 0, sizeof(c));
 	const char *iss = o->issuer ? o->issuer : issuer.name;
 	if (iss[0] == '\0') {
@@ -198,9 +186,7 @@ do_token(const struct opts *o)
 	c.ncs = o->ncs;
 	if (o->cnf != NULL) {
 		struct cats_key pk;
-		if (cats_key_load(&pk, o->cnf, CATS_KEY_ED25519_PUBLIC, err,
-		    sizeof(err)) < 0)
-			return refuse_key(err);
+		cats_opt_key("--cnf", o->cnf, CATS_KEY_ED25519_PUBLIC, &pk);
 		memcpy(c.cnf, pk.pk, 32);
 		c.has_cnf = true;
 	}
@@ -276,11 +262,9 @@ do_verify(const struct opts *o, const char *file)
 	struct cats_buf b = { 0 };
 	struct cats_token c;
 	struct cats_err e;
-	char err[512];
 	if (o->key == NULL)
 		needs("verify", "-k keyring");
-	if (cats_keyring_load(&kr, o->key, err, sizeof(err)) < 0)
-		return refuse_key(err);
+	cats_opt_keyring("--key", o->key, &kr);
 	int rc = read_token(file, &b);
 	if (rc != CATS_EXIT_OK) {
 		cats_keyring_free(&kr);

@@ -48,35 +48,14 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* The keys of --keys (senders accepted) and --key (replies signed). */
-static int
+static void
 load_keys(struct cats_pce_app *a, const char *keys_path, const char *key_path)
 {
-	char err[512];
 	a->sign.kind = -1;
-	if (keys_path != NULL) {
-		if (cats_keyring_load(&a->keys, keys_path, err,
-		    sizeof(err)) < 0) {
-			cats_errorx("--keys: %s", err);
-			return CATS_EXIT_NOPERM;
-		}
-		if (a->keys.n == 0) {
-			cats_errorx("--keys: %s: no key", keys_path);
-			return CATS_EXIT_NOPERM;
-		}
-	}
-	if (key_path != NULL) {
-		if (cats_key_load(&a->sign, key_path, -1, err,
-		    sizeof(err)) < 0) {
-			cats_errorx("--key: %s", err);
-			return CATS_EXIT_NOPERM;
-		}
-		if (a->sign.kind == CATS_KEY_ED25519_PUBLIC) {
-			cats_errorx("--key: %s: a public key cannot sign",
-			    key_path);
-			return CATS_EXIT_NOPERM;
-		}
-	}
-	return CATS_EXIT_OK;
+	if (keys_path != NULL)
+		cats_opt_keyring("--keys", keys_path, &a->keys);
+	if (key_path != NULL)
+		cats_opt_key("--key", key_path, -1, &a->sign);
 }
 
 /*
@@ -337,8 +316,8 @@ main(int argc, char **argv)
 		return rc;
 	if (check)
 		return cats_pce_check(a->tedb);
-	if ((rc = load_keys(a, keys_path, key_path)) != CATS_EXIT_OK ||
-	    (rc = cats_pce_app_init(a)) != CATS_EXIT_OK)
+	load_keys(a, keys_path, key_path);
+	if ((rc = cats_pce_app_init(a)) != CATS_EXIT_OK)
 		return rc;
 	if (replay)
 		cats_clock_set_mode(CATS_CLOCK_REPLAY);

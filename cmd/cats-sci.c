@@ -190,11 +190,8 @@ main(int argc, char **argv)
 			}
 			break;
 		case 'k':
-			if (cats_key_load(&s.key, optarg,
-			    CATS_KEY_ED25519_SECRET, err, sizeof(err)) < 0) {
-				cats_errorx("%s", err);
-				return CATS_EXIT_NOPERM;
-			}
+			cats_opt_key("--key", optarg, CATS_KEY_ED25519_SECRET,
+			    &s.key);
 			s.have_key = true;
 			break;
 		case 'L':

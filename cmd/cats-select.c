@@ -239,11 +239,7 @@ run(struct cats_sel_app *a, int argc, char **argv)
 	}
 
 	if (o->keys != NULL) {
-		if (cats_keyring_load(&a->keys, o->keys, err,
-		    sizeof(err)) < 0) {
-			cats_errorx("%s", err);
-			return CATS_EXIT_NOPERM;
-		}
+		cats_opt_keyring("--keys", o->keys, &a->keys);
 		o->sel.keys = &a->keys;
 	}
 	if (o->keys == NULL && o->npc == 0 && !o->sel.insecure)

@@ -325,15 +325,8 @@ main(int argc, char **argv)
 	if ((code = sma_app_load_policy(a)) != 0)
 		return code;
 	if (a->c->nb.key != NULL) {
-		char err[600];
-		if (cats_key_load(&a->nbkey, a->c->nb.key, -1, err,
-		    sizeof(err)) < 0 || a->nbkey.kind ==
-		    CATS_KEY_ED25519_PUBLIC) {
-			cats_errorx("%s", a->nbkey.kind ==
-			    CATS_KEY_ED25519_PUBLIC ? "[northbound] key: a "
-			    "public key cannot sign" : err);
-			return CATS_EXIT_NOPERM;
-		}
+		cats_opt_key("[northbound] key", a->c->nb.key, -1,
+		    &a->nbkey);
 		a->has_nbkey = true;
 	}
 	if (a->c->audit && cats_audit_open(a->c->audit) < 0) {

@@ -13,6 +13,7 @@
 #include "base/opt.h"
 #include "base/tool.h"
 #include "net/tls.h"
+#include "sec/crypto.h"
 
 void
 cats_opt_fail(const char *opt, const char *fmt, ...)
@@ -122,3 +123,27 @@ cats_opt_##name(const char *opt, const char *v)			\
 OPT_PARSE(ms, uint64_t)
 OPT_PARSE(size, uint64_t)
 OPT_PARSE(bool, bool)
+
+void
+cats_opt_key(const char *opt, const char *path, int kind, struct cats_key *k)
+{
+	char err[600];
+	if (cats_key_load(k, path, kind, err, sizeof(err)) < 0) {
+		cats_errorx("%s: %s", opt, err);
+		exit(CATS_EXIT_NOPERM);
+	}
+	if (kind < 0 && k->kind == CATS_KEY_ED25519_PUBLIC) {
+		cats_errorx("%s: %s: a public key cannot sign", opt, path);
+		exit(CATS_EXIT_NOPERM);
+	}
+}
+
+void
+cats_opt_keyring(const char *opt, const char *path, struct cats_keyring *kr)
+{
+	char err[600];
+	if (cats_keyring_load(kr, path, err, sizeof(err)) < 0) {
+		cats_errorx("%s: %s", opt, err);
+		exit(CATS_EXIT_NOPERM);
+	}
+}

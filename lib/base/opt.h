@@ -16,6 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct cats_key;
+struct cats_keyring;
+
 /* A decimal integer in min..max (both included). */
 uint64_t cats_opt_u64(const char *opt, const char *v, uint64_t min,
     uint64_t max);
@@ -65,5 +68,20 @@ void cats_opt_no_operands(int argc, char *const argv[]);
  * command: LIST" (exit 2).
  */
 const char *cats_opt_command(int *argc, char ***argv, const char *list);
+
+/*
+ * The key file given as option opt (or a configuration key such as
+ * "[northbound] key"), one key of kind (-1: any kind but a public key, which
+ * cannot sign), into *k; refused, "tool: OPT: FILE: reason" and exit
+ * CATS_EXIT_NOPERM (77).
+ */
+void cats_opt_key(const char *opt, const char *path, int kind,
+    struct cats_key *k);
+/*
+ * The keyring file given as option opt, appended to *kr; unreadable, bad or
+ * holding no key (cats_keyring_load's reasons), "tool: OPT: FILE: reason" and exit CATS_EXIT_NOPERM (77).
+ */
+void cats_opt_keyring(const char *opt, const char *path,
+    struct cats_keyring *kr);
 
 #endif

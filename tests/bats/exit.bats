@@ -29,6 +29,7 @@ setup_file() {
 	cats-key token -k ca.key -c cs1 -s sci1 -o tok.cbor
 	printf '{"type":"metric"}\n' >json.jsonl
 	printf 'not a key\n' >junk.key && chmod 600 junk.key
+	: >empty.keys
 	mkdir -p dir
 	# The fixtures of tests/data/exit, and each .jsonl as .cbor too.
 	cp "$DATA"/exit/*.json* "$DATA"/exit/*.conf "$DATA"/exit/*.prom .
