@@ -108,20 +108,15 @@ kernel_down() {
 cats_up() {
 	local extra=("$@")	# the loop below sets the positional parameters
 	# The forwarders' kernels need not look at what cats-fwd handles: drop
-	# IP after the packet taps (ARP and neighbour discovery pass).
+	# IP at prerouting, after the rings (bound by ethertype, they get
+	# frames after tc and netdev ingress; ARP and neighbour discovery pass).
 	for x in "$NI i0 i1" "$NE e1 e2"; do
 		set -- $x
 		ip netns exec "$1" nft -f - <<EOF
-table netdev catsfwd {
+table inet catsfwd {
 	chain a {
-		type filter hook ingress device $2 priority 0;
-		meta protocol ip drop
-		ip6 nexthdr != ipv6-icmp drop
-		icmpv6 type != { nd-neighbor-solicit, nd-neighbor-advert } drop
-	}
-	chain b {
-		type filter hook ingress device $3 priority 0;
-		meta protocol ip drop
+		type filter hook prerouting priority raw;
+		meta nfproto ipv4 drop
 		ip6 nexthdr != ipv6-icmp drop
 		icmpv6 type != { nd-neighbor-solicit, nd-neighbor-advert } drop
 	}

@@ -330,7 +330,7 @@ cats_fwdp_fast_start(struct cats_fwdp *w, char *err, size_t errlen)
 		char e[200];
 		struct cats_port *pt = &w->ports[i];
 		if (pt->kind == CATS_PORT_PACKET && cats_fwd_fast_port(w->fp,
-		    pt->ifindex, pt->rxfd, e, sizeof(e)) < 0) {
+		    pt->ifindex, e, sizeof(e)) < 0) {
 			snprintf(err, errlen, "%s: %s", pt->name, e);
 			return -1;
 		}

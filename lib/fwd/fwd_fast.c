@@ -1,6 +1,6 @@
 /*
  * fwd_fast.c - loading the cats-fwd fast path into the kernel and filling
- * its maps (fwd_fast.h).  The BPF object is lib/bpf/fwd_fast.c, compiled by
+ * its maps (fwd_fast.h).  The BPF object is lib/fwd/bpf/fwd_fast.c, compiled by
  * the build and embedded (fwd_fast_obj.S).
  */
 #include <errno.h>
@@ -28,7 +28,7 @@ extern const char cats_fp_obj[], cats_fp_obj_end[];
 struct cats_fwd_fast {
 	struct bpf_object *obj;
 	int flows, sids, ctr;	/* map fds */
-	int tc, sock;		/* program fds */
+	int tc;			/* the program's fd */
 	int ports[FP_MAXPORTS];
 	size_t nports;
 	bool old_decap;		/* Linux before 6.3 */
@@ -96,14 +96,11 @@ cats_fwd_fast_open(size_t max_keys, char *err, size_t errlen)
 	f->ctr = bpf_object__find_map_fd_by_name(f->obj, "fp_ctr");
 	struct bpf_program *tc = bpf_object__find_program_by_name(f->obj,
 	    "fp_tc");
-	struct bpf_program *sk = bpf_object__find_program_by_name(f->obj,
-	    "fp_sock");
-	if (tc == NULL || sk == NULL || f->sids < 0 || f->ctr < 0) {
+	if (tc == NULL || f->sids < 0 || f->ctr < 0) {
 		snprintf(err, errlen, "BPF object: missing programs or maps");
 		goto fail;
 	}
 	f->tc = bpf_program__fd(tc);
-	f->sock = bpf_program__fd(sk);
 	struct utsname u;
 	unsigned major = 0, minor = 0;
 	if (uname(&u) == 0)
@@ -139,18 +136,11 @@ cats_fwd_fast_close(struct cats_fwd_fast *f)
 }
 
 int
-cats_fwd_fast_port(struct cats_fwd_fast *f, int ifindex, int rxfd,
-    char *err, size_t errlen)
+cats_fwd_fast_port(struct cats_fwd_fast *f, int ifindex, char *err,
+    size_t errlen)
 {
 	if (f->nports == FP_MAXPORTS) {
 		snprintf(err, errlen, "too many ports");
-		return -1;
-	}
-	/* The socket filter first: a packet fp_tc takes never reaches the
-	 * ring, and until fp_tc is there every packet does. */
-	if (setsockopt(rxfd, SOL_SOCKET, SO_ATTACH_BPF, &f->sock,
-	    sizeof(f->sock)) < 0) {
-		snprintf(err, errlen, "socket filter: %s", strerror(errno));
 		return -1;
 	}
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
@@ -249,9 +239,9 @@ cats_fwd_fast_counters(struct cats_fwd_fast *f, uint64_t out[CATS_FP__N])
 }
 
 int
-cats_fwd_fast_prog(const struct cats_fwd_fast *f, int sock)
+cats_fwd_fast_prog(const struct cats_fwd_fast *f)
 {
-	return sock ? f->sock : f->tc;
+	return f->tc;
 }
 
 int

@@ -4,16 +4,17 @@
  * Established flows need not cross to user space: for every binding key the
  * forwarder can apply without asking anyone (exact 5-tuple, TCP or UDP, a
  * learned return path), it writes an action into a BPF hash map.  A tc
- * ingress program on each port (lib/bpf/fwd_fast.c) looks every packet up
- * there - after taking off an encapsulation addressed to one of the
+ * ingress program on each port (lib/fwd/bpf/fwd_fast.c) looks every packet
+ * up there - after taking off an encapsulation addressed to one of the
  * forwarder's SIDs - and applies the action: address and port rewrite with
  * incremental checksums, TTL / hop limit, the outer headers of the binding's
- * encapsulation, the link header, and a redirect to the output port.  A
- * socket filter with the same test keeps those packets off the port's
- * AF_PACKET ring.  Everything else - first packets, SYNs (and the FINs and
- * RSTs of tracked TCP connections), TTL about to run out, packets too big
- * for the output, fragments, IP options, extension headers - goes on to user space as before, which stays the reference: the
- * program's output is byte for byte what the user-space path writes.
+ * encapsulation, the link header, and a redirect to the output port; the
+ * kernel hands the port's AF_PACKET rings (bound by ethertype, port.h) only
+ * the packets it passes on.  Everything else - first packets, SYNs (and the
+ * FINs and RSTs of tracked TCP connections), TTL about to run out, packets
+ * too big for the output, fragments, IP options, extension headers - goes
+ * on to user space as before, which stays the reference: the program's
+ * output is byte for byte what the user-space path writes.
  *
  * The structures below are shared with the BPF program (so: fixed-width
  * types only, ports and lengths in network order where the program copies
@@ -109,11 +110,11 @@ struct cats_fwd_fast *cats_fwd_fast_open(size_t max_keys, char *err,
 void cats_fwd_fast_close(struct cats_fwd_fast *f);
 /*
  * Attach to a port: the tc ingress program on ifindex (replacing one left
- * by an earlier run) and the socket filter on its receiving AF_PACKET
- * socket rxfd.
+ * by an earlier run).  The port's rings, bound by ethertype (port.h), see
+ * only the packets it passes on.
  */
-int cats_fwd_fast_port(struct cats_fwd_fast *f, int ifindex, int rxfd,
-    char *err, size_t errlen);
+int cats_fwd_fast_port(struct cats_fwd_fast *f, int ifindex, char *err,
+    size_t errlen);
 /* Decapsulate packets to this address (af 4 or 6). */
 int cats_fwd_fast_sid(struct cats_fwd_fast *f, uint8_t af, const uint8_t *a);
 /*
@@ -131,8 +132,8 @@ int cats_fwd_fast_get(struct cats_fwd_fast *f, const struct cats_fp_key *k,
 int cats_fwd_fast_del(struct cats_fwd_fast *f, const struct cats_fp_key *k);
 /* The program's counters, summed over the CPUs. */
 void cats_fwd_fast_counters(struct cats_fwd_fast *f, uint64_t out[CATS_FP__N]);
-/* The fd of the tc program, or with sock of the socket filter (tests). */
-int cats_fwd_fast_prog(const struct cats_fwd_fast *f, int sock);
+/* The fd of the tc program (tests run it on packets). */
+int cats_fwd_fast_prog(const struct cats_fwd_fast *f);
 
 /*
  * The map key of a binding key seen on input port ifindex; -1 when the

@@ -1,5 +1,5 @@
 /*
- * fwd_fast_obj.S - the compiled BPF object of lib/bpf/fwd_fast.c, embedded
+ * fwd_fast_obj.S - the compiled BPF object of lib/fwd/bpf/fwd_fast.c, embedded
  * so that cats-fwd needs no file beside it (CATS_FP_OBJ names the object).
  */
 	.section .rodata

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -263,24 +264,37 @@ cats_port_send_gso(struct cats_port *pt, const struct virtio_net_hdr *vh,
 
 /* ---- receive ---- */
 
+static struct tpacket2_hdr *
+ring_slot(const struct cats_port *pt, const struct cats_port_ring *r)
+{
+	return (void *)(r->rx + r->rxi * pt->rxfsz);
+}
+
+static bool
+slot_ready(const struct tpacket2_hdr *h)
+{
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
+	    TP_STATUS_USER;
+}
+
 bool
 cats_port_ring_ready(const struct cats_port *pt)
 {
 	if (pt->kind != CATS_PORT_PACKET)
 		return false;
-	const struct tpacket2_hdr *h = (const void *)(pt->rx + pt->rxi *
-	    pt->rxfsz);
-	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
-	    TP_STATUS_USER;
+	for (unsigned i = 0; i < pt->nring; i++)
+		if (slot_ready(ring_slot(pt, &pt->ring[i])))
+			return true;
+	return false;
 }
 
 static size_t
-rx_copy(struct cats_port *pt, struct virtio_net_hdr *vh, uint8_t *buf,
-    size_t cap)
+rx_copy(struct cats_port *pt, int fd, struct virtio_net_hdr *vh,
+    uint8_t *buf, size_t cap)
 {
 	struct iovec iov[2] = { { vh, sizeof(*vh) }, { buf, cap } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-	ssize_t n = recvmsg(pt->rxfd, &mh, MSG_DONTWAIT);
+	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
 	if (n < (ssize_t)sizeof(*vh) + 14 || (mh.msg_flags & MSG_TRUNC))
 		return 0;
 	pt->rx_copies++;
@@ -291,10 +305,22 @@ bool
 cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
     uint8_t *buf, size_t cap)
 {
-	struct tpacket2_hdr *h = (void *)(pt->rx + pt->rxi * pt->rxfsz);
-	uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
-	if (!(st & TP_STATUS_USER))
+	struct cats_port_ring *r = NULL;
+	struct tpacket2_hdr *h = NULL;
+	/* The ring whose turn it is, else the next with a frame. */
+	for (unsigned k = 0; k < pt->nring; k++) {
+		unsigned i = (pt->ring_next + k) % pt->nring;
+		h = ring_slot(pt, &pt->ring[i]);
+		if (slot_ready(h)) {
+			r = &pt->ring[i];
+			pt->ring_cur = i;
+			pt->ring_next = (i + 1) % pt->nring;
+			break;
+		}
+	}
+	if (r == NULL)
 		return false;
+	uint32_t st = h->tp_status;
 	struct sockaddr_ll *sll = (void *)((uint8_t *)h +
 	    TPACKET_ALIGN(sizeof(*h)));
 	fr->f = (uint8_t *)h + h->tp_mac;
@@ -303,7 +329,7 @@ cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
 	fr->whole = h->tp_len == h->tp_snaplen;
 	if (st & TP_STATUS_COPY) {
 		/* The queued copy must be read even if ignored. */
-		size_t n = rx_copy(pt, &fr->vhc, buf, cap);
+		size_t n = rx_copy(pt, r->fd, &fr->vhc, buf, cap);
 		fr->f = n > 0 ? buf : NULL;
 		fr->vh = &fr->vhc;
 		fr->whole = n > 0;
@@ -318,19 +344,24 @@ cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
 void
 cats_port_rx_done(struct cats_port *pt)
 {
-	struct tpacket2_hdr *h = (void *)(pt->rx + pt->rxi * pt->rxfsz);
-	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-	pt->rxi = (pt->rxi + 1) % pt->rxn;
+	struct cats_port_ring *r = &pt->ring[pt->ring_cur];
+	__atomic_store_n(&ring_slot(pt, r)->tp_status, TP_STATUS_KERNEL,
+	    __ATOMIC_RELEASE);
+	r->rxi = (r->rxi + 1) % pt->rxn;
 }
 
 void
 cats_port_ring_drops(struct cats_port *pt)
 {
-	struct tpacket_stats ts;
-	socklen_t sl = sizeof(ts);
-	if (pt->kind == CATS_PORT_PACKET && getsockopt(pt->rxfd, SOL_PACKET,
-	    PACKET_STATISTICS, &ts, &sl) == 0)
-		pt->ring_drops += ts.tp_drops;
+	if (pt->kind != CATS_PORT_PACKET)
+		return;
+	for (unsigned i = 0; i < pt->nring; i++) {
+		struct tpacket_stats ts;
+		socklen_t sl = sizeof(ts);
+		if (getsockopt(pt->ring[i].fd, SOL_PACKET, PACKET_STATISTICS,
+		    &ts, &sl) == 0)
+			pt->ring_drops += ts.tp_drops;
+	}
 }
 
 /* ---- opening ---- */
@@ -414,6 +445,43 @@ cats_port_if_mtu(const char *name)
 	return mtu;
 }
 
+/*
+ * A receive ring of pt for ethertype et, its slots as pt->rxn and
+ * pt->rxfsz say, its socket bound to the port and watched by pt->rxfd.
+ */
+static int
+rx_ring_open(struct cats_port *pt, struct cats_port_ring *r, uint16_t et,
+    char *err, size_t errlen)
+{
+	int rcvbuf = 32 << 20;
+	r->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(et));
+	if (r->fd < 0) {
+		snprintf(err, errlen, "%s: AF_PACKET: %s", pt->name,
+		    strerror(errno));
+		return -1;
+	}
+	/* The ring before the bind: no frame waits outside it. */
+	if (ring_open(r->fd, PACKET_RX_RING, PACKET_COPY_THRESH, pt->rxfsz,
+	    &pt->rxn, &r->rx) < 0) {
+		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
+		    strerror(errno));
+		return -1;
+	}
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+	    sizeof(rcvbuf)) < 0)
+		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		    sizeof(rcvbuf));
+	struct sockaddr_ll sa = { .sll_family = AF_PACKET,
+		.sll_protocol = htons(et), .sll_ifindex = pt->ifindex };
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = r->fd };
+	if (bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    epoll_ctl(pt->rxfd, EPOLL_CTL_ADD, r->fd, &ev) < 0) {
+		snprintf(err, errlen, "%s: bind: %s", pt->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int
 open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
     char *err, size_t errlen)
@@ -427,16 +495,16 @@ open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
 		snprintf(err, errlen, "%s: no such interface", pt->name);
 		return -1;
 	}
-	pt->rxfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
 	pt->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	pt->rxfd = epoll_create1(EPOLL_CLOEXEC);
 	if (pt->rxfd < 0 || pt->txfd < 0) {
 		snprintf(err, errlen, "%s: AF_PACKET: %s", pt->name,
 		    strerror(errno));
 		return -1;
 	}
-	if (ioctl(pt->rxfd, SIOCGIFHWADDR, &ifr) == 0)
+	if (ioctl(pt->txfd, SIOCGIFHWADDR, &ifr) == 0)
 		memcpy(pt->mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (ioctl(pt->rxfd, SIOCGIFMTU, &ifr) == 0)
+	if (ioctl(pt->txfd, SIOCGIFMTU, &ifr) == 0)
 		pt->mtu = (uint32_t)ifr.ifr_mtu;
 	/*
 	 * RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state.  Slots
@@ -456,7 +524,6 @@ open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
 	size_t big = pt->mtu > tx_mtu ? pt->mtu : tx_mtu;
 	size_t txf = big + 14 + TX_OFF <= 2048 ? 2048 :
 	    (big + 14 + TX_OFF + pg - 1) / pg * pg;
-	int rcvbuf = 32 << 20;
 	pt->rxfsz = rxf;
 	pt->txfsz = txf;
 	/*
@@ -465,18 +532,12 @@ open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
 	 */
 	pt->rxn = ring_frames ? ring_frames : CATS_PORT_RX_RING / rxf;
 	pt->txn = CATS_PORT_TX_FRAMES;
-	if (ring_open(pt->rxfd, PACKET_RX_RING, PACKET_COPY_THRESH, rxf,
-	    &pt->rxn, &pt->rx) < 0) {
-		snprintf(err, errlen, "%s: RX ring: %s", pt->name,
-		    strerror(errno));
-		return -1;
-	}
-	if (setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
-	    sizeof(rcvbuf)) < 0)
-		setsockopt(pt->rxfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-		    sizeof(rcvbuf));
-	setsockopt(pt->rxfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
-	    sizeof(one));
+	static const uint16_t types[CATS_PORT_RINGS] = { ETH_P_IP, ETH_P_IPV6,
+		ETH_P_MPLS_UC };
+	pt->nring = pt->roles & CATS_PORT_CORE ? 3 : 2;
+	for (unsigned i = 0; i < pt->nring; i++)
+		if (rx_ring_open(pt, &pt->ring[i], types[i], err, errlen) < 0)
+			return -1;
 	if (ring_open(pt->txfd, PACKET_TX_RING, PACKET_LOSS, txf, &pt->txn,
 	    &pt->tx) < 0) {
 		snprintf(err, errlen, "%s: TX ring: %s", pt->name,
@@ -499,12 +560,7 @@ open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
 		setsockopt(pt->gsofd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
 	}
 	struct sockaddr_ll sa = { .sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_ALL), .sll_ifindex = pt->ifindex };
-	if (bind(pt->rxfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		snprintf(err, errlen, "%s: bind: %s", pt->name, strerror(errno));
-		return -1;
-	}
-	sa.sll_protocol = 0;
+		.sll_ifindex = pt->ifindex };
 	if (bind(pt->txfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		snprintf(err, errlen, "%s: bind: %s", pt->name, strerror(errno));
 		return -1;

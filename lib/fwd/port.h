@@ -56,6 +56,19 @@ struct cats_rxmeta {
 	uint16_t csum_start, csum_off;
 };
 
+/*
+ * A receive ring of an AF_PACKET port: a socket bound to one ethertype,
+ * its mapped slots and the next slot to read.
+ */
+struct cats_port_ring {
+	int fd;
+	uint8_t *rx;
+	size_t rxi;
+};
+
+/* Ethertypes received, a ring each: IPv4, IPv6, MPLS (core ports). */
+#define CATS_PORT_RINGS	3
+
 struct cats_port {
 	int kind;		/* CATS_PORT_* */
 	int roles;		/* CATS_PORT_CLIENT | _CORE | _SITE */
@@ -65,10 +78,17 @@ struct cats_port {
 	bool has_peer, fixed_peer;
 	bool peer_moved;	/* learned peer changed: fast path to follow */
 	uint32_t mtu;
+	/*
+	 * rxfd: what to wait on, a TUN device's fd or, for an AF_PACKET
+	 * port, an epoll fd over its rings' sockets.
+	 */
 	int rxfd, txfd;
 	int gsofd;		/* vnet-header socket for GSO sends, or -1 */
-	uint8_t *rx, *tx;
-	size_t rxn, rxfsz, rxi, txn, txfsz, txi;
+	struct cats_port_ring ring[CATS_PORT_RINGS];
+	unsigned nring, ring_next, ring_cur;	/* rings; whose turn; the
+						 * frame being handled's */
+	uint8_t *tx;
+	size_t rxn, rxfsz, txn, txfsz, txi;	/* slots per ring, their size */
 	unsigned txq;
 	struct event *ev;	/* the caller's read event (more to read) */
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
@@ -79,8 +99,14 @@ struct cats_port {
 };
 
 /*
+ * Receive rings are bound by ethertype (IPv4, IPv6 and, on a core port,
+ * MPLS), not to every frame (ETH_P_ALL): the kernel hands a bound socket a
+ * frame only after tc ingress, so a frame the fast path (fwd_fast.h)
+ * redirects never reaches a ring and costs no copy and no second
+ * classification.  The rings take turns, a frame each.
+ *
  * Rings: receive slots of 2 KiB (a 1500-byte frame with the ring's and the
- * virtio-net header) or of the port's MTU, RX_RING bytes of them by
+ * virtio-net header) or of the port's MTU, RX_RING bytes of them per ring by
  * default; at most RX_BATCH frames handled per wakeup; transmit frames
  * laid out as the ring's header, a virtio-net header, the frame.
  */
@@ -150,7 +176,7 @@ int cats_port_send_l2(struct cats_port *pt, const uint8_t *p, size_t len,
 int cats_port_send_gso(struct cats_port *pt, const struct virtio_net_hdr *vh,
     const uint8_t *ip, size_t len);
 
-/* Is a received frame waiting in the ring? */
+/* Is a received frame waiting in one of the rings? */
 bool cats_port_ring_ready(const struct cats_port *pt);
 
 /* A received frame: link header at f, len bytes, its virtio-net header. */
@@ -172,7 +198,7 @@ struct cats_port_frame {
 bool cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
     uint8_t *buf, size_t cap);
 void cats_port_rx_done(struct cats_port *pt);
-/* Add the frames the kernel could not put in the receive ring. */
+/* Add the frames the kernel could not put in the receive rings. */
 void cats_port_ring_drops(struct cats_port *pt);
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# cats-fwd --fast-path: established flows forwarded by the kernel (tc and
-# socket filter BPF programs, lib/fwd/bpf/fwd_fast.c) in the test's namespaces.
+# cats-fwd --fast-path: established flows forwarded by the kernel (the tc
+# BPF program, lib/fwd/bpf/fwd_fast.c) in the test's namespaces.
 # The rewrite itself is checked byte for byte in tests/unit/test_fwd_fast.c;
 # here: real flows, ordering across the move to the kernel, counters and
 # idle expiry from the kernel's counts, the unbound reverse packet, and the

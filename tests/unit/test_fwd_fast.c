@@ -141,7 +141,7 @@ run_gso(struct cats_fwd_fast *f, const uint8_t *fr, size_t n, uint8_t *out,
 	    .data_size_in = (uint32_t)n, .data_out = out,
 	    .data_size_out = 4096, .repeat = 1, .ctx_in = &ctx,
 	    .ctx_size_in = sizeof(ctx));
-	if (bpf_prog_test_run_opts(cats_fwd_fast_prog(f, 0), &o) < 0)
+	if (bpf_prog_test_run_opts(cats_fwd_fast_prog(f), &o) < 0)
 		return -1;
 	*outn = o.data_size_out;
 	return (int)o.retval;

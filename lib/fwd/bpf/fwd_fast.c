@@ -1,11 +1,10 @@
 /*
  * fwd_fast.c - the BPF programs of the cats-fwd fast path (lib/fwd/fwd_fast.h):
  * fp_tc, a tc ingress program that applies the action installed for a
- * packet's key and redirects it, and fp_sock, a socket filter that keeps the
- * packets fp_tc will take off the forwarder's AF_PACKET ring.  Both decide
- * with the same fp_classify(), so a packet goes one way or the other, never
- * both and never neither.  Built with clang -target bpf; embedded in
- * cats-fwd.
+ * packet's key and redirects it.  The forwarder's AF_PACKET rings are bound
+ * by ethertype, so the kernel hands them only what fp_tc passes on: a packet
+ * goes one way or the other, never both and never neither, and is
+ * classified once.  Built with clang -target bpf; embedded in cats-fwd.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -76,8 +75,7 @@ fold(__u64 s)
 	return (__u16)s;
 }
 
-/* The one's complement sum of a 20-byte IPv4 header (socket filters
- * have no bpf_csum_diff). */
+/* The one's complement sum of a 20-byte IPv4 header. */
 static __always_inline __u16
 sum20(const __u8 *h)
 {
@@ -429,7 +427,7 @@ fp_tc(struct __sk_buff *skb)
 	}
 	__u32 ifindex = a->ifindex;
 	if (fp_apply(skb, &p, a) < 0) {
-		/* fp_sock kept it off the ring: nobody else will send it. */
+		/* Taken from the rings' way: nobody else will send it. */
 		count(CATS_FP_FAIL);
 		return TC_ACT_SHOT;
 	}
@@ -439,12 +437,4 @@ fp_tc(struct __sk_buff *skb)
 	a->last_ns = bpf_ktime_get_ns();
 	count(CATS_FP_HIT);
 	return bpf_redirect(ifindex, 0);
-}
-
-SEC("socket")
-int
-fp_sock(struct __sk_buff *skb)
-{
-	struct fp_pkt p;
-	return fp_classify(skb, &p) != NULL ? 0 : (int)skb->len;
 }
