@@ -1189,10 +1189,6 @@ cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,
 	uint8_t *f = fr->f;
 	size_t len = fr->len;
 	struct cats_rxmeta m = { .in = pt };
-	if (fr->outgoing) {
-		w->ctr[CATS_FC_ignored]++;
-		return;
-	}
 	if (!fr->whole || len < 14) {
 		w->ctr[CATS_FC_drop_truncated_frame]++;
 		return;

@@ -196,7 +196,7 @@ void cats_fwdp_mpls(struct cats_fwdp *w, uint8_t *p, size_t len,
     const struct cats_rxmeta *m, uint64_t now);
 /*
  * One frame of a receive ring (link header first): the link header judged
- * (our own, multicast, not IP: ignored; the peer learned), the virtio-net
+ * (multicast, not IP: ignored; the peer learned), the virtio-net
  * header's GSO and partial checksum state taken, then the IP packet.
  */
 void cats_fwdp_frame(struct cats_fwdp *w, struct cats_port *pt,

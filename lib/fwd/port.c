@@ -321,8 +321,6 @@ cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
 	if (r == NULL)
 		return false;
 	uint32_t st = h->tp_status;
-	struct sockaddr_ll *sll = (void *)((uint8_t *)h +
-	    TPACKET_ALIGN(sizeof(*h)));
 	fr->f = (uint8_t *)h + h->tp_mac;
 	fr->vh = (void *)(fr->f - sizeof(*fr->vh));
 	fr->len = h->tp_snaplen;
@@ -335,7 +333,6 @@ cats_port_rx_next(struct cats_port *pt, struct cats_port_frame *fr,
 		fr->whole = n > 0;
 		fr->len = n > 0 ? n : h->tp_len;
 	}
-	fr->outgoing = sll->sll_pkttype == PACKET_OUTGOING;
 	pt->rx_pkts++;
 	pt->rx_bytes += fr->len;
 	return true;

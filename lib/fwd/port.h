@@ -185,7 +185,6 @@ struct cats_port_frame {
 	size_t len;
 	const struct virtio_net_hdr *vh;
 	bool whole;		/* all of it (not cut to the slot) */
-	bool outgoing;		/* our own, seen on the way out */
 	struct virtio_net_hdr vhc;
 };
 /*
