@@ -18,7 +18,11 @@
 # at nice -10), latency (RTT), flows (new flows: burst, paced, offered),
 # ppsr (random source ports); rows of what was not measured are left out,
 # e.g. FWD_BENCH_PATHS="kernel fast" FWD_BENCH_ROWS="tcp pps" for the fast
-# path's ratios alone.  Needs root.  The one setting of the machine it
+# path's ratios alone.  FWD_BENCH_ROUNDS (1) measures every path that
+# many times, the order of the paths reversed every other round (kernel
+# first, then last: a machine that warms up or slows down during a run
+# favours neither), and each cell is the median of its rounds (an error
+# in any round is the cell's error).  Needs root.  The one setting of the machine it
 # needs, net.netfilter.nf_hooks_lwtunnel=1, it sets itself and puts back
 # on exit (the kernel may refuse to turn it off again: then it says so).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -138,6 +142,9 @@ cats_down() {
 	stop ingress
 	stop egress
 	stop cps
+	# The hosts' stacks back for the kernel path (a later round's).
+	xi nft delete table inet catsfwd
+	xe nft delete table inet catsfwd
 	rm -f "$FWD_DIR/select.sock" "$FWD_DIR/bind.sock" "$FWD_DIR/cps.log"
 }
 
@@ -297,32 +304,66 @@ measure() {
 	return 0
 }
 
-if ! want kernel "$PATHS"; then
-	:
-elif [ -z "$KERNEL_WHY" ]; then
-	kernel_up
-	measure K
-	kernel_down
-else
+# One path's measurement: kernel into K, cats into C, fast into F.
+measure_path() {
+	case $1 in
+	kernel)
+		if [ -z "$KERNEL_WHY" ]; then
+			kernel_up
+			measure K
+			kernel_down
+		else
+			# (a row whose cats-fwd cells were not selected stays out)
+			for k in $KEYS; do K[$k]="error: $KERNEL_WHY"; done
+		fi ;;
+	cats)
+		cats_up
+		measure C
+		counter ingress rx_pkts >/dev/null
+		cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}" 2>/dev/null
+		cats_down ;;
+	fast)
+		# The same with established flows forwarded by cats-fwd's tc
+		# programs.
+		cats_up --fast-path
+		measure F
+		counter ingress rx_pkts >/dev/null
+		cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
+		cats_down ;;
+	esac
+}
+
+# median VALUES (one a line): skip, the first error, or the median (the
+# mean of the middle two of an even count).
+median() {
+	case $1 in *skip*) echo skip; return ;; esac
+	case $1 in *error:*) grep -m1 '^error:' <<<"$1"; return ;; esac
+	sort -g <<<"$1" | awk 'NF { v[n++] = $1 } END {
+		if (n % 2) print v[int(n / 2)]
+		else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
+}
+
+ROUNDS=${FWD_BENCH_ROUNDS:-1}
+case $ROUNDS in ''|*[!0-9]*|0) echo "fwd: FWD_BENCH_ROUNDS: not a count: $ROUNDS" >&2; exit 2 ;; esac
+want kernel "$PATHS" && [ -n "$KERNEL_WHY" ] &&
 	echo "fwd: the kernel path is not measured: $KERNEL_WHY" >&2
-	# (a row whose cats-fwd cells were not selected stays out)
-	for k in $KEYS; do K[$k]="error: $KERNEL_WHY"; done
-fi
-if want cats "$PATHS"; then
-	cats_up
-	measure C
-	counter ingress rx_pkts >/dev/null
-	cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}" 2>/dev/null
-	cats_down
-fi
-# The same with established flows forwarded by cats-fwd's tc programs.
-if want fast "$PATHS"; then
-	cats_up --fast-path
-	measure F
-	counter ingress rx_pkts >/dev/null
-	cp "$FWD_DIR/ingress.stats" "${FWD_BENCH_STATS:-/dev/null}.fast" 2>/dev/null
-	cats_down
-fi
+ORDER=""
+for p in kernel cats fast; do want $p "$PATHS" && ORDER="$ORDER $p"; done
+REVERSED=""
+for p in $ORDER; do REVERSED=" $p$REVERSED"; done
+declare -A KA CA FA
+for ((round = 1; round <= ROUNDS; round++)); do
+	order=$ORDER
+	[ $((round % 2)) = 0 ] && order=$REVERSED
+	[ "$ROUNDS" -gt 1 ] && echo "fwd: round $round of $ROUNDS:$order" >&2
+	for p in $order; do measure_path "$p"; done
+	for k in $KEYS; do
+		KA[$k]+="${K[$k]}"$'\n' CA[$k]+="${C[$k]}"$'\n' FA[$k]+="${F[$k]}"$'\n'
+	done
+done
+for k in $KEYS; do
+	K[$k]=$(median "${KA[$k]}") C[$k]=$(median "${CA[$k]}") F[$k]=$(median "${FA[$k]}")
+done
 
 # row NAME WHAT VALUE BASELINE: a value or baseline that did not measure
 # says so (WHAT names the measure), and then the ratio is "error"; a row

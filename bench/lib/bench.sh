@@ -54,7 +54,14 @@ bench_fwd_net() {
 }
 
 tcp_gbps() {
-	_out=$(xc iperf3 -c 203.0.113.100 -t "$DUR" -P "$1" -J 2>&1)
+	# Bounded: a path that drops the SYNs must not hold the run (iperf3
+	# would retry its control connection for minutes).
+	_out=$(xc timeout $((DUR + 30)) iperf3 -c 203.0.113.100 -t "$DUR" \
+		-P "$1" -J --connect-timeout 5000 2>&1)
+	case $? in
+	124) echo "error: iperf3 -P $1 did not end within $((DUR + 30)) s"; return ;;
+	esac
+	[ -n "$_out" ] || { echo "error: iperf3 printed nothing"; return; }
 	printf '%s\n' "$_out" | jq -r 'if .error then "error: iperf3: " + .error
 	elif (.end.sum_received.bits_per_second // 0) <= 0 then
 		"error: iperf3 received nothing"
