@@ -400,6 +400,14 @@ bt_fail(struct bind_table *t, struct bent *e, int to, int reason, bool quiet,
 	bool bound = from == S_READY || from == S_ACTIVE;
 	if (bound)
 		journal_remove(t, e, reason, now);
+	else if (from == S_DS && t->journal_pending) {
+		/* Its path-req was replicated: its end is too, so that a new
+		 * owner does not ask its path again. */
+		struct cats_rec end;
+		cats_rec_error_init(&end, bind_reason_names[reason],
+		    "cats-bind", e->txn, now, NULL);
+		bt_journal_rec(t, &end);
+	}
 	bt_txn_unindex(t, e);
 	bt_flow_unindex(t, e, i);
 	bt_closed_add(t, e->txn, reason == BR_TIMEOUT ? CLOSED_TIMEOUT :

@@ -563,6 +563,12 @@ on_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 		}
 		return 0;
 	}
+	if (r->type == CATS_T_ERROR && CATS_HAS(&r->u.error, ERR, txn)) {
+		/* A pending request's end: nothing to take again. */
+		uint64_t txn = r->u.error.txn;
+		free(cats_htab_del(&h->pend, ha_num_hash(txn), warm_eq, &txn));
+		return 0;
+	}
 	if (r->type != CATS_T_BINDING || r->u.binding.id == 0) {
 		h->st.restore_refused++;
 		return 0;
@@ -1054,6 +1060,10 @@ ha_op_of(const struct cats_rec *r, const char *self, uint64_t *id)
 		*id = r->u.preq.txn;
 		return HA_OP_PENDING;
 	}
+	if (r->type == CATS_T_ERROR && CATS_HAS(&r->u.error, ERR, txn)) {
+		*id = r->u.error.txn;
+		return HA_OP_PENDING_END;
+	}
 	if (r->type == CATS_T_STATUS && r->u.status.event ==
 	    CATS_EV_INSTALLED && CATS_HAS(&r->u.status, STA, id) &&
 	    self != NULL && strcmp(r->u.status.fwd, self) == 0) {
@@ -1082,13 +1092,14 @@ ha_append(struct ha *h, const struct cats_rec *r)
 		h->capops = cap;
 	}
 	struct op *o = &h->ops[h->nops];
-	o->id = kind == HA_OP_PENDING ? id | PEND_BIT : id;
+	bool pend = kind == HA_OP_PENDING || kind == HA_OP_PENDING_END;
+	o->id = pend ? id | PEND_BIT : id;
 	o->seq = (uint32_t)h->nops;
 	o->kind = (uint8_t)kind;
 	o->off = h->vals.len;
 	/* A removed binding's tombstone is its remove record; the others'
 	 * values are read from the table at the commit. */
-	if ((kind == HA_OP_DELETE || kind == HA_OP_PENDING) &&
+	if ((kind == HA_OP_DELETE || pend) &&
 	    cats_rec_encode(r, &h->vals, false) < 0)
 		return -1;
 	o->len = h->vals.len - o->off;
@@ -1195,6 +1206,12 @@ build_txns(struct ha *h, size_t n, uint64_t next_id, uint64_t now)
 			p = h->vals.p + o->off;
 			len = o->len;
 			h->st.pending_written++;
+		} else if (o->kind == HA_OP_PENDING_END) {
+			/* (A request that ended in the commit that would
+			 * have written it needs none, but costs only this.) */
+			p = h->vals.p + o->off;
+			len = o->len;
+			h->st.pending_ended++;
 		} else {
 			/* The binding as it is now; an active one's time is
 			 * the start of its lifetime (as in a journal
@@ -1507,7 +1524,7 @@ struct fctx {
 	size_t n, cap;
 	struct fpend *p;
 	size_t np, capp;
-	uint64_t *btxn;		/* the transactions of the bindings */
+	uint64_t *btxn;		/* the transactions bound or ended */
 	size_t nbt, capbt;
 	uint64_t seq;
 	bool oom;
@@ -1527,6 +1544,16 @@ fold_rec(void *arg, const struct cats_rec *r, const uint8_t *v, size_t n)
 		}
 		c->p[c->np++] = (struct fpend){ r->u.preq.txn,
 			pend_dl(&r->u.preq), c->recs.len - n, n };
+		return 0;
+	}
+	if (r->type == CATS_T_ERROR && CATS_HAS(&r->u.error, ERR, txn)) {
+		/* A pending request's end: over, as if bound. */
+		if (cats_grow((void **)&c->btxn, &c->capbt, c->nbt,
+		    sizeof(*c->btxn), 1024) < 0) {
+			c->oom = true;
+			return 1;
+		}
+		c->btxn[c->nbt++] = r->u.error.txn;
 		return 0;
 	}
 	if (r->type != CATS_T_BINDING || r->u.binding.id == 0)

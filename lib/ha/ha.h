@@ -79,7 +79,7 @@ struct ha_stats {
 	/* pending requests: written, restored (to take again), restored
 	 * past their deadline or bound, carried by the fold */
 	uint64_t pending_written, pending_restored, pending_dropped;
-	uint64_t pending_carried;
+	uint64_t pending_carried, pending_ended;
 };
 
 struct ha;
@@ -157,9 +157,11 @@ int ha_tick(struct ha *h, char *err, size_t errlen);
 
 /* The state operation of a journal record on binding *id: a put (the
  * binding, or its commit by self), a tombstone, a pending request (a
- * path-req: *id is its transaction), or none (hello, stats). */
+ * path-req: *id is its transaction), a pending request's end without a
+ * binding (an error record of its transaction), or none (hello,
+ * stats). */
 enum { HA_OP_NONE, HA_OP_PUT, HA_OP_PUT_COMMIT, HA_OP_DELETE,
-	HA_OP_PENDING };
+	HA_OP_PENDING, HA_OP_PENDING_END };
 int ha_op_of(const struct cats_rec *r, const char *self, uint64_t *id);
 
 #endif

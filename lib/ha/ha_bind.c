@@ -61,6 +61,7 @@ repl_stats(void *arg, struct cats_stats_list *st)
 	cats_stats_add(st, "ha.pending_restored", s->pending_restored);
 	cats_stats_add(st, "ha.pending_dropped", s->pending_dropped);
 	cats_stats_add(st, "ha.pending_carried", s->pending_carried);
+	cats_stats_add(st, "ha.pending_ended", s->pending_ended);
 	cats_stats_add(st, "ha.folds", s->folds);
 	cats_stats_add(st, "ha.folded", s->folded);
 	cats_stats_add(st, "ha.fold_bytes", s->fold_bytes);

@@ -356,7 +356,8 @@ start_owner_and_standby() {
 
 # The pending requests (path-reqs) in the log entries under $P (l/SEQ),
 # their records inflated (lib/ha/ha_log.h).
-etcd_pending() {
+# etcd_count TEXT: how many times TEXT is in those records.
+etcd_count() {
 	ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get --prefix "${P}l/" -w json |
 	    python3 -c 'import base64, json, sys, zlib
 n = 0
@@ -364,9 +365,10 @@ for kv in json.load(sys.stdin).get("kvs", []):
     v = base64.b64decode(kv["value"])
     raw = int.from_bytes(v[30:38], "big")
     recs = zlib.decompress(v[43:]) if raw else v[38:]
-    n += recs.count(b"path-req")
-print(n)'
+    n += recs.count(sys.argv[1].encode())
+print(n)' "$1"
 }
+etcd_pending() { etcd_count path-req; }
 pending_in_etcd() { [ "$(etcd_pending)" -ge 1 ]; }
 
 @test "ha: a request pending when the owner dies (its cats-pce stopped) is replicated, taken again by the standby, asked of its PCE and bound" {
@@ -401,6 +403,34 @@ pending_in_etcd() { [ "$(etcd_pending)" -ge 1 ]; }
 	# Nothing of it is left pending in etcd once it is bound.
 	no_pending() { [ "$(etcd_pending)" -eq 0 ]; }
 	wait_for 100 no_pending
+}
+
+@test "ha: a replicated request whose path fails (no-path) leaves its end in the log: the next owner does not ask its path again" {
+	start_cps a 7
+	wait_for 50 grep -q "owner of $P" "$W/a.err"
+	local ts common
+	ts=$(date +%s%3N)
+	common='"txn":5,"ts":'$ts',"headend":"IF-1","endpoint":"EF-2","ingress":"IF-1","dataplane":"srv6","decision":{"cs_id":"S1","csci_id":"B","locator":"198.51.100.21","egress":"EF-2","ts":'$ts',"cst_gen":5,"nst_gen":6},"flow":{"proto":6,"src":"10.0.0.5","sport":1029,"dst":"192.0.2.100","dport":443},"deadline":'$((ts + 600000))
+	# Its path asked, and replicated while it waits (deadline 10 min).
+	echo '{"type":"path-req",'"$common"'}' | enc >&7
+	wait_for 100 pending_in_etcd
+	# Its path fails long before its deadline: its end is written too.
+	echo '{"type":"path-rep","status":"no-path","reason":"no-route",'"$common"'}' | enc >&7
+	ended() { [ "$(etcd_count no-path)" -ge 1 ]; }
+	wait_for 100 ended
+	grep -q "txn=5 .*DESTINATION_SELECTED -> FAILED (no-path)" "$W/a.err"
+	kill -9 "$pid_a"
+	start_cps b 8
+	wait_for 100 grep -q "owner of $P" "$W/b.err"
+	# b is on its loop (its first turn, which takes the last owner's
+	# pending requests again, is over): a new binding of its own.
+	gen_reps 1 10 | enc >&8
+	wait_for 50 out_bindings_are "$W/b.out" 1
+	# The failed request is not asked again.
+	! grep -q "pending requests of the last owner taken again" "$W/b.err"
+	run sh -c "cats-cbor decode <'$W/b.out' | jq -c 'select(.type == \"path-req\")'"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 }
 
 @test "ha: three etcd members: the leader killed, the owner goes on; quorum lost, it stops at its renew deadline" {

@@ -304,6 +304,13 @@ test_ops(void)
 	r.u.preq.txn = 7;
 	T_OK(ha_op_of(&r, "m", &id) == HA_OP_PENDING && id == 7,
 	    "a path-req: a pending request, by its transaction");
+	cats_rec_error_init(&r, "no-path", "cats-bind", 7, 1000, NULL);
+	T_OK(ha_op_of(&r, "m", &id) == HA_OP_PENDING_END && id == 7,
+	    "an error of a transaction: its pending request's end");
+	cats_rec_init(&r, CATS_T_ERROR);
+	r.u.error.code = "bad-record";
+	T_OK(ha_op_of(&r, "m", &id) == HA_OP_NONE,
+	    "an error of no transaction: nothing");
 }
 
 /* What an entry's or a chunk's records were. */
