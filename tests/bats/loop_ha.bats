@@ -54,7 +54,10 @@ setup_file() {
 	# load: bench/ha_loop.sh counts them against the same load without a
 	# kill), and none is left pending at the ingress.
 	[ -n "$first" ]
-	[ "$(loop_counter IF-1 pending)" -eq 0 ]
+	# (Requests still in flight when the load ends are answered, or end
+	# at their pending deadline, 2 s: a wait for the count to drain.)
+	no_pending() { [ "$(loop_counter IF-1 pending)" -eq 0 ]; }
+	wait_progress 50 "loop_counter IF-1 pending" no_pending
 	# Every transfer completes, whole.
 	wait "$dl1"
 	wait "$dl2"
