@@ -107,6 +107,8 @@ cats_fwdp_fast_entry(struct cats_fwdp *w, const struct cats_fbind *b, int d,
 	/* FINs and RSTs change a tracked connection's state: user space's. */
 	if (cats_fbind_tracked(&w->tab, b))
 		a->flags |= CATS_FP_F_TCP;
+	if (out->veth)
+		a->flags |= CATS_FP_F_PEER;
 	return CATS_FWDP_FP_OK;
 }
 

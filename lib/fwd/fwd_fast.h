@@ -67,6 +67,15 @@ struct cats_fp_act {
 /* A tracked TCP connection: its FINs and RSTs go to user space. */
 #define CATS_FP_F_TCP 2
 /*
+ * The output port is a veth: the packet goes to its peer's ingress at once
+ * (bpf_redirect_peer), not through the veth's transmit and the peer's
+ * backlog queue.  The output veth's own taps and qdisc do not see it (the
+ * peer's do).  Only when skb->protocol is the link header's type: the
+ * peer does not read the link header again, and a decapsulation without
+ * the DECAP flags or an SR-MPLS push leaves the protocol as it came.
+ */
+#define CATS_FP_F_PEER 4
+/*
  * outer_af of an SR-MPLS push: enc holds the label stack (TTL set, traffic
  * class 0, bottom of stack on the last), the program puts the packet's
  * traffic class (its TOS >> 5) in each entry, as lib/fwd does.  GSO

@@ -4,7 +4,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <linux/if_tun.h>
 #include <net/ethernet.h>
 #include <poll.h>
@@ -503,6 +505,10 @@ open_packet(struct cats_port *pt, uint32_t tx_mtu, unsigned ring_frames,
 		memcpy(pt->mac, ifr.ifr_hwaddr.sa_data, 6);
 	if (ioctl(pt->txfd, SIOCGIFMTU, &ifr) == 0)
 		pt->mtu = (uint32_t)ifr.ifr_mtu;
+	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+	ifr.ifr_data = (void *)&di;
+	pt->veth = ioctl(pt->txfd, SIOCETHTOOL, &ifr) == 0 &&
+	    strcmp(di.driver, "veth") == 0;
 	/*
 	 * RX: virtio-net headers give GSO and CHECKSUM_PARTIAL state.  Slots
 	 * hold a frame of the port's MTU (2 KiB up to 1500 bytes), so that

@@ -78,6 +78,7 @@ struct cats_port {
 	bool has_peer, fixed_peer;
 	bool peer_moved;	/* learned peer changed: fast path to follow */
 	uint32_t mtu;
+	bool veth;		/* a veth: the fast path may hand to its peer */
 	/*
 	 * rxfd: what to wait on, a TUN device's fd or, for an AF_PACKET
 	 * port, an epoll fd over its rings' sockets.

@@ -25,12 +25,17 @@ teardown() {
 		--sids 2001:db8:2::100 --rev-sids 2001:db8:1::1
 	start_egress --fast-path
 	start_ingress --fast-path
+	tx0=$(tx_packets "$NI" i1)
 	# Back to back: the flow moves to the kernel in the middle of it.
 	# Complete (the order of the few packets around the move is not
 	# promised: cats-fwd(1) FAST PATH).
 	run burst_one_flow 3000
 	echo "$output"
 	[ "${output%% *}" = 3001 ]
+	# The kernel's packets went to the core veth's peer at once
+	# (bpf_redirect_peer): the veth's own transmit counted only user
+	# space's.
+	[ $(($(tx_packets "$NI" i1) - tx0)) -lt 2000 ]
 	[ "$(counter ingress rx_ring_drops)" -eq 0 ]
 	# Most of the burst never reached user space.
 	[ "$(counter ingress fast_hit)" -gt 1000 ]
@@ -43,6 +48,11 @@ teardown() {
 	# are all there.
 	wait_for 50 binding_pkts_ge 3001
 	cat "$FWD_DIR/st"
+}
+
+# The packets interface $2 of namespace $1 transmitted.
+tx_packets() {
+	ip netns exec "$1" ip -j -s link show "$2" | jq '.[0].stats64.tx.packets'
 }
 
 # A fresh dump of the ingress's bindings (SIGUSR2) says its one binding

@@ -426,6 +426,8 @@ fp_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	__u32 ifindex = a->ifindex;
+	int peer = a->flags & CATS_FP_F_PEER;
+	__u16 type = (__u16)(a->l2[12] << 8 | a->l2[13]);
 	if (fp_apply(skb, &p, a) < 0) {
 		/* Taken from the rings' way: nobody else will send it. */
 		count(CATS_FP_FAIL);
@@ -436,5 +438,9 @@ fp_tc(struct __sk_buff *skb)
 	a->bytes += p.iplen;
 	a->last_ns = bpf_ktime_get_ns();
 	count(CATS_FP_HIT);
+	/* To the output veth's peer (CATS_FP_F_PEER), when skb->protocol is
+	 * the link header's: the peer's ingress does not read it again. */
+	if (peer && skb->protocol == bpf_htons(type))
+		return bpf_redirect_peer(ifindex, 0);
 	return bpf_redirect(ifindex, 0);
 }
