@@ -1009,15 +1009,17 @@ cats_sel_app_ingest(struct cats_sel_app *a)
 	char err[512];
 	if (o->ingest == NULL)
 		return CATS_EXIT_OK;
+	/* Refused in the shape of cats_opt_keyring()'s ("OPT: FILE:
+	 * reason"), without its exit: this is library code. */
 	if (cats_keyring_load(&a->ikeys, o->ingest_keys, err,
 	    sizeof(err)) < 0) {
-		cats_errorx("%s", err);
+		cats_errorx("--ingest-keys: %s", err);
 		return CATS_EXIT_NOPERM;
 	}
 	if (o->ingest_key != NULL) {
 		if (cats_key_load(&a->isign, o->ingest_key,
 		    CATS_KEY_ED25519_SECRET, err, sizeof(err)) < 0) {
-			cats_errorx("%s", err);
+			cats_errorx("--ingest-key: %s", err);
 			return CATS_EXIT_NOPERM;
 		}
 		a->has_isign = true;
