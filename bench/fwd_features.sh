@@ -5,7 +5,8 @@
 #
 #   TCP throughput (iperf3 -P1, -P4) with --tcp-state on against off, in
 #   user space and with --fast-path (bindings from the fake control plane),
-#   measured on, off, off, on and each the mean of its two runs;
+#   measured on, off, off, on, FWD_BENCH_CYCLES times (1), after a run not
+#   counted, each the median of its runs;
 #   64-byte UDP pps of one established flow with --tcp-state on against
 #   off (UDP is never tracked: the cost of the check alone);
 #   the same with --fast-path;
@@ -129,32 +130,45 @@ declare -A R
 # Every cell starts as "skip" (not selected): its row is left out.
 for k in tcp1on tcp4on udpon tcp1off tcp4off udpoff ftcp1on ftcp4on fudpon \
     ftcp1off ftcp4off fudpoff freed srv6 mpls; do R[$k]=skip; done
-# The mean of two figures, or the first error.
-mean() {
-	case $1 in error:*) echo "$1"; return ;; esac
-	case $2 in error:*) echo "$2"; return ;; esac
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6g", (a + b) / 2 }'
+# The median of figures (one a line; the mean of the middle two of an
+# even count), or the first error.
+median() {
+	case $1 in *error:*) grep -m1 '^error:' <<<"$1"; return ;; esac
+	sort -g <<<"$1" | awk 'NF { v[n++] = $1 } END {
+		if (n % 2) print v[int(n / 2)]
+		else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
 }
 
-# Tracking on, off, off, on (ABBA) with the forwarders' extra options,
-# into R[PREFIX{tcp1,tcp4,udp}{on,off}], each the mean of its two runs:
-# neither state gains from going first (on the shared machine the first
-# of an on/off pair measured higher in 13 of 18 rows, whichever it was).
+# Tracking on, off, off, on (ABBA), FWD_BENCH_CYCLES times (1), with the
+# forwarders' extra options, into R[PREFIX{tcp1,tcp4,udp}{on,off}], each
+# the median of its runs: neither state gains from going first (on the
+# shared machine the first of an on/off pair measured higher in 13 of 18
+# rows, whichever it was), and one slow run does not decide (the same
+# code, UDP's, read 0.87-1.07 on/off in single cycles).
+CYCLES=${FWD_BENCH_CYCLES:-1}
+case $CYCLES in ''|*[!0-9]*|0) echo "fwd_features: FWD_BENCH_CYCLES: not a count: $CYCLES" >&2; exit 2 ;; esac
 abba() {
-	local p=$1 s m
+	local p=$1 s m c
 	shift
-	local -A n=()
-	for s in on off off on; do
-		n[$s]=$((${n[$s]:-0} + 1))
-		fwds_cps "$@" --tcp-state $s
-		R[${p}tcp1$s${n[$s]}]=$(tcp_gbps 1)
-		R[${p}tcp4$s${n[$s]}]=$(tcp_gbps 4)
-		R[${p}udp$s${n[$s]}]=$(udp_pps)
-		fwds_down
+	local -A v=()
+	# A first run, not counted: the first iperf3 and trafgen through
+	# new namespaces measured low.
+	fwds_cps "$@" --tcp-state on
+	tcp_gbps 1 >/dev/null
+	udp_pps >/dev/null
+	fwds_down
+	for ((c = 0; c < CYCLES; c++)); do
+		for s in on off off on; do
+			fwds_cps "$@" --tcp-state $s
+			v[tcp1$s]+="$(tcp_gbps 1)"$'\n'
+			v[tcp4$s]+="$(tcp_gbps 4)"$'\n'
+			v[udp$s]+="$(udp_pps)"$'\n'
+			fwds_down
+		done
 	done
 	for s in on off; do
 		for m in tcp1 tcp4 udp; do
-			R[$p$m$s]=$(mean "${R[$p$m${s}1]}" "${R[$p$m${s}2]}")
+			R[$p$m$s]=$(median "${v[$m$s]}")
 		done
 	done
 }
