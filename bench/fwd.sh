@@ -333,16 +333,6 @@ measure_path() {
 	esac
 }
 
-# median VALUES (one a line): skip, the first error, or the median (the
-# mean of the middle two of an even count).
-median() {
-	case $1 in *skip*) echo skip; return ;; esac
-	case $1 in *error:*) grep -m1 '^error:' <<<"$1"; return ;; esac
-	sort -g <<<"$1" | awk 'NF { v[n++] = $1 } END {
-		if (n % 2) print v[int(n / 2)]
-		else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
-}
-
 ROUNDS=${FWD_BENCH_ROUNDS:-1}
 case $ROUNDS in ''|*[!0-9]*|0) echo "fwd: FWD_BENCH_ROUNDS: not a count: $ROUNDS" >&2; exit 2 ;; esac
 want kernel "$PATHS" && [ -n "$KERNEL_WHY" ] &&

@@ -130,15 +130,6 @@ declare -A R
 # Every cell starts as "skip" (not selected): its row is left out.
 for k in tcp1on tcp4on udpon tcp1off tcp4off udpoff ftcp1on ftcp4on fudpon \
     ftcp1off ftcp4off fudpoff freed srv6 mpls; do R[$k]=skip; done
-# The median of figures (one a line; the mean of the middle two of an
-# even count), or the first error.
-median() {
-	case $1 in *error:*) grep -m1 '^error:' <<<"$1"; return ;; esac
-	sort -g <<<"$1" | awk 'NF { v[n++] = $1 } END {
-		if (n % 2) print v[int(n / 2)]
-		else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
-}
-
 # Tracking on, off, off, on (ABBA), FWD_BENCH_CYCLES times (1), with the
 # forwarders' extra options, into R[PREFIX{tcp1,tcp4,udp}{on,off}], each
 # the median of its runs: neither state gains from going first (on the

@@ -4,6 +4,7 @@
 #   and benchmarks;
 #   bench_workdir: a work folder W, and PIDS killed and W removed at exit;
 #   port: a free TCP port on loopback;
+#   median VALUES: the median of figures one a line (skip, an error);
 #   ratio A B: A / B to two places, or "error" when either is one;
 #   cell FIGURE TEXT WHO: "FIGURE TEXT", or "error: WHO did not measure:
 #   WHY" when FIGURE is "error: WHY";
@@ -68,6 +69,16 @@ tcp_gbps() {
 	else .end.sum_received.bits_per_second / 1e9 * 100 | floor / 100 end' \
 		2>/dev/null ||
 		echo "error: iperf3: $(printf '%s' "$_out" | tr '\n' ' ' | cut -c1-120)"
+}
+
+# median VALUES: of figures one a line, "skip" if one is, the first error
+# if one is, else the median (the mean of the middle two of an even count).
+median() {
+	case $1 in *skip*) echo skip; return ;; esac
+	case $1 in *error:*) printf '%s\n' "$1" | grep -m1 '^error:'; return ;; esac
+	printf '%s\n' "$1" | sort -g | awk 'NF { v[n++] = $1 } END {
+		if (n % 2) print v[int(n / 2)]
+		else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
 }
 
 ratio() {
