@@ -33,9 +33,8 @@ struct cats_pce_sess {
 };
 
 static void pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
-    const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
-    size_t n, const struct cats_path_req *rq, struct cats_pcep_peer *pp,
-    uint32_t pp_id);
+    const struct cats_peer *peer, struct cats_pce_sess *ss,
+    const struct cats_path_req *rq, struct cats_pcep_peer *pp, uint32_t pp_id);
 static void pcc_forget(struct cats_pce_app *a, struct cats_pce_sess *ss);
 static void pcc_forget_pcep(struct cats_pce_app *a, struct cats_pcep_peer *p);
 static void pcep_relay(struct cats_pce_app *a, struct cats_pcep_peer *p,
@@ -300,7 +299,7 @@ on_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 	if (a->keys.n == 0 || r->type == CATS_T_PATH_REQ || r->type == CATS_T_NET)
 		sess_good(arg);
 	if (r->type == CATS_T_PATH_REQ && a->pcc != NULL) {
-		pcc_submit(a, s, peer, arg, p, n, &r->u.preq, NULL, 0);
+		pcc_submit(a, s, peer, arg, &r->u.preq, NULL, 0);
 		return;
 	}
 	if (r->type == CATS_T_PATH_REQ) {
@@ -712,8 +711,8 @@ cats_pce_app_pcep(struct cats_pce_app *a, int fd)
 #define PCC_BACKOFF_MAX 30000
 #define PCC_LATE 64		/* ids of expired requests remembered */
 
-/* A request waiting for its reply: the record as it came (decoded again
- * when needed), where it came from, its request id. */
+/* A request waiting for its reply: the path-req as it was decoded when it
+ * came, copied into its own arena; where it came from; its request id. */
 struct pcc_req {
 	struct pcc_req *next, *prev;
 	uint32_t id;
@@ -725,8 +724,8 @@ struct pcc_req {
 	bool from_pcep;
 	bool has_peer;
 	struct cats_peer peer;
-	size_t n;
-	uint8_t p[];
+	struct cats_path_req rq;
+	struct cats_arena arena;	/* what rq points to */
 };
 
 struct cats_pcc {
@@ -767,17 +766,6 @@ pcc_forget(struct cats_pce_app *a, struct cats_pce_sess *ss)
 			q->ss = NULL;
 }
 
-/* The record of q decoded again into a->dec. */
-static const struct cats_path_req *
-pcc_rq(struct cats_pce_app *a, const struct pcc_req *q, struct cats_rec *r)
-{
-	struct cats_err e;
-	if (cats_rec_decode(&a->dec, q->p, q->n, r, &e) < 0 ||
-	    r->type != CATS_T_PATH_REQ)
-		return NULL;	/* it decoded when it came: cannot happen */
-	return &r->u.preq;
-}
-
 static void
 pcc_forget_pcep(struct cats_pce_app *a, struct cats_pcep_peer *p)
 {
@@ -797,9 +785,8 @@ static void
 pcep_answer(struct cats_pce_app *a, struct pcc_req *q,
     const struct cats_rec *out)
 {
-	struct cats_rec r;
-	const struct cats_path_req *rq;
-	if (q->pp == NULL || (rq = pcc_rq(a, q, &r)) == NULL) {
+	const struct cats_path_req *rq = &q->rq;
+	if (q->pp == NULL) {
 		cats_debug("pcep: request %" PRIu32 ": its session is gone",
 		    q->pp_id);
 		return;
@@ -849,6 +836,7 @@ pcc_done(struct cats_pce_app *a, struct pcc_req *q)
 	struct cats_pcc *c = a->pcc;
 	CATS_LIST_REMOVE(c->head, c->tail, q, prev, next);
 	c->n--;
+	cats_arena_free(&q->arena);
 	free(q);
 	if (c->paused && c->n < PCC_MAX_PENDING / 2 && a->in != NULL) {
 		c->paused = false;
@@ -864,14 +852,12 @@ pcc_done(struct cats_pce_app *a, struct pcc_req *q)
  * a reply would be; reason (when not NULL) replaces the reason.
  */
 static void
-pcc_fail(struct cats_pce_app *a, struct pcc_req *q, const struct cats_path_req
-    *rq0, uint32_t vector, const char *reason)
+pcc_fail(struct cats_pce_app *a, struct pcc_req *q, uint32_t vector,
+    const char *reason)
 {
 	struct cats_pcc *c = a->pcc;
-	struct cats_rec r, out;
-	const struct cats_path_req *rq = rq0 ? rq0 : pcc_rq(a, q, &r);
-	if (rq == NULL)
-		return;
+	struct cats_rec out;
+	const struct cats_path_req *rq = &q->rq;
 	struct cats_pcep_rep x;
 	memset(&x, 0, sizeof(x));
 	x.rp.id = q->id;
@@ -892,10 +878,10 @@ pcc_fail(struct cats_pce_app *a, struct pcc_req *q, const struct cats_path_req
 
 /* Send q as a PCReq; false when it was answered here instead. */
 static bool
-pcc_send(struct cats_pce_app *a, struct pcc_req *q,
-    const struct cats_path_req *rq)
+pcc_send(struct cats_pce_app *a, struct pcc_req *q)
 {
 	struct cats_pcc *c = a->pcc;
+	const struct cats_path_req *rq = &q->rq;
 	struct cats_pcep_req pr;
 	struct cats_pcep_status st;
 	cats_arena_reset(&c->arena);
@@ -905,9 +891,9 @@ pcc_send(struct cats_pce_app *a, struct pcc_req *q,
 		const char *why = st.why ? st.why : "bad-request";
 		c->local++;
 		if (strcmp(why, "no-source") == 0)
-			pcc_fail(a, q, rq, CATS_PCEP_NPV_UNKNOWN_SRC, NULL);
+			pcc_fail(a, q, CATS_PCEP_NPV_UNKNOWN_SRC, NULL);
 		else if (strcmp(why, "no-destination") == 0)
-			pcc_fail(a, q, rq, CATS_PCEP_NPV_UNKNOWN_DST, NULL);
+			pcc_fail(a, q, CATS_PCEP_NPV_UNKNOWN_DST, NULL);
 		else {
 			struct cats_rec er;
 			char msg[300];
@@ -923,7 +909,7 @@ pcc_send(struct cats_pce_app *a, struct pcc_req *q,
 		return false;
 	}
 	if (cats_pcep_peer_send_reqs(c->peer, &pr, 1) < 0) {
-		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		return false;
 	}
 	q->sent = true;
@@ -941,7 +927,7 @@ pcc_down(struct cats_pcc *c)
 	struct pcc_req *q = c->head, *next;
 	for (; q != NULL; q = next) {
 		next = q->next;
-		pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		pcc_done(a, q);
 	}
 }
@@ -958,20 +944,26 @@ pcc_schedule(struct cats_pcc *c)
 	    c->backoff * 2;
 }
 
+/*
+ * A path-req for the remote PCE: kept (the decoded request copied, not its
+ * bytes decoded again) until its reply, and sent when the session is up.
+ */
 static void
 pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
-    const struct cats_peer *peer, struct cats_pce_sess *ss, const uint8_t *p,
-    size_t n, const struct cats_path_req *rq, struct cats_pcep_peer *pp,
-    uint32_t pp_id)
+    const struct cats_peer *peer, struct cats_pce_sess *ss,
+    const struct cats_path_req *rq, struct cats_pcep_peer *pp, uint32_t pp_id)
 {
 	struct cats_pcc *c = a->pcc;
-	struct pcc_req *q = calloc(1, sizeof(*q) + n);
-	if (q == NULL) {
+	struct pcc_req *q = calloc(1, sizeof(*q));
+	if (q == NULL || cats_struct_copy(cats_type_schema(CATS_T_PATH_REQ),
+	    &q->rq, rq, &q->arena) < 0) {
+		if (q != NULL)
+			cats_arena_free(&q->arena);
+		free(q);
 		cats_errorx("pce: out of memory");
 		return;
 	}
-	memcpy(q->p, p, n);
-	q->n = n;
+	rq = &q->rq;
 	q->ss = ss;
 	q->pp = pp;
 	q->pp_id = pp_id;
@@ -990,7 +982,7 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 	CATS_LIST_APPEND(c->head, c->tail, q, prev, next);
 	c->n++;
 	if (c->n > PCC_MAX_PENDING) {
-		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		pcc_done(a, q);
 		return;
 	}
@@ -1000,14 +992,14 @@ pcc_submit(struct cats_pce_app *a, struct cats_stream *s,
 		cats_stream_pause(s);
 	}
 	if (c->up) {
-		if (!pcc_send(a, q, rq))
+		if (!pcc_send(a, q))
 			pcc_done(a, q);
 		return;
 	}
 	/* Not up: it waits for the session, at most until it expires. */
 	if (c->peer == NULL && c->cfd < 0 && evtimer_pending(c->retry, NULL)) {
 		/* The PCE is known to be down: fail closed now. */
-		pcc_fail(a, q, rq, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		pcc_done(a, q);
 		return;
 	}
@@ -1032,13 +1024,14 @@ pcep_relay(struct cats_pce_app *a, struct cats_pcep_peer *p, uint32_t id,
 	d->ts = now;
 	q->has |= UINT64_C(1) << CATS_PRQ_decision;
 	rec.u.preq = *q;
-	cats_buf_reset(&a->relay);
-	if (cats_rec_encode(&rec, &a->relay, false) < 0) {
-		cats_errorx("pcep: request %" PRIu32 ": cannot be relayed", id);
+	struct cats_err e;
+	if (cats_rec_validate(&rec, &e) < 0) {
+		cats_errorx("pcep: request %" PRIu32 ": cannot be relayed: "
+		    "%s: %s", id, e.field, e.reason);
 		return;
 	}
 	a->pcep_relayed++;
-	pcc_submit(a, NULL, NULL, NULL, a->relay.p, a->relay.len, q, p, id);
+	pcc_submit(a, NULL, NULL, NULL, q, p, id);
 }
 
 static void
@@ -1053,11 +1046,9 @@ pcc_up(struct cats_pcep_peer *p, void *arg)
 	struct pcc_req *q = c->head, *next;
 	for (; q != NULL; q = next) {
 		next = q->next;
-		struct cats_rec r;
-		const struct cats_path_req *rq;
-		if (q->sent || (rq = pcc_rq(a, q, &r)) == NULL)
+		if (q->sent)
 			continue;
-		if (!pcc_send(a, q, rq))
+		if (!pcc_send(a, q))
 			pcc_done(a, q);
 	}
 }
@@ -1095,7 +1086,7 @@ pcc_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
 			struct pcc_req *q = pcc_find(c, m->err.ids[i]);
 			if (q == NULL)
 				continue;
-			pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE,
+			pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE,
 			    "pce-error");
 			pcc_done(a, q);
 		}
@@ -1113,10 +1104,9 @@ pcc_msg(struct cats_pcep_peer *p, const struct cats_pcep_msg *m, void *arg)
 				cats_pcep_peer_unknown_ref(p, r->rp.id);
 			continue;
 		}
-		struct cats_rec rr, out;
-		const struct cats_path_req *rq = pcc_rq(a, q, &rr);
+		struct cats_rec out;
 		cats_arena_reset(&c->arena);
-		if (rq != NULL && cats_pcep_to_path_rep(r, rq, a->pce.te,
+		if (cats_pcep_to_path_rep(r, &q->rq, a->pce.te,
 		    pcep_names(a), cats_clock_now(), &out, &c->arena) == 0) {
 			c->replies++;
 			pcc_send_rec(a, q, &out);
@@ -1254,7 +1244,7 @@ pcc_on_tick(evutil_socket_t fd, short what, void *arg)
 		c->timeouts++;
 		if (q->sent)
 			c->late[c->nlate++ % PCC_LATE] = q->id;
-		pcc_fail(a, q, NULL, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
+		pcc_fail(a, q, CATS_PCEP_NPV_PCE_UNAVAILABLE, NULL);
 		pcc_done(a, q);
 	}
 }
@@ -1334,6 +1324,7 @@ pcc_free(struct cats_pce_app *a)
 	while (c->head != NULL) {
 		struct pcc_req *q = c->head;
 		c->head = q->next;
+		cats_arena_free(&q->arena);
 		free(q);
 	}
 	cats_arena_free(&c->arena);
@@ -1576,7 +1567,6 @@ cats_pce_app_free(struct cats_pce_app *a)
 	pcc_free(a);
 	cats_pcep_names_free(a->names);
 	cats_arena_free(&a->parena);
-	cats_buf_free(&a->relay);
 	cats_pce_free(&a->pce);
 	cats_tag_guard_free(a->guard);
 	cats_keyring_free(&a->keys);

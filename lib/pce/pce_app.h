@@ -73,7 +73,6 @@ struct cats_pce_app {
 	struct cats_bucket audit;	/* PCEP session lines (pce_app.c) */
 	bool audit_init;
 	uint64_t audit_suppressed, audit_held;
-	struct cats_buf relay;		/* a --pcep request relayed (--pce) */
 	uint64_t pcep_relayed;
 	struct cats_hist h_compute;	/* time of each path computation */
 	struct cats_pcc *pcc;		/* --pce: the remote PCE */

@@ -1328,6 +1328,86 @@ cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
 	return decode_fields(&w, 0, s, &r->u, r);
 }
 
+/* One field's owned parts copied into a: the slot already holds src's. */
+static int
+copy_field(const struct cats_field *f, void *slot, struct cats_arena *a)
+{
+	switch (f->kind) {
+	case CATS_F_TEXT: {
+		const char **t = slot;
+		if (*t != NULL && (*t = cats_arena_strndup(a, *t,
+		    strlen(*t))) == NULL)
+			return -1;
+		return 0;
+	}
+	case CATS_F_BYTES: {
+		struct cats_bytes *b = slot;
+		if (b->p != NULL && (b->p = cats_arena_memdup(a, b->p,
+		    b->n)) == NULL)
+			return -1;
+		return 0;
+	}
+	case CATS_F_MAP:
+		return cats_struct_copy(f->sub, slot, slot, a);
+	case CATS_F_KV: {
+		struct cats_arr_kv *kv = slot;
+		if (kv->n == 0)
+			return 0;
+		if ((kv->v = cats_arena_memdup(a, kv->v, kv->n *
+		    sizeof(*kv->v))) == NULL)
+			return -1;
+		for (size_t k = 0; k < kv->n; k++)
+			if ((kv->v[k].k = cats_arena_strndup(a, kv->v[k].k,
+			    strlen(kv->v[k].k))) == NULL)
+				return -1;
+		return 0;
+	}
+	case CATS_F_ARR_U64:
+	case CATS_F_ARR_TEXT:
+	case CATS_F_ARR_ADDR:
+	case CATS_F_ARR_MAP: {
+		/* Every array is { pointer, count }, as decode_array fills. */
+		struct cats_arr_u64 *arr = slot;
+		size_t elem = f->kind == CATS_F_ARR_U64 ? sizeof(uint64_t) :
+		    f->kind == CATS_F_ARR_TEXT ? sizeof(char *) :
+		    f->kind == CATS_F_ARR_ADDR ? sizeof(struct cats_ip) :
+		    f->sub->size;
+		if (arr->n == 0)
+			return 0;
+		uint8_t *v = cats_arena_memdup(a, arr->v, arr->n * elem);
+		if (v == NULL)
+			return -1;
+		arr->v = (uint64_t *)(void *)v;
+		for (size_t k = 0; k < arr->n; k++) {
+			void *e = v + k * elem;
+			if (f->kind == CATS_F_ARR_TEXT) {
+				struct cats_field tf = { .kind = CATS_F_TEXT };
+				if (copy_field(&tf, e, a) < 0)
+					return -1;
+			} else if (f->kind == CATS_F_ARR_MAP &&
+			    cats_struct_copy(f->sub, e, e, a) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+int
+cats_struct_copy(const struct cats_schema *s, void *dst, const void *src,
+    struct cats_arena *a)
+{
+	if (dst != src)
+		memcpy(dst, src, s->size);
+	for (size_t i = 0; i < s->nfields; i++)
+		if (copy_field(&s->fields[i], (char *)dst + s->fields[i].off,
+		    a) < 0)
+			return -1;
+	return 0;
+}
+
 int
 cats_rec_decode(struct cats_dec *d, const uint8_t *p, size_t n,
     struct cats_rec *r, struct cats_err *err)

@@ -701,6 +701,14 @@ uint64_t cats_rec_ts(const struct cats_rec *r);
 int cats_rec_decode(struct cats_dec *d, const uint8_t *p, size_t n,
     struct cats_rec *r, struct cats_err *err);
 
+/*
+ * Copy the struct src of schema s to dst, its strings, byte strings and
+ * arrays into arena a, so that dst outlives the decoder src came from.
+ * Returns 0, or -1 when a runs out of memory (dst is then partial).
+ */
+int cats_struct_copy(const struct cats_schema *s, void *dst, const void *src,
+    struct cats_arena *a);
+
 /* Decode a record from tokens already scanned into d->toks. */
 int cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r,
     struct cats_err *err);

@@ -72,6 +72,23 @@ test_examples_round_trip(void)
 		json_decref(out);
 		T_OK(cats_rec_validate(&r2, &e) == 0, "line %d validates",
 		    lineno);
+		/* A copy outlives its decoder's memory, written over here. */
+		struct cats_rec c = r2;
+		struct cats_arena ca = { 0 };
+		struct cats_buf cb = { 0 };
+		int crc = cats_struct_copy(cats_type_schema(r2.type), &c.u,
+		    &r2.u, &ca);
+		cats_arena_reset(&d2.arena);
+		for (void *junk; d2.arena.used < (256u << 10) &&
+		    (junk = cats_arena_alloc(&d2.arena, 64)) != NULL;)
+			memset(junk, 0x5a, 64);
+		memset(&r2, 0xa5, sizeof(r2));
+		cats_rec_encode(&c, &cb, true);
+		T_OK(crc == 0 && cb.len == a.len && memcmp(cb.p, a.p, a.len) ==
+		    0, "line %d (%s): a copy encodes as the original", lineno,
+		    cats_type_name(c.type));
+		cats_arena_free(&ca);
+		cats_buf_free(&cb);
 		cats_buf_free(&a);
 		cats_buf_free(&b);
 	}
