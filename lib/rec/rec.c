@@ -908,6 +908,18 @@ get_enum(struct walk *w, size_t i, const char *const *names, int *out)
 static int decode_map(struct walk *w, size_t i, const struct cats_schema *s,
     void *out);
 
+/* The size of one element of an array field (every array is { v, n }). */
+static size_t
+array_elem_size(const struct cats_field *f)
+{
+	switch (f->kind) {
+	case CATS_F_ARR_U64: return sizeof(uint64_t);
+	case CATS_F_ARR_TEXT: return sizeof(char *);
+	case CATS_F_ARR_ADDR: return sizeof(struct cats_ip);
+	default: return f->sub->size;
+	}
+}
+
 /* Decode the array at token i into a freshly allocated vector. */
 static int
 decode_array(struct walk *w, size_t i, const struct cats_field *f, void *slot)
@@ -918,13 +930,7 @@ decode_array(struct walk *w, size_t i, const struct cats_field *f, void *slot)
 	if (n > f->max)
 		return fail(w, "%zu elements exceed the limit of %" PRIu64, n,
 		    f->max);
-	size_t elem;
-	switch (f->kind) {
-	case CATS_F_ARR_U64: elem = sizeof(uint64_t); break;
-	case CATS_F_ARR_TEXT: elem = sizeof(char *); break;
-	case CATS_F_ARR_ADDR: elem = sizeof(struct cats_ip); break;
-	default: elem = f->sub->size; break;
-	}
+	size_t elem = array_elem_size(f);
 	/* n is bounded by the token count, so this is bounded by the input. */
 	uint8_t *v = n ? cats_arena_alloc(&w->d->arena, n * elem) : NULL;
 	if (n && v == NULL)
@@ -1328,18 +1334,22 @@ cats_rec_from_toks(struct cats_dec *d, struct cats_rec *r, struct cats_err *err)
 	return decode_fields(&w, 0, s, &r->u, r);
 }
 
+/* The text *t (NULL: none) copied into a, in place. */
+static int
+copy_text(const char **t, struct cats_arena *a)
+{
+	if (*t != NULL && (*t = cats_arena_strndup(a, *t, strlen(*t))) == NULL)
+		return -1;
+	return 0;
+}
+
 /* One field's owned parts copied into a: the slot already holds src's. */
 static int
 copy_field(const struct cats_field *f, void *slot, struct cats_arena *a)
 {
 	switch (f->kind) {
-	case CATS_F_TEXT: {
-		const char **t = slot;
-		if (*t != NULL && (*t = cats_arena_strndup(a, *t,
-		    strlen(*t))) == NULL)
-			return -1;
-		return 0;
-	}
+	case CATS_F_TEXT:
+		return copy_text(slot, a);
 	case CATS_F_BYTES: {
 		struct cats_bytes *b = slot;
 		if (b->p != NULL && (b->p = cats_arena_memdup(a, b->p,
@@ -1357,8 +1367,7 @@ copy_field(const struct cats_field *f, void *slot, struct cats_arena *a)
 		    sizeof(*kv->v))) == NULL)
 			return -1;
 		for (size_t k = 0; k < kv->n; k++)
-			if ((kv->v[k].k = cats_arena_strndup(a, kv->v[k].k,
-			    strlen(kv->v[k].k))) == NULL)
+			if (copy_text(&kv->v[k].k, a) < 0)
 				return -1;
 		return 0;
 	}
@@ -1368,10 +1377,7 @@ copy_field(const struct cats_field *f, void *slot, struct cats_arena *a)
 	case CATS_F_ARR_MAP: {
 		/* Every array is { pointer, count }, as decode_array fills. */
 		struct cats_arr_u64 *arr = slot;
-		size_t elem = f->kind == CATS_F_ARR_U64 ? sizeof(uint64_t) :
-		    f->kind == CATS_F_ARR_TEXT ? sizeof(char *) :
-		    f->kind == CATS_F_ARR_ADDR ? sizeof(struct cats_ip) :
-		    f->sub->size;
+		size_t elem = array_elem_size(f);
 		if (arr->n == 0)
 			return 0;
 		uint8_t *v = cats_arena_memdup(a, arr->v, arr->n * elem);
@@ -1380,11 +1386,8 @@ copy_field(const struct cats_field *f, void *slot, struct cats_arena *a)
 		arr->v = (uint64_t *)(void *)v;
 		for (size_t k = 0; k < arr->n; k++) {
 			void *e = v + k * elem;
-			if (f->kind == CATS_F_ARR_TEXT) {
-				struct cats_field tf = { .kind = CATS_F_TEXT };
-				if (copy_field(&tf, e, a) < 0)
-					return -1;
-			} else if (f->kind == CATS_F_ARR_MAP &&
+			if (f->kind == CATS_F_ARR_TEXT ? copy_text(e, a) < 0 :
+			    f->kind == CATS_F_ARR_MAP &&
 			    cats_struct_copy(f->sub, e, e, a) < 0)
 				return -1;
 		}
