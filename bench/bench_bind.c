@@ -240,7 +240,7 @@ main(void)
 	client_per_flow(n, true);
 
 	/* Installs with every binding encoded as its journal record. */
-	struct bind_io io = { NULL, to_buffer, NULL, NULL };
+	struct bind_io io = { NULL, to_buffer, NULL, NULL, NULL };
 	t = new_table(&io);
 	rate = fill(t, n, 16);
 	row("bind installs/s, with journal encoding (vs goal)", rate, 500000,

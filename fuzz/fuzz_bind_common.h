@@ -41,7 +41,7 @@ fz_check(struct bind_table *t)
 static struct bind_table *
 fz_table(void)
 {
-	static const struct bind_io io = { fz_send, NULL, NULL, NULL };
+	static const struct bind_io io = { fz_send, NULL, NULL, NULL, NULL };
 	struct bind_conf c;
 	bind_conf_default(&c);
 	c.closed_memory = 64;

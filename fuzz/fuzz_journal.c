@@ -22,7 +22,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct bind_conf c;
 	bind_conf_default(&c);
 	c.closed_memory = 64;
-	static const struct bind_io io = { fz_send, NULL, NULL, NULL };
+	static const struct bind_io io = { fz_send, NULL, NULL, NULL, NULL };
 	struct bind_table *t = bind_new(&c, &io);
 	struct bj_stats st;
 	int last;

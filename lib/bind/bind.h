@@ -142,6 +142,12 @@ struct bind_io {
 	void (*journal)(void *arg, const struct cats_rec *r);
 	void (*trace)(void *arg, const struct bind_trace *t);
 	void *arg;
+	/*
+	 * A binding to its egress that admits no traffic yet (commit "both":
+	 * the ingress gets it only once the egress installed it): it may
+	 * leave before the journal covers it.  NULL: send.
+	 */
+	void (*send_ahead)(void *arg, const struct cats_rec *r, const char *to);
 };
 
 struct bind_counters {

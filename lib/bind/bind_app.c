@@ -273,9 +273,13 @@ send_held(struct bind_app *a, struct cats_stream *s, const uint8_t *p,
 	}
 }
 
+/*
+ * Encode r (signed with sign) and hold it on s; ahead: past the commit
+ * when nothing is held on s (cats_stream_send_ahead).
+ */
 static void
-hold(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
-    bool sign)
+hold_rec(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
+    bool sign, bool ahead)
 {
 	struct cats_rec copy;
 	const struct cats_rec *x = r;
@@ -289,7 +293,17 @@ hold(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
 		cats_warnx("cannot encode a %s record", cats_type_name(r->type));
 		return;
 	}
-	send_held(a, s, a->enc.p, a->enc.len);
+	if (ahead)
+		cats_stream_send_ahead(s, a->enc.p, a->enc.len);
+	else
+		send_held(a, s, a->enc.p, a->enc.len);
+}
+
+static void
+hold(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
+    bool sign)
+{
+	hold_rec(a, s, r, sign, false);
 }
 
 static void
@@ -307,6 +321,26 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 	}
 	hold(a, c->s, r, true);
 	lat_sent(a, c, r);
+}
+
+/*
+ * An egress's copy of a new binding (bind.h send_ahead): it leaves before
+ * the journal's sync, but never before what its channel holds.  With a
+ * replica (--etcd) it is held like the rest: an owner whose txn fails may
+ * not act at all.
+ */
+static void
+io_send_ahead(void *arg, const struct cats_rec *r, const char *to)
+{
+	struct bind_app *a = arg;
+	struct bind_app_conn *c = conn_by_name(a, to);
+	if (a->repl != NULL || c == NULL) {
+		io_send(arg, r, to);
+		return;
+	}
+	hold_rec(a, c->s, r, true, true);
+	lat_sent(a, c, r);
+	a->sent_ahead++;
 }
 
 static void
@@ -358,6 +392,7 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "in.bad", a->in_bad);
 	cats_stats_add(st, "passed", a->passed);
 	cats_stats_add(st, "sent.dropped", a->dropped_sends);
+	cats_stats_add(st, "sent.ahead", a->sent_ahead);
 	cats_stats_add(st, "sent.keepalives", a->keepalives);
 	/* 001's binding installation and control-channel latencies, as
 	 * the record has no place for the histograms (those on /metrics). */
@@ -816,7 +851,7 @@ bind_app_listener(struct bind_app *a, int fd)
 int
 bind_app_init(struct bind_app *a, const struct bind_conf *c)
 {
-	struct bind_io io = { io_send, io_journal, io_trace, a };
+	struct bind_io io = { io_send, io_journal, io_trace, a, io_send_ahead };
 	a->cm = cats_commit_new(a->base, &COMMIT, a, HELD_FLUSH);
 	a->t = bind_new(c, &io);
 	a->resync = evtimer_new(a->base, on_resync, a);

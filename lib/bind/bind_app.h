@@ -93,9 +93,9 @@ struct bind_app {
 	uint64_t last_fsync, last_stats, last_keepalive;
 	int exit_code;
 	/* counters of the tool itself */
-	uint64_t in_records, in_bad, passed, dropped_sends, conns_refused,
-	    auth_refused, hello_replayed, imperson, journal_errors,
-	    keepalives;
+	uint64_t in_records, in_bad, passed, dropped_sends, sent_ahead,
+	    conns_refused, auth_refused, hello_replayed, imperson,
+	    journal_errors, keepalives;
 	struct cats_hist h_install;	/* a path-rep in to its bindings out */
 	/* 001's binding installation latency and control-channel latency
 	 * (cats-bind(1) STATISTICS): samples of in-flight bindings in two

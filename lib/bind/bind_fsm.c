@@ -276,23 +276,36 @@ bt_journal_rec(struct bind_table *t, const struct cats_rec *r)
 		t->io.journal(t->io.arg, r);
 }
 
-/* Send entry e's binding to one forwarder (its current owner epoch). */
-void
-bt_send_binding(struct bind_table *t, struct bent *e, int op, struct bstr *to,
-    uint64_t now)
+/*
+ * Send entry e's binding to one forwarder (its current owner epoch); ahead:
+ * through send_ahead (an egress's copy that admits nothing yet).
+ */
+static void
+send_binding(struct bind_table *t, struct bent *e, int op, struct bstr *to,
+    uint64_t now, bool ahead)
 {
 	struct cats_rec r;
 	e->epoch = (uint32_t)t->epoch;
 	bt_make_binding(t, e, op, t->epoch, now, BR_OK, &r);
 	if (to != NULL)
 		r.u.binding.path.n = 0;	/* the forwarders need no node list */
-	bt_send_rec(t, &r, to);
+	if (ahead && to != NULL && t->io.send_ahead != NULL)
+		t->io.send_ahead(t->io.arg, &r, to->s);
+	else
+		bt_send_rec(t, &r, to);
 	if (to != NULL) {
 		if (op == CATS_BIND_INSTALL)
 			t->k.sent_install++;
 		else if (op == CATS_BIND_REFRESH)
 			t->k.sent_refresh++;
 	}
+}
+
+void
+bt_send_binding(struct bind_table *t, struct bent *e, int op, struct bstr *to,
+    uint64_t now)
+{
+	send_binding(t, e, op, to, now, false);
 }
 
 /*
@@ -458,7 +471,10 @@ bt_drain(struct bind_table *t, struct bent *e, int reason, uint64_t now)
 /*
  * Send a BINDING_READY binding where it may go now.  Commit "both": the
  * egress first (the service-side delivery exists before traffic is
- * admitted), the ingress once the egress installed it.
+ * admitted), the ingress once the egress installed it.  The egress's copy
+ * admits nothing, so it goes ahead of the journal's sync (send_ahead): the
+ * egress installs it while the binding is made durable, and the ingress's
+ * copy, which releases the first packet, waits for both.
  */
 void
 bt_push(struct bind_table *t, struct bent *e, uint64_t now)
@@ -476,7 +492,8 @@ bt_push(struct bind_table *t, struct bent *e, uint64_t now)
 		return;
 	}
 	if (!(e->flags & F_SENT_EGR) && egr->connected) {
-		bt_send_binding(t, e, CATS_BIND_INSTALL, egr, now);
+		send_binding(t, e, CATS_BIND_INSTALL, egr, now,
+		    t->c.commit == BIND_COMMIT_BOTH);
 		e->flags |= F_SENT_EGR;
 	}
 	bool ing_may = t->c.commit != BIND_COMMIT_BOTH || (e->flags & F_OK_EGR);

@@ -1296,8 +1296,9 @@ cats_commit_free(struct cats_commit *cm)
 	free(cm);
 }
 
-int
-cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
+/* An item out; ahead: past the commit point when nothing is held on s. */
+static int
+stream_send(struct cats_stream *s, const uint8_t *p, size_t n, bool ahead)
 {
 	if (s->broken || s->wfd < 0)
 		return -1;
@@ -1330,9 +1331,9 @@ cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 		p = s->wbuf.p;
 		n = s->wbuf.len;
 	}
-	if (s->cm != NULL)
+	if (s->cm != NULL && (!ahead || s->held > 0))
 		return send_held(s, p, n);
-	if (s->batch_max > 0)
+	if (s->batch_max > 0 && !(ahead && s->cm != NULL))
 		return send_batched(s, p, n);
 	if (s->wfile) {
 		if (cats_write_all(s->wfd, p, n) < 0) {
@@ -1364,6 +1365,18 @@ cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
 		return 1;
 	}
 	return 0;
+}
+
+int
+cats_stream_send(struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	return stream_send(s, p, n, false);
+}
+
+int
+cats_stream_send_ahead(struct cats_stream *s, const uint8_t *p, size_t n)
+{
+	return stream_send(s, p, n, true);
 }
 
 int

@@ -268,6 +268,14 @@ void cats_commit_discard(struct cats_commit *cm);
 /* Bytes held behind cm in all its streams; on s alone. */
 size_t cats_commit_held(const struct cats_commit *cm);
 size_t cats_stream_held(const struct cats_stream *s);
+/*
+ * Send an item that its commit point need not cover (one that admits
+ * nothing): when nothing is held on s it is offered to write(2) at once,
+ * as without holding, else it is held behind what was sent before it, so
+ * that it never overtakes an item of s.  On a stream that does not hold,
+ * cats_stream_send().
+ */
+int cats_stream_send_ahead(struct cats_stream *s, const uint8_t *p, size_t n);
 void cats_commit_free(struct cats_commit *cm);
 /* Datagram streams: reply to the sender of an item. */
 int cats_stream_sendto(struct cats_stream *s, const struct cats_peer *peer,

@@ -257,6 +257,42 @@ all_whole() {
 	    .fwd.sids == ["fc00:2::1"] and .path_id == 0'
 }
 
+@test "cats-bind: kill -9 with forwarders: every binding an ingress got is in the journal; the egress's may go ahead" {
+	mkfifo "$W/fifo"
+	cats-bind --listen "unix:$W/sock" --journal "$W/j" <"$W/fifo" \
+	    >/dev/null 2>"$W/err" &
+	pid=$!
+	BIND_PIDS=$pid
+	exec 7>"$W/fifo"
+	wait_for 50 test -S "$W/sock"
+	bind_fwdsim -c "unix:$W/sock" -n EF-2 -t 20 >"$W/ef" &
+	efp=$!
+	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 20 >"$W/if" &
+	ifp=$!
+	wait_for 50 grep -q "IF-1 connected" "$W/err"
+	wait_for 50 grep -q "EF-2 connected" "$W/err"
+	gen_reps 20000 "$(date +%s%3N)" | enc >"$W/in"
+	cat "$W/in" >&7 &
+	wait_for 100 sh -c "[ \$(grep -c '\"binding\"' '$W/if') -ge 200 ]"
+	kill -9 "$pid"
+	wait "$pid" || true
+	exec 7>&-
+	wait "$efp" "$ifp" || true
+	wait	# the feeder, its pipe broken
+	cats-bind --dump --journal "$W/j" >"$W/d" 2>"$W/err2"
+	dec "$W/d" | jq -r .id | sort -n >"$W/ids.dump"
+	jq -r 'select(.type == "binding") | .id' "$W/if" | sort -nu >"$W/ids.if"
+	jq -r 'select(.type == "binding") | .id' "$W/ef" | sort -nu >"$W/ids.ef"
+	echo "ingress $(wc -l <"$W/ids.if") egress $(wc -l <"$W/ids.ef")" \
+	    "journal $(wc -l <"$W/ids.dump")" \
+	    "egress only $(comm -23 "$W/ids.ef" "$W/ids.dump" | wc -l)" >&3
+	[ -s "$W/ids.if" ]
+	# What released a first packet is durable, whatever the egress got.
+	[ -z "$(comm -23 "$W/ids.if" "$W/ids.dump")" ]
+	# The ingress never had one the egress had not installed first.
+	[ -z "$(comm -23 "$W/ids.if" "$W/ids.ef")" ]
+}
+
 @test "cats-bind: a restart restoring 30k bindings: their re-sync leaves no channel silent" {
 	# The bench's restart restored ~18k and sent them all in the hello's
 	# turn: over a second of nothing on every other channel, a forwarder's

@@ -28,6 +28,7 @@ struct sent {
 	uint64_t id, txn, epoch, version, msd;
 	size_t nsids, npath;
 	char unreach[48];
+	bool ahead;		/* through send_ahead */
 };
 
 static struct sent sent[4096];
@@ -82,6 +83,24 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 	}
 }
 
+/* A binding sent ahead of the journal (bind.h): recorded as such. */
+static void
+io_send_ahead(void *arg, const struct cats_rec *r, const char *to)
+{
+	io_send(arg, r, to);
+	if (nsent > 0)
+		sent[nsent - 1].ahead = true;
+}
+
+static size_t
+count_ahead(const char *to)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nsent; i++)
+		n += sent[i].ahead && strcmp(sent[i].to, to) == 0;
+	return n;
+}
+
 static void
 io_journal(void *arg, const struct cats_rec *r)
 {
@@ -98,8 +117,10 @@ io_trace(void *arg, const struct bind_trace *tr)
 		traces[ntraces++] = *tr;
 }
 
-static const struct bind_io io = { io_send, io_journal, io_trace, NULL };
-static const struct bind_io io_nojournal = { io_send, NULL, io_trace, NULL };
+static const struct bind_io io = { io_send, io_journal, io_trace, NULL,
+	io_send_ahead };
+static const struct bind_io io_nojournal = { io_send, NULL, io_trace, NULL,
+	NULL };
 
 static void
 reset_io(void)
@@ -472,10 +493,14 @@ test_ready_active_both(void)
 	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") == 1 &&
 	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 0,
 	    "commit both: the egress gets the binding first");
+	T_OK(count_ahead("EF-2") == 1, "ahead of the journal's sync: it "
+	    "admits nothing");
 	feed(t, 1010, status("EF-2", "installed", id, 1010));
 	T_OK(state_of(t, id) == READY &&
 	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1,
 	    "egress installed: now the ingress gets it, still READY");
+	T_OK(count_ahead("IF-1") == 0, "the ingress's copy, which releases "
+	    "the first packet, waits for the journal");
 	feed(t, 1020, status("IF-1", "installed", id, 1020));
 	T_OK(state_of(t, id) == ACTIVE && traced(READY, ACTIVE, 21),
 	    "BINDING_READY -> ACTIVE on the forwarder commit");
@@ -497,6 +522,8 @@ test_commit_ingress_and_none(void)
 	T_OK(count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "IF-1") == 1 &&
 	    count_sent(CATS_T_BINDING, CATS_BIND_INSTALL, "EF-2") == 1,
 	    "commit ingress: both get it at once");
+	T_OK(count_ahead("EF-2") == 0 && count_ahead("IF-1") == 0,
+	    "neither ahead of the journal: the ingress's install commits");
 	feed(t, 1010, status("IF-1", "installed", id, 1010));
 	T_OK(state_of(t, id) == ACTIVE, "the ingress install commits");
 	bind_free(t);
@@ -1432,7 +1459,7 @@ test_journal_disk(void)
 	rm_dir();
 	struct bind_conf c;
 	bind_conf_default(&c);
-	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL };
+	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL, NULL };
 	uint64_t epochs[3];
 	size_t counts[3];
 	for (int run = 0; run < 3; run++) {
@@ -1539,7 +1566,7 @@ test_journal_sync_rule(void)
 	rm_dir();
 	struct bind_conf c;
 	bind_conf_default(&c);
-	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL };
+	struct bind_io dio = { io_send, io_journal_disk, NULL, NULL, NULL };
 	for (int pol = 0; pol < 2; pol++) {
 		jr = bj_open(dir, false, pol ? BJ_FSYNC_NEVER : BJ_FSYNC_ALWAYS,
 		    err, sizeof(err));
@@ -1730,7 +1757,7 @@ test_journal_blocks(void)
 	bind_conf_default(&c);
 	c.commit = BIND_COMMIT_NONE;
 	c.client_bindings = c.client_pending = 0;
-	struct bind_io dio = { NULL, io_journal_disk, NULL, NULL };
+	struct bind_io dio = { NULL, io_journal_disk, NULL, NULL, NULL };
 	jr = bj_open(dir, false, BJ_FSYNC_NEVER, err, sizeof(err));
 	T_OK(jr != NULL, "open %s", dir);
 	if (jr == NULL)

@@ -609,6 +609,25 @@ test_stream_hold(void)
 	cats_stream_free(out);
 	close(sv[1]);
 
+	/* Sent ahead: at once while nothing is held, else behind it. */
+	h = (struct hctx){ .fd = -1, .item = &b };
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	out = cats_stream_new(base, -1, sv[1], false, NULL, 0, &cbs, &c);
+	cats_stream_hold(out, cm);
+	cats_stream_send_ahead(out, b.p, b.len);
+	T_OK(pending(sv[0]) == len && cats_stream_held(out) == 0,
+	    "ahead, nothing held: written before any commit");
+	cats_stream_send(out, b.p, b.len);
+	cats_stream_send_ahead(out, b.p, b.len);
+	T_OK(pending(sv[0]) == -1 && cats_stream_held(out) == 2 * b.len,
+	    "ahead, an item held: held behind it, never before it");
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	T_OK(h.runs == 1 && pending(sv[0]) == 2 * len, "both leave with the "
+	    "commit, in order (%d)", h.runs);
+	cats_stream_free(out);
+	close(sv[0]);
+	close(sv[1]);
+
 	/* A regular file: written at the commit, not before. */
 	char path[] = "/tmp/test_seq_XXXXXX";
 	int fd = mkstemp(path);
