@@ -424,6 +424,16 @@ main(int argc, char **argv)
 		cats_opt_keyring("--peer-keys", peerfile, &peers);
 		has_peers = true;
 	}
+	/* The binding manager MACs what it sends us with a key derived
+	 * from our PSK (cats-bind(1) FORWARDERS). */
+	struct cats_key down;
+	if (has_peers && has_key &&
+	    cats_key_derive_down(&key, "cats-bind", &down) == 0 &&
+	    cats_keyring_add(&peers, &down) < 0) {
+		cats_errorx("--peer-keys: out of memory");
+		return CATS_EXIT_FAIL;
+	}
+	explicit_bzero(&down, sizeof(down));
 	if (steerkeys != NULL)
 		cats_opt_keyring("--steer-keys", steerkeys, &steer_keys);
 	if (cf.epoch == 0)

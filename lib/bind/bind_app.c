@@ -31,6 +31,10 @@ struct bind_app_conn {
 	struct cats_stream *s;
 	char *fwd;		/* after its hello */
 	bool named;		/* holds the name in a->byname */
+	/* What this manager MACs its records to it with: derived from the
+	 * PSK its hello verified with (cats_key_derive_down). */
+	struct cats_key down;
+	bool has_down;
 };
 
 /*
@@ -274,18 +278,19 @@ send_held(struct bind_app *a, struct cats_stream *s, const uint8_t *p,
 }
 
 /*
- * Encode r (signed with sign) and hold it on s; ahead: past the commit
- * when nothing is held on s (cats_stream_send_ahead).
+ * Encode r (signed or MAC'd with key, NULL: neither) and hold it on s;
+ * ahead: past the commit when nothing is held on s
+ * (cats_stream_send_ahead).
  */
 static void
 hold_rec(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
-    bool sign, bool ahead)
+    const struct cats_key *key, bool ahead)
 {
 	struct cats_rec copy;
 	const struct cats_rec *x = r;
-	if (sign && a->have_key) {
+	if (key != NULL) {
 		copy = *r;
-		if (cats_rec_sign(&copy, &a->key) == 0)
+		if (cats_rec_sign(&copy, key) == 0)
 			x = &copy;
 	}
 	cats_buf_reset(&a->enc);
@@ -299,11 +304,26 @@ hold_rec(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
 		send_held(a, s, a->enc.p, a->enc.len);
 }
 
+/* A record for the output stream: unsigned (a pipe of this host's). */
 static void
-hold(struct bind_app *a, struct cats_stream *s, const struct cats_rec *r,
-    bool sign)
+hold_out(struct bind_app *a, const struct cats_rec *r)
 {
-	hold_rec(a, s, r, sign, false);
+	hold_rec(a, a->out, r, NULL, false);
+}
+
+/*
+ * A record for a forwarder: MAC'd with the key derived from the PSK it
+ * authenticated with (cats_key_derive_down), else signed with --key.
+ */
+static void
+hold_conn(struct bind_app_conn *c, const struct cats_rec *r, bool ahead)
+{
+	struct bind_app *a = c->a;
+	const struct cats_key *k = c->has_down ? &c->down :
+	    a->have_key ? &a->key : NULL;
+	hold_rec(a, c->s, r, k, ahead);
+	if (c->has_down)
+		a->sent_mac++;
 }
 
 static void
@@ -311,7 +331,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 {
 	struct bind_app *a = arg;
 	if (to == NULL) {
-		hold(a, a->out, r, false);
+		hold_out(a, r);
 		return;
 	}
 	struct bind_app_conn *c = conn_by_name(a, to);
@@ -319,7 +339,7 @@ io_send(void *arg, const struct cats_rec *r, const char *to)
 		a->dropped_sends++;	/* a forwarder known only from stdin */
 		return;
 	}
-	hold(a, c->s, r, true);
+	hold_conn(c, r, false);
 	lat_sent(a, c, r);
 }
 
@@ -338,7 +358,7 @@ io_send_ahead(void *arg, const struct cats_rec *r, const char *to)
 		io_send(arg, r, to);
 		return;
 	}
-	hold_rec(a, c->s, r, true, true);
+	hold_conn(c, r, true);
 	lat_sent(a, c, r);
 	a->sent_ahead++;
 }
@@ -393,6 +413,7 @@ stats_list(struct bind_app *a, struct cats_stats_list *st)
 	cats_stats_add(st, "passed", a->passed);
 	cats_stats_add(st, "sent.dropped", a->dropped_sends);
 	cats_stats_add(st, "sent.ahead", a->sent_ahead);
+	cats_stats_add(st, "sent.mac", a->sent_mac);
 	cats_stats_add(st, "sent.keepalives", a->keepalives);
 	/* 001's binding installation and control-channel latencies, as
 	 * the record has no place for the histograms (those on /metrics). */
@@ -455,7 +476,7 @@ bind_app_stats(struct bind_app *a)
 	stats_list(a, &st);
 	struct cats_rec r;
 	cats_stats_record(&st, &r, cats_clock_now());
-	hold(a, a->out, &r, false);
+	hold_out(a, &r);
 	cats_stats_free(&st);
 }
 
@@ -564,6 +585,7 @@ conn_gone(struct bind_app_conn *c)
 	}
 	cats_stream_free(c->s);
 	free(c->fwd);
+	explicit_bzero(&c->down, sizeof(c->down));
 	free(c);
 }
 
@@ -749,9 +771,9 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		return;
 	}
 	const struct cats_status *st = &r->u.status;
+	const struct cats_key *who = NULL;
 	if (a->keys.n > 0) {
 		/* Signed by the key of the forwarder it names. */
-		const struct cats_key *who = NULL;
 		if (cats_rec_verify(r, &a->keys, &who, &e) < 0 ||
 		    strcmp(who->name, st->fwd) != 0) {
 			cats_audit_limited("auth-refused", "fwd=%s reason=%s",
@@ -773,6 +795,9 @@ conn_rec(struct cats_stream *s, struct cats_item *it, void *arg)
 		return;
 	}
 	if (c->fwd == NULL) {
+		/* Before the hello's re-sync: every record to it is MAC'd. */
+		c->has_down = who != NULL &&
+		    cats_key_derive_down(who, "cats-bind", &c->down) == 0;
 		if (!hello(c, st, index))
 			return;
 	} else if (strcmp(st->fwd, c->fwd) != 0) {
@@ -935,7 +960,7 @@ keepalive(struct bind_app *a, uint64_t now)
 		if (c->fwd == NULL)
 			continue;
 		r.u.status.fwd = c->fwd;
-		hold(a, c->s, &r, true);
+		hold_conn(c, &r, false);
 		a->keepalives++;
 	}
 }

@@ -93,7 +93,7 @@ struct bind_app {
 	uint64_t last_fsync, last_stats, last_keepalive;
 	int exit_code;
 	/* counters of the tool itself */
-	uint64_t in_records, in_bad, passed, dropped_sends, sent_ahead,
+	uint64_t in_records, in_bad, passed, dropped_sends, sent_ahead, sent_mac,
 	    conns_refused, auth_refused, hello_replayed, imperson,
 	    journal_errors, keepalives;
 	struct cats_hist h_install;	/* a path-rep in to its bindings out */

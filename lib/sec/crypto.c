@@ -65,6 +65,30 @@ cats_key_gen_psk(struct cats_key *k, const char *name)
 	set_kid(k);
 }
 
+/* The label of the manager's key toward one forwarder (crypto.h). */
+#define DOWN_LABEL "cats manager to forwarder v1"
+
+int
+cats_key_derive_down(const struct cats_key *fwd, const char *name,
+    struct cats_key *out)
+{
+	if (fwd->kind != CATS_KEY_PSK)
+		return -1;
+	struct cats_hmac_sha256 h;
+	uint8_t k[32];
+	cats_hmac_sha256_init(&h, fwd->psk, sizeof(fwd->psk));
+	cats_hmac_sha256_update(&h, DOWN_LABEL, sizeof(DOWN_LABEL) - 1);
+	cats_hmac_sha256_final(&h, k);
+	memset(out, 0, sizeof(*out));
+	out->kind = CATS_KEY_PSK;
+	memcpy(out->psk, k, sizeof(out->psk));
+	sodium_memzero(k, sizeof(k));
+	sodium_memzero(&h, sizeof(h));
+	cats_strlcpy(out->name, name ? name : "", sizeof(out->name));
+	set_kid(out);
+	return 0;
+}
+
 void
 cats_key_public(const struct cats_key *sk, struct cats_key *pk)
 {
@@ -201,14 +225,12 @@ cats_keyring_load(struct cats_keyring *kr, const char *path, char *err,
 			rc = -1;
 			break;
 		}
-		struct cats_key *v = realloc(kr->v, (kr->n + 1) * sizeof(*v));
-		if (v == NULL) {
+		if (cats_keyring_add(kr, &k) < 0) {
 			snprintf(err, errlen, "out of memory");
+			sodium_memzero(&k, sizeof(k));
 			rc = -1;
 			break;
 		}
-		kr->v = v;
-		kr->v[kr->n++] = k;
 		sodium_memzero(&k, sizeof(k));
 		found++;
 	}
@@ -247,6 +269,17 @@ cats_key_load(struct cats_key *k, const char *path, int kind, char *err,
 	}
 	cats_keyring_free(&kr);
 	return rc;
+}
+
+int
+cats_keyring_add(struct cats_keyring *kr, const struct cats_key *k)
+{
+	struct cats_key *v = realloc(kr->v, (kr->n + 1) * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	kr->v = v;
+	kr->v[kr->n++] = *k;
+	return 0;
 }
 
 const struct cats_key *

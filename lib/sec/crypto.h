@@ -47,6 +47,17 @@ int cats_crypto_init(void);
 /* Fresh keys. */
 void cats_key_gen_ed25519(struct cats_key *k, const char *name);
 void cats_key_gen_psk(struct cats_key *k, const char *name);
+/*
+ * The key a binding manager MACs its records to one forwarder with,
+ * derived from that forwarder's PSK (HMAC-SHA256 over a fixed label) and
+ * named name: both ends have it without another key to hand out, it is
+ * the pair's alone (a forwarder cannot forge records to another), no
+ * record of the forwarder's own verifies under it, and a MAC costs a
+ * tenth of an Ed25519 signature and a twentieth of its check.  -1 (out
+ * untouched) unless fwd is a PSK.
+ */
+int cats_key_derive_down(const struct cats_key *fwd, const char *name,
+    struct cats_key *out);
 /* The public half of an Ed25519 secret key. */
 void cats_key_public(const struct cats_key *sk, struct cats_key *pk);
 
@@ -62,6 +73,8 @@ int cats_keyring_load(struct cats_keyring *kr, const char *path, char *err,
 /* Load exactly one key of the given kind (-1 for any). */
 int cats_key_load(struct cats_key *k, const char *path, int kind, char *err,
     size_t errlen);
+/* Append a copy of k: 0, or -1 out of memory. */
+int cats_keyring_add(struct cats_keyring *kr, const struct cats_key *k);
 const struct cats_key *cats_keyring_find(const struct cats_keyring *kr,
     const uint8_t kid[CATS_KID_LEN]);
 void cats_keyring_free(struct cats_keyring *kr);

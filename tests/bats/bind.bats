@@ -374,6 +374,11 @@ all_whole() {
 	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/if1.psk" -t 3 -x 1 \
 	    >"$W/ok"
 	has "$W/ok" '.type == "status" and .event == "hello"'
+	# MAC'd (protected header {1: 5, 4: kid}: HMAC 256/256) with the key
+	# derived from IF-1's PSK, though cats-bind has no --key: cats-fwd
+	# checks it in the loop tests (--peer-keys).
+	has "$W/ok" '.type == "status" and (.auth[0]["$bytes"] |
+	    startswith("ogEF"))'
 	# Unsigned, or signed with another forwarder's key: refused.
 	bind_fwdsim -c "unix:$W/sock" -n IF-1 -t 2 -x 1 >"$W/bad1"
 	bind_fwdsim -c "unix:$W/sock" -n IF-1 -k "$W/ef2.psk" -t 2 -x 1 \

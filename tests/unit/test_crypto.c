@@ -9,6 +9,7 @@
 
 #include <sodium.h>
 
+#include "sec/crypto.h"
 #include "sec/token.h"
 #include "t.h"
 
@@ -367,6 +368,68 @@ test_mac_structure(void)
 	    sizeof(payload), tag, 32) < 0, "a changed MAC tag fails");
 }
 
+/* A status record of fwd, MAC'd or signed with k, encoded and decoded
+ * back (as a receiver has it): 0 if it verifies against kr. */
+static int
+verify_from(const struct cats_key *k, const struct cats_keyring *kr,
+    const struct cats_key **who)
+{
+	struct cats_rec r, back;
+	struct cats_buf b = { 0 };
+	struct cats_dec d;
+	struct cats_err e;
+	cats_rec_init(&r, CATS_T_STATUS);
+	r.u.status.fwd = "IF-1";
+	r.u.status.event = CATS_EV_KEEPALIVE;
+	r.u.status.ts = 1764460800000;
+	cats_dec_init(&d, NULL);
+	int rc = -1;
+	if (cats_rec_sign(&r, k) == 0 && cats_rec_encode(&r, &b, true) == 0 &&
+	    cats_rec_decode(&d, b.p, b.len, &back, &e) == 0)
+		rc = cats_rec_verify(&back, kr, who, &e);
+	cats_dec_free(&d);
+	cats_buf_free(&b);
+	return rc;
+}
+
+/*
+ * The binding manager's key toward one forwarder, derived from that
+ * forwarder's PSK: the same at both ends, the pair's alone, and no record
+ * of the forwarder's own (nor of another's key) verifies under it.
+ */
+static void
+test_derive_down(void)
+{
+	struct cats_key f, f2, ed, d, d2, other;
+	cats_key_gen_psk(&f, "IF-1");
+	cats_key_gen_psk(&f2, "IF-2");
+	cats_key_gen_ed25519(&ed, "cats-bind");
+	T_OK(cats_key_derive_down(&f, "cats-bind", &d) == 0 &&
+	    cats_key_derive_down(&f, "cats-bind", &d2) == 0 &&
+	    d.kind == CATS_KEY_PSK && memcmp(d.psk, d2.psk, 32) == 0 &&
+	    memcmp(d.kid, d2.kid, CATS_KID_LEN) == 0 &&
+	    strcmp(d.name, "cats-bind") == 0,
+	    "derive: both ends get the same key, named for the manager");
+	T_OK(memcmp(d.psk, f.psk, 32) != 0 &&
+	    memcmp(d.kid, f.kid, CATS_KID_LEN) != 0,
+	    "derive: not the forwarder's own key, nor its key id");
+	T_OK(cats_key_derive_down(&f2, "cats-bind", &other) == 0 &&
+	    memcmp(other.psk, d.psk, 32) != 0, "derive: each forwarder's "
+	    "its own");
+	T_OK(cats_key_derive_down(&ed, "cats-bind", &d2) == -1,
+	    "derive: only from a PSK (an Ed25519 key: -1)");
+	struct cats_keyring kr = { 0 };
+	const struct cats_key *who = NULL;
+	T_OK(cats_keyring_add(&kr, &d) == 0 && kr.n == 1 &&
+	    verify_from(&d, &kr, &who) == 0 && who == &kr.v[0],
+	    "a record MAC'd with it verifies at the forwarder");
+	T_OK(verify_from(&f, &kr, NULL) < 0, "the forwarder's own record "
+	    "reflected back does not");
+	T_OK(verify_from(&other, &kr, NULL) < 0, "nor one MAC'd for another "
+	    "forwarder");
+	cats_keyring_free(&kr);
+}
+
 int
 main(void)
 {
@@ -381,6 +444,7 @@ main(void)
 	test_tag_guard();
 	test_seqwin();
 	test_mac_structure();
+	test_derive_down();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
